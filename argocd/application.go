@@ -1,0 +1,275 @@
+package argocd
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Application is the part of an Argo CD Application (argoproj.io/v1alpha1) that the
+// service reads. Field names follow Argo CD's JSON so objects decode directly.
+type Application struct {
+	Name      string
+	Namespace string
+	// Generation is metadata.generation, bumped on every spec change.
+	Generation int64
+	Spec       AppSpec
+	Status     AppStatus
+}
+
+// Key returns the Application's namespace and name.
+func (a *Application) Key() AppKey { return AppKey{Namespace: a.Namespace, Name: a.Name} }
+
+// AppSpec is spec of an Application.
+type AppSpec struct {
+	Project     string          `json:"project,omitempty"`
+	Source      *AppSource      `json:"source,omitempty"`
+	Sources     []AppSource     `json:"sources,omitempty"`
+	Destination AppDestination  `json:"destination"`
+	SyncPolicy  *AppSyncPolicy  `json:"syncPolicy,omitempty"`
+}
+
+// AppSource is one entry of spec.source or spec.sources.
+type AppSource struct {
+	RepoURL        string `json:"repoURL"`
+	Path           string `json:"path,omitempty"`
+	TargetRevision string `json:"targetRevision,omitempty"`
+	Chart          string `json:"chart,omitempty"`
+	Ref            string `json:"ref,omitempty"`
+}
+
+// AppDestination is spec.destination.
+type AppDestination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// AppSyncPolicy is spec.syncPolicy.
+type AppSyncPolicy struct {
+	Automated   *AppSyncAutomated `json:"automated,omitempty"`
+	SyncOptions []string          `json:"syncOptions,omitempty"`
+}
+
+// AppSyncAutomated is spec.syncPolicy.automated. Enabled (Argo CD 3.x) switches
+// automation off while keeping its settings; absent means enabled.
+type AppSyncAutomated struct {
+	Prune    bool  `json:"prune,omitempty"`
+	SelfHeal bool  `json:"selfHeal,omitempty"`
+	Enabled  *bool `json:"enabled,omitempty"`
+}
+
+// AppStatus is status of an Application as the Argo CD controller writes it.
+type AppStatus struct {
+	Resources      []AppResourceStatus `json:"resources,omitempty"`
+	Sync           AppSyncStatus       `json:"sync"`
+	Health         AppHealth           `json:"health"`
+	SourceType     string              `json:"sourceType,omitempty"`
+	SourceTypes    []string            `json:"sourceTypes,omitempty"`
+	Conditions     []AppCondition      `json:"conditions,omitempty"`
+	OperationState *AppOperationState  `json:"operationState,omitempty"`
+	ReconciledAt   string              `json:"reconciledAt,omitempty"`
+	// ControllerNamespace is the namespace of the Argo CD controller that reconciles
+	// the Application (Argo CD 2.5 and later); Applications there are tracked by name
+	// alone.
+	ControllerNamespace string `json:"controllerNamespace,omitempty"`
+}
+
+// AppResourceStatus is one entry of status.resources: a resource the Application
+// manages, with its own sync and health status.
+type AppResourceStatus struct {
+	Group           string     `json:"group,omitempty"`
+	Version         string     `json:"version,omitempty"`
+	Kind            string     `json:"kind"`
+	Namespace       string     `json:"namespace,omitempty"`
+	Name            string     `json:"name"`
+	Status          string     `json:"status,omitempty"`
+	Health          *AppHealth `json:"health,omitempty"`
+	Hook            bool       `json:"hook,omitempty"`
+	RequiresPruning bool       `json:"requiresPruning,omitempty"`
+}
+
+// Ref returns the resource the entry names.
+func (r AppResourceStatus) Ref() ResourceRef {
+	return ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// AppSyncStatus is status.sync: Synced, OutOfSync or Unknown, against which revision.
+type AppSyncStatus struct {
+	Status    string   `json:"status,omitempty"`
+	Revision  string   `json:"revision,omitempty"`
+	Revisions []string `json:"revisions,omitempty"`
+}
+
+// AppHealth is a health status (Healthy, Progressing, Degraded, Suspended, Missing,
+// Unknown) with an optional message.
+type AppHealth struct {
+	Status  string `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// AppCondition is one entry of status.conditions. Argo CD's condition types end in
+// "Warning" or "Error".
+type AppCondition struct {
+	Type               string `json:"type"`
+	Message            string `json:"message"`
+	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
+}
+
+// AppOperationState is status.operationState: the last or current sync operation.
+type AppOperationState struct {
+	Phase      string         `json:"phase,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	StartedAt  string         `json:"startedAt,omitempty"`
+	FinishedAt string         `json:"finishedAt,omitempty"`
+	SyncResult *AppSyncResult `json:"syncResult,omitempty"`
+}
+
+// AppSyncResult is status.operationState.syncResult.
+type AppSyncResult struct {
+	Revision  string   `json:"revision,omitempty"`
+	Revisions []string `json:"revisions,omitempty"`
+}
+
+// Argo CD's sync statuses, health statuses and operation phases.
+const (
+	SyncSynced    = "Synced"
+	SyncOutOfSync = "OutOfSync"
+	SyncUnknown   = "Unknown"
+
+	HealthHealthy     = "Healthy"
+	HealthProgressing = "Progressing"
+	HealthDegraded    = "Degraded"
+	HealthSuspended   = "Suspended"
+	HealthMissing     = "Missing"
+	HealthUnknown     = "Unknown"
+
+	PhaseRunning     = "Running"
+	PhaseTerminating = "Terminating"
+	PhaseFailed      = "Failed"
+	PhaseError       = "Error"
+	PhaseSucceeded   = "Succeeded"
+)
+
+// applicationObject mirrors the JSON layout of an Application for decoding.
+type applicationObject struct {
+	Metadata struct {
+		Name       string `json:"name"`
+		Namespace  string `json:"namespace"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec   AppSpec   `json:"spec"`
+	Status AppStatus `json:"status"`
+}
+
+// ParseApplication decodes an Application from its unstructured form (as returned by
+// a dynamic client). Unknown fields are ignored; a field of the wrong type is an error.
+func ParseApplication(obj map[string]any) (Application, error) {
+	var o applicationObject
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &o); err != nil {
+		name := nestedString(obj, "metadata", "name")
+		ns := nestedString(obj, "metadata", "namespace")
+		return Application{}, fmt.Errorf("decode application %s/%s: %w", ns, name, err)
+	}
+	if o.Metadata.Name == "" {
+		return Application{}, fmt.Errorf("decode application: metadata.name is empty")
+	}
+	return Application{
+		Name:       o.Metadata.Name,
+		Namespace:  o.Metadata.Namespace,
+		Generation: o.Metadata.Generation,
+		Spec:       o.Spec,
+		Status:     o.Status,
+	}, nil
+}
+
+// nestedString reads a string field for error messages; anything else reads as "".
+func nestedString(obj map[string]any, fields ...string) string {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[f]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+// Automated reports whether automated sync is on.
+func (a *Application) Automated() bool {
+	p := a.Spec.SyncPolicy
+	if p == nil || p.Automated == nil {
+		return false
+	}
+	return p.Automated.Enabled == nil || *p.Automated.Enabled
+}
+
+// SelfHeal reports whether Argo CD reverts drift in the cluster on its own.
+func (a *Application) SelfHeal() bool {
+	return a.Automated() && a.Spec.SyncPolicy.Automated.SelfHeal
+}
+
+// Level is how strongly the Application defends its resources against direct change.
+func (a *Application) Level() Level {
+	switch {
+	case a.SelfHeal():
+		return LevelSelfHeal
+	case a.Automated():
+		return LevelAuto
+	default:
+		return LevelManual
+	}
+}
+
+// Sources returns spec.source, or spec.sources for multi-source Applications.
+func (a *Application) Sources() []AppSource {
+	if a.Spec.Source != nil {
+		return []AppSource{*a.Spec.Source}
+	}
+	return a.Spec.Sources
+}
+
+// PrimarySource returns the source a change goes to: spec.source, or the first entry
+// of spec.sources. ok is false when the Application has no source.
+func (a *Application) PrimarySource() (src AppSource, ok bool) {
+	s := a.Sources()
+	if len(s) == 0 {
+		return AppSource{}, false
+	}
+	return s[0], true
+}
+
+// SourceType returns status.sourceType, or the first of status.sourceTypes.
+func (a *Application) SourceType() string {
+	if a.Status.SourceType != "" || len(a.Status.SourceTypes) == 0 {
+		return a.Status.SourceType
+	}
+	return a.Status.SourceTypes[0]
+}
+
+// Lists reports whether status.resources names the object (any version).
+func (a *Application) Lists(ref ResourceRef) bool {
+	for _, r := range a.Status.Resources {
+		if r.Ref().SameObject(ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// AppKey names an Application. An empty Namespace means Argo CD's control-plane
+// namespace, which is not always known to the service.
+type AppKey struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// String formats the key as "namespace/name", or "name" without a namespace.
+func (k AppKey) String() string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}

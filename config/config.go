@@ -1,0 +1,217 @@
+// Package config owns the service's settings: the Config struct, how it is read
+// (a strict YAML file, then KUKIE_* environment variables, then secrets from
+// variables or files), and Validate, which decides whether a profile may start with
+// it. Secrets are held as secret.Secret and never come from the YAML file itself:
+// a config file is something people commit and paste, so it names secret files at
+// most.
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Profile selects how strict validation is.
+type Profile string
+
+const (
+	// Dev is the default for a local run: SQLite, no GitHub App needed, dev auth allowed.
+	Dev Profile = "dev"
+	// Production refuses to start without everything a safe deployment needs.
+	Production Profile = "production"
+)
+
+// ParseProfile accepts "dev" or "production".
+func ParseProfile(s string) (Profile, error) {
+	switch Profile(s) {
+	case Dev, Production:
+		return Profile(s), nil
+	}
+	return "", fmt.Errorf("unknown profile %q: want %q or %q", s, Dev, Production)
+}
+
+// Defaults for a zero-configuration local run.
+const (
+	DefaultGitHubWebURL     = "https://github.com"
+	DefaultGitHubAPIURL     = "https://api.github.com/"
+	DefaultGitHubGraphQLURL = "https://api.github.com/graphql"
+	DefaultLogFormat        = "json"
+	DefaultLogLevel         = "info"
+	// EncryptionKeyBytes is the size of the key that encrypts stored credentials
+	// (AES-256).
+	EncryptionKeyBytes = 32
+)
+
+// Config is every setting of the service.
+type Config struct {
+	Server     Server     `yaml:"server"`
+	Database   Database   `yaml:"database"`
+	GitHub     GitHub     `yaml:"github"`
+	Auth       Auth       `yaml:"auth"`
+	Encryption Encryption `yaml:"encryption"`
+	Log        Log        `yaml:"log"`
+}
+
+// Server holds HTTP settings; zero durations take the server package's defaults.
+type Server struct {
+	Address           string        `yaml:"address"`
+	PublicURL         string        `yaml:"public_url"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+}
+
+// Database names the store.
+type Database struct {
+	// URL is a URL without credentials, which may live in the YAML file: sqlite:PATH,
+	// or postgres://kukie@db/kukie?sslmode=verify-full with the password in PGPASSWORD.
+	URL string `yaml:"url"`
+	// SecretURL is a URL that may carry a password; it comes from KUKIE_DATABASE_URL
+	// or the file named by url_file, and wins over URL.
+	SecretURL secret.Secret `yaml:"-"`
+	URLFile   string        `yaml:"url_file"`
+}
+
+// GitHub holds the GitHub App's identity and endpoints.
+type GitHub struct {
+	AppID             int64         `yaml:"app_id"`
+	AppSlug           string        `yaml:"app_slug"`
+	WebURL            string        `yaml:"web_url"`
+	APIURL            string        `yaml:"api_url"`
+	GraphQLURL        string        `yaml:"graphql_url"`
+	PrivateKey        secret.Secret `yaml:"-"`
+	PrivateKeyFile    string        `yaml:"private_key_file"`
+	WebhookSecret     secret.Secret `yaml:"-"`
+	WebhookSecretFile string        `yaml:"webhook_secret_file"`
+}
+
+// Auth configures how API callers are identified.
+type Auth struct {
+	// DevTeam, when set, lets requests without a token act as this team. Allowed
+	// only in the dev profile.
+	DevTeam string `yaml:"dev_team"`
+}
+
+// Encryption holds the key for credentials stored in the database.
+type Encryption struct {
+	// Key is base64 of EncryptionKeyBytes random bytes.
+	Key     secret.Secret `yaml:"-"`
+	KeyFile string        `yaml:"key_file"`
+}
+
+// Log selects the log output.
+type Log struct {
+	Format string `yaml:"format"` // json or console
+	Level  string `yaml:"level"`  // trace, debug, info, warn, error
+}
+
+// DatabaseURL is the URL to open: the secret one when set, else the plain one, else
+// the default SQLite file.
+func (c Config) DatabaseURL() secret.Secret {
+	switch {
+	case c.Database.SecretURL.IsSet():
+		return c.Database.SecretURL
+	case c.Database.URL != "":
+		return secret.New(c.Database.URL)
+	}
+	return secret.New(store.DefaultURL)
+}
+
+// EncryptionKey decodes the configured key; Validate reports a bad one first.
+func (c Config) EncryptionKey() ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.Encryption.Key.Reveal()))
+	if err != nil {
+		return nil, errors.New("encryption key is not valid base64")
+	}
+	if len(key) != EncryptionKeyBytes {
+		return nil, fmt.Errorf("encryption key must decode to %d bytes, got %d", EncryptionKeyBytes, len(key))
+	}
+	return key, nil
+}
+
+// Default returns the configuration of a zero-configuration run.
+func Default() Config {
+	return Config{
+		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL},
+		Log:    Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+	}
+}
+
+// Load builds the configuration: defaults, then the YAML file at path (if path is
+// not empty), then environment overrides from lookupEnv, then secret files. Every
+// problem found is reported in one error.
+func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config file: %w", err)
+		}
+		if err := decodeYAML(raw, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	var problems []error
+	problems = append(problems, applyEnv(&cfg, lookupEnv)...)
+	problems = append(problems, loadSecretFiles(&cfg)...)
+	if err := errors.Join(problems...); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodeYAML rejects unknown keys, so a typo cannot silently leave a default in place.
+func decodeYAML(raw []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("holds more than one YAML document")
+	}
+	return nil
+}
+
+// loadSecretFiles reads secrets named by *_file settings. A secret set directly in
+// the environment wins over a file, which is reported rather than guessed at.
+func loadSecretFiles(cfg *Config) []error {
+	var problems []error
+	read := func(name, path string, dst *secret.Secret) {
+		if path == "" {
+			return
+		}
+		if dst.IsSet() {
+			problems = append(problems, fmt.Errorf("%s is set both directly and as a file (%s); set one", name, path))
+			return
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("read %s file: %w", name, err))
+			return
+		}
+		// Files written by editors and secret managers often end in a newline that is
+		// not part of the value; a PEM key keeps its inner newlines.
+		*dst = secret.New(strings.TrimRight(string(raw), "\r\n"))
+	}
+	read("database url", cfg.Database.URLFile, &cfg.Database.SecretURL)
+	read("github private key", cfg.GitHub.PrivateKeyFile, &cfg.GitHub.PrivateKey)
+	read("github webhook secret", cfg.GitHub.WebhookSecretFile, &cfg.GitHub.WebhookSecret)
+	read("encryption key", cfg.Encryption.KeyFile, &cfg.Encryption.Key)
+	return problems
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// ValidationError lists every problem that keeps a profile from starting.
+type ValidationError struct {
+	Profile  Profile
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("configuration is not valid for profile %s (%d problems):\n  - %s",
+		e.Profile, len(e.Problems), strings.Join(e.Problems, "\n  - "))
+}
+
+// Validate checks the configuration for profile and returns a *ValidationError
+// listing all problems at once, or nil. The production profile fails closed: it
+// refuses anything that would run without the App's credentials, with insecure
+// transport to GitHub, on SQLite, without the credential encryption key, or with
+// dev authentication.
+func (c Config) Validate(profile Profile) error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+
+	if c.Server.Address != "" {
+		if _, _, err := net.SplitHostPort(c.Server.Address); err != nil {
+			add("server.address %q is not host:port: %v", c.Server.Address, err)
+		}
+	}
+	if c.Server.PublicURL != "" {
+		if err := checkURL(c.Server.PublicURL, false); err != nil {
+			add("server.public_url: %v", err)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"server.read_header_timeout", int64(c.Server.ReadHeaderTimeout)},
+		{"server.read_timeout", int64(c.Server.ReadTimeout)},
+		{"server.write_timeout", int64(c.Server.WriteTimeout)},
+		{"server.idle_timeout", int64(c.Server.IdleTimeout)},
+		{"server.shutdown_timeout", int64(c.Server.ShutdownTimeout)},
+		{"server.max_body_bytes", c.Server.MaxBodyBytes},
+	} {
+		if f.value < 0 {
+			add("%s must not be negative", f.name)
+		}
+	}
+
+	dialect, err := store.DialectOf(c.DatabaseURL().Reveal())
+	if err != nil {
+		add("%v", err)
+	}
+	if u, err := url.Parse(c.Database.URL); err == nil && u.User != nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			add("database.url holds a password; put the URL in KUKIE_DATABASE_URL or database.url_file, or the password in PGPASSWORD")
+		}
+	}
+
+	for _, f := range []struct{ name, raw string }{
+		{"github.web_url", c.GitHub.WebURL},
+		{"github.api_url", c.GitHub.APIURL},
+		{"github.graphql_url", c.GitHub.GraphQLURL},
+	} {
+		if err := checkURL(f.raw, profile == Production); err != nil {
+			add("%s: %v", f.name, err)
+		}
+	}
+	if c.GitHub.AppID < 0 {
+		add("github.app_id must be positive")
+	}
+	if c.GitHub.PrivateKey.IsSet() {
+		if err := checkPrivateKey(c.GitHub.PrivateKey.Reveal()); err != nil {
+			add("github private key: %v", err)
+		}
+	}
+	if c.Encryption.Key.IsSet() {
+		if _, err := c.EncryptionKey(); err != nil {
+			add("%v (make one with: head -c 32 /dev/urandom | base64)", err)
+		}
+	}
+	if c.Auth.DevTeam != "" {
+		if err := store.ValidateTeamName(c.Auth.DevTeam); err != nil {
+			add("auth.dev_team: %v", err)
+		}
+	}
+	if c.Log.Format != "json" && c.Log.Format != "console" {
+		add("log.format %q: want json or console", c.Log.Format)
+	}
+	if _, err := zerolog.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
+		add("log.level %q: want trace, debug, info, warn or error", c.Log.Level)
+	}
+
+	switch profile {
+	case Dev:
+	case Production:
+		if c.GitHub.AppID == 0 {
+			add("github.app_id is required (KUKIE_GITHUB_APP_ID)")
+		}
+		if c.GitHub.AppSlug == "" {
+			add("github.app_slug is required (KUKIE_GITHUB_APP_SLUG); installation links are built from it")
+		}
+		if !c.GitHub.PrivateKey.IsSet() {
+			add("github private key is required (KUKIE_GITHUB_PRIVATE_KEY or github.private_key_file)")
+		}
+		if !c.GitHub.WebhookSecret.IsSet() {
+			add("github webhook secret is required (KUKIE_GITHUB_WEBHOOK_SECRET or github.webhook_secret_file)")
+		}
+		if dialect != store.Postgres {
+			add("database must be PostgreSQL (KUKIE_DATABASE_URL=postgres://...); SQLite is for local runs")
+		}
+		if !c.Encryption.Key.IsSet() {
+			add("encryption key for stored credentials is required (KUKIE_ENCRYPTION_KEY or encryption.key_file)")
+		}
+		if c.Auth.DevTeam != "" {
+			add("auth.dev_team must be empty: dev authentication lets anyone act as a team")
+		}
+	default:
+		add("unknown profile %q", profile)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Profile: profile, Problems: p}
+}
+
+func checkURL(raw string, requireHTTPS bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	if requireHTTPS && u.Scheme != "https" {
+		return fmt.Errorf("%q must use https", raw)
+	}
+	return nil
+}
+
+// checkPrivateKey accepts what GitHub issues (PKCS#1 RSA) and PKCS#8 RSA keys.
+func checkPrivateKey(pemText string) error {
+	block, _ := pem.Decode([]byte(pemText))
+	if block == nil {
+		return fmt.Errorf("not PEM; expected the .pem file GitHub generated")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	return fmt.Errorf("PEM block %q is not an RSA private key", block.Type)
+}

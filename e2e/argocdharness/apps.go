@@ -1,0 +1,249 @@
+package argocdharness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Application describes an Argo CD Application a test creates.
+type Application struct {
+	Name string
+	// Namespace defaults to Namespace; another one needs Options.ApplicationNamespaces.
+	Namespace            string
+	RepoURL              string
+	Path                 string
+	TargetRevision       string
+	DestinationNamespace string
+	// Automated turns on automated sync; SelfHeal additionally reverts live changes.
+	Automated bool
+	SelfHeal  bool
+}
+
+// CreateApplication creates app in the API server.
+func (a *ArgoCD) CreateApplication(t testing.TB, app Application) *unstructured.Unstructured {
+	t.Helper()
+	if app.Namespace == "" {
+		app.Namespace = Namespace
+	}
+	syncPolicy := map[string]any{
+		"syncOptions": []any{
+			"CreateNamespace=true",
+			// Without a garbage collector in the test control plane foreground deletion
+			// never finishes.
+			"PrunePropagationPolicy=background",
+		},
+	}
+	if app.Automated {
+		syncPolicy["automated"] = map[string]any{"prune": true, "selfHeal": app.SelfHeal}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1",
+		"kind":       "Application",
+		"metadata":   map[string]any{"name": app.Name, "namespace": app.Namespace},
+		"spec": map[string]any{
+			"project": "default",
+			"source": map[string]any{
+				"repoURL":        app.RepoURL,
+				"path":           app.Path,
+				"targetRevision": app.TargetRevision,
+			},
+			"destination": map[string]any{"server": InClusterServer, "namespace": app.DestinationNamespace},
+			"syncPolicy":  syncPolicy,
+		},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	created, err := a.Dynamic.Resource(ApplicationResource).Namespace(app.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create application %s/%s: %v", app.Namespace, app.Name, err)
+	}
+	return created
+}
+
+// GetApplication reads an Application.
+func (a *ArgoCD) GetApplication(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	app, err := a.Dynamic.Resource(ApplicationResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read application %s/%s: %w", namespace, name, err)
+	}
+	return app, nil
+}
+
+// WaitApplication polls the Application until done accepts it and returns it with the
+// time the wait took; on timeout the test fails with the last status seen and the
+// controller's log.
+func (a *ArgoCD) WaitApplication(t testing.TB, namespace, name string, timeout time.Duration, what string, done func(*unstructured.Unstructured) bool) (*unstructured.Unstructured, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last *unstructured.Unstructured
+	var lastErr error
+	for {
+		app, err := a.GetApplication(ctx, namespace, name)
+		if err == nil {
+			last, lastErr = app, nil
+			if done(app) {
+				return app, time.Since(start)
+			}
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("application %s/%s: no %s within %s (last read error: %v); status now:\n%s\ncontroller log:\n%s",
+				namespace, name, what, timeout, lastErr, StatusSummary(last), a.ControllerLogTail(30))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Wait polls check until it returns true and returns the time that took, failing the
+// test with what after timeout.
+func Wait(t testing.TB, timeout time.Duration, what string, check func(context.Context) (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var lastErr error
+	for {
+		ok, err := check(ctx)
+		if ok {
+			return time.Since(start)
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no %s within %s (last error: %v)", what, timeout, lastErr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Sync starts a sync of the Application to revision the way `argocd app sync` does: by
+// writing the operation the controller then runs.
+func (a *ArgoCD) Sync(t testing.TB, namespace, name, revision string) {
+	t.Helper()
+	patch := map[string]any{"operation": map[string]any{
+		"initiatedBy": map[string]any{"username": "e2e"},
+		"sync": map[string]any{
+			"revision":    revision,
+			"syncOptions": []any{"CreateNamespace=true", "PrunePropagationPolicy=background"},
+		},
+	}}
+	a.mergePatch(t, ApplicationResource, namespace, name, patch, "")
+}
+
+// HardRefresh asks the controller to re-read the repository now (the annotation the
+// Argo CD UI's "hard refresh" sets).
+func (a *ArgoCD) HardRefresh(t testing.TB, namespace, name string) {
+	t.Helper()
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "hard"}}}
+	a.mergePatch(t, ApplicationResource, namespace, name, patch, "")
+}
+
+// PlayKubelet writes the status a Deployment would get from its controllers and
+// kubelets, which the test control plane does not run: all replicas available when
+// healthy, a progress deadline exceeded otherwise.
+func (a *ArgoCD) PlayKubelet(t testing.TB, namespace, name string, healthy bool) {
+	t.Helper()
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := a.Dynamic.Resource(deployments).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read deployment %s/%s: %v", namespace, name, err)
+	}
+	replicas, found, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+		"message": "ReplicaSet has successfully progressed.", "lastUpdateTime": now, "lastTransitionTime": now}
+	available := map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+		"message": "Deployment has minimum availability.", "lastUpdateTime": now, "lastTransitionTime": now}
+	ready := replicas
+	if !healthy {
+		progressing = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+			"message": fmt.Sprintf("ReplicaSet %q has timed out progressing.", name), "lastUpdateTime": now, "lastTransitionTime": now}
+		available["status"], available["reason"], available["message"] = "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."
+		ready = 0
+	}
+	status := map[string]any{"status": map[string]any{
+		"observedGeneration": d.GetGeneration(),
+		"replicas":           replicas,
+		"updatedReplicas":    replicas,
+		"readyReplicas":      ready,
+		"availableReplicas":  ready,
+		"conditions":         []any{progressing, available},
+	}}
+	a.mergePatch(t, deployments, namespace, name, status, "status")
+}
+
+func (a *ArgoCD) mergePatch(t testing.TB, gvr schema.GroupVersionResource, namespace, name string, patch map[string]any, subresource string) {
+	t.Helper()
+	body, err := json.Marshal(patch)
+	if err != nil {
+		t.Fatalf("encode patch of %s %s/%s: %v", gvr.Resource, namespace, name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	if _, err := a.Dynamic.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, sub...); err != nil {
+		t.Fatalf("patch %s %s/%s: %v", gvr.Resource, namespace, name, err)
+	}
+}
+
+// SyncStatus, SyncRevision, Health and OperationPhase read the Application status fields
+// the tests wait on.
+func SyncStatus(app *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
+	return s
+}
+
+func SyncRevision(app *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
+	return s
+}
+
+func Health(app *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
+	return s
+}
+
+func OperationPhase(app *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
+	return s
+}
+
+// StatusSummary renders the parts of an Application status that explain a wait.
+func StatusSummary(app *unstructured.Unstructured) string {
+	if app == nil {
+		return "(never read)"
+	}
+	status, _, _ := unstructured.NestedMap(app.Object, "status")
+	summary := map[string]any{
+		"sync":           status["sync"],
+		"health":         status["health"],
+		"operationState": status["operationState"],
+		"conditions":     status["conditions"],
+		"resources":      status["resources"],
+	}
+	out, err := json.MarshalIndent(summary, "", "  ")
+	if err != nil {
+		return fmt.Sprintf("(unprintable: %v)", err)
+	}
+	return string(out)
+}

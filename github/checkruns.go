@@ -1,0 +1,197 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gh "github.com/google/go-github/v62/github"
+)
+
+// Check run names and limits. The limits are GitHub's: a larger output field or more
+// annotations in one request is refused with 422, so output is cut to fit and
+// annotations are sent in batches.
+const (
+	CheckRunName             = "kukie/render"
+	RerenderAction           = "rerender"
+	MaxOutputChars           = 65535
+	MaxAnnotationsPerRequest = 50
+)
+
+// Check run conclusions the pipeline reports.
+const (
+	ConclusionSuccess        = "success"
+	ConclusionFailure        = "failure"
+	ConclusionActionRequired = "action_required"
+	ConclusionNeutral        = "neutral"
+)
+
+// Annotation marks lines of a file in the PR's diff view.
+type Annotation struct {
+	Path      string
+	StartLine int
+	EndLine   int
+	Level     string // notice, warning, failure
+	Title     string
+	Message   string
+}
+
+// CheckReport is the content of a check run. An empty Conclusion means in progress.
+type CheckReport struct {
+	ExternalID  string // the plan code; used to adopt a run created before a restart
+	Conclusion  string
+	Title       string
+	Summary     string
+	Text        string
+	Annotations []Annotation
+	DetailsURL  string // the full diff in the service's API
+}
+
+// CheckRunRef identifies a published check run.
+type CheckRunRef struct {
+	ID  int64
+	URL string
+}
+
+// PublishCheckRun creates or updates the kukie/render check run on headSHA. With id 0
+// it first adopts a run of the same plan already on that commit, so a resumed step
+// never leaves two runs. Output is kept within GitHub's limits (DetailsURL is named
+// where it was cut) and annotations beyond the first 50 follow in further updates.
+func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA string, id int64, r CheckReport) (CheckRunRef, error) {
+	var batches [][]Annotation
+	for rest := r.Annotations; len(rest) > 0; {
+		n := min(len(rest), MaxAnnotationsPerRequest)
+		batches = append(batches, rest[:n])
+		rest = rest[n:]
+	}
+	first := func() []Annotation {
+		if len(batches) == 0 {
+			return nil
+		}
+		return batches[0]
+	}
+	output := func(batch []Annotation) *gh.CheckRunOutput {
+		return &gh.CheckRunOutput{
+			Title:       gh.String(FitOutput(r.Title, 255, "")),
+			Summary:     gh.String(FitOutput(r.Summary, MaxOutputChars, r.DetailsURL)),
+			Text:        gh.String(FitOutput(r.Text, MaxOutputChars, r.DetailsURL)),
+			Annotations: annotationsOf(batch),
+		}
+	}
+	var status, conclusion *string
+	var completedAt *gh.Timestamp
+	if r.Conclusion == "" {
+		status = gh.String("in_progress")
+	} else {
+		status, conclusion = gh.String("completed"), gh.String(r.Conclusion)
+		completedAt = &gh.Timestamp{Time: time.Now()}
+	}
+	actions := []*gh.CheckRunAction{{Label: "Re-render", Description: "Render and verify the change again", Identifier: RerenderAction}}
+	var details *string
+	if r.DetailsURL != "" {
+		details = gh.String(r.DetailsURL)
+	}
+
+	if id == 0 {
+		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, r.ExternalID)
+		if err != nil {
+			return CheckRunRef{}, err
+		}
+		id = existing
+	}
+	var run *gh.CheckRun
+	var err error
+	if id == 0 {
+		run, _, err = c.Checks.CreateCheckRun(ctx, owner, repo, gh.CreateCheckRunOptions{
+			Name: CheckRunName, HeadSHA: headSHA, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
+			Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: output(first()), Actions: actions,
+		})
+		if err != nil {
+			return CheckRunRef{}, fmt.Errorf("create check run on %s: %w", headSHA, err)
+		}
+	} else {
+		run, _, err = c.Checks.UpdateCheckRun(ctx, owner, repo, id, gh.UpdateCheckRunOptions{
+			Name: CheckRunName, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
+			Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: output(first()), Actions: actions,
+		})
+		if err != nil {
+			return CheckRunRef{}, fmt.Errorf("update check run %d: %w", id, err)
+		}
+	}
+	ref := CheckRunRef{ID: run.GetID(), URL: run.GetHTMLURL()}
+	for i := 1; i < len(batches); i++ {
+		// GitHub appends the annotations of each update to the run's list.
+		if _, _, err := c.Checks.UpdateCheckRun(ctx, owner, repo, ref.ID, gh.UpdateCheckRunOptions{
+			Name: CheckRunName, Output: output(batches[i]),
+		}); err != nil {
+			return ref, fmt.Errorf("add annotations batch %d to check run %d: %w", i+1, ref.ID, err)
+		}
+	}
+	return ref, nil
+}
+
+func findCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA, externalID string) (int64, error) {
+	if externalID == "" {
+		return 0, nil
+	}
+	res, _, err := c.Checks.ListCheckRunsForRef(ctx, owner, repo, headSHA, &gh.ListCheckRunsOptions{
+		CheckName: gh.String(CheckRunName), ListOptions: gh.ListOptions{PerPage: 100},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list check runs on %s: %w", headSHA, err)
+	}
+	for _, run := range res.CheckRuns {
+		if run.GetExternalID() == externalID && run.GetHeadSHA() == headSHA {
+			return run.GetID(), nil
+		}
+	}
+	return 0, nil
+}
+
+func annotationsOf(in []Annotation) []*gh.CheckRunAnnotation {
+	out := make([]*gh.CheckRunAnnotation, 0, len(in))
+	for _, a := range in {
+		end := a.EndLine
+		if end < a.StartLine {
+			end = a.StartLine
+		}
+		level := a.Level
+		if level == "" {
+			level = "notice"
+		}
+		out = append(out, &gh.CheckRunAnnotation{
+			Path: gh.String(a.Path), StartLine: gh.Int(max(a.StartLine, 1)), EndLine: gh.Int(max(end, 1)),
+			AnnotationLevel: gh.String(level), Title: gh.String(FitOutput(a.Title, 255, "")),
+			Message: gh.String(FitOutput(a.Message, MaxOutputChars, "")),
+		})
+	}
+	return out
+}
+
+// FitOutput cuts s to at most limit bytes (GitHub counts characters; bytes are never
+// fewer) on a character boundary, ending with a note that names where the rest is.
+func FitOutput(s string, limit int, detailsURL string) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := "\n\n… output cut to fit GitHub's limit."
+	if detailsURL != "" {
+		note = "\n\n… output cut to fit GitHub's limit; the full diff is at " + detailsURL
+	}
+	const fence = "\n```"
+	cut := limit - len(note) - len(fence)
+	if cut < 0 {
+		cut, note = limit, ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	kept := s[:cut]
+	if strings.Count(kept, "```")%2 == 1 {
+		// Close a fenced block the cut left open, so the note is not shown as code.
+		kept += fence
+	}
+	return kept + note
+}

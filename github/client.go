@@ -1,0 +1,137 @@
+// Package github owns the service's connection to GitHub: the App's client creator
+// (HTTP cache, timeouts, user agent, logging and metrics), the App's identity read at
+// startup, installation lookups, repository-scoped installation tokens for agents, and
+// the normalization of repository URLs so every part of the service names a repository
+// the same way.
+package github
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gregjones/httpcache"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/secret"
+)
+
+// Defaults for talking to github.com; GitHub Enterprise Server installations set all
+// three URLs.
+const (
+	DefaultAPIURL     = "https://api.github.com/"
+	DefaultGraphQLURL = "https://api.github.com/graphql"
+	DefaultWebURL     = "https://github.com"
+
+	// DefaultTimeout bounds one request to GitHub, including reading the body.
+	DefaultTimeout = 30 * time.Second
+
+	// DefaultUserAgent names the service in GitHub's logs; the version is appended.
+	DefaultUserAgent = "kukie-gitops"
+
+	// cacheMaxBytes bounds the HTTP cache of one client; cacheMaxEntryBytes keeps large
+	// bodies (archives) out of it, they have their own on-disk cache.
+	cacheMaxBytes      = 32 << 20
+	cacheMaxEntryBytes = 1 << 20
+)
+
+// Config is what the service needs to act as the GitHub App.
+type Config struct {
+	// AppID is the App's numeric id (the JWT issuer).
+	AppID int64
+	// PrivateKey is the App's PEM-encoded RSA private key. It never leaves the server.
+	PrivateKey secret.Secret
+	// APIURL is the REST base URL ("https://HOST/api/v3/" on GitHub Enterprise Server).
+	APIURL string
+	// GraphQLURL is the GraphQL endpoint ("https://HOST/api/graphql" on Enterprise).
+	GraphQLURL string
+	// WebURL is where people and git clients see repositories ("https://HOST").
+	WebURL string
+	// UserAgent is sent with every request.
+	UserAgent string
+	// Timeout bounds each request.
+	Timeout time.Duration
+}
+
+// withDefaults fills unset fields with github.com's values.
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c.GraphQLURL == "" {
+		c.GraphQLURL = DefaultGraphQLURL
+	}
+	if c.WebURL == "" {
+		c.WebURL = DefaultWebURL
+	}
+	c.WebURL = strings.TrimSuffix(c.WebURL, "/")
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
+}
+
+// WebHost is the host (with port, when one is set) on which this GitHub serves
+// repositories; repository URLs on other hosts are not ours to act on.
+func (c Config) WebHost() (string, error) {
+	u, err := url.Parse(c.withDefaults().WebURL)
+	if err != nil {
+		return "", fmt.Errorf("parse GitHub web URL: %w", err)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("parse GitHub web URL %q: no host", c.WebURL)
+	}
+	return strings.ToLower(u.Host), nil
+}
+
+// NewClientCreator builds the App's client creator: installation clients are cached
+// (LRU), GET responses go through a bounded HTTP cache that always revalidates with
+// ETags (a 304 is cheap and the pipeline must never act on stale refs), every
+// request is bounded by the timeout, logged at debug level through the logger in its
+// context, and counted in metrics registered on reg (nil: not registered).
+func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCreator, error) {
+	cfg = cfg.withDefaults()
+	if cfg.AppID <= 0 {
+		return nil, fmt.Errorf("create GitHub client: app id is not set")
+	}
+	if !cfg.PrivateKey.IsSet() {
+		return nil, fmt.Errorf("create GitHub client: app private key is not set")
+	}
+	metrics, err := newClientMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("create GitHub client: %w", err)
+	}
+	var ghc githubapp.Config
+	ghc.WebURL = cfg.WebURL
+	ghc.V3APIURL = cfg.APIURL
+	ghc.V4APIURL = cfg.GraphQLURL
+	ghc.App.IntegrationID = cfg.AppID
+	ghc.App.PrivateKey = cfg.PrivateKey.Reveal()
+
+	cc, err := githubapp.NewDefaultCachingClientCreator(ghc,
+		githubapp.WithClientUserAgent(cfg.UserAgent),
+		githubapp.WithClientTimeout(cfg.Timeout),
+		githubapp.WithClientCaching(true, func() httpcache.Cache {
+			return newBoundedCache(cacheMaxBytes, cacheMaxEntryBytes)
+		}),
+		githubapp.WithClientMiddleware(
+			// Paths and status codes only: request and response bodies may carry
+			// installation tokens and are never logged.
+			githubapp.ClientLogging(zerolog.DebugLevel),
+			metrics.middleware,
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create GitHub client: %w", err)
+	}
+	return cc, nil
+}

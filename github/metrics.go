@@ -1,0 +1,94 @@
+package github
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gregjones/httpcache"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// clientMetrics counts requests to GitHub by method, status class and cache hit, and
+// tracks the rate limit GitHub reports.
+type clientMetrics struct {
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	remaining prometheus.Gauge
+}
+
+func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
+	m := &clientMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_github_requests_total",
+			Help: "Requests made to the GitHub API, by method, status class (2xx…5xx, error) and whether the HTTP cache answered.",
+		}, []string{"method", "status", "cached"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kukie_github_request_duration_seconds",
+			Help:    "Duration of requests to the GitHub API.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method"}),
+		remaining: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kukie_github_rate_limit_remaining",
+			Help: "Requests left in the current rate limit window, as last reported by GitHub.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	// A second creator in one process (tests, a restart of the wiring) shares the
+	// collectors registered first.
+	var err error
+	if m.requests, err = register(reg, m.requests); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.remaining, err = register(reg, m.remaining); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *clientMetrics) middleware(next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		start := time.Now()
+		res, err := next.RoundTrip(r)
+		m.duration.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+		status, cached := "error", "false"
+		if res != nil {
+			status = strconv.Itoa(res.StatusCode/100) + "xx"
+			if res.Header.Get(httpcache.XFromCache) != "" {
+				cached = "true"
+			}
+			if v, perr := strconv.ParseFloat(res.Header.Get("X-RateLimit-Remaining"), 64); perr == nil {
+				m.remaining.Set(v)
+			}
+		}
+		m.requests.WithLabelValues(r.Method, status, cached).Inc()
+		return res, err
+	})
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, fmt.Errorf("register GitHub client metrics: %w", err)
+	}
+	return c, nil
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+var _ githubapp.ClientMiddleware = (&clientMetrics{}).middleware

@@ -1,0 +1,145 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+)
+
+// PlanMarker is the hidden line in a PR body that names the plan behind it, so a PR
+// can be traced to its plan even if its branch was renamed.
+func PlanMarker(code string) string { return "<!-- kukie-plan: " + code + " -->" }
+
+// PlanCodeFromBody returns the plan code of a body carrying PlanMarker.
+func PlanCodeFromBody(body string) (string, bool) {
+	const open, end = "<!-- kukie-plan: ", " -->"
+	i := strings.Index(body, open)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i+len(open):]
+	j := strings.Index(rest, end)
+	if j <= 0 {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+// PullRequest is the part of a pull request the pipeline reads.
+type PullRequest struct {
+	Number   int64
+	URL      string
+	State    string // open, closed
+	Merged   bool
+	MergeSHA string
+	HeadRef  string
+	HeadSHA  string
+	BaseRef  string
+	Body     string
+}
+
+func pullOf(p *gh.PullRequest) PullRequest {
+	return PullRequest{
+		Number: int64(p.GetNumber()), URL: p.GetHTMLURL(), State: p.GetState(), Merged: p.GetMerged(),
+		MergeSHA: p.GetMergeCommitSHA(), HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
+		BaseRef: p.GetBase().GetRef(), Body: p.GetBody(),
+	}
+}
+
+// FindPull returns the pull request (open or closed) whose head is branch in the same
+// repository, newest first, or found=false.
+func FindPull(ctx context.Context, c *gh.Client, owner, repo, branch string) (PullRequest, bool, error) {
+	pulls, _, err := c.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{
+		State: "all", Head: owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 10},
+	})
+	if err != nil {
+		return PullRequest{}, false, fmt.Errorf("list pull requests for %s: %w", branch, err)
+	}
+	for _, p := range pulls {
+		if p.GetHead().GetRef() == branch {
+			return pullOf(p), true, nil
+		}
+	}
+	return PullRequest{}, false, nil
+}
+
+// NewPull is a pull request to open.
+type NewPull struct {
+	Title string
+	Body  string
+	Head  string // a kukie branch of the same repository
+	Base  string
+}
+
+// OpenPull opens a pull request, or adopts the one GitHub already has for that head
+// (a resumed step): one branch never gets two pull requests.
+func OpenPull(ctx context.Context, c *gh.Client, owner, repo string, np NewPull) (PullRequest, error) {
+	if existing, found, err := FindPull(ctx, c, owner, repo, np.Head); err != nil {
+		return PullRequest{}, err
+	} else if found && existing.State == "open" {
+		return existing, nil
+	}
+	p, resp, err := c.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+		Title: gh.String(np.Title), Body: gh.String(np.Body), Head: gh.String(np.Head), Base: gh.String(np.Base),
+		MaintainerCanModify: gh.Bool(false),
+	})
+	if err == nil {
+		return pullOf(p), nil
+	}
+	if resp != nil && resp.StatusCode == http.StatusUnprocessableEntity {
+		// "A pull request already exists": opened concurrently; adopt it.
+		if existing, found, ferr := FindPull(ctx, c, owner, repo, np.Head); ferr == nil && found {
+			return existing, nil
+		}
+	}
+	return PullRequest{}, fmt.Errorf("open pull request %s → %s: %w", np.Head, np.Base, err)
+}
+
+// GetPull reads one pull request.
+func GetPull(ctx context.Context, c *gh.Client, owner, repo string, number int64) (PullRequest, error) {
+	p, _, err := c.PullRequests.Get(ctx, owner, repo, int(number))
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("read pull request #%d: %w", number, err)
+	}
+	return pullOf(p), nil
+}
+
+// EditPull replaces a pull request's title and body.
+func EditPull(ctx context.Context, c *gh.Client, owner, repo string, number int64, title, body string) error {
+	if _, _, err := c.PullRequests.Edit(ctx, owner, repo, int(number), &gh.PullRequest{Title: gh.String(title), Body: gh.String(body)}); err != nil {
+		return fmt.Errorf("edit pull request #%d: %w", number, err)
+	}
+	return nil
+}
+
+// ClosePull closes a pull request without merging it.
+func ClosePull(ctx context.Context, c *gh.Client, owner, repo string, number int64) error {
+	if _, _, err := c.PullRequests.Edit(ctx, owner, repo, int(number), &gh.PullRequest{State: gh.String("closed")}); err != nil {
+		return fmt.Errorf("close pull request #%d: %w", number, err)
+	}
+	return nil
+}
+
+// Comment adds a comment to a pull request's conversation.
+func Comment(ctx context.Context, c *gh.Client, owner, repo string, number int64, body string) error {
+	if _, _, err := c.Issues.CreateComment(ctx, owner, repo, int(number), &gh.IssueComment{Body: gh.String(body)}); err != nil {
+		return fmt.Errorf("comment on #%d: %w", number, err)
+	}
+	return nil
+}
+
+// CanWrite reports whether login may push to the repository (write, maintain or admin).
+func CanWrite(ctx context.Context, c *gh.Client, owner, repo, login string) (bool, error) {
+	perm, _, err := c.Repositories.GetPermissionLevel(ctx, owner, repo, login)
+	if err != nil {
+		return false, fmt.Errorf("read permission of %s: %w", login, err)
+	}
+	switch perm.GetPermission() {
+	case "admin", "maintain", "write":
+		return true, nil
+	}
+	return false, nil
+}

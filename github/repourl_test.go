@@ -1,0 +1,120 @@
+package github
+
+import (
+	"testing"
+)
+
+func TestParseRepoURL(t *testing.T) {
+	want := "https://github.com/org/repo"
+	cases := map[string]struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		"https":                    {in: "https://github.com/org/repo", want: want},
+		"https with .git":          {in: "https://github.com/Org/Repo.git", want: want},
+		"trailing slash":           {in: "https://github.com/org/repo/", want: want},
+		".git and trailing slash":  {in: "https://github.com/org/repo.git/", want: want},
+		"upper-case host and path": {in: "HTTPS://GitHub.COM/ORG/REPO", want: want},
+		"upper-case .GIT":          {in: "https://github.com/org/repo.GIT", want: want},
+		"http":                     {in: "http://github.com/org/repo", want: want},
+		"default https port":       {in: "https://github.com:443/org/repo", want: want},
+		"credentials dropped":      {in: "https://x-access-token:ghs_abc@github.com/org/repo.git", want: want},
+		"scp-like":                 {in: "git@github.com:org/repo.git", want: want},
+		"scp-like without user":    {in: "github.com:org/repo", want: want},
+		"scp-like leading slash":   {in: "git@github.com:/org/repo.git", want: want},
+		"ssh":                      {in: "ssh://git@github.com/org/repo", want: want},
+		"ssh with port and .git":   {in: "ssh://git@github.com:22/org/repo.git", want: want},
+		"git+ssh":                  {in: "git+ssh://git@github.com/org/repo", want: want},
+		"git protocol":             {in: "git://github.com/org/repo.git", want: want},
+		"surrounding spaces":       {in: "  https://github.com/org/repo  ", want: want},
+		"dots and underscores":     {in: "https://github.com/my-org/my_repo.v2.git", want: "https://github.com/my-org/my_repo.v2"},
+
+		"enterprise https":            {in: "https://GHE.example.com/Platform/Deploy.git", want: "https://ghe.example.com/platform/deploy"},
+		"enterprise custom web port":  {in: "https://ghe.example.com:8443/platform/deploy", want: "https://ghe.example.com:8443/platform/deploy"},
+		"enterprise scp-like":         {in: "git@ghe.example.com:platform/deploy.git", want: "https://ghe.example.com/platform/deploy"},
+		"enterprise ssh port dropped": {in: "ssh://git@ghe.example.com:7999/platform/deploy", want: "https://ghe.example.com/platform/deploy"},
+
+		"empty":                {in: "   ", wantErr: true},
+		"owner only":           {in: "https://github.com/org", wantErr: true},
+		"too deep":             {in: "https://github.com/org/repo/tree/main", wantErr: true},
+		"query":                {in: "https://github.com/org/repo?ref=main", wantErr: true},
+		"fragment":             {in: "https://github.com/org/repo#readme", wantErr: true},
+		"unknown scheme":       {in: "ftp://github.com/org/repo", wantErr: true},
+		"file scheme":          {in: "file:///srv/git/org/repo", wantErr: true},
+		"no host":              {in: "https:///org/repo", wantErr: true},
+		"path traversal":       {in: "https://github.com/org/..", wantErr: true},
+		"bad owner characters": {in: "https://github.com/or%20g/repo", wantErr: true},
+		"owner and name only":  {in: "org/repo", wantErr: true},
+		"local path":           {in: "/srv/git/repo", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := NormalizeRepoURL(tc.in)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("NormalizeRepoURL(%q) = %q, want an error", tc.in, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NormalizeRepoURL(%q): %v", tc.in, err)
+			}
+			if got != tc.want {
+				t.Errorf("NormalizeRepoURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRepoFullName(t *testing.T) {
+	r, err := ParseRepoURL("git@github.com:Org/Repo.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.FullName(); got != "org/repo" {
+		t.Errorf("FullName() = %q, want org/repo", got)
+	}
+	if r.Host != "github.com" {
+		t.Errorf("Host = %q, want github.com", r.Host)
+	}
+}
+
+func TestBoundedCacheEvictsOldestAndSkipsLargeEntries(t *testing.T) {
+	c := newBoundedCache(10, 6)
+	c.Set("a", []byte("aaaa"))
+	c.Set("b", []byte("bbbb"))
+	if _, ok := c.Get("a"); !ok { // a is now the most recently used
+		t.Fatal("a missing")
+	}
+	c.Set("c", []byte("cccc")) // 12 bytes > 10: evicts b, the least recently used
+	if _, ok := c.Get("b"); ok {
+		t.Error("b still cached, want evicted")
+	}
+	for _, k := range []string{"a", "c"} {
+		if _, ok := c.Get(k); !ok {
+			t.Errorf("%s evicted, want kept", k)
+		}
+	}
+	c.Set("big", []byte("0123456789"))
+	if _, ok := c.Get("big"); ok {
+		t.Error("entry above the per-entry limit was cached")
+	}
+	c.Delete("a")
+	if _, ok := c.Get("a"); ok {
+		t.Error("a still cached after Delete")
+	}
+	if c.size != 4 {
+		t.Errorf("size = %d, want 4", c.size)
+	}
+}
+
+func TestAppInstallURLAndBotLogin(t *testing.T) {
+	a := App{Slug: "kukie", HTMLURL: "https://ghe.example.com/github-apps/kukie"}
+	if got, want := a.BotLogin(), "kukie[bot]"; got != want {
+		t.Errorf("BotLogin() = %q, want %q", got, want)
+	}
+	if got, want := a.InstallURL("a b+c"), "https://ghe.example.com/github-apps/kukie/installations/new?state=a+b%2Bc"; got != want {
+		t.Errorf("InstallURL() = %q, want %q", got, want)
+	}
+}

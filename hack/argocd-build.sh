@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Builds a real Argo CD (the upstream multi-call binary: application-controller,
+# repo-server, CLI, ...) and the kustomize binary its repo-server executes, from their Go
+# modules into a per-user cache, once, and prints the directory that holds them.
+#
+# The directory contains:
+#   argocd                          the multi-call binary
+#   argocd-application-controller   symlink; the binary picks its role from its name
+#   argocd-repo-server              symlink
+#   argocd-git-ask-pass             symlink
+#   kustomize                       the version Argo CD pins in hack/tool-versions.sh
+#   git-verify-wrapper.sh           from the Argo CD module, must be on the repo-server's PATH
+#   crds/*.yaml                     Application, AppProject and ApplicationSet CRDs
+#   VERSION                         the Argo CD version that was built
+#
+# Usage: hack/argocd-build.sh            -> prints the directory
+# Env:   KUKIE_ARGOCD_VERSION            build only this version (no fallback)
+#
+# The preferred version needs a newer Go than the project; the go command fetches that
+# toolchain for this build only. When it cannot be built, the older release that builds
+# with the project's Go is used instead.
+set -euo pipefail
+
+PREFERRED_VERSION="3.6.1"
+PREFERRED_TOOLCHAIN="go1.27.3"
+FALLBACK_VERSION="3.5.1"
+FALLBACK_TOOLCHAIN="local"
+# v3.5.1 pins gitops-engine to a pseudo-version the module proxy does not serve; this is
+# the closest published commit of the same module.
+FALLBACK_EXTRA_REPLACE="github.com/argoproj/argo-cd/gitops-engine=github.com/argoproj/argo-cd/gitops-engine@v0.0.0-20260914071520-c9c369efcc5b"
+
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kukie-gitops/argocd"
+
+complete() {
+  local dir="$1"
+  [[ -x "$dir/argocd" && -x "$dir/kustomize" && -f "$dir/crds/application-crd.yaml" && -f "$dir/VERSION" ]]
+}
+
+if [[ -n "${KUKIE_ARGOCD_VERSION:-}" ]]; then
+  candidates=("${KUKIE_ARGOCD_VERSION}")
+else
+  candidates=("$PREFERRED_VERSION" "$FALLBACK_VERSION")
+fi
+
+for v in "${candidates[@]}"; do
+  if complete "$CACHE_ROOT/v$v"; then
+    echo "$CACHE_ROOT/v$v"
+    exit 0
+  fi
+done
+
+mkdir -p "$CACHE_ROOT"
+# One build at a time: the test harness and the e2e script may both ask for it.
+exec 9>"$CACHE_ROOT/.build.lock"
+flock 9
+for v in "${candidates[@]}"; do
+  if complete "$CACHE_ROOT/v$v"; then
+    echo "$CACHE_ROOT/v$v"
+    exit 0
+  fi
+done
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+
+# build VERSION TOOLCHAIN [EXTRA_REPLACE...]
+build() {
+  local version="$1" toolchain="$2"
+  shift 2
+  local dest="$CACHE_ROOT/v$version"
+  local mod="$work/argocd-$version"
+  rm -rf "$mod"
+  mkdir -p "$mod" "$dest/crds"
+  cd "$mod"
+  export GOTOOLCHAIN="$toolchain"
+
+  local module="github.com/argoproj/argo-cd/v3"
+  go mod download -json "$module@v$version" > dl.json
+  local upstream_mod upstream_dir
+  upstream_mod="$(jq -r '.GoMod' dl.json)"
+  upstream_dir="$(jq -r '.Dir' dl.json)"
+  if [[ "$upstream_dir" == "null" || ! -d "$upstream_dir" ]]; then
+    echo "argocd-build: download of $module@v$version failed: $(jq -r '.Error' dl.json)" >&2
+    return 1
+  fi
+  local go_directive
+  go_directive="$(go mod edit -json "$upstream_mod" | jq -r '.Go')"
+  cat > go.mod <<GOMOD
+module kukie.local/argocd
+
+go ${go_directive}
+GOMOD
+  go mod edit -require="$module@v$version"
+  # Argo CD pins k8s.io/* (and a few others) with replace directives, which only apply in
+  # its own module; a consumer has to repeat them. Directory replaces point into its own
+  # repository and are left out.
+  go mod edit -json "$upstream_mod" |
+    jq -r '.Replace[]? | select(.New.Version != null) |
+           "\(.Old.Path)\(if .Old.Version then "@" + .Old.Version else "" end)=\(.New.Path)@\(.New.Version)"' |
+    while read -r r; do go mod edit -replace="$r"; done
+  local extra
+  for extra in "$@"; do
+    go mod edit -replace="$extra"
+  done
+
+  go get "$module/cmd@v$version" >&2
+  go build -trimpath -o "$dest/argocd.tmp" \
+    -ldflags "-s -w -X $module/common.version=$version" \
+    "$module/cmd" >&2
+
+  # The repo-server runs kustomize as a program; build the version this release ships.
+  local kustomize_version
+  kustomize_version="$(sed -n 's/^KUSTOMIZE_VERSION=//p' "$upstream_dir/hack/tool-versions.sh" | head -n1)"
+  if [[ -z "$kustomize_version" ]]; then
+    echo "argocd-build: no KUSTOMIZE_VERSION in $module@v$version hack/tool-versions.sh" >&2
+    return 1
+  fi
+  GOTOOLCHAIN=local GOBIN="$mod/bin" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@v$kustomize_version" >&2
+  install -m 0755 "$mod/bin/kustomize" "$dest/kustomize"
+
+  install -m 0644 "$upstream_dir"/manifests/crds/*-crd.yaml "$dest/crds/"
+  install -m 0755 "$upstream_dir/hack/git-verify-wrapper.sh" "$dest/git-verify-wrapper.sh"
+  mv "$dest/argocd.tmp" "$dest/argocd"
+  local role
+  for role in argocd-application-controller argocd-repo-server argocd-git-ask-pass; do
+    ln -sfn argocd "$dest/$role"
+  done
+  echo "$version" > "$dest/VERSION"
+}
+
+for v in "${candidates[@]}"; do
+  case "$v" in
+    "$PREFERRED_VERSION") toolchain="$PREFERRED_TOOLCHAIN"; extra=() ;;
+    "$FALLBACK_VERSION") toolchain="$FALLBACK_TOOLCHAIN"; extra=("$FALLBACK_EXTRA_REPLACE") ;;
+    *) toolchain="${KUKIE_ARGOCD_TOOLCHAIN:-auto}"; extra=() ;;
+  esac
+  start=$SECONDS
+  # errexit is ignored inside an if condition, so run the build as a plain command.
+  set +e
+  (set -e; build "$v" "$toolchain" "${extra[@]}")
+  rc=$?
+  set -e
+  if [[ $rc -eq 0 ]]; then
+    echo "argocd-build: built Argo CD v$v in $((SECONDS - start))s" >&2
+    echo "$CACHE_ROOT/v$v"
+    exit 0
+  fi
+  echo "argocd-build: Argo CD v$v did not build after $((SECONDS - start))s" >&2
+  rm -rf "$CACHE_ROOT/v$v"
+done
+echo "argocd-build: no Argo CD version could be built" >&2
+exit 1

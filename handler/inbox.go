@@ -1,0 +1,252 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Inbox defaults.
+const (
+	DefaultWorkers      = 4
+	DefaultLease        = 2 * time.Minute
+	DefaultPollInterval = 2 * time.Second
+	DefaultMaxAttempts  = 8
+	DefaultRetryBase    = 2 * time.Second
+	DefaultRetryCap     = 10 * time.Minute
+
+	// claimBatch is how many deliveries a worker leases at once. Small, so a slow
+	// delivery does not hold others hostage behind it in one worker.
+	claimBatch = 4
+	// maxErrorLength bounds the error kept on a delivery.
+	maxErrorLength = 4000
+)
+
+// InboxOptions tunes the workers; zero values take the defaults.
+type InboxOptions struct {
+	// Workers is the number of concurrent workers. SQLite allows one writer at a
+	// time, so on SQLite there is always exactly one worker.
+	Workers int
+	// Lease is how long a claimed delivery belongs to its worker. A handler gets
+	// the lease (less a margin) as its deadline, so a delivery is re-claimed only
+	// after its first worker has given up or died.
+	Lease time.Duration
+	// PollInterval is how often an idle worker looks for work that arrived without
+	// a Wake (from another replica) or became due after a backoff.
+	PollInterval time.Duration
+	// MaxAttempts is how many times a delivery is tried before it is parked as failed.
+	MaxAttempts int
+	// RetryBase and RetryCap shape the exponential backoff between attempts.
+	RetryBase, RetryCap time.Duration
+}
+
+func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if dialect == store.SQLite {
+		o.Workers = 1
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = DefaultRetryBase
+	}
+	if o.RetryCap <= 0 {
+		o.RetryCap = DefaultRetryCap
+	}
+	return o
+}
+
+// Inbox processes the stored webhook deliveries: workers claim them from the store
+// (several replicas may share one PostgreSQL inbox), dispatch each to the handler of
+// its event, and record the outcome. A failed delivery is retried with exponential
+// backoff and parked as failed, with its error, after MaxAttempts. A delivery whose
+// worker dies is claimed again when its lease runs out, so a restart resumes.
+type Inbox struct {
+	db       *store.DB
+	opts     InboxOptions
+	handlers map[string]githubapp.EventHandler
+	wake     chan struct{}
+}
+
+// NewInbox builds an inbox dispatching to handlers; two handlers for one event are
+// a wiring mistake and an error.
+func NewInbox(db *store.DB, opts InboxOptions, handlers ...githubapp.EventHandler) (*Inbox, error) {
+	byEvent := map[string]githubapp.EventHandler{}
+	for _, h := range handlers {
+		for _, event := range h.Handles() {
+			if _, dup := byEvent[event]; dup {
+				return nil, fmt.Errorf("two handlers for event %q", event)
+			}
+			byEvent[event] = h
+		}
+	}
+	return &Inbox{db: db, opts: opts.withDefaults(db.Dialect()), handlers: byEvent, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake tells an idle worker that a delivery was stored. It never blocks.
+func (in *Inbox) Wake() {
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run starts the workers and blocks until ctx ends and they have stopped. A delivery
+// being processed when ctx ends keeps its lease and is claimed again after it.
+func (in *Inbox) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := 0; i < in.opts.Workers; i++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			logger := zerolog.Ctx(ctx).With().Int("inbox_worker", worker).Logger()
+			in.work(logger.WithContext(ctx))
+		}(i)
+	}
+	wg.Wait()
+}
+
+func (in *Inbox) work(ctx context.Context) {
+	logger := zerolog.Ctx(ctx)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-in.wake:
+		}
+		n, err := in.Drain(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Error().Err(err).Msg("Webhook inbox worker failed to claim deliveries")
+		}
+		if n > 0 {
+			// Others may be waiting for the wake this worker consumed.
+			in.Wake()
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(in.opts.PollInterval)
+	}
+}
+
+// Drain claims and processes deliveries until none is due, and returns how many it
+// processed. Run's workers call it; tests and tools may call it directly.
+func (in *Inbox) Drain(ctx context.Context) (int, error) {
+	done := 0
+	for ctx.Err() == nil {
+		batch, err := in.db.ClaimWebhookDeliveries(ctx, claimBatch, in.opts.Lease)
+		if err != nil {
+			return done, err
+		}
+		if len(batch) == 0 {
+			return done, nil
+		}
+		for _, d := range batch {
+			if ctx.Err() != nil {
+				// Unprocessed claims keep their lease and are taken again after it.
+				return done, nil
+			}
+			if err := in.process(ctx, d); err != nil {
+				return done, err
+			}
+			done++
+		}
+	}
+	return done, nil
+}
+
+// process runs one claimed delivery and records its outcome.
+func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
+	logger := zerolog.Ctx(ctx).With().
+		Str(LogKeyDeliveryID, d.DeliveryID).
+		Str(LogKeyEventType, d.Event).
+		Str(LogKeyAction, d.Action).
+		Int("attempt", d.Attempts).
+		Logger()
+	hctx := logger.WithContext(ctx)
+
+	h, ok := in.handlers[d.Event]
+	if !ok {
+		return in.db.CompleteWebhookDelivery(ctx, d.DeliveryID)
+	}
+	// Finish well inside the lease, so no other worker can claim the delivery while
+	// this one still works on it.
+	hctx, cancel := context.WithTimeout(hctx, in.opts.Lease*9/10)
+	err := safeHandle(hctx, h, d)
+	cancel()
+	if err == nil {
+		logger.Debug().Msg("Webhook delivery processed")
+		return in.db.CompleteWebhookDelivery(ctx, d.DeliveryID)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: leave the delivery leased; it is claimed again later.
+		return nil
+	}
+	reason := truncate(err.Error(), maxErrorLength)
+	if IsPermanent(err) || d.Attempts >= in.opts.MaxAttempts {
+		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
+		return in.db.FailWebhookDelivery(ctx, d.DeliveryID, reason, false)
+	}
+	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, d.Attempts)
+	logger.Warn().Err(err).Dur("retry_in", delay).Msg("Webhook delivery failed; will retry")
+	return in.db.RetryWebhookDeliveryAt(ctx, d.DeliveryID, reason, time.Now().Add(delay))
+}
+
+// safeHandle turns a handler's panic into an error, so one bad delivery cannot stop
+// a worker.
+func safeHandle(ctx context.Context, h githubapp.EventHandler, d store.WebhookDelivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = Permanent(fmt.Errorf("handler panicked: %v", r))
+		}
+	}()
+	err = h.Handle(ctx, d.Event, d.DeliveryID, d.Payload)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("handler ran out of time: %w", err)
+	}
+	return err
+}
+
+// retryDelay is the wait after the n-th failed attempt: base·2^(n-1) plus up to 10%
+// jitter (so replicas do not retry in step), growing no further once it nears cap.
+func retryDelay(base, cap time.Duration, attempts int) time.Duration {
+	b := wait.Backoff{Duration: base, Factor: 2, Jitter: 0.1, Steps: max(attempts, 1), Cap: cap}
+	var d time.Duration
+	for b.Steps > 0 {
+		d = b.Step()
+	}
+	return d
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

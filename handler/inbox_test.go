@@ -1,0 +1,301 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// recorder is an EventHandler that counts successful handlings per delivery and can
+// be told to fail or block.
+type recorder struct {
+	events []string
+	handle func(ctx context.Context, deliveryID string) error
+
+	mu      sync.Mutex
+	handled map[string]int
+	calls   int
+}
+
+func (r *recorder) Handles() []string { return r.events }
+
+func (r *recorder) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	r.mu.Lock()
+	r.calls++
+	r.mu.Unlock()
+	if r.handle != nil {
+		if err := r.handle(ctx, deliveryID); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handled == nil {
+		r.handled = map[string]int{}
+	}
+	r.handled[deliveryID]++
+	return nil
+}
+
+func (r *recorder) counts() (map[string]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.handled))
+	for k, v := range r.handled {
+		out[k] = v
+	}
+	return out, r.calls
+}
+
+func insert(t *testing.T, db *store.DB, event string, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if err := db.InsertWebhookDelivery(context.Background(), store.WebhookDelivery{DeliveryID: id, Event: event, Payload: []byte(`{"action":"x"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func delivery(t *testing.T, db *store.DB, id string) store.WebhookDelivery {
+	t.Helper()
+	d, err := db.WebhookDeliveryByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestInboxDispatchesByEvent(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		push := &recorder{events: []string{"push"}}
+		pr := &recorder{events: []string{"pull_request"}}
+		in, err := NewInbox(db, InboxOptions{}, push, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, db, "push", "p1", "p2")
+		insert(t, db, "pull_request", "r1")
+		insert(t, db, "ping", "g1") // no handler: done without effect
+		n, err := in.Drain(context.Background())
+		if err != nil || n != 4 {
+			t.Fatalf("Drain = %d, %v; want 4", n, err)
+		}
+		if got, _ := push.counts(); got["p1"] != 1 || got["p2"] != 1 || len(got) != 2 {
+			t.Errorf("push handler saw %v", got)
+		}
+		if got, _ := pr.counts(); got["r1"] != 1 || len(got) != 1 {
+			t.Errorf("pull_request handler saw %v", got)
+		}
+		for _, id := range []string{"p1", "p2", "r1", "g1"} {
+			if d := delivery(t, db, id); d.State != store.DeliveryDone {
+				t.Errorf("%s state = %s, want done", id, d.State)
+			}
+		}
+	})
+}
+
+func TestNewInboxRefusesTwoHandlersForOneEvent(t *testing.T) {
+	db := storetest.SQLite(t)
+	if _, err := NewInbox(db, InboxOptions{}, &recorder{events: []string{"push"}}, &recorder{events: []string{"push"}}); err == nil {
+		t.Fatal("NewInbox accepted two push handlers")
+	}
+}
+
+func TestInboxRetriesWithBackoffThenFails(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		h := &recorder{events: []string{"push"}, handle: func(context.Context, string) error {
+			return errors.New("github said 502")
+		}}
+		in, err := NewInbox(db, InboxOptions{MaxAttempts: 3, RetryBase: time.Hour}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, db, "push", "d1")
+		ctx := context.Background()
+		if _, err := in.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d := delivery(t, db, "d1")
+		if d.State != store.DeliveryPending || d.Attempts != 1 || d.LastError != "github said 502" {
+			t.Fatalf("after one failure: %+v, want pending with the error", d)
+		}
+		// The backoff holds the delivery back: nothing is due.
+		if n, _ := in.Drain(ctx); n != 0 {
+			t.Fatalf("Drain processed %d deliveries during the backoff, want 0", n)
+		}
+		// Let the backoff pass (as if time went by) and exhaust the attempts.
+		for attempt := 2; attempt <= 3; attempt++ {
+			makeDue(t, db, "d1")
+			if _, err := in.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d = delivery(t, db, "d1")
+		if d.State != store.DeliveryFailed || d.Attempts != 3 || d.LastError != "github said 502" || d.FinishedAt.IsZero() {
+			t.Fatalf("after 3 attempts: %+v, want failed with the error kept", d)
+		}
+		if _, calls := h.counts(); calls != 3 {
+			t.Errorf("handler called %d times, want 3", calls)
+		}
+	})
+}
+
+// makeDue ends a delivery's backoff.
+func makeDue(t *testing.T, db *store.DB, id string) {
+	t.Helper()
+	d := delivery(t, db, id)
+	if err := db.RetryWebhookDeliveryAt(context.Background(), id, d.LastError, time.Now().Add(-time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInboxPermanentErrorAndPanicFailAtOnce(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		h := &recorder{events: []string{"push"}, handle: func(_ context.Context, id string) error {
+			if id == "panics" {
+				panic("nil map")
+			}
+			return Permanent(fmt.Errorf("failed to parse push event payload"))
+		}}
+		in, err := NewInbox(db, InboxOptions{}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, db, "push", "bad", "panics")
+		if _, err := in.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]string{"bad": "failed to parse", "panics": "handler panicked: nil map"} {
+			d := delivery(t, db, id)
+			if d.State != store.DeliveryFailed || d.Attempts != 1 || !strings.Contains(d.LastError, want) {
+				t.Errorf("%s = %+v, want failed after one attempt with %q", id, d, want)
+			}
+		}
+	})
+}
+
+func TestInboxResumesAfterWorkerDies(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		started := make(chan struct{})
+		first := &recorder{events: []string{"push"}, handle: func(ctx context.Context, _ string) error {
+			close(started)
+			<-ctx.Done() // the process dies mid-processing
+			return ctx.Err()
+		}}
+		const lease = 300 * time.Millisecond
+		in1, err := NewInbox(db, InboxOptions{Lease: lease, PollInterval: 10 * time.Millisecond}, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, db, "push", "d1")
+		ctx, kill := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { in1.Run(ctx); close(done) }()
+		<-started
+		kill()
+		<-done
+		if d := delivery(t, db, "d1"); d.State != store.DeliveryProcessing {
+			t.Fatalf("after the crash: state %s, want processing (leased, unfinished)", d.State)
+		}
+
+		// A restarted process finds the delivery once its lease has run out.
+		second := &recorder{events: []string{"push"}}
+		in2, err := NewInbox(db, InboxOptions{Lease: lease}, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := in2.Drain(context.Background()); n != 0 {
+			t.Fatalf("re-claimed %d deliveries while the lease still held, want 0", n)
+		}
+		time.Sleep(lease + 50*time.Millisecond)
+		if n, err := in2.Drain(context.Background()); err != nil || n != 1 {
+			t.Fatalf("Drain after the lease = %d, %v; want 1", n, err)
+		}
+		got, _ := second.counts()
+		firstGot, _ := first.counts()
+		if got["d1"]+firstGot["d1"] != 1 {
+			t.Errorf("d1 took effect %d times, want once", got["d1"]+firstGot["d1"])
+		}
+		if d := delivery(t, db, "d1"); d.State != store.DeliveryDone || d.Attempts != 2 {
+			t.Errorf("d1 = %+v, want done on the second attempt", d)
+		}
+	})
+}
+
+func TestTwoProcessesShareOneInboxExactlyOnce(t *testing.T) {
+	for _, dialect := range []store.Dialect{store.SQLite, store.Postgres} {
+		t.Run(string(dialect), func(t *testing.T) {
+			// Two "processes": two connection pools on one database, each with its
+			// own inbox and workers.
+			url := storetest.EmptyURL(t, dialect)
+			db := storetest.OpenURL(t, url)
+			if _, err := db.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			other := storetest.OpenURL(t, url)
+
+			const total = 200
+			ids := make([]string, total)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("d%03d", i)
+			}
+			insert(t, db, "push", ids...)
+
+			var mu sync.Mutex
+			seen := map[string]int{}
+			mk := func() *recorder {
+				return &recorder{events: []string{"push"}, handle: func(_ context.Context, id string) error {
+					mu.Lock()
+					seen[id]++
+					mu.Unlock()
+					return nil
+				}}
+			}
+			in1, err := NewInbox(db, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, mk())
+			if err != nil {
+				t.Fatal(err)
+			}
+			in2, err := NewInbox(other, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, mk())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for _, in := range []*Inbox{in1, in2} {
+				wg.Add(1)
+				go func() { defer wg.Done(); in.Run(ctx) }()
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n == total || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Give a duplicate, were there one, the time to happen.
+			time.Sleep(100 * time.Millisecond)
+			stop()
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if seen[id] != 1 {
+					t.Errorf("delivery %s processed %d times, want exactly once", id, seen[id])
+				}
+				if d := delivery(t, db, id); d.State != store.DeliveryDone || d.Attempts != 1 {
+					t.Errorf("delivery %s: state %s after %d attempts, want done after 1", id, d.State, d.Attempts)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Installation keeps a bound installation's status current: created, deleted,
+// suspend, unsuspend, new_permissions_accepted. Installations no team has bound are
+// ignored; binding happens only through the setup callback with a valid state.
+type Installation struct {
+	Base
+}
+
+// Handles implements githubapp.EventHandler.
+func (h *Installation) Handles() []string { return []string{"installation"} }
+
+// Handle implements githubapp.EventHandler.
+func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var event gh.InstallationEvent
+	if err := parse(eventType, payload, &event); err != nil {
+		return err
+	}
+	id := githubapp.GetInstallationIDFromEvent(&event)
+	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.GetAction()).Logger()
+	ctx = logger.WithContext(ctx)
+
+	var status store.InstallationStatus
+	switch event.GetAction() {
+	case "created", "unsuspend", "new_permissions_accepted":
+		status = store.InstallationActive
+		if event.GetInstallation().SuspendedAt != nil {
+			status = store.InstallationSuspended
+		}
+	case "suspend":
+		status = store.InstallationSuspended
+	case "deleted":
+		status = store.InstallationDeleted
+	default:
+		return nil
+	}
+
+	inst, err := h.Store.SetInstallationStatus(ctx, id, status)
+	if errors.Is(err, store.ErrNotFound) {
+		logger.Info().Msg("Ignoring event of an installation no team has bound")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := h.audit(ctx, inst, event); err != nil {
+		return err
+	}
+	logger.Info().Str("status", string(status)).Msg("Installation status updated")
+
+	// A new installation's event lists the repositories it was given; take them as
+	// the complete list (the setup callback may have stored an older one).
+	if event.GetAction() == "created" && event.Repositories != nil {
+		repos, err := h.repos(event.Repositories)
+		if err != nil {
+			return Permanent(err)
+		}
+		change, err := h.Store.ReplaceInstallationRepos(ctx, id, repos)
+		if err != nil {
+			return err
+		}
+		return h.revoked(ctx, change.Revoked, "the installation no longer has access to this repository")
+	}
+	return nil
+}
+
+func (h *Installation) audit(ctx context.Context, inst store.Installation, event gh.InstallationEvent) error {
+	detail, err := json.Marshal(map[string]any{
+		"installation_id": inst.InstallationID,
+		"account":         inst.AccountLogin,
+		"action":          event.GetAction(),
+		"status":          inst.Status,
+	})
+	if err != nil {
+		return fmt.Errorf("audit installation %d: %w", inst.InstallationID, err)
+	}
+	_, err = h.Store.RecordAuditEvent(ctx, store.AuditEvent{
+		TeamID: inst.TeamID, Actor: "github:" + event.GetSender().GetLogin(), Action: "installation." + event.GetAction(),
+		SubjectType: "installation", SubjectID: fmt.Sprint(inst.InstallationID), Detail: detail,
+	})
+	return err
+}
+
+func (b *Base) repos(list []*gh.Repository) ([]store.InstallationRepo, error) {
+	out := make([]store.InstallationRepo, 0, len(list))
+	for _, r := range list {
+		repo, err := b.Repo(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.InstallationRepo{Repo: repo.URL(), GitHubRepoID: r.GetID()})
+	}
+	return out, nil
+}
+
+// revoked records and announces connections that lost access.
+func (b *Base) revoked(ctx context.Context, conns []store.RepoConnection, reason string) error {
+	logger := zerolog.Ctx(ctx)
+	for _, c := range conns {
+		logger.Warn().Str("repo", c.Repo).Str("cluster_id", c.ClusterID).Msg("Repository connection revoked: " + reason)
+		detail, err := json.Marshal(map[string]string{"repo": c.Repo, "cluster_id": c.ClusterID, "reason": reason})
+		if err != nil {
+			return fmt.Errorf("audit revoked connection %s: %w", c.ID, err)
+		}
+		cluster, err := b.Store.ClusterByID(ctx, c.ClusterID)
+		if err != nil {
+			return err
+		}
+		if _, err := b.Store.RecordAuditEvent(ctx, store.AuditEvent{
+			TeamID: cluster.TeamID, Actor: "system", Action: "repo_connection.revoked",
+			SubjectType: "repo_connection", SubjectID: c.ID, Detail: detail,
+		}); err != nil {
+			return err
+		}
+	}
+	if b.Revocations != nil && len(conns) > 0 {
+		if err := b.Revocations.ConnectionsRevoked(ctx, conns, reason); err != nil {
+			return fmt.Errorf("announce revoked connections: %w", err)
+		}
+	}
+	return nil
+}
+
+var _ githubapp.EventHandler = &Installation{}

@@ -1,0 +1,230 @@
+package githubtest
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// maxCommentBody is GitHub's limit on an issue comment's body.
+const maxCommentBody = 65536
+
+type issueComment struct {
+	id        int64
+	number    int
+	body      string
+	user      *account
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+// Issue comments on pull requests need either permission.
+var (
+	readComments  = need(PermRead, "issues", "pull_requests")
+	writeComments = need(PermWrite, "issues", "pull_requests")
+)
+
+func (s *Server) commentRoutes() []route {
+	return []route{
+		{pattern: "POST /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#create-an-issue-comment", handler: s.handleCreateComment},
+		{pattern: "GET /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#list-issue-comments", handler: s.handleListComments},
+		{pattern: "PATCH /repos/{owner}/{repo}/issues/comments/{id}", doc: "/issues/comments#update-an-issue-comment", handler: s.handleUpdateComment},
+	}
+}
+
+func (s *Server) commentJSON(rp *repo, c *issueComment) *github.IssueComment {
+	full := rp.fullName()
+	return &github.IssueComment{
+		ID:                ptr(c.id),
+		NodeID:            ptr(nodeID("IssueComment", c.id)),
+		Body:              ptr(c.body),
+		User:              s.userJSON(c.user),
+		CreatedAt:         ts(c.createdAt),
+		UpdatedAt:         ts(c.updatedAt),
+		AuthorAssociation: ptr("NONE"),
+		URL:               ptr(s.apiURL("repos/%s/issues/comments/%d", full, c.id)),
+		HTMLURL:           ptr(s.htmlURL("%s/pull/%d#issuecomment-%d", full, c.number, c.id)),
+		IssueURL:          ptr(s.apiURL("repos/%s/issues/%d", full, c.number)),
+	}
+}
+
+func validCommentBody(w http.ResponseWriter, r *http.Request, body *string) bool {
+	if body == nil {
+		writeInvalidRequest(w, r, `"body" wasn't supplied.`)
+		return false
+	}
+	if utf8.RuneCountInString(*body) > maxCommentBody {
+		writeValidation(w, r, fieldError{Resource: "IssueComment", Field: "data", Code: "unprocessable",
+			Message: fmt.Sprintf("Body is too long (maximum is %d characters)", maxCommentBody)})
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleCreateComment(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.authorizeRepoLocked(w, r, writeComments)
+	if rp == nil {
+		return
+	}
+	pr := s.pullFromPath(rp, r)
+	if pr == nil {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+		return
+	}
+	if !validCommentBody(w, r, req.Body) {
+		return
+	}
+	c := s.addCommentLocked(rp, pr, *req.Body, s.botLocked())
+	writeJSON(w, http.StatusCreated, s.commentJSON(rp, c))
+}
+
+func (s *Server) addCommentLocked(rp *repo, pr *pull, body string, user *account) *issueComment {
+	now := s.clock.Now()
+	c := &issueComment{id: s.newID(), number: pr.number, body: body, user: user, createdAt: now, updatedAt: now}
+	rp.comments = append(rp.comments, c)
+	s.fireCommentLocked(rp, pr, c, "created")
+	return c
+}
+
+func (s *Server) fireCommentLocked(rp *repo, pr *pull, c *issueComment, action string) <-chan struct{} {
+	full := rp.fullName()
+	state := pr.state
+	ev := &github.IssueCommentEvent{
+		Action: ptr(action),
+		Issue: &github.Issue{
+			ID:        ptr(pr.id),
+			NodeID:    ptr(nodeID("PullRequest", pr.id)),
+			Number:    ptr(pr.number),
+			Title:     ptr(pr.title),
+			Body:      ptr(pr.body),
+			State:     ptr(state),
+			User:      s.userJSON(pr.user),
+			URL:       ptr(s.apiURL("repos/%s/issues/%d", full, pr.number)),
+			HTMLURL:   ptr(s.htmlURL("%s/pull/%d", full, pr.number)),
+			CreatedAt: ts(pr.createdAt),
+			UpdatedAt: ts(pr.updatedAt),
+			// The pull_request key is how an issue_comment tells a PR from an issue.
+			PullRequestLinks: &github.PullRequestLinks{
+				URL:      ptr(s.apiURL("repos/%s/pulls/%d", full, pr.number)),
+				HTMLURL:  ptr(s.htmlURL("%s/pull/%d", full, pr.number)),
+				DiffURL:  ptr(s.htmlURL("%s/pull/%d.diff", full, pr.number)),
+				PatchURL: ptr(s.htmlURL("%s/pull/%d.patch", full, pr.number)),
+			},
+		},
+		Comment: s.commentJSON(rp, c),
+		Repo:    s.repoJSON(rp),
+		Sender:  s.userJSON(c.user),
+	}
+	return s.repoEventLocked(rp, "issue_comment", func(inst *github.Installation) any {
+		ev.Installation = inst
+		return ev
+	})
+}
+
+func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.authorizeRepoLocked(w, r, readComments)
+	if rp == nil {
+		return
+	}
+	pr := s.pullFromPath(rp, r)
+	if pr == nil {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+		return
+	}
+	out := []*github.IssueComment{}
+	for _, c := range rp.comments {
+		if c.number == pr.number {
+			out = append(out, s.commentJSON(rp, c))
+		}
+	}
+	start, end := pageOf(r.URL.Query(), len(out))
+	writeJSON(w, http.StatusOK, out[start:end])
+}
+
+func (rp *repo) commentFromPath(r *http.Request) *issueComment {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return nil
+	}
+	for _, c := range rp.comments {
+		if c.id == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleUpdateComment(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.authorizeRepoLocked(w, r, writeComments)
+	if rp == nil {
+		return
+	}
+	c := rp.commentFromPath(r)
+	if c == nil {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+		return
+	}
+	if !validCommentBody(w, r, req.Body) {
+		return
+	}
+	c.body, c.updatedAt = *req.Body, s.clock.Now()
+	if pr := rp.pullNumber(c.number); pr != nil {
+		s.fireCommentLocked(rp, pr, c, "edited")
+	}
+	writeJSON(w, http.StatusOK, s.commentJSON(rp, c))
+}
+
+// CommentOnPullRequest adds a comment as a person (author's login) and fires
+// issue_comment "created"; it returns the comment id.
+func (s *Server) CommentOnPullRequest(t testing.TB, repoName string, number int, author Author, body string) int64 {
+	t.Helper()
+	s.mu.Lock()
+	rp := s.mustRepoLocked(t, repoName)
+	pr := rp.pullNumber(number)
+	if pr == nil {
+		s.mu.Unlock()
+		t.Fatalf("no pull request %s#%d", repoName, number)
+	}
+	c := s.addCommentLocked(rp, pr, body, s.personLocked(author))
+	s.mu.Unlock()
+	s.WaitForDeliveries()
+	return c.id
+}
+
+// IssueComments returns the comments on pull request number, oldest first.
+func (s *Server) IssueComments(t testing.TB, repoName string, number int) []*github.IssueComment {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.mustRepoLocked(t, repoName)
+	out := []*github.IssueComment{}
+	for _, c := range rp.comments {
+		if c.number == number {
+			out = append(out, s.commentJSON(rp, c))
+		}
+	}
+	return out
+}

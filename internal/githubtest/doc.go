@@ -1,0 +1,17 @@
+// Package githubtest owns a fake GitHub for tests: one in-process HTTP server that
+// speaks the subset of GitHub's REST API this project uses (Apps, installation tokens,
+// repositories, git data, tarballs, pull requests, check runs, issue comments), backed
+// by real bare git repositories on disk, and that delivers signed webhooks the way
+// GitHub does.
+//
+// The fake is faithful where the service could go wrong: installation tokens expire
+// (on a test clock) and are scoped to repositories and permissions, App JWTs are
+// verified against the App's key, git objects are real (SHAs equal what git computes),
+// and errors carry GitHub's status codes and bodies. Every request is counted so a test
+// can assert that some path made no call to GitHub at all.
+//
+// Clients use the server as a GitHub Enterprise host: the REST API answers both at the
+// root and under /api/v3/, so go-github's WithEnterpriseURLs(srv.URL(), srv.URL()) and
+// go-githubapp's Config{V3APIURL: srv.APIURL()} both work. Repositories can also be
+// cloned over smart HTTP from CloneURL, served by `git http-backend`.
+package githubtest

@@ -1,0 +1,219 @@
+// Package kube is the only package that talks to Kubernetes clusters. It owns cluster
+// access (client-go dynamic and discovery clients built from a kubeconfig or the
+// in-cluster config, one set per cluster, reused), time budgets, error classes and a
+// read cache shared by everyone reading one cluster.
+//
+// Entry points:
+//
+//   - Clusters is the registry: Clusters.Get(name, Access) returns the *Cluster for a
+//     name, building it on first use and again only when its credentials change.
+//   - Cluster.Decide(ctx, targets) returns the Git-or-direct argocd.Decision for up to
+//     Options.MaxTargets targets within Options.DecisionBudget; it never fails: a read
+//     that fails or runs out of time makes the decision unknown (Known=false, direct)
+//     with the failure's class.
+//   - Cluster.ListApplications, GetApplication, AppList and AppDetail read Argo CD
+//     Applications for people (through the read cache).
+//   - Cluster.GetResource reads one object, and StatusOf extracts generation,
+//     observedGeneration and conditions for following a rollout.
+//   - Cluster.DryRun validates manifests with a server-side apply in dryRun=All mode
+//     and reports each rejection with the API server's message verbatim.
+//
+// Budgets: each API call gets min(Options.CallTimeout, what the caller's context has
+// left), and waiting for one of the cluster's Options.Concurrency slots counts against
+// it. Errors are *Error values classified as argocd.FailureNotInstalled, Forbidden,
+// Unreachable, NotFound or Other by client-go and net error types.
+//
+// Cache: identical reads of one cluster within Options.CacheTTL share one API call and
+// concurrent identical reads wait on a single request; a Refresh read re-reads only if
+// the cached result is older than Options.RefreshFloor. Cached values are cluster
+// objects read with the service's credentials and carry nothing about the person who
+// asked.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"k8s.io/utils/clock"
+
+	"github.com/kukie/kukie-gitops/argocd"
+)
+
+// Defaults of Options.
+const (
+	DefaultCallTimeout    = 5 * time.Second
+	DefaultDecisionBudget = 10 * time.Second
+	DefaultMaxTargets     = 5
+	DefaultConcurrency    = 8
+	DefaultCacheTTL       = 10 * time.Second
+	DefaultRefreshFloor   = 2 * time.Second
+	DefaultDiscoveryTTL   = 10 * time.Minute
+	DefaultQPS            = 50
+	DefaultBurst          = 100
+	DefaultUserAgent      = "kukie-gitops"
+	DefaultFieldManager   = "kukie-gitops"
+)
+
+// Options tune cluster access; zero fields take the defaults above.
+type Options struct {
+	// CallTimeout bounds one API call, including the wait for a concurrency slot.
+	CallTimeout time.Duration
+	// DecisionBudget bounds a whole Decide.
+	DecisionBudget time.Duration
+	// MaxTargets is how many targets Decide examines; the rest are skipped.
+	MaxTargets int
+	// Concurrency is the number of API calls in flight per cluster.
+	Concurrency int
+	// CacheTTL is how long a read is shared; RefreshFloor is the age below which a
+	// Refresh read still uses the cache.
+	CacheTTL     time.Duration
+	RefreshFloor time.Duration
+	// DiscoveryTTL is how long the list of served kinds is kept; a kind missing from
+	// it triggers a re-read (at most every RefreshFloor).
+	DiscoveryTTL time.Duration
+	// QPS and Burst configure client-go's client-side rate limit.
+	QPS   float32
+	Burst int
+	// UserAgent is sent with every request; FieldManager names the service in
+	// server-side apply.
+	UserAgent    string
+	FieldManager string
+	// Argo describes the Argo CD instance of the cluster (instance label key,
+	// installation id, control-plane namespace).
+	Argo argocd.Options
+	// Clock measures cache ages; the real clock when nil.
+	Clock clock.PassiveClock
+	// WrapTransport wraps the HTTP transport, for metrics or request counting.
+	WrapTransport transport.WrapperFunc
+}
+
+func (o Options) withDefaults() Options {
+	setDuration := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDuration(&o.CallTimeout, DefaultCallTimeout)
+	setDuration(&o.DecisionBudget, DefaultDecisionBudget)
+	setDuration(&o.CacheTTL, DefaultCacheTTL)
+	setDuration(&o.RefreshFloor, DefaultRefreshFloor)
+	setDuration(&o.DiscoveryTTL, DefaultDiscoveryTTL)
+	if o.MaxTargets <= 0 {
+		o.MaxTargets = DefaultMaxTargets
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.QPS <= 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.FieldManager == "" {
+		o.FieldManager = DefaultFieldManager
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Cluster is the client set of one cluster with its budgets and read cache. It is
+// safe for concurrent use and meant to live as long as the cluster's credentials.
+type Cluster struct {
+	name      string
+	opts      Options
+	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterfaceWithContext
+	slots     *semaphore.Weighted
+	reads     *readCache
+	kinds     *readCache
+}
+
+// NewCluster builds the client set for a cluster from a REST configuration. cfg is
+// copied; the caller's value is not changed.
+func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
+	opts = opts.withDefaults()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	if cfg.Timeout == 0 || cfg.Timeout > opts.CallTimeout {
+		// A backstop for reads whose context carries no deadline.
+		cfg.Timeout = opts.CallTimeout
+	}
+	cfg.UserAgent = opts.UserAgent
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
+	// One HTTP client (and connection pool) for both clients of the cluster.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: http client: %w", name, err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: dynamic client: %w", name, err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: discovery client: %w", name, err)
+	}
+	return &Cluster{
+		name:      name,
+		opts:      opts,
+		dynamic:   dyn,
+		discovery: discovery.ToDiscoveryInterfaceWithContext(disc),
+		slots:     semaphore.NewWeighted(int64(opts.Concurrency)),
+		reads:     newReadCache(opts.Clock, opts.CacheTTL, opts.RefreshFloor, opts.CallTimeout),
+		kinds:     newReadCache(opts.Clock, opts.DiscoveryTTL, opts.RefreshFloor, opts.CallTimeout),
+	}, nil
+}
+
+// Name returns the cluster's name in the registry.
+func (c *Cluster) Name() string { return c.name }
+
+// do runs one API call: it waits for a concurrency slot and performs fn, both within
+// min(CallTimeout, what ctx has left).
+func (c *Cluster) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	if err := c.slots.Acquire(ctx, 1); err != nil {
+		return &Error{Class: argocd.FailureUnreachable, Op: op, Err: fmt.Errorf("wait for a free connection slot: %w", err)}
+	}
+	defer c.slots.Release(1)
+	return classified(op, fn(ctx))
+}
+
+// cached reads through the cache. The caller waits at most min(CallTimeout, what ctx
+// has left); the shared fetch behind it gets CallTimeout of its own.
+func (c *Cluster) cached(ctx context.Context, cache *readCache, key string, mode ReadMode, op string, fetch func(ctx context.Context) (any, error)) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	v, err := cache.get(ctx, key, mode, func(fctx context.Context) (any, error) {
+		var out any
+		err := c.do(fctx, op, func(fctx context.Context) error {
+			var err error
+			out, err = fetch(fctx)
+			return err
+		})
+		return out, err
+	})
+	if err != nil {
+		if !errors.As(err, new(*Error)) {
+			// The caller's own budget ran out while waiting.
+			err = classified(op, err)
+		}
+		return nil, err
+	}
+	return v, nil
+}

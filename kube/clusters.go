@@ -1,0 +1,109 @@
+package kube
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Access says how to reach a cluster: a kubeconfig document (decrypted by the caller
+// from the store) with an optional context, or the service's own in-cluster account.
+type Access struct {
+	// Kubeconfig is a kubeconfig document. It holds credentials: never log it.
+	Kubeconfig []byte
+	// Context selects a context of Kubeconfig; its current-context when empty.
+	Context string
+	// InCluster uses the service account the service runs as.
+	InCluster bool
+}
+
+// RESTConfig builds the client configuration for access.
+func RESTConfig(access Access) (*rest.Config, error) {
+	switch {
+	case access.InCluster && len(access.Kubeconfig) > 0:
+		return nil, errors.New("cluster access: choose a kubeconfig or in-cluster, not both")
+	case access.InCluster:
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+		return cfg, nil
+	case len(access.Kubeconfig) == 0:
+		return nil, errors.New("cluster access: no kubeconfig given")
+	}
+	raw, err := clientcmd.Load(access.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: access.Context}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, access.Context, overrides, nil).ClientConfig()
+	if err != nil {
+		if access.Context != "" {
+			return nil, fmt.Errorf("kubeconfig context %q: %w", access.Context, err)
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// fingerprint identifies access without keeping the credentials themselves.
+func (a Access) fingerprint() [sha256.Size]byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%t\x00%s\x00", a.InCluster, a.Context)
+	b.Write(a.Kubeconfig)
+	return sha256.Sum256(b.Bytes())
+}
+
+// Clusters is the registry of cluster client sets, one per cluster name, reused by
+// every request so connections, the rate limit, the concurrency slots and the read
+// cache are per cluster. It is safe for concurrent use.
+type Clusters struct {
+	opts Options
+
+	mu       sync.Mutex
+	clusters map[string]registered
+}
+
+type registered struct {
+	cluster     *Cluster
+	fingerprint [sha256.Size]byte
+}
+
+// NewClusters returns an empty registry whose clusters use opts.
+func NewClusters(opts Options) *Clusters {
+	return &Clusters{opts: opts, clusters: map[string]registered{}}
+}
+
+// Get returns the client set of the named cluster, building it on first use. The same
+// *Cluster is returned while access is unchanged; changed credentials build a new one
+// (with an empty cache).
+func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
+	fp := access.fingerprint()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reg, ok := r.clusters[name]; ok && reg.fingerprint == fp {
+		return reg.cluster, nil
+	}
+	cfg, err := RESTConfig(access)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	c, err := NewCluster(name, cfg, r.opts)
+	if err != nil {
+		return nil, err
+	}
+	r.clusters[name] = registered{cluster: c, fingerprint: fp}
+	return c, nil
+}
+
+// Forget drops a cluster, for example after it was deleted or its credentials revoked.
+func (r *Clusters) Forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clusters, name)
+}

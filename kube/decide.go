@@ -1,0 +1,76 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+)
+
+// Decide chooses the Git or direct path for a change of targets. It examines the
+// first Options.MaxTargets targets and reads them and the cluster's Applications in
+// parallel within Options.DecisionBudget (each call within min(CallTimeout, what is
+// left)). It never fails: reads that fail or run out of time make the decision unknown
+// (Known=false, PathDirect) with the failure's class and a reason a person can act on.
+func (c *Cluster) Decide(ctx context.Context, targets []argocd.ResourceRef) argocd.Decision {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.DecisionBudget)
+	defer cancel()
+
+	examined, skipped := targets, 0
+	if len(targets) > c.opts.MaxTargets {
+		examined, skipped = targets[:c.opts.MaxTargets], len(targets)-c.opts.MaxTargets
+	}
+	in := argocd.DecideInput{Targets: make([]argocd.TargetRead, len(examined)), Skipped: skipped, Options: c.opts.Argo}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer recoverInto(ctx, "read applications", func(e *argocd.ReadError) { in.AppsErr = e })
+		snap, err := c.applications(ctx, Cached)
+		if err != nil {
+			in.AppsErr = readError(err)
+			return
+		}
+		in.Apps = snap.index
+	})
+	for i, ref := range examined {
+		wg.Go(func() {
+			defer recoverInto(ctx, "read "+ref.String(), func(e *argocd.ReadError) { in.Targets[i] = argocd.TargetRead{Ref: ref, Err: e} })
+			in.Targets[i] = c.readTarget(ctx, ref)
+		})
+	}
+	wg.Wait()
+
+	d := argocd.Decide(in)
+	zerolog.Ctx(ctx).Debug().Str("cluster", c.name).Str("path", string(d.Path)).Bool("known", d.Known).
+		Str("level", string(d.Level)).Str("failure", string(d.Failure)).Msg("Path decided")
+	return d
+}
+
+func (c *Cluster) readTarget(ctx context.Context, ref argocd.ResourceRef) argocd.TargetRead {
+	obj, full, err := c.getResource(ctx, ref, Cached)
+	switch {
+	case err == nil:
+		return argocd.TargetRead{Ref: full, Resource: &argocd.Resource{Ref: full, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}}
+	case ClassOf(err) == argocd.FailureNotFound:
+		// The object, its namespace or its kind does not exist (yet).
+		return argocd.TargetRead{Ref: full, Missing: true}
+	default:
+		return argocd.TargetRead{Ref: full, Err: readError(err)}
+	}
+}
+
+func readError(err error) *argocd.ReadError {
+	return &argocd.ReadError{Class: ClassOf(err), Detail: err.Error()}
+}
+
+// recoverInto turns a panic of one read into a failed read, so a bug in reading one
+// target cannot take the decision, or the process, down with it.
+func recoverInto(ctx context.Context, what string, set func(*argocd.ReadError)) {
+	if r := recover(); r != nil {
+		zerolog.Ctx(ctx).Error().Str("read", what).Interface("panic", r).Msg("Cluster read panicked")
+		set(&argocd.ReadError{Class: argocd.FailureOther, Detail: fmt.Sprintf("internal error: %v", r)})
+	}
+}

@@ -1,0 +1,117 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+
+	"github.com/kukie/kukie-gitops/argocd"
+)
+
+// kindInfo is how the API server serves one kind in one version.
+type kindInfo struct {
+	resource   schema.GroupVersionResource
+	namespaced bool
+}
+
+// servedKinds is the API server's discovery document reduced to what mapping a
+// ResourceRef needs. It is immutable once built.
+type servedKinds struct {
+	// versions maps a group and kind to its served versions, preferred first.
+	versions map[schema.GroupKind][]string
+	byGVK    map[schema.GroupVersionKind]kindInfo
+}
+
+const kindsKey = "discovery"
+
+// servedKinds reads discovery through the cache.
+func (c *Cluster) servedKinds(ctx context.Context, mode ReadMode) (*servedKinds, error) {
+	v, err := c.cached(ctx, c.kinds, kindsKey, mode, "discover served kinds", func(ctx context.Context) (any, error) {
+		groups, lists, err := discovery.ServerGroupsAndResourcesWithContext(ctx, c.discovery)
+		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+			return nil, err
+		}
+		// A failed aggregated API (metrics-server down) must not hide the other
+		// groups; its kinds are simply missing.
+		return buildServedKinds(groups, lists), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*servedKinds), nil
+}
+
+func buildServedKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) *servedKinds {
+	preferred := map[string]string{}
+	for _, g := range groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
+	sk := &servedKinds{versions: map[schema.GroupKind][]string{}, byGVK: map[schema.GroupVersionKind]kindInfo{}}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue // subresource
+			}
+			gvk := gv.WithKind(r.Kind)
+			if _, dup := sk.byGVK[gvk]; dup {
+				continue
+			}
+			sk.byGVK[gvk] = kindInfo{resource: gv.WithResource(r.Name), namespaced: r.Namespaced}
+			gk := gvk.GroupKind()
+			if gv.Version == preferred[gv.Group] {
+				sk.versions[gk] = append([]string{gv.Version}, sk.versions[gk]...)
+			} else {
+				sk.versions[gk] = append(sk.versions[gk], gv.Version)
+			}
+		}
+	}
+	return sk
+}
+
+// lookup finds how ref's kind is served: in ref.Version when given, otherwise in the
+// group's preferred version.
+func (sk *servedKinds) lookup(gk schema.GroupKind, version string) (kindInfo, bool) {
+	if version == "" {
+		vs := sk.versions[gk]
+		if len(vs) == 0 {
+			return kindInfo{}, false
+		}
+		version = vs[0]
+	}
+	k, ok := sk.byGVK[gk.WithVersion(version)]
+	return k, ok
+}
+
+// mapKind finds how a kind is served, re-reading discovery once (at most every
+// RefreshFloor) when the cached document does not know it: a CRD may just have been
+// installed.
+func (c *Cluster) mapKind(ctx context.Context, gk schema.GroupKind, version string) (kindInfo, error) {
+	for _, mode := range []ReadMode{Cached, Refresh} {
+		sk, err := c.servedKinds(ctx, mode)
+		if err != nil {
+			return kindInfo{}, err
+		}
+		if k, ok := sk.lookup(gk, version); ok {
+			return k, nil
+		}
+	}
+	var err error = &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: nonEmpty(version)}
+	return kindInfo{}, &Error{Class: argocd.FailureNotFound, Op: fmt.Sprintf("find kind %s", gk), Err: err}
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/store"
+)
+
+func init() {
+	register(command{
+		Name:    "team",
+		Summary: "manage teams: team create NAME | team list",
+		Run:     runTeam,
+	})
+	register(command{
+		Name:    "token",
+		Summary: "manage team API tokens: token create --team NAME | token list --team NAME | token revoke ID",
+		Run:     runToken,
+	})
+}
+
+// cliActor is the audit actor of administrative commands, which run with direct
+// database access and so act for the operator, not for a team.
+const cliActor = "cli"
+
+// adminStore loads the configuration and opens the (migrated) database for an
+// administrative command.
+func adminStore(ctx context.Context, f commonFlags, stderr io.Writer) (*store.DB, bool) {
+	cfg, _, log, ok := loadConfig(f, stderr, nil)
+	if !ok {
+		return nil, false
+	}
+	if log.GetLevel() == zerolog.InfoLevel {
+		// Keep the routine startup lines out of an admin command's output unless
+		// debug logging was asked for.
+		log = log.Level(zerolog.WarnLevel)
+	}
+	db, err := openStore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kukie-gitops: %v\n", err)
+		return nil, false
+	}
+	return db, true
+}
+
+func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops team create NAME [flags]   create a team (lower-case letters, digits, '-')\n  kukie-gitops team list [flags]          list teams\n\nRun 'kukie-gitops team create --help' for the flags.")
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	switch args[0] {
+	case "create":
+		var f commonFlags
+		fs := newFlagSet("team create", "team create NAME [flags]", "Creates a team. API tokens are then made with 'token create --team NAME'.", stderr)
+		f.register(fs, false)
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		if fs.NArg() != 1 {
+			fs.Usage()
+			return 2
+		}
+		name := fs.Arg(0)
+		if err := store.ValidateTeamName(name); err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
+			return 2
+		}
+		db, ok := adminStore(ctx, f, stderr)
+		if !ok {
+			return 1
+		}
+		defer db.Close()
+		team, err := db.CreateTeam(ctx, name)
+		if errors.Is(err, store.ErrConflict) {
+			fmt.Fprintf(stderr, "kukie-gitops team create: team %s already exists\n", name)
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
+			return 1
+		}
+		if err := audit(ctx, db, team.ID, "team.create", "team", team.ID, map[string]string{"name": name}); err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "created team %s (id %s)\n", team.Name, team.ID)
+		return 0
+	case "list":
+		var f commonFlags
+		fs := newFlagSet("team list", "team list [flags]", "Lists all teams.", stderr)
+		f.register(fs, false)
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		db, ok := adminStore(ctx, f, stderr)
+		if !ok {
+			return 1
+		}
+		defer db.Close()
+		teams, err := db.ListTeams(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops team list: %v\n", err)
+			return 1
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tID\tCREATED")
+		for _, t := range teams {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.ID, t.CreatedAt.Format(time.RFC3339))
+		}
+		_ = tw.Flush()
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kukie-gitops team: unknown subcommand %q (want create or list)\n", args[0])
+		return 2
+	}
+}
+
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops token create --team NAME [--name LABEL]   make a token; it is printed once\n  kukie-gitops token list --team NAME                    list a team's tokens (never their values)\n  kukie-gitops token revoke ID                           make a token unusable\n\nRun 'kukie-gitops token create --help' for the flags.")
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	var f commonFlags
+	var teamName, label string
+	sub := args[0]
+	switch sub {
+	case "create":
+		fs := newFlagSet("token create", "token create --team NAME [--name LABEL] [flags]",
+			"Creates an API token for a team and prints it once on standard output. Only its\n"+
+				"SHA-256 is stored: a lost token cannot be shown again; revoke it and make another.", stderr)
+		f.register(fs, false)
+		fs.StringVar(&teamName, "team", "", "team the token acts as (required)")
+		fs.StringVar(&label, "name", "", "label to tell tokens apart, e.g. the client using it")
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		if teamName == "" || fs.NArg() != 0 {
+			fs.Usage()
+			return 2
+		}
+		db, ok := adminStore(ctx, f, stderr)
+		if !ok {
+			return 1
+		}
+		defer db.Close()
+		team, err := db.TeamByName(ctx, teamName)
+		if errors.Is(err, store.ErrNotFound) {
+			fmt.Fprintf(stderr, "kukie-gitops token create: no team %s; create it with 'kukie-gitops team create %s'\n", teamName, teamName)
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
+			return 1
+		}
+		tok, clear, err := db.CreateAPIToken(ctx, team.ID, label)
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
+			return 1
+		}
+		if err := audit(ctx, db, team.ID, "token.create", "api_token", tok.ID, map[string]string{"name": label}); err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "Created token %s for team %s. It is shown once; store it now.\n", tok.ID, team.Name)
+		fmt.Fprintln(stdout, clear.Reveal())
+		return 0
+	case "list":
+		fs := newFlagSet("token list", "token list --team NAME [flags]", "Lists a team's tokens: id, label, created, revoked. Token values are never shown.", stderr)
+		f.register(fs, false)
+		fs.StringVar(&teamName, "team", "", "team whose tokens to list (required)")
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		if teamName == "" || fs.NArg() != 0 {
+			fs.Usage()
+			return 2
+		}
+		db, ok := adminStore(ctx, f, stderr)
+		if !ok {
+			return 1
+		}
+		defer db.Close()
+		team, err := db.TeamByName(ctx, teamName)
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token list: %v\n", err)
+			return 1
+		}
+		tokens, err := db.ListAPITokens(ctx, team.ID)
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token list: %v\n", err)
+			return 1
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tCREATED\tREVOKED")
+		for _, t := range tokens {
+			revoked := "-"
+			if !t.RevokedAt.IsZero() {
+				revoked = t.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		_ = tw.Flush()
+		return 0
+	case "revoke":
+		fs := newFlagSet("token revoke", "token revoke ID [flags]", "Revokes a token by its id (see 'token list'); requests using it get 401 from then on.", stderr)
+		f.register(fs, false)
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		if fs.NArg() != 1 {
+			fs.Usage()
+			return 2
+		}
+		db, ok := adminStore(ctx, f, stderr)
+		if !ok {
+			return 1
+		}
+		defer db.Close()
+		tok, err := db.RevokeAPIToken(ctx, fs.Arg(0))
+		if errors.Is(err, store.ErrNotFound) {
+			fmt.Fprintf(stderr, "kukie-gitops token revoke: no token with id %s\n", fs.Arg(0))
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token revoke: %v\n", err)
+			return 1
+		}
+		if err := audit(ctx, db, tok.TeamID, "token.revoke", "api_token", tok.ID, nil); err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops token revoke: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "revoked token %s (at %s)\n", tok.ID, tok.RevokedAt.Format(time.RFC3339))
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kukie-gitops token: unknown subcommand %q (want create, list or revoke)\n", sub)
+		return 2
+	}
+}
+
+func audit(ctx context.Context, db *store.DB, teamID, action, subjectType, subjectID string, detail map[string]string) error {
+	raw, err := json.Marshal(detail)
+	if err != nil || detail == nil {
+		raw = []byte("{}")
+	}
+	_, err = db.RecordAuditEvent(ctx, store.AuditEvent{
+		TeamID: teamID, Actor: cliActor, Action: action, SubjectType: subjectType, SubjectID: subjectID, Detail: raw,
+	})
+	return err
+}

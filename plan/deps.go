@@ -1,0 +1,81 @@
+package plan
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Cluster is what the pipeline reads from (and dry-runs against) a team's cluster.
+type Cluster interface {
+	// Decide runs the path decision for one target; it never fails, a failed read is
+	// a Decision with Known=false.
+	Decide(ctx context.Context, cluster string, target store.PlanTarget) argocd.Decision
+	// Applications lists the cluster's Argo CD Applications.
+	Applications(ctx context.Context, cluster string) ([]argocd.Application, error)
+	// Application reads one Application.
+	Application(ctx context.Context, cluster, namespace, name string) (argocd.Application, error)
+	// Object reads one live object (unstructured), or ErrObjectNotFound.
+	Object(ctx context.Context, cluster string, target store.PlanTarget) (map[string]any, error)
+	// DryRun sends objects as a server-side dry-run apply. A rejection by the API
+	// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
+	DryRun(ctx context.Context, cluster string, objects []map[string]any) error
+}
+
+// ErrObjectNotFound is returned by Cluster.Object for a missing object.
+var ErrObjectNotFound = errors.New("object not found")
+
+// ErrClusterUnreachable is returned by Cluster.DryRun when the API server could not
+// be asked; the plan goes on, marked "not checked against the cluster".
+var ErrClusterUnreachable = errors.New("cluster unreachable")
+
+// DryRunRejection is the API server's refusal of a changed object.
+type DryRunRejection struct {
+	Object  string // kind namespace/name
+	Message string // the API server's message, verbatim
+}
+
+func (e *DryRunRejection) Error() string {
+	return "the cluster rejects " + e.Object + ": " + e.Message
+}
+
+// Renderer locates, edits and verifies a change (package render).
+type Renderer interface {
+	Plan(ctx context.Context, req render.Request) (*render.Result, error)
+	// ChangedObjects returns the after-render of the objects res changes, for the
+	// server-side dry-run; nil when not available.
+	ChangedObjects(ctx context.Context, req render.Request, res *render.Result) ([]map[string]any, error)
+}
+
+// Repos is what the pipeline does on GitHub, as one installation of the App. Repos
+// are named "owner/name".
+type Repos interface {
+	ResolveRevision(ctx context.Context, inst int64, repo, revision string) (github.Branch, error)
+	Snapshot(ctx context.Context, inst int64, repo, sha string) (*github.Snapshot, error)
+	GetCommit(ctx context.Context, inst int64, repo, sha string) (github.CommitInfo, error)
+	CreateCommit(ctx context.Context, inst int64, repo, baseSHA, message string, files []github.FileChange) (github.CommitInfo, error)
+	BranchHead(ctx context.Context, inst int64, repo, branch string) (string, bool, error)
+	SetBranch(ctx context.Context, inst int64, repo, branch, sha string) error
+	OpenPull(ctx context.Context, inst int64, repo string, np github.NewPull) (github.PullRequest, error)
+	GetPull(ctx context.Context, inst int64, repo string, number int64) (github.PullRequest, error)
+	EditPull(ctx context.Context, inst int64, repo string, number int64, title, body string) error
+	ClosePull(ctx context.Context, inst int64, repo string, number int64) error
+	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
+	Contains(ctx context.Context, inst int64, repo, ancestor, head string) (bool, error)
+}
+
+// Connections answers whether a repository is connected to a team's cluster, and
+// through which installation of the App.
+type Connections interface {
+	// RepoInstallation returns the installation id for a connected repository, or an
+	// error wrapping ErrRepoNotConnected.
+	RepoInstallation(ctx context.Context, teamID, cluster, repo string) (int64, error)
+}
+
+// ErrRepoNotConnected: the repository is not connected to the cluster (or its
+// connection was revoked).
+var ErrRepoNotConnected = errors.New("repository not connected to the cluster")

@@ -1,0 +1,13 @@
+// Package plan owns the change pipeline: one plan per change request, moved through
+// a fixed state machine (deciding, preparing, waiting, committing, pr_open, merged,
+// deploying, deployed, …) by steps that are each idempotent and recorded, so a
+// restarted process resumes every plan exactly where it stopped and never opens a
+// second branch, commit, pull request or check run for it.
+//
+// The package decides nothing about Kubernetes objects or YAML itself: the path
+// decision comes from argocd/ and kube/, the edit and its proof from render/, and
+// every write to GitHub goes through github/. It owns the order of those calls, the
+// locks that keep two open pull requests off one file, idempotency of requests,
+// tracking a merged change until it runs, and rollbacks. It reaches those packages
+// only through the small interfaces in deps.go, so each step can be tested alone.
+package plan

@@ -1,0 +1,336 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultClaimTTL      = 2 * time.Minute
+	DefaultDeployTimeout = 15 * time.Minute
+	DefaultDeployPoll    = 5 * time.Second
+)
+
+// Config tunes the pipeline.
+type Config struct {
+	// WorkerID names this process in plan claims; unique per replica.
+	WorkerID string
+	// ClaimTTL is how long a claim on a plan lasts without renewal; a crashed
+	// worker's plans are resumed by others after it.
+	ClaimTTL time.Duration
+	// DeployTimeout bounds how long a merged change may take to be running.
+	DeployTimeout time.Duration
+	// DeployPoll is the interval between deployment checks.
+	DeployPoll time.Duration
+	// PublicURL is the service's base URL, for details links in check runs.
+	PublicURL string
+	// BotLogin is the App's own login ("<slug>[bot]"); its pushes are not "someone else".
+	BotLogin string
+}
+
+func (c Config) withDefaults() Config {
+	if c.WorkerID == "" {
+		c.WorkerID = "worker-" + newCode()
+	}
+	if c.ClaimTTL <= 0 {
+		c.ClaimTTL = DefaultClaimTTL
+	}
+	if c.DeployTimeout <= 0 {
+		c.DeployTimeout = DefaultDeployTimeout
+	}
+	if c.DeployPoll <= 0 {
+		c.DeployPoll = DefaultDeployPoll
+	}
+	return c
+}
+
+// Hooks let tests stop the pipeline between steps, the way a crash would.
+type Hooks struct {
+	// BeforeStep is called before each step; a non-nil error stops the run at once
+	// with nothing recorded, as if the process had died there.
+	BeforeStep func(code, step string) error
+}
+
+// Pipeline runs plans. Create one per process with New; Start resumes unfinished
+// plans and Close waits for running steps.
+type Pipeline struct {
+	db      *store.DB
+	cluster Cluster
+	render  Renderer
+	repos   Repos
+	conns   Connections
+	cfg     Config
+	hooks   Hooks
+
+	baseCtx context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// New builds a pipeline.
+func New(db *store.DB, cluster Cluster, r Renderer, repos Repos, conns Connections, cfg Config, hooks Hooks) *Pipeline {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pipeline{
+		db: db, cluster: cluster, render: r, repos: repos, conns: conns, cfg: cfg.withDefaults(), hooks: hooks,
+		baseCtx: ctx, cancel: cancel, running: map[string]bool{},
+	}
+}
+
+// Start resumes every plan whose next step is the pipeline's own (a restart picks up
+// where the previous process stopped) and keeps retrying plans whose claim expired.
+func (p *Pipeline) Start(ctx context.Context) error {
+	p.baseCtx = zerolog.Ctx(ctx).WithContext(p.baseCtx)
+	if err := p.resumeAll(ctx); err != nil {
+		return err
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(p.cfg.ClaimTTL / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.baseCtx.Done():
+				return
+			case <-t.C:
+				if err := p.resumeAll(p.baseCtx); err != nil {
+					zerolog.Ctx(p.baseCtx).Error().Err(err).Msg("Resume plans failed")
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (p *Pipeline) resumeAll(ctx context.Context) error {
+	var statuses []string
+	for _, s := range AllStatuses {
+		if s.Working() {
+			statuses = append(statuses, string(s))
+		}
+	}
+	plans, err := p.db.ListPlans(ctx, store.PlanFilter{Statuses: statuses, Limit: 1000})
+	if err != nil {
+		return fmt.Errorf("list plans to resume: %w", err)
+	}
+	for _, pl := range plans {
+		if Status(pl.Status) == StatusPROpen && pl.CheckRunID != 0 {
+			continue // waits for GitHub
+		}
+		p.Kick(pl.Code)
+	}
+	return nil
+}
+
+// Close stops background work and waits for running steps to return.
+func (p *Pipeline) Close() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Kick runs a plan's pending steps in the background (at most one run per plan in
+// this process; the store claim keeps other processes off it).
+func (p *Pipeline) Kick(code string) {
+	p.mu.Lock()
+	if p.running[code] || p.baseCtx.Err() != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.running[code] = true
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			delete(p.running, code)
+			p.mu.Unlock()
+		}()
+		ctx := zerolog.Ctx(p.baseCtx).With().Str("plan", code).Logger().WithContext(p.baseCtx)
+		if err := p.Run(ctx, code); err != nil && !errors.Is(err, errStopped) {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("Plan run stopped with an error")
+		}
+	}()
+}
+
+// errStopped ends a run without recording anything (a test hook's simulated crash,
+// or shutdown).
+var errStopped = errors.New("run stopped")
+
+// Submit validates and stores a request as a plan and decides its path at once, so
+// the caller learns right away whether a pull request will follow; the rest runs in
+// the background. The same (team, idempotency key) returns the existing plan.
+func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request) (store.Plan, bool, error) {
+	if err := req.Validate(); err != nil {
+		return store.Plan{}, false, err
+	}
+	change, err := jsonOf(req.Change)
+	if err != nil {
+		return store.Plan{}, false, err
+	}
+	pl := Payload{}
+	if req.Application != nil {
+		pl.App = &argocd.PayloadApp{Namespace: req.Application.Namespace, Name: req.Application.Name}
+	}
+	plan := store.Plan{
+		Code: newCode(), TeamID: teamID, IdempotencyKey: req.IdempotencyKey, Cluster: req.Cluster,
+		Target: req.Target, Change: change, Reason: req.Reason, RequestedBy: req.RequestedBy,
+		Status: string(StatusDeciding),
+	}
+	if err := encodePayload(&plan, pl); err != nil {
+		return store.Plan{}, false, err
+	}
+	stored, created, err := p.db.CreatePlan(ctx, plan, store.PlanEvent{Actor: actor, Step: "request", Message: req.Reason})
+	if err != nil {
+		return store.Plan{}, false, fmt.Errorf("store plan: %w", err)
+	}
+	if !created {
+		return stored, false, nil
+	}
+	if claimed, err := p.db.ClaimPlan(ctx, stored.Code, p.cfg.WorkerID, p.cfg.ClaimTTL); err == nil && claimed {
+		decided, derr := p.stepDecide(ctx, stored, req.ExpectedPath)
+		_ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), stored.Code, p.cfg.WorkerID)
+		if derr == nil {
+			stored = decided
+		} else if !errors.Is(derr, errStopped) {
+			zerolog.Ctx(ctx).Error().Err(derr).Str("plan", stored.Code).Msg("Decide step failed")
+		}
+	}
+	p.Kick(stored.Code)
+	return p.reload(ctx, stored)
+}
+
+func (p *Pipeline) reload(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
+	fresh, err := p.db.PlanByCode(ctx, pl.Code)
+	if err != nil {
+		return store.Plan{}, true, err
+	}
+	return fresh, true, nil
+}
+
+// Run drives one plan until it needs something from outside (a merge, a lock, a
+// person) or ends. It is safe to call for any plan at any time.
+func (p *Pipeline) Run(ctx context.Context, code string) error {
+	claimed, err := p.db.ClaimPlan(ctx, code, p.cfg.WorkerID, p.cfg.ClaimTTL)
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return nil // another worker runs it
+	}
+	defer func() { _ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), code, p.cfg.WorkerID) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return errStopped
+		}
+		pl, err := p.db.PlanByCode(ctx, code)
+		if err != nil {
+			return err
+		}
+		if pl.ClaimedBy != p.cfg.WorkerID {
+			return nil // claim lost (expired and taken); the other worker continues
+		}
+		if _, err := p.db.ClaimPlan(ctx, code, p.cfg.WorkerID, p.cfg.ClaimTTL); err != nil {
+			return err
+		}
+		next, done, err := p.step(ctx, pl)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		_ = next
+	}
+}
+
+// step runs the next step of pl and reports whether the run is done.
+func (p *Pipeline) step(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
+	var err error
+	switch Status(pl.Status) {
+	case StatusDeciding:
+		pl, err = p.stepDecide(ctx, pl, "")
+	case StatusPreparing:
+		pl, err = p.stepPrepare(ctx, pl)
+	case StatusCommitting:
+		pl, err = p.stepCommit(ctx, pl)
+	case StatusPROpen:
+		if pl.CheckRunID != 0 {
+			return pl, true, nil
+		}
+		pl, err = p.stepCheckRun(ctx, pl)
+	case StatusMerged:
+		pl, err = p.stepStartDeploy(ctx, pl)
+	case StatusDeploying:
+		return p.stepTrackDeploy(ctx, pl)
+	default:
+		return pl, true, nil
+	}
+	return pl, false, err
+}
+
+// hook runs the test hook before a step.
+func (p *Pipeline) hook(code, step string) error {
+	if p.hooks.BeforeStep == nil {
+		return nil
+	}
+	if err := p.hooks.BeforeStep(code, step); err != nil {
+		return fmt.Errorf("%w: %v", errStopped, err)
+	}
+	return nil
+}
+
+// save records pl (with its payload) as one event. from is the state the step
+// started in; a state change is validated against the state machine.
+func (p *Pipeline) save(ctx context.Context, pl store.Plan, pay Payload, to Status, actor, step, msg string) (store.Plan, error) {
+	from := Status(pl.Status)
+	if to != from && !CanMove(from, to) {
+		return pl, &TransitionError{Code: pl.Code, From: from, To: to}
+	}
+	if err := encodePayload(&pl, pay); err != nil {
+		return pl, err
+	}
+	pl.Status = string(to)
+	if actor == "" {
+		actor = "system"
+	}
+	saved, err := p.db.UpdatePlan(ctx, pl, store.PlanEvent{Actor: actor, Step: step, Message: msg})
+	if err != nil {
+		return pl, err
+	}
+	zerolog.Ctx(ctx).Info().Str("plan", pl.Code).Str("from", string(from)).Str("to", string(to)).Str("step", step).Msg("Plan step recorded")
+	return saved, nil
+}
+
+// stop moves pl to refused or failed with a problem; for failed the step to retry is
+// kept.
+func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error) {
+	e, ok := AsError(cause)
+	to := StatusRefused
+	if !ok {
+		e = &Error{Code: CodeRemoteError, Reason: cause.Error()}
+		to = StatusFailed
+		pl.FailedStep = pl.Status
+	}
+	pl.ErrorCode, pl.StatusReason = e.Code, e.Reason
+	pay.Problem = e
+	saved, err := p.save(ctx, pl, pay, to, "system", step, e.Reason)
+	if err != nil {
+		return pl, err
+	}
+	if to == StatusRefused {
+		p.releaseAndWake(ctx, saved)
+	}
+	return saved, nil
+}

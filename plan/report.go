@@ -1,0 +1,210 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// PRTitle is "kukie: <verb> <kind>/<name> (<code>)".
+func PRTitle(pl store.Plan) string {
+	verb := "change"
+	if c, err := ChangeOf(pl); err == nil {
+		verb = Verb(c)
+	}
+	if pl.RollbackOf != "" {
+		verb = "revert " + pl.RollbackOf + ":"
+	}
+	return fmt.Sprintf("kukie: %s %s/%s (%s)", verb, pl.Target.Kind, pl.Target.Name, pl.Code)
+}
+
+// PRBody says what, why, who asked, which Argo CD app and how it syncs, warnings, the
+// diff summary and what will change in the cluster. It never carries secret values:
+// diffs come from render, which masks them.
+func PRBody(pl store.Plan, pay Payload) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Request\n%s %s/%s", verbOf(pl), pl.Target.Kind, pl.Target.Name)
+	if pl.Target.Namespace != "" {
+		fmt.Fprintf(&b, " in namespace `%s`", pl.Target.Namespace)
+	}
+	fmt.Fprintf(&b, " on cluster `%s`.\n\n", pl.Cluster)
+	if pl.RollbackOf != "" {
+		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, pay.RollbackReference)
+	}
+	fmt.Fprintf(&b, "**Reason:** %s\n\n**Requested by:** %s\n\n", oneLine(pl.Reason), oneLine(pl.RequestedBy))
+	if pay.App != nil {
+		fmt.Fprintf(&b, "### Argo CD\nApplication `%s/%s` (%s, path `%s`, revision `%s`), sync policy: %s.\n\n",
+			pay.App.Namespace, pay.App.Name, pay.App.SourceType, pay.App.Path, pay.App.TargetRevision, syncPolicy(pay))
+	}
+	if warnings := allWarnings(pay); len(warnings) > 0 {
+		b.WriteString("### Warnings\n")
+		for _, w := range warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "### Git diff\n%s\n\n", diffSummary(pay))
+	b.WriteString(fence(pay.GitDiff))
+	b.WriteString("\n### What will change in the cluster\n")
+	b.WriteString(clusterDiffText(pay))
+	fmt.Fprintf(&b, "\n%s\n", clusterCheckLine(pay))
+	b.WriteString("\n" + github.PlanMarker(pl.Code) + "\n")
+	return github.FitOutput(b.String(), 60000, "")
+}
+
+func verbOf(pl store.Plan) string {
+	if c, err := ChangeOf(pl); err == nil {
+		v := Verb(c)
+		return strings.ToUpper(v[:1]) + v[1:]
+	}
+	return "Change"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func syncPolicy(pay Payload) string {
+	switch {
+	case pay.App == nil:
+		return "unknown"
+	case pay.App.SelfHeal:
+		return "automated with self-heal (Argo CD applies the merge within minutes and reverts manual changes)"
+	case pay.App.Automated:
+		return "automated (Argo CD applies the merge on its next sync)"
+	default:
+		return "manual (someone must sync the Application after the merge)"
+	}
+}
+
+func allWarnings(pay Payload) []string {
+	var out []string
+	if pay.ArgoCD != nil && pay.ArgoCD.Warning != "" {
+		out = append(out, pay.ArgoCD.Warning)
+	}
+	return append(out, pay.Warnings...)
+}
+
+func diffSummary(pay Payload) string {
+	added, removed := 0, 0
+	for _, line := range strings.Split(pay.GitDiff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+		case strings.HasPrefix(line, "+"):
+			added++
+		case strings.HasPrefix(line, "-"):
+			removed++
+		}
+	}
+	return fmt.Sprintf("%d file(s) changed, %d line(s) added, %d removed.", len(pay.Edits), added, removed)
+}
+
+func fence(diff string) string {
+	if diff == "" {
+		return "_no diff_\n"
+	}
+	return "```diff\n" + strings.TrimRight(diff, "\n") + "\n```\n"
+}
+
+func clusterDiffText(pay Payload) string {
+	if len(pay.ClusterDiff) == 0 {
+		return "_nothing_\n"
+	}
+	var b strings.Builder
+	counts := map[string]int{}
+	for _, d := range pay.ClusterDiff {
+		counts[d.Action]++
+	}
+	fmt.Fprintf(&b, "%d added, %d modified, %d removed\n\n", counts["added"], counts["modified"], counts["removed"])
+	for _, d := range pay.ClusterDiff {
+		ns := d.Namespace
+		if ns != "" {
+			ns += "/"
+		}
+		fmt.Fprintf(&b, "**%s %s%s** (%s, app `%s`)\n", d.Kind, ns, d.Name, d.Action, d.App)
+		b.WriteString(fence(d.Diff))
+	}
+	return b.String()
+}
+
+func clusterCheckLine(pay Payload) string {
+	switch pay.ClusterCheck {
+	case "passed":
+		return "Cluster check: the changed objects were accepted by a server-side dry-run."
+	case "not_checked":
+		return "Cluster check: **not checked against the cluster** (" + pay.ClusterCheckNote + ")."
+	}
+	return ""
+}
+
+// CheckReport builds the kukie/render check run. failure, when set, is the reason a
+// re-verification failed.
+func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
+	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl)}
+	var b strings.Builder
+	switch {
+	case failure != "":
+		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
+		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", failure)
+	case pay.ClusterCheck == "not_checked":
+		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
+		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", pay.ClusterCheckNote)
+	default:
+		r.Conclusion, r.Title = github.ConclusionSuccess, "Verified"
+		b.WriteString("The edit renders exactly as requested and nothing else changes.\n\n")
+	}
+	b.WriteString("| Application | objects compared | objects changed | fields changed |\n|---|---|---|---|\n")
+	if pay.Verification != nil {
+		fields := map[string]int{}
+		for _, d := range pay.ClusterDiff {
+			fields[d.App] += len(d.Changes)
+		}
+		for _, a := range pay.Verification.Apps {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", a.App, a.Objects, a.Changed, fields[a.App])
+		}
+	}
+	if warnings := allWarnings(pay); len(warnings) > 0 {
+		b.WriteString("\n**Warnings**\n")
+		for _, w := range warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+	}
+	if line := clusterCheckLine(pay); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
+	r.Summary = b.String()
+	r.Text = "### What will change in the cluster\n" + clusterDiffText(pay)
+	for _, e := range pay.Edits {
+		r.Annotations = append(r.Annotations, annotationsFor(e)...)
+	}
+	return r
+}
+
+// annotationsFor marks the changed lines of one edit.
+func annotationsFor(e StoredEdit) []github.Annotation {
+	oldLines := strings.Split(string(e.Old), "\n")
+	newLines := strings.Split(string(e.New), "\n")
+	var out []github.Annotation
+	for i, line := range newLines {
+		if i < len(oldLines) && oldLines[i] == line && !e.Created {
+			continue
+		}
+		out = append(out, github.Annotation{Path: e.Path, StartLine: i + 1, EndLine: i + 1, Level: "notice",
+			Title: "changed by kukie", Message: "This line is part of the verified change."})
+		if len(out) >= 200 {
+			break // beyond this the annotations say nothing more than the diff
+		}
+		if len(oldLines) != len(newLines) && !e.Created {
+			// Lines shifted: mark the first changed line only.
+			break
+		}
+	}
+	return out
+}
+
+func (p *Pipeline) detailsURL(pl store.Plan) string {
+	if p.cfg.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(p.cfg.PublicURL, "/") + "/api/v1/changes/" + pl.Code
+}

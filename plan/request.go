@@ -1,0 +1,246 @@
+package plan
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Stable error codes of plans and of the API. A program switches on these.
+const (
+	CodeInvalidRequest      = "invalid_request"
+	CodeNotGitOpsManaged    = "not_gitops_managed"
+	CodeRepoNotConnected    = "repo_not_connected"
+	CodeRevisionNotABranch  = "revision_not_a_branch"
+	CodeRevisionNotFound    = "revision_not_found"
+	CodeRefused             = "refused"
+	CodeClusterRejected     = "cluster_rejected"
+	CodePathMismatch        = "path_mismatch"
+	CodeAppNotFound         = "application_not_found"
+	CodeUnsupportedSource   = "unsupported_source"
+	CodeRemoteError         = "remote_error"
+	CodeEditNoLongerApplies = "edit_no_longer_applies"
+	CodeNotFound            = "not_found"
+	CodeConflict            = "conflict"
+)
+
+// AppRef names an Argo CD Application.
+type AppRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Request is one change request from the chat integration.
+type Request struct {
+	Cluster string           `json:"cluster"`
+	Target  store.PlanTarget `json:"target"`
+	Change  render.Change    `json:"change"`
+	// Application names the Application that receives a new_resource change.
+	Application    *AppRef `json:"application,omitempty"`
+	Reason         string  `json:"reason"`
+	RequestedBy    string  `json:"requested_by"`
+	IdempotencyKey string  `json:"idempotency_key,omitempty"`
+	// ExpectedPath is the path the caller believes the change takes ("git" or
+	// "direct"). Code decides: a mismatch is refused with the current decision.
+	ExpectedPath string `json:"expected_path,omitempty"`
+}
+
+// Validate explains what is wrong with a request, or returns nil.
+func (r Request) Validate() error {
+	var problems []string
+	if r.Cluster == "" {
+		problems = append(problems, "cluster is required")
+	}
+	if r.Target.APIVersion == "" || r.Target.Kind == "" || r.Target.Name == "" {
+		problems = append(problems, "target needs apiVersion, kind and name")
+	}
+	if n := changeCount(r.Change); n != 1 {
+		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource (got %d)", n))
+	}
+	if r.Change.NewResource != nil && (r.Application == nil || r.Application.Name == "") {
+		problems = append(problems, "a new_resource change needs application {namespace, name}: the Argo CD Application that will deploy it")
+	}
+	if r.Change.Replicas != nil && r.Change.Replicas.Count < 0 {
+		problems = append(problems, "replicas.count must not be negative")
+	}
+	if strings.TrimSpace(r.Reason) == "" {
+		problems = append(problems, "reason is required")
+	}
+	if strings.TrimSpace(r.RequestedBy) == "" {
+		problems = append(problems, "requested_by is required")
+	}
+	if len(r.IdempotencyKey) > 200 {
+		problems = append(problems, "idempotency_key is longer than 200 characters")
+	}
+	switch r.ExpectedPath {
+	case "", string(argocd.PathGit), string(argocd.PathDirect):
+	default:
+		problems = append(problems, `expected_path must be "git" or "direct"`)
+	}
+	if len(problems) > 0 {
+		return &Error{Code: CodeInvalidRequest, Reason: strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+func changeCount(c render.Change) int {
+	n := 0
+	for _, set := range []bool{c.Replicas != nil, c.Image != nil, c.Env != nil, c.Resources != nil, c.NewResource != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Verb names the change in PR titles: "scale", "set image of", …
+func Verb(c render.Change) string {
+	switch {
+	case c.Replicas != nil:
+		return "scale"
+	case c.Image != nil:
+		return "set image of"
+	case c.Env != nil:
+		return "set env of"
+	case c.Resources != nil:
+		return "set resources of"
+	case c.NewResource != nil:
+		return "add"
+	}
+	return "change"
+}
+
+// Error is a refusal or failure with a stable code, returned by the pipeline and
+// recorded on plans. Details carries structured context (the current decision for
+// not_gitops_managed, render attempts for refused).
+type Error struct {
+	Code    string `json:"error"`
+	Reason  string `json:"reason"`
+	Details any    `json:"details,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Reason }
+
+func refusal(code, format string, args ...any) *Error {
+	return &Error{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err's *Error, if it is one.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// newCode returns a short plan code: lower-case, unambiguous letters and digits, fit
+// for branch names and chat.
+func newCode() string {
+	const alphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic("plan code: system random source failed: " + err.Error())
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// Payload is the plan's stored JSON document: what the pipeline learned at each step.
+type Payload struct {
+	Decision    *DecisionInfo       `json:"decision,omitempty"`
+	ArgoCD      *argocd.Payload     `json:"argocd,omitempty"`
+	App         *argocd.PayloadApp  `json:"app,omitempty"`
+	Strategy    string              `json:"strategy,omitempty"`
+	Edits       []StoredEdit        `json:"edits,omitempty"`
+	GitDiff     string              `json:"git_diff,omitempty"`
+	ClusterDiff []render.ObjectDiff `json:"cluster_diff,omitempty"`
+	Warnings    []string            `json:"warnings,omitempty"`
+	// Verification is render's record of what was compared.
+	Verification *render.Verification `json:"verification,omitempty"`
+	// ClusterCheck is "passed", "not_checked" (with ClusterCheckNote) or "".
+	ClusterCheck     string `json:"cluster_check,omitempty"`
+	ClusterCheckNote string `json:"cluster_check_note,omitempty"`
+	// Refusal or failure details, when the plan stopped.
+	Problem *Error `json:"problem,omitempty"`
+	// Deployment is followed after merge.
+	Deployment *Deployment `json:"deployment,omitempty"`
+	// VerificationResult summarises the last verification for people.
+	VerificationResult string `json:"verification_result,omitempty"`
+	// RollbackReference is what a rollback reverts (merge commit) or the plan that
+	// reverted this one.
+	RollbackReference string `json:"rollback_reference,omitempty"`
+	// CheckConclusion is the last published check run conclusion.
+	CheckConclusion string `json:"check_conclusion,omitempty"`
+}
+
+// DecisionInfo is the path decision as stored with the plan.
+type DecisionInfo struct {
+	Path    argocd.Path         `json:"path"`
+	Known   bool                `json:"known"`
+	Reason  string              `json:"reason"`
+	Level   argocd.Level        `json:"level"`
+	Failure argocd.FailureClass `json:"failure,omitempty"`
+}
+
+// StoredEdit is one edited file with its bytes (needed to commit on resume). The
+// bytes are never returned by the API; people see the masked git diff.
+type StoredEdit struct {
+	Path    string `json:"path"`
+	Old     []byte `json:"old,omitempty"`
+	New     []byte `json:"new"`
+	Created bool   `json:"created,omitempty"`
+}
+
+// Deployment states after merge.
+const (
+	DeployPending    = "pending"
+	DeployInProgress = "in_progress"
+	DeploySucceeded  = "succeeded"
+	DeployFailed     = "failed"
+	DeployRolledBack = "rolled_back"
+)
+
+// Deployment is what the cluster says about a merged change.
+type Deployment struct {
+	State        string `json:"state"`
+	Message      string `json:"message,omitempty"`
+	SyncRevision string `json:"sync_revision,omitempty"`
+	Phase        string `json:"phase,omitempty"`
+	Health       string `json:"health,omitempty"`
+}
+
+func decodePayload(p store.Plan) (Payload, error) {
+	var pl Payload
+	if len(p.Payload) == 0 {
+		return pl, nil
+	}
+	if err := json.Unmarshal(p.Payload, &pl); err != nil {
+		return pl, fmt.Errorf("decode payload of plan %s: %w", p.Code, err)
+	}
+	return pl, nil
+}
+
+func encodePayload(p *store.Plan, pl Payload) error {
+	b, err := json.Marshal(pl)
+	if err != nil {
+		return fmt.Errorf("encode payload of plan %s: %w", p.Code, err)
+	}
+	p.Payload = b
+	return nil
+}
+
+// ChangeOf decodes a plan's stored change.
+func ChangeOf(p store.Plan) (render.Change, error) {
+	var c render.Change
+	if err := json.Unmarshal(p.Change, &c); err != nil {
+		return c, fmt.Errorf("decode change of plan %s: %w", p.Code, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,397 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+func jsonOf(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return b, nil
+}
+
+// stepDecide: which path, which Application, which repository and installation.
+func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath string) (store.Plan, error) {
+	if err := p.hook(pl.Code, "decide"); err != nil {
+		return pl, err
+	}
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, err
+	}
+	change, err := ChangeOf(pl)
+	if err != nil {
+		return pl, err
+	}
+	var app argocd.PayloadApp
+	if change.NewResource != nil {
+		if pay.App == nil {
+			return p.stop(ctx, pl, pay, refusal(CodeInvalidRequest, "a new_resource change needs the Application that will deploy it"), "decide")
+		}
+		a, err := p.cluster.Application(ctx, pl.Cluster, pay.App.Namespace, pay.App.Name)
+		if errors.Is(err, ErrObjectNotFound) {
+			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound, "Application %s/%s does not exist in cluster %s", pay.App.Namespace, pay.App.Name, pl.Cluster), "decide")
+		}
+		if err != nil {
+			return p.stop(ctx, pl, pay, fmt.Errorf("read Application %s/%s: %w", pay.App.Namespace, pay.App.Name, err), "decide")
+		}
+		app = payloadAppOf(a)
+		pay.Decision = &DecisionInfo{Path: argocd.PathGit, Known: true, Level: a.Level(),
+			Reason: fmt.Sprintf("The new resource is added to the source of Argo CD Application %s.", a.Key())}
+	} else {
+		d := p.cluster.Decide(ctx, pl.Cluster, pl.Target)
+		ap := d.Payload()
+		pay.ArgoCD = &ap
+		pay.Decision = &DecisionInfo{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level, Failure: d.Failure}
+		pl.Path = string(d.Path)
+		if expectedPath != "" && expectedPath != string(d.Path) {
+			return p.stop(ctx, pl, pay, &Error{Code: CodePathMismatch,
+				Reason:  fmt.Sprintf("the caller expected the %s path but the change takes the %s path: %s", expectedPath, d.Path, d.Reason),
+				Details: decisionDetails(pay)}, "decide")
+		}
+		if d.Path != argocd.PathGit {
+			return p.stop(ctx, pl, pay, &Error{Code: CodeNotGitOpsManaged, Reason: d.Reason, Details: decisionDetails(pay)}, "decide")
+		}
+		found := false
+		for _, a := range ap.Applications {
+			if a.RepoURL != "" {
+				app, found = a, true
+				break
+			}
+		}
+		if !found {
+			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound,
+				"the resource is managed by Argo CD (%s) but its Application's source could not be read from cluster %s (Argo CD may run in another cluster); register the cluster that runs Argo CD", ap.Summary, pl.Cluster), "decide")
+		}
+	}
+	pl.Path = string(argocd.PathGit)
+	pay.App = &app
+	repo, err := github.ParseRepoURL(app.RepoURL)
+	if err != nil {
+		return p.stop(ctx, pl, pay, refusal(CodeUnsupportedSource, "the Application's source %q is not a GitHub repository this service can write to: %v", app.RepoURL, err), "decide")
+	}
+	pl.Repo = repo.FullName()
+	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pl.Repo)
+	if errors.Is(err, ErrRepoNotConnected) {
+		return p.stop(ctx, pl, pay, refusal(CodeRepoNotConnected,
+			"repository %s (source of Application %s/%s) is not connected to cluster %s: connect it with POST /api/v1/clusters/%s/repos", pl.Repo, app.Namespace, app.Name, pl.Cluster, pl.Cluster), "decide")
+	}
+	if err != nil {
+		return p.stop(ctx, pl, pay, fmt.Errorf("look up connection of %s: %w", pl.Repo, err), "decide")
+	}
+	pl.InstallationID = inst
+	return p.save(ctx, pl, pay, StatusPreparing, "system", "decide", pay.Decision.Reason)
+}
+
+func decisionDetails(pay Payload) map[string]any {
+	return map[string]any{"decision": pay.Decision, "argocd": pay.ArgoCD}
+}
+
+func payloadAppOf(a argocd.Application) argocd.PayloadApp {
+	src, _ := a.PrimarySource()
+	return argocd.PayloadApp{Name: a.Name, Namespace: a.Namespace, RepoURL: src.RepoURL, Path: src.Path,
+		TargetRevision: src.TargetRevision, SourceType: a.SourceType(), Automated: a.Automated(), SelfHeal: a.SelfHeal()}
+}
+
+// checkConnected re-checks the repository connection before a write: a repository
+// disconnected mid-flight stops the plan.
+func (p *Pipeline) checkConnected(ctx context.Context, pl store.Plan) error {
+	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pl.Repo)
+	if errors.Is(err, ErrRepoNotConnected) {
+		return refusal(CodeRepoNotConnected, "repository %s was disconnected from cluster %s while the plan was in progress", pl.Repo, pl.Cluster)
+	}
+	if err != nil {
+		return fmt.Errorf("look up connection of %s: %w", pl.Repo, err)
+	}
+	if inst != pl.InstallationID {
+		return refusal(CodeRepoNotConnected, "repository %s is now reached through another installation of the App; submit the change again", pl.Repo)
+	}
+	return nil
+}
+
+// stepPrepare: base commit, archive, locate + edit + verify, dry-run, locks.
+func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, error) {
+	if err := p.hook(pl.Code, "prepare"); err != nil {
+		return pl, err
+	}
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, err
+	}
+	if err := p.checkConnected(ctx, pl); err != nil {
+		return p.stop(ctx, pl, pay, err, "prepare")
+	}
+	branch, err := p.repos.ResolveRevision(ctx, pl.InstallationID, pl.Repo, pay.App.TargetRevision)
+	switch {
+	case errors.Is(err, github.ErrNotABranch):
+		return p.stop(ctx, pl, pay, refusal(CodeRevisionNotABranch,
+			"Application %s/%s deploys targetRevision %q, which is not a branch: a pull request cannot change what it deploys; point the Application at a branch", pay.App.Namespace, pay.App.Name, pay.App.TargetRevision), "prepare")
+	case errors.Is(err, github.ErrRevisionNotFound):
+		return p.stop(ctx, pl, pay, refusal(CodeRevisionNotFound, "targetRevision %q of Application %s/%s does not exist in %s", pay.App.TargetRevision, pay.App.Namespace, pay.App.Name, pl.Repo), "prepare")
+	case err != nil:
+		return p.stop(ctx, pl, pay, err, "prepare")
+	}
+	var edits []StoredEdit
+	if pl.RollbackOf != "" {
+		edits, err = p.prepareRevert(ctx, pl, &pay, branch.SHA)
+	} else {
+		edits, err = p.prepareEdit(ctx, pl, &pay, branch)
+	}
+	if err != nil {
+		return p.stop(ctx, pl, pay, err, "prepare")
+	}
+	pay.Edits = edits
+	pl.BaseBranch, pl.BaseSHA = branch.Name, branch.SHA
+	pl.Branch = github.BranchPrefix + pl.Code
+	pl.CommitSHA, pl.HeadSHA, pl.CheckRunID, pl.CheckRunURL = "", "", 0, ""
+
+	paths := make([]string, len(edits))
+	for i, e := range edits {
+		paths[i] = e.Path
+	}
+	holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, paths)
+	if err != nil {
+		return pl, err
+	}
+	if holder != "" {
+		pl.WaitingOn = holder
+		saved, err := p.save(ctx, pl, pay, StatusWaiting, "system", "lock", "waiting for plan "+holder+" on the same file")
+		if err != nil {
+			return pl, err
+		}
+		// The holder may have released its locks between our attempt and this save,
+		// when nobody was waiting yet: look again so the plan cannot wait forever.
+		if locks, err := p.db.FileLocks(ctx, holder); err == nil && len(locks) == 0 {
+			saved.WaitingOn = ""
+			return p.save(ctx, saved, pay, StatusPreparing, "system", "lock", "plan "+holder+" released its locks")
+		}
+		return saved, nil
+	}
+	pl.WaitingOn = ""
+	return p.save(ctx, pl, pay, StatusCommitting, "system", "prepare", pay.VerificationResult)
+}
+
+// renderApps turns the cluster's Applications that deploy from repo at branch into
+// render's view, so an edit that leaks into another app is caught.
+func renderApps(apps []argocd.Application, repo, branch string) []render.Application {
+	var out []render.Application
+	for _, a := range apps {
+		src, ok := a.PrimarySource()
+		if !ok || src.Chart != "" {
+			continue
+		}
+		r, err := github.ParseRepoURL(src.RepoURL)
+		if err != nil || !strings.EqualFold(r.FullName(), repo) {
+			continue
+		}
+		rev := strings.TrimPrefix(src.TargetRevision, "refs/heads/")
+		if rev != "" && rev != "HEAD" && rev != branch {
+			continue
+		}
+		path := src.Path
+		if path == "" {
+			path = "."
+		}
+		out = append(out, render.Application{Name: a.Key().String(), Path: path,
+			SourceType: render.SourceType(a.SourceType()), Namespace: a.Spec.Destination.Namespace})
+	}
+	return out
+}
+
+func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
+	change, err := ChangeOf(pl)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, branch.SHA)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Release()
+	apps, err := p.cluster.Applications(ctx, pl.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
+	}
+	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
+	rapps := renderApps(apps, pl.Repo, branch.Name)
+	if !containsApp(rapps, appKey) {
+		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
+	}
+	req := render.Request{RepoDir: snap.Dir, Apps: rapps, App: appKey, Change: change,
+		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
+	res, err := p.render.Plan(ctx, req)
+	var ref *render.Refusal
+	if errors.As(err, &ref) {
+		return nil, &Error{Code: CodeRefused, Reason: ref.Reason, Details: ref}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	pay.Strategy, pay.GitDiff, pay.ClusterDiff = res.Strategy, res.GitDiff, res.ClusterDiff
+	pay.Verification = &res.Verification
+	pay.Warnings = pay.Warnings[:0]
+	for _, w := range res.Warnings {
+		pay.Warnings = append(pay.Warnings, w.String())
+	}
+	pay.VerificationResult = verificationSummary(res.Verification)
+
+	objs, err := p.render.ChangedObjects(ctx, req, res)
+	switch {
+	case err != nil:
+		pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "the after-render could not be prepared for the cluster: "+err.Error()
+	case len(objs) == 0:
+		pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "no changed object to send to the cluster"
+	default:
+		derr := p.cluster.DryRun(ctx, pl.Cluster, objs)
+		var rej *DryRunRejection
+		switch {
+		case errors.As(derr, &rej):
+			return nil, &Error{Code: CodeClusterRejected, Reason: rej.Error()}
+		case derr != nil:
+			pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "not checked against the cluster: "+derr.Error()
+		default:
+			pay.ClusterCheck, pay.ClusterCheckNote = "passed", "accepted by a server-side dry-run"
+		}
+	}
+	edits := make([]StoredEdit, len(res.Edits))
+	for i, e := range res.Edits {
+		edits[i] = StoredEdit{Path: e.Path, Old: e.Old, New: e.New, Created: e.Created}
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].Path < edits[j].Path })
+	return edits, nil
+}
+
+func containsApp(apps []render.Application, name string) bool {
+	for _, a := range apps {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func verificationSummary(v render.Verification) string {
+	if !v.Verified {
+		return "not verified"
+	}
+	var parts []string
+	for _, a := range v.Apps {
+		parts = append(parts, fmt.Sprintf("%s: %d objects compared, %d changed", a.App, a.Objects, a.Changed))
+	}
+	return "verified (" + strings.Join(parts, "; ") + ")"
+}
+
+// stepCommit: one commit on the base, the kukie branch, the pull request. Each part
+// is recorded before the next, and each adopts what an interrupted earlier attempt
+// left on GitHub.
+func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, error) {
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, err
+	}
+	if err := p.checkConnected(ctx, pl); err != nil {
+		return p.stop(ctx, pl, pay, err, "commit")
+	}
+	if pl.CommitSHA == "" {
+		if err := p.hook(pl.Code, "commit"); err != nil {
+			return pl, err
+		}
+		if head, found, err := p.repos.BranchHead(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+			return p.stop(ctx, pl, pay, err, "commit")
+		} else if found {
+			ci, err := p.repos.GetCommit(ctx, pl.InstallationID, pl.Repo, head)
+			if err != nil {
+				return p.stop(ctx, pl, pay, err, "commit")
+			}
+			if len(ci.Parents) == 1 && ci.Parents[0] == pl.BaseSHA && strings.Contains(ci.Message, commitTrailer(pl.Code)) {
+				pl.CommitSHA, pl.HeadSHA = head, head
+			}
+		}
+		if pl.CommitSHA == "" {
+			files := make([]github.FileChange, len(pay.Edits))
+			for i, e := range pay.Edits {
+				files[i] = github.FileChange{Path: e.Path, Content: e.New, Delete: e.New == nil && !e.Created}
+			}
+			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl), files)
+			if err != nil {
+				return p.stop(ctx, pl, pay, err, "commit")
+			}
+			pl.CommitSHA = ci.SHA
+		}
+		if pl, err = p.save(ctx, pl, pay, StatusCommitting, "system", "commit", "commit "+pl.CommitSHA); err != nil {
+			return pl, err
+		}
+	}
+	if pl.HeadSHA != pl.CommitSHA {
+		if err := p.hook(pl.Code, "branch"); err != nil {
+			return pl, err
+		}
+		if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, pl.CommitSHA); err != nil {
+			return p.stop(ctx, pl, pay, err, "branch")
+		}
+		pl.HeadSHA = pl.CommitSHA
+		if pl, err = p.save(ctx, pl, pay, StatusCommitting, "system", "branch", pl.Branch+" at "+pl.CommitSHA); err != nil {
+			return pl, err
+		}
+	}
+	if err := p.hook(pl.Code, "pull_request"); err != nil {
+		return pl, err
+	}
+	pr, err := p.repos.OpenPull(ctx, pl.InstallationID, pl.Repo, github.NewPull{
+		Title: PRTitle(pl), Body: PRBody(pl, pay), Head: pl.Branch, Base: pl.BaseBranch,
+	})
+	if err != nil {
+		return p.stop(ctx, pl, pay, err, "pull_request")
+	}
+	pl.PRNumber, pl.PRURL = pr.Number, pr.URL
+	return p.save(ctx, pl, pay, StatusPROpen, "system", "pull_request", pr.URL)
+}
+
+func commitTrailer(code string) string { return "Kukie-Plan: " + code }
+
+func commitMessage(pl store.Plan) string {
+	return PRTitle(pl) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
+}
+
+// stepCheckRun publishes the verdict on the head commit.
+func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan, error) {
+	if err := p.hook(pl.Code, "check_run"); err != nil {
+		return pl, err
+	}
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, err
+	}
+	report := p.CheckReport(pl, pay, "")
+	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+	if err != nil {
+		return p.stop(ctx, pl, pay, err, "check_run")
+	}
+	pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
+	pay.CheckConclusion = report.Conclusion
+	return p.save(ctx, pl, pay, StatusPROpen, "system", "check_run", "check run "+report.Conclusion)
+}
+
+// stepStartDeploy: the change is merged; follow it until it runs.
+func (p *Pipeline) stepStartDeploy(ctx context.Context, pl store.Plan) (store.Plan, error) {
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, err
+	}
+	pl.DeployDeadline = time.Now().Add(p.cfg.DeployTimeout)
+	pay.Deployment = &Deployment{State: DeployPending}
+	return p.save(ctx, pl, pay, StatusDeploying, "system", "deploy", "following Argo CD")
+}

@@ -1,0 +1,451 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// releaseAndWake drops a finished plan's file locks and sends the plans waiting on
+// it back to preparing, on the new base.
+func (p *Pipeline) releaseAndWake(ctx context.Context, pl store.Plan) {
+	log := zerolog.Ctx(ctx)
+	if _, err := p.db.ReleaseFileLocks(ctx, pl.Code); err != nil {
+		log.Error().Err(err).Str("plan", pl.Code).Msg("Release file locks failed")
+		return
+	}
+	waiting, err := p.db.ListPlans(ctx, store.PlanFilter{WaitingOn: pl.Code, Statuses: []string{string(StatusWaiting)}})
+	if err != nil {
+		log.Error().Err(err).Str("plan", pl.Code).Msg("List waiting plans failed")
+		return
+	}
+	for _, w := range waiting {
+		w.WaitingOn = ""
+		pay, err := decodePayload(w)
+		if err != nil {
+			continue
+		}
+		if _, err := p.save(ctx, w, pay, StatusPreparing, "system", "wake", "plan "+pl.Code+" released the file"); err != nil {
+			log.Error().Err(err).Str("plan", w.Code).Msg("Wake waiting plan failed")
+			continue
+		}
+		p.Kick(w.Code)
+	}
+}
+
+// update re-reads a plan and applies fn until it saves without a concurrent change.
+func (p *Pipeline) update(ctx context.Context, code string, fn func(pl *store.Plan, pay *Payload) (Status, string, string, error)) (store.Plan, error) {
+	for attempt := 0; ; attempt++ {
+		pl, err := p.db.PlanByCode(ctx, code)
+		if err != nil {
+			return pl, err
+		}
+		pay, err := decodePayload(pl)
+		if err != nil {
+			return pl, err
+		}
+		to, step, msg, err := fn(&pl, &pay)
+		if err != nil {
+			return pl, err
+		}
+		saved, err := p.save(ctx, pl, pay, to, actorOf(ctx), step, msg)
+		if errors.Is(err, store.ErrStale) && attempt < 10 {
+			continue
+		}
+		return saved, err
+	}
+}
+
+type actorKey struct{}
+
+// WithActor records who acts (for plan events and audit rows).
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+func actorOf(ctx context.Context) string {
+	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
+		return a
+	}
+	return "system"
+}
+
+// PullClosed handles a closed pull request of a kukie branch: merged → merged (then
+// deployment tracking), otherwise closed. Locks are released and waiters woken.
+func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error {
+	pl, ok, err := p.planOfBranch(ctx, repo, branch)
+	if err != nil || !ok {
+		return err
+	}
+	to := StatusClosed
+	if merged {
+		to = StatusMerged
+	}
+	saved, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if Status(pl.Status) == to || !CanMove(Status(pl.Status), to) {
+			return "", "", "", errNothingToDo
+		}
+		if merged {
+			pl.MergeSHA = mergeSHA
+			pay.RollbackReference = mergeSHA
+		}
+		return to, "pull_request", fmt.Sprintf("pull request #%d %s", number, to), nil
+	})
+	if errors.Is(err, errNothingToDo) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.releaseAndWake(ctx, saved)
+	if merged {
+		p.Kick(saved.Code)
+	}
+	return nil
+}
+
+var errNothingToDo = errors.New("nothing to do")
+
+func (p *Pipeline) planOfBranch(ctx context.Context, repo, branch string) (store.Plan, bool, error) {
+	if !strings.HasPrefix(branch, github.BranchPrefix) {
+		return store.Plan{}, false, nil
+	}
+	plans, err := p.db.ListPlans(ctx, store.PlanFilter{Repo: repo, Branch: branch, Limit: 1})
+	if err != nil || len(plans) == 0 {
+		return store.Plan{}, false, err
+	}
+	return plans[0], true, nil
+}
+
+// Cancel closes a plan's pull request (if any), releases its locks and ends it.
+func (p *Pipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan, error) {
+	pl, err := p.db.TeamPlan(ctx, teamID, code)
+	if err != nil {
+		return pl, err
+	}
+	if !Status(pl.Status).Cancellable() {
+		return pl, &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s and can no longer be cancelled", code, pl.Status)}
+	}
+	if pl.PRNumber != 0 {
+		if err := p.repos.ClosePull(ctx, pl.InstallationID, pl.Repo, pl.PRNumber); err != nil {
+			return pl, fmt.Errorf("close pull request of plan %s: %w", code, err)
+		}
+	}
+	saved, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if !Status(pl.Status).Cancellable() {
+			return "", "", "", &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s and can no longer be cancelled", code, pl.Status)}
+		}
+		return StatusClosed, "cancel", "cancelled by " + actorOf(ctx), nil
+	})
+	if err != nil {
+		return saved, err
+	}
+	p.releaseAndWake(ctx, saved)
+	return saved, nil
+}
+
+// Retry sends a failed plan back to the step that failed.
+func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, error) {
+	if _, err := p.db.TeamPlan(ctx, teamID, code); err != nil {
+		return store.Plan{}, err
+	}
+	saved, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if Status(pl.Status) != StatusFailed {
+			return "", "", "", &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s; only failed plans can be retried", code, pl.Status)}
+		}
+		to := Status(pl.FailedStep)
+		if !CanMove(StatusFailed, to) {
+			to = StatusDeciding
+		}
+		pl.FailedStep, pl.ErrorCode, pl.StatusReason = "", "", ""
+		pay.Problem = nil
+		return to, "retry", "retried by " + actorOf(ctx), nil
+	})
+	if err != nil {
+		return saved, err
+	}
+	p.Kick(code)
+	return saved, nil
+}
+
+// Rollback opens a revert of a merged plan through the same pipeline. The original
+// plan becomes rolled_back once the revert is deployed.
+func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error) {
+	orig, err := p.db.TeamPlan(ctx, teamID, code)
+	if err != nil {
+		return orig, err
+	}
+	switch Status(orig.Status) {
+	case StatusMerged, StatusDeploying, StatusDeployed, StatusDeployFailed:
+	default:
+		return orig, &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s; only merged plans can be rolled back", code, orig.Status)}
+	}
+	if orig.RolledBackBy != "" {
+		if existing, err := p.db.PlanByCode(ctx, orig.RolledBackBy); err == nil && !Status(existing.Status).Terminal() {
+			return existing, nil
+		}
+	}
+	opay, err := decodePayload(orig)
+	if err != nil {
+		return orig, err
+	}
+	pay := Payload{Decision: opay.Decision, ArgoCD: opay.ArgoCD, App: opay.App, RollbackReference: orig.MergeSHA}
+	if reason == "" {
+		reason = "roll back plan " + code
+	}
+	if requestedBy == "" {
+		requestedBy = actorOf(ctx)
+	}
+	rb := store.Plan{
+		Code: newCode(), TeamID: teamID, IdempotencyKey: "rollback:" + code, Cluster: orig.Cluster, Target: orig.Target,
+		Change: orig.Change, Reason: reason, RequestedBy: requestedBy, Path: orig.Path, Status: string(StatusPreparing),
+		Repo: orig.Repo, InstallationID: orig.InstallationID, RollbackOf: code,
+	}
+	if err := encodePayload(&rb, pay); err != nil {
+		return rb, err
+	}
+	stored, created, err := p.db.CreatePlan(ctx, rb, store.PlanEvent{Actor: actorOf(ctx), Step: "rollback", Message: reason})
+	if err != nil {
+		return stored, err
+	}
+	if created {
+		if _, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+			pl.RolledBackBy = stored.Code
+			return Status(pl.Status), "rollback", "revert opened as plan " + stored.Code, nil
+		}); err != nil {
+			return stored, err
+		}
+	}
+	p.Kick(stored.Code)
+	return stored, nil
+}
+
+// prepareRevert computes the files that undo the original plan's edit on the current
+// base. A file changed since by someone else is not overwritten: the revert is
+// refused and names it.
+func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payload, baseSHA string) ([]StoredEdit, error) {
+	orig, err := p.db.PlanByCode(ctx, pl.RollbackOf)
+	if err != nil {
+		return nil, err
+	}
+	opay, err := decodePayload(orig)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, baseSHA)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Release()
+	var edits []StoredEdit
+	for _, e := range opay.Edits {
+		current, err := os.ReadFile(filepath.Join(snap.Dir, filepath.FromSlash(e.Path)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", e.Path, err)
+		}
+		if err != nil || !bytes.Equal(current, e.New) {
+			return nil, refusal(CodeEditNoLongerApplies, "%s changed after plan %s was merged; revert it by hand or submit a new change", e.Path, orig.Code)
+		}
+		edits = append(edits, StoredEdit{Path: e.Path, Old: e.New, New: e.Old})
+	}
+	pay.GitDiff = reverseDiff(opay.GitDiff)
+	pay.ClusterDiff = nil
+	pay.Verification = opay.Verification
+	pay.VerificationResult = "revert of verified plan " + orig.Code + ": every file is restored to its content before that plan"
+	pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "a revert restores objects the cluster ran before"
+	return edits, nil
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -(\S+) \+(\S+) @@(.*)$`)
+
+// reverseDiff turns a unified diff into the diff of its revert.
+func reverseDiff(diff string) string {
+	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "--- "):
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+				lines[i], lines[i+1] = "--- "+strings.TrimPrefix(lines[i+1], "+++ "), "+++ "+strings.TrimPrefix(l, "--- ")
+			}
+		case strings.HasPrefix(l, "+++ "):
+		case hunkHeader.MatchString(l):
+			m := hunkHeader.FindStringSubmatch(l)
+			lines[i] = "@@ -" + m[2] + " +" + m[1] + " @@" + m[3]
+		case strings.HasPrefix(l, "+"):
+			lines[i] = "-" + l[1:]
+		case strings.HasPrefix(l, "-"):
+			lines[i] = "+" + l[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stepTrackDeploy reads the Application and the target once; it returns done when
+// the deployment ended (deployed, failed, timed out).
+func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return pl, true, err
+	}
+	dep, final := p.observeDeployment(ctx, pl, pay)
+	switch {
+	case final && dep.State == DeploySucceeded:
+		pay.Deployment = &dep
+		saved, err := p.save(ctx, pl, pay, StatusDeployed, "system", "deploy", dep.Message)
+		if err == nil && saved.RollbackOf != "" {
+			p.markRolledBack(ctx, saved)
+		}
+		return saved, true, err
+	case final:
+		pay.Deployment = &dep
+		saved, err := p.save(ctx, pl, pay, StatusDeployFailed, "system", "deploy", dep.Message)
+		return saved, true, err
+	case time.Now().After(pl.DeployDeadline):
+		dep.State = DeployFailed
+		dep.Message = fmt.Sprintf("not deployed within %s: %s", p.cfg.DeployTimeout, dep.Message)
+		pay.Deployment = &dep
+		saved, err := p.save(ctx, pl, pay, StatusDeployFailed, "system", "deploy", dep.Message)
+		return saved, true, err
+	}
+	if pay.Deployment == nil || *pay.Deployment != dep {
+		pay.Deployment = &dep
+		if pl, err = p.save(ctx, pl, pay, StatusDeploying, "system", "deploy", dep.Message); err != nil {
+			return pl, true, err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return pl, true, errStopped
+	case <-time.After(p.cfg.DeployPoll):
+	}
+	return pl, false, nil
+}
+
+func (p *Pipeline) markRolledBack(ctx context.Context, rb store.Plan) {
+	_, err := p.update(ctx, rb.RollbackOf, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if !CanMove(Status(pl.Status), StatusRolledBack) {
+			return "", "", "", errNothingToDo
+		}
+		if pay.Deployment != nil {
+			pay.Deployment.State = DeployRolledBack
+		}
+		pay.RollbackReference = "reverted by plan " + rb.Code + " (" + rb.MergeSHA + ")"
+		return StatusRolledBack, "rollback", "reverted by plan " + rb.Code, nil
+	})
+	if err != nil && !errors.Is(err, errNothingToDo) {
+		zerolog.Ctx(ctx).Error().Err(err).Str("plan", rb.RollbackOf).Msg("Mark plan rolled back failed")
+	}
+}
+
+// observeDeployment reads where Argo CD is with the merge commit.
+func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Payload) (Deployment, bool) {
+	dep := Deployment{State: DeployPending}
+	if pay.App == nil {
+		return Deployment{State: DeployFailed, Message: "the plan has no Application to follow"}, true
+	}
+	app, err := p.cluster.Application(ctx, pl.Cluster, pay.App.Namespace, pay.App.Name)
+	if err != nil {
+		dep.Message = "reading the Application failed: " + err.Error()
+		return dep, false
+	}
+	dep.SyncRevision = app.Status.Sync.Revision
+	dep.Health = app.Status.Health.Status
+	op := app.Status.OperationState
+	opRevision := ""
+	if op != nil {
+		dep.Phase = op.Phase
+		if op.SyncResult != nil {
+			opRevision = op.SyncResult.Revision
+		}
+	}
+	includes := func(rev string) bool {
+		if rev == "" {
+			return false
+		}
+		ok, err := p.repos.Contains(ctx, pl.InstallationID, pl.Repo, pl.MergeSHA, rev)
+		return err == nil && ok
+	}
+	if !includes(dep.SyncRevision) && !includes(opRevision) {
+		dep.Message = "Argo CD has not synced the merge commit yet"
+		return dep, false
+	}
+	dep.State = DeployInProgress
+	switch {
+	case op == nil || !includes(opRevision):
+		dep.Message = "Argo CD sees the merge commit; no sync of it has run yet"
+		return dep, false
+	case op.Phase == argocd.PhaseFailed || op.Phase == argocd.PhaseError:
+		return Deployment{State: DeployFailed, Message: "Argo CD sync " + op.Phase + ": " + op.Message,
+			SyncRevision: dep.SyncRevision, Phase: op.Phase, Health: dep.Health}, true
+	case op.Phase != argocd.PhaseSucceeded:
+		dep.Message = "Argo CD sync " + op.Phase
+		return dep, false
+	}
+	if pl.RollbackOf == "" {
+		if ready, msg := p.targetReady(ctx, pl); !ready {
+			dep.Message = msg
+			return dep, msg == "" || !strings.HasPrefix(msg, "failed:")
+		}
+	}
+	dep.State, dep.Message = DeploySucceeded, "synced and running"
+	return dep, true
+}
+
+// targetReady reads the target's status: the controller observed the new generation
+// and no condition reports a failure. Kinds without status count as ready.
+func (p *Pipeline) targetReady(ctx context.Context, pl store.Plan) (bool, string) {
+	obj, err := p.cluster.Object(ctx, pl.Cluster, pl.Target)
+	if err != nil {
+		return false, "reading " + pl.Target.Kind + "/" + pl.Target.Name + " failed: " + err.Error()
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	status, _ := obj["status"].(map[string]any)
+	if status == nil {
+		return true, ""
+	}
+	gen, _ := asInt(meta["generation"])
+	observed, hasObserved := asInt(status["observedGeneration"])
+	if hasObserved && observed < gen {
+		return false, fmt.Sprintf("waiting for the controller to observe generation %d (at %d)", gen, observed)
+	}
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		typ, _ := cm["type"].(string)
+		st, _ := cm["status"].(string)
+		reason, _ := cm["reason"].(string)
+		msg, _ := cm["message"].(string)
+		if typ == "Progressing" && st == "False" && reason == "ProgressDeadlineExceeded" {
+			return false, "failed: " + msg
+		}
+		if (typ == "Available" || typ == "Ready") && st == "False" {
+			return false, typ + " is False: " + msg
+		}
+	}
+	return true, ""
+}
+
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
+}

@@ -1,0 +1,309 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// kustomizeMu serialises kustomize builds: krusty sets a process-wide OpenAPI schema
+// during Run, so two builds at once could see each other's schema.
+var kustomizeMu sync.Mutex
+
+const (
+	originAnnotation          = "config.kubernetes.io/origin"
+	transformationsAnnotation = "alpha.config.kubernetes.io/transformations"
+)
+
+// argoKustomizeOptions are the options of a plain "kustomize build", which is what
+// Argo CD runs by default: plugins off, files restricted to the kustomization root,
+// Helm inflation off, legacy resource order.
+func argoKustomizeOptions() *krusty.Options {
+	o := krusty.MakeDefaultOptions()
+	o.LoadRestrictions = types.LoadRestrictionsRootOnly
+	o.PluginConfig = types.DisabledPluginConfig()
+	o.Reorder = krusty.ReorderOptionLegacy
+	return o
+}
+
+// renderer renders Applications and caches results per view and source, so that
+// Applications sharing a source (same path and options, different destinations)
+// are built once.
+type renderer struct {
+	mu    sync.Mutex
+	cache map[renderKey]renderResult
+}
+
+type renderKey struct {
+	view   *view
+	source string
+}
+
+type renderResult struct {
+	objs []*object
+	err  error
+}
+
+func newRenderer() *renderer {
+	return &renderer{cache: map[renderKey]renderResult{}}
+}
+
+func sourceKey(app Application) string {
+	b, _ := json.Marshal(struct {
+		T SourceType
+		P string
+		K KustomizeOptions
+		D DirectoryOptions
+	}{app.SourceType, path.Clean(app.Path), app.Kustomize, app.Directory})
+	return string(b)
+}
+
+// render returns the objects of app as Argo CD would render them from v. Objects are
+// shared between callers and must not be modified.
+func (r *renderer) render(v *view, app Application) ([]*object, error) {
+	k := renderKey{view: v, source: sourceKey(app)}
+	r.mu.Lock()
+	res, ok := r.cache[k]
+	r.mu.Unlock()
+	if ok {
+		return res.objs, res.err
+	}
+	objs, err := renderApp(v, app)
+	r.mu.Lock()
+	r.cache[k] = renderResult{objs: objs, err: err}
+	r.mu.Unlock()
+	return objs, err
+}
+
+func renderApp(v *view, app Application) ([]*object, error) {
+	switch app.SourceType {
+	case SourceDirectory:
+		return renderDirectory(v, app)
+	case SourceKustomize:
+		return renderKustomize(v, app)
+	case SourceHelm:
+		return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s is a Helm app; Helm sources are not supported yet", app.Name)}
+	default:
+		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s has source type %q; only Directory and Kustomize are supported", app.Name, app.SourceType)}
+	}
+}
+
+func renderKustomize(v *view, app Application) ([]*object, error) {
+	root, ok := cleanRel(app.Path)
+	if !ok {
+		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
+	}
+	kfile, err := v.kustomizationFile(root)
+	if err != nil {
+		return nil, err
+	}
+	data, err := v.read(kfile)
+	if err != nil {
+		return nil, err
+	}
+	prepared, err := prepareKustomization(data, app.Kustomize)
+	if err != nil {
+		return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, err)
+	}
+	bv := v.with(map[string][]byte{kfile: prepared})
+
+	kustomizeMu.Lock()
+	resMap, err := krusty.MakeKustomizer(argoKustomizeOptions()).Run(bv, abs(root))
+	kustomizeMu.Unlock()
+	if err != nil {
+		return nil, refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err)
+	}
+	var objs []*object
+	for _, res := range resMap.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			return nil, fmt.Errorf("application %s: read rendered object %s: %w", app.Name, res.CurId(), err)
+		}
+		o, ok := newObject(m)
+		if !ok {
+			return nil, refuse(CodeRenderFailed, "application %s: kustomize produced an object without apiVersion or kind", app.Name)
+		}
+		if err := o.takeOrigin(root); err != nil {
+			return nil, fmt.Errorf("application %s: %s: %w", app.Name, o.kind+"/"+o.name, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// takeOrigin moves kustomize's origin annotation (which render asks for) out of the
+// object into the origin fields.
+func (o *object) takeOrigin(root string) error {
+	meta, _ := o.body["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	raw, ok := annotations[originAnnotation].(string)
+	if !ok {
+		return nil
+	}
+	delete(annotations, originAnnotation)
+	delete(annotations, transformationsAnnotation)
+	if len(annotations) == 0 {
+		delete(meta, "annotations")
+	}
+	var origin struct {
+		Path         string `yaml:"path"`
+		Repo         string `yaml:"repo"`
+		ConfiguredIn string `yaml:"configuredIn"`
+		ConfiguredBy struct {
+			Kind string `yaml:"kind"`
+		} `yaml:"configuredBy"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &origin); err != nil {
+		return fmt.Errorf("parse origin annotation: %w", err)
+	}
+	switch {
+	case origin.Repo != "":
+		o.remote = true
+	case origin.ConfiguredBy.Kind != "":
+		o.generatedBy = origin.ConfiguredBy.Kind
+		if p, ok := cleanRel(path.Join(root, origin.ConfiguredIn)); ok {
+			o.origin = p
+		}
+	case origin.Path != "":
+		if p, ok := cleanRel(path.Join(root, origin.Path)); ok {
+			o.origin = p
+		}
+	}
+	return nil
+}
+
+func (v *view) kustomizationFile(dir string) (string, error) {
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, ok := v.files[path.Join(dir, name)]; ok {
+			return path.Join(dir, name), nil
+		}
+	}
+	f, err := v.t.findKustomizationFile(dir)
+	if err != nil {
+		return "", err
+	}
+	if f == "" {
+		return "", refuse(CodeRenderFailed, "%s has no kustomization file (kustomization.yaml, kustomization.yml or Kustomization)", dir)
+	}
+	return f, nil
+}
+
+// prepareKustomization returns the root kustomization as render builds it: with the
+// Application's spec.source.kustomize settings applied the way Argo CD's "kustomize
+// edit" calls apply them, and with origin annotations turned on so render learns
+// which file each object came from. It only feeds the build; edits never use it.
+func prepareKustomization(data []byte, opts KustomizeOptions) ([]byte, error) {
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if k == nil {
+		k = map[string]any{}
+	}
+	if opts.NamePrefix != "" {
+		k["namePrefix"] = opts.NamePrefix
+	}
+	if opts.NameSuffix != "" {
+		k["nameSuffix"] = opts.NameSuffix
+	}
+	if opts.Namespace != "" {
+		k["namespace"] = opts.Namespace
+	}
+	mergeStringMap(k, "commonLabels", opts.CommonLabels)
+	mergeStringMap(k, "commonAnnotations", opts.CommonAnnotations)
+	for _, arg := range opts.Images {
+		img, err := parseImageArg(arg)
+		if err != nil {
+			return nil, err
+		}
+		upsertNamed(k, "images", img)
+	}
+	for _, name := range sortedKeys(opts.Replicas) {
+		upsertNamed(k, "replicas", map[string]any{"name": name, "count": opts.Replicas[name]})
+	}
+	if len(opts.Components) > 0 {
+		list, _ := k["components"].([]any)
+		for _, c := range opts.Components {
+			list = append(list, c)
+		}
+		k["components"] = list
+	}
+	meta, _ := k["buildMetadata"].([]any)
+	hasOrigin := false
+	for _, m := range meta {
+		if m == string(types.OriginAnnotations) {
+			hasOrigin = true
+		}
+	}
+	if !hasOrigin {
+		k["buildMetadata"] = append(meta, types.OriginAnnotations)
+	}
+	out, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, fmt.Errorf("marshal: %w", err)
+	}
+	return out, nil
+}
+
+func mergeStringMap(k map[string]any, field string, add map[string]string) {
+	if len(add) == 0 {
+		return
+	}
+	m, _ := k[field].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	for key, val := range add {
+		m[key] = val
+	}
+	k[field] = m
+}
+
+func upsertNamed(k map[string]any, field string, entry map[string]any) {
+	list, _ := k[field].([]any)
+	for i, e := range list {
+		if em, ok := e.(map[string]any); ok && em["name"] == entry["name"] {
+			for key, val := range entry {
+				em[key] = val
+			}
+			list[i] = em
+			k[field] = list
+			return
+		}
+	}
+	k[field] = append(list, entry)
+}
+
+// parseImageArg parses a "kustomize edit set image" argument: [name=]newName[:tag][@digest].
+func parseImageArg(arg string) (map[string]any, error) {
+	name, rest, hasEq := strings.Cut(arg, "=")
+	if !hasEq {
+		rest = arg
+	}
+	ref := parseImageRef(rest)
+	if ref.name == "" {
+		return nil, fmt.Errorf("image override %q has no image name", arg)
+	}
+	entry := map[string]any{}
+	if hasEq {
+		entry["name"] = name
+		if ref.name != name {
+			entry["newName"] = ref.name
+		}
+	} else {
+		entry["name"] = ref.name
+	}
+	if ref.tag != "" {
+		entry["newTag"] = ref.tag
+	}
+	if ref.digest != "" {
+		entry["digest"] = ref.digest
+	}
+	return entry, nil
+}

@@ -1,0 +1,356 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// podSpecPath is where a workload kind keeps its pod spec.
+func podSpecPath(kind string) []string {
+	switch kind {
+	case "Pod":
+		return []string{"spec"}
+	case "CronJob":
+		return []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	default:
+		return []string{"spec", "template", "spec"}
+	}
+}
+
+// scalableKinds have spec.replicas; other kinds qualify when their manifest has it.
+var scalableKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "ReplicaSet": true, "ReplicationController": true}
+
+// unscalableKinds run one pod per node or per schedule: replicas mean nothing there.
+var unscalableKinds = map[string]bool{"DaemonSet": true, "Job": true, "CronJob": true, "Pod": true}
+
+var envName = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
+
+// validate checks a change on its own, before any file is read.
+func (c Change) validate() error {
+	if _, err := c.kind(); err != nil {
+		return err
+	}
+	switch {
+	case c.Replicas != nil:
+		if c.Replicas.Count < 0 || c.Replicas.Count > 100000 {
+			return fmt.Errorf("replicas %d is out of range (0 to 100000)", c.Replicas.Count)
+		}
+	case c.Image != nil:
+		return c.Image.validate()
+	case c.Env != nil:
+		if c.Env.Container == "" {
+			return fmt.Errorf("env change needs a container name")
+		}
+		if len(c.Env.Set) == 0 && len(c.Env.Unset) == 0 {
+			return fmt.Errorf("env change sets or unsets at least one variable")
+		}
+		for name := range c.Env.Set {
+			if !envName.MatchString(name) {
+				return fmt.Errorf("environment variable name %q is not valid", name)
+			}
+		}
+		for _, name := range c.Env.Unset {
+			if _, both := c.Env.Set[name]; both {
+				return fmt.Errorf("environment variable %s is both set and unset", name)
+			}
+			if !envName.MatchString(name) {
+				return fmt.Errorf("environment variable name %q is not valid", name)
+			}
+		}
+	case c.Resources != nil:
+		if c.Resources.Container == "" {
+			return fmt.Errorf("resources change needs a container name")
+		}
+		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
+			return fmt.Errorf("resources change sets or removes at least one quantity")
+		}
+		for section, m := range map[string]map[string]string{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
+			for name, q := range m {
+				if name == "" {
+					return fmt.Errorf("resources %s: empty resource name", section)
+				}
+				if q == "" {
+					continue
+				}
+				if _, err := resource.ParseQuantity(q); err != nil {
+					return fmt.Errorf("resources %s %s: %q is not a quantity", section, name, q)
+				}
+			}
+		}
+	case c.NewResource != nil:
+		if strings.TrimSpace(c.NewResource.Manifest) == "" {
+			return fmt.Errorf("new resource needs a manifest")
+		}
+	}
+	return nil
+}
+
+// containerName returns the container a change is about ("" for replicas).
+func (c Change) containerName() string {
+	switch {
+	case c.Image != nil:
+		return c.Image.Container
+	case c.Env != nil:
+		return c.Env.Container
+	case c.Resources != nil:
+		return c.Resources.Container
+	}
+	return ""
+}
+
+// describe says what the change does, for texts.
+func (c Change) describe() string {
+	switch {
+	case c.Replicas != nil:
+		return fmt.Sprintf("set replicas to %d", c.Replicas.Count)
+	case c.Image != nil:
+		if c.Image.Digest != "" {
+			return fmt.Sprintf("set the image digest of container %s to %s", c.Image.Container, c.Image.Digest)
+		}
+		return fmt.Sprintf("set the image tag of container %s to %s", c.Image.Container, c.Image.Tag)
+	case c.Env != nil:
+		var parts []string
+		for _, k := range sortedKeys(c.Env.Set) {
+			parts = append(parts, "set "+k)
+		}
+		for _, k := range c.Env.Unset {
+			parts = append(parts, "unset "+k)
+		}
+		return fmt.Sprintf("%s in container %s", strings.Join(parts, ", "), c.Env.Container)
+	case c.Resources != nil:
+		return fmt.Sprintf("change resources of container %s", c.Resources.Container)
+	case c.NewResource != nil:
+		return "add new resources"
+	}
+	return "change"
+}
+
+// container is one container found in a pod spec.
+type container struct {
+	list  string // "containers" or "initContainers"
+	index int
+	body  map[string]any
+}
+
+func getPath(m map[string]any, p []string) (any, bool) {
+	var cur any = m
+	for _, k := range p {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = mm[k]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// findContainer finds a container by name among the containers and init containers
+// of the pod spec of body.
+func findContainer(body map[string]any, kind, name string) (container, bool) {
+	spec, ok := getPath(body, podSpecPath(kind))
+	if !ok {
+		return container{}, false
+	}
+	specMap, _ := spec.(map[string]any)
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := specMap[list].([]any)
+		for i, it := range items {
+			c, _ := it.(map[string]any)
+			if n, _ := c["name"].(string); n == name {
+				return container{list: list, index: i, body: c}, true
+			}
+		}
+	}
+	return container{}, false
+}
+
+func containerNames(body map[string]any, kind string) []string {
+	spec, _ := getPath(body, podSpecPath(kind))
+	specMap, _ := spec.(map[string]any)
+	var names []string
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := specMap[list].([]any)
+		for _, it := range items {
+			c, _ := it.(map[string]any)
+			if n, _ := c["name"].(string); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// expectedAfter is the before-render of the target plus the requested change and
+// nothing else. It is computed here, never read back from a render.
+func expectedAfter(before *object, c Change) (map[string]any, error) {
+	body := deepCopy(before.body).(map[string]any)
+	switch {
+	case c.Replicas != nil:
+		spec, _ := body["spec"].(map[string]any)
+		_, has := spec["replicas"]
+		if unscalableKinds[before.kind] || (!scalableKinds[before.kind] && !has) {
+			return nil, refuse(CodeNotScalable, "%s %s has no spec.replicas; it cannot be scaled", before.kind, before.name)
+		}
+		if spec == nil {
+			spec = map[string]any{}
+			body["spec"] = spec
+		}
+		spec["replicas"] = c.Replicas.Count
+		return body, nil
+	case c.NewResource != nil:
+		return nil, fmt.Errorf("new resources have no expected object")
+	}
+	name := c.containerName()
+	ct, ok := findContainer(body, before.kind, name)
+	if !ok {
+		return nil, refuse(CodeContainerNotFound, "%s %s has no container %q (containers: %s)", before.kind, before.name, name, strings.Join(containerNames(body, before.kind), ", "))
+	}
+	switch {
+	case c.Image != nil:
+		img, _ := ct.body["image"].(string)
+		if img == "" {
+			return nil, refuse(CodeContainerNotFound, "container %s of %s %s has no image", name, before.kind, before.name)
+		}
+		ct.body["image"] = c.Image.apply(parseImageRef(img)).String()
+	case c.Env != nil:
+		applyEnv(ct.body, c.Env)
+	case c.Resources != nil:
+		applyResources(ct.body, c.Resources)
+	}
+	return body, nil
+}
+
+func applyEnv(ct map[string]any, e *Env) {
+	env, _ := ct["env"].([]any)
+	index := func(name string) int {
+		for i, it := range env {
+			m, _ := it.(map[string]any)
+			if m["name"] == name {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, name := range sortedKeys(e.Set) {
+		entry := map[string]any{"name": name, "value": e.Set[name]}
+		if i := index(name); i >= 0 {
+			env[i] = entry
+		} else {
+			env = append(env, entry)
+		}
+	}
+	for _, name := range e.Unset {
+		if i := index(name); i >= 0 {
+			env = append(env[:i], env[i+1:]...)
+		}
+	}
+	if len(env) == 0 {
+		delete(ct, "env")
+		return
+	}
+	ct["env"] = env
+}
+
+func applyResources(ct map[string]any, r *Resources) {
+	res, _ := ct["resources"].(map[string]any)
+	if res == nil {
+		res = map[string]any{}
+	}
+	for section, changes := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
+		if len(changes) == 0 {
+			continue
+		}
+		m, _ := res[section].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		for name, q := range changes {
+			if q == "" {
+				delete(m, name)
+			} else {
+				m[name] = q
+			}
+		}
+		if len(m) == 0 {
+			delete(res, section)
+		} else {
+			res[section] = m
+		}
+	}
+	if len(res) == 0 {
+		delete(ct, "resources")
+		return
+	}
+	ct["resources"] = res
+}
+
+// semanticNormalize treats container fields that Kubernetes treats as absent when
+// empty (env, resources and its sections) as absent, so that removing the last entry
+// compares equal however the file expresses it. It works in place on a copy.
+func semanticNormalize(body map[string]any, kind string) {
+	spec, ok := getPath(body, podSpecPath(kind))
+	if !ok {
+		return
+	}
+	specMap, _ := spec.(map[string]any)
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := specMap[list].([]any)
+		for _, it := range items {
+			c, _ := it.(map[string]any)
+			if c == nil {
+				continue
+			}
+			if env, ok := c["env"]; ok && isEmpty(env) {
+				delete(c, "env")
+			}
+			if res, ok := c["resources"].(map[string]any); ok {
+				for _, s := range []string{"requests", "limits"} {
+					if v, ok := res[s]; ok && isEmpty(v) {
+						delete(res, s)
+					}
+				}
+			}
+			if res, ok := c["resources"]; ok && isEmpty(res) {
+				delete(c, "resources")
+			}
+		}
+	}
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// envNames lists the env entry names of a container body, in order.
+func envNames(ct map[string]any) []string {
+	env, _ := ct["env"].([]any)
+	var names []string
+	for _, it := range env {
+		m, _ := it.(map[string]any)
+		if n, ok := m["name"].(string); ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,278 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+const diffContext = 3
+
+// unifiedHunks writes the hunks of a unified diff between two line lists (each line
+// keeping its ending), marking a last line without a newline as git does.
+func unifiedHunks(b *strings.Builder, a, c []string) {
+	m := difflib.NewMatcher(a, c)
+	for _, group := range m.GetGroupedOpCodes(diffContext) {
+		first, last := group[0], group[len(group)-1]
+		fmt.Fprintf(b, "@@ -%s +%s @@\n", hunkRange(first.I1, last.I2), hunkRange(first.J1, last.J2))
+		for _, op := range group {
+			switch op.Tag {
+			case 'e':
+				writeLines(b, " ", a, op.I1, op.I2)
+			case 'r', 'd', 'i':
+				writeLines(b, "-", a, op.I1, op.I2)
+				writeLines(b, "+", c, op.J1, op.J2)
+			}
+		}
+	}
+}
+
+func writeLines(b *strings.Builder, prefix string, lines []string, from, to int) {
+	for i := from; i < to; i++ {
+		b.WriteString(prefix)
+		b.WriteString(lines[i])
+		if !strings.HasSuffix(lines[i], "\n") {
+			b.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
+}
+
+func hunkRange(start, stop int) string {
+	n := stop - start
+	switch n {
+	case 0:
+		return fmt.Sprintf("%d,0", start)
+	case 1:
+		return fmt.Sprintf("%d", start+1)
+	default:
+		return fmt.Sprintf("%d,%d", start+1, n)
+	}
+}
+
+// gitDiff renders the edits as one git-style unified diff, secret values masked.
+func gitDiff(edits []FileEdit) string {
+	var b strings.Builder
+	for _, e := range edits {
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", e.Path, e.Path)
+		if e.Created {
+			b.WriteString("new file mode 100644\n--- /dev/null\n")
+		} else {
+			fmt.Fprintf(&b, "--- a/%s\n", e.Path)
+		}
+		fmt.Fprintf(&b, "+++ b/%s\n", e.Path)
+		unifiedHunks(&b, maskFileLines(e.Old), maskFileLines(e.New))
+	}
+	return b.String()
+}
+
+// objectDiff describes how one object changes between two renders, masked.
+func objectDiff(app string, before, after *object) ObjectDiff {
+	ref := after
+	if ref == nil {
+		ref = before
+	}
+	d := ObjectDiff{App: app, APIVersion: ref.apiVersion, Kind: ref.kind, Namespace: ref.namespace, Name: ref.name}
+	group := groupOf(ref.apiVersion)
+	var a, c map[string]any
+	switch {
+	case before == nil:
+		d.Action = "added"
+		c = maskBody(group, ref.kind, after.body)
+	case after == nil:
+		d.Action = "removed"
+		a = maskBody(group, ref.kind, before.body)
+	default:
+		d.Action = "modified"
+		a = maskBody(group, ref.kind, before.body)
+		c = maskBody(group, ref.kind, after.body)
+	}
+	var diffs []difference
+	compareValues(nil, a, c, &diffs, 50)
+	for _, df := range diffs {
+		d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: flowText(df.want), After: flowText(df.got)})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s (live after the current commit)\n+++ %s (after this change)\n", ref.kind+"/"+ref.name, ref.kind+"/"+ref.name)
+	unifiedHunks(&b, yamlLines(a), yamlLines(c))
+	d.Diff = b.String()
+	return d
+}
+
+func yamlLines(m map[string]any) []string {
+	if m == nil {
+		return nil
+	}
+	out, err := sigsyaml.Marshal(m)
+	if err != nil {
+		return []string{fmt.Sprintf("# cannot show object: %v\n", err)}
+	}
+	return splitLines(out)
+}
+
+// flowText shows a value on one line.
+func flowText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case absent:
+		return ""
+	case string:
+		return x
+	}
+	out, err := sigsyaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := strings.TrimSpace(string(out))
+	if strings.Contains(s, "\n") {
+		j, err := sigsyaml.YAMLToJSON(out)
+		if err == nil {
+			return string(j)
+		}
+	}
+	return s
+}
+
+// absent marks a missing field in a difference.
+type absent struct{}
+
+// difference is one field where two objects disagree.
+type difference struct {
+	segs      []string
+	want, got any
+}
+
+func (d difference) path() string {
+	var b strings.Builder
+	for i, s := range d.segs {
+		if strings.HasPrefix(s, "[") {
+			b.WriteString(s)
+			continue
+		}
+		if i > 0 {
+			b.WriteString(".")
+		}
+		b.WriteString(s)
+	}
+	if b.Len() == 0 {
+		return "(object)"
+	}
+	return b.String()
+}
+
+// compareValues appends the differences between want and got, up to limit. Lists
+// of equal length are compared item by item; anything else that differs is one
+// difference at its path.
+func compareValues(segs []string, want, got any, out *[]difference, limit int) {
+	if len(*out) >= limit {
+		return
+	}
+	child := func(s string) []string { return append(append([]string(nil), segs...), s) }
+	wm, wIsMap := want.(map[string]any)
+	gm, gIsMap := got.(map[string]any)
+	if wIsMap && gIsMap {
+		keys := make(map[string]bool, len(wm)+len(gm))
+		for k := range wm {
+			keys[k] = true
+		}
+		for k := range gm {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			wv, wok := wm[k]
+			gv, gok := gm[k]
+			switch {
+			case !wok:
+				*out = append(*out, difference{segs: child(k), want: absent{}, got: gv})
+			case !gok:
+				*out = append(*out, difference{segs: child(k), want: wv, got: absent{}})
+			default:
+				compareValues(child(k), wv, gv, out, limit)
+			}
+			if len(*out) >= limit {
+				return
+			}
+		}
+		return
+	}
+	wl, wIsList := want.([]any)
+	gl, gIsList := got.([]any)
+	if wIsList && gIsList && len(wl) == len(gl) {
+		for i := range wl {
+			compareValues(child(itemLabel(wl[i], i)), wl[i], gl[i], out, limit)
+			if len(*out) >= limit {
+				return
+			}
+		}
+		return
+	}
+	if !wIsMap && !wIsList && !gIsMap && !gIsList && equalScalar(want, got) {
+		return
+	}
+	*out = append(*out, difference{segs: segs, want: want, got: got})
+}
+
+func itemLabel(item any, i int) string {
+	if m, ok := item.(map[string]any); ok {
+		if n, ok := m["name"].(string); ok {
+			return fmt.Sprintf("[name=%s]", n)
+		}
+	}
+	return fmt.Sprintf("[%d]", i)
+}
+
+func equalScalar(a, b any) bool {
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return a == b
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// describeDifferences turns differences into masked, readable lines.
+func describeDifferences(o *object, diffs []difference) []string {
+	group := groupOf(o.apiVersion)
+	var lines []string
+	for _, d := range diffs {
+		want, got := d.want, d.got
+		if isSensitivePath(group, o.kind, d.segs) {
+			want, got = maskValue(want), maskValue(got)
+		}
+		var msg string
+		switch {
+		case isAbsent(want):
+			msg = fmt.Sprintf("%s: unexpected field (rendered %s)", d.path(), flowText(got))
+		case isAbsent(got):
+			msg = fmt.Sprintf("%s: missing (expected %s)", d.path(), flowText(want))
+		default:
+			msg = fmt.Sprintf("%s: expected %s, rendered %s", d.path(), flowText(want), flowText(got))
+		}
+		lines = append(lines, msg)
+	}
+	return lines
+}
+
+func isAbsent(v any) bool {
+	_, ok := v.(absent)
+	return ok
+}
+
+func maskValue(v any) any {
+	if isAbsent(v) {
+		return v
+	}
+	return redacted
+}

@@ -1,0 +1,19 @@
+// Package render turns one requested change to one Kubernetes resource into the
+// smallest edit of the Git repository that Argo CD deploys it from, and proves the
+// edit right before anyone sees it.
+//
+// It owns the steps "locate + edit" and "verify" of the change pipeline: given a
+// repository tree on disk, the Argo CD Applications that deploy from it, a target
+// resource and a change, [Plan] finds where the change belongs (a kustomization
+// entry, an existing patch, the resource's own document, or a new patch), edits only
+// the bytes of that spot (through package render/yamledit), renders every affected
+// Application before and after exactly as Argo CD would (kustomize through krusty
+// with Argo CD's default options; plain directories as their parsed documents), and
+// accepts the edit only when each rendered object equals the before-render plus the
+// requested change, field by field. Otherwise it returns a [*Refusal] with a stable
+// code and a reason.
+//
+// The package is pure: it reads the repository directory it is handed (read only,
+// confined to that directory, symlinks that leave it refused), never writes to it,
+// and does no network or database I/O. Secret values never appear in its output.
+package render

@@ -1,0 +1,294 @@
+package render
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// kustNode is one kustomization directory and everything it reads.
+type kustNode struct {
+	dir  string // repository-relative directory
+	file string // repository-relative kustomization file
+	k    types.Kustomization
+	// files are the files this kustomization reads directly (its own file included).
+	files []string
+	// dirs are kustomization directories it includes (bases and components).
+	dirs []string
+	// components is the subset of dirs included as components.
+	components map[string]bool
+}
+
+// findKustomizationFile returns the kustomization file of dir, or "" when there is none.
+func (t *tree) findKustomizationFile(dir string) (string, error) {
+	var found []string
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := path.Join(dir, name)
+		st := t.stat(p)
+		if st.err != nil {
+			return "", st.err
+		}
+		if st.kind == kindFile {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	default:
+		return "", refuse(CodeRenderFailed, "%s holds several kustomization files (%s); kustomize refuses that", dir, strings.Join(found, ", "))
+	}
+}
+
+// kustomization parses the kustomization of dir and resolves the paths it references.
+// Results are cached per tree: a base shared by many overlays is parsed once.
+func (t *tree) kustomization(dir string) (*kustNode, error) {
+	t.mu.Lock()
+	n, ok := t.kusts[dir]
+	t.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := t.parseKustomization(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.kusts[dir] = n
+	t.mu.Unlock()
+	return n, nil
+}
+
+func (t *tree) parseKustomization(dir string) (*kustNode, error) {
+	file, err := t.findKustomizationFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	if file == "" {
+		return nil, refuse(CodeRenderFailed, "%s has no kustomization file (kustomization.yaml, kustomization.yml or Kustomization)", dir)
+	}
+	data, err := t.readFile(file)
+	if err != nil {
+		return nil, err
+	}
+	n := &kustNode{dir: dir, file: file, files: []string{file}, components: map[string]bool{}}
+	if err := n.k.Unmarshal(data); err != nil {
+		return nil, refuse(CodeRenderFailed, "parse %s: %v", file, err)
+	}
+	n.k.FixKustomization()
+	r := refResolver{t: t, n: n}
+	for _, res := range n.k.Resources {
+		r.fileOrDir(res, "resource")
+	}
+	for _, c := range n.k.Components {
+		if d := r.dir(c, "component"); d != "" {
+			n.components[d] = true
+		}
+	}
+	for _, p := range n.k.Patches {
+		if p.Path != "" {
+			r.file(p.Path, "patch")
+		}
+	}
+	for _, p := range n.k.PatchesStrategicMerge {
+		if s := string(p); !isInline(s) {
+			r.file(s, "patchesStrategicMerge entry")
+		}
+	}
+	for _, p := range n.k.PatchesJson6902 {
+		if p.Path != "" {
+			r.file(p.Path, "patchesJson6902 entry")
+		}
+	}
+	for _, f := range n.k.Crds {
+		r.file(f, "crds entry")
+	}
+	for _, f := range n.k.Configurations {
+		r.file(f, "configurations entry")
+	}
+	for _, list := range [][]string{n.k.Generators, n.k.Transformers, n.k.Validators} {
+		for _, g := range list {
+			if !isInline(g) {
+				r.fileOrDir(g, "generator or transformer")
+			}
+		}
+	}
+	for _, rep := range n.k.Replacements {
+		if rep.Path != "" {
+			r.file(rep.Path, "replacements entry")
+		}
+	}
+	if p, ok := n.k.OpenAPI["path"]; ok {
+		r.file(p, "openapi path")
+	}
+	generatorSources := func(s types.KvPairSources) {
+		for _, f := range s.FileSources {
+			if _, p, ok := strings.Cut(f, "="); ok {
+				f = p
+			}
+			r.file(f, "generator file")
+		}
+		for _, f := range s.EnvSources {
+			r.file(f, "generator env file")
+		}
+	}
+	for _, g := range n.k.ConfigMapGenerator {
+		generatorSources(g.KvPairSources)
+	}
+	for _, g := range n.k.SecretGenerator {
+		generatorSources(g.KvPairSources)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	sort.Strings(n.files)
+	return n, nil
+}
+
+func isInline(s string) bool {
+	return strings.Contains(s, "\n") || strings.HasPrefix(strings.TrimSpace(s), "{")
+}
+
+// looksRemote reports whether a kustomize reference names something kustomize would
+// fetch over the network (an HTTP file or a git repository).
+func looksRemote(ref string) bool {
+	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && u.Scheme != "file" {
+		return true
+	}
+	if strings.HasPrefix(ref, "git@") || strings.HasPrefix(ref, "git::") || strings.Contains(ref, "?ref=") ||
+		strings.Contains(ref, ".git/") || strings.HasSuffix(ref, ".git") {
+		return true
+	}
+	first, _, _ := strings.Cut(ref, "/")
+	return strings.Contains(first, ".") && first != "." && first != ".." && strings.Contains(ref, "/")
+}
+
+// refResolver resolves the references of one kustomization; the first problem wins.
+type refResolver struct {
+	t   *tree
+	n   *kustNode
+	err error
+}
+
+func (r *refResolver) resolve(ref, what string) (string, nodeKind) {
+	if r.err != nil {
+		return "", kindNone
+	}
+	if u, err := url.Parse(ref); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		r.err = refuse(CodeRemoteBase, "%s: %s %s is fetched over the network; remote resources are not supported", r.n.file, what, ref)
+		return "", kindNone
+	}
+	p, err := joinRel(r.n.dir, ref)
+	if err != nil {
+		r.err = err
+		return "", kindNone
+	}
+	st := r.t.stat(p)
+	if st.err != nil {
+		r.err = st.err
+		return "", kindNone
+	}
+	if st.kind == kindNone {
+		if looksRemote(ref) {
+			r.err = refuse(CodeRemoteBase, "%s: %s %s is a remote base; remote bases are not supported", r.n.file, what, ref)
+		} else {
+			r.err = refuse(CodeRenderFailed, "%s: %s %s does not exist in the repository", r.n.file, what, ref)
+		}
+		return "", kindNone
+	}
+	return p, st.kind
+}
+
+func (r *refResolver) file(ref, what string) {
+	p, k := r.resolve(ref, what)
+	switch k {
+	case kindFile:
+		r.n.files = append(r.n.files, p)
+	case kindDir:
+		r.err = refuse(CodeRenderFailed, "%s: %s %s is a directory, a file is expected", r.n.file, what, ref)
+	}
+}
+
+func (r *refResolver) dir(ref, what string) string {
+	p, k := r.resolve(ref, what)
+	switch k {
+	case kindDir:
+		r.n.dirs = append(r.n.dirs, p)
+		return p
+	case kindFile:
+		r.err = refuse(CodeRenderFailed, "%s: %s %s is a file, a directory is expected", r.n.file, what, ref)
+	}
+	return ""
+}
+
+func (r *refResolver) fileOrDir(ref, what string) {
+	p, k := r.resolve(ref, what)
+	switch k {
+	case kindFile:
+		r.n.files = append(r.n.files, p)
+	case kindDir:
+		r.n.dirs = append(r.n.dirs, p)
+	}
+}
+
+// kustReach is the closure of a kustomization: every file its build reads and every
+// kustomization directory it passes through.
+type kustReach struct {
+	files map[string]bool
+	// nodes in visit order, the root first.
+	nodes []*kustNode
+	// componentDirs are directories reached as components (and everything below them).
+	componentDirs map[string]bool
+}
+
+func (t *tree) reachKustomization(root string, extraComponents []string) (*kustReach, error) {
+	reach := &kustReach{files: map[string]bool{}, componentDirs: map[string]bool{}}
+	seen := map[string]bool{}
+	var visit func(dir string, viaComponent bool, depth int) error
+	visit = func(dir string, viaComponent bool, depth int) error {
+		if depth > 64 {
+			return refuse(CodeRenderFailed, "kustomization %s: bases nest more than 64 levels deep (a cycle?)", dir)
+		}
+		if viaComponent {
+			reach.componentDirs[dir] = true
+		}
+		if seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		n, err := t.kustomization(dir)
+		if err != nil {
+			return err
+		}
+		reach.nodes = append(reach.nodes, n)
+		for _, f := range n.files {
+			reach.files[f] = true
+		}
+		for _, d := range n.dirs {
+			if err := visit(d, viaComponent || n.components[d], depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := visit(root, false, 0); err != nil {
+		return nil, err
+	}
+	for _, c := range extraComponents {
+		p, err := joinRel(root, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := visit(p, true, 1); err != nil {
+			return nil, err
+		}
+	}
+	return reach, nil
+}

@@ -1,0 +1,128 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// node helpers build YAML documents with a fixed key order.
+func mapNode(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Content = append(n.Content, strNode(kv[i].(string)), valueNode(kv[i+1]))
+	}
+	return n
+}
+
+func seqNode(items ...*yaml.Node) *yaml.Node {
+	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
+}
+
+func strNode(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+}
+
+func nullNode() *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+}
+
+func valueNode(v any) *yaml.Node {
+	switch x := v.(type) {
+	case *yaml.Node:
+		return x
+	case string:
+		return strNode(x)
+	case int64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(x)}
+	case nil:
+		return nullNode()
+	default:
+		panic(fmt.Sprintf("valueNode: unsupported %T", v))
+	}
+}
+
+func encodeNode(n *yaml.Node) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// newPatchFileName is the name of the patch render adds to an overlay.
+func newPatchFileName(kind, name string) string {
+	return fmt.Sprintf("kukie-%s-%s.yaml", strings.ToLower(kind), name)
+}
+
+// strategicMergePatch writes a new strategic-merge patch that makes change c to the
+// target (named as in its source document) and nothing else.
+func strategicMergePatch(apiVersion, kind, name string, c Change, rendered, expected map[string]any) ([]byte, error) {
+	meta := mapNode("name", name)
+	var spec *yaml.Node
+	if c.Replicas != nil {
+		spec = mapNode("replicas", c.Replicas.Count)
+	} else {
+		cname := c.containerName()
+		rct, ok := findContainer(rendered, kind, cname)
+		if !ok {
+			return nil, refuse(CodeContainerNotFound, "%s %s has no container %q", kind, name, cname)
+		}
+		ect, _ := findContainer(expected, kind, cname)
+		ct := mapNode("name", cname)
+		switch {
+		case c.Image != nil:
+			img, _ := ect.body["image"].(string)
+			ct.Content = append(ct.Content, strNode("image"), strNode(img))
+		case c.Env != nil:
+			var items []*yaml.Node
+			for _, n := range sortedKeys(c.Env.Set) {
+				it := mapNode("name", n, "value", c.Env.Set[n])
+				if cur, ok := envEntry(rct.body, n); ok && cur["valueFrom"] != nil {
+					it.Content = append(it.Content, strNode("valueFrom"), nullNode())
+				}
+				items = append(items, it)
+			}
+			for _, n := range c.Env.Unset {
+				items = append(items, mapNode("name", n, "$patch", "delete"))
+			}
+			ct.Content = append(ct.Content, strNode("env"), seqNode(items...))
+		case c.Resources != nil:
+			res := mapNode()
+			for _, section := range []string{"requests", "limits"} {
+				changes := c.Resources.Requests
+				if section == "limits" {
+					changes = c.Resources.Limits
+				}
+				if len(changes) == 0 {
+					continue
+				}
+				m := mapNode()
+				for _, n := range sortedKeys(changes) {
+					var v any = changes[n]
+					if changes[n] == "" {
+						v = nil
+					}
+					m.Content = append(m.Content, strNode(n), valueNode(v))
+				}
+				res.Content = append(res.Content, strNode(section), m)
+			}
+			ct.Content = append(ct.Content, strNode("resources"), res)
+		}
+		var inner *yaml.Node = mapNode(rct.list, seqNode(ct))
+		path := podSpecPath(kind)
+		for i := len(path) - 1; i >= 1; i-- {
+			inner = mapNode(path[i], inner)
+		}
+		spec = inner
+	}
+	doc := mapNode("apiVersion", apiVersion, "kind", kind, "metadata", meta, "spec", spec)
+	return encodeNode(doc)
+}

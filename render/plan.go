@@ -1,0 +1,545 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// maxReportedDifferences bounds the differences listed per app in a refusal.
+const maxReportedDifferences = 5
+
+// Plan locates, edits and verifies one change. It returns the verified edit, or a
+// *Refusal (use errors.As) when no edit can be proven right; other errors are
+// failures to read the repository. The repository directory is never modified.
+func Plan(ctx context.Context, req Request) (*Result, error) {
+	p, err := newPlanner(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Change.NewResource != nil {
+		return p.planNewResource(ctx)
+	}
+	return p.planChange(ctx)
+}
+
+// planner holds the state of one Plan call.
+type planner struct {
+	req     Request
+	t       *tree
+	primary Application
+	apps    []Application
+	r       *renderer
+	before  *view
+
+	reachCache map[string]*appReach
+	warnings   []Warning
+}
+
+// appReach is what an Application's render reads.
+type appReach struct {
+	kust *kustReach
+	dir  *directoryMatcher
+	root string
+	err  error
+}
+
+func newPlanner(req Request) (*planner, error) {
+	if err := req.Change.validate(); err != nil {
+		return nil, refuse(CodeInvalidRequest, "%v", err)
+	}
+	if len(req.Apps) == 0 {
+		return nil, refuse(CodeInvalidRequest, "no Application given")
+	}
+	names := map[string]bool{}
+	for _, a := range req.Apps {
+		if a.Name == "" {
+			return nil, refuse(CodeInvalidRequest, "an Application has no name")
+		}
+		if names[a.Name] {
+			return nil, refuse(CodeInvalidRequest, "Application %s is given twice", a.Name)
+		}
+		names[a.Name] = true
+		if _, ok := cleanRel(a.Path); !ok {
+			return nil, &Refusal{Code: CodePathEscape, App: a.Name, Reason: fmt.Sprintf("application %s: path %q leaves the repository", a.Name, a.Path)}
+		}
+	}
+	var primary *Application
+	switch {
+	case req.App != "":
+		for i := range req.Apps {
+			if req.Apps[i].Name == req.App {
+				primary = &req.Apps[i]
+			}
+		}
+		if primary == nil {
+			return nil, refuse(CodeInvalidRequest, "Application %s is not among the Applications given", req.App)
+		}
+	case len(req.Apps) == 1:
+		primary = &req.Apps[0]
+	default:
+		return nil, refuse(CodeInvalidRequest, "several Applications given; name the one that manages the target")
+	}
+	if req.Change.NewResource == nil {
+		if req.Target.APIVersion == "" || req.Target.Kind == "" || req.Target.Name == "" {
+			return nil, refuse(CodeInvalidRequest, "the target needs apiVersion, kind and name")
+		}
+	}
+	t, err := openTree(req.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	return &planner{
+		req:        req,
+		t:          t,
+		primary:    *primary,
+		apps:       req.Apps,
+		r:          newRenderer(),
+		before:     newView(t, nil),
+		reachCache: map[string]*appReach{},
+	}, nil
+}
+
+// reach computes (once) which files an Application reads.
+func (p *planner) reach(app Application) *appReach {
+	if r, ok := p.reachCache[app.Name]; ok {
+		return r
+	}
+	root, _ := cleanRel(app.Path)
+	r := &appReach{root: root}
+	switch app.SourceType {
+	case SourceKustomize:
+		r.kust, r.err = p.t.reachKustomization(root, app.Kustomize.Components)
+	case SourceDirectory:
+		r.dir, r.err = newDirectoryMatcher(app)
+	}
+	p.reachCache[app.Name] = r
+	return r
+}
+
+// reaches reports whether an Application's render reads the repository file f.
+func (p *planner) reaches(app Application, f string) bool {
+	r := p.reach(app)
+	switch {
+	case r.err != nil || (app.SourceType != SourceKustomize && app.SourceType != SourceDirectory):
+		// Unknown reach: anything under the app's path counts.
+		return r.root == "." || strings.HasPrefix(f, r.root+"/")
+	case r.kust != nil:
+		return r.kust.files[f]
+	default:
+		return r.dir.matches(f)
+	}
+}
+
+// generatePathsCover reports whether the manifest-generate-paths annotation of app
+// names file f, and whether the app has the annotation at all.
+func generatePathsCover(app Application, f string) (covered, annotated bool) {
+	if strings.TrimSpace(app.ManifestGeneratePaths) == "" {
+		return false, false
+	}
+	root, _ := cleanRel(app.Path)
+	for _, item := range strings.Split(app.ManifestGeneratePaths, ";") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		var p string
+		if strings.HasPrefix(item, "/") {
+			p, _ = cleanRel(item)
+		} else {
+			p, _ = cleanRel(path.Join(root, item))
+		}
+		if p == "" {
+			continue
+		}
+		if p == "." || f == p || strings.HasPrefix(f, p+"/") {
+			return true, true
+		}
+		if ok, _ := filepath.Match(p, f); ok {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// affected lists the Applications whose render depends on one of the files, the
+// primary one first. It also warns where Argo CD's manifest-generate-paths would
+// not refresh an app that the edit reaches.
+func (p *planner) affected(files []string) ([]Application, []Warning) {
+	var out []Application
+	var warnings []Warning
+	for _, app := range p.apps {
+		isAffected := app.Name == p.primary.Name
+		for _, f := range files {
+			reached := p.reaches(app, f)
+			covered, annotated := generatePathsCover(app, f)
+			if reached && annotated && !covered {
+				warnings = append(warnings, Warning{
+					Code:        "manifest_generate_paths",
+					Where:       "Application " + app.Name,
+					Message:     fmt.Sprintf("its argocd.argoproj.io/manifest-generate-paths annotation does not name %s, so Argo CD may keep serving the old manifests after this change", f),
+					Alternative: "add the path to the annotation, or refresh the app by hand after merging",
+				})
+			}
+			if reached || covered {
+				isAffected = true
+			}
+		}
+		if isAffected {
+			out = append(out, app)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name == p.primary.Name && out[j].Name != p.primary.Name })
+	return out, warnings
+}
+
+// keyed indexes an app's render by effective identity. Duplicates are an error, as
+// Argo CD cannot apply them either.
+func keyed(app Application, objs []*object) (map[objKey]*object, error) {
+	out := make(map[objKey]*object, len(objs))
+	for _, o := range objs {
+		k := o.key(app.Namespace)
+		if prev, dup := out[k]; dup {
+			where := func(o *object) string {
+				if o.file != "" {
+					return describeDoc(o.file, o.doc)
+				}
+				return o.origin
+			}
+			return nil, &Refusal{Code: CodeRenderFailed, App: app.Name, Reason: fmt.Sprintf("application %s renders %s twice (%s and %s)", app.Name, k, where(prev), where(o))}
+		}
+		out[k] = o
+	}
+	return out, nil
+}
+
+// candidate is one possible edit: new contents for some files.
+type candidate struct {
+	strategy string
+	files    map[string][]byte
+	created  map[string]bool
+	warnings []Warning
+}
+
+func (c *candidate) paths() []string {
+	return sortedKeys(c.files)
+}
+
+// expectation says what every affected app must render after the edit.
+type expectation interface {
+	// expect returns the expected objects of app given its before-render.
+	expect(app Application, before map[objKey]*object) (map[objKey]*object, error)
+	// extra judges the objects rendered after the edit that expect has no entry
+	// for, and returns the problems (none: accepted).
+	extra(app Application, added map[objKey]*object) []string
+}
+
+// verifyResult is the outcome of verifying one candidate.
+type verifyResult struct {
+	ok       bool
+	leak     bool
+	reason   string
+	apps     []AppVerification
+	diffs    []ObjectDiff
+	warnings []Warning
+}
+
+// verify renders every affected app before and after the candidate and compares
+// each after-render with its expectation.
+func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*verifyResult, error) {
+	after := p.before.with(c.files)
+	apps, warnings := p.affected(c.paths())
+	res := &verifyResult{ok: true, warnings: warnings}
+	var reasons []string
+	for _, app := range apps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		av := AppVerification{App: app.Name}
+		if err := p.checkRenderable(app); err != nil {
+			return nil, err
+		}
+		beforeObjs, err := p.r.render(p.before, app)
+		if err != nil {
+			if app.Name == p.primary.Name {
+				return nil, err
+			}
+			return nil, &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be rendered: %s", app.Name, reasonOf(err))}
+		}
+		afterObjs, err := p.r.render(after, app)
+		if err != nil {
+			res.ok = false
+			reasons = append(reasons, fmt.Sprintf("application %s does not render after the edit: %s", app.Name, reasonOf(err)))
+			res.apps = append(res.apps, av)
+			continue
+		}
+		beforeKeyed, err := keyed(app, beforeObjs)
+		if err != nil {
+			return nil, err
+		}
+		afterKeyed, err := keyed(app, afterObjs)
+		if err != nil {
+			res.ok = false
+			reasons = append(reasons, reasonOf(err))
+			continue
+		}
+		want, err := exp.expect(app, beforeKeyed)
+		if err != nil {
+			return nil, err
+		}
+		av.Objects = len(want)
+		var lines []string
+		added := map[objKey]*object{}
+		for _, k := range unionKeys(want, afterKeyed) {
+			w, g := want[k], afterKeyed[k]
+			switch {
+			case w == nil:
+				added[k] = g
+			case g == nil:
+				lines = append(lines, fmt.Sprintf("%s: missing after the edit", k))
+			default:
+				var diffs []difference
+				wb, gb := deepCopy(w.body).(map[string]any), deepCopy(g.body).(map[string]any)
+				semanticNormalize(wb, w.kind)
+				semanticNormalize(gb, g.kind)
+				compareValues(nil, wb, gb, &diffs, maxReportedDifferences)
+				for _, l := range describeDifferences(w, diffs) {
+					lines = append(lines, k.String()+": "+l)
+				}
+			}
+		}
+		if len(added) > 0 {
+			lines = append(lines, exp.extra(app, added)...)
+		}
+		for _, k := range unionKeys(beforeKeyed, afterKeyed) {
+			b, a := beforeKeyed[k], afterKeyed[k]
+			if b != nil && a != nil && deepEqual(b.body, a.body) {
+				continue
+			}
+			av.Changed++
+			res.diffs = append(res.diffs, objectDiff(app.Name, b, a))
+		}
+		if len(lines) > 0 {
+			res.ok = false
+			if len(lines) > maxReportedDifferences {
+				lines = append(lines[:maxReportedDifferences], fmt.Sprintf("and %d more", len(lines)-maxReportedDifferences))
+			}
+			av.Differences = lines
+			if app.Name != p.primary.Name {
+				res.leak = true
+				reasons = append(reasons, fmt.Sprintf("the edit also changes application %s: %s", app.Name, strings.Join(lines, "; ")))
+			} else {
+				reasons = append(reasons, fmt.Sprintf("application %s does not render as expected: %s", app.Name, strings.Join(lines, "; ")))
+			}
+		}
+		res.apps = append(res.apps, av)
+	}
+	res.reason = strings.Join(reasons, "; ")
+	return res, nil
+}
+
+// checkRenderable refuses apps render cannot build offline.
+func (p *planner) checkRenderable(app Application) error {
+	r := p.reach(app)
+	if r.err != nil {
+		var ref *Refusal
+		if errors.As(r.err, &ref) {
+			out := *ref
+			out.App = app.Name
+			if app.Name != p.primary.Name {
+				out.Code = CodeUnverifiableApp
+				out.Reason = fmt.Sprintf("application %s also reads the edited files but cannot be rendered: %s", app.Name, ref.Reason)
+			}
+			return &out
+		}
+		return r.err
+	}
+	return nil
+}
+
+func reasonOf(err error) string {
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		return ref.Reason
+	}
+	return err.Error()
+}
+
+func unionKeys(a, b map[objKey]*object) []objKey {
+	seen := map[objKey]bool{}
+	var out []objKey
+	for k := range a {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func deepEqual(a, b map[string]any) bool {
+	var d []difference
+	compareValues(nil, a, b, &d, 1)
+	return len(d) == 0
+}
+
+// changeExpectation: the target changes as requested, everything else stays.
+type changeExpectation struct {
+	primary  string
+	target   objKey
+	expected map[string]any
+}
+
+func (e *changeExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
+	if app.Name != e.primary {
+		return before, nil
+	}
+	out := make(map[objKey]*object, len(before))
+	for k, o := range before {
+		out[k] = o
+	}
+	t, ok := before[e.target]
+	if !ok {
+		return nil, fmt.Errorf("target %s vanished from the before-render", e.target)
+	}
+	cp := *t
+	cp.body = e.expected
+	out[e.target] = &cp
+	return out, nil
+}
+
+func (e *changeExpectation) extra(_ Application, added map[objKey]*object) []string {
+	return unexpectedObjects(added)
+}
+
+func unexpectedObjects(added map[objKey]*object) []string {
+	var lines []string
+	for _, k := range unionKeys(added, nil) {
+		lines = append(lines, fmt.Sprintf("%s: unexpected new object", k))
+	}
+	return lines
+}
+
+// tryCandidates verifies candidates in order; the first that verifies wins.
+func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder, exp expectation) (*candidate, *verifyResult, []Attempt, error) {
+	log := zerolog.Ctx(ctx)
+	var attempts []Attempt
+	for _, b := range builders {
+		c, err := b.build()
+		if err != nil {
+			if errors.Is(err, errNotApplicable) || errors.Is(err, yamledit.ErrNotFound) || errors.Is(err, yamledit.ErrNotMapping) {
+				attempts = append(attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: err.Error()})
+				continue
+			}
+			var ref *Refusal
+			if errors.As(err, &ref) {
+				attempts = append(attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: ref.Reason})
+				continue
+			}
+			return nil, nil, attempts, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
+		}
+		vr, err := p.verify(ctx, c, exp)
+		if err != nil {
+			return nil, nil, attempts, err
+		}
+		log.Debug().Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", vr.reason).Msg("Verified candidate edit")
+		attempts = append(attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: vr.reason})
+		if vr.ok {
+			return c, vr, attempts, nil
+		}
+		if vr.leak {
+			// Record the leak; a later, narrower location may still verify.
+			continue
+		}
+	}
+	return nil, nil, attempts, nil
+}
+
+// candidateBuilder prepares one candidate lazily, so that a location is only edited
+// when the ones before it failed.
+type candidateBuilder struct {
+	strategy string
+	files    []string
+	build    func() (*candidate, error)
+}
+
+// result assembles the Result of a verified candidate.
+func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*Result, error) {
+	res := &Result{
+		App:      p.primary.Name,
+		Strategy: c.strategy,
+		Verification: Verification{
+			Verified: true,
+			Apps:     vr.apps,
+			Attempts: attempts,
+		},
+		ClusterDiff: vr.diffs,
+	}
+	for _, f := range c.paths() {
+		e := FileEdit{Path: f, New: c.files[f], Created: c.created[f]}
+		if !e.Created {
+			old, err := p.t.readFile(f)
+			if err != nil {
+				return nil, err
+			}
+			e.Old = old
+		}
+		res.Edits = append(res.Edits, e)
+	}
+	res.GitDiff = gitDiff(res.Edits)
+	res.Warnings = append(append(append(res.Warnings, p.warnings...), c.warnings...), vr.warnings...)
+	return res, nil
+}
+
+// refusal turns failed attempts into one refusal.
+func (p *planner) refusal(code string, reason string, attempts []Attempt) *Refusal {
+	return &Refusal{Code: code, App: p.primary.Name, Reason: reason, Attempts: attempts}
+}
+
+func attemptsReason(attempts []Attempt) string {
+	var parts []string
+	for _, a := range attempts {
+		parts = append(parts, fmt.Sprintf("%s (%s): %s", a.Strategy, strings.Join(a.Files, ", "), a.Reason))
+	}
+	return strings.Join(parts, " | ")
+}
+
+// editFile applies ops to one document of a file and wraps editor warnings.
+func (p *planner) editFile(v *view, file string, doc int, ops ...yamledit.Op) ([]byte, []Warning, error) {
+	src, err := v.read(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ws, err := yamledit.Edit(src, doc, ops...)
+	if err != nil {
+		if errors.Is(err, yamledit.ErrAliasBomb) {
+			return nil, nil, refuse(CodeAliasBomb, "%s: YAML aliases expand beyond the allowed bound", file)
+		}
+		return nil, nil, fmt.Errorf("edit %s: %w", file, err)
+	}
+	var warnings []Warning
+	for _, w := range ws {
+		warnings = append(warnings, Warning{
+			Code:        "restructured",
+			Where:       fmt.Sprintf("%s:%d", file, w.Line),
+			Message:     w.Message,
+			Alternative: "review the changed lines; the values are verified, the layout changed",
+		})
+	}
+	return out, warnings, nil
+}

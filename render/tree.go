@@ -1,0 +1,484 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// MaxFileSize is the largest file render reads; larger files are refused.
+const MaxFileSize = 5 << 20
+
+// tree is a read-only, cached view of a repository directory. Every path handed to
+// it is a slash-separated path relative to the repository root; reads never leave
+// the root, even through symlinks.
+type tree struct {
+	root string // absolute, symlinks resolved
+
+	mu    sync.Mutex
+	files map[string]fileEntry
+	dirs  map[string]dirEntry
+	stats map[string]statEntry
+	kusts map[string]*kustNode
+}
+
+type fileEntry struct {
+	data []byte
+	err  error
+}
+
+type dirEntry struct {
+	names []string
+	err   error
+}
+
+type nodeKind int
+
+const (
+	kindNone nodeKind = iota
+	kindFile
+	kindDir
+)
+
+type statEntry struct {
+	kind nodeKind
+	size int64
+	err  error
+}
+
+func openTree(dir string) (*tree, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve repository directory %s: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("resolve repository directory %s: %w", dir, err)
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("stat repository directory %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("repository %s is not a directory", dir)
+	}
+	return &tree{
+		root:  real,
+		files: map[string]fileEntry{},
+		dirs:  map[string]dirEntry{},
+		stats: map[string]statEntry{},
+		kusts: map[string]*kustNode{},
+	}, nil
+}
+
+// cleanRel turns a repository path into its canonical relative form ("." for the
+// root). It reports false when the path climbs above the root.
+func cleanRel(p string) (string, bool) {
+	p = filepath.ToSlash(p)
+	p = strings.TrimPrefix(p, "/")
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", false
+	}
+	return c, true
+}
+
+// joinRel resolves ref relative to directory dir, refusing paths that leave the repository.
+func joinRel(dir, ref string) (string, error) {
+	if path.IsAbs(ref) {
+		return "", refuse(CodePathEscape, "%s: absolute path %q is not allowed; kustomize paths are relative", dir, ref)
+	}
+	c, ok := cleanRel(path.Join(dir, ref))
+	if !ok {
+		return "", refuse(CodePathEscape, "%s: path %q leaves the repository", dir, ref)
+	}
+	return c, nil
+}
+
+func (t *tree) stat(rel string) statEntry {
+	t.mu.Lock()
+	if e, ok := t.stats[rel]; ok {
+		t.mu.Unlock()
+		return e
+	}
+	t.mu.Unlock()
+	e := t.statUncached(rel)
+	t.mu.Lock()
+	t.stats[rel] = e
+	t.mu.Unlock()
+	return e
+}
+
+func (t *tree) statUncached(rel string) statEntry {
+	full := filepath.Join(t.root, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return statEntry{kind: kindNone}
+		}
+		return statEntry{err: fmt.Errorf("resolve %s: %w", rel, err)}
+	}
+	within, err := filepath.Rel(t.root, real)
+	if err != nil || within == ".." || strings.HasPrefix(within, ".."+string(filepath.Separator)) {
+		return statEntry{err: refuse(CodeSymlinkEscape, "%s is a symlink to a path outside the repository", rel)}
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return statEntry{kind: kindNone}
+		}
+		return statEntry{err: fmt.Errorf("stat %s: %w", rel, err)}
+	}
+	switch {
+	case info.IsDir():
+		return statEntry{kind: kindDir}
+	case info.Mode().IsRegular():
+		return statEntry{kind: kindFile, size: info.Size()}
+	default:
+		return statEntry{kind: kindNone}
+	}
+}
+
+func (t *tree) readFile(rel string) ([]byte, error) {
+	t.mu.Lock()
+	if e, ok := t.files[rel]; ok {
+		t.mu.Unlock()
+		return e.data, e.err
+	}
+	t.mu.Unlock()
+	data, err := t.readFileUncached(rel)
+	t.mu.Lock()
+	t.files[rel] = fileEntry{data: data, err: err}
+	t.mu.Unlock()
+	return data, err
+}
+
+func (t *tree) readFileUncached(rel string) ([]byte, error) {
+	st := t.stat(rel)
+	switch {
+	case st.err != nil:
+		return nil, st.err
+	case st.kind == kindNone:
+		return nil, fmt.Errorf("read %s: %w", rel, fs.ErrNotExist)
+	case st.kind == kindDir:
+		return nil, fmt.Errorf("read %s: is a directory", rel)
+	case st.size > MaxFileSize:
+		return nil, refuse(CodeFileTooLarge, "%s is %d bytes, over the %d byte limit", rel, st.size, MaxFileSize)
+	}
+	full := filepath.Join(t.root, filepath.FromSlash(rel))
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, refuse(CodeFileTooLarge, "%s is %d bytes, over the %d byte limit", rel, len(data), MaxFileSize)
+	}
+	return data, nil
+}
+
+func (t *tree) readDir(rel string) ([]string, error) {
+	t.mu.Lock()
+	if e, ok := t.dirs[rel]; ok {
+		t.mu.Unlock()
+		return e.names, e.err
+	}
+	t.mu.Unlock()
+	names, err := t.readDirUncached(rel)
+	t.mu.Lock()
+	t.dirs[rel] = dirEntry{names: names, err: err}
+	t.mu.Unlock()
+	return names, err
+}
+
+func (t *tree) readDirUncached(rel string) ([]string, error) {
+	st := t.stat(rel)
+	switch {
+	case st.err != nil:
+		return nil, st.err
+	case st.kind != kindDir:
+		return nil, fmt.Errorf("read directory %s: %w", rel, fs.ErrNotExist)
+	}
+	entries, err := os.ReadDir(filepath.Join(t.root, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, fmt.Errorf("read directory %s: %w", rel, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// view is the repository as one render sees it: the tree plus replaced or added
+// files. It implements kustomize's filesys.FileSystem with the repository root at
+// "/", so nothing outside the repository is reachable by any path. Writes land in
+// the view only.
+type view struct {
+	t *tree
+	// files replaces or adds file contents by relative path.
+	files map[string][]byte
+}
+
+var _ filesys.FileSystem = (*view)(nil)
+
+func newView(t *tree, files map[string][]byte) *view {
+	own := make(map[string][]byte, len(files))
+	for k, v := range files {
+		own[k] = v
+	}
+	return &view{t: t, files: own}
+}
+
+// with returns a view that also holds files.
+func (v *view) with(files map[string][]byte) *view {
+	nv := newView(v.t, v.files)
+	for k, b := range files {
+		nv.files[k] = b
+	}
+	return nv
+}
+
+func (v *view) rel(p string) string {
+	c, _ := cleanRel(p) // a virtual absolute path cannot climb above "/"
+	if c == "" {
+		return "."
+	}
+	return c
+}
+
+func (v *view) kind(rel string) (nodeKind, error) {
+	if _, ok := v.files[rel]; ok {
+		return kindFile, nil
+	}
+	for f := range v.files {
+		if strings.HasPrefix(f, rel+"/") || rel == "." {
+			return kindDir, nil
+		}
+	}
+	st := v.t.stat(rel)
+	return st.kind, st.err
+}
+
+func (v *view) read(rel string) ([]byte, error) {
+	if b, ok := v.files[rel]; ok {
+		return b, nil
+	}
+	return v.t.readFile(rel)
+}
+
+func (v *view) list(rel string) ([]string, error) {
+	names := map[string]bool{}
+	base, err := v.t.readDir(rel)
+	if err != nil && len(v.files) == 0 {
+		return nil, err
+	}
+	for _, n := range base {
+		names[n] = true
+	}
+	prefix := rel + "/"
+	if rel == "." {
+		prefix = ""
+	}
+	for f := range v.files {
+		if rest, ok := strings.CutPrefix(f, prefix); ok {
+			first, _, _ := strings.Cut(rest, "/")
+			names[first] = true
+		}
+	}
+	if len(names) == 0 && err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func abs(rel string) string {
+	if rel == "." {
+		return "/"
+	}
+	return "/" + rel
+}
+
+// Create is not supported: a render never creates files.
+func (v *view) Create(p string) (filesys.File, error) {
+	return nil, fmt.Errorf("create %s: the repository view is read-only", p)
+}
+
+// Mkdir is not supported: a render never creates directories.
+func (v *view) Mkdir(p string) error {
+	return fmt.Errorf("mkdir %s: the repository view is read-only", p)
+}
+
+// MkdirAll is not supported: a render never creates directories.
+func (v *view) MkdirAll(p string) error {
+	return fmt.Errorf("mkdir %s: the repository view is read-only", p)
+}
+
+// RemoveAll is not supported: a render never removes files.
+func (v *view) RemoveAll(p string) error {
+	return fmt.Errorf("remove %s: the repository view is read-only", p)
+}
+
+// Open opens a file for reading.
+func (v *view) Open(p string) (filesys.File, error) {
+	rel := v.rel(p)
+	data, err := v.read(rel)
+	if err != nil {
+		return nil, err
+	}
+	return &viewFile{name: path.Base(rel), Reader: bytes.NewReader(data), size: int64(len(data))}, nil
+}
+
+// IsDir reports whether p is a directory.
+func (v *view) IsDir(p string) bool {
+	k, _ := v.kind(v.rel(p))
+	return k == kindDir
+}
+
+// ReadDir lists the names in directory p.
+func (v *view) ReadDir(p string) ([]string, error) {
+	return v.list(v.rel(p))
+}
+
+// CleanedAbs splits p into its directory and file name.
+func (v *view) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	rel := v.rel(p)
+	k, err := v.kind(rel)
+	if err != nil {
+		return "", "", err
+	}
+	switch k {
+	case kindDir:
+		return filesys.ConfirmedDir(abs(rel)), "", nil
+	case kindFile:
+		return filesys.ConfirmedDir(abs(path.Dir(rel))), path.Base(rel), nil
+	default:
+		return "", "", fmt.Errorf("'%s' doesn't exist: %w", p, fs.ErrNotExist)
+	}
+}
+
+// Exists reports whether p exists. A path that cannot be read safely (a symlink
+// leaving the repository) counts as existing, so that kustomize reads it and fails
+// with the reason instead of treating it as a remote base.
+func (v *view) Exists(p string) bool {
+	k, err := v.kind(v.rel(p))
+	return err != nil || k != kindNone
+}
+
+// Glob matches pattern against the files of one directory; only the last element
+// of the pattern may hold wildcards.
+func (v *view) Glob(pattern string) ([]string, error) {
+	rel := v.rel(pattern)
+	dir, base := path.Dir(rel), path.Base(rel)
+	if strings.ContainsAny(dir, "*?[") {
+		return nil, fmt.Errorf("glob %s: wildcards are supported in the last path element only", pattern)
+	}
+	names, err := v.list(dir)
+	if err != nil {
+		return nil, nil //nolint:nilerr // like filepath.Glob, a missing directory matches nothing
+	}
+	var out []string
+	for _, n := range names {
+		ok, err := path.Match(base, n)
+		if err != nil {
+			return nil, fmt.Errorf("glob %s: %w", pattern, err)
+		}
+		if ok {
+			out = append(out, abs(path.Join(dir, n)))
+		}
+	}
+	return out, nil
+}
+
+// ReadFile returns the contents of file p.
+func (v *view) ReadFile(p string) ([]byte, error) {
+	return v.read(v.rel(p))
+}
+
+// WriteFile stores data in this view only; the repository is never written.
+func (v *view) WriteFile(p string, data []byte) error {
+	v.files[v.rel(p)] = append([]byte(nil), data...)
+	return nil
+}
+
+// Walk walks the files under p in lexical order.
+func (v *view) Walk(p string, fn filepath.WalkFunc) error {
+	rel := v.rel(p)
+	err := v.walk(rel, fn)
+	if errors.Is(err, filepath.SkipDir) || errors.Is(err, filepath.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+func (v *view) walk(rel string, fn filepath.WalkFunc) error {
+	k, err := v.kind(rel)
+	if err != nil {
+		return fn(abs(rel), nil, err)
+	}
+	if k == kindFile {
+		data, err := v.read(rel)
+		return fn(abs(rel), fileInfo{name: path.Base(rel), size: int64(len(data))}, err)
+	}
+	if err := fn(abs(rel), fileInfo{name: path.Base(rel), dir: true}, nil); err != nil {
+		if errors.Is(err, filepath.SkipDir) {
+			return nil
+		}
+		return err
+	}
+	names, err := v.list(rel)
+	if err != nil {
+		return fn(abs(rel), nil, err)
+	}
+	for _, n := range names {
+		if err := v.walk(path.Join(rel, n), fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type viewFile struct {
+	*bytes.Reader
+	name string
+	size int64
+}
+
+func (f *viewFile) Write([]byte) (int, error) {
+	return 0, fmt.Errorf("write %s: the repository view is read-only", f.name)
+}
+func (f *viewFile) Close() error               { return nil }
+func (f *viewFile) Stat() (os.FileInfo, error) { return fileInfo{name: f.name, size: f.size}, nil }
+
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i fileInfo) Name() string { return i.name }
+func (i fileInfo) Size() int64  { return i.size }
+func (i fileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (i fileInfo) ModTime() time.Time { return time.Time{} }
+func (i fileInfo) IsDir() bool        { return i.dir }
+func (i fileInfo) Sys() any           { return nil }

@@ -1,0 +1,302 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SourceType is the format of an Application's source as Argo CD reports it in
+// status.sourceType. The format is never guessed from file names by Plan.
+type SourceType string
+
+// Source types reported by Argo CD.
+const (
+	SourceDirectory SourceType = "Directory"
+	SourceKustomize SourceType = "Kustomize"
+	SourceHelm      SourceType = "Helm"
+	SourcePlugin    SourceType = "Plugin"
+)
+
+// Application is what render needs to know about one Argo CD Application that
+// deploys from the repository.
+type Application struct {
+	// Name identifies the Application in results and refusals.
+	Name string `json:"name"`
+	// Path is spec.source.path, relative to the repository root ("." for the root).
+	Path string `json:"path"`
+	// SourceType is status.sourceType.
+	SourceType SourceType `json:"sourceType"`
+	// Namespace is spec.destination.namespace: objects without a namespace land there.
+	Namespace string `json:"namespace,omitempty"`
+	// Kustomize holds spec.source.kustomize, applied the way Argo CD applies it.
+	Kustomize KustomizeOptions `json:"kustomize,omitempty"`
+	// Directory holds spec.source.directory.
+	Directory DirectoryOptions `json:"directory,omitempty"`
+	// ManifestGeneratePaths is the argocd.argoproj.io/manifest-generate-paths
+	// annotation, verbatim (";"-separated paths, relative to Path or absolute from the
+	// repository root).
+	ManifestGeneratePaths string `json:"manifestGeneratePaths,omitempty"`
+}
+
+// KustomizeOptions are the spec.source.kustomize settings that Argo CD turns into
+// "kustomize edit" calls on the app's kustomization before building.
+type KustomizeOptions struct {
+	NamePrefix        string            `json:"namePrefix,omitempty"`
+	NameSuffix        string            `json:"nameSuffix,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	CommonLabels      map[string]string `json:"commonLabels,omitempty"`
+	CommonAnnotations map[string]string `json:"commonAnnotations,omitempty"`
+	// Images are "kustomize edit set image" arguments: name=newName:tag, name:tag, name@digest.
+	Images []string `json:"images,omitempty"`
+	// Replicas override spec.replicas by resource name.
+	Replicas   map[string]int64 `json:"replicas,omitempty"`
+	Components []string         `json:"components,omitempty"`
+}
+
+func (o KustomizeOptions) empty() bool {
+	return o.NamePrefix == "" && o.NameSuffix == "" && o.Namespace == "" &&
+		len(o.CommonLabels) == 0 && len(o.CommonAnnotations) == 0 && len(o.Images) == 0 &&
+		len(o.Replicas) == 0 && len(o.Components) == 0
+}
+
+// DirectoryOptions are spec.source.directory settings.
+type DirectoryOptions struct {
+	Recurse bool `json:"recurse,omitempty"`
+	// Include and Exclude are globs matched against the path relative to the app path
+	// ("*" crosses "/", "{a,b}" alternates), as in Argo CD.
+	Include string `json:"include,omitempty"`
+	Exclude string `json:"exclude,omitempty"`
+}
+
+// Target identifies one Kubernetes object. An empty Namespace means the
+// Application's destination namespace.
+type Target struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func (t Target) String() string {
+	ns := t.Namespace
+	if ns != "" {
+		ns += "/"
+	}
+	return fmt.Sprintf("%s %s %s%s", t.APIVersion, t.Kind, ns, t.Name)
+}
+
+// Change is the one change a plan makes. Exactly one field is set.
+type Change struct {
+	Replicas    *Replicas    `json:"replicas,omitempty"`
+	Image       *Image       `json:"image,omitempty"`
+	Env         *Env         `json:"env,omitempty"`
+	Resources   *Resources   `json:"resources,omitempty"`
+	NewResource *NewResource `json:"new_resource,omitempty"`
+}
+
+// Replicas sets spec.replicas.
+type Replicas struct {
+	Count int64 `json:"count"`
+}
+
+// Image replaces the tag or the digest of one container's image; the image name
+// stays. Setting a tag drops a pinned digest and setting a digest drops the tag, as
+// kustomize's images transformer does.
+type Image struct {
+	Container string `json:"container"`
+	Tag       string `json:"tag,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+}
+
+// Env sets and removes environment variables of one container. Existing entries keep
+// their position; new ones are appended in name order.
+type Env struct {
+	Container string            `json:"container"`
+	Set       map[string]string `json:"set,omitempty"`
+	Unset     []string          `json:"unset,omitempty"`
+}
+
+// Resources sets single quantities of one container; an empty quantity removes it.
+type Resources struct {
+	Container string            `json:"container"`
+	Requests  map[string]string `json:"requests,omitempty"`
+	Limits    map[string]string `json:"limits,omitempty"`
+}
+
+// NewResource adds one or more YAML documents to the app.
+type NewResource struct {
+	Manifest string `json:"manifest"`
+}
+
+func (c Change) kind() (string, error) {
+	var set []string
+	if c.Replicas != nil {
+		set = append(set, "replicas")
+	}
+	if c.Image != nil {
+		set = append(set, "image")
+	}
+	if c.Env != nil {
+		set = append(set, "env")
+	}
+	if c.Resources != nil {
+		set = append(set, "resources")
+	}
+	if c.NewResource != nil {
+		set = append(set, "new_resource")
+	}
+	if len(set) != 1 {
+		return "", fmt.Errorf("a change sets exactly one of replicas, image, env, resources, new_resource; got %d (%s)", len(set), strings.Join(set, ", "))
+	}
+	return set[0], nil
+}
+
+// Request is one planned change against one repository tree.
+type Request struct {
+	// RepoDir is the repository checkout; it is read, never written.
+	RepoDir string
+	// Apps are the Applications that deploy from the repository (at least App).
+	Apps []Application
+	// App names the Application that manages the target (and receives a new resource).
+	// It may be empty when Apps holds exactly one Application.
+	App string
+	// Target is the object to change; ignored for NewResource.
+	Target Target
+	Change Change
+}
+
+// Result is a verified edit.
+type Result struct {
+	// App is the Application the change was made for.
+	App string `json:"app"`
+	// Strategy says where the edit went, e.g. "images entry", "in place", "new patch".
+	Strategy string     `json:"strategy"`
+	Edits    []FileEdit `json:"edits"`
+	// GitDiff is a unified diff in git's format, with secret values masked.
+	GitDiff string `json:"git_diff"`
+	// ClusterDiff lists every rendered object whose manifest changes.
+	ClusterDiff  []ObjectDiff `json:"cluster_diff"`
+	Warnings     []Warning    `json:"warnings,omitempty"`
+	Verification Verification `json:"verification"`
+}
+
+// FileEdit is the new content of one file. Old is nil for a created file.
+type FileEdit struct {
+	Path    string `json:"path"`
+	Old     []byte `json:"-"`
+	New     []byte `json:"-"`
+	Created bool   `json:"created,omitempty"`
+}
+
+// ObjectDiff is what will change in the cluster for one object of one app.
+type ObjectDiff struct {
+	App        string `json:"app"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Action is "modified", "added" or "removed".
+	Action  string        `json:"action"`
+	Changes []FieldChange `json:"changes,omitempty"`
+	// Diff is a unified diff of the object's manifest (YAML), secret values masked.
+	Diff string `json:"diff"`
+}
+
+// FieldChange is one changed field; values are rendered as YAML flow text and masked
+// when secret.
+type FieldChange struct {
+	Path   string `json:"path"`
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+}
+
+// Warning tells the person merging what may happen. Each says where, what can
+// happen, and an alternative when there is one.
+type Warning struct {
+	Code        string `json:"code"`
+	Where       string `json:"where"`
+	Message     string `json:"message"`
+	Alternative string `json:"alternative,omitempty"`
+}
+
+func (w Warning) String() string {
+	s := w.Where + ": " + w.Message
+	if w.Alternative != "" {
+		s += " (" + w.Alternative + ")"
+	}
+	return s
+}
+
+// Verification records what was compared.
+type Verification struct {
+	// Verified is true when every affected app rendered exactly as expected.
+	Verified bool `json:"verified"`
+	// Apps holds one entry per affected Application of the accepted attempt.
+	Apps []AppVerification `json:"apps"`
+	// Attempts lists every edit location tried, in order.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// AppVerification is the comparison for one Application.
+type AppVerification struct {
+	App string `json:"app"`
+	// Objects is the number of rendered objects compared field by field.
+	Objects int `json:"objects"`
+	// Changed is the number of objects whose manifest changes.
+	Changed int `json:"changed"`
+	// Differences lists the first unexpected differences (paths, masked values).
+	Differences []string `json:"differences,omitempty"`
+}
+
+// Attempt is one edit location that was tried.
+type Attempt struct {
+	Strategy string   `json:"strategy"`
+	Files    []string `json:"files"`
+	Verified bool     `json:"verified"`
+	Reason   string   `json:"reason,omitempty"`
+}
+
+// Refusal codes: stable identifiers for the reasons a plan makes no edit.
+const (
+	CodeInvalidRequest     = "invalid_request"
+	CodeUnsupportedSource  = "unsupported_source"
+	CodeHelm               = "helm_unsupported"
+	CodeSecret             = "secret"
+	CodeRemoteBase         = "remote_base"
+	CodeGenerated          = "generated_object"
+	CodeComponent          = "component_unreachable"
+	CodeSymlinkEscape      = "symlink_escape"
+	CodeFileTooLarge       = "file_too_large"
+	CodeAliasBomb          = "alias_bomb"
+	CodePathEscape         = "path_escape"
+	CodeRenderFailed       = "render_failed"
+	CodeTargetNotFound     = "target_not_found"
+	CodeTargetAmbiguous    = "target_ambiguous"
+	CodeContainerNotFound  = "container_not_found"
+	CodeNotScalable        = "not_scalable"
+	CodeNoChange           = "no_change"
+	CodeAppOverride        = "application_override"
+	CodeAlreadyExists      = "already_exists"
+	CodeVerificationFailed = "verification_failed"
+	CodeLeak               = "change_leaks"
+	CodeUnverifiableApp    = "unverifiable_app"
+)
+
+// Refusal is a plan that makes no edit, with the reason. It is returned as an error;
+// use errors.As to read it. Reason never contains secret values.
+type Refusal struct {
+	Code   string `json:"error"`
+	Reason string `json:"reason"`
+	// App is the Application the refusal is about, when there is one.
+	App string `json:"app,omitempty"`
+	// Attempts lists the edit locations that were tried and why each failed.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+func (r *Refusal) Error() string {
+	return "refused (" + r.Code + "): " + r.Reason
+}
+
+func refuse(code, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,286 @@
+package yamledit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"bytes"
+
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	scalarNode   = yaml.ScalarNode
+	mappingNode  = yaml.MappingNode
+	sequenceNode = yaml.SequenceNode
+	aliasNode    = yaml.AliasNode
+	documentNode = yaml.DocumentNode
+)
+
+// aliasBudget bounds how many nodes alias expansion may produce in one document.
+// Real manifests reuse a few small anchors; a billion-laughs document needs far more.
+const aliasBudget = 10_000
+
+// mergeTag is the key that merges mappings (<<: *defaults).
+const mergeKey = "<<"
+
+// parseDocuments decodes the documents of a stream into nodes, stopping after
+// document upTo when upTo >= 0. Node lines count from the start of the stream.
+func parseDocuments(b []byte, upTo int) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var docs []*yaml.Node
+	for upTo < 0 || len(docs) <= upTo {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse document %d: %w", len(docs), err)
+		}
+		docs = append(docs, &n)
+	}
+	return docs, nil
+}
+
+// documentAt decodes the stream up to document i and returns it.
+func documentAt(b []byte, i int) (*yaml.Node, error) {
+	if i < 0 {
+		return nil, fmt.Errorf("document %d: %w", i, ErrNotFound)
+	}
+	docs, err := parseDocuments(b, i)
+	if err != nil {
+		return nil, err
+	}
+	if i >= len(docs) {
+		return nil, fmt.Errorf("document %d: file has %d documents: %w", i, len(docs), ErrNotFound)
+	}
+	return docs[i], nil
+}
+
+func isEmptyDocument(d *yaml.Node) bool {
+	if len(d.Content) == 0 {
+		return true
+	}
+	r := d.Content[0]
+	return r.Kind == scalarNode && r.Tag == "!!null" && r.Value == "" && r.Style == 0
+}
+
+// tree is a document's meaning, with aliases and merge keys expanded: what a
+// Kubernetes client would read. Edits are checked by comparing trees.
+type tree struct {
+	kind   yaml.Kind
+	tag    string // scalars: resolved tag such as !!str or !!int
+	value  string // scalars: the value; empty for null
+	quoted bool   // scalars: always written quoted
+	keys   []string
+	vals   []*tree
+	items  []*tree
+}
+
+func (t *tree) get(key string) (*tree, int) {
+	for i, k := range t.keys {
+		if k == key {
+			return t.vals[i], i
+		}
+	}
+	return nil, -1
+}
+
+func (t *tree) set(key string, v *tree) {
+	if _, i := t.get(key); i >= 0 {
+		t.vals[i] = v
+		return
+	}
+	t.keys = append(t.keys, key)
+	t.vals = append(t.vals, v)
+}
+
+func (t *tree) isNull() bool { return t.kind == scalarNode && t.tag == "!!null" }
+
+// converter turns nodes into trees, counting nodes produced under aliases.
+type converter struct {
+	budget   int
+	expanded int
+	depth    int
+}
+
+// toTree converts a document (or any node) into its meaning.
+func toTree(n *yaml.Node, budget int) (*tree, error) {
+	c := &converter{budget: budget}
+	return c.convert(n, false)
+}
+
+func (c *converter) convert(n *yaml.Node, underAlias bool) (*tree, error) {
+	if underAlias {
+		c.expanded++
+		if c.expanded > c.budget {
+			return nil, fmt.Errorf("more than %d nodes from aliases: %w", c.budget, ErrAliasBomb)
+		}
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > 10_000 {
+		return nil, fmt.Errorf("nesting deeper than 10000 levels: %w", ErrUnsupported)
+	}
+	switch n.Kind {
+	case documentNode:
+		if len(n.Content) == 0 {
+			return &tree{kind: scalarNode, tag: "!!null"}, nil
+		}
+		return c.convert(n.Content[0], underAlias)
+	case aliasNode:
+		if n.Alias == nil {
+			return nil, fmt.Errorf("line %d: alias *%s has no anchor: %w", n.Line, n.Value, ErrUnsupported)
+		}
+		return c.convert(n.Alias, true)
+	case scalarNode:
+		t := &tree{kind: scalarNode, tag: n.ShortTag(), value: n.Value}
+		if t.tag == "!!null" {
+			t.value = ""
+		}
+		return t, nil
+	case sequenceNode:
+		t := &tree{kind: sequenceNode, items: make([]*tree, 0, len(n.Content))}
+		for _, item := range n.Content {
+			v, err := c.convert(item, underAlias)
+			if err != nil {
+				return nil, err
+			}
+			t.items = append(t.items, v)
+		}
+		return t, nil
+	case mappingNode:
+		return c.mapping(n, underAlias)
+	}
+	return nil, fmt.Errorf("line %d: unknown node kind %d: %w", n.Line, n.Kind, ErrUnsupported)
+}
+
+func (c *converter) mapping(n *yaml.Node, underAlias bool) (*tree, error) {
+	t := &tree{kind: mappingNode}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key, err := keyString(k)
+		if err != nil {
+			return nil, err
+		}
+		if key == mergeKey && k.Style == 0 && k.ShortTag() == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		if _, dup := t.get(key); dup >= 0 {
+			return nil, fmt.Errorf("line %d: key %q appears twice: %w", k.Line, key, ErrAmbiguous)
+		}
+		val, err := c.convert(v, underAlias)
+		if err != nil {
+			return nil, err
+		}
+		t.keys = append(t.keys, key)
+		t.vals = append(t.vals, val)
+	}
+	// Merged keys never override the mapping's own keys; earlier merges win.
+	for _, m := range merges {
+		sources := []*yaml.Node{m}
+		if resolveAlias(m).Kind == sequenceNode {
+			sources = resolveAlias(m).Content
+		}
+		for _, s := range sources {
+			mt, err := c.convert(s, underAlias)
+			if err != nil {
+				return nil, err
+			}
+			if mt.kind != mappingNode {
+				return nil, fmt.Errorf("line %d: merge key value is not a mapping: %w", s.Line, ErrUnsupported)
+			}
+			for i, k := range mt.keys {
+				if _, at := t.get(k); at < 0 {
+					t.keys = append(t.keys, k)
+					t.vals = append(t.vals, mt.vals[i])
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+func keyString(k *yaml.Node) (string, error) {
+	k = resolveAlias(k)
+	if k.Kind != scalarNode {
+		return "", fmt.Errorf("line %d: mapping key is not a scalar: %w", k.Line, ErrUnsupported)
+	}
+	return k.Value, nil
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == aliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// plain converts a tree into the Go values yaml.v3 would decode it to.
+func (t *tree) plain() any {
+	switch t.kind {
+	case mappingNode:
+		m := make(map[string]any, len(t.keys))
+		for i, k := range t.keys {
+			m[k] = t.vals[i].plain()
+		}
+		return m
+	case sequenceNode:
+		s := make([]any, len(t.items))
+		for i, item := range t.items {
+			s[i] = item.plain()
+		}
+		return s
+	}
+	switch t.tag {
+	case "!!str":
+		return t.value
+	case "!!null":
+		return nil
+	}
+	var v any
+	n := yaml.Node{Kind: scalarNode, Tag: t.tag, Value: t.value}
+	if err := n.Decode(&v); err != nil {
+		return t.value
+	}
+	return v
+}
+
+// diff returns the first path where two trees differ, or "" when equal.
+func diff(a, b *tree, at string) string {
+	if a.kind != b.kind {
+		return at
+	}
+	switch a.kind {
+	case scalarNode:
+		if a.tag != b.tag || a.value != b.value {
+			return at
+		}
+	case sequenceNode:
+		if len(a.items) != len(b.items) {
+			return at
+		}
+		for i := range a.items {
+			if d := diff(a.items[i], b.items[i], fmt.Sprintf("%s[%d]", at, i)); d != "" {
+				return d
+			}
+		}
+	case mappingNode:
+		if len(a.keys) != len(b.keys) {
+			return at
+		}
+		for i, k := range a.keys {
+			bv, j := b.get(k)
+			if j < 0 {
+				return at + "." + k
+			}
+			if d := diff(a.vals[i], bv, at+"."+k); d != "" {
+				return d
+			}
+		}
+	}
+	return ""
+}

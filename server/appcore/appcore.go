@@ -1,0 +1,138 @@
+// Package appcore serves the GitHub App's core endpoints: the installation state and
+// setup callback that bind an installation to a team, the webhook receiver that
+// verifies deliveries and stores them in the durable inbox, clusters and the
+// repositories connected to them, and repository-scoped installation tokens for
+// agents. Mount adds them to a server.Server.
+package appcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+// Route paths.
+const (
+	WebhookPath = "/webhooks/github"
+	SetupPath   = "/github/setup"
+)
+
+const (
+	// DefaultStateTTL is how long an install link stays valid.
+	DefaultStateTTL = 10 * time.Minute
+	// MaxWebhookBytes is GitHub's cap on a webhook payload.
+	MaxWebhookBytes = 25 << 20
+)
+
+// GitHubApps is what the endpoints ask GitHub; github.Installations implements it.
+type GitHubApps interface {
+	Get(ctx context.Context, installationID int64) (github.Installation, error)
+	Repositories(ctx context.Context, installationID int64, webHost string) ([]github.RepoRef, error)
+	MintRepoToken(ctx context.Context, installationID int64, repo github.Repo) (github.Token, error)
+}
+
+// ApplicationRepoLister reads the repository URLs a cluster's Argo CD Applications
+// deploy from (spec.source.repoURL and spec.sources[].repoURL).
+type ApplicationRepoLister interface {
+	RepoURLs(ctx context.Context, cluster store.Cluster) ([]string, error)
+}
+
+// Waker is told that a webhook delivery was stored; *handler.Inbox implements it.
+type Waker interface{ Wake() }
+
+// API holds the endpoints' collaborators.
+type API struct {
+	Store  *store.DB
+	GitHub GitHubApps
+	// App is the App's identity (slug, public page) read at startup.
+	App github.App
+	// WebHost is the GitHub host repositories must live on.
+	WebHost string
+	// WebhookSecret verifies deliveries. Unset, the webhook route refuses every
+	// delivery: unsigned deliveries are never accepted, in any profile.
+	WebhookSecret secret.Secret
+	// Credentials seals cluster kubeconfigs; without a key, kubeconfig
+	// registration is refused.
+	Credentials *sealed.Box
+	// Inbox, when set, is woken for each stored delivery.
+	Inbox Waker
+	// AppRepos, when set, reads the clusters' Applications for suggestions; until
+	// then suggestions list the connected repositories only.
+	AppRepos ApplicationRepoLister
+	// StateTTL defaults to DefaultStateTTL.
+	StateTTL time.Duration
+}
+
+// Mount adds the endpoints to srv.
+func (a *API) Mount(srv *server.Server) {
+	srv.HandleFunc("POST "+WebhookPath, a.receiveWebhook, server.MaxBody(MaxWebhookBytes))
+	srv.HandleFunc("GET "+SetupPath, a.setup)
+	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, server.TeamAuth())
+	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, server.TeamAuth())
+	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, server.TeamAuth())
+	srv.HandleFunc("GET /api/v1/clusters", a.listClusters, server.TeamAuth())
+	srv.HandleFunc("POST /api/v1/clusters/{cluster}/repos", a.connectRepo, server.TeamAuth())
+	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos", a.listRepos, server.TeamAuth())
+	srv.HandleFunc("DELETE /api/v1/clusters/{cluster}/repos", a.disconnectRepo, server.TeamAuth())
+	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos/suggestions", a.suggestRepos, server.TeamAuth())
+	srv.HandleFunc("POST /api/v1/internal/tokens", a.issueToken, server.TeamAuth())
+}
+
+// team returns the caller's team; TeamAuth guarantees one.
+func team(r *http.Request) store.Team {
+	t, _ := server.TeamFrom(r.Context())
+	return t
+}
+
+// cluster reads the caller's cluster named in the path, or answers 404.
+func (a *API) cluster(w http.ResponseWriter, r *http.Request) (store.Cluster, bool) {
+	name := r.PathValue("cluster")
+	c, err := a.Store.ClusterByName(r.Context(), team(r).ID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		server.WriteError(w, http.StatusNotFound, "cluster_not_found", fmt.Sprintf("your team has no cluster named %q; register it with POST /api/v1/clusters", name))
+		return store.Cluster{}, false
+	}
+	if err != nil {
+		internalError(w, r, err)
+		return store.Cluster{}, false
+	}
+	return c, true
+}
+
+// parseRepo reads a repository the way people and Argo CD write it (any URL form, or
+// owner/name on this GitHub) and requires it to live on this GitHub.
+func (a *API) parseRepo(raw string) (github.Repo, error) {
+	repo, err := github.ParseRepoURL(raw)
+	if err != nil {
+		// "owner/name" alone names a repository on this GitHub.
+		if r2, err2 := github.ParseRepoURL("https://" + a.WebHost + "/" + raw); err2 == nil && raw != "" && raw[0] != '/' {
+			return r2, nil
+		}
+		return github.Repo{}, err
+	}
+	if repo.Host != a.WebHost {
+		return github.Repo{}, fmt.Errorf("repository %s is on %s, but this service works with %s", repo.FullName(), repo.Host, a.WebHost)
+	}
+	return repo, nil
+}
+
+func internalError(w http.ResponseWriter, r *http.Request, err error) {
+	logger(r).Error().Err(err).Msg("Request failed")
+	server.WriteError(w, http.StatusInternalServerError, "internal", "the server failed to handle the request; it has been logged")
+}
+
+// audit records an event; a failure is logged, not shown to the caller, since the
+// change it describes has already happened.
+func (a *API) audit(r *http.Request, e store.AuditEvent) {
+	if _, err := a.Store.RecordAuditEvent(r.Context(), e); err != nil {
+		logger(r).Error().Err(err).Str("action", e.Action).Msg("Recording audit event failed")
+	}
+}

@@ -1,0 +1,421 @@
+package appcore
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+type createClusterRequest struct {
+	Name       string `json:"name"`
+	Kubeconfig string `json:"kubeconfig"`
+	InCluster  bool   `json:"in_cluster"`
+}
+
+type clusterJSON struct {
+	Name      string    `json:"name"`
+	Access    string    `json:"access"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// createCluster answers POST /api/v1/clusters: register a cluster reached with a
+// kubeconfig (stored sealed) or with the service's own service account.
+func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
+	var req createClusterRequest
+	if !server.DecodeJSON(w, r, &req) {
+		return
+	}
+	t := team(r)
+	if err := store.ValidateClusterName(req.Name); err != nil {
+		server.WriteError(w, http.StatusBadRequest, "invalid_cluster_name", err.Error())
+		return
+	}
+	c := store.Cluster{TeamID: t.ID, Name: req.Name}
+	switch {
+	case req.InCluster && req.Kubeconfig != "":
+		server.WriteError(w, http.StatusBadRequest, "invalid_cluster", "give either kubeconfig or in_cluster, not both")
+		return
+	case req.InCluster:
+		c.Access = store.ClusterInCluster
+	case req.Kubeconfig != "":
+		if err := validateKubeconfig([]byte(req.Kubeconfig)); err != nil {
+			server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", err.Error())
+			return
+		}
+		sealedConfig, err := a.Credentials.Seal([]byte(req.Kubeconfig), store.CredentialsAssociatedData(t.ID, req.Name))
+		if errors.Is(err, sealed.ErrNoKey) {
+			server.WriteError(w, http.StatusServiceUnavailable, "credentials_key_missing",
+				"no encryption key for stored credentials is configured, so a kubeconfig cannot be stored; set encryption.key_file (or use in_cluster)")
+			return
+		}
+		if err != nil {
+			internalError(w, r, err)
+			return
+		}
+		c.Access, c.SealedCredentials = store.ClusterKubeconfig, sealedConfig
+	default:
+		server.WriteError(w, http.StatusBadRequest, "invalid_cluster", "give kubeconfig (the cluster's kubeconfig as text) or in_cluster: true")
+		return
+	}
+	created, err := a.Store.CreateCluster(r.Context(), c)
+	if errors.Is(err, store.ErrConflict) {
+		server.WriteError(w, http.StatusConflict, "cluster_exists", fmt.Sprintf("your team already has a cluster named %q", req.Name))
+		return
+	}
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.create", SubjectType: "cluster",
+		SubjectID: created.ID, Detail: mustJSON(map[string]string{"name": created.Name, "access": string(created.Access)})})
+	server.WriteJSON(w, http.StatusCreated, clusterJSON{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt})
+}
+
+// validateKubeconfig refuses text that is not a kubeconfig with a usable current
+// context, so a typo is reported now rather than at the first change.
+func validateKubeconfig(b []byte) error {
+	cfg, err := clientcmd.Load(b)
+	if err != nil {
+		return fmt.Errorf("kubeconfig does not parse: %w", err)
+	}
+	if cfg.CurrentContext == "" {
+		return errors.New("kubeconfig has no current-context")
+	}
+	if _, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig(); err != nil {
+		return fmt.Errorf("kubeconfig is not usable: %w", err)
+	}
+	return nil
+}
+
+// listClusters answers GET /api/v1/clusters. Credentials are never listed.
+func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
+	list, err := a.Store.ListClusters(r.Context(), team(r).ID)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	out := make([]clusterJSON, len(list))
+	for i, c := range list {
+		out[i] = clusterJSON{Name: c.Name, Access: string(c.Access), CreatedAt: c.CreatedAt}
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"clusters": out})
+}
+
+// Repository statuses shown to people.
+const (
+	StatusConnected       = "connected"
+	StatusPendingApproval = "pending_approval"
+	StatusNotInstalled    = "not_installed"
+	StatusRevoked         = "revoked"
+	StatusSuspended       = "suspended"
+	StatusInstallable     = "installable"
+)
+
+type repoJSON struct {
+	Repo      string    `json:"repo"`
+	FullName  string    `json:"full_name"`
+	Status    string    `json:"status"`
+	Reason    string    `json:"reason,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+type connectRequest struct {
+	Repo string `json:"repo"`
+}
+
+// errorWithLink is an error answer that also carries the install link.
+type errorWithLink struct {
+	server.ErrorBody
+	InstallURL string `json:"install_url"`
+}
+
+// connectRepo answers POST /api/v1/clusters/{cluster}/repos. Only a repository the
+// team's installation can see is connected; when the team's installation still
+// waits for an owner's approval the connection is recorded as pending_approval.
+func (a *API) connectRepo(w http.ResponseWriter, r *http.Request) {
+	var req connectRequest
+	if !server.DecodeJSON(w, r, &req) {
+		return
+	}
+	c, ok := a.cluster(w, r)
+	if !ok {
+		return
+	}
+	repo, err := a.parseRepo(req.Repo)
+	if err != nil {
+		server.WriteError(w, http.StatusBadRequest, "invalid_repo", err.Error())
+		return
+	}
+	t := team(r)
+	access, err := a.repoAccess(r, t.ID, repo, true)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	status := store.ConnectionConnected
+	switch access.status {
+	case StatusConnected:
+	case StatusPendingApproval:
+		status = store.ConnectionPendingApproval
+	case StatusSuspended:
+		server.WriteError(w, http.StatusForbidden, "installation_suspended",
+			fmt.Sprintf("the app installation that can see %s is suspended on GitHub; ask an owner to unsuspend it", repo.FullName()))
+		return
+	default:
+		server.WriteJSON(w, http.StatusForbidden, errorWithLink{
+			ErrorBody: server.ErrorBody{Error: "repo_not_installed", Reason: fmt.Sprintf(
+				"your team's GitHub App installation cannot see %s: install the app on %s or add the repository to the installation, then connect it again (%s)",
+				repo.FullName(), repo.Owner, a.App.InstallURL(""))},
+			InstallURL: a.App.InstallURL(""),
+		})
+		return
+	}
+	conn, created, err := a.Store.ConnectRepo(r.Context(), c.ID, repo.URL(), status)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "repo_connection.connect", SubjectType: "repo_connection",
+		SubjectID: conn.ID, Detail: mustJSON(map[string]string{"cluster": c.Name, "repo": conn.Repo, "status": string(conn.Status)})})
+	code := http.StatusOK
+	switch {
+	case status == store.ConnectionPendingApproval:
+		code = http.StatusAccepted
+	case created:
+		code = http.StatusCreated
+	}
+	out := repoJSON{Repo: conn.Repo, FullName: repo.FullName(), Status: string(conn.Status), UpdatedAt: conn.UpdatedAt}
+	if status == store.ConnectionPendingApproval {
+		out.Reason = "your team's installation request waits for an organization owner's approval"
+	}
+	server.WriteJSON(w, code, out)
+}
+
+// access is what the team's installations allow for one repository.
+type access struct {
+	status       string // StatusConnected (visible to an active installation), pending, suspended, not installed
+	installation store.Installation
+}
+
+// repoAccess finds the team's installation that can see repo. With refresh, and
+// when none of the active installations lists it, their repository lists are read
+// again from GitHub first (they may predate a change whose webhook is still queued).
+func (a *API) repoAccess(r *http.Request, teamID string, repo github.Repo, refresh bool) (access, error) {
+	ctx := r.Context()
+	insts, err := a.Store.InstallationsForRepo(ctx, teamID, repo.URL())
+	if err != nil {
+		return access{}, err
+	}
+	if len(insts) > 0 && insts[0].Status == store.InstallationActive {
+		return access{status: StatusConnected, installation: insts[0]}, nil
+	}
+	all, err := a.Store.ListInstallations(ctx, teamID)
+	if err != nil {
+		return access{}, err
+	}
+	if refresh {
+		refreshed := false
+		for _, in := range all {
+			if in.Status != store.InstallationActive {
+				continue
+			}
+			if _, err := a.refreshRepos(r, in.InstallationID); err != nil {
+				logger(r).Warn().Err(err).Int64("installation_id", in.InstallationID).Msg("Refreshing installation repositories failed")
+				continue
+			}
+			refreshed = true
+		}
+		if refreshed {
+			return a.repoAccess(r, teamID, repo, false)
+		}
+	}
+	for _, in := range insts {
+		if in.Status == store.InstallationSuspended {
+			return access{status: StatusSuspended, installation: in}, nil
+		}
+	}
+	for _, in := range all {
+		if in.Status == store.InstallationPendingApproval {
+			return access{status: StatusPendingApproval, installation: in}, nil
+		}
+	}
+	return access{status: StatusNotInstalled}, nil
+}
+
+// listRepos answers GET /api/v1/clusters/{cluster}/repos with each connection's
+// status as it stands now: a connection whose installation was deleted or lost the
+// repository shows not_installed or revoked, a suspended one suspended.
+func (a *API) listRepos(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.cluster(w, r)
+	if !ok {
+		return
+	}
+	conns, err := a.Store.ListRepoConnections(r.Context(), c.ID)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	out := make([]repoJSON, 0, len(conns))
+	for _, conn := range conns {
+		item, err := a.describeConnection(r, c.TeamID, conn)
+		if err != nil {
+			internalError(w, r, err)
+			return
+		}
+		out = append(out, item)
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "repos": out})
+}
+
+func (a *API) describeConnection(r *http.Request, teamID string, conn store.RepoConnection) (repoJSON, error) {
+	item := repoJSON{Repo: conn.Repo, Status: string(conn.Status), Reason: conn.StatusReason, UpdatedAt: conn.UpdatedAt}
+	repo, err := github.ParseRepoURL(conn.Repo)
+	if err != nil {
+		return repoJSON{}, fmt.Errorf("stored connection %s: %w", conn.ID, err)
+	}
+	item.FullName = repo.FullName()
+	if conn.Status != store.ConnectionConnected {
+		if conn.Status == store.ConnectionPendingApproval && item.Reason == "" {
+			item.Reason = "your team's installation request waits for an organization owner's approval"
+		}
+		return item, nil
+	}
+	acc, err := a.repoAccess(r, teamID, repo, false)
+	if err != nil {
+		return repoJSON{}, err
+	}
+	switch acc.status {
+	case StatusConnected:
+	case StatusSuspended:
+		item.Status, item.Reason = StatusSuspended, "the app installation on "+acc.installation.AccountLogin+" is suspended on GitHub"
+	default:
+		item.Status, item.Reason = StatusNotInstalled, "no active app installation of your team can see this repository any more"
+	}
+	return item, nil
+}
+
+// disconnectRepo answers DELETE /api/v1/clusters/{cluster}/repos?repo=<url>.
+func (a *API) disconnectRepo(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.cluster(w, r)
+	if !ok {
+		return
+	}
+	repo, err := a.parseRepo(r.URL.Query().Get("repo"))
+	if err != nil {
+		server.WriteError(w, http.StatusBadRequest, "invalid_repo", "name the repository with ?repo=<url or owner/name>: "+err.Error())
+		return
+	}
+	err = a.Store.DisconnectRepo(r.Context(), c.ID, repo.URL())
+	if errors.Is(err, store.ErrNotFound) {
+		server.WriteError(w, http.StatusNotFound, "repo_not_connected", fmt.Sprintf("%s is not connected to cluster %s", repo.FullName(), c.Name))
+		return
+	}
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	t := team(r)
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "repo_connection.disconnect", SubjectType: "cluster",
+		SubjectID: c.ID, Detail: mustJSON(map[string]string{"cluster": c.Name, "repo": repo.URL()})})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// suggestRepos answers GET /api/v1/clusters/{cluster}/repos/suggestions: the
+// repositories the cluster's Applications deploy from, each with what connecting it
+// would take.
+func (a *API) suggestRepos(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.cluster(w, r)
+	if !ok {
+		return
+	}
+	conns, err := a.Store.ListRepoConnections(r.Context(), c.ID)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	byRepo := map[string]store.RepoConnection{}
+	for _, conn := range conns {
+		byRepo[conn.Repo] = conn
+	}
+	if a.AppRepos == nil {
+		out := make([]repoJSON, 0, len(conns))
+		for _, conn := range conns {
+			item, err := a.describeConnection(r, c.TeamID, conn)
+			if err != nil {
+				internalError(w, r, err)
+				return
+			}
+			out = append(out, item)
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{
+			"cluster": c.Name, "source": "connections", "suggestions": out,
+			"note": "the cluster's Applications are not read yet, so only the repositories already connected are listed",
+		})
+		return
+	}
+	urls, err := a.AppRepos.RepoURLs(r.Context(), c)
+	if err != nil {
+		logger(r).Warn().Err(err).Str("cluster", c.Name).Msg("Reading the cluster's Applications failed")
+		server.WriteError(w, http.StatusBadGateway, "cluster_unreadable", "the cluster's Applications could not be read: "+err.Error())
+		return
+	}
+	out, skipped, err := a.suggestions(r, c.TeamID, urls, byRepo)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "source": "applications", "suggestions": out, "skipped": skipped})
+}
+
+type skippedRepo struct {
+	URL    string `json:"url"`
+	Reason string `json:"reason"`
+}
+
+func (a *API) suggestions(r *http.Request, teamID string, urls []string, byRepo map[string]store.RepoConnection) ([]repoJSON, []skippedRepo, error) {
+	seen := map[string]bool{}
+	out := []repoJSON{}
+	skipped := []skippedRepo{}
+	for _, u := range urls {
+		repo, err := a.parseRepo(u)
+		if err != nil {
+			skipped = append(skipped, skippedRepo{URL: u, Reason: err.Error()})
+			continue
+		}
+		if seen[repo.URL()] {
+			continue
+		}
+		seen[repo.URL()] = true
+		if conn, ok := byRepo[repo.URL()]; ok {
+			item, err := a.describeConnection(r, teamID, conn)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, item)
+			continue
+		}
+		acc, err := a.repoAccess(r, teamID, repo, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		item := repoJSON{Repo: repo.URL(), FullName: repo.FullName()}
+		switch acc.status {
+		case StatusConnected:
+			item.Status = StatusInstallable
+		default:
+			item.Status = acc.status
+		}
+		out = append(out, item)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Repo < out[j].Repo })
+	return out, skipped, nil
+}

@@ -1,0 +1,297 @@
+package appcore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+func logger(r *http.Request) *zerolog.Logger { return zerolog.Ctx(r.Context()) }
+
+type stateResponse struct {
+	State      string    `json:"state"`
+	InstallURL string    `json:"install_url"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// createInstallState answers POST /api/v1/installations/state: a one-time state for
+// the caller's team and the link that installs the App with it.
+func (a *API) createInstallState(w http.ResponseWriter, r *http.Request) {
+	ttl := a.StateTTL
+	if ttl <= 0 {
+		ttl = DefaultStateTTL
+	}
+	t := team(r)
+	state, expires, err := a.Store.CreateInstallState(r.Context(), t.ID, ttl)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.state_created",
+		SubjectType: "team", SubjectID: t.ID, Detail: mustJSON(map[string]any{"expires_at": expires})})
+	w.Header().Set("Cache-Control", "no-store")
+	server.WriteJSON(w, http.StatusCreated, stateResponse{
+		State: state.Reveal(), InstallURL: a.App.InstallURL(state.Reveal()), ExpiresAt: expires,
+	})
+}
+
+type installationJSON struct {
+	InstallationID int64     `json:"installation_id,omitempty"`
+	Account        string    `json:"account,omitempty"`
+	AccountType    string    `json:"account_type,omitempty"`
+	Status         string    `json:"status"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// listInstallations answers GET /api/v1/installations.
+func (a *API) listInstallations(w http.ResponseWriter, r *http.Request) {
+	list, err := a.Store.ListInstallations(r.Context(), team(r).ID)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	out := make([]installationJSON, len(list))
+	for i, in := range list {
+		out[i] = installationJSON{InstallationID: in.InstallationID, Account: in.AccountLogin, AccountType: in.AccountType,
+			Status: string(in.Status), UpdatedAt: in.UpdatedAt}
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"installations": out, "install_url": a.App.InstallURL("")})
+}
+
+// setup answers GitHub's redirect after an installation, GET
+// /github/setup?installation_id=&setup_action=&state=. Every parameter is
+// attacker-controlled, so the order matters: the state is checked and consumed
+// first, with no call to GitHub; then a cheap local check refuses installations
+// bound to another team; only then is GitHub asked to confirm the installation, and
+// the binding is written afterwards in its own short transaction.
+func (a *API) setup(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	action := q.Get("setup_action")
+	rawID := q.Get("installation_id")
+	log := logger(r).With().Str("setup_action", action).Str("installation_id_param", rawID).Logger()
+
+	if q.Get("state") == "" {
+		log.Warn().Msg("Setup callback without state refused")
+		a.page(w, http.StatusBadRequest, page{
+			Title:   "This installation link cannot be used",
+			Message: "The link you followed has no state, so it cannot be matched to a team. Nothing was changed.",
+			Next:    "Ask your team for a fresh install link (POST /api/v1/installations/state) and open it within ten minutes.",
+		})
+		return
+	}
+	teamID, err := a.Store.ConsumeInstallState(ctx, secret.New(q.Get("state")))
+	if errors.Is(err, store.ErrInstallStateInvalid) {
+		log.Warn().Msg("Setup callback with an invalid state refused")
+		a.page(w, http.StatusBadRequest, page{
+			Title:   "This installation link has expired or was already used",
+			Message: "Install links work once and for ten minutes. Nothing was changed.",
+			Next:    "Ask your team for a fresh install link and open it right away.",
+		})
+		return
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("Consuming install state failed")
+		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not check the link. Nothing was changed.", Next: "Try again in a minute."})
+		return
+	}
+	t, err := a.Store.TeamByID(ctx, teamID)
+	if err != nil {
+		log.Error().Err(err).Msg("Reading team of install state failed")
+		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not read your team. Nothing was changed.", Next: "Try again with a fresh install link."})
+		return
+	}
+	log = log.With().Str("team", t.Name).Logger()
+
+	switch action {
+	case "request":
+		if _, err := a.Store.RecordInstallationRequest(ctx, t.ID); err != nil {
+			log.Error().Err(err).Msg("Recording installation request failed")
+			a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The request could not be recorded.", Next: "Try again with a fresh install link."})
+			return
+		}
+		a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.requested", SubjectType: "team", SubjectID: t.ID})
+		log.Info().Msg("Installation requested; waiting for an organization owner")
+		a.page(w, http.StatusAccepted, page{
+			Title:   "Waiting for approval",
+			Message: fmt.Sprintf("Your request to install the app for team %s was sent to the organization's owners.", t.Name),
+			Next:    "Once an owner approves it, create a new install link and open it to finish connecting the installation to your team.",
+		})
+		return
+	case "install", "update":
+	default:
+		a.page(w, http.StatusBadRequest, page{
+			Title:   "Unknown setup step",
+			Message: fmt.Sprintf("GitHub sent the setup step %q, which this service does not know. Nothing was changed.", action),
+			Next:    "Start again from a fresh install link.",
+		})
+		return
+	}
+
+	installationID, err := strconv.ParseInt(rawID, 10, 64)
+	if err != nil || installationID <= 0 {
+		a.page(w, http.StatusBadRequest, page{
+			Title:   "This installation link is incomplete",
+			Message: fmt.Sprintf("The installation id %q is not a valid number. Nothing was changed.", rawID),
+			Next:    "Start again from a fresh install link.",
+		})
+		return
+	}
+	log = log.With().Int64("installation_id", installationID).Logger()
+
+	// Refuse a known foreign installation before asking GitHub anything.
+	if existing, err := a.Store.InstallationByGitHubID(ctx, installationID); err == nil && existing.TeamID != t.ID {
+		a.taken(w, r, t, installationID)
+		return
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		log.Error().Err(err).Msg("Reading installation binding failed")
+		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not check the installation. Nothing was changed.", Next: "Try again with a fresh install link."})
+		return
+	}
+
+	inst, err := a.GitHub.Get(ctx, installationID)
+	if errors.Is(err, github.ErrInstallationNotFound) {
+		log.Warn().Msg("Setup callback for an installation GitHub does not know")
+		a.page(w, http.StatusNotFound, page{
+			Title:   "GitHub does not know this installation",
+			Message: "The installation was not found for this app; it may have been removed. Nothing was changed.",
+			Next:    "Install the app again from a fresh install link.",
+		})
+		return
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("Confirming installation with GitHub failed")
+		a.page(w, http.StatusBadGateway, page{
+			Title:   "GitHub could not be reached",
+			Message: "The installation could not be confirmed with GitHub. Nothing was changed.",
+			Next:    "Try again in a few minutes with a fresh install link.",
+		})
+		return
+	}
+
+	bound, err := a.Store.BindInstallation(ctx, t.ID, store.BoundInstallation{
+		InstallationID: inst.ID, AccountLogin: inst.AccountLogin, AccountType: inst.AccountType, Suspended: inst.Suspended,
+	})
+	if errors.Is(err, store.ErrInstallationTaken) {
+		a.taken(w, r, t, installationID)
+		return
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("Binding installation failed")
+		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The installation could not be saved. Nothing was changed.", Next: "Try again with a fresh install link."})
+		return
+	}
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.bound", SubjectType: "installation",
+		SubjectID: strconv.FormatInt(inst.ID, 10), Detail: mustJSON(map[string]any{"account": inst.AccountLogin, "setup_action": action})})
+	log.Info().Str("account", inst.AccountLogin).Msg("Installation bound to team")
+
+	// The binding stands on its own; the repository list is refreshed after it and,
+	// should this fail, again when a repository is connected.
+	note := ""
+	if n, err := a.refreshRepos(r, inst.ID); err != nil {
+		log.Warn().Err(err).Msg("Reading the installation's repositories failed")
+		note = "The list of repositories could not be read yet; it will be read when you connect a repository."
+	} else {
+		note = fmt.Sprintf("The app can see %d repositories.", n)
+	}
+	p := page{
+		Title:   "The app is installed",
+		Message: fmt.Sprintf("The installation on %s is now connected to team %s. %s", inst.AccountLogin, t.Name, note),
+		Next:    "Connect repositories to your clusters with POST /api/v1/clusters/{cluster}/repos.",
+	}
+	if bound.Status == store.InstallationSuspended {
+		p.Message = fmt.Sprintf("The installation on %s is connected to team %s, but it is suspended on GitHub.", inst.AccountLogin, t.Name)
+		p.Next = "Ask an owner of " + inst.AccountLogin + " to unsuspend the app; nothing can be changed through it until then."
+	}
+	a.page(w, http.StatusOK, p)
+}
+
+func (a *API) taken(w http.ResponseWriter, r *http.Request, t store.Team, installationID int64) {
+	logger(r).Warn().Int64("installation_id", installationID).Str("team", t.Name).Msg("Installation is bound to another team; bind refused")
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.bind_refused", SubjectType: "installation",
+		SubjectID: strconv.FormatInt(installationID, 10), Detail: mustJSON(map[string]string{"error": "InstallationTaken"})})
+	a.page(w, http.StatusConflict, page{
+		Code:    "InstallationTaken",
+		Title:   "This installation belongs to another team",
+		Message: "The app installation you chose is already connected to a different team. One installation serves one team. Nothing was changed.",
+		Next:    "Ask that team to share access, or install the app on another organization or account.",
+	})
+}
+
+// refreshRepos reads the installation's repositories from GitHub and stores them,
+// returning how many there are.
+func (a *API) refreshRepos(r *http.Request, installationID int64) (int, error) {
+	refs, err := a.GitHub.Repositories(r.Context(), installationID, a.WebHost)
+	if err != nil {
+		return 0, err
+	}
+	repos := make([]store.InstallationRepo, len(refs))
+	for i, ref := range refs {
+		repos[i] = store.InstallationRepo{Repo: ref.Repo.URL(), GitHubRepoID: ref.ID}
+	}
+	if _, err := a.Store.ReplaceInstallationRepos(r.Context(), installationID, repos); err != nil {
+		return 0, err
+	}
+	return len(repos), nil
+}
+
+// page is a small HTML answer for a person in a browser.
+type page struct {
+	Code    string // stable code, shown small, for support
+	Title   string
+	Message string
+	Next    string
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} · kukie-gitops</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;line-height:1.5;color:#1f2328}
+h1{font-size:1.5rem}.next{background:#f6f8fa;border-radius:6px;padding:.75rem 1rem}.code{color:#59636e;font-size:.8rem}
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
+{{if .Next}}<p class="next">{{.Next}}</p>{{end}}
+{{if .Code}}<p class="code">Code: {{.Code}}</p>{{end}}
+</body>
+</html>
+`))
+
+// page writes p. The URL carries the state, so the answer must not leak it through
+// a Referer, and must not be cached.
+func (a *API) page(w http.ResponseWriter, status int, p page) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = pageTemplate.Execute(w, p)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only maps of plain values are passed; failing to encode one is a bug.
+		panic(fmt.Sprintf("encode audit detail: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// RequestIDHeader carries the request id in both directions: a caller's id is kept
+// when it looks like one, so logs of a proxy and of this service line up.
+const RequestIDHeader = "X-Request-Id"
+
+// Log keys this package writes.
+const (
+	logKeyRequestID = "request_id"
+	logKeyTeam      = "team"
+)
+
+var wellFormedRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+type requestStateKey struct{}
+
+// requestState lets inner middleware tell the request log what it learned.
+type requestState struct {
+	team string
+}
+
+type teamKey struct{}
+
+// TeamFrom returns the team that authenticated the request (see TeamAuth).
+func TeamFrom(ctx context.Context) (store.Team, bool) {
+	t, ok := ctx.Value(teamKey{}).(store.Team)
+	return t, ok
+}
+
+// WithTeam returns ctx carrying team, for tests of handlers mounted with TeamAuth.
+func WithTeam(ctx context.Context, team store.Team) context.Context {
+	return context.WithValue(ctx, teamKey{}, team)
+}
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+type requestIDKey struct{}
+
+// observe gives each request an id and a logger carrying it, and logs one line per
+// request. Only the path is logged: query strings may carry one-time secrets (the
+// installation state), and headers may carry tokens.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(RequestIDHeader)
+		if !wellFormedRequestID.MatchString(id) {
+			id = newRequestID()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		log := s.deps.Logger.With().Str(logKeyRequestID, id).Logger()
+		state := &requestState{}
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		ctx = context.WithValue(ctx, requestStateKey{}, state)
+		ctx = log.WithContext(ctx)
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(ctx))
+
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		ev := log.Info()
+		if status >= 500 {
+			ev = log.Error()
+		}
+		if state.team != "" {
+			ev = ev.Str(logKeyTeam, state.team)
+		}
+		ev.Str("method", r.Method).
+			Str("path", r.URL.Path).
+			Int("status", status).
+			Int64("bytes", rec.bytes).
+			Dur("duration", time.Since(start)).
+			Str("remote", r.RemoteAddr).
+			Msg("Request")
+	})
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// statusRecorder remembers the status and size of a response. Unwrap lets
+// http.ResponseController reach Flush and deadlines of the real writer.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// recoverPanics turns a handler panic into a logged 500 instead of a dropped
+// connection, so one bad request cannot take the process down.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				// The handler asked for the connection to be dropped; net/http does that.
+				panic(p)
+			}
+			zerolog.Ctx(r.Context()).Error().
+				Interface("panic", p).
+				Str("stack", string(debug.Stack())).
+				Msg("Handler panicked")
+			if rec.status == 0 {
+				WriteError(rec, http.StatusInternalServerError, "internal", "internal error; see the server log for request "+RequestID(r.Context()))
+			}
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+type rawBodyKey struct{}
+
+type rawBody struct{ body io.ReadCloser }
+
+// limitBody caps every request body at Config.MaxBodyBytes; MaxBody can grant a
+// route more, which is why the unwrapped body is kept in the context.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := context.WithValue(r.Context(), rawBodyKey{}, rawBody{r.Body})
+		r = r.WithContext(ctx)
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireTeam authenticates the caller by bearer token.
+func (s *Server) requireTeam(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log := zerolog.Ctx(r.Context())
+		header := r.Header.Get("Authorization")
+		var team store.Team
+		switch {
+		case header == "" && s.deps.DevTeam != nil:
+			team = *s.deps.DevTeam
+		case header == "":
+			unauthorized(w, "missing_token", "this endpoint needs an API token: Authorization: Bearer <token>")
+			return
+		default:
+			scheme, token, ok := strings.Cut(header, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+				unauthorized(w, "invalid_token", "the Authorization header must be 'Bearer <token>'")
+				return
+			}
+			found, err := s.deps.Auth.TeamForAPIToken(r.Context(), secret.New(strings.TrimSpace(token)))
+			if errors.Is(err, store.ErrNotFound) {
+				unauthorized(w, "invalid_token", "the API token is unknown or revoked")
+				return
+			}
+			if err != nil {
+				log.Error().Err(err).Msg("Token lookup failed")
+				WriteError(w, http.StatusServiceUnavailable, "auth_unavailable", "cannot check the API token right now; retry later")
+				return
+			}
+			team = found
+		}
+		if st, ok := r.Context().Value(requestStateKey{}).(*requestState); ok {
+			st.team = team.Name
+		}
+		ctx := WithTeam(r.Context(), team)
+		l := log.With().Str(logKeyTeam, team.Name).Logger()
+		next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
+	})
+}
+
+func unauthorized(w http.ResponseWriter, code, reason string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="kukie-gitops"`)
+	WriteError(w, http.StatusUnauthorized, code, reason)
+}

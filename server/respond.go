@@ -1,0 +1,61 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// ErrorBody is the JSON shape of every error answer.
+type ErrorBody struct {
+	// Error is a stable, machine-readable code such as "invalid_token".
+	Error string `json:"error"`
+	// Reason says in words what went wrong and, where possible, what to do.
+	Reason string `json:"reason"`
+}
+
+// WriteError answers with status and {"error": code, "reason": reason}.
+func WriteError(w http.ResponseWriter, status int, code, reason string) {
+	WriteJSON(w, status, ErrorBody{Error: code, Reason: reason})
+}
+
+// WriteJSON answers with status and v encoded as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"internal","reason":"cannot encode the response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// DecodeJSON reads the request body into v, rejecting unknown fields and trailing
+// data. On failure it has already answered (400 or 413) and returns false.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
+	case errors.Is(err, io.EOF):
+		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is empty; a JSON object is required")
+	default:
+		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is not valid: "+err.Error())
+	}
+	return false
+}

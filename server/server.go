@@ -1,0 +1,265 @@
+// Package server owns the HTTP front of the service: the net/http server with its
+// timeouts and body limits, the middleware every request passes (request id, request
+// log, panic recovery, team authentication), the health endpoints, JSON answers and
+// errors, and graceful shutdown. It holds no business logic.
+//
+// # Mounting routes
+//
+// Other packages add their endpoints to a Server before it runs, with Go 1.22
+// method-and-path patterns:
+//
+//	srv, err := server.New(cfg, deps)
+//	srv.Handle("POST /api/v1/changes", changes, server.TeamAuth())
+//	srv.Handle("POST /webhooks/github", webhooks, server.MaxBody(25<<20))
+//	err = srv.Run(ctx) // returns after ctx is cancelled and in-flight requests drained
+//
+// Every route gets the request id, request log and panic recovery, and the body
+// limit of Config.MaxBodyBytes unless MaxBody says otherwise. TeamAuth makes a route
+// require an API token (Authorization: Bearer kuk_...); the handler then reads the
+// caller's team with TeamFrom. Errors are answered with WriteError, which writes
+// {"error": "<stable_code>", "reason": "<human text>"}.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Defaults used where Config leaves a field zero.
+const (
+	DefaultAddress           = "127.0.0.1:8080"
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultMaxBodyBytes      = 1 << 20
+	readinessCheckTimeout    = 3 * time.Second
+)
+
+// Config holds the server's own settings.
+type Config struct {
+	Address           string
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take to finish after
+	// shutdown begins; requests still running then are cut off.
+	ShutdownTimeout time.Duration
+	MaxBodyBytes    int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Address == "" {
+		c.Address = DefaultAddress
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return c
+}
+
+// Authenticator resolves an API token to the team it belongs to. A token that is
+// unknown or revoked must be reported as store.ErrNotFound. *store.DB implements it.
+type Authenticator interface {
+	TeamForAPIToken(ctx context.Context, token secret.Secret) (store.Team, error)
+}
+
+// Check is one readiness condition, such as "the database answers".
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are the collaborators a Server needs.
+type Deps struct {
+	Logger zerolog.Logger
+	// Auth resolves bearer tokens; required, so the API can never run unauthenticated.
+	Auth Authenticator
+	// DevTeam, when set, is the team of requests that carry no token at all. For the
+	// dev profile only: it makes the API usable without creating tokens, and is
+	// logged as insecure at startup. A request with a bad token is still refused.
+	DevTeam *store.Team
+	// Ready lists what /readyz checks.
+	Ready []Check
+}
+
+// Server is the HTTP server. Create it with New, add routes, then Run.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	mux      *http.ServeMux
+	handler  http.Handler
+	draining atomic.Bool
+	addr     atomic.Value // net.Addr once listening
+}
+
+// New builds a server with /healthz and /readyz mounted.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Auth == nil {
+		return nil, errors.New("server: no authenticator configured; refusing to serve an unauthenticated API")
+	}
+	cfg = cfg.withDefaults()
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("server: max body bytes must be positive, got %d", cfg.MaxBodyBytes)
+	}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
+	s.handler = s.observe(s.recoverPanics(s.limitBody(s.mux)))
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// Mux is the router, for handlers that need nothing Handle offers.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Handler is the complete handler with all middleware, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// RouteOption changes how one route is served.
+type RouteOption func(s *Server, h http.Handler) http.Handler
+
+// TeamAuth requires a valid API token (or, in the dev profile, no token at all) and
+// puts the caller's team into the request context.
+func TeamAuth() RouteOption {
+	return func(s *Server, h http.Handler) http.Handler { return s.requireTeam(h) }
+}
+
+// MaxBody replaces the default request body limit for one route, such as webhooks,
+// whose payloads GitHub caps at 25 MB.
+func MaxBody(n int64) RouteOption {
+	return func(_ *Server, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if raw, ok := r.Context().Value(rawBodyKey{}).(rawBody); ok {
+				r.Body = http.MaxBytesReader(w, raw.body, n)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// Handle mounts h on a Go 1.22 pattern ("POST /api/v1/changes"). Options apply in
+// order, the first one outermost.
+func (s *Server) Handle(pattern string, h http.Handler, opts ...RouteOption) {
+	for i := len(opts) - 1; i >= 0; i-- {
+		h = opts[i](s, h)
+	}
+	s.mux.Handle(pattern, h)
+}
+
+// HandleFunc is Handle for a function.
+func (s *Server) HandleFunc(pattern string, h http.HandlerFunc, opts ...RouteOption) {
+	s.Handle(pattern, h, opts...)
+}
+
+// Addr is the address the server listens on, once it does; nil before.
+func (s *Server) Addr() net.Addr {
+	a, _ := s.addr.Load().(net.Addr)
+	return a
+}
+
+// Run listens on the configured address and serves until ctx is cancelled, then
+// shuts down gracefully (see Serve).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Address)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Address, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is cancelled. Then it stops accepting connections,
+// fails /readyz so load balancers stop sending traffic, waits up to
+// Config.ShutdownTimeout for in-flight requests to finish, and returns nil if they
+// all did. Request contexts are not cancelled by shutdown: a request that started
+// is allowed to complete.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	log := s.deps.Logger
+	s.addr.Store(ln.Addr())
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          stdlog.New(log.With().Str("component", "net/http").Logger(), "", 0),
+		BaseContext: func(net.Listener) context.Context {
+			return log.WithContext(context.WithoutCancel(ctx))
+		},
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info().Str("address", ln.Addr().String()).Msg("Listening")
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	log.Info().Dur("timeout", s.cfg.ShutdownTimeout).Msg("Shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %s were cut off: %w", s.cfg.ShutdownTimeout, err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	log.Info().Msg("HTTP server stopped")
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		WriteError(w, http.StatusServiceUnavailable, "not_ready", "shutting down")
+		return
+	}
+	for _, c := range s.deps.Ready {
+		ctx, cancel := context.WithTimeout(r.Context(), readinessCheckTimeout)
+		err := c.Check(ctx)
+		cancel()
+		if err != nil {
+			zerolog.Ctx(r.Context()).Warn().Err(err).Str("check", c.Name).Msg("Readiness check failed")
+			WriteError(w, http.StatusServiceUnavailable, "not_ready", c.Name+": "+err.Error())
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

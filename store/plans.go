@@ -1,0 +1,518 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrStale is returned when a plan was changed by someone else since it was read;
+// the caller re-reads the plan and decides again.
+var ErrStale = errors.New("plan changed concurrently")
+
+// PlanTarget names the Kubernetes object a plan changes.
+type PlanTarget struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// Plan is one change request and everything the pipeline learned and did for it.
+// Status values and their meaning belong to package plan; the store only keeps them.
+type Plan struct {
+	Code           string
+	TeamID         string
+	IdempotencyKey string
+	Cluster        string
+	Target         PlanTarget
+	Change         json.RawMessage
+	Reason         string
+	RequestedBy    string
+
+	Path         string // "git", "direct" or "" until decided
+	Status       string
+	StatusReason string // why the plan was refused or failed, for a person
+	ErrorCode    string // the same, as a stable code for a program
+	FailedStep   string // the state an operator retry returns to
+
+	Repo           string // normalized "owner/name"
+	InstallationID int64
+	BaseBranch     string
+	BaseSHA        string
+	CommitSHA      string
+	HeadSHA        string
+	Branch         string
+	PRNumber       int64
+	PRURL          string
+	CheckRunID     int64
+	CheckRunURL    string
+	MergeSHA       string
+	WaitingOn      string // code of the plan holding a lock this one needs
+	RollbackOf     string // code of the plan this one reverts
+	RolledBackBy   string // code of the plan that reverts this one
+	DeployDeadline time.Time
+
+	Payload json.RawMessage // JSON object owned by package plan
+
+	ClaimedBy      string
+	ClaimExpiresAt time.Time
+
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// PlanEvent is one recorded step or transition of a plan.
+type PlanEvent struct {
+	PlanCode   string
+	Seq        int64
+	Actor      string
+	FromStatus string
+	ToStatus   string
+	Step       string
+	Message    string
+	CreatedAt  time.Time
+}
+
+type planRow struct {
+	Code             string         `db:"code"`
+	TeamID           string         `db:"team_id"`
+	IdempotencyKey   sql.NullString `db:"idempotency_key"`
+	Cluster          string         `db:"cluster"`
+	TargetAPIVersion string         `db:"target_api_version"`
+	TargetKind       string         `db:"target_kind"`
+	TargetNamespace  string         `db:"target_namespace"`
+	TargetName       string         `db:"target_name"`
+	ChangeJSON       string         `db:"change_json"`
+	Reason           string         `db:"reason"`
+	RequestedBy      string         `db:"requested_by"`
+	Path             string         `db:"path"`
+	Status           string         `db:"status"`
+	StatusReason     string         `db:"status_reason"`
+	ErrorCode        string         `db:"error_code"`
+	FailedStep       string         `db:"failed_step"`
+	Repo             string         `db:"repo"`
+	InstallationID   int64          `db:"installation_id"`
+	BaseBranch       string         `db:"base_branch"`
+	BaseSHA          string         `db:"base_sha"`
+	CommitSHA        string         `db:"commit_sha"`
+	HeadSHA          string         `db:"head_sha"`
+	Branch           string         `db:"branch"`
+	PRNumber         int64          `db:"pr_number"`
+	PRURL            string         `db:"pr_url"`
+	CheckRunID       int64          `db:"check_run_id"`
+	CheckRunURL      string         `db:"check_run_url"`
+	MergeSHA         string         `db:"merge_sha"`
+	WaitingOn        string         `db:"waiting_on"`
+	RollbackOf       string         `db:"rollback_of"`
+	RolledBackBy     string         `db:"rolled_back_by"`
+	DeployDeadlineAt sql.NullInt64  `db:"deploy_deadline_at"`
+	Payload          string         `db:"payload"`
+	ClaimedBy        string         `db:"claimed_by"`
+	ClaimExpiresAt   sql.NullInt64  `db:"claim_expires_at"`
+	Version          int64          `db:"version"`
+	CreatedAt        int64          `db:"created_at"`
+	UpdatedAt        int64          `db:"updated_at"`
+}
+
+const planColumns = `code, team_id, idempotency_key, cluster, target_api_version, target_kind,
+	target_namespace, target_name, change_json, reason, requested_by, path, status, status_reason,
+	error_code, failed_step, repo, installation_id, base_branch, base_sha, commit_sha, head_sha,
+	branch, pr_number, pr_url, check_run_id, check_run_url, merge_sha, waiting_on, rollback_of,
+	rolled_back_by, deploy_deadline_at, payload, claimed_by, claim_expires_at, version,
+	created_at, updated_at`
+
+func (r planRow) plan() Plan {
+	return Plan{
+		Code: r.Code, TeamID: r.TeamID, IdempotencyKey: r.IdempotencyKey.String, Cluster: r.Cluster,
+		Target: PlanTarget{APIVersion: r.TargetAPIVersion, Kind: r.TargetKind, Namespace: r.TargetNamespace, Name: r.TargetName},
+		Change: json.RawMessage(r.ChangeJSON),
+		Reason: r.Reason, RequestedBy: r.RequestedBy, Path: r.Path, Status: r.Status,
+		StatusReason: r.StatusReason, ErrorCode: r.ErrorCode, FailedStep: r.FailedStep,
+		Repo: r.Repo, InstallationID: r.InstallationID, BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA,
+		CommitSHA: r.CommitSHA, HeadSHA: r.HeadSHA, Branch: r.Branch, PRNumber: r.PRNumber, PRURL: r.PRURL,
+		CheckRunID: r.CheckRunID, CheckRunURL: r.CheckRunURL, MergeSHA: r.MergeSHA, WaitingOn: r.WaitingOn,
+		RollbackOf: r.RollbackOf, RolledBackBy: r.RolledBackBy, DeployDeadline: nullMillis(r.DeployDeadlineAt),
+		Payload:   json.RawMessage(r.Payload),
+		ClaimedBy: r.ClaimedBy, ClaimExpiresAt: nullMillis(r.ClaimExpiresAt),
+		Version: r.Version, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
+	}
+}
+
+func rowOf(p Plan) planRow {
+	r := planRow{
+		Code: p.Code, TeamID: p.TeamID, Cluster: p.Cluster,
+		TargetAPIVersion: p.Target.APIVersion, TargetKind: p.Target.Kind, TargetNamespace: p.Target.Namespace, TargetName: p.Target.Name,
+		ChangeJSON: string(p.Change), Reason: p.Reason, RequestedBy: p.RequestedBy, Path: p.Path, Status: p.Status,
+		StatusReason: p.StatusReason, ErrorCode: p.ErrorCode, FailedStep: p.FailedStep, Repo: p.Repo,
+		InstallationID: p.InstallationID, BaseBranch: p.BaseBranch, BaseSHA: p.BaseSHA, CommitSHA: p.CommitSHA,
+		HeadSHA: p.HeadSHA, Branch: p.Branch, PRNumber: p.PRNumber, PRURL: p.PRURL, CheckRunID: p.CheckRunID,
+		CheckRunURL: p.CheckRunURL, MergeSHA: p.MergeSHA, WaitingOn: p.WaitingOn, RollbackOf: p.RollbackOf,
+		RolledBackBy: p.RolledBackBy, DeployDeadlineAt: optionalMillis(p.DeployDeadline), Payload: string(p.Payload),
+		ClaimedBy: p.ClaimedBy, ClaimExpiresAt: optionalMillis(p.ClaimExpiresAt),
+		Version: p.Version, CreatedAt: toMillis(p.CreatedAt), UpdatedAt: toMillis(p.UpdatedAt),
+	}
+	if p.IdempotencyKey != "" {
+		r.IdempotencyKey = sql.NullString{String: p.IdempotencyKey, Valid: true}
+	}
+	if r.ChangeJSON == "" {
+		r.ChangeJSON = "{}"
+	}
+	if r.Payload == "" {
+		r.Payload = "{}"
+	}
+	return r
+}
+
+// CreatePlan stores a new plan with its first event. When the team already has a plan
+// with the same idempotency key, that plan is returned instead and created is false:
+// one key never yields two plans, however many requests race.
+func (db *DB) CreatePlan(ctx context.Context, p Plan, ev PlanEvent) (_ Plan, created bool, err error) {
+	if p.Code == "" || p.TeamID == "" || p.Status == "" {
+		return Plan{}, false, errors.New("create plan: code, team and status are required")
+	}
+	now := time.Now()
+	p.Version, p.CreatedAt, p.UpdatedAt = 1, now, now
+	row := rowOf(p)
+	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.NamedExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (`+namedPlaceholders(planColumns)+`)
+			ON CONFLICT DO NOTHING`, row)
+		if err != nil {
+			return fmt.Errorf("insert plan %s: %w", p.Code, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert plan %s: %w", p.Code, err)
+		}
+		if n == 0 {
+			return ErrConflict
+		}
+		ev.PlanCode, ev.Seq, ev.ToStatus = p.Code, 1, p.Status
+		return insertPlanEvent(ctx, tx, p.TeamID, ev, now)
+	})
+	if errors.Is(err, ErrConflict) && p.IdempotencyKey != "" {
+		existing, gerr := db.PlanByIdempotencyKey(ctx, p.TeamID, p.IdempotencyKey)
+		if gerr != nil {
+			return Plan{}, false, fmt.Errorf("create plan: read plan of idempotency key: %w", gerr)
+		}
+		return existing, false, nil
+	}
+	if errors.Is(err, ErrConflict) {
+		return Plan{}, false, fmt.Errorf("create plan %s: %w", p.Code, ErrConflict)
+	}
+	if err != nil {
+		return Plan{}, false, err
+	}
+	return rowOf(p).plan(), true, nil
+}
+
+func namedPlaceholders(columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = ":" + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PlanByCode reads one plan regardless of team (for webhooks and workers).
+func (db *DB) PlanByCode(ctx context.Context, code string) (Plan, error) {
+	var row planRow
+	err := db.GetContext(ctx, &row, db.Rebind(`SELECT `+planColumns+` FROM plans WHERE code = ?`), code)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Plan{}, fmt.Errorf("plan %s: %w", code, ErrNotFound)
+	}
+	if err != nil {
+		return Plan{}, fmt.Errorf("read plan %s: %w", code, err)
+	}
+	return row.plan(), nil
+}
+
+// TeamPlan reads a plan of one team; another team's plan is ErrNotFound.
+func (db *DB) TeamPlan(ctx context.Context, teamID, code string) (Plan, error) {
+	p, err := db.PlanByCode(ctx, code)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.TeamID != teamID {
+		return Plan{}, fmt.Errorf("plan %s: %w", code, ErrNotFound)
+	}
+	return p, nil
+}
+
+// PlanByIdempotencyKey reads the team's plan created with key.
+func (db *DB) PlanByIdempotencyKey(ctx context.Context, teamID, key string) (Plan, error) {
+	var row planRow
+	err := db.GetContext(ctx, &row, db.Rebind(`SELECT `+planColumns+` FROM plans WHERE team_id = ? AND idempotency_key = ?`), teamID, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Plan{}, fmt.Errorf("plan with idempotency key: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Plan{}, fmt.Errorf("read plan by idempotency key: %w", err)
+	}
+	return row.plan(), nil
+}
+
+// PlanFilter selects plans; empty fields match everything.
+type PlanFilter struct {
+	TeamID    string
+	Cluster   string
+	Statuses  []string
+	Repo      string
+	Branch    string
+	PRNumber  int64
+	WaitingOn string
+	// Target matches plans on this object (all four fields compared; an empty
+	// namespace matches only an empty namespace).
+	Target *PlanTarget
+	Limit  int // default 100, at most 1000
+}
+
+// ListPlans returns matching plans, newest first.
+func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
+	query := `SELECT ` + planColumns + ` FROM plans WHERE 1 = 1`
+	var args []any
+	add := func(cond string, v any) {
+		query += ` AND ` + cond
+		args = append(args, v)
+	}
+	if f.TeamID != "" {
+		add(`team_id = ?`, f.TeamID)
+	}
+	if f.Cluster != "" {
+		add(`cluster = ?`, f.Cluster)
+	}
+	if f.Repo != "" {
+		add(`repo = ?`, f.Repo)
+	}
+	if f.Branch != "" {
+		add(`branch = ?`, f.Branch)
+	}
+	if f.PRNumber != 0 {
+		add(`pr_number = ?`, f.PRNumber)
+	}
+	if f.WaitingOn != "" {
+		add(`waiting_on = ?`, f.WaitingOn)
+	}
+	if f.Target != nil {
+		add(`target_api_version = ?`, f.Target.APIVersion)
+		add(`target_kind = ?`, f.Target.Kind)
+		add(`target_namespace = ?`, f.Target.Namespace)
+		add(`target_name = ?`, f.Target.Name)
+	}
+	if len(f.Statuses) > 0 {
+		query += ` AND status IN (?` + strings.Repeat(`, ?`, len(f.Statuses)-1) + `)`
+		for _, s := range f.Statuses {
+			args = append(args, s)
+		}
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	query += ` ORDER BY created_at DESC, code DESC LIMIT ?`
+	args = append(args, min(limit, 1000))
+	var rows []planRow
+	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	out := make([]Plan, len(rows))
+	for i, r := range rows {
+		out[i] = r.plan()
+	}
+	return out, nil
+}
+
+// UpdatePlan writes p's mutable columns if nobody changed the plan since p was read
+// (p.Version), records ev as the next event, and writes an audit row when the status
+// changes. It returns the stored plan with its new version, or ErrStale.
+func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error) {
+	now := time.Now()
+	prevVersion := p.Version
+	p.Version, p.UpdatedAt = prevVersion+1, now
+	row := rowOf(p)
+	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
+		var fromStatus string
+		err := tx.GetContext(ctx, &fromStatus, tx.Rebind(`SELECT status FROM plans WHERE code = ? AND version = ?`), p.Code, prevVersion)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrStale
+		}
+		if err != nil {
+			return fmt.Errorf("read plan %s: %w", p.Code, err)
+		}
+		res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE plans SET path = ?, status = ?, status_reason = ?, error_code = ?,
+			failed_step = ?, repo = ?, installation_id = ?, base_branch = ?, base_sha = ?, commit_sha = ?, head_sha = ?,
+			branch = ?, pr_number = ?, pr_url = ?, check_run_id = ?, check_run_url = ?, merge_sha = ?, waiting_on = ?,
+			rollback_of = ?, rolled_back_by = ?, deploy_deadline_at = ?, payload = ?, claimed_by = ?, claim_expires_at = ?,
+			version = ?, updated_at = ?
+			WHERE code = ? AND version = ?`),
+			row.Path, row.Status, row.StatusReason, row.ErrorCode, row.FailedStep, row.Repo, row.InstallationID,
+			row.BaseBranch, row.BaseSHA, row.CommitSHA, row.HeadSHA, row.Branch, row.PRNumber, row.PRURL,
+			row.CheckRunID, row.CheckRunURL, row.MergeSHA, row.WaitingOn, row.RollbackOf, row.RolledBackBy,
+			row.DeployDeadlineAt, row.Payload, row.ClaimedBy, row.ClaimExpiresAt, row.Version, row.UpdatedAt,
+			p.Code, prevVersion)
+		if err != nil {
+			return fmt.Errorf("update plan %s: %w", p.Code, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return ErrStale
+		}
+		ev.PlanCode, ev.Seq = p.Code, p.Version
+		if ev.FromStatus == "" {
+			ev.FromStatus = fromStatus
+		}
+		if ev.ToStatus == "" {
+			ev.ToStatus = p.Status
+		}
+		return insertPlanEvent(ctx, tx, p.TeamID, ev, now)
+	})
+	if errors.Is(err, ErrStale) {
+		return Plan{}, fmt.Errorf("update plan %s: %w", p.Code, ErrStale)
+	}
+	if err != nil {
+		return Plan{}, err
+	}
+	return rowOf(p).plan(), nil
+}
+
+func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, teamID string, ev PlanEvent, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO plan_events
+		(plan_code, seq, actor, from_status, to_status, step, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		ev.PlanCode, ev.Seq, ev.Actor, ev.FromStatus, ev.ToStatus, ev.Step, ev.Message, toMillis(now)); err != nil {
+		if IsUniqueViolation(err) {
+			return ErrStale
+		}
+		return fmt.Errorf("record event of plan %s: %w", ev.PlanCode, err)
+	}
+	if ev.FromStatus == ev.ToStatus {
+		return nil
+	}
+	detail, err := json.Marshal(map[string]string{"from": ev.FromStatus, "to": ev.ToStatus, "step": ev.Step, "message": ev.Message})
+	if err != nil {
+		return fmt.Errorf("encode audit detail: %w", err)
+	}
+	actor := ev.Actor
+	if actor == "" {
+		actor = "system"
+	}
+	_, err = RecordAuditEventTx(ctx, tx, AuditEvent{TeamID: teamID, Actor: actor, Action: "plan.transition",
+		SubjectType: "plan", SubjectID: ev.PlanCode, Detail: detail, CreatedAt: now})
+	return err
+}
+
+// PlanEvents returns a plan's history, oldest first.
+func (db *DB) PlanEvents(ctx context.Context, code string) ([]PlanEvent, error) {
+	var rows []struct {
+		PlanCode   string `db:"plan_code"`
+		Seq        int64  `db:"seq"`
+		Actor      string `db:"actor"`
+		FromStatus string `db:"from_status"`
+		ToStatus   string `db:"to_status"`
+		Step       string `db:"step"`
+		Message    string `db:"message"`
+		CreatedAt  int64  `db:"created_at"`
+	}
+	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT plan_code, seq, actor, from_status, to_status, step, message, created_at
+		FROM plan_events WHERE plan_code = ? ORDER BY seq`), code); err != nil {
+		return nil, fmt.Errorf("list events of plan %s: %w", code, err)
+	}
+	out := make([]PlanEvent, len(rows))
+	for i, r := range rows {
+		out[i] = PlanEvent{PlanCode: r.PlanCode, Seq: r.Seq, Actor: r.Actor, FromStatus: r.FromStatus, ToStatus: r.ToStatus,
+			Step: r.Step, Message: r.Message, CreatedAt: fromMillis(r.CreatedAt)}
+	}
+	return out, nil
+}
+
+// ClaimPlan gives owner exclusive work on a plan until the claim expires, so that two
+// workers (or two replicas) never run the same plan's steps at once. It reports
+// whether the claim was taken; an expired claim of someone else may be taken over.
+func (db *DB) ClaimPlan(ctx context.Context, code, owner string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE plans SET claimed_by = ?, claim_expires_at = ?
+		WHERE code = ? AND (claimed_by = '' OR claimed_by = ? OR claim_expires_at IS NULL OR claim_expires_at < ?)`),
+		owner, toMillis(now.Add(ttl)), code, owner, toMillis(now))
+	if err != nil {
+		return false, fmt.Errorf("claim plan %s: %w", code, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("claim plan %s: %w", code, err)
+	}
+	return n == 1, nil
+}
+
+// ReleasePlanClaim ends owner's claim on a plan.
+func (db *DB) ReleasePlanClaim(ctx context.Context, code, owner string) error {
+	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE plans SET claimed_by = '', claim_expires_at = NULL
+		WHERE code = ? AND claimed_by = ?`), code, owner); err != nil {
+		return fmt.Errorf("release claim on plan %s: %w", code, err)
+	}
+	return nil
+}
+
+// FileLock is one (repository, file) held by a plan.
+type FileLock struct {
+	Repo       string    `db:"repo"`
+	Path       string    `db:"path"`
+	PlanCode   string    `db:"plan_code"`
+	AcquiredAt time.Time `db:"-"`
+}
+
+// AcquireFileLocks takes every (repo, path) for plan, or none of them. When another
+// plan holds one of the files, its code is returned and nothing is taken. Taking
+// locks the plan already holds succeeds.
+func (db *DB) AcquireFileLocks(ctx context.Context, planCode, repo string, paths []string) (holder string, err error) {
+	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
+		now := toMillis(time.Now())
+		for _, p := range paths {
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO file_locks (repo, path, plan_code, acquired_at)
+				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), repo, p, planCode, now); err != nil {
+				return fmt.Errorf("lock %s in %s: %w", p, repo, err)
+			}
+			var owner string
+			if err := tx.GetContext(ctx, &owner, tx.Rebind(`SELECT plan_code FROM file_locks WHERE repo = ? AND path = ?`), repo, p); err != nil {
+				return fmt.Errorf("read lock of %s in %s: %w", p, repo, err)
+			}
+			if owner != planCode {
+				holder = owner
+				return ErrConflict
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrConflict) {
+		return holder, nil
+	}
+	return "", err
+}
+
+// ReleaseFileLocks drops every lock of plan and returns what was released.
+func (db *DB) ReleaseFileLocks(ctx context.Context, planCode string) ([]FileLock, error) {
+	var released []FileLock
+	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.SelectContext(ctx, &released, tx.Rebind(`SELECT repo, path, plan_code FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
+			return fmt.Errorf("read locks of plan %s: %w", planCode, err)
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
+			return fmt.Errorf("release locks of plan %s: %w", planCode, err)
+		}
+		return nil
+	})
+	return released, err
+}
+
+// FileLocks lists the locks of a plan.
+func (db *DB) FileLocks(ctx context.Context, planCode string) ([]FileLock, error) {
+	var locks []FileLock
+	if err := db.SelectContext(ctx, &locks, db.Rebind(`SELECT repo, path, plan_code FROM file_locks WHERE plan_code = ? ORDER BY path`), planCode); err != nil {
+		return nil, fmt.Errorf("read locks of plan %s: %w", planCode, err)
+	}
+	return locks, nil
+}
