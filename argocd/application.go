@@ -22,11 +22,11 @@ func (a *Application) Key() AppKey { return AppKey{Namespace: a.Namespace, Name:
 
 // AppSpec is spec of an Application.
 type AppSpec struct {
-	Project     string          `json:"project,omitempty"`
-	Source      *AppSource      `json:"source,omitempty"`
-	Sources     []AppSource     `json:"sources,omitempty"`
-	Destination AppDestination  `json:"destination"`
-	SyncPolicy  *AppSyncPolicy  `json:"syncPolicy,omitempty"`
+	Project     string         `json:"project,omitempty"`
+	Source      *AppSource     `json:"source,omitempty"`
+	Sources     []AppSource    `json:"sources,omitempty"`
+	Destination AppDestination `json:"destination"`
+	SyncPolicy  *AppSyncPolicy `json:"syncPolicy,omitempty"`
 }
 
 // AppSource is one entry of spec.source or spec.sources.

@@ -113,7 +113,7 @@ func Own(res Resource, apps *AppIndex, opts Options) Ownership {
 	}
 	return Ownership{
 		Level:    LevelNone,
-		Reason:   fmt.Sprintf("%s carries no Argo CD tracking annotation and no Application lists it: Argo CD does not manage it.", res.Ref),
+		Reason:   fmt.Sprintf("%s carries no valid Argo CD tracking annotation of its own and no Application lists it: Argo CD does not manage it.", res.Ref),
 		Warnings: warnings,
 	}
 }

@@ -55,68 +55,68 @@ const (
 
 // Config is every setting of the service.
 type Config struct {
-	Server     Server     `yaml:"server"`
-	Database   Database   `yaml:"database"`
-	GitHub     GitHub     `yaml:"github"`
-	Auth       Auth       `yaml:"auth"`
-	Encryption Encryption `yaml:"encryption"`
-	Log        Log        `yaml:"log"`
+	Server     Server     `yaml:"server" json:"server"`
+	Database   Database   `yaml:"database" json:"database"`
+	GitHub     GitHub     `yaml:"github" json:"github"`
+	Auth       Auth       `yaml:"auth" json:"auth"`
+	Encryption Encryption `yaml:"encryption" json:"encryption"`
+	Log        Log        `yaml:"log" json:"log"`
 }
 
 // Server holds HTTP settings; zero durations take the server package's defaults.
 type Server struct {
-	Address           string        `yaml:"address"`
-	PublicURL         string        `yaml:"public_url"`
-	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
-	ReadTimeout       time.Duration `yaml:"read_timeout"`
-	WriteTimeout      time.Duration `yaml:"write_timeout"`
-	IdleTimeout       time.Duration `yaml:"idle_timeout"`
-	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
-	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	Address           string        `yaml:"address" json:"address"`
+	PublicURL         string        `yaml:"public_url" json:"public_url"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" json:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout" json:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout" json:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+	MaxBodyBytes      int64         `yaml:"max_body_bytes" json:"max_body_bytes"`
 }
 
 // Database names the store.
 type Database struct {
 	// URL is a URL without credentials, which may live in the YAML file: sqlite:PATH,
 	// or postgres://kukie@db/kukie?sslmode=verify-full with the password in PGPASSWORD.
-	URL string `yaml:"url"`
+	URL string `yaml:"url" json:"url"`
 	// SecretURL is a URL that may carry a password; it comes from KUKIE_DATABASE_URL
 	// or the file named by url_file, and wins over URL.
-	SecretURL secret.Secret `yaml:"-"`
-	URLFile   string        `yaml:"url_file"`
+	SecretURL secret.Secret `yaml:"-" json:"secret_url"`
+	URLFile   string        `yaml:"url_file" json:"url_file"`
 }
 
 // GitHub holds the GitHub App's identity and endpoints.
 type GitHub struct {
-	AppID             int64         `yaml:"app_id"`
-	AppSlug           string        `yaml:"app_slug"`
-	WebURL            string        `yaml:"web_url"`
-	APIURL            string        `yaml:"api_url"`
-	GraphQLURL        string        `yaml:"graphql_url"`
-	PrivateKey        secret.Secret `yaml:"-"`
-	PrivateKeyFile    string        `yaml:"private_key_file"`
-	WebhookSecret     secret.Secret `yaml:"-"`
-	WebhookSecretFile string        `yaml:"webhook_secret_file"`
+	AppID             int64         `yaml:"app_id" json:"app_id"`
+	AppSlug           string        `yaml:"app_slug" json:"app_slug"`
+	WebURL            string        `yaml:"web_url" json:"web_url"`
+	APIURL            string        `yaml:"api_url" json:"api_url"`
+	GraphQLURL        string        `yaml:"graphql_url" json:"graphql_url"`
+	PrivateKey        secret.Secret `yaml:"-" json:"private_key"`
+	PrivateKeyFile    string        `yaml:"private_key_file" json:"private_key_file"`
+	WebhookSecret     secret.Secret `yaml:"-" json:"webhook_secret"`
+	WebhookSecretFile string        `yaml:"webhook_secret_file" json:"webhook_secret_file"`
 }
 
 // Auth configures how API callers are identified.
 type Auth struct {
 	// DevTeam, when set, lets requests without a token act as this team. Allowed
 	// only in the dev profile.
-	DevTeam string `yaml:"dev_team"`
+	DevTeam string `yaml:"dev_team" json:"dev_team"`
 }
 
 // Encryption holds the key for credentials stored in the database.
 type Encryption struct {
 	// Key is base64 of EncryptionKeyBytes random bytes.
-	Key     secret.Secret `yaml:"-"`
-	KeyFile string        `yaml:"key_file"`
+	Key     secret.Secret `yaml:"-" json:"key"`
+	KeyFile string        `yaml:"key_file" json:"key_file"`
 }
 
 // Log selects the log output.
 type Log struct {
-	Format string `yaml:"format"` // json or console
-	Level  string `yaml:"level"`  // trace, debug, info, warn, error
+	Format string `yaml:"format" json:"format"` // json or console
+	Level  string `yaml:"level" json:"level"`   // trace, debug, info, warn, error
 }
 
 // DatabaseURL is the URL to open: the secret one when set, else the plain one, else

@@ -8,7 +8,7 @@
 #   argocd-application-controller   symlink; the binary picks its role from its name
 #   argocd-repo-server              symlink
 #   argocd-git-ask-pass             symlink
-#   kustomize                       the version Argo CD pins in hack/tool-versions.sh
+#   kustomize                       the release built on this project's kustomize/api
 #   git-verify-wrapper.sh           from the Argo CD module, must be on the repo-server's PATH
 #   crds/*.yaml                     Application, AppProject and ApplicationSet CRDs
 #   VERSION                         the Argo CD version that was built
@@ -30,6 +30,7 @@ FALLBACK_TOOLCHAIN="local"
 FALLBACK_EXTRA_REPLACE="github.com/argoproj/argo-cd/gitops-engine=github.com/argoproj/argo-cd/gitops-engine@v0.0.0-20260914071520-c9c369efcc5b"
 
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/kukie-gitops/argocd"
+PROJECT_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 complete() {
   local dir="$1"
@@ -64,6 +65,32 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
+
+# project_kustomize_api prints the sigs.k8s.io/kustomize/api version of this project.
+project_kustomize_api() {
+  go mod edit -json "$PROJECT_ROOT/go.mod" |
+    jq -r '.Require[] | select(.Path == "sigs.k8s.io/kustomize/api") | .Version'
+}
+
+# kustomize_release_for_api prints the newest kustomize CLI release built on the given
+# kustomize/api version (the two are released together).
+kustomize_release_for_api() {
+  local api="$1" v
+  if [[ -z "$api" || "$api" == "null" ]]; then
+    echo "argocd-build: sigs.k8s.io/kustomize/api is not required by $PROJECT_ROOT/go.mod" >&2
+    return 1
+  fi
+  for v in $(go list -m -versions sigs.k8s.io/kustomize/kustomize/v5 | tr ' ' '\n' | tail -n +2 | sort -rV); do
+    local gomod
+    gomod="$(go mod download -json "sigs.k8s.io/kustomize/kustomize/v5@$v" | jq -r '.GoMod')"
+    if [[ "$(go mod edit -json "$gomod" | jq -r '.Require[] | select(.Path == "sigs.k8s.io/kustomize/api") | .Version')" == "$api" ]]; then
+      echo "$v"
+      return 0
+    fi
+  done
+  echo "argocd-build: no kustomize release uses sigs.k8s.io/kustomize/api $api" >&2
+  return 1
+}
 
 # build VERSION TOOLCHAIN [EXTRA_REPLACE...]
 build() {
@@ -110,15 +137,14 @@ GOMOD
     -ldflags "-s -w -X $module/common.version=$version" \
     "$module/cmd" >&2
 
-  # The repo-server runs kustomize as a program; build the version this release ships.
+  # The repo-server runs kustomize as a program. Build the release that links the same
+  # sigs.k8s.io/kustomize/api as this project, so Argo CD renders exactly what the
+  # service's own render step computes (and the release Argo CD ships can need module
+  # versions the proxy does not serve).
   local kustomize_version
-  kustomize_version="$(sed -n 's/^KUSTOMIZE_VERSION=//p' "$upstream_dir/hack/tool-versions.sh" | head -n1)"
-  if [[ -z "$kustomize_version" ]]; then
-    echo "argocd-build: no KUSTOMIZE_VERSION in $module@v$version hack/tool-versions.sh" >&2
-    return 1
-  fi
-  GOTOOLCHAIN=local GOBIN="$mod/bin" go install -trimpath -ldflags "-s -w" \
-    "sigs.k8s.io/kustomize/kustomize/v5@v$kustomize_version" >&2
+  kustomize_version="$(kustomize_release_for_api "$(project_kustomize_api)")"
+  GOBIN="$mod/bin" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@$kustomize_version" >&2
   install -m 0755 "$mod/bin/kustomize" "$dest/kustomize"
 
   install -m 0644 "$upstream_dir"/manifests/crds/*-crd.yaml "$dest/crds/"

@@ -24,27 +24,20 @@ func (e *DryRunError) Error() string {
 	return fmt.Sprintf("dry-run apply %s: %s", e.Ref, e.Message)
 }
 
-// DryRunErrors returns the rejections carried by an error of DryRun.
+// DryRunErrors returns the rejections carried by an error of DryRun, in order.
 func DryRunErrors(err error) []*DryRunError {
-	var out []*DryRunError
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*DryRunError
+		for _, e := range joined.Unwrap() {
+			out = append(out, DryRunErrors(e)...)
 		}
-		var d *DryRunError
-		if errors.As(err, &d) {
-			if joined, ok := err.(interface{ Unwrap() []error }); ok {
-				for _, e := range joined.Unwrap() {
-					walk(e)
-				}
-				return
-			}
-			out = append(out, d)
-		}
+		return out
 	}
-	walk(err)
-	return out
+	var d *DryRunError
+	if errors.As(err, &d) {
+		return []*DryRunError{d}
+	}
+	return nil
 }
 
 // DryRun asks the API server to apply each object with server-side apply in

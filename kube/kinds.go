@@ -114,4 +114,3 @@ func nonEmpty(s string) []string {
 	}
 	return []string{s}
 }
-

@@ -71,9 +71,10 @@ type Repos interface {
 // Connections answers whether a repository is connected to a team's cluster, and
 // through which installation of the App.
 type Connections interface {
-	// RepoInstallation returns the installation id for a connected repository, or an
-	// error wrapping ErrRepoNotConnected.
-	RepoInstallation(ctx context.Context, teamID, cluster, repo string) (int64, error)
+	// RepoInstallation returns the installation id through which the team reaches a
+	// repository (any spelling of its URL) connected to the cluster, or an error
+	// wrapping ErrRepoNotConnected.
+	RepoInstallation(ctx context.Context, teamID, cluster, repoURL string) (int64, error)
 }
 
 // ErrRepoNotConnected: the repository is not connected to the cluster (or its

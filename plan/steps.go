@@ -83,8 +83,8 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 	if err != nil {
 		return p.stop(ctx, pl, pay, refusal(CodeUnsupportedSource, "the Application's source %q is not a GitHub repository this service can write to: %v", app.RepoURL, err), "decide")
 	}
-	pl.Repo = repo.FullName()
-	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pl.Repo)
+	pl.Repo = strings.ToLower(repo.FullName())
+	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, app.RepoURL)
 	if errors.Is(err, ErrRepoNotConnected) {
 		return p.stop(ctx, pl, pay, refusal(CodeRepoNotConnected,
 			"repository %s (source of Application %s/%s) is not connected to cluster %s: connect it with POST /api/v1/clusters/%s/repos", pl.Repo, app.Namespace, app.Name, pl.Cluster, pl.Cluster), "decide")
@@ -108,8 +108,11 @@ func payloadAppOf(a argocd.Application) argocd.PayloadApp {
 
 // checkConnected re-checks the repository connection before a write: a repository
 // disconnected mid-flight stops the plan.
-func (p *Pipeline) checkConnected(ctx context.Context, pl store.Plan) error {
-	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pl.Repo)
+func (p *Pipeline) checkConnected(ctx context.Context, pl store.Plan, pay Payload) error {
+	if pay.App == nil {
+		return refusal(CodeAppNotFound, "the plan has no Application")
+	}
+	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pay.App.RepoURL)
 	if errors.Is(err, ErrRepoNotConnected) {
 		return refusal(CodeRepoNotConnected, "repository %s was disconnected from cluster %s while the plan was in progress", pl.Repo, pl.Cluster)
 	}
@@ -131,7 +134,7 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 	if err != nil {
 		return pl, err
 	}
-	if err := p.checkConnected(ctx, pl); err != nil {
+	if err := p.checkConnected(ctx, pl, pay); err != nil {
 		return p.stop(ctx, pl, pay, err, "prepare")
 	}
 	branch, err := p.repos.ResolveRevision(ctx, pl.InstallationID, pl.Repo, pay.App.TargetRevision)
@@ -242,7 +245,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	}
 	pay.Strategy, pay.GitDiff, pay.ClusterDiff = res.Strategy, res.GitDiff, res.ClusterDiff
 	pay.Verification = &res.Verification
-	pay.Warnings = pay.Warnings[:0]
+	pay.Warnings = nil
 	for _, w := range res.Warnings {
 		pay.Warnings = append(pay.Warnings, w.String())
 	}
@@ -302,7 +305,7 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 	if err != nil {
 		return pl, err
 	}
-	if err := p.checkConnected(ctx, pl); err != nil {
+	if err := p.checkConnected(ctx, pl, pay); err != nil {
 		return p.stop(ctx, pl, pay, err, "commit")
 	}
 	if pl.CommitSHA == "" {

@@ -218,7 +218,11 @@ func expectedAfter(before *object, c Change) (map[string]any, error) {
 		if img == "" {
 			return nil, refuse(CodeContainerNotFound, "container %s of %s %s has no image", name, before.kind, before.name)
 		}
-		ct.body["image"] = c.Image.apply(parseImageRef(img)).String()
+		ref := parseImageRef(img)
+		if c.Image.Name != "" && c.Image.Name != ref.name {
+			return nil, refuse(CodeInvalidRequest, "container %s of %s %s runs image %s, not %s; render changes tags and digests, never image names", name, before.kind, before.name, ref.name, c.Image.Name)
+		}
+		ct.body["image"] = c.Image.apply(ref).String()
 	case c.Env != nil:
 		applyEnv(ct.body, c.Env)
 	case c.Resources != nil:

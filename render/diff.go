@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -152,8 +151,11 @@ func (d difference) path() string {
 			b.WriteString(s)
 			continue
 		}
-		if i > 0 {
+		if i > 0 && s != "(order)" {
 			b.WriteString(".")
+		}
+		if s == "(order)" {
+			s = " (order)"
 		}
 		b.WriteString(s)
 	}
@@ -163,11 +165,23 @@ func (d difference) path() string {
 	return b.String()
 }
 
-// compareValues appends the differences between want and got, up to limit. Lists
-// of equal length are compared item by item; anything else that differs is one
-// difference at its path.
+// compareValues appends the differences between want and got, up to limit.
 func compareValues(segs []string, want, got any, out *[]difference, limit int) {
-	if len(*out) >= limit {
+	comparer{limit: limit}.compare(segs, want, got, out)
+}
+
+// comparer compares two normalized values field by field. Lists whose items all
+// carry a unique name (containers, env, ports, volumes) are compared by name, and
+// their order is part of the comparison; floating names (new env entries that
+// reference no other variable) may sit anywhere, since a strategic-merge patch
+// cannot choose where a new entry lands.
+type comparer struct {
+	limit    int
+	floating map[string]bool
+}
+
+func (c comparer) compare(segs []string, want, got any, out *[]difference) {
+	if len(*out) >= c.limit {
 		return
 	}
 	child := func(s string) []string { return append(append([]string(nil), segs...), s) }
@@ -190,9 +204,9 @@ func compareValues(segs []string, want, got any, out *[]difference, limit int) {
 			case !gok:
 				*out = append(*out, difference{segs: child(k), want: wv, got: absent{}})
 			default:
-				compareValues(child(k), wv, gv, out, limit)
+				c.compare(child(k), wv, gv, out)
 			}
-			if len(*out) >= limit {
+			if len(*out) >= c.limit {
 				return
 			}
 		}
@@ -200,19 +214,91 @@ func compareValues(segs []string, want, got any, out *[]difference, limit int) {
 	}
 	wl, wIsList := want.([]any)
 	gl, gIsList := got.([]any)
-	if wIsList && gIsList && len(wl) == len(gl) {
-		for i := range wl {
-			compareValues(child(itemLabel(wl[i], i)), wl[i], gl[i], out, limit)
-			if len(*out) >= limit {
-				return
-			}
+	if wIsList && gIsList {
+		wn, wok := namedItems(wl)
+		gn, gok := namedItems(gl)
+		if wok && gok {
+			c.compareNamed(segs, wl, gl, wn, gn, out)
+			return
 		}
-		return
+		if len(wl) == len(gl) {
+			for i := range wl {
+				c.compare(child(itemLabel(wl[i], i)), wl[i], gl[i], out)
+				if len(*out) >= c.limit {
+					return
+				}
+			}
+			return
+		}
 	}
 	if !wIsMap && !wIsList && !gIsMap && !gIsList && equalScalar(want, got) {
 		return
 	}
 	*out = append(*out, difference{segs: segs, want: want, got: got})
+}
+
+func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out *[]difference) {
+	child := func(s string) []string { return append(append([]string(nil), segs...), s) }
+	gIndex := make(map[string]int, len(gn))
+	for i, n := range gn {
+		gIndex[n] = i
+	}
+	wIndex := make(map[string]int, len(wn))
+	for i, n := range wn {
+		wIndex[n] = i
+	}
+	for i, n := range wn {
+		j, ok := gIndex[n]
+		if !ok {
+			*out = append(*out, difference{segs: child("[name=" + n + "]"), want: wl[i], got: absent{}})
+		} else {
+			c.compare(child("[name="+n+"]"), wl[i], gl[j], out)
+		}
+		if len(*out) >= c.limit {
+			return
+		}
+	}
+	for j, n := range gn {
+		if _, ok := wIndex[n]; !ok {
+			*out = append(*out, difference{segs: child("[name=" + n + "]"), want: absent{}, got: gl[j]})
+		}
+	}
+	isEnv := len(segs) > 0 && segs[len(segs)-1] == "env"
+	order := func(names []string, other map[string]int) []string {
+		var kept []string
+		for _, n := range names {
+			if _, both := other[n]; both && !(isEnv && c.floating[n]) {
+				kept = append(kept, n)
+			}
+		}
+		return kept
+	}
+	wo, gotOrder := order(wn, gIndex), order(gn, wIndex)
+	if strings.Join(wo, "\x00") != strings.Join(gotOrder, "\x00") && len(*out) < c.limit {
+		*out = append(*out, difference{segs: child("(order)"), want: wo, got: gotOrder})
+	}
+}
+
+// namedItems returns the names of a list whose items are maps with unique names.
+func namedItems(l []any) ([]string, bool) {
+	if len(l) == 0 {
+		return nil, false
+	}
+	names := make([]string, 0, len(l))
+	seen := make(map[string]bool, len(l))
+	for _, it := range l {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		n, ok := m["name"].(string)
+		if !ok || seen[n] {
+			return nil, false
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	return names, true
 }
 
 func itemLabel(item any, i int) string {

@@ -78,7 +78,7 @@ func (o *object) key(destination string) objKey {
 // clusterScoped lists the cluster-scoped kinds of Kubernetes and of common add-ons,
 // by group. Render has no cluster to ask; an unknown kind is treated as namespaced.
 var clusterScoped = map[string]map[string]bool{
-	"": {"Namespace": true, "Node": true, "PersistentVolume": true, "ComponentStatus": true},
+	"":                             {"Namespace": true, "Node": true, "PersistentVolume": true, "ComponentStatus": true},
 	"rbac.authorization.k8s.io":    {"ClusterRole": true, "ClusterRoleBinding": true},
 	"apiextensions.k8s.io":         {"CustomResourceDefinition": true},
 	"admissionregistration.k8s.io": {"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true},

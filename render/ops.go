@@ -136,13 +136,14 @@ func envOps(base yamledit.Path, doc, rendered map[string]any, e *Env, mode opMod
 	}
 	for _, name := range sortedKeys(e.Set) {
 		cur, inDoc := envEntry(doc, name)
-		if mode == inPatch {
-			if r, ok := envEntry(rendered, name); ok && r["valueFrom"] != nil && (!inDoc || cur["valueFrom"] == nil) {
-				return nil, notApplicable("environment variable %s comes from valueFrom outside this patch", name)
-			}
-		}
-		if inDoc && cur["valueFrom"] != nil {
+		switch {
+		case inDoc && cur["valueFrom"] != nil:
 			ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys("valueFrom")), Kind: yamledit.OpDelete})
+		case mode == inPatch:
+			// A strategic-merge null removes a valueFrom that comes from below the patch.
+			if r, ok := envEntry(rendered, name); ok && r["valueFrom"] != nil {
+				ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys("valueFrom")), Kind: yamledit.OpSet, Value: nil})
+			}
 		}
 		if inDoc && cur["$patch"] != nil {
 			ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys("$patch")), Kind: yamledit.OpDelete})
@@ -189,7 +190,8 @@ func resourceOps(base yamledit.Path, doc map[string]any, r *Resources, mode opMo
 				left--
 				these = append(these, yamledit.Op{Path: p, Kind: yamledit.OpDelete})
 			case mode == inPatch:
-				return nil, notApplicable("%s %s is not in this patch", section, name)
+				// A strategic-merge null removes a quantity set below the patch.
+				these = append(these, yamledit.Op{Path: p, Kind: yamledit.OpSet, Value: nil})
 			}
 		}
 		if left == 0 && len(cur) > 0 {

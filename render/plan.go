@@ -310,9 +310,13 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 				wb, gb := deepCopy(w.body).(map[string]any), deepCopy(g.body).(map[string]any)
 				semanticNormalize(wb, w.kind)
 				semanticNormalize(gb, g.kind)
-				compareValues(nil, wb, gb, &diffs, maxReportedDifferences)
-				for _, l := range describeDifferences(w, diffs) {
-					lines = append(lines, k.String()+": "+l)
+				cmp := comparer{limit: maxReportedDifferences}
+				if ce, ok := exp.(*changeExpectation); ok && app.Name == p.primary.Name && k == ce.target {
+					cmp.floating = ce.floating
+				}
+				cmp.compare(nil, wb, gb, &diffs)
+				if len(diffs) > 0 {
+					lines = append(lines, k.String()+": "+strings.Join(describeDifferences(w, diffs), ", "))
 				}
 			}
 		}
@@ -403,6 +407,8 @@ type changeExpectation struct {
 	primary  string
 	target   objKey
 	expected map[string]any
+	// floating are new env entries whose position in the list does not matter.
+	floating map[string]bool
 }
 
 func (e *changeExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
@@ -435,39 +441,46 @@ func unexpectedObjects(added map[objKey]*object) []string {
 	return lines
 }
 
+// tryOutcome is what trying the candidates gave.
+type tryOutcome struct {
+	winner   *candidate
+	verified *verifyResult
+	attempts []Attempt
+	leaked   bool
+}
+
 // tryCandidates verifies candidates in order; the first that verifies wins.
-func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder, exp expectation) (*candidate, *verifyResult, []Attempt, error) {
+func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder, exp expectation) (*tryOutcome, error) {
 	log := zerolog.Ctx(ctx)
-	var attempts []Attempt
+	out := &tryOutcome{}
 	for _, b := range builders {
 		c, err := b.build()
 		if err != nil {
-			if errors.Is(err, errNotApplicable) || errors.Is(err, yamledit.ErrNotFound) || errors.Is(err, yamledit.ErrNotMapping) {
-				attempts = append(attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: err.Error()})
-				continue
-			}
 			var ref *Refusal
-			if errors.As(err, &ref) {
-				attempts = append(attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: ref.Reason})
+			switch {
+			case errors.Is(err, errNotApplicable), errors.Is(err, yamledit.ErrNotFound), errors.Is(err, yamledit.ErrNotMapping),
+				errors.Is(err, yamledit.ErrAmbiguous), errors.Is(err, yamledit.ErrUnsupported):
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: err.Error()})
+				continue
+			case errors.As(err, &ref):
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: ref.Reason})
 				continue
 			}
-			return nil, nil, attempts, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
+			return nil, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
 		}
 		vr, err := p.verify(ctx, c, exp)
 		if err != nil {
-			return nil, nil, attempts, err
+			return nil, err
 		}
 		log.Debug().Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", vr.reason).Msg("Verified candidate edit")
-		attempts = append(attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: vr.reason})
+		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: vr.reason})
 		if vr.ok {
-			return c, vr, attempts, nil
+			out.winner, out.verified = c, vr
+			return out, nil
 		}
-		if vr.leak {
-			// Record the leak; a later, narrower location may still verify.
-			continue
-		}
+		out.leaked = out.leaked || vr.leak
 	}
-	return nil, nil, attempts, nil
+	return out, nil
 }
 
 // candidateBuilder prepares one candidate lazily, so that a location is only edited

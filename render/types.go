@@ -104,8 +104,11 @@ type Replicas struct {
 // kustomize's images transformer does.
 type Image struct {
 	Container string `json:"container"`
-	Tag       string `json:"tag,omitempty"`
-	Digest    string `json:"digest,omitempty"`
+	// Name, when set, must equal the image name the container runs now: a guard
+	// against changing the wrong image, never a rename.
+	Name   string `json:"name,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // Env sets and removes environment variables of one container. Existing entries keep

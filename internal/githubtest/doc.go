@@ -14,4 +14,20 @@
 // root and under /api/v3/, so go-github's WithEnterpriseURLs(srv.URL(), srv.URL()) and
 // go-githubapp's Config{V3APIURL: srv.APIURL()} both work. Repositories can also be
 // cloned over smart HTTP from CloneURL, served by `git http-backend`.
+//
+// A typical test:
+//
+//	gh := githubtest.New(t)
+//	gh.SetWebhookURL(service.URL + "/api/github/hook") // signed with gh.WebhookSecret()
+//	gh.CreateRepo(t, "acme", "deploy", map[string]string{"apps/web/kustomization.yaml": "..."}, "main")
+//	id := gh.CreateInstallation(t, "acme", "deploy") // fires installation "created"
+//	cfg.App.IntegrationID, cfg.App.PrivateKey = gh.AppID(), gh.PrivateKeyPEM().Reveal()
+//	cfg.V3APIURL = gh.APIURL()
+//	... exercise the service ...
+//	pr := gh.PullRequests(t, "acme/deploy")[0]
+//	gh.Merge(t, "acme/deploy", pr.GetNumber(), githubtest.Squash) // fires push + closed
+//	if gh.TotalRequests() != 0 { ... }
+//
+// Webhook payload fixtures written after GitHub's documentation live in
+// testdata/webhooks (see Fixture and DeliverPayload).
 package githubtest

@@ -3,7 +3,6 @@ package githubtest
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/google/go-github/v62/github"
@@ -58,5 +57,3 @@ func wantStatus(t *testing.T, err error, status int) *github.ErrorResponse {
 }
 
 var ctx = context.Background()
-
-var _ = http.StatusOK

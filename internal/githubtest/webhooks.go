@@ -203,6 +203,8 @@ func (s *Server) DeliveriesOf(event, action string) []Delivery {
 }
 
 // WaitForDeliveries blocks until every fired event has been delivered (or failed).
+// Events that REST calls cause are delivered asynchronously, as on GitHub; test
+// helpers (Merge, PushCommit, CreateInstallation, …) return only after theirs.
 func (s *Server) WaitForDeliveries() {
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()

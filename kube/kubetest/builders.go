@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"crypto/sha1"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,16 +13,26 @@ type App struct {
 	Name      string
 	// ControllerNamespace is Argo CD's namespace; Namespace when empty.
 	ControllerNamespace string
-	RepoURL             string
-	Path                string
-	TargetRevision      string
-	Automated           bool
-	SelfHeal            bool
-	Sync                string // Synced when empty
-	Health              string // Healthy when empty
-	// Resources are listed in status.resources; Kind "ConfigMap" entries get the core
-	// group.
+	// DestinationNamespace is spec.destination.namespace; Namespace when empty.
+	DestinationNamespace string
+	RepoURL              string
+	Path                 string
+	TargetRevision       string
+	Automated            bool
+	SelfHeal             bool
+	Sync                 string // Synced when empty
+	Health               string // Healthy when empty
+	// Resources are listed in status.resources.
 	Resources []AppResource
+	// Conditions become status.conditions.
+	Conditions []AppCondition
+	// OperationPhase is status.operationState.phase; Succeeded when empty.
+	OperationPhase string
+}
+
+// AppCondition is one entry of status.conditions.
+type AppCondition struct {
+	Type, Message string
 }
 
 // AppResource is one managed resource of a generated Application.
@@ -37,13 +48,13 @@ func Application(a App) *unstructured.Unstructured {
 		ctrlNS = a.Namespace
 	}
 	sync, health := or(a.Sync, "Synced"), or(a.Health, "Healthy")
-	revision := fmt.Sprintf("%040x", len(a.Name)*7919+len(a.Resources))
+	revision := fmt.Sprintf("%x", sha1.Sum([]byte(a.Namespace+"/"+a.Name)))
 	spec := map[string]any{
 		"project": "default",
 		"source": map[string]any{
 			"repoURL": a.RepoURL, "path": a.Path, "targetRevision": or(a.TargetRevision, "main"),
 		},
-		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": a.Namespace},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": or(a.DestinationNamespace, a.Namespace)},
 	}
 	if a.Automated {
 		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true, "selfHeal": a.SelfHeal}}
@@ -59,25 +70,33 @@ func Application(a App) *unstructured.Unstructured {
 		}
 		resources = append(resources, entry)
 	}
+	status := map[string]any{
+		"controllerNamespace": ctrlNS,
+		"reconciledAt":        "2025-06-02T09:00:00Z",
+		"sourceType":          "Kustomize",
+		"sync":                map[string]any{"status": sync, "revision": revision},
+		"health":              map[string]any{"status": health},
+		"resources":           resources,
+		"operationState": map[string]any{
+			"phase": or(a.OperationPhase, "Succeeded"), "message": "successfully synced (all tasks run)",
+			"startedAt": "2025-06-02T08:59:50Z", "finishedAt": "2025-06-02T08:59:53Z",
+			"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
+			"syncResult": map[string]any{"revision": revision},
+		},
+	}
+	if len(a.Conditions) > 0 {
+		conds := make([]any, 0, len(a.Conditions))
+		for _, c := range a.Conditions {
+			conds = append(conds, map[string]any{"type": c.Type, "message": c.Message, "lastTransitionTime": "2025-06-02T09:00:00Z"})
+		}
+		status["conditions"] = conds
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "Application",
 		"metadata":   map[string]any{"name": a.Name, "namespace": a.Namespace},
 		"spec":       spec,
-		"status": map[string]any{
-			"controllerNamespace": ctrlNS,
-			"reconciledAt":        "2025-06-02T09:00:00Z",
-			"sourceType":          "Kustomize",
-			"sync":                map[string]any{"status": sync, "revision": revision},
-			"health":              map[string]any{"status": health},
-			"resources":           resources,
-			"operationState": map[string]any{
-				"phase": "Succeeded", "message": "successfully synced (all tasks run)",
-				"startedAt": "2025-06-02T08:59:50Z", "finishedAt": "2025-06-02T08:59:53Z",
-				"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
-				"syncResult": map[string]any{"revision": revision},
-			},
-		},
+		"status":     status,
 	}}
 }
 

@@ -78,4 +78,3 @@ func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 }
-

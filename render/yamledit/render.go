@@ -176,12 +176,31 @@ func plainSafe(s string, ctx scalarContext) bool {
 	if err != nil || string(out) != s+"\n" {
 		return false
 	}
-	var n yaml.Node
-	if err := yaml.Unmarshal([]byte("k: "+s), &n); err != nil || len(n.Content) == 0 {
+	if !readsBack("k: "+s, s) {
 		return false
 	}
-	m := n.Content[0]
-	return m.Kind == mappingNode && len(m.Content) == 2 && m.Content[1].Tag == "!!str" && m.Content[1].Value == s
+	return ctx != inFlow || (readsBack("["+s+"]", s) && readsBack("{k: "+s+"}", s) && readsBack("{"+s+": v}", s))
+}
+
+// readsBack reports whether doc holds exactly one plain string scalar equal to
+// s besides the key "k" or value "v" around it.
+func readsBack(doc, s string) bool {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &n); err != nil || len(n.Content) == 0 {
+		return false
+	}
+	c := n.Content[0]
+	if c.Kind == sequenceNode && len(c.Content) == 1 {
+		return c.Content[0].Tag == "!!str" && c.Content[0].Value == s
+	}
+	if c.Kind != mappingNode || len(c.Content) != 2 {
+		return false
+	}
+	k, v := c.Content[0], c.Content[1]
+	if k.Value == "k" {
+		return v.Tag == "!!str" && v.Value == s
+	}
+	return k.Tag == "!!str" && k.Value == s && v.Value == "v"
 }
 
 // printable is the set of characters yaml.v3 accepts in a file.

@@ -1,10 +1,10 @@
 package yamledit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"bytes"
 
 	"gopkg.in/yaml.v3"
 )

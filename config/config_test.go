@@ -1,0 +1,407 @@
+package config
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/secret"
+)
+
+func secretOf(s string) secret.Secret { return secret.New(s) }
+
+// yamlKeys lists the leaf YAML keys of a struct, without section prefixes.
+func yamlKeys(v any) []string {
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("yaml")
+			if tag == "-" || tag == "" {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+				out = append(out, tag)
+				walk(f.Type)
+				continue
+			}
+			out = append(out, tag)
+		}
+	}
+	walk(reflect.TypeOf(v))
+	return out
+}
+
+var (
+	keyOnce sync.Once
+	keyPEM  string
+)
+
+// testPrivateKey is an RSA key in the PKCS#1 PEM form GitHub issues.
+func testPrivateKey(t *testing.T) string {
+	t.Helper()
+	keyOnce.Do(func() {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			panic(err)
+		}
+		keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+	})
+	return keyPEM
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var encryptionKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, EncryptionKeyBytes))
+
+func TestLoad(t *testing.T) {
+	cases := map[string]struct {
+		yaml    string // written to a file when not empty
+		env     map[string]string
+		files   map[string]string // name → content; "$name" in yaml/env is replaced by its path
+		wantErr []string
+		check   func(t *testing.T, c Config)
+	}{
+		"zero configuration": {
+			check: func(t *testing.T, c Config) {
+				if c.DatabaseURL().Reveal() != "sqlite:./kukie.db" || c.Log.Format != "json" || c.GitHub.APIURL != DefaultGitHubAPIURL {
+					t.Fatalf("defaults: %+v", c)
+				}
+			},
+		},
+		"yaml file": {
+			yaml: "server:\n  address: 0.0.0.0:9000\n  shutdown_timeout: 45s\ndatabase:\n  url: sqlite:/data/k.db\ngithub:\n  app_id: 42\nlog:\n  format: console\n",
+			check: func(t *testing.T, c Config) {
+				if c.Server.Address != "0.0.0.0:9000" || c.Server.ShutdownTimeout != 45*time.Second ||
+					c.DatabaseURL().Reveal() != "sqlite:/data/k.db" || c.GitHub.AppID != 42 || c.Log.Format != "console" {
+					t.Fatalf("yaml not applied: %+v", c)
+				}
+			},
+		},
+		"environment overrides yaml": {
+			yaml: "server:\n  address: 0.0.0.0:9000\ngithub:\n  app_id: 42\n",
+			env:  map[string]string{"KUKIE_SERVER_ADDRESS": "127.0.0.1:7000", "KUKIE_GITHUB_APP_ID": "7", "KUKIE_DATABASE_URL": "postgres://u:pw@db/k"},
+			check: func(t *testing.T, c Config) {
+				if c.Server.Address != "127.0.0.1:7000" || c.GitHub.AppID != 7 || c.DatabaseURL().Reveal() != "postgres://u:pw@db/k" {
+					t.Fatalf("env not applied: %+v", c)
+				}
+			},
+		},
+		"secrets from files, trailing newline dropped": {
+			files: map[string]string{"key.pem": "PEM-BODY\nline2\n", "hook": "s3cret\n", "enc": encryptionKey + "\n", "db": "postgres://u:pw@db/k\n"},
+			yaml:  "github:\n  private_key_file: $key.pem\n  webhook_secret_file: $hook\nencryption:\n  key_file: $enc\n",
+			env:   map[string]string{"KUKIE_DATABASE_URL_FILE": "$db"},
+			check: func(t *testing.T, c Config) {
+				if c.GitHub.PrivateKey.Reveal() != "PEM-BODY\nline2" || c.GitHub.WebhookSecret.Reveal() != "s3cret" ||
+					c.Encryption.Key.Reveal() != encryptionKey || c.DatabaseURL().Reveal() != "postgres://u:pw@db/k" {
+					t.Fatalf("secret files not read: key %q hook %q", c.GitHub.PrivateKey.Reveal(), c.GitHub.WebhookSecret.Reveal())
+				}
+			},
+		},
+		"secrets from environment": {
+			env: map[string]string{"KUKIE_GITHUB_WEBHOOK_SECRET": "hooksecret", "KUKIE_ENCRYPTION_KEY": encryptionKey},
+			check: func(t *testing.T, c Config) {
+				if c.GitHub.WebhookSecret.Reveal() != "hooksecret" || c.Encryption.Key.Reveal() != encryptionKey {
+					t.Fatal("secret env not applied")
+				}
+			},
+		},
+		"unknown yaml key": {
+			yaml:    "server:\n  adress: 0.0.0.0:9000\n",
+			wantErr: []string{"adress"},
+		},
+		"secret value inline in yaml is refused": {
+			yaml:    "github:\n  webhook_secret: hunter2\n",
+			wantErr: []string{"webhook_secret"},
+		},
+		"two yaml documents": {
+			yaml:    "log:\n  level: info\n---\nlog:\n  level: debug\n",
+			wantErr: []string{"more than one YAML document"},
+		},
+		"every bad variable reported at once": {
+			env:     map[string]string{"KUKIE_SERVER_READ_TIMEOUT": "soon", "KUKIE_GITHUB_APP_ID": "forty-two"},
+			wantErr: []string{"KUKIE_SERVER_READ_TIMEOUT", "KUKIE_GITHUB_APP_ID"},
+		},
+		"secret both in env and file": {
+			files:   map[string]string{"hook": "a"},
+			env:     map[string]string{"KUKIE_GITHUB_WEBHOOK_SECRET": "b", "KUKIE_GITHUB_WEBHOOK_SECRET_FILE": "$hook"},
+			wantErr: []string{"set both directly and as a file"},
+		},
+		"missing secret file": {
+			env:     map[string]string{"KUKIE_GITHUB_PRIVATE_KEY_FILE": "/nonexistent/key.pem"},
+			wantErr: []string{"read github private key file"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			paths := map[string]string{}
+			for n, content := range tc.files {
+				paths[n] = writeFile(t, n, content)
+			}
+			expand := func(s string) string {
+				for n, p := range paths {
+					s = strings.ReplaceAll(s, "$"+n, p)
+				}
+				return s
+			}
+			cfgPath := ""
+			if tc.yaml != "" {
+				cfgPath = writeFile(t, "config.yml", expand(tc.yaml))
+			}
+			vars := map[string]string{}
+			for k, v := range tc.env {
+				vars[k] = expand(v)
+			}
+			c, err := Load(cfgPath, env(vars))
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("Load succeeded; want an error mentioning %v", tc.wantErr)
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not mention %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+// productionConfig is a complete, valid production configuration.
+func productionConfig(t *testing.T) Config {
+	c := Default()
+	c.GitHub.AppID = 1234
+	c.GitHub.AppSlug = "kukie"
+	c.GitHub.PrivateKey = secretOf(testPrivateKey(t))
+	c.GitHub.WebhookSecret = secretOf("webhook-secret-value")
+	c.Database.SecretURL = secretOf("postgres://kukie:pw@db.internal/kukie?sslmode=verify-full")
+	c.Encryption.Key = secretOf(encryptionKey)
+	return c
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		profile Profile
+		edit    func(c *Config)
+		base    func(t *testing.T) Config
+		want    []string // each must appear among the problems; none → valid
+		count   int      // exact number of problems when not zero
+	}{
+		"dev with zero configuration": {profile: Dev, base: func(*testing.T) Config { return Default() }},
+		"production complete":         {profile: Production},
+		"production with empty configuration lists every missing setting": {
+			profile: Production,
+			base:    func(*testing.T) Config { return Default() },
+			want: []string{"github.app_id is required", "github.app_slug is required", "private key is required",
+				"webhook secret is required", "database must be PostgreSQL", "encryption key for stored credentials is required"},
+			count: 6,
+		},
+		"production refuses plain http to GitHub": {
+			profile: Production,
+			edit:    func(c *Config) { c.GitHub.APIURL = "http://ghe.internal/api/v3/" },
+			want:    []string{"github.api_url", "must use https"},
+		},
+		"dev accepts http GitHub URLs (a fake GitHub in tests)": {
+			profile: Dev,
+			edit:    func(c *Config) { c.GitHub.APIURL = "http://127.0.0.1:9999/" },
+		},
+		"production refuses sqlite": {
+			profile: Production,
+			edit:    func(c *Config) { c.Database.SecretURL = ""; c.Database.URL = "sqlite:/data/k.db" },
+			want:    []string{"database must be PostgreSQL"},
+		},
+		"production refuses dev authentication": {
+			profile: Production,
+			edit:    func(c *Config) { c.Auth.DevTeam = "dev" },
+			want:    []string{"auth.dev_team must be empty"},
+		},
+		"dev allows dev authentication": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Auth.DevTeam = "dev" },
+		},
+		"bad dev team name": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Auth.DevTeam = "Dev Team" },
+			want:    []string{"auth.dev_team"},
+		},
+		"encryption key of wrong size": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Encryption.Key = secretOf(base64.StdEncoding.EncodeToString([]byte("short"))) },
+			want:    []string{"must decode to 32 bytes"},
+		},
+		"encryption key not base64": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Encryption.Key = "not base64!" },
+			want:    []string{"not valid base64"},
+		},
+		"private key that is not PEM": {
+			profile: Dev,
+			edit:    func(c *Config) { c.GitHub.PrivateKey = "ssh-rsa AAAA" },
+			want:    []string{"github private key: not PEM"},
+		},
+		"password in the yaml database url": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Database.SecretURL = ""; c.Database.URL = "postgres://u:pw@db/k" },
+			want:    []string{"database.url holds a password"},
+		},
+		"unknown database scheme": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Database.SecretURL = "mysql://db/k" },
+			want:    []string{"unsupported scheme"},
+		},
+		"bad address, log format and level together": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.Address = "8080"; c.Log.Format = "xml"; c.Log.Level = "loud" },
+			want:    []string{"server.address", "log.format", "log.level"},
+			count:   3,
+		},
+		"negative timeout": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.ReadTimeout = -time.Second },
+			want:    []string{"server.read_timeout must not be negative"},
+		},
+		"unknown profile": {
+			profile: "staging",
+			want:    []string{"unknown profile"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var c Config
+			if tc.base != nil {
+				c = tc.base(t)
+			} else {
+				c = productionConfig(t)
+			}
+			if tc.edit != nil {
+				tc.edit(&c)
+			}
+			err := c.Validate(tc.profile)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate(%s) = %v; want valid", tc.profile, err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate(%s) = %v; want a *ValidationError", tc.profile, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("problems do not mention %q:\n%v", w, err)
+				}
+			}
+			if tc.count != 0 && len(ve.Problems) != tc.count {
+				t.Errorf("%d problems, want %d:\n%v", len(ve.Problems), tc.count, err)
+			}
+		})
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	c := productionConfig(t)
+	clear := []string{
+		c.GitHub.WebhookSecret.Reveal(),
+		"-----BEGIN RSA PRIVATE KEY-----",
+		encryptionKey,
+		"kukie:pw@",
+	}
+	var logs bytes.Buffer
+	log := zerolog.New(&logs)
+	log.Info().Interface("config", c).Msg("Configuration loaded")
+	jsonOut, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{
+		"%v":      fmt.Sprintf("%v", c),
+		"%+v":     fmt.Sprintf("%+v", c),
+		"%#v":     fmt.Sprintf("%#v", c),
+		"json":    string(jsonOut),
+		"zerolog": logs.String(),
+		"error":   func() string { c.Log.Format = "xml"; return c.Validate(Production).Error() }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, s := range clear {
+				if strings.Contains(out, s) {
+					t.Fatalf("output contains secret %q:\n%s", s, out)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{
+		"KUKIE_SERVER_ADDRESS=x", "KUKIE_SERVR_ADDRESS=typo", "KUKIE_PROFILE=dev", "KUKIE_CONFIG=/c.yml",
+		"KUKIE_TEST_POSTGRES_URL=x", "KUKIE_ENVTEST_ASSETS=x", "HOME=/root", "KUKIE_LOG_FORMATT=json",
+	})
+	want := []string{"KUKIE_LOG_FORMATT", "KUKIE_SERVR_ADDRESS"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("UnknownEnv = %v, want %v", got, want)
+	}
+}
+
+func TestExampleConfigIsCompleteAndValid(t *testing.T) {
+	// config.example.yml documents every key: it must load strictly, and every
+	// setting of Config must appear in it.
+	c, err := Load(filepath.Join("..", "config.example.yml"), env(nil))
+	if err != nil {
+		t.Fatalf("config.example.yml does not load: %v", err)
+	}
+	if err := c.Validate(Dev); err != nil {
+		t.Fatalf("config.example.yml is not valid for dev: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "config.example.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range yamlKeys(Config{}) {
+		if !strings.Contains(string(raw), key+":") {
+			t.Errorf("config.example.yml does not mention %s", key)
+		}
+	}
+}
+
+func TestParseProfile(t *testing.T) {
+	for in, wantErr := range map[string]bool{"dev": false, "production": false, "prod": true, "": true} {
+		t.Run(in, func(t *testing.T) {
+			if _, err := ParseProfile(in); (err != nil) != wantErr {
+				t.Fatalf("ParseProfile(%q) = %v", in, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Lint (`make lint`, also run by `make test`): go vet, gofmt and go.mod tidiness.
+# Changes nothing; fails listing what to fix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+
+echo "lint: go vet ./..." >&2
+go vet ./... || status=1
+
+echo "lint: gofmt -l" >&2
+unformatted="$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)"
+if [[ -n "$unformatted" ]]; then
+  echo "lint: these files need gofmt -w:" >&2
+  echo "$unformatted" >&2
+  status=1
+fi
+
+echo "lint: go mod tidy -diff" >&2
+if ! go mod tidy -diff; then
+  echo "lint: go.mod/go.sum are not tidy; run go mod tidy" >&2
+  status=1
+fi
+
+exit "$status"

@@ -1,0 +1,595 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/render"
+)
+
+func init() {
+	register(command{
+		Name:    "plan",
+		Summary: "plan and verify one change against a local manifest repository (offline)",
+		Run:     runPlan,
+	})
+}
+
+const planUsage = `Usage: kukie-gitops plan --repo DIR (--app PATH | --application FILE) [flags] <change>
+
+Finds where a change belongs in an Argo CD manifest repository, edits only those
+bytes, renders the affected applications before and after as Argo CD would, and
+prints the git diff, what will change in the cluster, warnings and the verdict.
+Nothing is written unless --write is given.
+
+Changes:
+  scale KIND/NAME --replicas N
+  set-image KIND/NAME CONTAINER=[IMAGE]:TAG | CONTAINER=[IMAGE]@DIGEST
+  set-env KIND/NAME -c CONTAINER KEY=VALUE... KEY-...
+  set-resources KIND/NAME -c CONTAINER [--requests cpu=100m,memory=256Mi] [--limits cpu=]
+  add -f FILE            (a manifest with one or more documents; "-" reads stdin)
+
+  KIND is a kind or its short name (deployment, deploy, sts, ds, cronjob, job, svc,
+  cm, ...); other kinds need --api-version. An empty quantity removes it. In set-env,
+  KEY- removes KEY.
+
+Exit codes: 0 verified, 2 refused or bad usage (reason on stderr), 1 error.
+
+Flags:
+`
+
+const changeUsage = `Change flags:
+  -c, --container NAME   container (set-env, set-resources)
+  -n, --namespace NS     the target's namespace (default: the app's destination)
+  --api-version V        the target's apiVersion (default: from KIND)
+  --replicas N           (scale)
+  --requests LIST        name=quantity,... (set-resources)
+  --limits LIST          name=quantity,... (set-resources)
+  -f FILE                manifest file (add)
+`
+
+type planFlags struct {
+	repo, appPath, sourceType, namespace, name string
+	application, applications                 string
+	write                                     bool
+	output                                    string
+}
+
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f planFlags
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.repo, "repo", "", "repository checkout to plan against (required)")
+	fs.StringVar(&f.appPath, "app", "", "the application's path in the repository (spec.source.path)")
+	fs.StringVar(&f.sourceType, "type", "", "source type: Directory, Kustomize or Helm (default: from --application, else detected like Argo CD)")
+	fs.StringVar(&f.namespace, "namespace", "", "the application's destination namespace")
+	fs.StringVar(&f.name, "name", "", "the application's name (default: from --application, else the path's last element)")
+	fs.StringVar(&f.application, "application", "", "Argo CD Application manifest giving path, type, destination and options")
+	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified)")
+	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
+	fs.StringVar(&f.output, "output", "text", "output format: text or json")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, planUsage)
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr)
+		fmt.Fprint(stderr, changeUsage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprint(stdout, planUsage)
+			fs.PrintDefaults()
+			fmt.Fprintln(stdout)
+			fmt.Fprint(stdout, changeUsage)
+			return 0
+		}
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "kukie-gitops plan: "+format+"\n", a...)
+		fmt.Fprintln(stderr, "Run 'kukie-gitops plan --help' for usage.")
+		return 2
+	}
+	if f.repo == "" {
+		return usageErr("--repo is required")
+	}
+	if f.appPath == "" && f.application == "" {
+		return usageErr("--app or --application is required")
+	}
+	if f.output != "text" && f.output != "json" {
+		return usageErr("--output must be text or json, not %q", f.output)
+	}
+	if fs.NArg() == 0 {
+		return usageErr("no change given")
+	}
+	target, change, err := parseChange(fs.Args())
+	if err != nil {
+		return usageErr("%v", err)
+	}
+
+	apps, primary, notes, err := planApplications(f)
+	if err != nil {
+		var ref *render.Refusal
+		if errors.As(err, &ref) {
+			return printRefusal(stdout, stderr, f.output, ref)
+		}
+		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
+		return 1
+	}
+	if target.Namespace == "" {
+		target.Namespace = primary.Namespace
+	}
+	res, err := render.Plan(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
+	if err != nil {
+		var ref *render.Refusal
+		if errors.As(err, &ref) {
+			return printRefusal(stdout, stderr, f.output, ref)
+		}
+		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
+		return 1
+	}
+	if f.write {
+		if err := writeEdits(f.repo, res.Edits); err != nil {
+			fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
+			return 1
+		}
+	}
+	if f.output == "json" {
+		return printJSON(stdout, stderr, map[string]any{"verdict": "verified", "notes": notes, "result": res, "written": f.write})
+	}
+	printResult(stdout, primary, target, change, res, notes, f.write)
+	return 0
+}
+
+// planApplications builds the Applications of the request from the flags.
+func planApplications(f planFlags) ([]render.Application, render.Application, []string, error) {
+	var notes []string
+	var primary render.Application
+	var repoURL string
+	if f.application != "" {
+		apps, urls, err := readApplications(f.application)
+		if err != nil {
+			return nil, primary, nil, err
+		}
+		if len(apps) != 1 {
+			return nil, primary, nil, fmt.Errorf("%s holds %d Applications; --application takes one", f.application, len(apps))
+		}
+		primary, repoURL = apps[0], urls[0]
+	}
+	if f.appPath != "" {
+		primary.Path = f.appPath
+	}
+	if f.name != "" {
+		primary.Name = f.name
+	}
+	if primary.Name == "" {
+		primary.Name = path.Base(filepath.ToSlash(filepath.Clean(primary.Path)))
+	}
+	if f.namespace != "" {
+		primary.Namespace = f.namespace
+	}
+	if f.sourceType != "" {
+		t, err := parseSourceType(f.sourceType)
+		if err != nil {
+			return nil, primary, nil, err
+		}
+		primary.SourceType = t
+	}
+	if primary.SourceType == "" {
+		t, err := render.DetectSourceType(f.repo, primary.Path)
+		if err != nil {
+			return nil, primary, nil, err
+		}
+		primary.SourceType = t
+		notes = append(notes, fmt.Sprintf("source type %s detected from the files at %s, as Argo CD's repo server does (pass --type or --application to say it)", t, primary.Path))
+	}
+	apps := []render.Application{primary}
+	if f.applications != "" {
+		others, urls, err := readApplications(f.applications)
+		if err != nil {
+			return nil, primary, nil, err
+		}
+		for i, a := range others {
+			if a.Name == primary.Name {
+				continue
+			}
+			if repoURL != "" && urls[i] != "" && normalizeRepoURL(urls[i]) != normalizeRepoURL(repoURL) {
+				continue
+			}
+			if a.SourceType == "" {
+				t, err := render.DetectSourceType(f.repo, a.Path)
+				if err != nil {
+					notes = append(notes, fmt.Sprintf("application %s skipped: %v", a.Name, err))
+					continue
+				}
+				a.SourceType = t
+			}
+			apps = append(apps, a)
+		}
+	}
+	return apps, primary, notes, nil
+}
+
+func parseSourceType(s string) (render.SourceType, error) {
+	for _, t := range []render.SourceType{render.SourceDirectory, render.SourceKustomize, render.SourceHelm, render.SourcePlugin} {
+		if strings.EqualFold(s, string(t)) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("--type %q is not one of Directory, Kustomize, Helm", s)
+}
+
+// readApplications reads the Application manifests of a file or of the YAML files
+// of a directory (not recursive).
+func readApplications(p string) ([]render.Application, []string, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read applications: %w", err)
+	}
+	files := []string{p}
+	if info.IsDir() {
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read applications: %w", err)
+		}
+		files = nil
+		for _, e := range entries {
+			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".json")) {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	var apps []render.Application
+	var urls []string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read applications: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, nil, fmt.Errorf("parse %s: %w", file, err)
+			}
+			if obj == nil || obj["kind"] != "Application" {
+				continue
+			}
+			a, url, err := render.ApplicationFromObject(obj)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+			apps = append(apps, a)
+			urls = append(urls, url)
+		}
+	}
+	if len(apps) == 0 {
+		return nil, nil, fmt.Errorf("no Argo CD Application found in %s", p)
+	}
+	return apps, urls, nil
+}
+
+// normalizeRepoURL gives the spellings of one repository URL (https, ssh,
+// scp-like, with or without .git, any case) one form.
+func normalizeRepoURL(u string) string {
+	s := strings.ToLower(strings.TrimSpace(u))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
+	for _, prefix := range []string{"https://", "http://", "ssh://", "git://"} {
+		s = strings.TrimPrefix(s, prefix)
+	}
+	s = strings.TrimPrefix(s, "git@")
+	if host, rest, ok := strings.Cut(s, ":"); ok && !strings.Contains(host, "/") {
+		s = host + "/" + rest
+	}
+	return s
+}
+
+// kindAliases maps kubectl-style kind names to apiVersion and kind.
+var kindAliases = map[string][2]string{
+	"deployment": {"apps/v1", "Deployment"}, "deploy": {"apps/v1", "Deployment"},
+	"statefulset": {"apps/v1", "StatefulSet"}, "sts": {"apps/v1", "StatefulSet"},
+	"daemonset": {"apps/v1", "DaemonSet"}, "ds": {"apps/v1", "DaemonSet"},
+	"replicaset": {"apps/v1", "ReplicaSet"}, "rs": {"apps/v1", "ReplicaSet"},
+	"cronjob": {"batch/v1", "CronJob"}, "cj": {"batch/v1", "CronJob"},
+	"job": {"batch/v1", "Job"},
+	"pod": {"v1", "Pod"}, "po": {"v1", "Pod"},
+	"service": {"v1", "Service"}, "svc": {"v1", "Service"},
+	"configmap": {"v1", "ConfigMap"}, "cm": {"v1", "ConfigMap"},
+	"secret": {"v1", "Secret"},
+	"serviceaccount": {"v1", "ServiceAccount"}, "sa": {"v1", "ServiceAccount"},
+	"ingress": {"networking.k8s.io/v1", "Ingress"}, "ing": {"networking.k8s.io/v1", "Ingress"},
+	"horizontalpodautoscaler": {"autoscaling/v2", "HorizontalPodAutoscaler"}, "hpa": {"autoscaling/v2", "HorizontalPodAutoscaler"},
+	"rollout": {"argoproj.io/v1alpha1", "Rollout"},
+}
+
+// parseChange parses "<verb> KIND/NAME [flags] [args]" into a target and a change.
+func parseChange(args []string) (render.Target, render.Change, error) {
+	var target render.Target
+	var change render.Change
+	verb, rest := args[0], args[1:]
+	var ref string
+	if verb != "add" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return target, change, fmt.Errorf("%s needs KIND/NAME", verb)
+		}
+		ref, rest = rest[0], rest[1:]
+	}
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var container, namespace, apiVersion, requests, limits, file string
+	replicas := int64(-1)
+	fs.StringVar(&container, "c", "", "")
+	fs.StringVar(&container, "container", "", "")
+	fs.StringVar(&namespace, "n", "", "")
+	fs.StringVar(&namespace, "namespace", "", "")
+	fs.StringVar(&apiVersion, "api-version", "", "")
+	fs.Int64Var(&replicas, "replicas", -1, "")
+	fs.StringVar(&requests, "requests", "", "")
+	fs.StringVar(&limits, "limits", "", "")
+	fs.StringVar(&file, "f", "", "")
+	var positional []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return target, change, fmt.Errorf("%s: %w", verb, err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if verb != "add" {
+		kind, name, ok := strings.Cut(ref, "/")
+		if !ok || kind == "" || name == "" {
+			return target, change, fmt.Errorf("%q is not KIND/NAME", ref)
+		}
+		if alias, ok := kindAliases[strings.ToLower(kind)]; ok {
+			target.APIVersion, target.Kind = alias[0], alias[1]
+		} else {
+			target.Kind = kind
+		}
+		if apiVersion != "" {
+			target.APIVersion = apiVersion
+		}
+		if target.APIVersion == "" {
+			return target, change, fmt.Errorf("kind %q is not known; give --api-version", kind)
+		}
+		target.Name, target.Namespace = name, namespace
+	}
+	switch verb {
+	case "scale":
+		if replicas < 0 {
+			return target, change, fmt.Errorf("scale needs --replicas N")
+		}
+		change.Replicas = &render.Replicas{Count: replicas}
+	case "set-image":
+		if len(positional) != 1 {
+			return target, change, fmt.Errorf("set-image needs one CONTAINER=IMAGE argument")
+		}
+		cname, img, ok := strings.Cut(positional[0], "=")
+		if !ok || cname == "" || img == "" {
+			return target, change, fmt.Errorf("%q is not CONTAINER=IMAGE", positional[0])
+		}
+		change.Image = &render.Image{Container: cname}
+		name, rest := img, ""
+		if i := strings.LastIndexAny(img, ":@"); i >= 0 && !strings.Contains(img[i:], "/") {
+			if at := strings.Index(img, "@"); at >= 0 {
+				i = at
+			}
+			name, rest = img[:i], img[i:]
+		}
+		change.Image.Name = name
+		switch {
+		case strings.HasPrefix(rest, "@"):
+			change.Image.Digest = rest[1:]
+		case strings.HasPrefix(rest, ":"):
+			change.Image.Tag = rest[1:]
+		default:
+			return target, change, fmt.Errorf("%q has no tag or digest", img)
+		}
+	case "set-env":
+		if container == "" || len(positional) == 0 {
+			return target, change, fmt.Errorf("set-env needs -c CONTAINER and KEY=VALUE or KEY- arguments")
+		}
+		change.Env = &render.Env{Container: container, Set: map[string]string{}}
+		for _, a := range positional {
+			if k, v, ok := strings.Cut(a, "="); ok {
+				change.Env.Set[k] = v
+			} else if k, ok := strings.CutSuffix(a, "-"); ok {
+				change.Env.Unset = append(change.Env.Unset, k)
+			} else {
+				return target, change, fmt.Errorf("%q is neither KEY=VALUE nor KEY-", a)
+			}
+		}
+	case "set-resources":
+		if container == "" || (requests == "" && limits == "") {
+			return target, change, fmt.Errorf("set-resources needs -c CONTAINER and --requests or --limits")
+		}
+		req, err := parseQuantities(requests)
+		if err != nil {
+			return target, change, fmt.Errorf("--requests: %w", err)
+		}
+		lim, err := parseQuantities(limits)
+		if err != nil {
+			return target, change, fmt.Errorf("--limits: %w", err)
+		}
+		change.Resources = &render.Resources{Container: container, Requests: req, Limits: lim}
+	case "add":
+		if file == "" {
+			return target, change, fmt.Errorf("add needs -f FILE")
+		}
+		var data []byte
+		var err error
+		if file == "-" {
+			data, err = io.ReadAll(os.Stdin)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return target, change, fmt.Errorf("read manifest: %w", err)
+		}
+		change.NewResource = &render.NewResource{Manifest: string(data)}
+	default:
+		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add)", verb)
+	}
+	if verb != "set-image" && verb != "set-env" && len(positional) > 0 {
+		return target, change, fmt.Errorf("%s: unexpected argument %q", verb, positional[0])
+	}
+	return target, change, nil
+}
+
+func parseQuantities(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not name=quantity", part)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// writeEdits applies verified edits, refusing when a file changed since it was read.
+func writeEdits(repo string, edits []render.FileEdit) error {
+	for _, e := range edits {
+		full := filepath.Join(repo, filepath.FromSlash(e.Path))
+		mode := os.FileMode(0o644)
+		current, err := os.ReadFile(full)
+		switch {
+		case e.Created && err == nil:
+			return fmt.Errorf("write %s: the file appeared since planning; nothing written", e.Path)
+		case !e.Created && err != nil:
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		case !e.Created && !bytes.Equal(current, e.Old):
+			return fmt.Errorf("write %s: the file changed since planning; nothing written", e.Path)
+		}
+		if info, err := os.Stat(full); err == nil {
+			mode = info.Mode().Perm()
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(full), ".kukie-*")
+		if err != nil {
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		}
+		_, werr := tmp.Write(e.New)
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		}
+		if err := os.Rename(tmp.Name(), full); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		}
+	}
+	return nil
+}
+
+func printRefusal(stdout, stderr io.Writer, output string, ref *render.Refusal) int {
+	if output == "json" {
+		printJSON(stdout, stderr, map[string]any{"verdict": "refused", "refusal": ref})
+	}
+	fmt.Fprintf(stderr, "Refused (%s): %s\n", ref.Code, ref.Reason)
+	for _, a := range ref.Attempts {
+		fmt.Fprintf(stderr, "  tried %s in %s: %s\n", a.Strategy, strings.Join(a.Files, ", "), a.Reason)
+	}
+	return 2
+}
+
+func printJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "kukie-gitops plan: write json: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func printResult(w io.Writer, app render.Application, target render.Target, change render.Change, res *render.Result, notes []string, written bool) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
+	if app.Namespace != "" {
+		fmt.Fprintf(w, ", namespace %s", app.Namespace)
+	}
+	fmt.Fprintln(w, ")")
+	if change.NewResource == nil {
+		fmt.Fprintf(w, "Target:      %s\n", target)
+	}
+	var files []string
+	for _, e := range res.Edits {
+		files = append(files, e.Path)
+	}
+	fmt.Fprintf(w, "Edit:        %s (%s)\n\n", res.Strategy, strings.Join(files, ", "))
+	fmt.Fprintln(w, "Git diff:")
+	fmt.Fprintln(w, res.GitDiff)
+	fmt.Fprintln(w, "What will change in the cluster:")
+	for _, d := range res.ClusterDiff {
+		ns := ""
+		if d.Namespace != "" {
+			ns = d.Namespace + "/"
+		}
+		fmt.Fprintf(w, "  [%s] %s %s%s %s\n", d.App, d.Kind, ns, d.Name, d.Action)
+		for _, c := range d.Changes {
+			switch {
+			case c.Before == "":
+				fmt.Fprintf(w, "      %s: + %s\n", c.Path, c.After)
+			case c.After == "":
+				fmt.Fprintf(w, "      %s: - %s\n", c.Path, c.Before)
+			default:
+				fmt.Fprintf(w, "      %s: %s -> %s\n", c.Path, c.Before, c.After)
+			}
+		}
+	}
+	if len(res.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, wr := range res.Warnings {
+			fmt.Fprintf(w, "  - %s\n", wr)
+		}
+	}
+	var parts []string
+	total := 0
+	for _, a := range res.Verification.Apps {
+		parts = append(parts, fmt.Sprintf("%s: %d objects compared, %d changed", a.App, a.Objects, a.Changed))
+		total++
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(w, "\nVerdict: verified. Rendered %s before and after (%s); every object equals its current render plus only the requested change.\n",
+		plural(total, "application"), strings.Join(parts, "; "))
+	if written {
+		fmt.Fprintln(w, "Written to the repository directory.")
+	} else {
+		fmt.Fprintln(w, "Nothing written (use --write to apply).")
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}

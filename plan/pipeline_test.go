@@ -1,0 +1,550 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+const (
+	repoName = "acme/deploy"
+	repoURL  = "https://github.com/acme/deploy.git"
+	webFile  = "apps/web/deploy.yaml"
+	webYAML  = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  # scaled by hand\n  replicas: 3\n"
+)
+
+// fakeCluster stands in for kube/argocd: the web Deployment is managed by the
+// Application shop/web; anything else is not managed.
+type fakeCluster struct {
+	mu       sync.Mutex
+	revision string // targetRevision of the Application
+	app      argocd.Application
+	dryRuns  int
+}
+
+func newFakeCluster() *fakeCluster {
+	c := &fakeCluster{revision: "main"}
+	c.app = argocd.Application{Name: "web", Namespace: "argocd", Spec: argocd.AppSpec{
+		Source:      &argocd.AppSource{RepoURL: repoURL, Path: "apps/web", TargetRevision: "main"},
+		Destination: argocd.AppDestination{Namespace: "shop"},
+		SyncPolicy:  &argocd.AppSyncPolicy{Automated: &argocd.AppSyncAutomated{SelfHeal: true}},
+	}, Status: argocd.AppStatus{SourceType: "Directory"}}
+	return c
+}
+
+func (c *fakeCluster) application() argocd.Application {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.app
+	src := *a.Spec.Source
+	src.TargetRevision = c.revision
+	a.Spec.Source = &src
+	return a
+}
+
+func (c *fakeCluster) Decide(_ context.Context, _ string, t store.PlanTarget) argocd.Decision {
+	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	if t.Name != "web" {
+		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
+			Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathDirect, Known: true}}}
+	}
+	app := c.application()
+	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelSelfHeal, Reason: "tracked"}
+	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelSelfHeal, Reason: "managed by argocd/web",
+		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
+}
+
+func (c *fakeCluster) Applications(context.Context, string) ([]argocd.Application, error) {
+	return []argocd.Application{c.application()}, nil
+}
+
+func (c *fakeCluster) Application(_ context.Context, _, ns, name string) (argocd.Application, error) {
+	if ns != "argocd" || name != "web" {
+		return argocd.Application{}, plan.ErrObjectNotFound
+	}
+	return c.application(), nil
+}
+
+// sync plays Argo CD: the Application reports revision as synced and operated.
+func (c *fakeCluster) sync(revision, phase string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.app.Status.Sync = argocd.AppSyncStatus{Status: "Synced", Revision: revision}
+	c.app.Status.OperationState = &argocd.AppOperationState{Phase: phase, Message: "sync " + phase,
+		SyncResult: &argocd.AppSyncResult{Revision: revision}}
+}
+
+func (c *fakeCluster) Object(context.Context, string, store.PlanTarget) (map[string]any, error) {
+	return map[string]any{"metadata": map[string]any{"generation": int64(2)},
+		"status": map[string]any{"observedGeneration": int64(2)}}, nil
+}
+
+func (c *fakeCluster) DryRun(context.Context, string, []map[string]any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dryRuns++
+	return nil
+}
+
+// lineRenderer edits "replicas: N" in the target's file: enough of render's contract
+// to drive the pipeline against real repository content.
+type lineRenderer struct{ renders int }
+
+var replicasLine = regexp.MustCompile(`(?m)^  replicas: \d+$`)
+
+func (r *lineRenderer) Plan(_ context.Context, req render.Request) (*render.Result, error) {
+	r.renders++
+	old, err := os.ReadFile(filepath.Join(req.RepoDir, webFile))
+	if err != nil {
+		return nil, &render.Refusal{Code: render.CodeTargetNotFound, Reason: err.Error()}
+	}
+	if req.Change.Replicas == nil {
+		return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "only replicas in this test"}
+	}
+	now := replicasLine.ReplaceAll(old, []byte(fmt.Sprintf("  replicas: %d", req.Change.Replicas.Count)))
+	return &render.Result{App: req.App, Strategy: "in place",
+		Edits:   []render.FileEdit{{Path: webFile, Old: old, New: now}},
+		GitDiff: "--- a/" + webFile + "\n+++ b/" + webFile + "\n@@ -8 +8 @@\n-  replicas: 3\n+  replicas: 4\n",
+		ClusterDiff: []render.ObjectDiff{{App: req.App, APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web",
+			Action: "modified", Changes: []render.FieldChange{{Path: "spec.replicas", Before: "3", After: "4"}}}},
+		Verification: render.Verification{Verified: true, Apps: []render.AppVerification{{App: req.App, Objects: 1, Changed: 1}}},
+	}, nil
+}
+
+func (r *lineRenderer) ChangedObjects(context.Context, render.Request, *render.Result) ([]map[string]any, error) {
+	return []map[string]any{{"apiVersion": "apps/v1", "kind": "Deployment"}}, nil
+}
+
+type connections struct {
+	mu        sync.Mutex
+	inst      int64
+	connected bool
+}
+
+func (c *connections) RepoInstallation(_ context.Context, _, _, url string) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected {
+		return 0, plan.ErrRepoNotConnected
+	}
+	return c.inst, nil
+}
+
+type env struct {
+	t       *testing.T
+	gh      *githubtest.Server
+	db      *store.DB
+	team    store.Team
+	cluster *fakeCluster
+	render  *lineRenderer
+	conns   *connections
+	repos   plan.GitHubRepos
+}
+
+func newEnv(t *testing.T, db *store.DB) *env {
+	t.Helper()
+	s := githubtest.New(t)
+	s.CreateRepo(t, "acme", "deploy", map[string]string{webFile: webYAML, "README.md": "manifests\n"}, "main")
+	inst := s.CreateInstallation(t, "acme", "deploy")
+	cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := github.NewArchiveCache(t.TempDir(), 64<<20, github.DefaultArchiveLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := db.EnsureTeam(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, gh: s, db: db, team: team, cluster: newFakeCluster(), render: &lineRenderer{},
+		conns: &connections{inst: inst, connected: true}, repos: plan.GitHubRepos{Clients: cc, Archives: archives}}
+}
+
+func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
+	p := plan.New(e.db, e.cluster, e.render, e.repos, e.conns, plan.Config{
+		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
+		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+	}, hooks)
+	e.t.Cleanup(p.Close)
+	return p
+}
+
+func scale(n int64, key string) plan.Request {
+	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Change: render.Change{Replicas: &render.Replicas{Count: n}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: key}
+}
+
+// waitFor polls the plan until cond holds.
+func (e *env) waitFor(code string, what string, cond func(store.Plan) bool) store.Plan {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pl, err := e.db.PlanByCode(context.Background(), code)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if cond(pl) {
+			return pl
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("plan %s never became %s; it is %s (%s: %s)", code, what, pl.Status, pl.ErrorCode, pl.StatusReason)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) waitStatus(code string, s plan.Status) store.Plan {
+	e.t.Helper()
+	return e.waitFor(code, string(s), func(p store.Plan) bool {
+		return plan.Status(p.Status) == s && (s != plan.StatusPROpen || p.CheckRunID != 0)
+	})
+}
+
+func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.pipeline(plan.Hooks{})
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pl, created, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "k1"))
+		if err != nil || !created {
+			t.Fatalf("submit: %v created=%v", err, created)
+		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+
+		prs := e.gh.PullRequests(t, repoName)
+		if len(prs) != 1 {
+			t.Fatalf("%d pull requests, want 1", len(prs))
+		}
+		pr := prs[0]
+		if want := "kukie: scale Deployment/web (" + pl.Code + ")"; pr.GetTitle() != want {
+			t.Errorf("title %q, want %q", pr.GetTitle(), want)
+		}
+		for _, want := range []string{github.PlanMarker(pl.Code), "more traffic", "alice", "argocd/web", "self-heal", "replicas: 4"} {
+			if !strings.Contains(pr.GetBody(), want) {
+				t.Errorf("PR body lacks %q:\n%s", want, pr.GetBody())
+			}
+		}
+		if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != strings.Replace(webYAML, "replicas: 3", "replicas: 4", 1) {
+			t.Errorf("branch file:\n%s", got)
+		}
+		runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
+		if len(runs) != 1 || runs[0].GetConclusion() != "success" || runs[0].GetName() != "kukie/render" {
+			t.Fatalf("check runs on head: %d %v", len(runs), runs)
+		}
+		if !strings.HasSuffix(runs[0].GetDetailsURL(), "/api/v1/changes/"+pl.Code) {
+			t.Errorf("details url %q", runs[0].GetDetailsURL())
+		}
+
+		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
+		if err := p.PullClosed(ctx, repoName, pl.Branch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		pl = e.waitStatus(pl.Code, plan.StatusDeployed)
+		if locks, _ := db.FileLocks(ctx, pl.Code); len(locks) != 0 {
+			t.Errorf("merged plan still holds %d locks", len(locks))
+		}
+
+		rb, err := p.Rollback(plan.WithActor(ctx, "team:shop"), e.team.ID, pl.Code, "bob", "error rate up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb = e.waitStatus(rb.Code, plan.StatusPROpen)
+		if got, _ := e.gh.FileAt(t, repoName, rb.Branch, webFile); got != webYAML {
+			t.Errorf("revert branch file:\n%s", got)
+		}
+		rbPR := e.gh.PullRequests(t, repoName)
+		var revert int
+		for _, pr := range rbPR {
+			if pr.GetHead().GetRef() == rb.Branch {
+				revert = pr.GetNumber()
+			}
+		}
+		revertSHA := e.gh.Merge(t, repoName, revert, githubtest.MergeCommit)
+		if err := p.PullClosed(ctx, repoName, rb.Branch, int64(revert), true, revertSHA); err != nil {
+			t.Fatal(err)
+		}
+		e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
+		e.waitStatus(rb.Code, plan.StatusDeployed)
+		e.waitStatus(pl.Code, plan.StatusRolledBack)
+
+		events, err := db.PlanEvents(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var path []string
+		for _, ev := range events {
+			if ev.FromStatus != ev.ToStatus {
+				path = append(path, ev.ToStatus)
+			}
+		}
+		want := "deciding preparing committing pr_open merged deploying deployed rolled_back"
+		if strings.Join(path, " ") != want {
+			t.Errorf("transitions %v, want %s", path, want)
+		}
+	})
+}
+
+func TestPipelineIdempotentAndLocks(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.pipeline(plan.Hooks{})
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		codes := make(chan string, 50)
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "same-key"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				codes <- pl.Code
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		seen := map[string]bool{}
+		for c := range codes {
+			seen[c] = true
+		}
+		if len(seen) != 1 {
+			t.Fatalf("50 identical requests made %d plans", len(seen))
+		}
+		var first string
+		for c := range seen {
+			first = c
+		}
+		firstPlan := e.waitStatus(first, plan.StatusPROpen)
+
+		second, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(6, "other-key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second = e.waitFor(second.Code, "waiting", func(p store.Plan) bool { return p.Status == string(plan.StatusWaiting) })
+		if second.WaitingOn != first {
+			t.Fatalf("second waits on %q, want %q", second.WaitingOn, first)
+		}
+		if n := len(e.gh.PullRequests(t, repoName)); n != 1 {
+			t.Fatalf("%d pull requests while the second plan waits, want 1", n)
+		}
+		mergeSHA := e.gh.Merge(t, repoName, int(firstPlan.PRNumber), githubtest.MergeCommit)
+		if err := p.PullClosed(ctx, repoName, firstPlan.Branch, firstPlan.PRNumber, true, mergeSHA); err != nil {
+			t.Fatal(err)
+		}
+		second = e.waitStatus(second.Code, plan.StatusPROpen)
+		if second.BaseSHA != mergeSHA {
+			t.Fatalf("second plan based on %s, want the merge %s", second.BaseSHA, mergeSHA)
+		}
+		if got, _ := e.gh.FileAt(t, repoName, second.Branch, webFile); !strings.Contains(got, "replicas: 6") {
+			t.Fatalf("second branch file:\n%s", got)
+		}
+		if n := len(e.gh.PullRequests(t, repoName)); n != 2 {
+			t.Fatalf("%d pull requests, want 2", n)
+		}
+	})
+}
+
+var errCrash = errors.New("simulated crash")
+
+func TestPipelineResumesAfterCrashBetweenCommitAndPR(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		crashed := make(chan struct{})
+		var once sync.Once
+		first := e.pipeline(plan.Hooks{BeforeStep: func(code, step string) error {
+			if step == "pull_request" {
+				once.Do(func() { close(crashed) })
+				return errCrash
+			}
+			return nil
+		}})
+		pl, _, err := first.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-crashed
+		first.Close()
+		pl = e.waitFor(pl.Code, "committed", func(p store.Plan) bool { return p.HeadSHA != "" })
+		if n := len(e.gh.PullRequests(t, repoName)); n != 0 {
+			t.Fatalf("%d pull requests before restart", n)
+		}
+		// The claim of the dead process expires; a new process resumes the plan.
+		time.Sleep(1100 * time.Millisecond)
+		second := e.pipeline(plan.Hooks{})
+		if err := second.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		if n := len(e.gh.PullRequests(t, repoName)); n != 1 {
+			t.Fatalf("%d pull requests after restart, want 1", n)
+		}
+		if n := len(e.gh.CheckRuns(t, repoName, pl.HeadSHA)); n != 1 {
+			t.Fatalf("%d check runs, want 1", n)
+		}
+		if n := e.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits"); n != 1 {
+			t.Fatalf("%d commits created, want 1", n)
+		}
+	})
+}
+
+func TestPipelineRefusals(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		tests := map[string]struct {
+			setup    func(e *env)
+			req      func() plan.Request
+			wantCode string
+		}{
+			"not managed by Argo CD": {
+				req: func() plan.Request {
+					r := scale(2, "")
+					r.Target.Name = "adhoc"
+					return r
+				},
+				wantCode: plan.CodeNotGitOpsManaged,
+			},
+			"tag targetRevision": {
+				setup: func(e *env) {
+					e.gh.CreateTag(e.t, repoName, "v1.2.0", "main")
+					e.cluster.revision = "v1.2.0"
+				},
+				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRevisionNotABranch,
+			},
+			"repository not connected": {
+				setup:    func(e *env) { e.conns.connected = false },
+				req:      func() plan.Request { return scale(2, "") },
+				wantCode: plan.CodeRepoNotConnected,
+			},
+			"path differs from the caller's": {
+				req: func() plan.Request {
+					r := scale(2, "")
+					r.ExpectedPath = "direct"
+					return r
+				},
+				wantCode: plan.CodePathMismatch,
+			},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, db)
+				if tc.setup != nil {
+					tc.setup(e)
+				}
+				p := e.pipeline(plan.Hooks{})
+				pl, _, err := p.Submit(ctx, e.team.ID, "team:x", tc.req())
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl = e.waitFor(pl.Code, "refused", func(p store.Plan) bool { return p.Status == string(plan.StatusRefused) })
+				if pl.ErrorCode != tc.wantCode || pl.StatusReason == "" {
+					t.Fatalf("refused with %q (%s), want %q", pl.ErrorCode, pl.StatusReason, tc.wantCode)
+				}
+				if n := len(e.gh.PullRequests(t, repoName)); n != 0 {
+					t.Fatalf("refused plan opened %d pull requests", n)
+				}
+			})
+		}
+	})
+}
+
+func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.pipeline(plan.Hooks{})
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+
+		// Someone else pushes an extra file to the kukie branch: the check fails.
+		pushed := e.gh.PushCommit(t, repoName, pl.Branch, map[string]string{"apps/web/extra.yaml": "kind: ConfigMap\n"}, githubtest.DefaultAuthor)
+		if err := p.HeadPushed(ctx, repoName, pl.Branch, pushed, githubtest.DefaultAuthor.Login); err != nil {
+			t.Fatal(err)
+		}
+		runs := e.gh.CheckRuns(t, repoName, pushed)
+		if len(runs) != 1 || runs[0].GetConclusion() != "failure" || !strings.Contains(runs[0].GetOutput().GetSummary(), "apps/web/extra.yaml was added") {
+			t.Fatalf("check run on a foreign push: %d runs %v", len(runs), runs)
+		}
+		// Our own bot's push is not re-verified.
+		if err := p.HeadPushed(ctx, repoName, pl.Branch, "0000000000000000000000000000000000000001", e.gh.BotLogin()); err != nil {
+			t.Fatal(err)
+		}
+
+		// The base branch moves under the plan, changing the same file: the plan is
+		// rebuilt on the new base, still one pull request, verified again.
+		moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
+		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
+		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+			t.Fatal(err)
+		}
+		pl, err = db.PlanByCode(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.BaseSHA != after {
+			t.Fatalf("plan base %s, want the new base %s", pl.BaseSHA, after)
+		}
+		got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile)
+		if want := strings.Replace(moved, "replicas: 3", "replicas: 4", 1); got != want {
+			t.Fatalf("rebased branch file:\n%s\nwant:\n%s", got, want)
+		}
+		if runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA); len(runs) != 1 || runs[0].GetConclusion() != "success" {
+			t.Fatalf("check run after rebase: %v", runs)
+		}
+		if n := len(e.gh.PullRequests(t, repoName)); n != 1 {
+			t.Fatalf("%d pull requests after rebase, want 1", n)
+		}
+		if head := e.gh.Head(t, repoName, "main"); head != after {
+			t.Fatalf("base branch moved by the service to %s", head)
+		}
+
+		// The repository is disconnected mid-flight: the plan is refused with a reason.
+		cl, err := db.CreateCluster(ctx, store.Cluster{TeamID: e.team.ID, Name: "prod", Access: store.ClusterInCluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ConnectionsRevoked(ctx, []store.RepoConnection{{ClusterID: cl.ID, Repo: "https://github.com/acme/deploy"}}, "the App lost access"); err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitFor(pl.Code, "refused", func(p store.Plan) bool { return p.Status == string(plan.StatusRefused) })
+		if pl.ErrorCode != plan.CodeRepoNotConnected || !strings.Contains(pl.StatusReason, "lost access") {
+			t.Fatalf("refused with %s: %s", pl.ErrorCode, pl.StatusReason)
+		}
+		if locks, _ := db.FileLocks(ctx, pl.Code); len(locks) != 0 {
+			t.Fatalf("refused plan holds %d locks", len(locks))
+		}
+	})
+}

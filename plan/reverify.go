@@ -1,0 +1,335 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// ignoredTreeFiles are written by the archive cache, not part of the repository.
+var ignoredTreeFiles = map[string]bool{".kukie-complete": true}
+
+// HeadPushed handles a push to a kukie branch. The App's own pushes are ignored; a
+// push by someone else moves the head and is verified again: the new head must still
+// be the base plus exactly the verified edit.
+func (p *Pipeline) HeadPushed(ctx context.Context, repo, branch, sha, sender string) error {
+	if sender != "" && strings.EqualFold(sender, p.cfg.BotLogin) {
+		return nil
+	}
+	pl, ok, err := p.planOfBranch(ctx, repo, branch)
+	if err != nil || !ok || Status(pl.Status) != StatusPROpen || pl.HeadSHA == sha {
+		return err
+	}
+	if _, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		pl.HeadSHA, pl.CheckRunID, pl.CheckRunURL = sha, 0, ""
+		return Status(pl.Status), "head_pushed", "branch moved to " + sha + " by " + sender, nil
+	}); err != nil {
+		return err
+	}
+	return p.Reverify(ctx, pl.Code)
+}
+
+// Reverify checks the plan's current head against its base plus the verified edit
+// and publishes the result as the check run of the head.
+func (p *Pipeline) Reverify(ctx context.Context, code string) error {
+	pl, err := p.db.PlanByCode(ctx, code)
+	if err != nil {
+		return err
+	}
+	if Status(pl.Status) != StatusPROpen {
+		return nil
+	}
+	pay, err := decodePayload(pl)
+	if err != nil {
+		return err
+	}
+	failure, err := p.compareHead(ctx, pl, pay)
+	if err != nil {
+		return err
+	}
+	report := p.CheckReport(pl, pay, failure)
+	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+	if err != nil {
+		return fmt.Errorf("publish check run of plan %s: %w", code, err)
+	}
+	_, err = p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
+		pay.CheckConclusion = report.Conclusion
+		if failure != "" {
+			pay.VerificationResult = "not verified: " + failure
+		}
+		return Status(pl.Status), "reverify", "check run " + report.Conclusion, nil
+	})
+	return err
+}
+
+// compareHead returns "" when head = base + edits, otherwise what differs.
+func (p *Pipeline) compareHead(ctx context.Context, pl store.Plan, pay Payload) (string, error) {
+	base, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA)
+	if err != nil {
+		return "", err
+	}
+	defer base.Release()
+	head, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA)
+	if err != nil {
+		return "", err
+	}
+	defer head.Release()
+	want, err := treeFiles(base.Dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range pay.Edits {
+		if e.New == nil && !e.Created {
+			delete(want, e.Path)
+		} else {
+			want[e.Path] = e.New
+		}
+	}
+	got, err := treeFiles(head.Dir)
+	if err != nil {
+		return "", err
+	}
+	var diffs []string
+	for path, w := range want {
+		g, ok := got[path]
+		switch {
+		case !ok:
+			diffs = append(diffs, path+" was removed")
+		case !bytes.Equal(g, w):
+			diffs = append(diffs, path+" differs from the verified change")
+		}
+	}
+	for path := range got {
+		if _, ok := want[path]; !ok {
+			diffs = append(diffs, path+" was added")
+		}
+	}
+	if len(diffs) == 0 {
+		return "", nil
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 20 {
+		diffs = append(diffs[:20], fmt.Sprintf("and %d more", len(diffs)-20))
+	}
+	return "Commit " + pl.HeadSHA + " is not the base plus the verified edit: " + strings.Join(diffs, "; ") + ".", nil
+}
+
+func treeFiles(dir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if ignoredTreeFiles[rel] {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[rel] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", dir, err)
+	}
+	return out, nil
+}
+
+// BasePushed handles a push to a base branch. Open plans on that branch whose files
+// (or app folder) changed are verified again on the new base; when their edit no
+// longer applies as committed, the plan's kukie branch is rebuilt on the new base.
+func (p *Pipeline) BasePushed(ctx context.Context, repo, branch, after string, changed []string) error {
+	plans, err := p.db.ListPlans(ctx, store.PlanFilter{Repo: repo, Statuses: []string{string(StatusPROpen)}, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pl := range plans {
+		if pl.BaseBranch != branch || pl.BaseSHA == after {
+			continue
+		}
+		pay, err := decodePayload(pl)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !touches(changed, pay) {
+			continue
+		}
+		if err := p.rebase(ctx, pl, pay, github.Branch{Name: branch, SHA: after}); err != nil {
+			errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func touches(changed []string, pay Payload) bool {
+	if changed == nil {
+		return true
+	}
+	appDir := ""
+	if pay.App != nil && pay.App.Path != "" && pay.App.Path != "." {
+		appDir = strings.TrimSuffix(pay.App.Path, "/") + "/"
+	}
+	for _, c := range changed {
+		if appDir == "" || strings.HasPrefix(c, appDir) {
+			return true
+		}
+		for _, e := range pay.Edits {
+			if e.Path == c {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rebase re-prepares the plan on the new base: unchanged edits only get a new check
+// run; changed edits become a new commit on the new base, force-pushed to the plan's
+// own kukie branch (never any other).
+func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base github.Branch) error {
+	newPay := pay
+	edits, err := p.prepareEdit(ctx, pl, &newPay, base)
+	if err != nil {
+		e, ok := AsError(err)
+		if !ok {
+			return err
+		}
+		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
+		ref, perr := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+		if perr != nil {
+			return perr
+		}
+		_, err = p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+			pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
+			pay.CheckConclusion = report.Conclusion
+			pay.VerificationResult = "not verified on the new base: " + e.Reason
+			return Status(pl.Status), "rebase", e.Reason, nil
+		})
+		return err
+	}
+	if sameEdits(edits, pay.Edits) {
+		// The committed edit still applies as it is; say so on the head.
+		_, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+			pay.VerificationResult = newPay.VerificationResult + " on base " + base.SHA
+			return Status(pl.Status), "rebase", "edit still applies on " + base.SHA, nil
+		})
+		if err != nil {
+			return err
+		}
+		return p.Reverify(ctx, pl.Code)
+	}
+	paths := make([]string, len(edits))
+	for i, e := range edits {
+		paths[i] = e.Path
+	}
+	if holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, paths); err != nil {
+		return err
+	} else if holder != "" {
+		return fmt.Errorf("rebased edit needs a file locked by plan %s", holder)
+	}
+	files := make([]github.FileChange, len(edits))
+	for i, e := range edits {
+		files[i] = github.FileChange{Path: e.Path, Content: e.New}
+	}
+	pl.BaseSHA = base.SHA
+	ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, base.SHA, commitMessage(pl), files)
+	if err != nil {
+		return err
+	}
+	if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, ci.SHA); err != nil {
+		return err
+	}
+	newPay.Edits = edits
+	saved, err := p.update(ctx, pl.Code, func(st *store.Plan, pay *Payload) (Status, string, string, error) {
+		st.BaseSHA, st.CommitSHA, st.HeadSHA, st.CheckRunID, st.CheckRunURL = base.SHA, ci.SHA, ci.SHA, 0, ""
+		*pay = newPay
+		return Status(st.Status), "rebase", "rebuilt on " + base.SHA + " as " + ci.SHA, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved), PRBody(saved, newPay)); err != nil {
+		return err
+	}
+	return p.Reverify(ctx, saved.Code)
+}
+
+func sameEdits(a, b []StoredEdit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path || !bytes.Equal(a[i].New, b[i].New) || !bytes.Equal(a[i].Old, b[i].Old) {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanForPull returns the plan behind a kukie pull request head, if any.
+func (p *Pipeline) PlanForPull(ctx context.Context, repo, branch string) (store.Plan, bool, error) {
+	return p.planOfBranch(ctx, repo, branch)
+}
+
+// ConnectionsRevoked refuses the unmerged plans whose repository lost its connection.
+// It implements handler.RevocationListener.
+func (p *Pipeline) ConnectionsRevoked(ctx context.Context, revoked []store.RepoConnection, reason string) error {
+	var errs []error
+	for _, conn := range revoked {
+		cl, err := p.db.ClusterByID(ctx, conn.ClusterID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r, err := github.ParseRepoURL(conn.Repo)
+		if err != nil {
+			continue
+		}
+		plans, err := p.db.ListPlans(ctx, store.PlanFilter{TeamID: cl.TeamID, Cluster: cl.Name, Repo: strings.ToLower(r.FullName()),
+			Statuses: []string{string(StatusDeciding), string(StatusPreparing), string(StatusWaiting), string(StatusCommitting), string(StatusPROpen), string(StatusFailed)}})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, pl := range plans {
+			e := refusal(CodeRepoNotConnected, "repository %s was disconnected from cluster %s: %s", r.FullName(), cl.Name, reason)
+			saved, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+				if !CanMove(Status(pl.Status), StatusRefused) {
+					return "", "", "", errNothingToDo
+				}
+				pl.ErrorCode, pl.StatusReason = e.Code, e.Reason
+				pay.Problem = e
+				return StatusRefused, "disconnect", e.Reason, nil
+			})
+			if errors.Is(err, errNothingToDo) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.releaseAndWake(ctx, saved)
+		}
+	}
+	return errors.Join(errs...)
+}

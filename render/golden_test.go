@@ -1,0 +1,236 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/render from the current output")
+
+const goldenRoot = "../testdata/render"
+
+// goldenRequest is request.yaml of a golden case.
+type goldenRequest struct {
+	App    string        `json:"app"`
+	Apps   []Application `json:"apps"`
+	Target Target        `json:"target"`
+	Change Change        `json:"change"`
+}
+
+// TestGolden runs every case under testdata/render: <case>/input is the repository,
+// <case>/request.yaml the request, <case>/expected what Plan must produce (the
+// verdict, the git diff, the cluster diff and the new content of every edited file).
+// Run with -update to rewrite expected/ and review the result by eye.
+func TestGolden(t *testing.T) {
+	entries, err := os.ReadDir(goldenRoot)
+	if err != nil {
+		t.Fatalf("read golden cases: %v", err)
+	}
+	var cases []string
+	for _, e := range entries {
+		if e.IsDir() {
+			cases = append(cases, e.Name())
+		}
+	}
+	if len(cases) < 20 {
+		t.Fatalf("found %d golden cases, expected the full set", len(cases))
+	}
+	for _, name := range cases {
+		t.Run(name, func(t *testing.T) {
+			runGolden(t, filepath.Join(goldenRoot, name))
+		})
+	}
+}
+
+func runGolden(t *testing.T, dir string) {
+	raw, err := os.ReadFile(filepath.Join(dir, "request.yaml"))
+	if err != nil {
+		t.Fatalf("read request: %v", err)
+	}
+	var req goldenRequest
+	if err := sigsyaml.UnmarshalStrict(raw, &req); err != nil {
+		t.Fatalf("parse request: %v", err)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	copyTree(t, filepath.Join(dir, "input"), repo)
+	before := snapshot(t, repo)
+
+	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: req.Apps, App: req.App, Target: req.Target, Change: req.Change})
+
+	if after := snapshot(t, repo); !equalSnapshots(before, after) {
+		t.Fatalf("Plan modified the input repository")
+	}
+	got := filepath.Join(t.TempDir(), "expected")
+	writeOutcome(t, got, res, err)
+	want := filepath.Join(dir, "expected")
+	if *update {
+		if err := os.RemoveAll(want); err != nil {
+			t.Fatal(err)
+		}
+		copyTree(t, got, want)
+		return
+	}
+	compareTrees(t, want, got)
+	if res != nil {
+		for _, e := range res.Edits {
+			if _, err := yamledit.Documents(e.New); err != nil {
+				t.Errorf("edited %s does not parse: %v", e.Path, err)
+			}
+		}
+	}
+}
+
+// writeOutcome writes what Plan returned as the files of a golden expected/ dir.
+func writeOutcome(t *testing.T, dir string, res *Result, err error) {
+	t.Helper()
+	write := func(name string, data []byte) {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		var b strings.Builder
+		fmt.Fprintf(&b, "refused: %s\napp: %s\nreason: %s\n", ref.Code, ref.App, ref.Reason)
+		for _, a := range ref.Attempts {
+			fmt.Fprintf(&b, "attempt: %s %v verified=%v\n", a.Strategy, a.Files, a.Verified)
+		}
+		write("verdict.txt", []byte(b.String()))
+		return
+	case err != nil:
+		t.Fatalf("Plan failed: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "verified: %s\napp: %s\n", res.Strategy, res.App)
+	for _, a := range res.Verification.Apps {
+		fmt.Fprintf(&b, "compared: %s objects=%d changed=%d\n", a.App, a.Objects, a.Changed)
+	}
+	for _, a := range res.Verification.Attempts {
+		fmt.Fprintf(&b, "attempt: %s %v verified=%v\n", a.Strategy, a.Files, a.Verified)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "warning: %s: %s\n", w.Code, w)
+	}
+	write("verdict.txt", []byte(b.String()))
+	write("git.diff", []byte(res.GitDiff))
+	var c strings.Builder
+	for _, d := range res.ClusterDiff {
+		fmt.Fprintf(&c, "[%s] %s %s %s/%s %s\n", d.App, d.APIVersion, d.Kind, d.Namespace, d.Name, d.Action)
+		for _, ch := range d.Changes {
+			fmt.Fprintf(&c, "  %s: %q -> %q\n", ch.Path, ch.Before, ch.After)
+		}
+	}
+	write("cluster.txt", []byte(c.String()))
+	for _, e := range res.Edits {
+		write("files/"+e.Path, e.New)
+	}
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v", from, err)
+	}
+}
+
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[p] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func equalSnapshots(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func compareTrees(t *testing.T, want, got string) {
+	t.Helper()
+	w, g := relSnapshot(t, want), relSnapshot(t, got)
+	var names []string
+	for k := range w {
+		names = append(names, k)
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		wv, wok := w[n]
+		gv, gok := g[n]
+		switch {
+		case !wok:
+			t.Errorf("unexpected output %s:\n%s", n, gv)
+		case !gok:
+			t.Errorf("missing output %s", n)
+		case !bytes.Equal(wv, gv):
+			t.Errorf("%s differs\n--- want\n%s\n--- got\n%s", n, wv, gv)
+		}
+	}
+}
+
+func relSnapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	for p, data := range snapshot(t, dir) {
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = data
+	}
+	return out
+}

@@ -1,0 +1,627 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// Strategies, in the order they are tried.
+const (
+	strategyReplicasEntry = "replicas entry"
+	strategyImagesEntry   = "images entry"
+	strategyExistingPatch = "existing patch"
+	strategyInPlace       = "in place"
+	strategyNewPatch      = "new patch"
+	strategyNewFile       = "new file"
+)
+
+func (p *planner) planChange(ctx context.Context) (*Result, error) {
+	app := p.primary
+	if err := p.checkRenderable(app); err != nil {
+		return nil, err
+	}
+	objs, err := p.r.render(p.before, app)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	target, err := p.findTarget(app, objs)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkTarget(app, target); err != nil {
+		return nil, err
+	}
+	expected, err := expectedAfter(target, p.req.Change)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	if deepEqual(target.body, expected) {
+		return nil, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): there is nothing to change", p.req.Target, p.req.Change.describe())}
+	}
+	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected, floating: floatingEnv(target, p.req.Change)}
+
+	var builders []candidateBuilder
+	switch app.SourceType {
+	case SourceDirectory:
+		builders = p.directoryBuilders(target, expected)
+	case SourceKustomize:
+		builders, err = p.kustomizeBuilders(target, expected)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out, err := p.tryCandidates(ctx, builders, exp)
+	if err != nil {
+		return nil, err
+	}
+	if out.winner == nil {
+		return nil, p.noVerifiedEdit(target, out)
+	}
+	return p.result(out.winner, out.verified, out.attempts)
+}
+
+func withApp(err error, app string) error {
+	var ref *Refusal
+	if errors.As(err, &ref) && ref.App == "" {
+		cp := *ref
+		cp.App = app
+		return &cp
+	}
+	return err
+}
+
+func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
+	code := CodeVerificationFailed
+	if out.leaked {
+		code = CodeLeak
+	}
+	if r := p.reach(p.primary); r.kust != nil && target.origin != "" && inComponent(r.kust, target.origin) {
+		code = CodeComponent
+	}
+	reason := fmt.Sprintf("no edit location for %s verifies: %s", p.req.Target, attemptsReason(out.attempts))
+	if len(out.attempts) == 0 {
+		reason = fmt.Sprintf("no place in the repository can express %s for %s", p.req.Change.describe(), p.req.Target)
+	}
+	if code == CodeComponent {
+		reason = fmt.Sprintf("%s comes from component %s, which the edit cannot change without changing every app that uses it; %s", p.req.Target, path.Dir(target.origin), reason)
+	}
+	return p.refusal(code, reason, out.attempts)
+}
+
+func inComponent(r *kustReach, file string) bool {
+	for d := range r.componentDirs {
+		if strings.HasPrefix(file, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// findTarget picks the one rendered object the request names.
+func (p *planner) findTarget(app Application, objs []*object) (*object, error) {
+	t := p.req.Target
+	want := objKey{Group: groupOf(t.APIVersion), Kind: t.Kind, Namespace: effectiveNamespace(t.APIVersion, t.Kind, t.Namespace, app.Namespace), Name: t.Name}
+	var matches, sameKind []*object
+	anyNamespace := t.Namespace == "" && app.Namespace == ""
+	for _, o := range objs {
+		k := o.key(app.Namespace)
+		if k == want || (anyNamespace && k.Group == want.Group && k.Kind == want.Kind && k.Name == want.Name) {
+			matches = append(matches, o)
+		} else if o.kind == t.Kind {
+			sameKind = append(sameKind, o)
+		}
+	}
+	where := func(o *object) string {
+		k := o.key(app.Namespace).String()
+		switch {
+		case o.file != "":
+			return k + " in " + describeDoc(o.file, o.doc)
+		case o.origin != "":
+			return k + " from " + o.origin
+		}
+		return k
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		var found []string
+		for i, o := range sameKind {
+			if i == 10 {
+				found = append(found, fmt.Sprintf("and %d more", len(sameKind)-10))
+				break
+			}
+			found = append(found, where(o))
+		}
+		msg := fmt.Sprintf("application %s (%s, path %s) renders no %s", app.Name, app.SourceType, app.Path, want)
+		if len(found) > 0 {
+			msg += "; it renders " + strings.Join(found, ", ")
+		} else {
+			msg += fmt.Sprintf("; it renders no %s at all", t.Kind)
+		}
+		return nil, &Refusal{Code: CodeTargetNotFound, App: app.Name, Reason: msg}
+	default:
+		var found []string
+		for _, o := range matches {
+			found = append(found, where(o))
+		}
+		return nil, &Refusal{Code: CodeTargetAmbiguous, App: app.Name, Reason: fmt.Sprintf("application %s renders %s %d times: %s", app.Name, want, len(matches), strings.Join(found, "; "))}
+	}
+}
+
+// checkTarget refuses targets render must not edit.
+func (p *planner) checkTarget(app Application, o *object) error {
+	name := p.req.Target.String()
+	switch {
+	case o.kind == "Secret" && groupOf(o.apiVersion) == "":
+		return &Refusal{Code: CodeSecret, App: app.Name, Reason: fmt.Sprintf("%s is a Secret; Secrets are never edited (manage them with your secret store)", name)}
+	case o.remote:
+		return &Refusal{Code: CodeRemoteBase, App: app.Name, Reason: fmt.Sprintf("%s comes from a remote base; remote bases are not supported", name)}
+	case o.generatedBy != "":
+		return &Refusal{Code: CodeGenerated, App: app.Name, Reason: fmt.Sprintf("%s is generated by a %s in %s; change the generator's inputs instead", name, o.generatedBy, o.origin)}
+	}
+	c := p.req.Change
+	if app.SourceType == SourceKustomize {
+		if c.Replicas != nil {
+			if _, ok := app.Kustomize.Replicas[o.name]; ok {
+				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets spec.source.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, o.name)}
+			}
+		}
+		if c.Image != nil {
+			if ct, ok := findContainer(o.body, o.kind, c.Image.Container); ok {
+				img, _ := ct.body["image"].(string)
+				for _, arg := range app.Kustomize.Images {
+					entry, err := parseImageArg(arg)
+					if err != nil {
+						continue
+					}
+					if entry["name"] == parseImageRef(img).name || entry["newName"] == parseImageRef(img).name {
+						return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s overrides image %s in spec.source.kustomize.images; a Git edit would be overridden, change the Application instead", app.Name, parseImageRef(img).name)}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *planner) directoryBuilders(target *object, expected map[string]any) []candidateBuilder {
+	return []candidateBuilder{{
+		strategy: strategyInPlace,
+		files:    []string{target.file},
+		build: func() (*candidate, error) {
+			ops, err := changeOps(target.body, target.kind, p.req.Change, inPlace, target.body, expected)
+			if err != nil {
+				return nil, err
+			}
+			return p.editCandidate(strategyInPlace, target.file, target.doc, ops)
+		},
+	}}
+}
+
+func (p *planner) editCandidate(strategy, file string, doc int, ops []yamledit.Op) (*candidate, error) {
+	out, ws, err := p.editFile(p.before, file, doc, ops...)
+	if err != nil {
+		return nil, err
+	}
+	return &candidate{strategy: strategy, files: map[string][]byte{file: out}, warnings: ws}, nil
+}
+
+// sourceDoc is the document a kustomize object was read from.
+type sourceDoc struct {
+	file      string
+	index     int
+	obj       map[string]any
+	name      string
+	namespace string
+}
+
+// findSourceDoc finds the document of the object's origin file that produced it:
+// same kind and group, and the name that the render's prefixes and suffixes extend.
+func (p *planner) findSourceDoc(o *object) (*sourceDoc, error) {
+	if o.origin == "" {
+		return nil, nil
+	}
+	data, err := p.t.readFile(o.origin)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := yamledit.Documents(data)
+	if err != nil {
+		if errors.Is(err, yamledit.ErrAliasBomb) {
+			return nil, refuse(CodeAliasBomb, "%s: YAML aliases expand beyond the allowed bound", o.origin)
+		}
+		return nil, refuse(CodeRenderFailed, "parse %s: %v", o.origin, err)
+	}
+	var best *sourceDoc
+	ambiguous := false
+	for _, d := range docs {
+		if d.Empty {
+			continue
+		}
+		so, ok := newObject(d.Object)
+		if !ok || so.kind != o.kind || groupOf(so.apiVersion) != groupOf(o.apiVersion) || !strings.Contains(o.name, so.name) {
+			continue
+		}
+		c := &sourceDoc{file: o.origin, index: d.Index, obj: so.body, name: so.name, namespace: so.namespace}
+		switch {
+		case best == nil || len(so.name) > len(best.name):
+			best, ambiguous = c, false
+		case len(so.name) == len(best.name):
+			ambiguous = true
+		}
+	}
+	if ambiguous {
+		return nil, refuse(CodeTargetAmbiguous, "%s holds several %s documents that could render as %s", o.origin, o.kind, o.name)
+	}
+	return best, nil
+}
+
+// patchRef is one patch file listed by a kustomization.
+type patchRef struct {
+	file   string
+	target *types.Selector
+	json   bool
+}
+
+func patchRefs(n *kustNode) []patchRef {
+	var out []patchRef
+	add := func(ref string, sel *types.Selector, json bool) {
+		if f, err := joinRel(n.dir, ref); err == nil {
+			out = append(out, patchRef{file: f, target: sel, json: json})
+		}
+	}
+	for _, pt := range n.k.Patches {
+		if pt.Path != "" {
+			add(pt.Path, pt.Target, false)
+		}
+	}
+	for _, s := range n.k.PatchesStrategicMerge {
+		if !isInline(string(s)) {
+			add(string(s), nil, false)
+		}
+	}
+	for _, pt := range n.k.PatchesJson6902 {
+		if pt.Path != "" {
+			add(pt.Path, pt.Target, true)
+		}
+	}
+	return out
+}
+
+// selectorMatches reports whether a patch target selects the object (by its source
+// or rendered name). Label and annotation selectors are left to verification.
+func selectorMatches(sel *types.Selector, o *object, src *sourceDoc) bool {
+	if sel == nil {
+		return false
+	}
+	if sel.Kind != "" && sel.Kind != o.kind {
+		return false
+	}
+	if sel.Group != "" && sel.Group != groupOf(o.apiVersion) {
+		return false
+	}
+	names := []string{o.name}
+	namespaces := []string{o.namespace}
+	if src != nil {
+		names = append(names, src.name)
+		namespaces = append(namespaces, src.namespace)
+	}
+	anchored := func(pattern string, values []string) bool {
+		if pattern == "" {
+			return true
+		}
+		re, err := regexp.Compile("^(?:" + pattern + ")$")
+		if err != nil {
+			return false
+		}
+		for _, v := range values {
+			if re.MatchString(v) {
+				return true
+			}
+		}
+		return false
+	}
+	return anchored(sel.Name, names) && anchored(sel.Namespace, namespaces)
+}
+
+func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {
+	reach := p.reach(p.primary).kust
+	root := reach.nodes[0]
+	src, err := p.findSourceDoc(target)
+	if err != nil {
+		return nil, withApp(err, p.primary.Name)
+	}
+	sourceName := target.name
+	if src != nil {
+		sourceName = src.name
+	}
+	c := p.req.Change
+	var builders []candidateBuilder
+	kustEdit := func(strategy string, ops ...yamledit.Op) candidateBuilder {
+		return candidateBuilder{strategy: strategy, files: []string{root.file}, build: func() (*candidate, error) {
+			return p.editCandidate(strategy, root.file, 0, ops)
+		}}
+	}
+
+	// (1) The overlay already sets the field.
+	if c.Replicas != nil {
+		for _, r := range root.k.Replicas {
+			if r.Name == sourceName || r.Name == target.name {
+				builders = append(builders, kustEdit(strategyReplicasEntry, yamledit.Op{
+					Path: yamledit.Path{yamledit.K("replicas"), yamledit.M("name", r.Name), yamledit.K("count")}, Kind: yamledit.OpSet, Value: c.Replicas.Count,
+				}))
+			}
+		}
+	}
+	if c.Image != nil {
+		builders = append(builders, p.imagesEntryBuilders(root, target, src, kustEdit)...)
+	}
+	builders = append(builders, p.patchBuilders(root, target, src, expected)...)
+
+	// (2) The resource's document lives in the overlay's own folder.
+	if src != nil && (root.dir == "." || strings.HasPrefix(src.file, root.dir+"/")) {
+		builders = append(builders, candidateBuilder{strategy: strategyInPlace, files: []string{src.file}, build: func() (*candidate, error) {
+			ops, err := changeOps(src.obj, target.kind, c, inPlace, target.body, expected)
+			if err != nil {
+				return nil, err
+			}
+			return p.editCandidate(strategyInPlace, src.file, src.index, ops)
+		}})
+	}
+
+	// (3) A new strategic-merge patch in the overlay with an explicit target.
+	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, expected))
+	return builders, nil
+}
+
+func (p *planner) imagesEntryBuilders(root *kustNode, target *object, src *sourceDoc, kustEdit func(string, ...yamledit.Op) candidateBuilder) []candidateBuilder {
+	c := p.req.Change.Image
+	rct, ok := findContainer(target.body, target.kind, c.Container)
+	if !ok {
+		return nil
+	}
+	img, _ := rct.body["image"].(string)
+	renderedName := parseImageRef(img).name
+	var sourceName string
+	if src != nil {
+		if sct, ok := findContainer(src.obj, target.kind, c.Container); ok {
+			s, _ := sct.body["image"].(string)
+			sourceName = parseImageRef(s).name
+		}
+	}
+	var out []candidateBuilder
+	for _, e := range root.k.Images {
+		final := e.Name
+		if e.NewName != "" {
+			final = e.NewName
+		}
+		if final != renderedName && (sourceName == "" || e.Name != sourceName) {
+			continue
+		}
+		entry := yamledit.Path{yamledit.K("images"), yamledit.M("name", e.Name)}
+		var ops []yamledit.Op
+		if c.Digest != "" {
+			ops = append(ops, yamledit.Op{Path: joinPath(entry, keys("digest")), Kind: yamledit.OpSet, Value: scalar(c.Digest)})
+			if e.NewTag != "" {
+				ops = append(ops, yamledit.Op{Path: joinPath(entry, keys("newTag")), Kind: yamledit.OpDelete})
+			}
+		} else {
+			ops = append(ops, yamledit.Op{Path: joinPath(entry, keys("newTag")), Kind: yamledit.OpSet, Value: scalar(c.Tag)})
+			if e.Digest != "" {
+				ops = append(ops, yamledit.Op{Path: joinPath(entry, keys("digest")), Kind: yamledit.OpDelete})
+			}
+		}
+		out = append(out, kustEdit(strategyImagesEntry, ops...))
+	}
+	return out
+}
+
+// patchBuilders offers the overlay's existing patches of the target, those that
+// already set the field first.
+func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, expected map[string]any) []candidateBuilder {
+	type scored struct {
+		b     candidateBuilder
+		score int
+	}
+	var found []scored
+	sourceName := target.name
+	if src != nil {
+		sourceName = src.name
+	}
+	for _, ref := range patchRefs(root) {
+		data, err := p.t.readFile(ref.file)
+		if err != nil {
+			continue
+		}
+		if ref.json || looksLikeJSONPatch(data) {
+			if ref.target != nil && selectorMatches(ref.target, target, src) {
+				if b, ok := p.jsonPatchBuilder(ref, data, target, expected); ok {
+					found = append(found, scored{b, 0})
+				}
+			}
+			continue
+		}
+		docs, err := yamledit.Documents(data)
+		if err != nil {
+			continue
+		}
+		for _, d := range docs {
+			if d.Empty {
+				continue
+			}
+			po, ok := newObject(d.Object)
+			if !ok {
+				continue
+			}
+			var matches bool
+			if ref.target != nil {
+				matches = selectorMatches(ref.target, target, src)
+			} else {
+				matches = po.kind == target.kind && groupOf(po.apiVersion) == groupOf(target.apiVersion) &&
+					(po.name == sourceName || po.name == target.name)
+			}
+			if !matches {
+				continue
+			}
+			score := 2
+			if setsField(po.body, target.kind, p.req.Change) {
+				score = 0
+			} else if strings.HasPrefix(path.Base(ref.file), "kukie-") {
+				score = 1
+			}
+			file, index, body := ref.file, d.Index, po.body
+			found = append(found, scored{candidateBuilder{strategy: strategyExistingPatch, files: []string{file}, build: func() (*candidate, error) {
+				ops, err := changeOps(body, target.kind, p.req.Change, inPatch, target.body, expected)
+				if err != nil {
+					return nil, err
+				}
+				return p.editCandidate(strategyExistingPatch, file, index, ops)
+			}}, score})
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].score < found[j].score })
+	out := make([]candidateBuilder, 0, len(found))
+	for _, f := range found {
+		out = append(out, f.b)
+	}
+	return out
+}
+
+func looksLikeJSONPatch(data []byte) bool {
+	s := strings.TrimSpace(string(data))
+	return strings.HasPrefix(s, "[") || strings.HasPrefix(s, "- op:") || strings.HasPrefix(s, "-   op:")
+}
+
+// jsonPatchBuilder edits the value of an existing JSON 6902 operation on the
+// changed field (replicas or image).
+func (p *planner) jsonPatchBuilder(ref patchRef, data []byte, target *object, expected map[string]any) (candidateBuilder, bool) {
+	c := p.req.Change
+	var pointer string
+	var value any
+	switch {
+	case c.Replicas != nil:
+		pointer, value = "/spec/replicas", c.Replicas.Count
+	case c.Image != nil:
+		rct, ok := findContainer(target.body, target.kind, c.Image.Container)
+		if !ok {
+			return candidateBuilder{}, false
+		}
+		ect, _ := findContainer(expected, target.kind, c.Image.Container)
+		img, _ := ect.body["image"].(string)
+		pointer = "/" + strings.Join(podSpecPath(target.kind), "/") + "/" + rct.list + "/" + strconv.Itoa(rct.index) + "/image"
+		value = scalar(img)
+	default:
+		return candidateBuilder{}, false
+	}
+	var ops []struct {
+		Op   string `yaml:"op"`
+		Path string `yaml:"path"`
+	}
+	if err := yaml.Unmarshal(data, &ops); err != nil {
+		return candidateBuilder{}, false
+	}
+	for i, op := range ops {
+		if op.Path != pointer || (op.Op != "replace" && op.Op != "add") {
+			continue
+		}
+		file, index := ref.file, i
+		return candidateBuilder{strategy: strategyExistingPatch, files: []string{file}, build: func() (*candidate, error) {
+			return p.editCandidate(strategyExistingPatch, file, 0, []yamledit.Op{{Path: yamledit.Path{yamledit.I(index), yamledit.K("value")}, Kind: yamledit.OpSet, Value: value}})
+		}}, true
+	}
+	return candidateBuilder{}, false
+}
+
+func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName string, expected map[string]any) candidateBuilder {
+	fname := newPatchFileName(target.kind, sourceName)
+	file := path.Join(root.dir, fname)
+	return candidateBuilder{strategy: strategyNewPatch, files: []string{file, root.file}, build: func() (*candidate, error) {
+		st := p.t.stat(file)
+		if st.err != nil {
+			return nil, st.err
+		}
+		if st.kind != kindNone {
+			for _, ref := range patchRefs(root) {
+				if ref.file == file {
+					return nil, notApplicable("%s already exists and was tried as an existing patch", file)
+				}
+			}
+			return nil, notApplicable("%s already exists but %s does not list it; rename or list it first", file, root.file)
+		}
+		content, err := strategicMergePatch(target.apiVersion, target.kind, sourceName, p.req.Change, target.body, expected)
+		if err != nil {
+			return nil, err
+		}
+		var sel yamledit.Mapping
+		if g := groupOf(target.apiVersion); g != "" {
+			sel = append(sel, yamledit.Field{Key: "group", Value: g})
+		}
+		version := target.apiVersion
+		if _, v, ok := strings.Cut(version, "/"); ok {
+			version = v
+		}
+		sel = append(sel,
+			yamledit.Field{Key: "version", Value: version},
+			yamledit.Field{Key: "kind", Value: target.kind},
+			yamledit.Field{Key: "name", Value: sourceName})
+		if ns := p.patchTargetNamespace(root, target, src); ns != "" {
+			sel = append(sel, yamledit.Field{Key: "namespace", Value: ns})
+		}
+		kust, ws, err := p.editFile(p.before, root.file, 0, yamledit.Op{
+			Path: yamledit.Path{yamledit.K("patches"), yamledit.M("path", fname), yamledit.K("target")}, Kind: yamledit.OpSet, Value: sel,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &candidate{
+			strategy: strategyNewPatch,
+			files:    map[string][]byte{file: content, root.file: kust},
+			created:  map[string]bool{file: true},
+			warnings: ws,
+		}, nil
+	}}
+}
+
+// patchTargetNamespace is the namespace the object has when the overlay's patches
+// run: kustomize applies an overlay's own namespace after its patches.
+func (p *planner) patchTargetNamespace(root *kustNode, target *object, src *sourceDoc) string {
+	if root.k.Namespace == "" && p.primary.Kustomize.Namespace == "" {
+		return target.namespace
+	}
+	if src != nil {
+		return src.namespace
+	}
+	return ""
+}
+
+// floatingEnv lists the env entries a change adds that reference no other variable:
+// their position does not change what the container sees, and a strategic-merge
+// patch cannot choose it.
+func floatingEnv(target *object, c Change) map[string]bool {
+	if c.Env == nil {
+		return nil
+	}
+	ct, ok := findContainer(target.body, target.kind, c.Env.Container)
+	if !ok {
+		return nil
+	}
+	out := map[string]bool{}
+	for name, value := range c.Env.Set {
+		if _, exists := envEntry(ct.body, name); !exists && !strings.Contains(value, "$(") {
+			out[name] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,335 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// newDoc is one document of a new-resource manifest.
+type newDoc struct {
+	obj   *object
+	bytes []byte
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(?:#.*)?\r?$`)
+
+// splitManifest parses a manifest into its documents, keeping each document's bytes.
+func splitManifest(manifest string) ([]newDoc, error) {
+	data := []byte(manifest)
+	docs, err := yamledit.Documents(data)
+	if err != nil {
+		if errors.Is(err, yamledit.ErrAliasBomb) {
+			return nil, refuse(CodeAliasBomb, "the new manifest's YAML aliases expand beyond the allowed bound")
+		}
+		return nil, refuse(CodeInvalidRequest, "the new manifest does not parse: %v", err)
+	}
+	var chunks [][]byte
+	for _, c := range docSeparator.Split(manifest, -1) {
+		if strings.TrimSpace(stripComments(c)) != "" {
+			chunks = append(chunks, []byte(strings.TrimLeft(c, "\r\n")))
+		}
+	}
+	var out []newDoc
+	for _, d := range docs {
+		if d.Empty {
+			continue
+		}
+		o, ok := newObject(d.Object)
+		if !ok {
+			return nil, refuse(CodeInvalidRequest, "document %d of the new manifest has no apiVersion or kind", d.Index+1)
+		}
+		if o.name == "" {
+			return nil, refuse(CodeInvalidRequest, "document %d of the new manifest (%s) has no metadata.name", d.Index+1, o.kind)
+		}
+		if o.kind == "List" || strings.HasSuffix(o.kind, "List") {
+			return nil, refuse(CodeInvalidRequest, "document %d of the new manifest is a %s; add its items as separate documents", d.Index+1, o.kind)
+		}
+		out = append(out, newDoc{obj: o})
+	}
+	if len(out) == 0 {
+		return nil, refuse(CodeInvalidRequest, "the new manifest holds no object")
+	}
+	if len(chunks) == len(out) {
+		for i := range out {
+			out[i].bytes = ensureNewline(chunks[i])
+		}
+	} else {
+		// Separators the splitter cannot see (inside block scalars): one file for all.
+		out[0].bytes = ensureNewline(data)
+		for i := 1; i < len(out); i++ {
+			out[i].bytes = nil
+		}
+	}
+	return out, nil
+}
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func ensureNewline(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		return append(b, '\n')
+	}
+	return b
+}
+
+// newResourceWarnings lists the deny-list warnings of a new object.
+func newResourceWarnings(app Application, file string, o *object) []Warning {
+	var ws []Warning
+	group := groupOf(o.apiVersion)
+	where := fmt.Sprintf("%s (%s %s)", file, o.kind, o.name)
+	if isClusterScoped(group, o.kind) {
+		ws = append(ws, Warning{
+			Code:        "cluster_scoped",
+			Where:       where,
+			Message:     fmt.Sprintf("%s is cluster-scoped: it affects the whole cluster, not only namespace %s, and deleting the app deletes it for everyone", o.kind, app.Namespace),
+			Alternative: "use a namespaced kind (Role instead of ClusterRole, RoleBinding instead of ClusterRoleBinding) where one exists",
+		})
+	}
+	if group == "argoproj.io" && (o.kind == "Application" || o.kind == "ApplicationSet") {
+		ws = append(ws, Warning{
+			Code:        "argo_application",
+			Where:       where,
+			Message:     fmt.Sprintf("a new %s makes Argo CD deploy more applications, with whatever its project allows", o.kind),
+			Alternative: "add the application through the team that owns Argo CD's app-of-apps",
+		})
+	}
+	if o.namespace != "" && app.Namespace != "" && o.namespace != app.Namespace && !isClusterScoped(group, o.kind) {
+		ws = append(ws, Warning{
+			Code:        "foreign_namespace",
+			Where:       where,
+			Message:     fmt.Sprintf("it goes to namespace %s, outside the app's destination namespace %s; the sync fails if the project does not allow it", o.namespace, app.Namespace),
+			Alternative: "drop metadata.namespace so it lands in " + app.Namespace,
+		})
+	}
+	return ws
+}
+
+func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
+	app := p.primary
+	if err := p.checkRenderable(app); err != nil {
+		return nil, err
+	}
+	docs, err := splitManifest(p.req.Change.NewResource.Manifest)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	objs, err := p.r.render(p.before, app)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	existing, err := keyed(app, objs)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[objKey]bool{}
+	for _, d := range docs {
+		o := d.obj
+		if o.kind == "Secret" && groupOf(o.apiVersion) == "" {
+			return nil, &Refusal{Code: CodeSecret, App: app.Name, Reason: fmt.Sprintf("the new manifest holds Secret %s; Secrets are never added through Git in clear text (use your secret store)", o.name)}
+		}
+		k := o.key(app.Namespace)
+		if existing[k] != nil || seen[k] {
+			return nil, &Refusal{Code: CodeAlreadyExists, App: app.Name, Reason: fmt.Sprintf("application %s already renders %s", app.Name, k)}
+		}
+		seen[k] = true
+	}
+
+	root, _ := cleanRel(app.Path)
+	files := map[string][]byte{}
+	created := map[string]bool{}
+	var names []string
+	for _, d := range docs {
+		if d.bytes == nil {
+			continue
+		}
+		file, err := p.freeFileName(root, fmt.Sprintf("%s-%s", strings.ToLower(d.obj.kind), d.obj.name), files)
+		if err != nil {
+			return nil, err
+		}
+		files[file], created[file] = d.bytes, true
+		names = append(names, file)
+	}
+	for i, d := range docs {
+		file := names[0]
+		if i < len(names) && len(names) == len(docs) {
+			file = names[i]
+		}
+		p.warnings = append(p.warnings, newResourceWarnings(app, file, d.obj)...)
+	}
+	c := &candidate{strategy: strategyNewFile, files: files, created: created}
+	if app.SourceType == SourceKustomize {
+		node, err := p.t.kustomization(root)
+		if err != nil {
+			return nil, withApp(err, app.Name)
+		}
+		kustSrc, err := p.t.readFile(node.file)
+		if err != nil {
+			return nil, err
+		}
+		n, err := listLength(kustSrc, "resources")
+		if err != nil {
+			return nil, withApp(err, app.Name)
+		}
+		var ops []yamledit.Op
+		for i, f := range names {
+			ops = append(ops, yamledit.Set(yamledit.Path{yamledit.K("resources"), yamledit.I(n + i)}, path.Base(f)))
+		}
+		kust, ws, err := p.editFile(p.before, node.file, 0, ops...)
+		if err != nil {
+			return nil, err
+		}
+		c.files[node.file] = kust
+		c.warnings = ws
+	}
+	exp := &newResourceExpectation{primary: app, docs: docs}
+	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: c.strategy, files: c.paths(), build: func() (*candidate, error) { return c, nil }}}, exp)
+	if err != nil {
+		return nil, err
+	}
+	if out.winner == nil {
+		code := CodeVerificationFailed
+		if out.leaked {
+			code = CodeLeak
+		}
+		return nil, p.refusal(code, "the new resources do not render as given: "+attemptsReason(out.attempts), out.attempts)
+	}
+	return p.result(out.winner, out.verified, out.attempts)
+}
+
+// freeFileName picks "<base>.yaml" in dir, or "<base>-2.yaml" and so on when taken.
+func (p *planner) freeFileName(dir, base string, taken map[string][]byte) (string, error) {
+	for i := 1; i <= 20; i++ {
+		name := base + ".yaml"
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d.yaml", base, i)
+		}
+		f := path.Join(dir, name)
+		if _, ok := taken[f]; ok {
+			continue
+		}
+		st := p.t.stat(f)
+		if st.err != nil {
+			return "", st.err
+		}
+		if st.kind == kindNone {
+			return f, nil
+		}
+	}
+	return "", refuse(CodeAlreadyExists, "no free file name for %s in %s", base, dir)
+}
+
+// listLength counts the items of a top-level list of a single-document file.
+func listLength(src []byte, key string) (int, error) {
+	docs, err := yamledit.Documents(src)
+	if err != nil {
+		return 0, refuse(CodeRenderFailed, "parse kustomization: %v", err)
+	}
+	for _, d := range docs {
+		if d.Object != nil {
+			list, _ := d.Object[key].([]any)
+			return len(list), nil
+		}
+	}
+	return 0, nil
+}
+
+// newResourceExpectation: every existing object stays; the new documents appear.
+// Directory apps render them verbatim; kustomize apps may add their name prefixes,
+// namespace, labels and annotations.
+type newResourceExpectation struct {
+	primary Application
+	docs    []newDoc
+}
+
+func (e *newResourceExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
+	if app.Name != e.primary.Name || app.SourceType != SourceDirectory {
+		return before, nil
+	}
+	out := make(map[objKey]*object, len(before)+len(e.docs))
+	for k, o := range before {
+		out[k] = o
+	}
+	for _, d := range e.docs {
+		out[d.obj.key(app.Namespace)] = d.obj
+	}
+	return out, nil
+}
+
+func (e *newResourceExpectation) extra(app Application, added map[objKey]*object) []string {
+	if app.Name != e.primary.Name || app.SourceType != SourceKustomize {
+		return unexpectedObjects(added)
+	}
+	var problems []string
+	used := map[objKey]bool{}
+	for _, d := range e.docs {
+		var match *object
+		var matchKey objKey
+		for k, o := range added {
+			if !used[k] && o.kind == d.obj.kind && groupOf(o.apiVersion) == groupOf(d.obj.apiVersion) && strings.Contains(o.name, d.obj.name) {
+				match, matchKey = o, k
+				break
+			}
+		}
+		if match == nil {
+			problems = append(problems, fmt.Sprintf("%s %s: not rendered after the edit", d.obj.kind, d.obj.name))
+			continue
+		}
+		used[matchKey] = true
+		var diffs []difference
+		compareValues(nil, d.obj.body, match.body, &diffs, 100)
+		var kept []difference
+		for _, df := range diffs {
+			if transformerField(df) {
+				continue
+			}
+			kept = append(kept, df)
+		}
+		if len(kept) > maxReportedDifferences {
+			kept = kept[:maxReportedDifferences]
+		}
+		for _, l := range describeDifferences(d.obj, kept) {
+			problems = append(problems, matchKey.String()+": "+l)
+		}
+	}
+	for k := range added {
+		if !used[k] {
+			problems = append(problems, fmt.Sprintf("%s: unexpected new object", k))
+		}
+	}
+	return problems
+}
+
+// transformerField reports whether a difference between a new manifest and its
+// kustomize render is one that kustomize's own transformers make: the name and
+// namespace, and labels, annotations and selectors it adds.
+func transformerField(d difference) bool {
+	p := d.path()
+	if p == "metadata.name" || p == "metadata.namespace" {
+		return true
+	}
+	if !isAbsent(d.want) {
+		return false
+	}
+	for _, s := range d.segs {
+		switch s {
+		case "labels", "annotations", "selector", "matchLabels":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,1448 @@
+package yamledit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxSplices bounds the restructuring steps one op may take (each alias copied,
+// each flow collection rewritten, each key of a structure set is one step).
+const maxSplices = 512
+
+// span is a byte range of the file being edited, kept up to date as later
+// splices move it.
+type span struct {
+	start, end int
+	msg        string
+}
+
+// result is an edit with what tests need to check it: the regions that changed.
+type result struct {
+	out      []byte
+	t        *text
+	warnings []span
+	regions  []span
+}
+
+func (r *result) publicWarnings() []Warning {
+	out := make([]Warning, 0, len(r.warnings))
+	for _, w := range r.warnings {
+		first, last := r.lines(w)
+		msg := fmt.Sprintf("line %d changed shape: %s", first, w.msg)
+		if last > first {
+			msg = fmt.Sprintf("lines %d-%d changed shape: %s", first, last, w.msg)
+		}
+		out = append(out, Warning{Line: first, Message: msg})
+	}
+	return out
+}
+
+// lines is the 1-based line range of the result that a span covers.
+func (r *result) lines(s span) (first, last int) {
+	first = r.t.lineOf(s.start)
+	last = first
+	if s.end > s.start {
+		last = r.t.lineOf(s.end - 1)
+	}
+	return first, last
+}
+
+type editor struct {
+	t        *text
+	doc      int
+	splices  int
+	warnings []span
+	regions  []span
+}
+
+func edit(src []byte, docIndex int, ops []Op) (*result, error) {
+	t, err := newText(src)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := parseDocuments(t.b, -1)
+	if err != nil {
+		return nil, err
+	}
+	if docIndex < 0 || docIndex >= len(docs) {
+		return nil, fmt.Errorf("document %d: file has %d documents: %w", docIndex, len(docs), ErrNotFound)
+	}
+	before := make([]*tree, len(docs))
+	for i, d := range docs {
+		if before[i], err = toTree(d, aliasBudget); err != nil {
+			return nil, fmt.Errorf("document %d (line %d): %w", i, d.Line, err)
+		}
+	}
+	expected, err := toTree(docs[docIndex], aliasBudget)
+	if err != nil {
+		return nil, err
+	}
+	e := &editor{t: t, doc: docIndex}
+	for _, op := range ops {
+		norm, err := normalizeOp(op)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.apply(norm, 0); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", opVerb(op), op.Path, err)
+		}
+		if err := applyTree(expected, norm); err != nil {
+			return nil, fmt.Errorf("%s %s: the file changed but the change did not apply to its meaning: %v: %w", opVerb(op), op.Path, err, errSelfCheck)
+		}
+	}
+	if err := e.check(before, expected); err != nil {
+		return nil, err
+	}
+	return &result{out: e.t.b, t: e.t, warnings: e.warnings, regions: e.regions}, nil
+}
+
+func opVerb(op Op) string {
+	if op.Kind == OpDelete {
+		return "delete"
+	}
+	return "set"
+}
+
+// normalizeOp turns the value into a tree; a mapping set on a matched item keeps
+// the fields it was matched by.
+func normalizeOp(op Op) (Op, error) {
+	if op.Kind != OpSet && op.Kind != OpDelete {
+		return op, fmt.Errorf("op kind %d: %w", op.Kind, ErrUnsupported)
+	}
+	for _, s := range op.Path {
+		valid := utf8.ValidString(s.Key)
+		for f, v := range s.Match {
+			valid = valid && utf8.ValidString(f) && utf8.ValidString(v)
+		}
+		if !valid {
+			return op, fmt.Errorf("%s %s: path is not valid UTF-8: %w", opVerb(op), op.Path, ErrUnsupported)
+		}
+	}
+	if op.Kind == OpDelete {
+		return op, nil
+	}
+	v, err := valueTree(op.Value)
+	if err != nil {
+		return op, fmt.Errorf("set %s: %w", op.Path, err)
+	}
+	if n := len(op.Path); n > 0 && op.Path[n-1].kind() == stepMatch {
+		if v, err = itemFor(op.Path[n-1], v); err != nil {
+			return op, fmt.Errorf("set %s: %w", op.Path, err)
+		}
+	}
+	op.Value = v
+	return op, nil
+}
+
+// check re-reads the result: it must parse into as many documents as before,
+// the edited one must mean exactly what the ops asked for, the others must be
+// unchanged.
+func (e *editor) check(before []*tree, expected *tree) error {
+	docs, err := parseDocuments(e.t.b, -1)
+	if err != nil {
+		return fmt.Errorf("edited file does not parse: %v: %w", err, errSelfCheck)
+	}
+	if len(docs) != len(before) {
+		return fmt.Errorf("edited file has %d documents instead of %d: %w", len(docs), len(before), errSelfCheck)
+	}
+	for i, d := range docs {
+		got, err := toTree(d, aliasBudget)
+		if err != nil {
+			return fmt.Errorf("edited document %d: %v: %w", i, err, errSelfCheck)
+		}
+		want := before[i]
+		if i == e.doc {
+			want = expected
+		}
+		if at := diff(want, got, "$"); at != "" {
+			return fmt.Errorf("edited document %d differs from the requested change at %s: %w", i, at, errSelfCheck)
+		}
+	}
+	return nil
+}
+
+// action is what one planning round decided.
+type action struct {
+	splice *splice
+	warn   string
+	again  bool // the splice restructured the file; plan the op again
+	subOps []Op
+}
+
+type splice struct {
+	start, end int
+	text       string // uses "\n"; converted to the file's line break
+}
+
+func (e *editor) apply(op Op, depth int) error {
+	if depth > 100 {
+		return fmt.Errorf("value nested too deeply: %w", ErrUnsupported)
+	}
+	for {
+		if e.splices > maxSplices {
+			return fmt.Errorf("edit needs more than %d steps: %w", maxSplices, ErrUnsupported)
+		}
+		doc, err := documentAt(e.t.b, e.doc)
+		if err != nil {
+			return err
+		}
+		if len(doc.Content) == 0 || isEmptyDocument(doc) {
+			return fmt.Errorf("document %d is empty: %w", e.doc, ErrNotMapping)
+		}
+		p := &planner{t: e.t, root: doc.Content[0]}
+		p.json = resolveAlias(p.root).Style&yaml.FlowStyle != 0
+		p.lay = detectLayout(e.t, p.root)
+		if p.json {
+			p.lay.unit = p.jsonUnit()
+		}
+		act, err := p.plan(op)
+		if err != nil {
+			return err
+		}
+		for _, sub := range act.subOps {
+			if err := e.apply(sub, depth+1); err != nil {
+				return fmt.Errorf("%s %s: %w", opVerb(sub), sub.Path, err)
+			}
+		}
+		if act.splice == nil {
+			return nil
+		}
+		e.apply1(*act.splice, act.warn)
+		if !act.again {
+			return nil
+		}
+	}
+}
+
+// apply1 splices the bytes and moves the recorded regions along.
+func (e *editor) apply1(s splice, warn string) {
+	e.splices++
+	eol := e.t.eolAt(s.start)
+	txt := s.text
+	if eol != "\n" {
+		txt = strings.ReplaceAll(txt, "\n", eol)
+	}
+	b := e.t.b
+	nb := make([]byte, 0, len(b)-(s.end-s.start)+len(txt))
+	nb = append(nb, b[:s.start]...)
+	nb = append(nb, txt...)
+	nb = append(nb, b[s.end:]...)
+	delta := len(txt) - (s.end - s.start)
+	newEnd := s.start + len(txt)
+	move := func(sp *span) {
+		switch {
+		case sp.end < s.start || (sp.end == s.start && sp.start < s.start):
+		case sp.start >= s.end && !(sp.start == s.start && s.end == s.start):
+			sp.start += delta
+			sp.end += delta
+		default:
+			sp.start = min(sp.start, s.start)
+			sp.end = max(sp.end+delta, newEnd)
+		}
+	}
+	for i := range e.warnings {
+		move(&e.warnings[i])
+	}
+	for i := range e.regions {
+		move(&e.regions[i])
+	}
+	e.regions = append(e.regions, span{start: s.start, end: newEnd})
+	if warn != "" {
+		e.warnings = append(e.warnings, span{start: s.start, end: newEnd, msg: warn})
+	}
+	t, err := newText(nb)
+	if err != nil {
+		// Inserted text never holds the characters newText refuses.
+		panic(fmt.Sprintf("yamledit: spliced text unreadable: %v", err))
+	}
+	e.t = t
+}
+
+// hop is one node reached while walking a path.
+type hop struct {
+	raw      *yaml.Node // the node as written (may be an alias)
+	res      *yaml.Node // the node an alias points to, or raw
+	parent   *yaml.Node // collection holding raw; nil at the root
+	key      *yaml.Node // mapping key of raw, when parent is a mapping
+	pos      int        // index of raw in parent.Content
+	indent   int        // parent's block indentation; -1 at the root or in flow
+	inFlow   bool       // parent is a flow collection
+	viaMerge bool       // found through a merge key (<<), not in the mapping itself
+}
+
+type planner struct {
+	t    *text
+	root *yaml.Node
+	json bool
+	lay  layout
+}
+
+func (p *planner) plan(op Op) (action, error) {
+	hops, missing, err := p.walk(op.Path)
+	if err != nil {
+		return action{}, err
+	}
+	last := len(hops) - 1
+	found := missing < 0
+	var v *tree
+	if op.Kind == OpSet {
+		v = op.Value.(*tree)
+	}
+	// Edits go to the bytes that define a value: aliases and merged keys on the
+	// way are first replaced by copies so no other place changes meaning.
+	for i, h := range hops {
+		target := found && i == last
+		editsInside := target && v != nil && h.res.Kind == v.kind && v.kind != scalarNode
+		if h.raw.Kind == aliasNode && (!target || editsInside) {
+			return p.materialize(h, fmt.Sprintf("alias *%s replaced by a copy of its value so the edit does not change other places that use it", h.raw.Value))
+		}
+		if h.viaMerge && (!target || editsInside) {
+			return p.copyMerged(hops[i-1].res, h)
+		}
+		if h.viaMerge && op.Kind == OpDelete {
+			return action{}, fmt.Errorf("key %q comes from a merge key (<<) and cannot be deleted here: %w", h.key.Value, ErrUnsupported)
+		}
+	}
+	protect, protectFound := hops, found
+	if found && hops[last].viaMerge {
+		// The key is added to the mapping itself; the merged value stays as is.
+		protect, protectFound = hops[:last], false
+	}
+	if act, ok, err := p.protectAnchors(protect, protectFound); ok || err != nil {
+		return act, err
+	}
+	if op.Kind == OpDelete {
+		if !found {
+			return action{}, fmt.Errorf("%s: %w", Path(op.Path[:missing+1]), ErrNotFound)
+		}
+		if last == 0 {
+			return action{}, fmt.Errorf("cannot delete the document root: %w", ErrUnsupported)
+		}
+		return p.remove(hops)
+	}
+	if !found {
+		return p.create(hops, op.Path[missing:], v)
+	}
+	h := hops[last]
+	if h.viaMerge {
+		return p.insertEntry(hops[last-1].res, h.key.Value, v, hops)
+	}
+	if v.kind == scalarNode {
+		if h.res.Kind == scalarNode || h.raw.Kind == aliasNode {
+			return p.replaceScalar(h, v)
+		}
+		return p.replaceValue(hops, last, v, "collection replaced by a scalar")
+	}
+	if h.res.Kind == v.kind {
+		return action{subOps: p.decompose(hops, op.Path, v)}, nil
+	}
+	if isImplicitNull(h.res) {
+		return p.replaceValue(hops, last, v, "")
+	}
+	return p.replaceValue(hops, last, v, "value replaced by a value of another kind")
+}
+
+func isImplicitNull(n *yaml.Node) bool {
+	return n.Kind == scalarNode && n.Tag == "!!null" && n.Value == "" && n.Style == 0
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == scalarNode && n.ShortTag() == "!!null" }
+
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == scalarNode && k.Value == mergeKey && k.Style == 0 && k.ShortTag() == "!!merge"
+}
+
+// walk follows the path as far as it exists. missing is the index of the first
+// step that does not exist, or -1.
+func (p *planner) walk(path Path) (hops []hop, missing int, err error) {
+	hops = []hop{{raw: p.root, res: resolveAlias(p.root), indent: -1}}
+	for i, s := range path {
+		cur := hops[len(hops)-1].res
+		where := func() string { return Path(path[:i]).String() }
+		next := hop{parent: cur, indent: -1, inFlow: cur.Style&yaml.FlowStyle != 0}
+		switch s.kind() {
+		case stepKey:
+			if cur.Kind != mappingNode {
+				if isNull(cur) {
+					return hops, i, nil
+				}
+				return nil, 0, fmt.Errorf("%s is a %s, not a mapping: %w", where(), kindName(cur), ErrNotMapping)
+			}
+			owner, pos, merged, err := mappingGet(cur, s.Key, 0)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", where(), err)
+			}
+			if owner == nil {
+				return hops, i, nil
+			}
+			next.parent, next.key, next.pos, next.viaMerge = owner, owner.Content[pos-1], pos, merged
+			next.inFlow = owner.Style&yaml.FlowStyle != 0
+		case stepIndex, stepMatch:
+			if cur.Kind != sequenceNode {
+				if isNull(cur) {
+					return hops, i, nil
+				}
+				return nil, 0, fmt.Errorf("%s is a %s, not a sequence: %w", where(), kindName(cur), ErrNotMapping)
+			}
+			if s.kind() == stepIndex {
+				switch {
+				case s.Index < len(cur.Content):
+					next.pos = s.Index
+				case s.Index == len(cur.Content):
+					return hops, i, nil
+				default:
+					return nil, 0, fmt.Errorf("%s has %d items, no index %d: %w", where(), len(cur.Content), s.Index, ErrNotFound)
+				}
+			} else {
+				at, err := matchItems(cur, s.Match)
+				if err != nil {
+					return nil, 0, fmt.Errorf("%s: %w", where(), err)
+				}
+				switch len(at) {
+				case 0:
+					return hops, i, nil
+				case 1:
+					next.pos = at[0]
+				default:
+					return nil, 0, fmt.Errorf("%s: %d items match %s: %w", where(), len(at), s, ErrAmbiguous)
+				}
+			}
+		}
+		next.raw = next.parent.Content[next.pos]
+		next.res = resolveAlias(next.raw)
+		if !next.inFlow {
+			ind, err := p.t.childIndent(next.parent)
+			if err != nil {
+				return nil, 0, err
+			}
+			next.indent = ind
+		}
+		hops = append(hops, next)
+	}
+	return hops, -1, nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case mappingNode:
+		return "mapping"
+	case sequenceNode:
+		return "sequence"
+	case aliasNode:
+		return "alias"
+	}
+	return "scalar"
+}
+
+// mappingGet finds key in m, then in what m merges. It returns the mapping that
+// holds the key and the index of the value in its Content.
+func mappingGet(m *yaml.Node, key string, depth int) (owner *yaml.Node, pos int, merged bool, err error) {
+	if depth > 20 {
+		return nil, 0, false, fmt.Errorf("merge keys nested too deeply: %w", ErrUnsupported)
+	}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if isMerge(k) {
+			merges = append(merges, resolveAlias(m.Content[i+1]))
+			continue
+		}
+		if rk := resolveAlias(k); rk.Kind == scalarNode && rk.Value == key {
+			if owner != nil {
+				return nil, 0, false, fmt.Errorf("key %q appears twice (lines %d and %d): %w", key, owner.Content[pos-1].Line, k.Line, ErrAmbiguous)
+			}
+			owner, pos = m, i+1
+		}
+	}
+	if owner != nil {
+		return owner, pos, false, nil
+	}
+	for _, src := range merges {
+		sources := []*yaml.Node{src}
+		if src.Kind == sequenceNode {
+			sources = src.Content
+		}
+		for _, s := range sources {
+			if s = resolveAlias(s); s.Kind != mappingNode {
+				continue
+			}
+			o, at, _, err := mappingGet(s, key, depth+1)
+			if err != nil || o != nil {
+				return o, at, true, err
+			}
+		}
+	}
+	return nil, 0, false, nil
+}
+
+// matchItems returns the positions of the mapping items whose fields have the
+// given scalar values.
+func matchItems(seq *yaml.Node, match map[string]string) ([]int, error) {
+	var at []int
+	for i, item := range seq.Content {
+		it := resolveAlias(item)
+		if it.Kind != mappingNode {
+			continue
+		}
+		ok := true
+		for field, want := range match {
+			owner, pos, _, err := mappingGet(it, field, 0)
+			if err != nil {
+				return nil, err
+			}
+			if owner == nil {
+				ok = false
+				break
+			}
+			if v := resolveAlias(owner.Content[pos]); v.Kind != scalarNode || v.Value != want {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			at = append(at, i)
+		}
+	}
+	return at, nil
+}
+
+// lookupNode follows a path for reading: aliases and merge keys are followed.
+// It returns nil when the path does not exist.
+func lookupNode(doc *yaml.Node, path Path) (*yaml.Node, error) {
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	p := &planner{root: doc.Content[0]}
+	cur := resolveAlias(p.root)
+	for i, s := range path {
+		where := Path(path[:i]).String()
+		switch s.kind() {
+		case stepKey:
+			if cur.Kind != mappingNode {
+				if isNull(cur) {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("%s is a %s, not a mapping: %w", where, kindName(cur), ErrNotMapping)
+			}
+			owner, pos, _, err := mappingGet(cur, s.Key, 0)
+			if err != nil || owner == nil {
+				return nil, err
+			}
+			cur = resolveAlias(owner.Content[pos])
+		default:
+			if cur.Kind != sequenceNode {
+				if isNull(cur) {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("%s is a %s, not a sequence: %w", where, kindName(cur), ErrNotMapping)
+			}
+			pos := s.Index
+			if s.kind() == stepMatch {
+				at, err := matchItems(cur, s.Match)
+				if err != nil {
+					return nil, err
+				}
+				if len(at) > 1 {
+					return nil, fmt.Errorf("%s: %d items match %s: %w", where, len(at), s, ErrAmbiguous)
+				}
+				if len(at) == 0 {
+					return nil, nil
+				}
+				pos = at[0]
+			}
+			if pos >= len(cur.Content) {
+				return nil, nil
+			}
+			cur = resolveAlias(cur.Content[pos])
+		}
+	}
+	return cur, nil
+}
+
+// protectAnchors copies, in place of each alias, the value of any anchored node
+// the edit would change (a node on the path, or inside what is replaced), so the
+// aliases keep meaning what they meant.
+func (p *planner) protectAnchors(hops []hop, found bool) (action, bool, error) {
+	changed := map[*yaml.Node]bool{}
+	for _, h := range hops {
+		if h.res.Anchor != "" {
+			changed[h.res] = true
+		}
+	}
+	target := hops[len(hops)-1]
+	replaced := map[*yaml.Node]bool{}
+	if found {
+		walkNodes(target.raw, func(n *yaml.Node) {
+			replaced[n] = true
+			if n.Anchor != "" {
+				changed[n] = true
+			}
+		})
+	}
+	if len(changed) == 0 {
+		return action{}, false, nil
+	}
+	var alias *yaml.Node
+	walkNodes(p.root, func(n *yaml.Node) {
+		if alias == nil && n.Kind == aliasNode && changed[n.Alias] && !replaced[n] && n != target.raw {
+			alias = n
+		}
+	})
+	if alias == nil {
+		return action{}, false, nil
+	}
+	h, ok := p.locate(alias)
+	if !ok {
+		return action{}, false, fmt.Errorf("line %d: alias *%s is used where it cannot be copied: %w", alias.Line, alias.Value, ErrUnsupported)
+	}
+	act, err := p.materialize(h, fmt.Sprintf("alias *%s replaced by a copy of its value because the edit changes the anchored value", alias.Value))
+	return act, true, err
+}
+
+// walkNodes visits n and its descendants without following aliases.
+func walkNodes(n *yaml.Node, fn func(*yaml.Node)) {
+	fn(n)
+	for _, c := range n.Content {
+		walkNodes(c, fn)
+	}
+}
+
+// locate finds where a node sits (its parent and key) for edits outside the path.
+func (p *planner) locate(target *yaml.Node) (hop, bool) {
+	var out hop
+	found := false
+	var visit func(n *yaml.Node)
+	visit = func(n *yaml.Node) {
+		if found {
+			return
+		}
+		flow := n.Style&yaml.FlowStyle != 0
+		for i, c := range n.Content {
+			if c == target {
+				h := hop{raw: c, res: resolveAlias(c), parent: n, pos: i, indent: -1, inFlow: flow}
+				if n.Kind == mappingNode {
+					if i%2 == 0 {
+						return // keys are not copied
+					}
+					h.key = n.Content[i-1]
+				}
+				if !flow {
+					ind, err := p.t.childIndent(n)
+					if err != nil {
+						return
+					}
+					h.indent = ind
+				}
+				out, found = h, true
+				return
+			}
+			visit(c)
+		}
+	}
+	visit(p.root)
+	return out, found
+}
+
+// materialize replaces a node (an alias, or a flow collection) by its value
+// written out in the style of its surroundings.
+func (p *planner) materialize(h hop, why string) (action, error) {
+	v, err := toTree(h.raw, aliasBudget)
+	if err != nil {
+		return action{}, err
+	}
+	act, err := p.replaceAt(h, v, why)
+	act.again = true
+	return act, err
+}
+
+// copyMerged writes a key that a merge key provides into the mapping itself.
+func (p *planner) copyMerged(m *yaml.Node, h hop) (action, error) {
+	v, err := toTree(h.raw, aliasBudget)
+	if err != nil {
+		return action{}, err
+	}
+	act, err := p.insertEntry(m, h.key.Value, v, nil)
+	act.warn = fmt.Sprintf("key %s copied out of the merge key (<<) so it can be changed here", h.key.Value)
+	act.again = true
+	return act, err
+}
+
+// outermostFlow returns the first flow collection on the path, when the file is
+// YAML: structural edits inside it rewrite it in block style first.
+func (p *planner) outermostFlow(hops []hop) (hop, bool) {
+	if p.json {
+		return hop{}, false
+	}
+	for _, h := range hops {
+		if h.res.Kind != scalarNode && h.res.Style&yaml.FlowStyle != 0 {
+			return h, true
+		}
+	}
+	return hop{}, false
+}
+
+func (p *planner) toBlock(h hop) (action, error) {
+	if len(h.res.Content) == 0 {
+		return action{}, fmt.Errorf("line %d: empty flow collection cannot be rewritten in block style: %w", h.raw.Line, ErrUnsupported)
+	}
+	return p.materialize(h, "flow-style collection rewritten in block style so it can be edited (comments inside it are not kept)")
+}
+
+// create adds the missing steps of a path with the value at their end.
+func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
+	c := hops[len(hops)-1]
+	s := rest[0]
+	if f, ok := p.outermostFlow(hops); ok {
+		if f.res != c.res || len(c.res.Content) > 0 {
+			return p.toBlock(f)
+		}
+		// An empty flow collection ({} or []) is written in block style with
+		// the new content at once.
+		if (c.res.Kind == mappingNode) != (s.kind() == stepKey) {
+			return action{}, fmt.Errorf("cannot add %s to a %s: %w", s, kindName(c.res), ErrNotMapping)
+		}
+		val, err := build(rest, v)
+		if err != nil {
+			return action{}, err
+		}
+		return p.replaceAt(c, val, "empty flow-style collection rewritten in block style")
+	}
+	if isNull(c.res) {
+		val, err := build(rest, v)
+		if err != nil {
+			return action{}, err
+		}
+		warn := ""
+		if !isImplicitNull(c.res) {
+			warn = "null replaced by a collection"
+		}
+		return p.replaceValue(hops, len(hops)-1, val, warn)
+	}
+	inner, err := build(rest[1:], v)
+	if err != nil {
+		return action{}, err
+	}
+	switch {
+	case c.res.Kind == mappingNode && s.kind() == stepKey:
+		if p.json {
+			return p.flowInsert(c.res, s.Key, inner)
+		}
+		return p.insertEntry(c.res, s.Key, inner, hops)
+	case c.res.Kind == sequenceNode && s.kind() != stepKey:
+		item := inner
+		if s.kind() == stepMatch {
+			if item, err = itemFor(s, inner); err != nil {
+				return action{}, err
+			}
+		}
+		if p.json {
+			return p.flowInsert(c.res, "", item)
+		}
+		return p.appendItem(c.res, item)
+	}
+	return action{}, fmt.Errorf("cannot add %s to a %s: %w", s, kindName(c.res), ErrNotMapping)
+}
+
+// build makes the value that the missing steps of a path and the value form.
+func build(steps Path, v *tree) (*tree, error) {
+	if len(steps) == 0 {
+		return v, nil
+	}
+	inner, err := build(steps[1:], v)
+	if err != nil {
+		return nil, err
+	}
+	switch s := steps[0]; s.kind() {
+	case stepKey:
+		return &tree{kind: mappingNode, keys: []string{s.Key}, vals: []*tree{inner}}, nil
+	case stepMatch:
+		item, err := itemFor(s, inner)
+		if err != nil {
+			return nil, err
+		}
+		return &tree{kind: sequenceNode, items: []*tree{item}}, nil
+	default:
+		if s.Index != 0 {
+			return nil, fmt.Errorf("index %d of a new sequence: %w", s.Index, ErrNotFound)
+		}
+		return &tree{kind: sequenceNode, items: []*tree{inner}}, nil
+	}
+}
+
+// itemFor is the sequence item a Match step creates: the matched fields, then
+// the fields of the value.
+func itemFor(s Step, inner *tree) (*tree, error) {
+	if inner.kind != mappingNode && !inner.isNull() {
+		return nil, fmt.Errorf("item matched by %s must be a mapping: %w", s, ErrNotMapping)
+	}
+	item := &tree{kind: mappingNode}
+	for _, f := range kubernetesKeyOrder(sortedKeys(s.Match)) {
+		item.set(f, &tree{kind: scalarNode, tag: "!!str", value: s.Match[f]})
+	}
+	if inner.kind == mappingNode {
+		for i, k := range inner.keys {
+			item.set(k, inner.vals[i])
+		}
+	}
+	return item, nil
+}
+
+// decompose turns "set this structure onto the existing one" into the smallest
+// edits: set each entry, delete entries the value does not have.
+func (p *planner) decompose(hops []hop, path Path, v *tree) []Op {
+	base := make(Path, 0, len(path)+1)
+	for i, s := range path {
+		if s.kind() == stepMatch {
+			// The match fields may be among what changes.
+			s = I(hops[i+1].pos)
+		}
+		base = append(base, s)
+	}
+	at := func(s Step) Path { return append(append(Path{}, base...), s) }
+	cur := hops[len(hops)-1].res
+	var ops []Op
+	if v.kind == mappingNode {
+		for i, k := range v.keys {
+			ops = append(ops, Op{Path: at(K(k)), Kind: OpSet, Value: v.vals[i]})
+		}
+		for i := 0; i+1 < len(cur.Content); i += 2 {
+			k := resolveAlias(cur.Content[i])
+			if _, keep := v.get(k.Value); keep < 0 || isMerge(cur.Content[i]) {
+				ops = append(ops, Op{Path: at(K(k.Value)), Kind: OpDelete})
+			}
+		}
+		return ops
+	}
+	n := len(cur.Content)
+	for i, item := range v.items {
+		ops = append(ops, Op{Path: at(I(i)), Kind: OpSet, Value: item})
+	}
+	for i := n - 1; i >= len(v.items); i-- {
+		ops = append(ops, Op{Path: at(I(i)), Kind: OpDelete})
+	}
+	return ops
+}
+
+// replaceScalar changes a scalar's bytes in place, keeping its quoting style when
+// the new value can be written in it.
+func (p *planner) replaceScalar(h hop, v *tree) (action, error) {
+	t := p.t
+	valStart, end, err := t.bounds(h.raw, h.indent)
+	if err != nil {
+		return action{}, err
+	}
+	ctx := inBlock
+	switch {
+	case p.json:
+		ctx = inJSON
+	case h.inFlow:
+		ctx = inFlow
+	}
+	old := string(t.b[valStart:end])
+	var txt, warn string
+	if h.raw.Kind == scalarNode && h.raw.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		warn = "multi-line block scalar replaced"
+		if v.tag == "!!str" && strings.Contains(v.value, "\n") {
+			indent := max(h.indent, 0) + p.lay.unit
+			if first := t.nextLine(valStart); first < end {
+				indent = t.indentAt(first)
+			}
+			if header, lines, ok := literalLines(v.value, indent); ok {
+				txt = header + "\n" + strings.Join(lines, "\n")
+			}
+		}
+	} else if t.lineOf(valStart) != t.lineOf(end) {
+		warn = "multi-line scalar replaced"
+	}
+	if txt == "" {
+		prefer := yaml.Style(0)
+		if h.raw.Kind == scalarNode {
+			prefer = h.raw.Style & (yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle)
+		}
+		if txt, err = p.lay.scalarText(v, ctx, prefer); err != nil {
+			return action{}, err
+		}
+	}
+	if txt == old {
+		return action{}, nil
+	}
+	if valStart == end && valStart > 0 && (t.b[valStart-1] == ':' || t.b[valStart-1] == '-') {
+		txt = " " + txt
+	}
+	return action{splice: &splice{start: valStart, end: end, text: txt}, warn: warn}, nil
+}
+
+// replaceValue rewrites the value of hops[i] (which may change kind).
+func (p *planner) replaceValue(hops []hop, i int, v *tree, warn string) (action, error) {
+	if f, ok := p.outermostFlow(hops[:i]); ok {
+		return p.toBlock(f)
+	}
+	return p.replaceAt(hops[i], v, warn)
+}
+
+// replaceAt writes v in place of the node at h: after its ":" or "-", in its
+// flow collection, or as the document.
+func (p *planner) replaceAt(h hop, v *tree, warn string) (action, error) {
+	t := p.t
+	start := t.start(h.raw)
+	end, err := t.end(h.raw, h.indent)
+	if err != nil {
+		return action{}, err
+	}
+	switch {
+	case h.parent == nil:
+		var txt string
+		if p.json || v.kind == scalarNode {
+			txt, err = p.lay.flowText(v, p.ctx(), p.json, t.indentAt(start))
+		} else {
+			var lines []string
+			lines, err = p.lay.blockLines(v, 0)
+			txt = strings.Join(lines, "\n")
+		}
+		if err != nil {
+			return action{}, err
+		}
+		return action{splice: &splice{start: start, end: end, text: txt}, warn: warn}, nil
+	case h.inFlow:
+		pretty := p.json && p.multiline()
+		txt, err := p.lay.flowText(v, p.ctx(), pretty, t.indentAt(start))
+		if err != nil {
+			return action{}, err
+		}
+		return action{splice: &splice{start: start, end: end, text: txt}, warn: warn}, nil
+	}
+	var ind, col, childCol int
+	var inline string
+	var lines []string
+	if h.key != nil {
+		if ind, err = t.colonAfter(h.key, h.indent); err != nil {
+			return action{}, err
+		}
+		col = h.indent
+		childCol = col + p.lay.unit
+		if v.kind == sequenceNode {
+			childCol = col + p.lay.seqIndent
+		}
+		if isBlockCollection(v) {
+			if lines, err = p.lay.blockLines(v, childCol); err != nil {
+				return action{}, err
+			}
+			lines[0] = pad(childCol) + lines[0]
+		}
+	} else {
+		dash, ok := t.dashBefore(start)
+		if !ok {
+			return action{}, errPosition(h.raw, "sequence dash")
+		}
+		ind, col = dash+1, h.indent
+		if isBlockCollection(v) {
+			off := p.lay.itemOff
+			if v.kind == sequenceNode || off < 2 {
+				off = 2
+			}
+			sub, err := p.lay.blockLines(v, col+off)
+			if err != nil {
+				return action{}, err
+			}
+			inline, lines = pad(off-1)+sub[0], sub[1:]
+		}
+	}
+	if !isBlockCollection(v) {
+		s, err := p.lay.flatText(v, inBlock)
+		if err != nil {
+			return action{}, err
+		}
+		inline = " " + s
+	}
+	lineEnd := t.contentEnd(end)
+	txt := inline + string(t.b[end:lineEnd])
+	if len(lines) > 0 {
+		txt += "\n" + strings.Join(lines, "\n")
+	}
+	return action{splice: &splice{start: ind, end: lineEnd, text: txt}, warn: warn}, nil
+}
+
+func (p *planner) ctx() scalarContext {
+	if p.json {
+		return inJSON
+	}
+	return inFlow
+}
+
+// insertLinesAfter adds whole lines after the line holding off.
+func (p *planner) insertLinesAfter(off int, lines []string) *splice {
+	txt := strings.Join(lines, "\n")
+	if p.t.hasBreak(off) {
+		at := p.t.nextLine(off)
+		return &splice{start: at, end: at, text: txt + "\n"}
+	}
+	// The file has no final newline; keep it that way.
+	return &splice{start: len(p.t.b), end: len(p.t.b), text: "\n" + txt}
+}
+
+// insertEntry appends key: v to a block mapping, at the column of its keys.
+func (p *planner) insertEntry(m *yaml.Node, key string, v *tree, hops []hop) (action, error) {
+	if m.Style&yaml.FlowStyle != 0 {
+		if p.json {
+			return p.flowInsert(m, key, v)
+		}
+		if f, ok := p.outermostFlow(hops); ok {
+			return p.toBlock(f)
+		}
+		return action{}, fmt.Errorf("line %d: flow mapping not on the path: %w", m.Line, ErrUnsupported)
+	}
+	col, err := p.t.childIndent(m)
+	if err != nil {
+		return action{}, err
+	}
+	end, err := p.t.end(m.Content[len(m.Content)-1], col)
+	if err != nil {
+		return action{}, err
+	}
+	lines, err := p.lay.blockLines(&tree{kind: mappingNode, keys: []string{key}, vals: []*tree{v}}, col)
+	if err != nil {
+		return action{}, err
+	}
+	lines[0] = pad(col) + lines[0]
+	return action{splice: p.insertLinesAfter(end, lines)}, nil
+}
+
+// appendItem adds an item after the last one of a block sequence, written like
+// the existing items ("- name: x" with its fields aligned).
+func (p *planner) appendItem(seq *yaml.Node, item *tree) (action, error) {
+	t := p.t
+	col, err := t.childIndent(seq)
+	if err != nil {
+		return action{}, err
+	}
+	off := p.lay.itemOff
+	for _, it := range seq.Content {
+		if it.Kind == mappingNode && it.Style&yaml.FlowStyle == 0 {
+			first := t.start(it.Content[0])
+			if dash, ok := t.dashBefore(first); ok && t.lineOf(dash) == t.lineOf(first) {
+				off = first - dash
+			}
+			break
+		}
+	}
+	end, err := t.end(seq.Content[len(seq.Content)-1], col)
+	if err != nil {
+		return action{}, err
+	}
+	var lines []string
+	if isBlockCollection(item) {
+		if item.kind == sequenceNode || off < 2 {
+			off = 2
+		}
+		sub, err := p.lay.blockLines(item, col+off)
+		if err != nil {
+			return action{}, err
+		}
+		lines = append([]string{pad(col) + "-" + pad(off-1) + sub[0]}, sub[1:]...)
+	} else {
+		s, err := p.lay.flatText(item, inBlock)
+		if err != nil {
+			return action{}, err
+		}
+		lines = []string{pad(col) + "- " + s}
+	}
+	return action{splice: p.insertLinesAfter(end, lines)}, nil
+}
+
+// remove deletes the key or item at the end of hops with its whole block.
+func (p *planner) remove(hops []hop) (action, error) {
+	t := p.t
+	last := len(hops) - 1
+	h := hops[last]
+	parent := h.parent
+	if h.inFlow {
+		if p.json {
+			return p.flowRemove(h)
+		}
+		f, _ := p.outermostFlow(hops)
+		return p.toBlock(f)
+	}
+	count := len(parent.Content)
+	if parent.Kind == mappingNode {
+		count /= 2
+	}
+	if count == 1 {
+		empty := &tree{kind: parent.Kind, items: []*tree{}}
+		return p.replaceValue(hops, last-1, empty, "last entry removed, the collection is now empty")
+	}
+	end, err := t.end(h.raw, h.indent)
+	if err != nil {
+		return action{}, err
+	}
+	var first, next int
+	hasNext := h.pos+1 < len(parent.Content)
+	if parent.Kind == mappingNode {
+		first = t.start(h.key)
+		if hasNext {
+			next = t.start(parent.Content[h.pos+1])
+		}
+	} else {
+		dash, ok := t.dashBefore(t.start(h.raw))
+		if !ok {
+			return action{}, errPosition(h.raw, "sequence dash")
+		}
+		first = dash
+		if hasNext {
+			if next, ok = t.dashBefore(t.start(parent.Content[h.pos+1])); !ok {
+				return action{}, errPosition(parent.Content[h.pos+1], "sequence dash")
+			}
+		}
+	}
+	if t.onlySpaceBefore(first) {
+		from, to := t.blockLines(first, end)
+		return action{splice: &splice{start: from, end: to}}, nil
+	}
+	if !hasNext {
+		return action{}, fmt.Errorf("line %d: entry shares its line with the one before: %w", h.raw.Line, ErrUnsupported)
+	}
+	// "- name: a" with more keys below: the next key moves up onto the dash line.
+	return action{splice: &splice{start: first, end: next}}, nil
+}
+
+// blockLines extends the lines of an entry that starts at first (its key or
+// dash) and whose value ends at end to the whole block a reader sees as the
+// entry: the comment lines directly above it at its column, and comment lines
+// below it indented deeper than it. Comments above the next entry stay.
+func (t *text) blockLines(first, end int) (from, to int) {
+	b := t.b
+	col := t.column(first)
+	from = t.lineStart(first)
+	for from > 0 {
+		prev := t.lineStart(from - 1)
+		if ind := t.indentAt(prev); ind != col || !t.commentLine(prev) {
+			break
+		}
+		from = prev
+	}
+	to = t.nextLine(end)
+	for p := to; p < len(b); p = t.nextLine(p) {
+		if t.blankLine(p) {
+			continue
+		}
+		if !t.commentLine(p) || t.indentAt(p) <= col {
+			break
+		}
+		to = t.nextLine(p)
+	}
+	if to < len(b) && from > 0 && t.blankLine(from-1) && t.blankLine(to) {
+		// Do not leave two blank lines where the entry was.
+		to = t.nextLine(to)
+	}
+	if to == len(b) && from > 0 && b[len(b)-1] != '\n' {
+		// Removing the last line of a file without a final newline: take the
+		// line break before it instead.
+		from--
+		if from > 0 && b[from-1] == '\r' {
+			from--
+		}
+	}
+	return from, to
+}
+
+// commentLine reports whether the line holding off holds only a comment.
+func (t *text) commentLine(off int) bool {
+	p := t.lineStart(off) + t.indentAt(off)
+	return p < len(t.b) && t.b[p] == '#'
+}
+
+// blankLine reports whether the line holding off holds only spaces.
+func (t *text) blankLine(off int) bool {
+	p := t.lineStart(off) + t.indentAt(off)
+	return p >= t.contentEnd(off)
+}
+
+// flowRemove deletes a member of a JSON object or array with its comma.
+func (p *planner) flowRemove(h hop) (action, error) {
+	t := p.t
+	parent := h.parent
+	step := 1
+	if parent.Kind == mappingNode {
+		step = 2
+	}
+	count := len(parent.Content) / step
+	idx := h.pos / step
+	memberStart := func(i int) int { return t.start(parent.Content[i*step]) }
+	memberEnd := func(i int) (int, error) { return t.end(parent.Content[i*step+step-1], -1) }
+	if count == 1 {
+		open, end, err := t.bounds(parent, -1)
+		if err != nil {
+			return action{}, err
+		}
+		return action{splice: &splice{start: open + 1, end: end - 1}}, nil
+	}
+	if idx < count-1 {
+		return action{splice: &splice{start: memberStart(idx), end: memberStart(idx + 1)}}, nil
+	}
+	from, err := memberEnd(idx - 1)
+	if err != nil {
+		return action{}, err
+	}
+	to, err := memberEnd(idx)
+	if err != nil {
+		return action{}, err
+	}
+	return action{splice: &splice{start: from, end: to}}, nil
+}
+
+// flowInsert adds a member to a JSON object (key != "") or array, formatted like
+// its neighbours: one per line when they are, with the same indentation.
+func (p *planner) flowInsert(c *yaml.Node, key string, v *tree) (action, error) {
+	t := p.t
+	open, end, err := t.bounds(c, -1)
+	if err != nil {
+		return action{}, err
+	}
+	closeAt := end - 1
+	step := 1
+	if c.Kind == mappingNode {
+		step = 2
+	}
+	count := len(c.Content) / step
+	pretty := t.lineOf(open) != t.lineOf(closeAt)
+	sep := ": "
+	if count > 0 && step == 2 {
+		k := c.Content[len(c.Content)-2]
+		if _, kEnd, err := t.bounds(k, -1); err == nil {
+			if vs := t.start(c.Content[len(c.Content)-1]); vs > kEnd && !bytes.ContainsAny(t.b[kEnd:vs], "\r\n") {
+				sep = string(t.b[kEnd:vs])
+			}
+		}
+	}
+	member := func(col int, pretty bool) (string, error) {
+		s, err := p.lay.flowText(v, p.ctx(), pretty, col)
+		if err != nil || step == 1 {
+			return s, err
+		}
+		k, err := p.lay.keyText(key, p.ctx())
+		return k + sep + s, err
+	}
+	if count == 0 {
+		col := t.indentAt(open)
+		var txt string
+		if p.multiline() {
+			m, err := member(col+p.lay.unit, true)
+			if err != nil {
+				return action{}, err
+			}
+			txt = "\n" + pad(col+p.lay.unit) + m + "\n" + pad(col)
+			return action{splice: &splice{start: open + 1, end: closeAt, text: txt}, warn: "empty collection expanded to hold the new member"}, nil
+		} else {
+			m, err := member(col, false)
+			if err != nil {
+				return action{}, err
+			}
+			txt = m
+		}
+		return action{splice: &splice{start: open + 1, end: closeAt, text: txt}}, nil
+	}
+	lastStart := t.start(c.Content[len(c.Content)-step])
+	lastEnd, err := t.end(c.Content[len(c.Content)-1], -1)
+	if err != nil {
+		return action{}, err
+	}
+	q := t.skipBlank(lastEnd)
+	trailingComma := q < len(t.b) && t.b[q] == ','
+	if pretty && t.lineOf(lastStart) != t.lineOf(open) {
+		col := t.column(lastStart)
+		if !t.onlySpaceBefore(lastStart) {
+			col = t.indentAt(open) + p.lay.unit
+		}
+		m, err := member(col, true)
+		if err != nil {
+			return action{}, err
+		}
+		if trailingComma {
+			return action{splice: &splice{start: q + 1, end: q + 1, text: "\n" + pad(col) + m + ","}}, nil
+		}
+		return action{splice: &splice{start: lastEnd, end: lastEnd, text: ",\n" + pad(col) + m}}, nil
+	}
+	between := ", "
+	if count >= 2 {
+		firstEnd, err := t.end(c.Content[step-1], -1)
+		if err == nil {
+			if g := string(t.b[firstEnd:t.start(c.Content[step])]); strings.TrimSpace(g) == "," && !strings.ContainsAny(g, "\r\n") {
+				between = g
+			}
+		}
+	}
+	m, err := member(t.indentAt(open), false)
+	if err != nil {
+		return action{}, err
+	}
+	if trailingComma {
+		return action{splice: &splice{start: q + 1, end: q + 1, text: " " + m + ","}}, nil
+	}
+	return action{splice: &splice{start: lastEnd, end: lastEnd, text: between + m}}, nil
+}
+
+// multiline reports whether the document spans more than one line (pretty JSON).
+func (p *planner) multiline() bool {
+	return p.t.lineOf(p.t.start(p.root)) != p.t.lineOf(max(len(p.t.b)-1, 0))
+}
+
+// jsonUnit is the indentation step of a JSON document's members.
+func (p *planner) jsonUnit() int {
+	root := resolveAlias(p.root)
+	if len(root.Content) == 0 {
+		return 2
+	}
+	first := p.t.start(root.Content[0])
+	open := p.t.start(root)
+	if p.t.lineOf(first) == p.t.lineOf(open) || !p.t.onlySpaceBefore(first) {
+		return 2
+	}
+	if d := p.t.column(first) - p.t.indentAt(open); d > 0 {
+		return d
+	}
+	return 2
+}
+
+// applyTree applies an op to a document's meaning: what the edited file must
+// read back as. It is written independently of the byte editing on purpose.
+func applyTree(doc *tree, op Op) error {
+	if op.Kind == OpDelete {
+		if len(op.Path) == 0 {
+			return errors.New("cannot delete the document root")
+		}
+		parent := doc
+		for _, s := range op.Path[:len(op.Path)-1] {
+			next, err := treeStep(parent, s, false)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				return ErrNotFound
+			}
+			parent = next
+		}
+		return treeRemove(parent, op.Path[len(op.Path)-1])
+	}
+	cur := doc
+	for _, s := range op.Path {
+		next, err := treeStep(cur, s, true)
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			return ErrNotFound
+		}
+		cur = next
+	}
+	*cur = *op.Value.(*tree)
+	return nil
+}
+
+// treeStep goes one step down, creating the step's node when create is set.
+func treeStep(cur *tree, s Step, create bool) (*tree, error) {
+	if cur.isNull() && create {
+		*cur = tree{kind: mappingNode}
+		if s.kind() != stepKey {
+			*cur = tree{kind: sequenceNode}
+		}
+	}
+	switch s.kind() {
+	case stepKey:
+		if cur.kind != mappingNode {
+			return nil, ErrNotMapping
+		}
+		if v, _ := cur.get(s.Key); v != nil || !create {
+			return v, nil
+		}
+		v := &tree{kind: scalarNode, tag: "!!null"}
+		cur.set(s.Key, v)
+		return v, nil
+	case stepIndex:
+		if cur.kind != sequenceNode {
+			return nil, ErrNotMapping
+		}
+		if s.Index < len(cur.items) {
+			return cur.items[s.Index], nil
+		}
+		if s.Index == len(cur.items) && create {
+			v := &tree{kind: scalarNode, tag: "!!null"}
+			cur.items = append(cur.items, v)
+			return v, nil
+		}
+		return nil, nil
+	default:
+		if cur.kind != sequenceNode {
+			return nil, ErrNotMapping
+		}
+		at := treeMatch(cur, s.Match)
+		switch {
+		case len(at) == 1:
+			return cur.items[at[0]], nil
+		case len(at) > 1:
+			return nil, ErrAmbiguous
+		case !create:
+			return nil, nil
+		}
+		item, err := itemFor(s, &tree{kind: mappingNode})
+		if err != nil {
+			return nil, err
+		}
+		cur.items = append(cur.items, item)
+		return item, nil
+	}
+}
+
+func treeMatch(seq *tree, match map[string]string) []int {
+	var at []int
+	for i, item := range seq.items {
+		if item.kind != mappingNode {
+			continue
+		}
+		ok := true
+		for f, want := range match {
+			if v, _ := item.get(f); v == nil || v.kind != scalarNode || v.value != want {
+				ok = false
+			}
+		}
+		if ok {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+func treeRemove(parent *tree, s Step) error {
+	switch s.kind() {
+	case stepKey:
+		if parent.kind != mappingNode {
+			return ErrNotMapping
+		}
+		_, i := parent.get(s.Key)
+		if i < 0 {
+			return ErrNotFound
+		}
+		parent.keys = append(parent.keys[:i:i], parent.keys[i+1:]...)
+		parent.vals = append(parent.vals[:i:i], parent.vals[i+1:]...)
+		return nil
+	}
+	if parent.kind != sequenceNode {
+		return ErrNotMapping
+	}
+	i := s.Index
+	if s.kind() == stepMatch {
+		at := treeMatch(parent, s.Match)
+		if len(at) != 1 {
+			return ErrNotFound
+		}
+		i = at[0]
+	}
+	if i >= len(parent.items) {
+		return ErrNotFound
+	}
+	parent.items = append(parent.items[:i:i], parent.items[i+1:]...)
+	return nil
+}

@@ -1,0 +1,215 @@
+package appcore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/server/appcore"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+// syncBuffer collects log output written from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env is the service's GitHub App core running against a fake GitHub and a real
+// database, with two teams.
+type env struct {
+	t       *testing.T
+	gh      *githubtest.Server
+	db      *store.DB
+	api     *appcore.API
+	inbox   *handler.Inbox
+	http    *httptest.Server
+	logs    *syncBuffer
+	clients githubapp.ClientCreator
+
+	teamA, teamB   store.Team
+	tokenA, tokenB secret.Secret
+}
+
+type envOption func(*appcore.API)
+
+func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
+	t.Helper()
+	ctx := context.Background()
+	e := &env{t: t, gh: githubtest.New(t), db: db, logs: &syncBuffer{}}
+	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
+
+	cfg := github.Config{AppID: e.gh.AppID(), PrivateKey: e.gh.PrivateKeyPEM(), APIURL: e.gh.APIURL(), WebURL: e.gh.URL()}
+	cc, err := github.NewClientCreator(cfg, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clients = cc
+	app, err := github.LoadApp(logger.WithContext(ctx), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webHost, err := cfg.WebHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bytes.Repeat([]byte{7}, sealed.KeySize)
+	box, err := sealed.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := handler.Base{ClientCreator: cc, Store: db, App: app, WebHost: webHost}
+	e.inbox, err = handler.NewInbox(db, handler.InboxOptions{}, &handler.Installation{Base: base}, &handler.InstallationRepositories{Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api = &appcore.API{
+		Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
+		WebhookSecret: e.gh.WebhookSecret(), Credentials: box, Inbox: e.inbox,
+	}
+	for _, o := range opts {
+		o(e.api)
+	}
+	srv, err := server.New(server.Config{}, server.Deps{Logger: logger, Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.Mount(srv)
+	e.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(e.http.Close)
+	e.gh.SetWebhookURL(e.http.URL + appcore.WebhookPath)
+
+	e.teamA, e.tokenA = e.team("team-a")
+	e.teamB, e.tokenB = e.team("team-b")
+	return e
+}
+
+func (e *env) team(name string) (store.Team, secret.Secret) {
+	e.t.Helper()
+	ctx := context.Background()
+	team, err := e.db.CreateTeam(ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, tok, err := e.db.CreateAPIToken(ctx, team.ID, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return team, tok
+}
+
+// do sends a request with the team token (none when token is empty) and returns the
+// status and body.
+func (e *env) do(method, path string, token secret.Secret, body any) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.http.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token.IsSet() {
+		req.Header.Set("Authorization", "Bearer "+token.Reveal())
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.StatusCode, out
+}
+
+// state asks the API for an install state as team.
+func (e *env) state(token secret.Secret) string {
+	e.t.Helper()
+	status, body := e.do("POST", "/api/v1/installations/state", token, nil)
+	if status != http.StatusCreated {
+		e.t.Fatalf("create state: %d %s", status, body)
+	}
+	var out struct {
+		State      string `json:"state"`
+		InstallURL string `json:"install_url"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		e.t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.InstallURL, "/installations/new?state="+out.State) {
+		e.t.Fatalf("install url %q does not carry the state", out.InstallURL)
+	}
+	return out.State
+}
+
+// callback plays the browser coming back from GitHub.
+func (e *env) callback(query string) (int, string) {
+	e.t.Helper()
+	status, body := e.do("GET", appcore.SetupPath+"?"+query, "", nil)
+	return status, string(body)
+}
+
+// drain processes every stored webhook delivery.
+func (e *env) drain() {
+	e.t.Helper()
+	e.gh.WaitForDeliveries()
+	if _, err := e.inbox.Drain(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// bind installs through the whole setup flow as team (token) and returns the
+// installation's status page.
+func (e *env) bind(token secret.Secret, installationID int64) (int, string) {
+	e.t.Helper()
+	return e.callback("installation_id=" + itoa(installationID) + "&setup_action=install&state=" + e.state(token))
+}
+
+func itoa(v int64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// repoURL is the canonical URL of a repository on the fake.
+func (e *env) repoURL(fullName string) string {
+	r, err := github.ParseRepoURL(e.gh.URL() + "/" + fullName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.URL()
+}

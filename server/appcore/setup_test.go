@@ -1,0 +1,231 @@
+package appcore_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+func TestSetupBindsInstallationToTheStatesTeam(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.gh.CreateRepo(t, "acme", "deploy", map[string]string{"README.md": "hi"}, "main")
+		e.gh.CreateRepo(t, "acme", "infra", map[string]string{"README.md": "hi"}, "main")
+		id := e.gh.CreateInstallation(t, "acme", "deploy", "infra")
+		e.gh.ResetRequestCounts()
+
+		status, page := e.bind(e.tokenA, id)
+		if status != http.StatusOK || !strings.Contains(page, "The app is installed") || !strings.Contains(page, "acme") {
+			t.Fatalf("callback = %d\n%s", status, page)
+		}
+		if n := e.gh.RequestCount("GET /app/installations/{installation_id}"); n != 1 {
+			t.Errorf("confirmed the installation %d times, want once", n)
+		}
+		inst, err := db.InstallationByGitHubID(context.Background(), id)
+		if err != nil || inst.TeamID != e.teamA.ID || inst.Status != store.InstallationActive || inst.AccountLogin != "acme" {
+			t.Fatalf("binding = %+v, %v; want active for team-a on acme", inst, err)
+		}
+		repos, err := db.InstallationRepos(context.Background(), id)
+		if err != nil || len(repos) != 2 || repos[0].Repo != e.repoURL("acme/deploy") {
+			t.Errorf("installation repos = %+v, %v; want deploy and infra", repos, err)
+		}
+		// The installation's own "created" webhook, processed later, agrees.
+		e.drain()
+		inst, _ = db.InstallationByGitHubID(context.Background(), id)
+		if inst.Status != store.InstallationActive {
+			t.Errorf("after the created webhook: %s, want active", inst.Status)
+		}
+	})
+}
+
+func TestSetupForgedCallbacksBindNothingAndCallGitHubNever(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
+		e.gh.CreateRepo(t, "other", "deploy", nil, "main")
+		idA := e.gh.CreateInstallation(t, "acme", "deploy")
+		idB := e.gh.CreateInstallation(t, "other", "deploy")
+
+		// team-b owns idB through a legitimate flow; its used state is reused below.
+		usedState := e.state(e.tokenB)
+		if status, page := e.callback("installation_id=" + itoa(idB) + "&setup_action=install&state=" + usedState); status != http.StatusOK {
+			t.Fatalf("legitimate bind: %d %s", status, page)
+		}
+		expired, _, err := db.CreateInstallState(ctx, e.teamA.ID, -time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cases := map[string]struct {
+			query      func() string
+			wantStatus int
+			wantText   string
+		}{
+			"no state": {
+				query:      func() string { return "installation_id=" + itoa(idA) + "&setup_action=install" },
+				wantStatus: http.StatusBadRequest, wantText: "has no state",
+			},
+			"wrong state": {
+				query:      func() string { return "installation_id=" + itoa(idA) + "&setup_action=install&state=forged" },
+				wantStatus: http.StatusBadRequest, wantText: "expired or was already used",
+			},
+			"expired state": {
+				query: func() string {
+					return "installation_id=" + itoa(idA) + "&setup_action=install&state=" + expired.Reveal()
+				},
+				wantStatus: http.StatusBadRequest, wantText: "expired or was already used",
+			},
+			"reused state": {
+				query:      func() string { return "installation_id=" + itoa(idA) + "&setup_action=install&state=" + usedState },
+				wantStatus: http.StatusBadRequest, wantText: "expired or was already used",
+			},
+			"team-a state, installation of team-b": {
+				query: func() string {
+					return "installation_id=" + itoa(idB) + "&setup_action=install&state=" + e.state(e.tokenA)
+				},
+				wantStatus: http.StatusConflict, wantText: "InstallationTaken",
+			},
+			"update without state": {
+				query:      func() string { return "installation_id=" + itoa(idA) + "&setup_action=update" },
+				wantStatus: http.StatusBadRequest, wantText: "has no state",
+			},
+			"update with a forged state": {
+				query:      func() string { return "installation_id=" + itoa(idB) + "&setup_action=update&state=forged" },
+				wantStatus: http.StatusBadRequest, wantText: "expired or was already used",
+			},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				query := tc.query()
+				e.gh.ResetRequestCounts()
+				status, page := e.callback(query)
+				if status != tc.wantStatus || !strings.Contains(page, tc.wantText) {
+					t.Errorf("callback = %d, want %d with %q\n%s", status, tc.wantStatus, tc.wantText, page)
+				}
+				if n := e.gh.TotalRequests(); n != 0 {
+					t.Errorf("the forged callback made %d requests to GitHub (%v), want 0", n, e.gh.RequestCounts())
+				}
+				if _, err := db.InstallationByGitHubID(ctx, idA); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("installation %d got bound: %v", idA, err)
+				}
+				inst, err := db.InstallationByGitHubID(ctx, idB)
+				if err != nil || inst.TeamID != e.teamB.ID {
+					t.Errorf("installation %d = %+v, %v; want still team-b's", idB, inst, err)
+				}
+			})
+		}
+	})
+}
+
+func TestSetupConcurrentBindsByTwoTeamsBindOnce(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
+		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		type attempt struct {
+			team  store.Team
+			state string
+		}
+		attempts := make([]attempt, 20)
+		for i := range attempts {
+			if i%2 == 0 {
+				attempts[i] = attempt{e.teamA, e.state(e.tokenA)}
+			} else {
+				attempts[i] = attempt{e.teamB, e.state(e.tokenB)}
+			}
+		}
+		statuses := make([]int, len(attempts))
+		pages := make([]string, len(attempts))
+		var wg sync.WaitGroup
+		for i, a := range attempts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], pages[i] = e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + a.state)
+			}()
+		}
+		wg.Wait()
+
+		inst, err := db.InstallationByGitHubID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bindings int
+		for _, team := range []store.Team{e.teamA, e.teamB} {
+			list, err := db.ListInstallations(context.Background(), team.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bindings += len(list)
+		}
+		if bindings != 1 {
+			t.Fatalf("%d bindings, want exactly 1", bindings)
+		}
+		for i, a := range attempts {
+			switch {
+			case a.team.ID == inst.TeamID && statuses[i] != http.StatusOK:
+				t.Errorf("attempt %d by the winning team: %d, want 200 (the same binding)\n%s", i, statuses[i], pages[i])
+			case a.team.ID != inst.TeamID && (statuses[i] != http.StatusConflict || !strings.Contains(pages[i], "InstallationTaken")):
+				t.Errorf("attempt %d by the other team: %d, want 409 InstallationTaken\n%s", i, statuses[i], pages[i])
+			}
+		}
+	})
+}
+
+func TestSetupRequestRecordsPendingApproval(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.gh.ResetRequestCounts()
+		status, page := e.callback("setup_action=request&state=" + e.state(e.tokenA))
+		if status != http.StatusAccepted || !strings.Contains(page, "Waiting for approval") {
+			t.Fatalf("callback = %d\n%s", status, page)
+		}
+		if n := e.gh.TotalRequests(); n != 0 {
+			t.Errorf("a request callback made %d requests to GitHub, want 0", n)
+		}
+		list, err := db.ListInstallations(context.Background(), e.teamA.ID)
+		if err != nil || len(list) != 1 || list[0].Status != store.InstallationPendingApproval {
+			t.Fatalf("installations = %+v, %v; want one pending approval", list, err)
+		}
+		status, body := e.do("GET", "/api/v1/installations", e.tokenA, nil)
+		if status != http.StatusOK || !strings.Contains(string(body), `"status":"pending_approval"`) {
+			t.Errorf("GET /api/v1/installations = %d %s", status, body)
+		}
+	})
+}
+
+func TestSetupPagesEscapeWhatTheyEcho(t *testing.T) {
+	db := storetest.SQLite(t)
+	e := newEnv(t, db)
+	status, page := e.callback("installation_id=%3Cscript%3Ealert(1)%3C%2Fscript%3E&setup_action=install&state=" + e.state(e.tokenA))
+	if status != http.StatusBadRequest {
+		t.Fatalf("status = %d, want 400", status)
+	}
+	if strings.Contains(page, "<script>") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the page does not escape the echoed id:\n%s", page)
+	}
+	status, page = e.callback("installation_id=1&setup_action=%3Cb%3Ebold&state=" + e.state(e.tokenA))
+	if status != http.StatusBadRequest || strings.Contains(page, "<b>bold") {
+		t.Errorf("unknown action page = %d, unescaped:\n%s", status, page)
+	}
+}
+
+func TestSetupUnknownInstallationBindsNothing(t *testing.T) {
+	db := storetest.SQLite(t)
+	e := newEnv(t, db)
+	status, page := e.callback("installation_id=987654&setup_action=install&state=" + e.state(e.tokenA))
+	if status != http.StatusNotFound || !strings.Contains(page, "GitHub does not know this installation") {
+		t.Fatalf("callback = %d\n%s", status, page)
+	}
+	if _, err := db.InstallationByGitHubID(context.Background(), 987654); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown installation got bound: %v", err)
+	}
+}
