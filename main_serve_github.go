@@ -74,7 +74,7 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		WebhookSecret: cfg.GitHub.WebhookSecret,
 		Credentials:   credentials,
 	}
-	base := handler.Base{Store: env.DB, WebHost: webHost}
+	base := handler.Base{Store: env.DB, WebHost: webHost, Revocations: lazyPipeline{}}
 
 	if cfg.GitHub.AppID == 0 || !cfg.GitHub.PrivateKey.IsSet() {
 		if env.Profile == config.Production {

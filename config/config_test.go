@@ -405,3 +405,15 @@ func TestParseProfile(t *testing.T) {
 		})
 	}
 }
+
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range EnvNames() {
+		if !strings.Contains(string(readme), "`"+name+"`") {
+			t.Errorf("README's configuration table does not list %s", name)
+		}
+	}
+}

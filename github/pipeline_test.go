@@ -217,7 +217,7 @@ func TestGitDataResolveCommitBranch(t *testing.T) {
 		want    string
 		wantErr error
 	}{
-		"HEAD is the default branch": {rev: "HEAD", want: "main"},
+		"HEAD is the default branch":  {rev: "HEAD", want: "main"},
 		"empty is the default branch": {rev: "", want: "main"},
 		"branch":                      {rev: "release", want: "release"},
 		"refs/heads form":             {rev: "refs/heads/main", want: "main"},

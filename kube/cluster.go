@@ -147,10 +147,9 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
-	if cfg.Timeout == 0 || cfg.Timeout > opts.CallTimeout {
-		// A backstop for reads whose context carries no deadline.
-		cfg.Timeout = opts.CallTimeout
-	}
+	// Every call carries a context deadline (see do); an http.Client timeout on top
+	// would race with it and blur which budget ran out.
+	cfg.Timeout = 0
 	cfg.UserAgent = opts.UserAgent
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)

@@ -10,20 +10,26 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
+// ClusterRef names a team's cluster (names are unique per team).
+type ClusterRef struct {
+	TeamID string
+	Name   string
+}
+
 // Cluster is what the pipeline reads from (and dry-runs against) a team's cluster.
 type Cluster interface {
 	// Decide runs the path decision for one target; it never fails, a failed read is
 	// a Decision with Known=false.
-	Decide(ctx context.Context, cluster string, target store.PlanTarget) argocd.Decision
+	Decide(ctx context.Context, cluster ClusterRef, target store.PlanTarget) argocd.Decision
 	// Applications lists the cluster's Argo CD Applications.
-	Applications(ctx context.Context, cluster string) ([]argocd.Application, error)
+	Applications(ctx context.Context, cluster ClusterRef) ([]argocd.Application, error)
 	// Application reads one Application.
-	Application(ctx context.Context, cluster, namespace, name string) (argocd.Application, error)
+	Application(ctx context.Context, cluster ClusterRef, namespace, name string) (argocd.Application, error)
 	// Object reads one live object (unstructured), or ErrObjectNotFound.
-	Object(ctx context.Context, cluster string, target store.PlanTarget) (map[string]any, error)
+	Object(ctx context.Context, cluster ClusterRef, target store.PlanTarget) (map[string]any, error)
 	// DryRun sends objects as a server-side dry-run apply. A rejection by the API
 	// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
-	DryRun(ctx context.Context, cluster string, objects []map[string]any) error
+	DryRun(ctx context.Context, cluster ClusterRef, objects []map[string]any) error
 }
 
 // ErrObjectNotFound is returned by Cluster.Object for a missing object.

@@ -334,3 +334,9 @@ func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause e
 	}
 	return saved, nil
 }
+
+// Decide runs the path decision alone (for the assistant's tool results); nothing is
+// stored.
+func (p *Pipeline) Decide(ctx context.Context, cluster ClusterRef, target store.PlanTarget) argocd.Decision {
+	return p.cluster.Decide(ctx, cluster, target)
+}

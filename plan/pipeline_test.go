@@ -57,7 +57,7 @@ func (c *fakeCluster) application() argocd.Application {
 	return a
 }
 
-func (c *fakeCluster) Decide(_ context.Context, _ string, t store.PlanTarget) argocd.Decision {
+func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	if t.Name != "web" {
 		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
@@ -69,11 +69,11 @@ func (c *fakeCluster) Decide(_ context.Context, _ string, t store.PlanTarget) ar
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c *fakeCluster) Applications(context.Context, string) ([]argocd.Application, error) {
+func (c *fakeCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
 	return []argocd.Application{c.application()}, nil
 }
 
-func (c *fakeCluster) Application(_ context.Context, _, ns, name string) (argocd.Application, error) {
+func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.Application, error) {
 	if ns != "argocd" || name != "web" {
 		return argocd.Application{}, plan.ErrObjectNotFound
 	}
@@ -89,12 +89,12 @@ func (c *fakeCluster) sync(revision, phase string) {
 		SyncResult: &argocd.AppSyncResult{Revision: revision}}
 }
 
-func (c *fakeCluster) Object(context.Context, string, store.PlanTarget) (map[string]any, error) {
+func (c *fakeCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
 	return map[string]any{"metadata": map[string]any{"generation": int64(2)},
 		"status": map[string]any{"observedGeneration": int64(2)}}, nil
 }
 
-func (c *fakeCluster) DryRun(context.Context, string, []map[string]any) error {
+func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dryRuns++

@@ -129,9 +129,9 @@ func clusterDiffText(pay Payload) string {
 
 func clusterCheckLine(pay Payload) string {
 	switch pay.ClusterCheck {
-	case "passed":
+	case ClusterCheckPassed:
 		return "Cluster check: the changed objects were accepted by a server-side dry-run."
-	case "not_checked":
+	case ClusterCheckUnreachable, ClusterCheckSkipped:
 		return "Cluster check: **not checked against the cluster** (" + pay.ClusterCheckNote + ")."
 	}
 	return ""
@@ -146,7 +146,7 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", failure)
-	case pay.ClusterCheck == "not_checked":
+	case pay.ClusterCheck == ClusterCheckUnreachable:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
 		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", pay.ClusterCheckNote)
 	default:

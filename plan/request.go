@@ -164,7 +164,7 @@ type Payload struct {
 	Warnings    []string            `json:"warnings,omitempty"`
 	// Verification is render's record of what was compared.
 	Verification *render.Verification `json:"verification,omitempty"`
-	// ClusterCheck is "passed", "not_checked" (with ClusterCheckNote) or "".
+	// ClusterCheck is one of the ClusterCheck* values, with ClusterCheckNote.
 	ClusterCheck     string `json:"cluster_check,omitempty"`
 	ClusterCheckNote string `json:"cluster_check_note,omitempty"`
 	// Refusal or failure details, when the plan stopped.
@@ -197,6 +197,17 @@ type StoredEdit struct {
 	New     []byte `json:"new"`
 	Created bool   `json:"created,omitempty"`
 }
+
+// Outcomes of the server-side dry-run before the pull request.
+const (
+	ClusterCheckPassed = "passed"
+	// ClusterCheckUnreachable: the cluster could not be asked; the check run says
+	// "not checked against the cluster" and asks for attention.
+	ClusterCheckUnreachable = "unreachable"
+	// ClusterCheckSkipped: nothing could be sent (no changed object, or its
+	// after-render is not available); the note says why.
+	ClusterCheckSkipped = "skipped"
+)
 
 // Deployment states after merge.
 const (
@@ -244,3 +255,6 @@ func ChangeOf(p store.Plan) (render.Change, error) {
 	}
 	return c, nil
 }
+
+// PayloadOf decodes a plan's stored payload.
+func PayloadOf(p store.Plan) (Payload, error) { return decodePayload(p) }

@@ -41,7 +41,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 		if pay.App == nil {
 			return p.stop(ctx, pl, pay, refusal(CodeInvalidRequest, "a new_resource change needs the Application that will deploy it"), "decide")
 		}
-		a, err := p.cluster.Application(ctx, pl.Cluster, pay.App.Namespace, pay.App.Name)
+		a, err := p.cluster.Application(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
 		if errors.Is(err, ErrObjectNotFound) {
 			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound, "Application %s/%s does not exist in cluster %s", pay.App.Namespace, pay.App.Name, pl.Cluster), "decide")
 		}
@@ -52,7 +52,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 		pay.Decision = &DecisionInfo{Path: argocd.PathGit, Known: true, Level: a.Level(),
 			Reason: fmt.Sprintf("The new resource is added to the source of Argo CD Application %s.", a.Key())}
 	} else {
-		d := p.cluster.Decide(ctx, pl.Cluster, pl.Target)
+		d := p.cluster.Decide(ctx, clusterOf(pl), pl.Target)
 		ap := d.Payload()
 		pay.ArgoCD = &ap
 		pay.Decision = &DecisionInfo{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level, Failure: d.Failure}
@@ -95,6 +95,8 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 	pl.InstallationID = inst
 	return p.save(ctx, pl, pay, StatusPreparing, "system", "decide", pay.Decision.Reason)
 }
+
+func clusterOf(pl store.Plan) ClusterRef { return ClusterRef{TeamID: pl.TeamID, Name: pl.Cluster} }
 
 func decisionDetails(pay Payload) map[string]any {
 	return map[string]any{"decision": pay.Decision, "argocd": pay.ArgoCD}
@@ -224,7 +226,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, err
 	}
 	defer snap.Release()
-	apps, err := p.cluster.Applications(ctx, pl.Cluster)
+	apps, err := p.cluster.Applications(ctx, clusterOf(pl))
 	if err != nil {
 		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
 	}
@@ -254,19 +256,19 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	objs, err := p.render.ChangedObjects(ctx, req, res)
 	switch {
 	case err != nil:
-		pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "the after-render could not be prepared for the cluster: "+err.Error()
+		pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, err.Error()
 	case len(objs) == 0:
-		pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "no changed object to send to the cluster"
+		pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, "no changed object to send to the cluster"
 	default:
-		derr := p.cluster.DryRun(ctx, pl.Cluster, objs)
+		derr := p.cluster.DryRun(ctx, clusterOf(pl), objs)
 		var rej *DryRunRejection
 		switch {
 		case errors.As(derr, &rej):
 			return nil, &Error{Code: CodeClusterRejected, Reason: rej.Error()}
 		case derr != nil:
-			pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "not checked against the cluster: "+derr.Error()
+			pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckUnreachable, derr.Error()
 		default:
-			pay.ClusterCheck, pay.ClusterCheckNote = "passed", "accepted by a server-side dry-run"
+			pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckPassed, "accepted by a server-side dry-run"
 		}
 	}
 	edits := make([]StoredEdit, len(res.Edits))

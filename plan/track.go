@@ -265,7 +265,7 @@ func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payloa
 	pay.ClusterDiff = nil
 	pay.Verification = opay.Verification
 	pay.VerificationResult = "revert of verified plan " + orig.Code + ": every file is restored to its content before that plan"
-	pay.ClusterCheck, pay.ClusterCheckNote = "not_checked", "a revert restores objects the cluster ran before"
+	pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, "a revert restores objects the cluster ran before"
 	return edits, nil
 }
 
@@ -356,7 +356,7 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	if pay.App == nil {
 		return Deployment{State: DeployFailed, Message: "the plan has no Application to follow"}, true
 	}
-	app, err := p.cluster.Application(ctx, pl.Cluster, pay.App.Namespace, pay.App.Name)
+	app, err := p.cluster.Application(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
 	if err != nil {
 		dep.Message = "reading the Application failed: " + err.Error()
 		return dep, false
@@ -407,7 +407,7 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 // targetReady reads the target's status: the controller observed the new generation
 // and no condition reports a failure. Kinds without status count as ready.
 func (p *Pipeline) targetReady(ctx context.Context, pl store.Plan) (bool, string) {
-	obj, err := p.cluster.Object(ctx, pl.Cluster, pl.Target)
+	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
 	if err != nil {
 		return false, "reading " + pl.Target.Kind + "/" + pl.Target.Name + " failed: " + err.Error()
 	}

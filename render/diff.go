@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -67,13 +68,14 @@ func gitDiff(edits []FileEdit) string {
 	return b.String()
 }
 
-// objectDiff describes how one object changes between two renders, masked.
-func objectDiff(app string, before, after *object) ObjectDiff {
+// objectDiff describes how one object (k, as Argo CD applies it) changes between
+// two renders, masked.
+func objectDiff(app string, k objKey, before, after *object) ObjectDiff {
 	ref := after
 	if ref == nil {
 		ref = before
 	}
-	d := ObjectDiff{App: app, APIVersion: ref.apiVersion, Kind: ref.kind, Namespace: ref.namespace, Name: ref.name}
+	d := ObjectDiff{App: app, APIVersion: ref.apiVersion, Kind: ref.kind, Namespace: k.Namespace, Name: ref.name}
 	group := groupOf(ref.apiVersion)
 	var a, c map[string]any
 	switch {
@@ -88,10 +90,12 @@ func objectDiff(app string, before, after *object) ObjectDiff {
 		a = maskBody(group, ref.kind, before.body)
 		c = maskBody(group, ref.kind, after.body)
 	}
-	var diffs []difference
-	compareValues(nil, a, c, &diffs, 50)
-	for _, df := range diffs {
-		d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: flowText(df.want), After: flowText(df.got)})
+	if d.Action == "modified" {
+		var diffs []difference
+		compareValues(nil, a, c, &diffs, 50)
+		for _, df := range diffs {
+			d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: flowText(df.want), After: flowText(df.got)})
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s (live after the current commit)\n+++ %s (after this change)\n", ref.kind+"/"+ref.name, ref.kind+"/"+ref.name)
@@ -120,19 +124,14 @@ func flowText(v any) string {
 		return ""
 	case string:
 		return x
-	}
-	out, err := sigsyaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := strings.TrimSpace(string(out))
-	if strings.Contains(s, "\n") {
-		j, err := sigsyaml.YAMLToJSON(out)
-		if err == nil {
-			return string(j)
+	case map[string]any, []any:
+		out, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(v)
 		}
+		return string(out)
 	}
-	return s
+	return fmt.Sprint(v)
 }
 
 // absent marks a missing field in a difference.

@@ -322,6 +322,15 @@ func transformerField(d difference) bool {
 	if p == "metadata.name" || p == "metadata.namespace" {
 		return true
 	}
+	// Name references (scaleTargetRef.name, configMapRef.name, ...) follow the
+	// prefixes and suffixes kustomize gives the objects they name.
+	if last := d.segs[len(d.segs)-1]; last == "name" || strings.HasSuffix(last, "Name") {
+		want, wok := d.want.(string)
+		got, gok := d.got.(string)
+		if wok && gok && strings.Contains(got, want) {
+			return true
+		}
+	}
 	if !isAbsent(d.want) {
 		return false
 	}

@@ -329,7 +329,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 				continue
 			}
 			av.Changed++
-			res.diffs = append(res.diffs, objectDiff(app.Name, b, a))
+			res.diffs = append(res.diffs, objectDiff(app.Name, k, b, a))
 		}
 		if len(lines) > 0 {
 			res.ok = false

@@ -249,8 +249,10 @@ func (v *view) with(files map[string][]byte) *view {
 	return nv
 }
 
+// rel maps a path of the view to a repository path. Paths are rooted at the
+// repository, so ".." cannot climb above it, as in any absolute path at "/".
 func (v *view) rel(p string) string {
-	c, _ := cleanRel(p) // a virtual absolute path cannot climb above "/"
+	c := strings.TrimPrefix(path.Clean("/"+filepath.ToSlash(p)), "/")
 	if c == "" {
 		return "."
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -29,8 +30,8 @@ const (
 func Main(m *testing.M) int {
 	switch os.Getenv(netnsEnv) {
 	case netnsInside:
-		if err := exec.Command("ip", "link", "set", "lo", "up").Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "argocdharness: bring up loopback in the test network namespace: %v\n", err)
+		if err := setUpLoopbackOnly(); err != nil {
+			fmt.Fprintf(os.Stderr, "argocdharness: %v\n", err)
 			return 1
 		}
 		return m.Run()
@@ -50,6 +51,24 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// setUpLoopbackOnly configures the fresh network namespace: loopback up, plus an
+// address and a default route on loopback itself. kube-apiserver refuses to start
+// without a default route to pick its advertise address from; routing it over
+// loopback gives it one while the namespace still has no way out.
+func setUpLoopbackOnly() error {
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		// 192.0.2.0/24 is TEST-NET-1 (RFC 5737), never routed anywhere.
+		{"addr", "add", "192.0.2.1/32", "dev", "lo"},
+		{"route", "add", "default", "dev", "lo"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("set up the test network namespace: ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
 }
 
 // netnsUnavailable says why the tests cannot move into a network namespace of their own,

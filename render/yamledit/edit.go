@@ -373,6 +373,9 @@ func (p *planner) walk(path Path) (hops []hop, missing int, err error) {
 				}
 				return nil, 0, fmt.Errorf("%s is a %s, not a mapping: %w", where(), kindName(cur), ErrNotMapping)
 			}
+			if err := plainKeys(cur); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", where(), err)
+			}
 			owner, pos, merged, err := mappingGet(cur, s.Key, 0)
 			if err != nil {
 				return nil, 0, fmt.Errorf("%s: %w", where(), err)
@@ -425,6 +428,18 @@ func (p *planner) walk(path Path) (hops []hop, missing int, err error) {
 		hops = append(hops, next)
 	}
 	return hops, -1, nil
+}
+
+// plainKeys refuses mappings written with explicit "?" keys or keys that are
+// not scalars: their bytes do not follow the "key: value" shape edits assume.
+func plainKeys(m *yaml.Node) error {
+	for i := 0; i < len(m.Content); i += 2 {
+		k := resolveAlias(m.Content[i])
+		if k.Kind != scalarNode || isImplicitNull(k) {
+			return fmt.Errorf("line %d: mapping key is not a plain scalar: %w", m.Content[i].Line, ErrUnsupported)
+		}
+	}
+	return nil
 }
 
 func kindName(n *yaml.Node) string {

@@ -1,0 +1,118 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Commands people can write on a kukie pull request.
+const (
+	CommandRerender = "/kukie rerender"
+	CommandCancel   = "/kukie cancel"
+)
+
+// WriteAccess answers whether a GitHub user may push to a repository.
+type WriteAccess interface {
+	CanWrite(ctx context.Context, installationID int64, repo, login string) (bool, error)
+}
+
+// IssueComment runs "/kukie rerender" and "/kukie cancel" written on a kukie pull
+// request by someone with write access to the repository; others get a reply
+// saying why nothing happened.
+type IssueComment struct {
+	Base
+	Pipeline Pipeline
+	Access   WriteAccess
+}
+
+// Handles implements githubapp.EventHandler.
+func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }
+
+// Handle implements githubapp.EventHandler.
+func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var event gh.IssueCommentEvent
+	if err := parse(eventType, payload, &event); err != nil {
+		return err
+	}
+	if event.GetAction() != "created" || !event.GetIssue().IsPullRequest() || h.IsOwnEvent(event.GetSender()) {
+		return nil
+	}
+	body := strings.TrimSpace(event.GetComment().GetBody())
+	var command string
+	switch {
+	case strings.HasPrefix(body, CommandRerender):
+		command = CommandRerender
+	case strings.HasPrefix(body, CommandCancel):
+		command = CommandCancel
+	default:
+		return nil
+	}
+	repo := repoName(event.GetRepo())
+	number := int64(event.GetIssue().GetNumber())
+	plans, err := h.Store.ListPlans(ctx, store.PlanFilter{Repo: repo, PRNumber: number, Limit: 1})
+	if err != nil || len(plans) == 0 {
+		return err
+	}
+	pl := plans[0]
+	login := event.GetComment().GetUser().GetLogin()
+	logger := zerolog.Ctx(ctx).With().Str("plan", pl.Code).Str("command", command).Str("user", login).Logger()
+	ctx = logger.WithContext(ctx)
+
+	allowed := false
+	if h.Access != nil {
+		allowed, err = h.Access.CanWrite(ctx, pl.InstallationID, repo, login)
+		if err != nil {
+			return err
+		}
+	}
+	if !allowed {
+		logger.Info().Msg("Ignoring a command from a user without write access")
+		return h.reply(ctx, pl, repo, number, fmt.Sprintf("@%s `%s` needs write access to this repository.", login, command))
+	}
+	switch command {
+	case CommandRerender:
+		return h.Pipeline.Reverify(ctx, pl.Code)
+	default:
+		if _, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code); err != nil {
+			// A plan that can no longer be cancelled is the user's answer, not a retry.
+			return h.reply(ctx, pl, repo, number, fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, err.Error()))
+		}
+		return nil
+	}
+}
+
+func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, number int64, text string) error {
+	if h.ClientCreator == nil {
+		return nil
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	c, err := h.ClientCreator.NewInstallationClient(pl.InstallationID)
+	if err != nil {
+		return err
+	}
+	return github.Comment(ctx, c, owner, name, number, text)
+}
+
+// GitHubWriteAccess implements WriteAccess with the repository collaborator
+// permission endpoint.
+type GitHubWriteAccess struct{ Base }
+
+// CanWrite implements WriteAccess.
+func (a GitHubWriteAccess) CanWrite(ctx context.Context, installationID int64, repo, login string) (bool, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	c, err := a.ClientCreator.NewInstallationClient(installationID)
+	if err != nil {
+		return false, err
+	}
+	return github.CanWrite(ctx, c, owner, name, login)
+}
+
+var _ githubapp.EventHandler = &IssueComment{}

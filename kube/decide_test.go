@@ -1,0 +1,150 @@
+package kube_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/kube/kubetest"
+)
+
+func TestDecide(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	c := clusterFor(t, env.Kubeconfig, kube.Options{})
+	shop := argocd.AppKey{Namespace: w.argoNS, Name: "shop"}
+
+	tests := map[string]struct {
+		targets     []argocd.ResourceRef
+		wantPath    argocd.Path
+		wantLevel   argocd.Level
+		wantApps    []argocd.AppKey
+		wantEvident argocd.Evidence
+		wantReason  string
+	}{
+		"annotation": {
+			targets: []argocd.ResourceRef{w.deployment("web")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"annotation on a core-group object": {
+			targets: []argocd.ResourceRef{w.configMap("shop-settings")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"label confirmed by the Application": {
+			targets: []argocd.ResourceRef{w.deployment("billing-api")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelAuto,
+			wantApps: []argocd.AppKey{{Namespace: w.argoNS, Name: "billing"}}, wantEvident: argocd.EvidenceLabel,
+		},
+		"label not confirmed (Helm)": {
+			targets: []argocd.ResourceRef{w.deployment("helm-web")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+			wantReason: "does not manage it",
+		},
+		"hub and spoke": {
+			targets: []argocd.ResourceRef{w.deployment("hub-web")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelUnknown,
+			wantApps: []argocd.AppKey{{Name: "platform-hub"}}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"apps in any namespace": {
+			targets: []argocd.ResourceRef{w.deployment("payments-api")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{{Namespace: w.appsNS, Name: "payments"}}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"copied annotation": {
+			targets: []argocd.ResourceRef{w.configMap("copied-settings")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+		},
+		"no marks": {
+			targets: []argocd.ResourceRef{w.deployment("plain")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+		},
+		"two targets with different levels": {
+			targets:  []argocd.ResourceRef{w.deployment("reports-api"), w.deployment("billing-api")},
+			wantPath: argocd.PathGit, wantLevel: argocd.LevelAuto,
+			wantApps: []argocd.AppKey{{Namespace: w.argoNS, Name: "reports"}, {Namespace: w.argoNS, Name: "billing"}},
+		},
+		"missing target": {
+			targets: []argocd.ResourceRef{w.deployment("does-not-exist")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+			wantReason: "does not exist in the cluster",
+		},
+		"kind not served": {
+			targets: []argocd.ResourceRef{{Group: "example.com", Kind: "Widget", Namespace: w.ns, Name: "w"}}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+			wantReason: "does not exist in the cluster",
+		},
+		"cluster-scoped target given a namespace": {
+			targets: []argocd.ResourceRef{{Kind: "Namespace", Namespace: "ignored", Name: w.ns}}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := c.Decide(context.Background(), tc.targets)
+			mustDecide(t, d, tc.wantPath, true, tc.wantLevel, "")
+			var apps []argocd.AppKey
+			for _, td := range d.Targets {
+				if td.Ownership.Managed {
+					apps = append(apps, td.Ownership.App)
+					if tc.wantEvident != "" && td.Ownership.By != tc.wantEvident {
+						t.Errorf("evidence = %s, want %s", td.Ownership.By, tc.wantEvident)
+					}
+				}
+			}
+			if len(apps) != len(tc.wantApps) {
+				t.Fatalf("managing applications = %v, want %v", apps, tc.wantApps)
+			}
+			for i := range apps {
+				if apps[i] != tc.wantApps[i] {
+					t.Errorf("application %d = %v, want %v", i, apps[i], tc.wantApps[i])
+				}
+			}
+			if !strings.Contains(d.Reason, tc.wantReason) {
+				t.Errorf("reason %q does not contain %q", d.Reason, tc.wantReason)
+			}
+		})
+	}
+}
+
+// The hub case with no Application at all in the cluster: the tracking annotation
+// still marks the resource as Argo CD's.
+func TestDecideWithoutAnyApplication(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, false)
+	c := clusterFor(t, env.Kubeconfig, kube.Options{Argo: argocd.Options{ControlPlaneNamespace: w.argoNS}})
+
+	d := c.Decide(context.Background(), []argocd.ResourceRef{w.deployment("web")})
+	mustDecide(t, d, argocd.PathGit, true, argocd.LevelUnknown, "")
+	if !strings.Contains(d.Reason, "no such Application exists in this cluster") {
+		t.Errorf("reason = %q", d.Reason)
+	}
+	d = c.Decide(context.Background(), []argocd.ResourceRef{w.deployment("billing-api")})
+	mustDecide(t, d, argocd.PathDirect, true, argocd.LevelNone, "")
+}
+
+func TestDecideExaminesFirstTargetsOnly(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	counter := newRequestCounter()
+	c := clusterFor(t, env.Kubeconfig, kube.Options{MaxTargets: 2, WrapTransport: counter.wrap})
+
+	d := c.Decide(context.Background(), []argocd.ResourceRef{
+		w.deployment("plain"), w.deployment("helm-web"), w.deployment("web"), w.deployment("reports-api"),
+	})
+	// web (self-heal) is third and must not be looked at.
+	mustDecide(t, d, argocd.PathDirect, true, argocd.LevelNone, "")
+	if d.Skipped != 2 || len(d.Targets) != 2 {
+		t.Errorf("examined %d, skipped %d; want 2 and 2", len(d.Targets), d.Skipped)
+	}
+	if n := counter.count("GET", "/apis/apps/v1/namespaces/"+w.ns+"/deployments/web"); n != 0 {
+		t.Errorf("the third target was read %d times", n)
+	}
+	if !strings.Contains(d.Reason, "Only the first 2 of 4 targets were examined") {
+		t.Errorf("reason = %q", d.Reason)
+	}
+}
+
+func TestDecideInstallationID(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	c := clusterFor(t, env.Kubeconfig, kube.Options{Argo: argocd.Options{InstallationID: "kukie-prod"}})
+
+	d := c.Decide(context.Background(), []argocd.ResourceRef{w.deployment("other-instance")})
+	mustDecide(t, d, argocd.PathGit, true, argocd.LevelUnknown, "")
+	if !strings.Contains(d.Reason, "another Argo CD instance") {
+		t.Errorf("reason = %q", d.Reason)
+	}
+}

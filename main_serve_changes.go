@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+// Sizes of the on-disk caches of the change pipeline.
+const (
+	archiveCacheBytes = 2 << 30
+	// deployTimeoutEnv overrides plan.DefaultDeployTimeout (a Go duration, "20m").
+	deployTimeoutEnv = "KUKIE_PIPELINE_DEPLOY_TIMEOUT"
+)
+
+func init() {
+	registerServeComponent(serveComponent{Name: "changes", Mount: mountChanges})
+	for _, build := range []func(handler.Base) githubapp.EventHandler{
+		func(b handler.Base) githubapp.EventHandler {
+			return &handler.PullRequest{Base: b, Pipeline: changes.events(b)}
+		},
+		func(b handler.Base) githubapp.EventHandler { return &handler.Push{Base: b, Pipeline: changes.events(b)} },
+		func(b handler.Base) githubapp.EventHandler { return &handler.CheckRun{Base: b, Pipeline: changes.events(b)} },
+		func(b handler.Base) githubapp.EventHandler { return &handler.CheckSuite{Base: b, Pipeline: changes.events(b)} },
+		func(b handler.Base) githubapp.EventHandler {
+			return &handler.IssueComment{Base: b, Pipeline: changes.events(b), Access: handler.GitHubWriteAccess{Base: b}}
+		},
+	} {
+		registerWebhookHandler(build)
+	}
+}
+
+// changes connects the change pipeline to the rest of the service. The pipeline
+// needs the App's client creator, which the github-app component builds after this
+// component mounts its routes; the routes and handlers therefore reach the pipeline
+// through this holder, which answers "GitHub is not configured" until it exists.
+var changes = &changeWiring{}
+
+type changeWiring struct {
+	mu       sync.Mutex
+	env      serveEnv
+	pipeline *plan.Pipeline
+	built    bool
+}
+
+var errPipelineUnavailable = errors.New("the change pipeline needs a configured GitHub App (github.app_id and the private key)")
+
+func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) error, error) {
+	changes.mu.Lock()
+	changes.env = env
+	changes.mu.Unlock()
+	clusters, err := changes.kubeClusters(env)
+	if err != nil {
+		return nil, err
+	}
+	api := &server.ChangesAPI{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
+	api.Mount(env.Server)
+	return func(ctx context.Context) error {
+		p := changes.get()
+		if p == nil {
+			env.Logger.Warn().Msg("Change pipeline not started: no GitHub App is configured")
+			<-ctx.Done()
+			return nil
+		}
+		if err := p.Start(env.Logger.WithContext(ctx)); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		p.Close()
+		return nil
+	}, nil
+}
+
+func (w *changeWiring) kubeClusters(env serveEnv) (plan.KubeClusters, error) {
+	box := &sealed.Box{}
+	if env.Config.Encryption.Key.IsSet() {
+		key, err := env.Config.EncryptionKey()
+		if err != nil {
+			return plan.KubeClusters{}, err
+		}
+		if box, err = sealed.New(key); err != nil {
+			return plan.KubeClusters{}, err
+		}
+	}
+	return plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box}, nil
+}
+
+// events builds the pipeline the first time a handler is built (when the App's
+// client creator exists) and returns what handlers drive.
+func (w *changeWiring) events(b handler.Base) handler.Pipeline {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.built {
+		w.built = true
+		p, err := w.build(b)
+		if err != nil {
+			w.env.Logger.Error().Err(err).Msg("Change pipeline not available")
+		}
+		w.pipeline = p
+	}
+	return lazyPipeline{}
+}
+
+func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
+	if b.ClientCreator == nil {
+		return nil, errPipelineUnavailable
+	}
+	env := w.env
+	cacheDir, err := os.UserCacheDir()
+	if err != nil {
+		cacheDir = os.TempDir()
+	}
+	archives, err := github.NewArchiveCache(filepath.Join(cacheDir, "kukie-gitops"), archiveCacheBytes, github.DefaultArchiveLimits)
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := w.kubeClusters(env)
+	if err != nil {
+		return nil, err
+	}
+	cfg := plan.Config{PublicURL: env.Config.Server.PublicURL, BotLogin: b.App.BotLogin()}
+	if v := os.Getenv(deployTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q is not a positive duration", deployTimeoutEnv, v)
+		}
+		cfg.DeployTimeout = d
+	}
+	host, _ := os.Hostname()
+	cfg.WorkerID = host + "-" + store.NewID()
+	return plan.New(env.DB, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
+}
+
+func (w *changeWiring) get() *plan.Pipeline {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pipeline
+}
+
+// lazyPipeline forwards to the pipeline once it exists.
+type lazyPipeline struct{}
+
+func pipelineOrErr() (*plan.Pipeline, error) {
+	if p := changes.get(); p != nil {
+		return p, nil
+	}
+	return nil, &plan.Error{Code: "github_not_configured", Reason: errPipelineUnavailable.Error()}
+}
+
+func (lazyPipeline) Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error) {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return store.Plan{}, false, err
+	}
+	return p.Submit(ctx, teamID, actor, req)
+}
+
+func (lazyPipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan, error) {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return store.Plan{}, err
+	}
+	return p.Cancel(ctx, teamID, code)
+}
+
+func (lazyPipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, error) {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return store.Plan{}, err
+	}
+	return p.Retry(ctx, teamID, code)
+}
+
+func (lazyPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error) {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return store.Plan{}, err
+	}
+	return p.Rollback(ctx, teamID, code, requestedBy, reason)
+}
+
+func (lazyPipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target store.PlanTarget) argocd.Decision {
+	clusters, err := changes.kubeClusters(changes.env)
+	if err != nil {
+		return argocd.Decision{Path: argocd.PathDirect, Level: argocd.LevelUnknown, Reason: err.Error()}
+	}
+	return clusters.Decide(ctx, cluster, target)
+}
+
+func (lazyPipeline) PlanForPull(ctx context.Context, repo, branch string) (store.Plan, bool, error) {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return store.Plan{}, false, err
+	}
+	return p.PlanForPull(ctx, repo, branch)
+}
+
+func (lazyPipeline) PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return err
+	}
+	return p.PullClosed(ctx, repo, branch, number, merged, mergeSHA)
+}
+
+func (lazyPipeline) HeadPushed(ctx context.Context, repo, branch, sha, sender string) error {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return err
+	}
+	return p.HeadPushed(ctx, repo, branch, sha, sender)
+}
+
+func (lazyPipeline) BasePushed(ctx context.Context, repo, branch, after string, changed []string) error {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return err
+	}
+	return p.BasePushed(ctx, repo, branch, after, changed)
+}
+
+func (lazyPipeline) Reverify(ctx context.Context, code string) error {
+	p, err := pipelineOrErr()
+	if err != nil {
+		return err
+	}
+	return p.Reverify(ctx, code)
+}
+
+// ConnectionsRevoked implements handler.RevocationListener.
+func (lazyPipeline) ConnectionsRevoked(ctx context.Context, revoked []store.RepoConnection, reason string) error {
+	p := changes.get()
+	if p == nil {
+		return nil // no pipeline, no plans to stop
+	}
+	return p.ConnectionsRevoked(ctx, revoked, reason)
+}

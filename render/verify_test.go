@@ -1,0 +1,308 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// writeRepo writes files (relative path → content) into a new temporary repository.
+func writeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const twoContainerDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: ghcr.io/example/web:1.0.0
+        - name: sidecar
+          image: ghcr.io/example/sidecar:1.0.0
+`
+
+// TestVerifyCatchesWrongEdits injects edits that do more than the request and
+// requires verification to refuse each, naming what differs.
+func TestVerifyCatchesWrongEdits(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+	apps := []Application{
+		{Name: "web-eu", Path: "apps/web", SourceType: SourceDirectory, Namespace: "eu"},
+		{Name: "web-us", Path: "apps/web", SourceType: SourceDirectory, Namespace: "us"},
+	}
+	cases := map[string]struct {
+		change  Change
+		edit    func(string) string
+		wantIn  []string
+		wantErr bool
+		leak    bool
+	}{
+		"extra field": {
+			change: Change{Replicas: &Replicas{Count: 3}},
+			edit: func(s string) string {
+				s = strings.Replace(s, "replicas: 2", "replicas: 3", 1)
+				return strings.Replace(s, "  name: web\n", "  name: web\n  labels: {tier: front}\n", 1)
+			},
+			wantIn: []string{"metadata.labels", "unexpected field"},
+		},
+		"other container": {
+			change: Change{Image: &Image{Container: "web", Tag: "1.1.0"}},
+			edit: func(s string) string {
+				return strings.ReplaceAll(s, ":1.0.0", ":1.1.0")
+			},
+			wantIn: []string{"containers[name=sidecar].image", "expected ghcr.io/example/sidecar:1.0.0"},
+		},
+		"missing part of the change": {
+			change: Change{Env: &Env{Container: "web", Set: map[string]string{"A": "1", "B": "2"}}},
+			edit: func(s string) string {
+				return strings.Replace(s, "          image: ghcr.io/example/web:1.0.0\n", "          image: ghcr.io/example/web:1.0.0\n          env:\n            - name: A\n              value: \"1\"\n", 1)
+			},
+			wantIn: []string{"env[name=B]", "missing"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := newPlanner(Request{RepoDir: repo, Apps: apps[:1], App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: tc.change})
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp := expectationFor(t, p)
+			src, _ := p.t.readFile("apps/web/deployment.yaml")
+			c := &candidate{strategy: "injected", files: map[string][]byte{"apps/web/deployment.yaml": []byte(tc.edit(string(src)))}}
+			vr, err := p.verify(context.Background(), c, exp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vr.ok {
+				t.Fatalf("verification accepted a wrong edit")
+			}
+			for _, w := range tc.wantIn {
+				if !strings.Contains(vr.reason, w) {
+					t.Errorf("reason %q does not mention %q", vr.reason, w)
+				}
+			}
+		})
+	}
+
+	t.Run("other app", func(t *testing.T) {
+		p, err := newPlanner(Request{RepoDir: repo, Apps: apps, App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := expectationFor(t, p)
+		src, _ := p.t.readFile("apps/web/deployment.yaml")
+		c := &candidate{strategy: "injected", files: map[string][]byte{"apps/web/deployment.yaml": []byte(strings.Replace(string(src), "replicas: 2", "replicas: 3", 1))}}
+		vr, err := p.verify(context.Background(), c, exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vr.ok || !vr.leak || !strings.Contains(vr.reason, "application web-us") {
+			t.Fatalf("verification did not name the other app: ok=%v leak=%v reason=%q", vr.ok, vr.leak, vr.reason)
+		}
+	})
+}
+
+func expectationFor(t *testing.T, p *planner) *changeExpectation {
+	t.Helper()
+	objs, err := p.r.render(p.before, p.primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := p.findTarget(p.primary, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected, err := expectedAfter(target, p.req.Change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &changeExpectation{primary: p.primary.Name, target: target.key(p.primary.Namespace), expected: expected, floating: floatingEnv(target, p.req.Change)}
+}
+
+// TestRefusalsFromTheFilesystem covers refusals that need files a golden case
+// cannot hold: symlinks leaving the tree and files over the size limit.
+func TestRefusalsFromTheFilesystem(t *testing.T) {
+	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	change := Change{Replicas: &Replicas{Count: 3}}
+	cases := map[string]struct {
+		setup func(t *testing.T, repo string)
+		app   Application
+		code  string
+	}{
+		"symlink leaving the repository (directory app)": {
+			setup: func(t *testing.T, repo string) {
+				outside := filepath.Join(t.TempDir(), "outside.yaml")
+				if err := os.WriteFile(outside, []byte(twoContainerDeployment), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(outside, filepath.Join(repo, "apps/web/linked.yaml")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			app:  Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"},
+			code: CodeSymlinkEscape,
+		},
+		"symlinked base leaving the repository (kustomize app)": {
+			setup: func(t *testing.T, repo string) {
+				outside := t.TempDir()
+				if err := os.WriteFile(filepath.Join(outside, "kustomization.yaml"), []byte("resources: []\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(outside, filepath.Join(repo, "base")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(repo, "apps/web/kustomization.yaml"), []byte("resources:\n  - ../../base\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			app:  Application{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"},
+			code: CodeSymlinkEscape,
+		},
+		"file over 5 MiB": {
+			setup: func(t *testing.T, repo string) {
+				big := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: \"" + strings.Repeat("x", MaxFileSize) + "\"\n"
+				if err := os.WriteFile(filepath.Join(repo, "apps/web/big.yaml"), []byte(big), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			app:  Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"},
+			code: CodeFileTooLarge,
+		},
+		"app path escaping the repository": {
+			setup: func(*testing.T, string) {},
+			app:   Application{Name: "web", Path: "../elsewhere", SourceType: SourceDirectory, Namespace: "web"},
+			code:  CodePathEscape,
+		},
+		"plugin source": {
+			setup: func(*testing.T, string) {},
+			app:   Application{Name: "web", Path: "apps/web", SourceType: SourcePlugin, Namespace: "web"},
+			code:  CodeUnsupportedSource,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+			tc.setup(t, repo)
+			_, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{tc.app}, Target: target, Change: change})
+			var ref *Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("want refusal %s, got %v", tc.code, err)
+			}
+			if ref.Code != tc.code {
+				t.Fatalf("want code %s, got %s: %s", tc.code, ref.Code, ref.Reason)
+			}
+		})
+	}
+}
+
+// TestSymlinkInsideRepositoryIsFollowed checks that only symlinks leaving the
+// repository are refused.
+func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"shared/deployment.yaml": twoContainerDeployment})
+	if err := os.MkdirAll(filepath.Join(repo, "apps/web"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../shared/deployment.yaml", filepath.Join(repo, "apps/web/deployment.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Plan(context.Background(), Request{RepoDir: repo,
+		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}},
+		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(res.Edits) != 1 || !strings.Contains(string(res.Edits[0].New), "replicas: 3") {
+		t.Fatalf("unexpected edits: %+v", res.Edits)
+	}
+}
+
+func TestInvalidRequests(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+	app := Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}
+	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	cases := map[string]struct {
+		req  Request
+		code string
+	}{
+		"no change":            {Request{Apps: []Application{app}, Target: target}, CodeInvalidRequest},
+		"two changes":          {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}, Image: &Image{Container: "web", Tag: "x"}}}, CodeInvalidRequest},
+		"negative replicas":    {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: -1}}}, CodeInvalidRequest},
+		"bad quantity":         {Request{Apps: []Application{app}, Target: target, Change: Change{Resources: &Resources{Container: "web", Requests: map[string]string{"cpu": "lots"}}}}, CodeInvalidRequest},
+		"bad tag":              {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Tag: "a b"}}}, CodeInvalidRequest},
+		"unknown app":          {Request{Apps: []Application{app}, App: "nope", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"unknown container":    {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "db", Tag: "2"}}}, CodeContainerNotFound},
+		"already so":           {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 2}}}, CodeNoChange},
+		"image name mismatch":  {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Name: "nginx", Tag: "2"}}}, CodeInvalidRequest},
+		"env set and unset":    {Request{Apps: []Application{app}, Target: target, Change: Change{Env: &Env{Container: "web", Set: map[string]string{"A": "1"}, Unset: []string{"A"}}}}, CodeInvalidRequest},
+		"target without kind":  {Request{Apps: []Application{app}, Target: Target{Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"duplicate app names":  {Request{Apps: []Application{app, app}, App: "web", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"ambiguous app choice": {Request{Apps: []Application{app, {Name: "other", Path: "apps/web", SourceType: SourceDirectory}}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.req.RepoDir = repo
+			_, err := Plan(context.Background(), tc.req)
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Code != tc.code {
+				t.Fatalf("want refusal %s, got %v", tc.code, err)
+			}
+		})
+	}
+}
+
+// TestConcurrentPlans runs kustomize plans at once; with -race it checks that
+// builds sharing kustomize's global state are serialised.
+func TestConcurrentPlans(t *testing.T) {
+	repo := writeRepo(t, map[string]string{
+		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":    twoContainerDeployment,
+		"a/kustomization.yaml":    "resources:\n  - ../base\nnamePrefix: a-\n",
+		"b/kustomization.yaml":    "resources:\n  - ../base\nnamePrefix: b-\n",
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := []string{"a", "b"}[i%2]
+			res, err := Plan(context.Background(), Request{RepoDir: repo,
+				Apps:   []Application{{Name: name, Path: name, SourceType: SourceKustomize, Namespace: name}},
+				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: name + "-web"}, Change: Change{Replicas: &Replicas{Count: int64(3 + i)}}})
+			if err == nil && res.Strategy != strategyNewPatch {
+				err = errors.New("unexpected strategy " + res.Strategy)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}

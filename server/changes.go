@@ -1,0 +1,427 @@
+package server
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// openAPIDocument describes every endpoint of the change API; a test checks it
+// against the routes mounted here and the answers they give.
+//
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// ChangePipeline is what the change API asks of the pipeline; *plan.Pipeline
+// implements it.
+type ChangePipeline interface {
+	Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error)
+	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
+	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
+	Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error)
+	Decide(ctx context.Context, cluster plan.ClusterRef, target store.PlanTarget) argocd.Decision
+}
+
+// AppReader reads the Argo CD Applications of a team's cluster for people. A missing
+// Application (or one whose namespace is gone) is plan.ErrObjectNotFound.
+type AppReader interface {
+	AppList(ctx context.Context, cluster plan.ClusterRef) (argocd.AppList, error)
+	AppDetail(ctx context.Context, cluster plan.ClusterRef, namespace, name string) (argocd.AppDetail, error)
+}
+
+// ChangesAPI serves the change pipeline to the chat integration.
+type ChangesAPI struct {
+	Store    *store.DB
+	Pipeline ChangePipeline
+	Apps     AppReader
+}
+
+// changeRoutes are the routes Mount adds; the OpenAPI test walks the same table.
+func (a *ChangesAPI) changeRoutes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"POST /api/v1/changes":                                          a.createChange,
+		"GET /api/v1/changes":                                           a.listChanges,
+		"GET /api/v1/changes/{code}":                                    a.getChange,
+		"POST /api/v1/changes/{code}/cancel":                            a.cancelChange,
+		"POST /api/v1/changes/{code}/rollback":                          a.rollbackChange,
+		"POST /api/v1/changes/{code}/retry":                             a.retryChange,
+		"POST /api/v1/decide":                                           a.decide,
+		"GET /api/v1/clusters/{cluster}/argocd/apps":                    a.listApps,
+		"GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}": a.getApp,
+	}
+}
+
+// Mount adds the change API (team-authenticated) and its OpenAPI document to srv.
+func (a *ChangesAPI) Mount(srv *Server) {
+	for pattern, h := range a.changeRoutes() {
+		srv.HandleFunc(pattern, h, TeamAuth())
+	}
+	srv.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPIDocument)
+	})
+}
+
+// ChangeView is a plan as the API shows it. File contents never appear; the git
+// diff is render's, with secret values masked.
+type ChangeView struct {
+	Code               string               `json:"code"`
+	Status             string               `json:"status"`
+	Path               string               `json:"path"`
+	Cluster            string               `json:"cluster"`
+	Target             store.PlanTarget     `json:"target"`
+	Change             json.RawMessage      `json:"change"`
+	Reason             string               `json:"reason"`
+	RequestedBy        string               `json:"requested_by"`
+	IdempotencyKey     string               `json:"idempotency_key,omitempty"`
+	Problem            *plan.Error          `json:"problem,omitempty"`
+	Decision           *plan.DecisionInfo   `json:"decision,omitempty"`
+	ArgoCD             *argocd.Payload      `json:"argocd,omitempty"`
+	Application        *argocd.PayloadApp   `json:"application,omitempty"`
+	Warnings           []string             `json:"warnings"`
+	Repo               string               `json:"repo,omitempty"`
+	BaseBranch         string               `json:"base_branch,omitempty"`
+	BaseSHA            string               `json:"base_sha,omitempty"`
+	Branch             string               `json:"branch,omitempty"`
+	HeadSHA            string               `json:"head_sha,omitempty"`
+	PullRequest        *PullRequestView     `json:"pull_request,omitempty"`
+	CheckRun           *CheckRunView        `json:"check_run,omitempty"`
+	GitDiff            string               `json:"git_diff,omitempty"`
+	ClusterDiff        []render.ObjectDiff  `json:"cluster_diff,omitempty"`
+	ClusterCheck       string               `json:"cluster_check,omitempty"`
+	ClusterCheckNote   string               `json:"cluster_check_note,omitempty"`
+	Verification       *render.Verification `json:"verification,omitempty"`
+	VerificationResult string               `json:"verification_result,omitempty"`
+	WaitingOn          string               `json:"waiting_on,omitempty"`
+	MergeSHA           string               `json:"merge_sha,omitempty"`
+	Deployment         *plan.Deployment     `json:"deployment,omitempty"`
+	RollbackOf         string               `json:"rollback_of,omitempty"`
+	RolledBackBy       string               `json:"rolled_back_by,omitempty"`
+	RollbackReference  string               `json:"rollback_reference,omitempty"`
+	CreatedAt          time.Time            `json:"created_at"`
+	UpdatedAt          time.Time            `json:"updated_at"`
+	History            []EventView          `json:"history,omitempty"`
+}
+
+// PullRequestView is a plan's pull request.
+type PullRequestView struct {
+	Number int64  `json:"number"`
+	URL    string `json:"url"`
+}
+
+// CheckRunView is a plan's kukie/render check run.
+type CheckRunView struct {
+	ID         int64  `json:"id"`
+	URL        string `json:"url"`
+	Conclusion string `json:"conclusion,omitempty"`
+}
+
+// EventView is one entry of a plan's history.
+type EventView struct {
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"`
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to"`
+	Step    string    `json:"step,omitempty"`
+	Message string    `json:"message,omitempty"`
+}
+
+func viewOf(p store.Plan) ChangeView {
+	v := ChangeView{
+		Code: p.Code, Status: p.Status, Path: p.Path, Cluster: p.Cluster, Target: p.Target, Change: p.Change,
+		Reason: p.Reason, RequestedBy: p.RequestedBy, IdempotencyKey: p.IdempotencyKey, Repo: p.Repo,
+		BaseBranch: p.BaseBranch, BaseSHA: p.BaseSHA, Branch: p.Branch, HeadSHA: p.HeadSHA, WaitingOn: p.WaitingOn,
+		MergeSHA: p.MergeSHA, RollbackOf: p.RollbackOf, RolledBackBy: p.RolledBackBy,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Warnings: []string{},
+	}
+	if p.PRNumber != 0 {
+		v.PullRequest = &PullRequestView{Number: p.PRNumber, URL: p.PRURL}
+	}
+	pay, err := plan.PayloadOf(p)
+	if err != nil {
+		return v
+	}
+	if p.CheckRunID != 0 {
+		v.CheckRun = &CheckRunView{ID: p.CheckRunID, URL: p.CheckRunURL, Conclusion: pay.CheckConclusion}
+	}
+	v.Problem, v.Decision, v.ArgoCD, v.Application = pay.Problem, pay.Decision, pay.ArgoCD, pay.App
+	if pay.ArgoCD != nil && pay.ArgoCD.Warning != "" {
+		v.Warnings = append(v.Warnings, pay.ArgoCD.Warning)
+	}
+	v.Warnings = append(v.Warnings, pay.Warnings...)
+	v.GitDiff, v.ClusterDiff, v.Verification, v.VerificationResult = pay.GitDiff, pay.ClusterDiff, pay.Verification, pay.VerificationResult
+	v.ClusterCheck, v.ClusterCheckNote = pay.ClusterCheck, pay.ClusterCheckNote
+	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference
+	return v
+}
+
+// changeError is the body of a refused request: the stable code, the reason, the
+// structured details (the current decision for not_gitops_managed) and the plan.
+type changeError struct {
+	Error   string      `json:"error"`
+	Reason  string      `json:"reason"`
+	Details any         `json:"details,omitempty"`
+	Plan    *ChangeView `json:"plan,omitempty"`
+}
+
+func writePlanError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		WriteError(w, http.StatusNotFound, plan.CodeNotFound, "no such change for this team")
+		return
+	}
+	e, ok := plan.AsError(err)
+	if !ok {
+		WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
+		return
+	}
+	status := http.StatusUnprocessableEntity
+	switch e.Code {
+	case plan.CodeInvalidRequest:
+		status = http.StatusBadRequest
+	case plan.CodeConflict:
+		status = http.StatusConflict
+	}
+	WriteJSON(w, status, changeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
+}
+
+func teamOf(w http.ResponseWriter, r *http.Request) (store.Team, bool) {
+	t, ok := TeamFrom(r.Context())
+	if !ok {
+		WriteError(w, http.StatusUnauthorized, "unauthorized", "an API token is required")
+	}
+	return t, ok
+}
+
+func actor(t store.Team) string { return "team:" + t.Name }
+
+// decidedRefusals are refusals known as soon as the path is decided; POST answers
+// them directly with the plan attached.
+var decidedRefusals = map[string]bool{
+	plan.CodeNotGitOpsManaged: true, plan.CodeRepoNotConnected: true, plan.CodePathMismatch: true,
+	plan.CodeAppNotFound: true, plan.CodeUnsupportedSource: true, plan.CodeInvalidRequest: true,
+}
+
+func (a *ChangesAPI) createChange(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	var req plan.Request
+	if !DecodeJSON(w, r, &req) {
+		return
+	}
+	ctx := plan.WithActor(r.Context(), actor(t))
+	p, created, err := a.Pipeline.Submit(ctx, t.ID, actor(t), req)
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	view := viewOf(p)
+	if p.Status == string(plan.StatusRefused) && decidedRefusals[p.ErrorCode] {
+		body := changeError{Error: p.ErrorCode, Reason: p.StatusReason, Plan: &view}
+		if view.Problem != nil {
+			body.Details = view.Problem.Details
+		}
+		WriteJSON(w, http.StatusUnprocessableEntity, body)
+		return
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/api/v1/changes/"+p.Code)
+	WriteJSON(w, status, view)
+}
+
+func (a *ChangesAPI) getChange(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	p, err := a.Store.TeamPlan(r.Context(), t.ID, r.PathValue("code"))
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	view := viewOf(p)
+	events, err := a.Store.PlanEvents(r.Context(), p.Code)
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	for _, e := range events {
+		view.History = append(view.History, EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
+	}
+	WriteJSON(w, http.StatusOK, view)
+}
+
+// changeList is the answer of GET /api/v1/changes.
+type changeList struct {
+	Changes []ChangeView `json:"changes"`
+}
+
+func (a *ChangesAPI) listChanges(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	f := store.PlanFilter{TeamID: t.ID, Cluster: r.URL.Query().Get("cluster")}
+	if s := r.URL.Query().Get("status"); s != "" {
+		for _, one := range strings.Split(s, ",") {
+			if !plan.Status(one).Valid() {
+				WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "unknown status "+one)
+				return
+			}
+			f.Statuses = append(f.Statuses, one)
+		}
+	}
+	plans, err := a.Store.ListPlans(r.Context(), f)
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	out := changeList{Changes: make([]ChangeView, len(plans))}
+	for i, p := range plans {
+		out.Changes[i] = viewOf(p)
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *ChangesAPI) cancelChange(w http.ResponseWriter, r *http.Request) {
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
+		return a.Pipeline.Cancel(ctx, t.ID, code)
+	}, http.StatusOK)
+}
+
+func (a *ChangesAPI) retryChange(w http.ResponseWriter, r *http.Request) {
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
+		return a.Pipeline.Retry(ctx, t.ID, code)
+	}, http.StatusAccepted)
+}
+
+// rollbackRequest is the optional body of a rollback.
+type rollbackRequest struct {
+	Reason      string `json:"reason"`
+	RequestedBy string `json:"requested_by"`
+}
+
+func (a *ChangesAPI) rollbackChange(w http.ResponseWriter, r *http.Request) {
+	var body rollbackRequest
+	if r.ContentLength != 0 && !DecodeJSON(w, r, &body) {
+		return
+	}
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
+		return a.Pipeline.Rollback(ctx, t.ID, code, body.RequestedBy, body.Reason)
+	}, http.StatusAccepted)
+}
+
+func (a *ChangesAPI) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (store.Plan, error), status int) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	p, err := fn(plan.WithActor(r.Context(), actor(t)), t, r.PathValue("code"))
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	WriteJSON(w, status, viewOf(p))
+}
+
+// decideRequest is the body of POST /api/v1/decide.
+type decideRequest struct {
+	Cluster string           `json:"cluster"`
+	Target  store.PlanTarget `json:"target"`
+}
+
+// decideResponse is the decision and the Argo CD payload.
+type decideResponse struct {
+	Path     argocd.Path         `json:"path"`
+	Known    bool                `json:"known"`
+	Reason   string              `json:"reason"`
+	Level    argocd.Level        `json:"level"`
+	Failure  argocd.FailureClass `json:"failure,omitempty"`
+	ArgoCD   argocd.Payload      `json:"argocd"`
+	Decision argocd.Decision     `json:"decision"`
+}
+
+func (a *ChangesAPI) decide(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	var req decideRequest
+	if !DecodeJSON(w, r, &req) {
+		return
+	}
+	if req.Cluster == "" || req.Target.Kind == "" || req.Target.Name == "" || req.Target.APIVersion == "" {
+		WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "cluster and target {apiVersion, kind, name} are required")
+		return
+	}
+	d := a.Pipeline.Decide(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: req.Cluster}, req.Target)
+	WriteJSON(w, http.StatusOK, decideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
+		Failure: d.Failure, ArgoCD: d.Payload(), Decision: d})
+}
+
+func (a *ChangesAPI) listApps(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	list, err := a.Apps.AppList(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: r.PathValue("cluster")})
+	if err != nil {
+		writeClusterError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, list)
+}
+
+// appDetailView is an Application with the plans that changed it through kukie.
+type appDetailView struct {
+	argocd.AppDetail
+	Changes []ChangeView `json:"changes"`
+}
+
+func (a *ChangesAPI) getApp(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	cluster, ns, name := r.PathValue("cluster"), r.PathValue("namespace"), r.PathValue("name")
+	detail, err := a.Apps.AppDetail(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: cluster}, ns, name)
+	if err != nil {
+		writeClusterError(w, err)
+		return
+	}
+	plans, err := a.Store.ListPlans(r.Context(), store.PlanFilter{TeamID: t.ID, Cluster: cluster, Limit: 1000})
+	if err != nil {
+		writePlanError(w, err)
+		return
+	}
+	out := appDetailView{AppDetail: detail, Changes: []ChangeView{}}
+	for _, p := range plans {
+		pay, err := plan.PayloadOf(p)
+		if err == nil && pay.App != nil && pay.App.Namespace == ns && pay.App.Name == name {
+			out.Changes = append(out.Changes, viewOf(p))
+		}
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func writeClusterError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, plan.ErrObjectNotFound), errors.Is(err, store.ErrNotFound):
+		WriteError(w, http.StatusNotFound, plan.CodeNotFound, err.Error())
+	default:
+		WriteError(w, http.StatusBadGateway, "cluster_unavailable", "the cluster could not be read: "+err.Error())
+	}
+}
