@@ -54,6 +54,7 @@ var changes = &changeWiring{}
 type changeWiring struct {
 	mu       sync.Mutex
 	env      serveEnv
+	clusters plan.KubeClusters
 	pipeline *plan.Pipeline
 	built    bool
 }
@@ -61,13 +62,13 @@ type changeWiring struct {
 var errPipelineUnavailable = errors.New("the change pipeline needs a configured GitHub App (github.app_id and the private key)")
 
 func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) error, error) {
-	changes.mu.Lock()
-	changes.env = env
-	changes.mu.Unlock()
 	clusters, err := changes.kubeClusters(env)
 	if err != nil {
 		return nil, err
 	}
+	changes.mu.Lock()
+	changes.env, changes.clusters = env, clusters
+	changes.mu.Unlock()
 	api := &server.ChangesAPI{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
 	api.Mount(env.Server)
 	return func(ctx context.Context) error {
@@ -129,10 +130,6 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	clusters, err := w.kubeClusters(env)
-	if err != nil {
-		return nil, err
-	}
 	cfg := plan.Config{PublicURL: env.Config.Server.PublicURL, BotLogin: b.App.BotLogin()}
 	if v := os.Getenv(deployTimeoutEnv); v != "" {
 		d, err := time.ParseDuration(v)
@@ -143,7 +140,7 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	}
 	host, _ := os.Hostname()
 	cfg.WorkerID = host + "-" + store.NewID()
-	return plan.New(env.DB, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+	return plan.New(env.DB, w.clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
 		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
 }
 
@@ -196,10 +193,9 @@ func (lazyPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, rea
 }
 
 func (lazyPipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target store.PlanTarget) argocd.Decision {
-	clusters, err := changes.kubeClusters(changes.env)
-	if err != nil {
-		return argocd.Decision{Path: argocd.PathDirect, Level: argocd.LevelUnknown, Reason: err.Error()}
-	}
+	changes.mu.Lock()
+	clusters := changes.clusters
+	changes.mu.Unlock()
 	return clusters.Decide(ctx, cluster, target)
 }
 

@@ -134,13 +134,8 @@ func (in *Inbox) work(ctx context.Context) {
 		case <-timer.C:
 		case <-in.wake:
 		}
-		n, err := in.Drain(ctx)
-		if err != nil && ctx.Err() == nil {
-			logger.Error().Err(err).Msg("Webhook inbox worker failed to claim deliveries")
-		}
-		if n > 0 {
-			// Others may be waiting for the wake this worker consumed.
-			in.Wake()
+		if _, err := in.Drain(ctx); err != nil && ctx.Err() == nil {
+			logger.Error().Err(err).Msg("Webhook inbox worker failed to process deliveries")
 		}
 		if !timer.Stop() {
 			select {
@@ -163,6 +158,10 @@ func (in *Inbox) Drain(ctx context.Context) (int, error) {
 		}
 		if len(batch) == 0 {
 			return done, nil
+		}
+		if len(batch) == claimBatch {
+			// More may be waiting: let an idle worker join in.
+			in.Wake()
 		}
 		for _, d := range batch {
 			if ctx.Err() != nil {

@@ -55,6 +55,7 @@ func (r *result) lines(s span) (first, last int) {
 type editor struct {
 	t        *text
 	doc      int
+	parsed   *yaml.Node // the document as parsed before the first splice
 	splices  int
 	warnings []span
 	regions  []span
@@ -82,7 +83,7 @@ func edit(src []byte, docIndex int, ops []Op) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &editor{t: t, doc: docIndex}
+	e := &editor{t: t, doc: docIndex, parsed: docs[docIndex]}
 	for _, op := range ops {
 		norm, err := normalizeOp(op)
 		if err != nil {
@@ -183,13 +184,16 @@ func (e *editor) apply(op Op, depth int) error {
 	if depth > 100 {
 		return fmt.Errorf("value nested too deeply: %w", ErrUnsupported)
 	}
+	var err error
 	for {
 		if e.splices > maxSplices {
 			return fmt.Errorf("edit needs more than %d steps: %w", maxSplices, ErrUnsupported)
 		}
-		doc, err := documentAt(e.t.b, e.doc)
-		if err != nil {
-			return err
+		doc := e.parsed
+		if e.splices > 0 {
+			if doc, err = documentAt(e.t.b, e.doc); err != nil {
+				return err
+			}
 		}
 		if len(doc.Content) == 0 || isEmptyDocument(doc) {
 			return fmt.Errorf("document %d is empty: %w", e.doc, ErrNotMapping)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -113,10 +114,12 @@ func (a *API) parseRepo(raw string) (github.Repo, error) {
 	repo, err := github.ParseRepoURL(raw)
 	if err != nil {
 		// "owner/name" alone names a repository on this GitHub.
-		if r2, err2 := github.ParseRepoURL("https://" + a.WebHost + "/" + raw); err2 == nil && raw != "" && raw[0] != '/' {
-			return r2, nil
+		if strings.Count(raw, "/") != 1 || strings.HasPrefix(raw, "/") {
+			return github.Repo{}, err
 		}
-		return github.Repo{}, err
+		if repo, err = github.ParseRepoURL("https://" + a.WebHost + "/" + raw); err != nil {
+			return github.Repo{}, err
+		}
 	}
 	if repo.Host != a.WebHost {
 		return github.Repo{}, fmt.Errorf("repository %s is on %s, but this service works with %s", repo.FullName(), repo.Host, a.WebHost)

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sampleRepo = "testdata/sample-repo"
+
+func runPlanCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runPlan(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestPlanCommand(t *testing.T) {
+	cases := map[string]struct {
+		args       []string
+		code       int
+		stdoutHas  []string
+		stderrHas  []string
+		stdoutLack []string
+	}{
+		"quick start: scale through the replicas entry": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
+			code:      0,
+			stdoutHas: []string{"-    count: 3", "+    count: 4", "spec.replicas: 3 -> 4", "Verdict: verified", "Nothing written"},
+		},
+		"image tag through the images entry": {
+			args:      []string{"--repo", sampleRepo, "--application", sampleRepo + "/argocd/web.yaml", "--applications", sampleRepo + "/argocd", "set-image", "deployment/web", "web=ghcr.io/example/web:1.5.0"},
+			code:      0,
+			stdoutHas: []string{`+    newTag: "1.5.0"`, "images entry"},
+		},
+		"env in the staging patch": {
+			args:      []string{"--repo", sampleRepo, "--application", sampleRepo + "/argocd/web-staging.yaml", "--applications", sampleRepo + "/argocd", "set-env", "deployment/staging-web", "-c", "web", "LOG_LEVEL=warn"},
+			code:      0,
+			stdoutHas: []string{"debug-logging.yaml", "+              value: warn"},
+		},
+		"resources of a directory app, format detected": {
+			args:       []string{"--repo", sampleRepo, "--app", "plain/worker", "--namespace", "worker", "set-resources", "deployment/worker", "-c", "worker", "--requests", "cpu=250m"},
+			code:       0,
+			stdoutHas:  []string{"source type Directory detected", "+              cpu: 250m"},
+			stdoutLack: []string{"not-a-real-token"},
+		},
+		"refused: image name differs": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "set-image", "deployment/web", "web=nginx:1.27"},
+			code:      2,
+			stderrHas: []string{"Refused (invalid_request)", "never image names"},
+		},
+		"refused: secret": {
+			args:      []string{"--repo", sampleRepo, "--app", "plain/worker", "--type", "Directory", "scale", "secret/db", "--replicas", "2"},
+			code:      2,
+			stderrHas: []string{"Refused (target_not_found)"},
+		},
+		"bad usage": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "deployment/web"},
+			code:      2,
+			stderrHas: []string{"scale needs --replicas"},
+		},
+		"unknown kind": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "widget/web", "--replicas", "2"},
+			code:      2,
+			stderrHas: []string{"give --api-version"},
+		},
+		"error: repository missing": {
+			args:      []string{"--repo", "testdata/no-such-repo", "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
+			code:      1,
+			stderrHas: []string{"no-such-repo"},
+		},
+		"help lists the flags": {
+			args:      []string{"--help"},
+			code:      0,
+			stdoutHas: []string{"-repo", "-application", "-applications", "-write", "-output", "set-resources", "Exit codes"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runPlanCmd(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range tc.stdoutHas {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stdoutLack {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout shows %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderrHas {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "repo")
+	err := filepath.WalkDir(sampleRepo, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(sampleRepo, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(repo, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(repo, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--app", "apps/web-staging", "--type", "Kustomize", "--namespace", "web-staging", "--output", "json", "--write",
+		"scale", "deployment/staging-web", "--replicas", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Verdict string `json:"verdict"`
+		Written bool   `json:"written"`
+		Result  struct {
+			Strategy string `json:"strategy"`
+			GitDiff  string `json:"git_diff"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	if out.Verdict != "verified" || !out.Written || out.Result.Strategy != "existing patch" {
+		t.Fatalf("unexpected result: %+v", out)
+	}
+	patch, err := os.ReadFile(filepath.Join(repo, "apps/web-staging/debug-logging.yaml"))
+	if err != nil || !strings.Contains(string(patch), "replicas: 2") {
+		t.Fatalf("edit not written: %v\n%s", err, patch)
+	}
+	// Planning again on the written tree finds nothing left to do.
+	code, _, stderr = runPlanCmd(t, "--repo", repo, "--app", "apps/web-staging", "--type", "Kustomize", "--namespace", "web-staging",
+		"scale", "deployment/staging-web", "--replicas", "2")
+	if code != 2 || !strings.Contains(stderr, "no_change") {
+		t.Fatalf("second plan: exit %d: %s", code, stderr)
+	}
+}
