@@ -54,7 +54,7 @@ func TestPlanCommand(t *testing.T) {
 			code:      2,
 			stderrHas: []string{"Refused (invalid_request)", "never image names"},
 		},
-		"refused: secret": {
+		"refused: target not found": {
 			args:      []string{"--repo", sampleRepo, "--app", "plain/worker", "--type", "Directory", "scale", "secret/db", "--replicas", "2"},
 			code:      2,
 			stderrHas: []string{"Refused (target_not_found)"},

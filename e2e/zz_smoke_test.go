@@ -12,10 +12,14 @@ import (
 )
 
 func TestSmoke(t *testing.T) {
+	st := time.Now()
 	s := newSuite(t)
+	t.Logf("suite up in %s", time.Since(st))
+	t.Cleanup(func() { t.Logf("cleanup start %s", time.Now().Format("15:04:05.000")) })
 	s.argo.CreateApplication(t, argocdharness.Application{Name: "web", RepoURL: s.repoURL, Path: "apps/web", TargetRevision: "main", DestinationNamespace: "e2e-web", Automated: true})
 	app, d := s.argo.WaitApplication(t, argocdharness.Namespace, "web", 90*time.Second, "sync", func(a *unstructured.Unstructured) bool {
 		return argocdharness.SyncStatus(a) == "Synced" && argocdharness.OperationPhase(a) == "Succeeded"
 	})
-	t.Logf("synced in %s: %s", d, argocdharness.StatusSummary(app))
+	_ = app
+	t.Logf("synced in %s", d)
 }

@@ -43,6 +43,7 @@ type renderer struct {
 type renderKey struct {
 	view   *view
 	source string
+	origin bool
 }
 
 type renderResult struct {
@@ -64,29 +65,31 @@ func sourceKey(app Application) string {
 	return string(b)
 }
 
-// render returns the objects of app as Argo CD would render them from v. Objects are
-// shared between callers and must not be modified.
-func (r *renderer) render(v *view, app Application) ([]*object, error) {
-	k := renderKey{view: v, source: sourceKey(app)}
+// render returns the objects of app as Argo CD would render them from v. With
+// origin, kustomize objects also say which file they came from (locating needs it;
+// it makes builds slower, so verification renders go without). Objects are shared
+// between callers and must not be modified.
+func (r *renderer) render(v *view, app Application, origin bool) ([]*object, error) {
+	k := renderKey{view: v, source: sourceKey(app), origin: origin && app.SourceType == SourceKustomize}
 	r.mu.Lock()
 	res, ok := r.cache[k]
 	r.mu.Unlock()
 	if ok {
 		return res.objs, res.err
 	}
-	objs, err := renderApp(v, app)
+	objs, err := renderApp(v, app, k.origin)
 	r.mu.Lock()
 	r.cache[k] = renderResult{objs: objs, err: err}
 	r.mu.Unlock()
 	return objs, err
 }
 
-func renderApp(v *view, app Application) ([]*object, error) {
+func renderApp(v *view, app Application, origin bool) ([]*object, error) {
 	switch app.SourceType {
 	case SourceDirectory:
 		return renderDirectory(v, app)
 	case SourceKustomize:
-		return renderKustomize(v, app)
+		return renderKustomize(v, app, origin)
 	case SourceHelm:
 		return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s is a Helm app; Helm sources are not supported yet", app.Name)}
 	default:
@@ -94,7 +97,7 @@ func renderApp(v *view, app Application) ([]*object, error) {
 	}
 }
 
-func renderKustomize(v *view, app Application) ([]*object, error) {
+func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
 	root, ok := cleanRel(app.Path)
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
@@ -107,7 +110,7 @@ func renderKustomize(v *view, app Application) ([]*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	prepared, err := prepareKustomization(data, app.Kustomize)
+	prepared, err := prepareKustomization(data, app.Kustomize, origin)
 	if err != nil {
 		return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, err)
 	}
@@ -137,19 +140,24 @@ func renderKustomize(v *view, app Application) ([]*object, error) {
 	return objs, nil
 }
 
-// takeOrigin moves kustomize's origin annotation (which render asks for) out of the
-// object into the origin fields.
+// takeOrigin moves kustomize's build metadata annotations out of the object: the
+// origin (which render may ask for) into the origin fields. They describe the
+// build, not the object, and are never compared.
 func (o *object) takeOrigin(root string) error {
 	meta, _ := o.body["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	raw, ok := annotations[originAnnotation].(string)
-	if !ok {
+	raw, hasOrigin := annotations[originAnnotation].(string)
+	_, hasTransformations := annotations[transformationsAnnotation]
+	if !hasOrigin && !hasTransformations {
 		return nil
 	}
 	delete(annotations, originAnnotation)
 	delete(annotations, transformationsAnnotation)
 	if len(annotations) == 0 {
 		delete(meta, "annotations")
+	}
+	if !hasOrigin {
+		return nil
 	}
 	var origin struct {
 		Path         string `yaml:"path"`
@@ -196,9 +204,13 @@ func (v *view) kustomizationFile(dir string) (string, error) {
 
 // prepareKustomization returns the root kustomization as render builds it: with the
 // Application's spec.source.kustomize settings applied the way Argo CD's "kustomize
-// edit" calls apply them, and with origin annotations turned on so render learns
-// which file each object came from. It only feeds the build; edits never use it.
-func prepareKustomization(data []byte, opts KustomizeOptions) ([]byte, error) {
+// edit" calls apply them, and, with origin, origin annotations turned on so render
+// learns which file each object came from. It only feeds the build; edits never
+// use it. Without either, the file is built as it is.
+func prepareKustomization(data []byte, opts KustomizeOptions, origin bool) ([]byte, error) {
+	if opts.empty() && !origin {
+		return data, nil
+	}
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
@@ -234,15 +246,17 @@ func prepareKustomization(data []byte, opts KustomizeOptions) ([]byte, error) {
 		}
 		k["components"] = list
 	}
-	meta, _ := k["buildMetadata"].([]any)
-	hasOrigin := false
-	for _, m := range meta {
-		if m == string(types.OriginAnnotations) {
-			hasOrigin = true
+	if origin {
+		meta, _ := k["buildMetadata"].([]any)
+		hasOrigin := false
+		for _, m := range meta {
+			if m == types.OriginAnnotations {
+				hasOrigin = true
+			}
 		}
-	}
-	if !hasOrigin {
-		k["buildMetadata"] = append(meta, types.OriginAnnotations)
+		if !hasOrigin {
+			k["buildMetadata"] = append(meta, types.OriginAnnotations)
+		}
 	}
 	out, err := yaml.Marshal(k)
 	if err != nil {

@@ -31,7 +31,7 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if err := p.checkRenderable(app); err != nil {
 		return nil, err
 	}
-	objs, err := p.r.render(p.before, app)
+	objs, err := p.render(p.before, app)
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}

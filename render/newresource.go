@@ -128,7 +128,7 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
-	objs, err := p.r.render(p.before, app)
+	objs, err := p.render(p.before, app)
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}

@@ -267,14 +267,14 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 		if err := p.checkRenderable(app); err != nil {
 			return nil, err
 		}
-		beforeObjs, err := p.r.render(p.before, app)
+		beforeObjs, err := p.render(p.before, app)
 		if err != nil {
 			if app.Name == p.primary.Name {
 				return nil, err
 			}
 			return nil, &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be rendered: %s", app.Name, reasonOf(err))}
 		}
-		afterObjs, err := p.r.render(after, app)
+		afterObjs, err := p.render(after, app)
 		if err != nil {
 			res.ok = false
 			reasons = append(reasons, fmt.Sprintf("application %s does not render after the edit: %s", app.Name, reasonOf(err)))
@@ -555,4 +555,10 @@ func (p *planner) editFile(v *view, file string, doc int, ops ...yamledit.Op) ([
 		})
 	}
 	return out, warnings, nil
+}
+
+// render renders app from v. Only the primary app's before-render carries origins:
+// locating reads them, and every other render is faster without.
+func (p *planner) render(v *view, app Application) ([]*object, error) {
+	return p.r.render(v, app, v == p.before && app.Name == p.primary.Name)
 }

@@ -127,7 +127,7 @@ func TestVerifyCatchesWrongEdits(t *testing.T) {
 
 func expectationFor(t *testing.T, p *planner) *changeExpectation {
 	t.Helper()
-	objs, err := p.r.render(p.before, p.primary)
+	objs, err := p.render(p.before, p.primary)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,8 +244,10 @@ func (a *ArgoCD) startController(ctx context.Context, dir, logDir string, env []
 	if len(opts.ApplicationNamespaces) > 0 {
 		args = append(args, "--application-namespaces", strings.Join(opts.ApplicationNamespaces, ","))
 	}
-	// The API server of envtest stands in for the cluster Argo CD runs in.
-	controllerEnv := append(append([]string{}, env...), "ARGOCD_FAKE_IN_CLUSTER=true")
+	// The API server of envtest stands in for the cluster Argo CD runs in. The fake
+	// in-cluster configuration is loaded the kubectl way (KUBECONFIG), not from
+	// --kubeconfig.
+	controllerEnv := append(append([]string{}, env...), "ARGOCD_FAKE_IN_CLUSTER=true", "KUBECONFIG="+kubeconfig)
 	a.controller, err = startProcess("application-controller", logDir, controllerEnv,
 		filepath.Join(dir, "argocd-application-controller"), args...)
 	if err != nil {

@@ -141,19 +141,6 @@ func (t *text) indentAt(off int) int {
 	return n
 }
 
-// isDocumentMarker reports whether the line starting at p is `---` or `...`,
-// which always ends a document, even inside a block scalar.
-func (t *text) isDocumentMarker(p int) bool {
-	if p+3 > len(t.b) {
-		return false
-	}
-	m := string(t.b[p : p+3])
-	if m != "---" && m != "..." {
-		return false
-	}
-	return p+3 == len(t.b) || isSpaceOrBreak(t.b[p+3])
-}
-
 func isSpaceOrBreak(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // skipBlank moves past spaces, tabs, line breaks and comments.

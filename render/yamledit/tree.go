@@ -284,3 +284,143 @@ func diff(a, b *tree, at string) string {
 	}
 	return ""
 }
+
+// applyTree applies an op to a document's meaning: what the edited file must
+// read back as. It is written independently of the byte editing on purpose.
+func applyTree(doc *tree, op Op) error {
+	if op.Kind == OpDelete {
+		if len(op.Path) == 0 {
+			return errors.New("cannot delete the document root")
+		}
+		parent := doc
+		for _, s := range op.Path[:len(op.Path)-1] {
+			next, err := treeStep(parent, s, false)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				return ErrNotFound
+			}
+			parent = next
+		}
+		return treeRemove(parent, op.Path[len(op.Path)-1])
+	}
+	cur := doc
+	for _, s := range op.Path {
+		next, err := treeStep(cur, s, true)
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			return ErrNotFound
+		}
+		cur = next
+	}
+	*cur = *op.Value.(*tree)
+	return nil
+}
+
+// treeStep goes one step down, creating the step's node when create is set.
+func treeStep(cur *tree, s Step, create bool) (*tree, error) {
+	if cur.isNull() && create {
+		*cur = tree{kind: mappingNode}
+		if s.kind() != stepKey {
+			*cur = tree{kind: sequenceNode}
+		}
+	}
+	switch s.kind() {
+	case stepKey:
+		if cur.kind != mappingNode {
+			return nil, ErrNotMapping
+		}
+		if v, _ := cur.get(s.Key); v != nil || !create {
+			return v, nil
+		}
+		v := &tree{kind: scalarNode, tag: "!!null"}
+		cur.set(s.Key, v)
+		return v, nil
+	case stepIndex:
+		if cur.kind != sequenceNode {
+			return nil, ErrNotMapping
+		}
+		if s.Index < len(cur.items) {
+			return cur.items[s.Index], nil
+		}
+		if s.Index == len(cur.items) && create {
+			v := &tree{kind: scalarNode, tag: "!!null"}
+			cur.items = append(cur.items, v)
+			return v, nil
+		}
+		return nil, nil
+	default:
+		if cur.kind != sequenceNode {
+			return nil, ErrNotMapping
+		}
+		at := treeMatch(cur, s.Match)
+		switch {
+		case len(at) == 1:
+			return cur.items[at[0]], nil
+		case len(at) > 1:
+			return nil, ErrAmbiguous
+		case !create:
+			return nil, nil
+		}
+		item, err := itemFor(s, &tree{kind: mappingNode})
+		if err != nil {
+			return nil, err
+		}
+		cur.items = append(cur.items, item)
+		return item, nil
+	}
+}
+
+func treeMatch(seq *tree, match map[string]string) []int {
+	var at []int
+	for i, item := range seq.items {
+		if item.kind != mappingNode {
+			continue
+		}
+		ok := true
+		for f, want := range match {
+			if v, _ := item.get(f); v == nil || v.kind != scalarNode || v.value != want {
+				ok = false
+			}
+		}
+		if ok {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+func treeRemove(parent *tree, s Step) error {
+	switch s.kind() {
+	case stepKey:
+		if parent.kind != mappingNode {
+			return ErrNotMapping
+		}
+		_, i := parent.get(s.Key)
+		if i < 0 {
+			return ErrNotFound
+		}
+		parent.keys = append(parent.keys[:i:i], parent.keys[i+1:]...)
+		parent.vals = append(parent.vals[:i:i], parent.vals[i+1:]...)
+		return nil
+	}
+	if parent.kind != sequenceNode {
+		return ErrNotMapping
+	}
+	i := s.Index
+	if s.kind() == stepMatch {
+		at := treeMatch(parent, s.Match)
+		if len(at) != 1 {
+			return ErrNotFound
+		}
+		i = at[0]
+	}
+	if i >= len(parent.items) {
+		return ErrNotFound
+	}
+	parent.items = append(parent.items[:i:i], parent.items[i+1:]...)
+	return nil
+}

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
-
-	"gopkg.in/yaml.v3"
 )
 
 // valueTree turns a caller's Value into a tree: strings stay strings whatever they
@@ -128,17 +126,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// resolvePlain returns the tag yaml.v3 gives to text written as a plain scalar.
-func resolvePlain(text string) string {
-	var n yaml.Node
-	if err := yaml.Unmarshal([]byte("["+text+"]"), &n); err != nil || len(n.Content) == 0 {
-		return ""
-	}
-	seq := n.Content[0]
-	if len(seq.Content) != 1 {
-		return ""
-	}
-	return seq.Content[0].ShortTag()
 }

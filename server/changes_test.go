@@ -1,0 +1,301 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// stubPipeline records plans in the store the way the pipeline would, without
+// GitHub or a cluster: the API's answers are what is under test here.
+type stubPipeline struct{ db *store.DB }
+
+func (s stubPipeline) Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error) {
+	if err := req.Validate(); err != nil {
+		return store.Plan{}, false, err
+	}
+	change, _ := json.Marshal(req.Change)
+	p := store.Plan{Code: "web1", TeamID: teamID, IdempotencyKey: req.IdempotencyKey,
+		Cluster: req.Cluster, Target: req.Target, Change: change, Reason: req.Reason, RequestedBy: req.RequestedBy,
+		Status: string(plan.StatusPreparing), Path: "git"}
+	if req.Target.Name == "adhoc" {
+		p.Code, p.Status, p.Path = "refused1", string(plan.StatusRefused), "direct"
+		p.ErrorCode, p.StatusReason = plan.CodeNotGitOpsManaged, "No Argo CD Application tracks Deployment shop/adhoc."
+		p.Payload, _ = json.Marshal(plan.Payload{Problem: &plan.Error{Code: p.ErrorCode, Reason: p.StatusReason,
+			Details: map[string]any{"decision": plan.DecisionInfo{Path: argocd.PathDirect, Known: true}}}})
+	}
+	return s.db.CreatePlan(ctx, p, store.PlanEvent{Actor: actor})
+}
+
+func (s stubPipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan, error) {
+	p, err := s.db.TeamPlan(ctx, teamID, code)
+	if err != nil {
+		return p, err
+	}
+	p.Status = string(plan.StatusClosed)
+	return s.db.UpdatePlan(ctx, p, store.PlanEvent{Step: "cancel"})
+}
+
+func (s stubPipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, error) {
+	if _, err := s.db.TeamPlan(ctx, teamID, code); err != nil {
+		return store.Plan{}, err
+	}
+	return store.Plan{}, &plan.Error{Code: plan.CodeConflict, Reason: "only failed plans can be retried"}
+}
+
+func (s stubPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error) {
+	p, err := s.db.TeamPlan(ctx, teamID, code)
+	if err != nil {
+		return p, err
+	}
+	rb := p
+	rb.Code, rb.IdempotencyKey, rb.RollbackOf, rb.Status = "rollback1", "", code, string(plan.StatusPreparing)
+	out, _, err := s.db.CreatePlan(ctx, rb, store.PlanEvent{})
+	return out, err
+}
+
+func (s stubPipeline) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+	return argocd.Decision{Path: argocd.PathDirect, Known: true, Level: argocd.LevelNone, Reason: "No Application tracks " + t.Name + "."}
+}
+
+type stubApps struct{}
+
+func (stubApps) AppList(context.Context, plan.ClusterRef) (argocd.AppList, error) {
+	return argocd.SummarizeApps([]argocd.Application{webApp()}), nil
+}
+
+func (stubApps) AppDetail(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.AppDetail, error) {
+	if ns != "argocd" || name != "web" {
+		return argocd.AppDetail{}, plan.ErrObjectNotFound
+	}
+	return argocd.DescribeApp(webApp()), nil
+}
+
+func webApp() argocd.Application {
+	return argocd.Application{Name: "web", Namespace: "argocd", Spec: argocd.AppSpec{
+		Source: &argocd.AppSource{RepoURL: "https://github.com/acme/deploy", Path: "apps/web", TargetRevision: "main"}},
+		Status: argocd.AppStatus{Sync: argocd.AppSyncStatus{Status: "Synced"}, Health: argocd.AppHealth{Status: "Healthy"}}}
+}
+
+type openAPIDoc struct {
+	Paths      map[string]map[string]operation `json:"paths"`
+	Components struct {
+		Schemas map[string]schema `json:"schemas"`
+	} `json:"components"`
+}
+
+type operation struct {
+	Responses map[string]struct {
+		Content map[string]struct {
+			Schema  schema          `json:"schema"`
+			Example json.RawMessage `json:"example"`
+		} `json:"content"`
+	} `json:"responses"`
+}
+
+type schema struct {
+	Ref        string                     `json:"$ref"`
+	Type       string                     `json:"type"`
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
+}
+
+func loadDoc(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	return doc
+}
+
+func (d openAPIDoc) resolve(s schema) schema {
+	if s.Ref != "" {
+		return d.Components.Schemas[strings.TrimPrefix(s.Ref, "#/components/schemas/")]
+	}
+	return s
+}
+
+// conforms checks a JSON object against a documented object schema: every required
+// key present, no key the document does not name.
+func (d openAPIDoc) conforms(s schema, body []byte) error {
+	s = d.resolve(s)
+	if s.Type != "object" || s.Properties == nil {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	var problems []string
+	for _, k := range s.Required {
+		if _, ok := obj[k]; !ok {
+			problems = append(problems, "missing required "+k)
+		}
+	}
+	for k := range obj {
+		if _, ok := s.Properties[k]; !ok {
+			problems = append(problems, "undocumented "+k)
+		}
+	}
+	sort.Strings(problems)
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, ", "))
+	}
+	return nil
+}
+
+func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
+	doc := loadDoc(t)
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	mounted := map[string]bool{"GET /api/v1/openapi.json": true}
+	for pattern := range (&ChangesAPI{}).changeRoutes() {
+		mounted[pattern] = true
+	}
+	for route := range mounted {
+		if !documented[route] {
+			t.Errorf("route %s is not in openapi.json", route)
+		}
+	}
+	for route := range documented {
+		if !mounted[route] {
+			t.Errorf("openapi.json documents %s, which is not mounted", route)
+		}
+	}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			for status, resp := range op.Responses {
+				for _, c := range resp.Content {
+					if len(c.Example) == 0 {
+						continue
+					}
+					if err := doc.conforms(c.Schema, c.Example); err != nil {
+						t.Errorf("%s %s %s example: %v", method, path, status, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestChangesAPIAnswersAsDocumented(t *testing.T) {
+	doc := loadDoc(t)
+	db := storetest.SQLite(t)
+	ctx := context.Background()
+	team, err := db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := db.CreateAPIToken(ctx, team.ID, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&ChangesAPI{Store: db, Pipeline: stubPipeline{db}, Apps: stubApps{}}).Mount(srv)
+
+	call := func(method, path, body string) (int, []byte) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token.Reveal())
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Code, rec.Body.Bytes()
+	}
+	scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice","idempotency_key":"k1"}`
+	adhoc := strings.Replace(scale, `"name":"web"`, `"name":"adhoc"`, 1)
+	adhoc = strings.Replace(adhoc, `"k1"`, `"k2"`, 1)
+
+	tests := []struct {
+		name, method, path, body, docPath string
+		want                                int
+		check                               func(t *testing.T, body []byte)
+	}{
+		{name: "create", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 202},
+		{name: "create again with the same key", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 200},
+		{name: "create invalid", method: "POST", path: "/api/v1/changes", body: `{"cluster":"prod"}`, docPath: "/api/v1/changes", want: 400,
+			check: func(t *testing.T, b []byte) { wantCode(t, b, plan.CodeInvalidRequest) }},
+		{name: "create unmanaged", method: "POST", path: "/api/v1/changes", body: adhoc, docPath: "/api/v1/changes", want: 422,
+			check: func(t *testing.T, b []byte) {
+				wantCode(t, b, plan.CodeNotGitOpsManaged)
+				if !bytes.Contains(b, []byte(`"decision"`)) {
+					t.Errorf("not_gitops_managed without the decision: %s", b)
+				}
+			}},
+		{name: "list", method: "GET", path: "/api/v1/changes?cluster=prod&status=preparing,refused", docPath: "/api/v1/changes", want: 200},
+		{name: "list bad status", method: "GET", path: "/api/v1/changes?status=bogus", docPath: "/api/v1/changes", want: 400},
+		{name: "get", method: "GET", path: "/api/v1/changes/web1", docPath: "/api/v1/changes/{code}", want: 200,
+			check: func(t *testing.T, b []byte) {
+				if !bytes.Contains(b, []byte(`"history"`)) {
+					t.Errorf("no history: %s", b)
+				}
+			}},
+		{name: "get missing", method: "GET", path: "/api/v1/changes/nope", docPath: "/api/v1/changes/{code}", want: 404},
+		{name: "retry not failed", method: "POST", path: "/api/v1/changes/web1/retry", docPath: "/api/v1/changes/{code}/retry", want: 409},
+		{name: "rollback", method: "POST", path: "/api/v1/changes/web1/rollback", body: `{"reason":"errors"}`, docPath: "/api/v1/changes/{code}/rollback", want: 202},
+		{name: "cancel", method: "POST", path: "/api/v1/changes/web1/cancel", docPath: "/api/v1/changes/{code}/cancel", want: 200},
+		{name: "decide", method: "POST", path: "/api/v1/decide", body: `{"cluster":"prod","target":{"apiVersion":"v1","kind":"ConfigMap","name":"x"}}`, docPath: "/api/v1/decide", want: 200},
+		{name: "apps", method: "GET", path: "/api/v1/clusters/prod/argocd/apps", docPath: "/api/v1/clusters/{cluster}/argocd/apps", want: 200},
+		{name: "app", method: "GET", path: "/api/v1/clusters/prod/argocd/apps/argocd/web", docPath: "/api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}", want: 200},
+		{name: "app missing", method: "GET", path: "/api/v1/clusters/prod/argocd/apps/gone/web", docPath: "/api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}", want: 404},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := call(tc.method, tc.path, tc.body)
+			if status != tc.want {
+				t.Fatalf("%s %s = %d, want %d: %s", tc.method, tc.path, status, tc.want, body)
+			}
+			resp, ok := doc.Paths[tc.docPath][strings.ToLower(tc.method)].Responses[fmt.Sprint(status)]
+			if !ok {
+				t.Fatalf("status %d of %s %s is not documented", status, tc.method, tc.docPath)
+			}
+			if err := doc.conforms(resp.Content["application/json"].Schema, body); err != nil {
+				t.Errorf("answer does not match the document: %v\n%s", err, body)
+			}
+			if tc.check != nil {
+				tc.check(t, body)
+			}
+		})
+	}
+
+	// Without a token nothing is answered; the document itself is public.
+	req := httptest.NewRequest("GET", "/api/v1/changes", nil)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/openapi.json", nil))
+	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), openAPIDocument) {
+		t.Fatalf("openapi.json: %d", rec.Code)
+	}
+}
+
+func wantCode(t *testing.T, body []byte, code string) {
+	t.Helper()
+	var e struct{ Error, Reason string }
+	if err := json.Unmarshal(body, &e); err != nil || e.Error != code || e.Reason == "" {
+		t.Errorf("error body %s, want code %s with a reason", body, code)
+	}
+}
