@@ -34,9 +34,15 @@ func init() {
 		func(b handler.Base) githubapp.EventHandler {
 			return &handler.PullRequest{Base: b, Pipeline: changes.events(b)}
 		},
-		func(b handler.Base) githubapp.EventHandler { return &handler.Push{Base: b, Pipeline: changes.events(b)} },
-		func(b handler.Base) githubapp.EventHandler { return &handler.CheckRun{Base: b, Pipeline: changes.events(b)} },
-		func(b handler.Base) githubapp.EventHandler { return &handler.CheckSuite{Base: b, Pipeline: changes.events(b)} },
+		func(b handler.Base) githubapp.EventHandler {
+			return &handler.Push{Base: b, Pipeline: changes.events(b)}
+		},
+		func(b handler.Base) githubapp.EventHandler {
+			return &handler.CheckRun{Base: b, Pipeline: changes.events(b)}
+		},
+		func(b handler.Base) githubapp.EventHandler {
+			return &handler.CheckSuite{Base: b, Pipeline: changes.events(b)}
+		},
 		func(b handler.Base) githubapp.EventHandler {
 			return &handler.IssueComment{Base: b, Pipeline: changes.events(b), Access: handler.GitHubWriteAccess{Base: b}}
 		},

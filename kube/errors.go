@@ -79,7 +79,7 @@ func classifyStatus(err error) argocd.FailureClass {
 		return argocd.FailureUnreachable
 	case apierrors.IsForbidden(err):
 		return argocd.FailureForbidden
-	case apierrors.IsNotFound(err), apierrors.IsGone(err):
+	case apierrors.IsNotFound(err):
 		return argocd.FailureNotFound
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
 		return argocd.FailureUnreachable

@@ -32,7 +32,6 @@ func TestClassify(t *testing.T) {
 		"403":                     {err: apierrors.NewForbidden(apps, "", errors.New("no rbac")), want: argocd.FailureForbidden},
 		"401":                     {err: apierrors.NewUnauthorized("token expired"), want: argocd.FailureUnreachable},
 		"404":                     {err: apierrors.NewNotFound(apps, "shop"), want: argocd.FailureNotFound},
-		"410":                     {err: apierrors.NewResourceExpired("too old"), want: argocd.FailureNotFound},
 		"504 from the API server": {err: apierrors.NewTimeoutError("etcd slow", 1), want: argocd.FailureUnreachable},
 		"500":                     {err: apierrors.NewInternalError(errors.New("boom")), want: argocd.FailureOther},
 		"wrapped 403":             {err: fmt.Errorf("list: %w", apierrors.NewForbidden(apps, "", errors.New("x"))), want: argocd.FailureForbidden},

@@ -295,6 +295,46 @@ func applyResources(ct map[string]any, r *Resources) {
 	ct["resources"] = res
 }
 
+// forComparison returns the body to compare: o's own, or a normalized copy when
+// it holds empty container fields (rare, so most objects are not copied).
+func forComparison(o *object) map[string]any {
+	if !hasEmptyContainerFields(o.body, o.kind) {
+		return o.body
+	}
+	body := deepCopy(o.body).(map[string]any)
+	semanticNormalize(body, o.kind)
+	return body
+}
+
+func hasEmptyContainerFields(body map[string]any, kind string) bool {
+	spec, ok := getPath(body, podSpecPath(kind))
+	if !ok {
+		return false
+	}
+	specMap, _ := spec.(map[string]any)
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := specMap[list].([]any)
+		for _, it := range items {
+			c, _ := it.(map[string]any)
+			if env, ok := c["env"]; ok && isEmpty(env) {
+				return true
+			}
+			if res, ok := c["resources"]; ok {
+				if isEmpty(res) {
+					return true
+				}
+				rm, _ := res.(map[string]any)
+				for _, s := range []string{"requests", "limits"} {
+					if v, ok := rm[s]; ok && isEmpty(v) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 // semanticNormalize treats container fields that Kubernetes treats as absent when
 // empty (env, resources and its sections) as absent, so that removing the last entry
 // compares equal however the file expresses it. It works in place on a copy.

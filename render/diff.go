@@ -179,11 +179,13 @@ type comparer struct {
 	floating map[string]bool
 }
 
+// compare walks both values depth first; segs is the path so far, shared between
+// calls and copied only into a recorded difference.
 func (c comparer) compare(segs []string, want, got any, out *[]difference) {
-	if len(*out) >= c.limit {
+	if len(*out) >= c.limit || (c.floating == nil && equalValues(want, got)) {
 		return
 	}
-	child := func(s string) []string { return append(append([]string(nil), segs...), s) }
+	child := func(s string) []string { return append(segs, s) }
 	wm, wIsMap := want.(map[string]any)
 	gm, gIsMap := got.(map[string]any)
 	if wIsMap && gIsMap {
@@ -199,9 +201,9 @@ func (c comparer) compare(segs []string, want, got any, out *[]difference) {
 			gv, gok := gm[k]
 			switch {
 			case !wok:
-				*out = append(*out, difference{segs: child(k), want: absent{}, got: gv})
+				*out = append(*out, difference{segs: clonePath(child(k)), want: absent{}, got: gv})
 			case !gok:
-				*out = append(*out, difference{segs: child(k), want: wv, got: absent{}})
+				*out = append(*out, difference{segs: clonePath(child(k)), want: wv, got: absent{}})
 			default:
 				c.compare(child(k), wv, gv, out)
 			}
@@ -233,11 +235,53 @@ func (c comparer) compare(segs []string, want, got any, out *[]difference) {
 	if !wIsMap && !wIsList && !gIsMap && !gIsList && equalScalar(want, got) {
 		return
 	}
-	*out = append(*out, difference{segs: segs, want: want, got: got})
+	*out = append(*out, difference{segs: clonePath(segs), want: want, got: got})
+}
+
+// equalValues reports whether two normalized values are equal, without allocating:
+// the fast path of every comparison, since most objects do not change.
+func equalValues(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalValues(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalValues(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		if _, isMap := b.(map[string]any); isMap {
+			return false
+		}
+		if _, isList := b.([]any); isList {
+			return false
+		}
+		return equalScalar(a, b)
+	}
+}
+
+func clonePath(segs []string) []string {
+	return append([]string(nil), segs...)
 }
 
 func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out *[]difference) {
-	child := func(s string) []string { return append(append([]string(nil), segs...), s) }
+	child := func(s string) []string { return append(segs, s) }
 	gIndex := make(map[string]int, len(gn))
 	for i, n := range gn {
 		gIndex[n] = i
@@ -249,7 +293,7 @@ func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out
 	for i, n := range wn {
 		j, ok := gIndex[n]
 		if !ok {
-			*out = append(*out, difference{segs: child("[name=" + n + "]"), want: wl[i], got: absent{}})
+			*out = append(*out, difference{segs: clonePath(child("[name=" + n + "]")), want: wl[i], got: absent{}})
 		} else {
 			c.compare(child("[name="+n+"]"), wl[i], gl[j], out)
 		}
@@ -259,7 +303,7 @@ func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out
 	}
 	for j, n := range gn {
 		if _, ok := wIndex[n]; !ok {
-			*out = append(*out, difference{segs: child("[name=" + n + "]"), want: absent{}, got: gl[j]})
+			*out = append(*out, difference{segs: clonePath(child("[name=" + n + "]")), want: absent{}, got: gl[j]})
 		}
 	}
 	isEnv := len(segs) > 0 && segs[len(segs)-1] == "env"
@@ -274,7 +318,7 @@ func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out
 	}
 	wo, gotOrder := order(wn, gIndex), order(gn, wIndex)
 	if strings.Join(wo, "\x00") != strings.Join(gotOrder, "\x00") && len(*out) < c.limit {
-		*out = append(*out, difference{segs: child("(order)"), want: wo, got: gotOrder})
+		*out = append(*out, difference{segs: clonePath(child("(order)")), want: wo, got: gotOrder})
 	}
 }
 

@@ -27,6 +27,19 @@ func (k objKey) String() string {
 	return gk + " " + k.Namespace + "/" + k.Name
 }
 
+func (k objKey) less(o objKey) bool {
+	if k.Kind != o.Kind {
+		return k.Kind < o.Kind
+	}
+	if k.Group != o.Group {
+		return k.Group < o.Group
+	}
+	if k.Namespace != o.Namespace {
+		return k.Namespace < o.Namespace
+	}
+	return k.Name < o.Name
+}
+
 // object is one rendered Kubernetes object.
 type object struct {
 	apiVersion string

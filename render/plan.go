@@ -248,8 +248,16 @@ type verifyResult struct {
 	leak     bool
 	reason   string
 	apps     []AppVerification
-	diffs    []ObjectDiff
+	changes  []changedObject
 	warnings []Warning
+}
+
+// changedObject is an object whose manifest differs between the renders; its
+// cluster diff is only written for the edit that wins.
+type changedObject struct {
+	app           string
+	key           objKey
+	before, after *object
 }
 
 // verify renders every affected app before and after the candidate and compares
@@ -307,9 +315,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 				lines = append(lines, fmt.Sprintf("%s: missing after the edit", k))
 			default:
 				var diffs []difference
-				wb, gb := deepCopy(w.body).(map[string]any), deepCopy(g.body).(map[string]any)
-				semanticNormalize(wb, w.kind)
-				semanticNormalize(gb, g.kind)
+				wb, gb := forComparison(w), forComparison(g)
 				cmp := comparer{limit: maxReportedDifferences}
 				if ce, ok := exp.(*changeExpectation); ok && app.Name == p.primary.Name && k == ce.target {
 					cmp.floating = ce.floating
@@ -329,7 +335,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 				continue
 			}
 			av.Changed++
-			res.diffs = append(res.diffs, objectDiff(app.Name, k, b, a))
+			res.changes = append(res.changes, changedObject{app: app.Name, key: k, before: b, after: a})
 		}
 		if len(lines) > 0 {
 			res.ok = false
@@ -392,14 +398,12 @@ func unionKeys(a, b map[objKey]*object) []objKey {
 			out = append(out, k)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sort.Slice(out, func(i, j int) bool { return out[i].less(out[j]) })
 	return out
 }
 
 func deepEqual(a, b map[string]any) bool {
-	var d []difference
-	compareValues(nil, a, b, &d, 1)
-	return len(d) == 0
+	return equalValues(a, b)
 }
 
 // changeExpectation: the target changes as requested, everything else stays.
@@ -501,7 +505,9 @@ func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*R
 			Apps:     vr.apps,
 			Attempts: attempts,
 		},
-		ClusterDiff: vr.diffs,
+	}
+	for _, c := range vr.changes {
+		res.ClusterDiff = append(res.ClusterDiff, objectDiff(c.app, c.key, c.before, c.after))
 	}
 	for _, f := range c.paths() {
 		e := FileEdit{Path: f, New: c.files[f], Created: c.created[f]}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -39,6 +40,7 @@ type fileEntry struct {
 
 type dirEntry struct {
 	names []string
+	modes map[string]fs.FileMode // type bits of each entry, as listed
 	err   error
 }
 
@@ -52,7 +54,7 @@ const (
 
 type statEntry struct {
 	kind nodeKind
-	size int64
+	real string // absolute path with symlinks resolved
 	err  error
 }
 
@@ -105,6 +107,9 @@ func joinRel(dir, ref string) (string, error) {
 	return c, nil
 }
 
+// stat says what rel is. It resolves paths through the cached listings of their
+// parent directories, so a path costs no system call once its directory was
+// listed; only symlinks are resolved on disk, and refused when they leave the root.
 func (t *tree) stat(rel string) statEntry {
 	t.mu.Lock()
 	if e, ok := t.stats[rel]; ok {
@@ -120,7 +125,33 @@ func (t *tree) stat(rel string) statEntry {
 }
 
 func (t *tree) statUncached(rel string) statEntry {
-	full := filepath.Join(t.root, filepath.FromSlash(rel))
+	if rel == "." {
+		return statEntry{kind: kindDir, real: t.root}
+	}
+	parent := t.stat(path.Dir(rel))
+	if parent.err != nil || parent.kind != kindDir {
+		return statEntry{kind: kindNone, err: parent.err}
+	}
+	listing := t.listDir(path.Dir(rel), parent.real)
+	if listing.err != nil {
+		return statEntry{err: listing.err}
+	}
+	mode, ok := listing.modes[path.Base(rel)]
+	switch {
+	case !ok:
+		return statEntry{kind: kindNone}
+	case mode&fs.ModeSymlink != 0:
+		return t.resolveSymlink(rel, filepath.Join(parent.real, path.Base(rel)))
+	case mode.IsDir():
+		return statEntry{kind: kindDir, real: filepath.Join(parent.real, path.Base(rel))}
+	case mode.IsRegular():
+		return statEntry{kind: kindFile, real: filepath.Join(parent.real, path.Base(rel))}
+	default:
+		return statEntry{kind: kindNone}
+	}
+}
+
+func (t *tree) resolveSymlink(rel, full string) statEntry {
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -134,19 +165,38 @@ func (t *tree) statUncached(rel string) statEntry {
 	}
 	info, err := os.Stat(real)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return statEntry{kind: kindNone}
-		}
 		return statEntry{err: fmt.Errorf("stat %s: %w", rel, err)}
 	}
 	switch {
 	case info.IsDir():
-		return statEntry{kind: kindDir}
+		return statEntry{kind: kindDir, real: real}
 	case info.Mode().IsRegular():
-		return statEntry{kind: kindFile, size: info.Size()}
-	default:
-		return statEntry{kind: kindNone}
+		return statEntry{kind: kindFile, real: real}
 	}
+	return statEntry{kind: kindNone}
+}
+
+func (t *tree) listDir(rel, real string) dirEntry {
+	t.mu.Lock()
+	if e, ok := t.dirs[rel]; ok {
+		t.mu.Unlock()
+		return e
+	}
+	t.mu.Unlock()
+	e := dirEntry{modes: map[string]fs.FileMode{}}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		e.err = fmt.Errorf("read directory %s: %w", rel, err)
+	}
+	for _, d := range entries {
+		e.names = append(e.names, d.Name())
+		e.modes[d.Name()] = d.Type()
+	}
+	sort.Strings(e.names)
+	t.mu.Lock()
+	t.dirs[rel] = e
+	t.mu.Unlock()
+	return e
 }
 
 func (t *tree) readFile(rel string) ([]byte, error) {
@@ -172,35 +222,24 @@ func (t *tree) readFileUncached(rel string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, fs.ErrNotExist)
 	case st.kind == kindDir:
 		return nil, fmt.Errorf("read %s: is a directory", rel)
-	case st.size > MaxFileSize:
-		return nil, refuse(CodeFileTooLarge, "%s is %d bytes, over the %d byte limit", rel, st.size, MaxFileSize)
 	}
-	full := filepath.Join(t.root, filepath.FromSlash(rel))
-	data, err := os.ReadFile(full)
+	f, err := os.Open(st.real)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	defer f.Close()
+	// Read one byte past the limit to tell a large file from one at the limit.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, refuse(CodeFileTooLarge, "%s is %d bytes, over the %d byte limit", rel, len(data), MaxFileSize)
+		return nil, refuse(CodeFileTooLarge, "%s is over the %d byte limit", rel, MaxFileSize)
 	}
 	return data, nil
 }
 
 func (t *tree) readDir(rel string) ([]string, error) {
-	t.mu.Lock()
-	if e, ok := t.dirs[rel]; ok {
-		t.mu.Unlock()
-		return e.names, e.err
-	}
-	t.mu.Unlock()
-	names, err := t.readDirUncached(rel)
-	t.mu.Lock()
-	t.dirs[rel] = dirEntry{names: names, err: err}
-	t.mu.Unlock()
-	return names, err
-}
-
-func (t *tree) readDirUncached(rel string) ([]string, error) {
 	st := t.stat(rel)
 	switch {
 	case st.err != nil:
@@ -208,16 +247,8 @@ func (t *tree) readDirUncached(rel string) ([]string, error) {
 	case st.kind != kindDir:
 		return nil, fmt.Errorf("read directory %s: %w", rel, fs.ErrNotExist)
 	}
-	entries, err := os.ReadDir(filepath.Join(t.root, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, fmt.Errorf("read directory %s: %w", rel, err)
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names, nil
+	e := t.listDir(rel, st.real)
+	return e.names, e.err
 }
 
 // view is the repository as one render sees it: the tree plus replaced or added

@@ -228,8 +228,8 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 
 	tests := []struct {
 		name, method, path, body, docPath string
-		want                                int
-		check                               func(t *testing.T, body []byte)
+		want                              int
+		check                             func(t *testing.T, body []byte)
 	}{
 		{name: "create", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 202},
 		{name: "create again with the same key", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 200},

@@ -16,8 +16,12 @@ import (
 	"github.com/kukie/kukie-gitops/secret"
 )
 
-// installStateBytes is the entropy of a setup-callback state.
-const installStateBytes = 32
+const (
+	// installStateBytes is the entropy of a setup-callback state.
+	installStateBytes = 32
+	// installStateRetention is how long expired states are kept (for inspection).
+	installStateRetention = 24 * time.Hour
+)
 
 // Errors of the install-and-bind flow, tested with errors.Is.
 var (
@@ -91,6 +95,12 @@ func (db *DB) CreateInstallState(ctx context.Context, teamID string, ttl time.Du
 	if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO install_states (state_hash, team_id, created_at, expires_at)
 		VALUES (?, ?, ?, ?)`), HashInstallState(state), teamID, toMillis(now), toMillis(expires)); err != nil {
 		return "", time.Time{}, fmt.Errorf("create install state for team %s: %w", teamID, err)
+	}
+	// States are worthless a day after they expire; dropping them here keeps the
+	// table small without a separate job.
+	if _, err := db.ExecContext(ctx, db.Rebind(`DELETE FROM install_states WHERE expires_at < ?`),
+		toMillis(now.Add(-installStateRetention))); err != nil {
+		return "", time.Time{}, fmt.Errorf("prune install states: %w", err)
 	}
 	return state, expires, nil
 }

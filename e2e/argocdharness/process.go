@@ -102,7 +102,6 @@ func (p *process) stop() error {
 		return fmt.Errorf("kill %s (pid %d): %w", p.name, pgid, err)
 	}
 	<-p.exited
-	fmt.Println("stopped", p.name, time.Now().Format("15:04:05.000"))
 	return p.log.Close()
 }
 

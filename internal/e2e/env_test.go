@@ -1,0 +1,416 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/kube/kubetest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/server/appcore"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+// syncBuffer collects log output written from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var (
+	appGVR    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// service is the whole service as `serve` wires it, against envtest and the fake.
+type service struct {
+	t        *testing.T
+	gh       *githubtest.Server
+	kube     *kubetest.Env
+	db       *store.DB
+	http     *httptest.Server
+	pipeline *plan.Pipeline
+	logs     *syncBuffer
+	// answers records every API answer body, for the secret scan.
+	answers *syncBuffer
+
+	team       store.Team
+	token      secret.Secret
+	cluster    string
+	appNS      string // Argo CD's namespace
+	shopNS     string // the app's destination namespace
+	repo       string // owner/name
+	repoURL    string // canonical URL
+	kubeconfig []byte
+}
+
+func newService(t *testing.T, db *store.DB) *service {
+	t.Helper()
+	ctx := context.Background()
+	s := &service{t: t, gh: githubtest.New(t), kube: kubetest.Start(t), db: db, logs: &syncBuffer{}, answers: &syncBuffer{},
+		cluster: "prod", repo: "acme/deploy"}
+	logger := zerolog.New(s.logs).Level(zerolog.DebugLevel)
+
+	s.gh.CreateRepo(t, "acme", "deploy", repoFiles(t), "main")
+	installation := s.gh.CreateInstallation(t, "acme", "deploy")
+
+	cfg := github.Config{AppID: s.gh.AppID(), PrivateKey: s.gh.PrivateKeyPEM(), APIURL: s.gh.APIURL(), WebURL: s.gh.URL()}
+	cc, err := github.NewClientCreator(cfg, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := github.LoadApp(logger.WithContext(ctx), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webHost, err := cfg.WebHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := sealed.New(bytes.Repeat([]byte{9}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := github.NewArchiveCache(t.TempDir(), 256<<20, github.DefaultArchiveLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
+	s.pipeline = plan.New(db, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives},
+		plan.StoreConnections{DB: db}, plan.Config{
+			ClaimTTL: 5 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 30 * time.Second,
+			PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
+		}, plan.Hooks{})
+	t.Cleanup(s.pipeline.Close)
+
+	base := handler.Base{ClientCreator: cc, Store: db, App: app, WebHost: webHost, Revocations: s.pipeline}
+	inbox, err := handler.NewInbox(db, handler.InboxOptions{}, &handler.Installation{Base: base},
+		&handler.InstallationRepositories{Base: base}, &handler.PullRequest{Base: base, Pipeline: s.pipeline},
+		&handler.Push{Base: base, Pipeline: s.pipeline}, &handler.CheckRun{Base: base, Pipeline: s.pipeline},
+		&handler.CheckSuite{Base: base, Pipeline: s.pipeline},
+		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: handler.GitHubWriteAccess{Base: base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{}, server.Deps{Logger: logger, Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&appcore.API{Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
+		WebhookSecret: s.gh.WebhookSecret(), Credentials: box, Inbox: inbox}).Mount(srv)
+	(&server.ChangesAPI{Store: db, Pipeline: s.pipeline, Apps: clusters}).Mount(srv)
+	s.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(s.http.Close)
+	s.gh.SetWebhookURL(s.http.URL + appcore.WebhookPath)
+
+	runCtx, stop := context.WithCancel(logger.WithContext(ctx))
+	done := make(chan struct{})
+	go func() { inbox.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	if err := s.pipeline.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A team binds the installation through the setup flow, registers the cluster by
+	// kubeconfig and connects the repository: the real endpoints, no shortcuts.
+	s.team, err = db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, s.token, err = db.CreateAPIToken(ctx, s.team.ID, "chat"); err != nil {
+		t.Fatal(err)
+	}
+	var state struct{ State string }
+	s.mustJSON("POST", "/api/v1/installations/state", nil, http.StatusCreated, &state)
+	if status, body := s.do("GET", appcore.SetupPath+"?installation_id="+strconv.FormatInt(installation, 10)+"&setup_action=install&state="+state.State, nil); status != http.StatusOK {
+		t.Fatalf("setup callback: %d %s", status, body)
+	}
+	s.kubeconfig = s.kube.Kubeconfig
+	s.mustJSON("POST", "/api/v1/clusters", map[string]any{"name": s.cluster, "kubeconfig": string(s.kubeconfig)}, http.StatusCreated, nil)
+	rp, err := github.ParseRepoURL(s.gh.URL() + "/" + s.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.repoURL = rp.URL()
+	s.mustJSON("POST", "/api/v1/clusters/"+s.cluster+"/repos", map[string]any{"repo": s.repoURL}, http.StatusCreated, nil)
+
+	s.appNS = s.kube.Namespace(t, "argocd")
+	s.shopNS = s.kube.Namespace(t, "shop")
+	return s
+}
+
+func repoFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("testdata", "repo")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func (s *service) do(method, path string, body any) (int, []byte) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.http.URL+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token.Reveal())
+	res, err := s.http.Client().Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	_, _ = s.answers.Write(append(out, '\n'))
+	return res.StatusCode, out
+}
+
+func (s *service) mustJSON(method, path string, body any, want int, out any) {
+	s.t.Helper()
+	status, b := s.do(method, path, body)
+	if status != want {
+		s.t.Fatalf("%s %s = %d, want %d: %s", method, path, status, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			s.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// change is the API's view of a plan, as far as the tests read it.
+type change struct {
+	Code        string `json:"code"`
+	Status      string `json:"status"`
+	Path        string `json:"path"`
+	Branch      string `json:"branch"`
+	HeadSHA     string `json:"head_sha"`
+	BaseSHA     string `json:"base_sha"`
+	GitDiff     string `json:"git_diff"`
+	Warnings    []string
+	PullRequest *struct {
+		Number int64  `json:"number"`
+		URL    string `json:"url"`
+	} `json:"pull_request"`
+	CheckRun *struct {
+		ID         int64  `json:"id"`
+		Conclusion string `json:"conclusion"`
+	} `json:"check_run"`
+	Problem *struct {
+		Error  string `json:"error"`
+		Reason string `json:"reason"`
+	} `json:"problem"`
+	Deployment *struct {
+		State   string `json:"state"`
+		Message string `json:"message"`
+	} `json:"deployment"`
+	ClusterCheck string `json:"cluster_check"`
+	MergeSHA     string `json:"merge_sha"`
+}
+
+func (s *service) get(code string) change {
+	s.t.Helper()
+	var c change
+	s.mustJSON("GET", "/api/v1/changes/"+code, nil, http.StatusOK, &c)
+	return c
+}
+
+// waitFor polls the API until cond holds.
+func (s *service) waitFor(code, what string, cond func(change) bool) change {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c := s.get(code)
+		if cond(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("change %s never became %s: %+v (problem %+v)", code, what, c, c.Problem)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *service) waitStatus(code, status string) change {
+	s.t.Helper()
+	return s.waitFor(code, status, func(c change) bool {
+		return c.Status == status && (status != "pr_open" || c.CheckRun != nil)
+	})
+}
+
+// deployWeb creates the web Deployment tracked by the Application web, as Argo CD
+// would have after its first sync, and the Application itself.
+func (s *service) deployWeb(targetRevision string) {
+	s.t.Helper()
+	var dep unstructured.Unstructured
+	if err := yamlDecode(repoFiles(s.t)["apps/web/deployment.yaml"], &dep.Object); err != nil {
+		s.t.Fatal(err)
+	}
+	dep.SetNamespace(s.shopNS)
+	dep.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": "web:apps/Deployment:" + s.shopNS + "/web"})
+	app := kubetest.Application(kubetest.App{Namespace: s.appNS, Name: "web", DestinationNamespace: s.shopNS,
+		RepoURL: s.repoURL, Path: "apps/web", TargetRevision: targetRevision, Automated: true, SelfHeal: true,
+		Resources: []kubetest.AppResource{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: s.shopNS, Name: "web"}}})
+	if err := unstructured.SetNestedField(app.Object, "Directory", "status", "sourceType"); err != nil {
+		s.t.Fatal(err)
+	}
+	s.kube.Create(s.t, &dep, app)
+}
+
+// syncLikeArgo plays Argo CD's sync of revision: the Deployment from Git at that
+// revision is applied, its controller reports the new generation observed, and the
+// Application records the sync.
+func (s *service) syncLikeArgo(revision string) {
+	s.t.Helper()
+	ctx := context.Background()
+	content, ok := s.gh.FileAt(s.t, s.repo, revision, "apps/web/deployment.yaml")
+	if !ok {
+		s.t.Fatalf("no deployment at %s", revision)
+	}
+	var want map[string]any
+	if err := yamlDecode(content, &want); err != nil {
+		s.t.Fatal(err)
+	}
+	deps := s.kube.Dynamic.Resource(deployGVR).Namespace(s.shopNS)
+	live, err := deps.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	live.Object["spec"] = want["spec"]
+	live, err = deps.Update(ctx, live, metav1.UpdateOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	live.Object["status"] = map[string]any{
+		"observedGeneration": live.GetGeneration(), "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+		"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}},
+	}
+	if _, err := deps.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+	apps := s.kube.Dynamic.Resource(appGVR).Namespace(s.appNS)
+	app, err := apps.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(app.Object, revision, "status", "sync", "revision")
+	_ = unstructured.SetNestedField(app.Object, "Synced", "status", "sync", "status")
+	_ = unstructured.SetNestedField(app.Object, map[string]any{
+		"phase": "Succeeded", "message": "successfully synced (all tasks run)",
+		"startedAt": time.Now().UTC().Format(time.RFC3339), "finishedAt": time.Now().UTC().Format(time.RFC3339),
+		"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
+		"syncResult": map[string]any{"revision": revision},
+	}, "status", "operationState")
+	if _, err := apps.Update(ctx, app, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *service) liveReplicas() int64 {
+	s.t.Helper()
+	live, err := s.kube.Dynamic.Resource(deployGVR).Namespace(s.shopNS).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	return n
+}
+
+func (s *service) scale(n int64, key string) map[string]any {
+	return map[string]any{
+		"cluster": s.cluster,
+		"target":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": s.shopNS, "name": "web"},
+		"change":  map[string]any{"replicas": map[string]any{"count": n}},
+		"reason":  "traffic doubled after the launch", "requested_by": "alice@example.com", "idempotency_key": key,
+	}
+}
+
+// secretsSeen lists which of the service's secrets appear in text.
+func (s *service) secretsSeen(text string) []string {
+	var seen []string
+	check := func(name, value string) {
+		if value != "" && strings.Contains(text, value) {
+			seen = append(seen, name)
+		}
+	}
+	check("api token", s.token.Reveal())
+	check("webhook secret", s.gh.WebhookSecret().Reveal())
+	key := s.gh.PrivateKeyPEM().Reveal()
+	for _, line := range strings.Split(key, "\n") {
+		if len(line) > 40 && !strings.HasPrefix(line, "-----") {
+			check("private key", line)
+			break
+		}
+	}
+	for _, line := range strings.Split(string(s.kubeconfig), "\n") {
+		for _, field := range []string{"client-key-data:", "token:", "client-certificate-data:"} {
+			if v := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), field)); strings.HasPrefix(strings.TrimSpace(line), field) && len(v) > 20 {
+				check("kubeconfig "+field, v)
+			}
+		}
+	}
+	return seen
+}

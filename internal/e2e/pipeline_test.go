@@ -1,0 +1,257 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+var installationToken = regexp.MustCompile(`ghs_[A-Za-z0-9_]{8,}`)
+
+// Acceptance 1, 7 and 8: a replicas change on a Directory app becomes a one-line PR
+// with a successful check run; the merge (through the fake, which fires the webhook)
+// moves the plan to merged; a syncer standing in for Argo CD applies the merged
+// render and the plan reaches deployed. A rollback goes through the same pipeline to
+// rolled_back. Nothing captured on the way carries a secret.
+func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(4, "chat-1"), http.StatusAccepted, &c)
+		c = s.waitStatus(c.Code, "pr_open")
+
+		if c.CheckRun == nil || c.CheckRun.Conclusion != "success" {
+			t.Fatalf("check run %+v, want success", c.CheckRun)
+		}
+		if c.ClusterCheck != "passed" {
+			t.Errorf("cluster check %q, want passed (server-side dry-run against envtest)", c.ClusterCheck)
+		}
+		removed, added := diffLines(c.GitDiff)
+		if len(removed) != 1 || len(added) != 1 || strings.TrimSpace(added[0]) != "replicas: 4" {
+			t.Fatalf("git diff is not a one-line change:\n%s", c.GitDiff)
+		}
+		got, _ := s.gh.FileAt(t, s.repo, c.Branch, "apps/web/deployment.yaml")
+		want := strings.Replace(repoFiles(t)["apps/web/deployment.yaml"], "replicas: 2", "replicas: 4", 1)
+		if got != want {
+			t.Fatalf("branch file:\n%s\nwant:\n%s", got, want)
+		}
+		prs := s.gh.PullRequests(t, s.repo)
+		if len(prs) != 1 || !strings.Contains(prs[0].GetTitle(), "kukie: scale Deployment/web ("+c.Code+")") ||
+			!strings.Contains(prs[0].GetBody(), github.PlanMarker(c.Code)) {
+			t.Fatalf("pull requests: %d %q", len(prs), prs[0].GetTitle())
+		}
+
+		merge := s.gh.Merge(t, s.repo, int(c.PullRequest.Number), githubtest.MergeCommit)
+		s.waitFor(c.Code, "merged or later", func(c change) bool { return c.MergeSHA == merge })
+		s.syncLikeArgo(merge)
+		c = s.waitStatus(c.Code, "deployed")
+		if c.Deployment == nil || c.Deployment.State != "succeeded" {
+			t.Fatalf("deployment %+v", c.Deployment)
+		}
+		if n := s.liveReplicas(); n != 4 {
+			t.Fatalf("live replicas %d after deploy", n)
+		}
+
+		var rb change
+		s.mustJSON("POST", "/api/v1/changes/"+c.Code+"/rollback", map[string]any{"reason": "error rate up"}, http.StatusAccepted, &rb)
+		rb = s.waitStatus(rb.Code, "pr_open")
+		if got, _ := s.gh.FileAt(t, s.repo, rb.Branch, "apps/web/deployment.yaml"); got != repoFiles(t)["apps/web/deployment.yaml"] {
+			t.Fatalf("revert branch file:\n%s", got)
+		}
+		revert := s.gh.Merge(t, s.repo, int(rb.PullRequest.Number), githubtest.MergeCommit)
+		s.waitFor(rb.Code, "merged", func(c change) bool { return c.MergeSHA == revert })
+		s.syncLikeArgo(revert)
+		s.waitStatus(rb.Code, "deployed")
+		s.waitStatus(c.Code, "rolled_back")
+		if n := s.liveReplicas(); n != 2 {
+			t.Fatalf("live replicas %d after rollback", n)
+		}
+
+		// Acceptance 8: no token, key or credential anywhere people or logs can see.
+		var everything strings.Builder
+		everything.WriteString(s.logs.String())
+		everything.WriteString(s.answers.String())
+		for _, pr := range s.gh.PullRequests(t, s.repo) {
+			everything.WriteString(pr.GetTitle() + pr.GetBody())
+			for _, sha := range []string{pr.GetHead().GetSHA()} {
+				for _, run := range s.gh.CheckRuns(t, s.repo, sha) {
+					out := run.GetOutput()
+					everything.WriteString(out.GetTitle() + out.GetSummary() + out.GetText())
+				}
+			}
+		}
+		if seen := s.secretsSeen(everything.String()); len(seen) > 0 {
+			t.Errorf("secrets in captured output: %v", seen)
+		}
+		if m := installationToken.FindString(everything.String()); m != "" {
+			t.Errorf("an installation token appears in captured output")
+		}
+		// The scanner itself must see each secret where it is.
+		planted := s.token.Reveal() + s.gh.WebhookSecret().Reveal() + s.gh.PrivateKeyPEM().Reveal() + string(s.kubeconfig)
+		if seen := s.secretsSeen(planted); len(seen) < 4 {
+			t.Fatalf("the secret scanner finds only %v in text holding every secret", seen)
+		}
+		if len(s.logs.String()) == 0 {
+			t.Fatal("no log output was captured; the scan proved nothing")
+		}
+	})
+}
+
+// Acceptance 6: a resource Argo CD does not track is refused as not_gitops_managed
+// with the direct-path details; an Application on a tag is refused as
+// revision_not_a_branch.
+func TestRefusedChanges(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("v1.0.0")
+		s.gh.CreateTag(t, s.repo, "v1.0.0", "main")
+		ctx := context.Background()
+		adhoc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "adhoc", "namespace": s.shopNS},
+			"data": map[string]any{"mode": "fast"},
+		}}
+		s.kube.Create(t, adhoc)
+
+		req := s.scale(3, "")
+		req["target"] = map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": s.shopNS, "name": "adhoc"}
+		req["change"] = map[string]any{"env": map[string]any{"container": "x", "set": map[string]any{"A": "b"}}}
+		var refused struct {
+			Error   string         `json:"error"`
+			Reason  string         `json:"reason"`
+			Details map[string]any `json:"details"`
+			Plan    *change        `json:"plan"`
+		}
+		s.mustJSON("POST", "/api/v1/changes", req, http.StatusUnprocessableEntity, &refused)
+		if refused.Error != "not_gitops_managed" || refused.Details["decision"] == nil || refused.Plan == nil || refused.Plan.Path != "direct" {
+			t.Fatalf("unmanaged resource answer: %+v", refused)
+		}
+
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(3, ""), http.StatusAccepted, &c)
+		c = s.waitStatus(c.Code, "refused")
+		if c.Problem == nil || c.Problem.Error != "revision_not_a_branch" || !strings.Contains(c.Problem.Reason, "v1.0.0") {
+			t.Fatalf("tag revision refused with %+v", c.Problem)
+		}
+		if n := len(s.gh.PullRequests(t, s.repo)); n != 0 {
+			t.Fatalf("%d pull requests for refused changes", n)
+		}
+		if _, err := s.kube.Dynamic.Resource(deployGVR).Namespace(s.shopNS).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Acceptance 3 (first half) through the API: 50 concurrent identical requests make
+// one plan and one pull request.
+func TestConcurrentIdenticalRequests(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+		var wg sync.WaitGroup
+		codes := make(chan string, 50)
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status, body := s.do("POST", "/api/v1/changes", s.scale(5, "same-key"))
+				if status != http.StatusAccepted && status != http.StatusOK {
+					t.Errorf("POST = %d %s", status, body)
+					return
+				}
+				m := regexp.MustCompile(`"code":"([a-z0-9]+)"`).FindSubmatch(body)
+				if m != nil {
+					codes <- string(m[1])
+				}
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		seen := map[string]bool{}
+		for c := range codes {
+			seen[c] = true
+		}
+		if len(seen) != 1 {
+			t.Fatalf("50 identical requests made %d changes", len(seen))
+		}
+		for code := range seen {
+			s.waitStatus(code, "pr_open")
+		}
+		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
+			t.Fatalf("%d pull requests, want 1", n)
+		}
+	})
+}
+
+func diffLines(diff string) (removed, added []string) {
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			added = append(added, l[1:])
+		case strings.HasPrefix(l, "-"):
+			removed = append(removed, l[1:])
+		}
+	}
+	return removed, added
+}
+
+// Acceptance 5, through GitHub's webhooks: someone else pushes to the kukie branch →
+// re-verified (the check fails); the base branch moves under the plan, changing the
+// same file → the plan's branch is rebuilt on the new base and verified; the
+// repository is disconnected mid-flight → the plan is refused with the reason.
+func TestWebhookDrivenReverification(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(4, ""), http.StatusAccepted, &c)
+		c = s.waitStatus(c.Code, "pr_open")
+
+		pushed := s.gh.PushCommit(t, s.repo, c.Branch, map[string]string{"apps/web/debug.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: debug\n"}, githubtest.DefaultAuthor)
+		s.waitFor(c.Code, "re-verified after a foreign push", func(c change) bool {
+			return c.HeadSHA == pushed && c.CheckRun != nil && c.CheckRun.Conclusion == "failure"
+		})
+		runs := s.gh.CheckRuns(t, s.repo, pushed)
+		if len(runs) != 1 || !strings.Contains(runs[0].GetOutput().GetSummary(), "apps/web/debug.yaml was added") {
+			t.Fatalf("check run on the foreign push: %v", runs)
+		}
+
+		// The base moves: a person edits the same file on main (a comment line).
+		original := repoFiles(t)["apps/web/deployment.yaml"]
+		moved := strings.Replace(original, "tuned by the on-call team", "tuned by the on-call team (see runbook)", 1)
+		after := s.gh.PushCommit(t, s.repo, "main", map[string]string{"apps/web/deployment.yaml": moved}, githubtest.DefaultAuthor)
+		c = s.waitFor(c.Code, "rebased", func(c change) bool {
+			return c.BaseSHA == after && c.CheckRun != nil && c.CheckRun.Conclusion == "success"
+		})
+		got, _ := s.gh.FileAt(t, s.repo, c.Branch, "apps/web/deployment.yaml")
+		if want := strings.Replace(moved, "replicas: 2", "replicas: 4", 1); got != want {
+			t.Fatalf("rebased branch file:\n%s\nwant:\n%s", got, want)
+		}
+		if head := s.gh.Head(t, s.repo, "main"); head != after {
+			t.Fatalf("main moved to %s; the service must never push to a base branch", head)
+		}
+		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
+			t.Fatalf("%d pull requests, want 1", n)
+		}
+
+		// The App loses access to the repository: the plan is refused with the reason.
+		s.gh.RemoveInstallationRepos(t, s.gh.InstallationID(t, "acme"), "deploy")
+		c = s.waitStatus(c.Code, "refused")
+		if c.Problem == nil || c.Problem.Error != "repo_not_connected" {
+			t.Fatalf("after losing access: %+v", c.Problem)
+		}
+	})
+}
