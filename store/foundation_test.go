@@ -265,7 +265,9 @@ func TestAuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base := time.Now()
+		// In the past, so that the event recorded without a time below (stamped now) is
+		// the newest even when the inserts take less than a millisecond.
+		base := time.Now().Add(-time.Second)
 		for i, action := range []string{"token.create", "token.revoke"} {
 			if _, err := db.RecordAuditEvent(ctx, store.AuditEvent{
 				TeamID: team.ID, Actor: "cli", Action: action, SubjectType: "api_token", SubjectID: "t1",
