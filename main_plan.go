@@ -63,9 +63,9 @@ const changeUsage = `Change flags:
 
 type planFlags struct {
 	repo, appPath, sourceType, namespace, name string
-	application, applications                 string
-	write                                     bool
-	output                                    string
+	application, applications                  string
+	write                                      bool
+	output                                     string
 }
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -311,7 +311,7 @@ var kindAliases = map[string][2]string{
 	"pod": {"v1", "Pod"}, "po": {"v1", "Pod"},
 	"service": {"v1", "Service"}, "svc": {"v1", "Service"},
 	"configmap": {"v1", "ConfigMap"}, "cm": {"v1", "ConfigMap"},
-	"secret": {"v1", "Secret"},
+	"secret":         {"v1", "Secret"},
 	"serviceaccount": {"v1", "ServiceAccount"}, "sa": {"v1", "ServiceAccount"},
 	"ingress": {"networking.k8s.io/v1", "Ingress"}, "ing": {"networking.k8s.io/v1", "Ingress"},
 	"horizontalpodautoscaler": {"autoscaling/v2", "HorizontalPodAutoscaler"}, "hpa": {"autoscaling/v2", "HorizontalPodAutoscaler"},

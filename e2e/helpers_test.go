@@ -99,9 +99,13 @@ func (s *suite) scale(t *testing.T, namespace, name string, replicas int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.argo.Dynamic.Resource(deploymentsResource).Namespace(namespace).
-		Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, "scale"); err != nil {
+	scale, err := s.argo.Dynamic.Resource(deploymentsResource).Namespace(namespace).
+		Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}, "scale")
+	if err != nil {
 		t.Fatalf("scale deployment %s/%s to %d: %v", namespace, name, replicas, err)
+	}
+	if got, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas"); got != replicas {
+		t.Fatalf("scale deployment %s/%s: api server answered replicas %d, want %d", namespace, name, got, replicas)
 	}
 }
 

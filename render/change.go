@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -391,10 +390,4 @@ func envNames(ct map[string]any) []string {
 		}
 	}
 	return names
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

@@ -222,14 +222,3 @@ func scalarField(m *yaml.Node, key string) string {
 	}
 	return ""
 }
-
-// maskText removes known secret values from free text (render errors can quote
-// manifest content).
-func maskText(s string, secrets []string) string {
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, redacted)
-		}
-	}
-	return s
-}

@@ -6,16 +6,23 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
-// maxReportedDifferences bounds the differences listed per app in a refusal.
-const maxReportedDifferences = 5
+// maxReportedDifferences bounds the differences listed per app in a refusal, and
+// maxDetailedLeaks the other apps whose differences are spelled out.
+const (
+	maxReportedDifferences = 5
+	maxDetailedLeaks       = 3
+)
 
 // Plan locates, edits and verifies one change. It returns the verified edit, or a
 // *Refusal (use errors.As) when no edit can be proven right; other errors are
@@ -40,6 +47,7 @@ type planner struct {
 	r       *renderer
 	before  *view
 
+	reachMu    sync.Mutex
 	reachCache map[string]*appReach
 	warnings   []Warning
 }
@@ -110,19 +118,44 @@ func newPlanner(req Request) (*planner, error) {
 
 // reach computes (once) which files an Application reads.
 func (p *planner) reach(app Application) *appReach {
-	if r, ok := p.reachCache[app.Name]; ok {
+	p.reachMu.Lock()
+	r, ok := p.reachCache[app.Name]
+	p.reachMu.Unlock()
+	if ok {
 		return r
 	}
 	root, _ := cleanRel(app.Path)
-	r := &appReach{root: root}
+	r = &appReach{root: root}
 	switch app.SourceType {
 	case SourceKustomize:
 		r.kust, r.err = p.t.reachKustomization(root, app.Kustomize.Components)
 	case SourceDirectory:
 		r.dir, r.err = newDirectoryMatcher(app)
 	}
+	p.reachMu.Lock()
 	p.reachCache[app.Name] = r
+	p.reachMu.Unlock()
 	return r
+}
+
+// parallelReachThreshold is the number of Applications from which their reaches
+// are computed on all cores: in a monorepo, reading and parsing every app's
+// kustomization is most of the cost of proving which apps an edit leaves alone.
+const parallelReachThreshold = 64
+
+func (p *planner) computeReaches() {
+	if len(p.apps) < parallelReachThreshold {
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, app := range p.apps {
+		g.Go(func() error {
+			p.reach(app)
+			return nil
+		})
+	}
+	_ = g.Wait() // reach records its errors per app
 }
 
 // reaches reports whether an Application's render reads the repository file f.
@@ -174,6 +207,7 @@ func generatePathsCover(app Application, f string) (covered, annotated bool) {
 // primary one first. It also warns where Argo CD's manifest-generate-paths would
 // not refresh an app that the edit reaches.
 func (p *planner) affected(files []string) ([]Application, []Warning) {
+	p.computeReaches()
 	var out []Application
 	var warnings []Warning
 	for _, app := range p.apps {
@@ -266,7 +300,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 	after := p.before.with(c.files)
 	apps, warnings := p.affected(c.paths())
 	res := &verifyResult{ok: true, warnings: warnings}
-	var reasons []string
+	var reasons, leaked []string
 	for _, app := range apps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -297,6 +331,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 		if err != nil {
 			res.ok = false
 			reasons = append(reasons, reasonOf(err))
+			res.apps = append(res.apps, av)
 			continue
 		}
 		want, err := exp.expect(app, beforeKeyed)
@@ -345,12 +380,22 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 			av.Differences = lines
 			if app.Name != p.primary.Name {
 				res.leak = true
-				reasons = append(reasons, fmt.Sprintf("the edit also changes application %s: %s", app.Name, strings.Join(lines, "; ")))
+				leaked = append(leaked, app.Name)
+				if len(leaked) <= maxDetailedLeaks {
+					reasons = append(reasons, fmt.Sprintf("the edit also changes application %s: %s", app.Name, strings.Join(lines, "; ")))
+				}
 			} else {
 				reasons = append(reasons, fmt.Sprintf("application %s does not render as expected: %s", app.Name, strings.Join(lines, "; ")))
 			}
 		}
 		res.apps = append(res.apps, av)
+	}
+	if extra := len(leaked) - maxDetailedLeaks; extra > 0 {
+		names := leaked[maxDetailedLeaks:]
+		if len(names) > 20 {
+			names = append(names[:20:20], "...")
+		}
+		reasons = append(reasons, fmt.Sprintf("and %d more applications change the same way (%s)", extra, strings.Join(names, ", ")))
 	}
 	res.reason = strings.Join(reasons, "; ")
 	return res, nil

@@ -306,3 +306,28 @@ func TestConcurrentPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestManyAppsOnlyAffectedRendered plans in a repository with more Applications than
+// the parallel reach threshold and checks that only the edited overlay's app is
+// verified.
+func TestManyAppsOnlyAffectedRendered(t *testing.T) {
+	files := map[string]string{
+		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+		"base/deployment.yaml":    twoContainerDeployment,
+	}
+	var apps []Application
+	for i := range parallelReachThreshold + 16 {
+		dir := "overlays/o" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + strings.Repeat("0", i/26)
+		files[dir+"/kustomization.yaml"] = "resources:\n  - ../../base\nnamespace: " + "ns-" + filepath.Base(dir) + "\n"
+		apps = append(apps, Application{Name: "app-" + filepath.Base(dir), Path: dir, SourceType: SourceKustomize, Namespace: "ns-" + filepath.Base(dir)})
+	}
+	repo := writeRepo(t, files)
+	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[7].Name,
+		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 9}}})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(res.Verification.Apps) != 1 || res.Verification.Apps[0].App != apps[7].Name {
+		t.Fatalf("verified apps: %+v", res.Verification.Apps)
+	}
+}

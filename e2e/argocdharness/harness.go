@@ -60,7 +60,7 @@ type ArgoCD struct {
 	Dynamic dynamic.Interface
 	Kube    kubernetes.Interface
 
-	redis, repoServer, controller *process
+	redis, repoServer, controller *Process
 	redisAddr                     string
 }
 
@@ -106,11 +106,8 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *ArgoCD {
 		t.Fatalf("work dir: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(work) })
-	logDir := os.Getenv(logDirEnv)
-	if logDir == "" {
-		logDir = filepath.Join(work, "logs")
-	}
-	for _, d := range []string{logDir, filepath.Join(work, "home"), filepath.Join(work, "tmp")} {
+	logs := logDir(t)
+	for _, d := range []string{filepath.Join(work, "home"), filepath.Join(work, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatalf("work dir: %v", err)
 		}
@@ -130,28 +127,28 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *ArgoCD {
 		"LANG=C.UTF-8",
 	}
 	started := time.Now()
-	if err := a.startRedis(ctx, logDir, env); err != nil {
+	if err := a.startRedis(ctx, logs, env); err != nil {
 		t.Fatal(err)
 	}
-	repoServerAddr, err := a.startRepoServer(ctx, dir, logDir, env)
+	repoServerAddr, err := a.startRepoServer(ctx, dir, logs, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.startController(ctx, dir, logDir, env, kubeconfig, repoServerAddr, opts); err != nil {
+	if err := a.startController(ctx, dir, logs, env, kubeconfig, repoServerAddr, opts); err != nil {
 		t.Fatal(err)
 	}
 	a.StartupTime = time.Since(started)
 	t.Logf("argo cd %s started in %s (redis pid %d, repo-server pid %d, application-controller pid %d)",
-		a.Version, a.StartupTime.Round(time.Millisecond), a.redis.pid(), a.repoServer.pid(), a.controller.pid())
+		a.Version, a.StartupTime.Round(time.Millisecond), a.redis.PID(), a.repoServer.PID(), a.controller.PID())
 	return a
 }
 
 // Memory returns the resident memory of the application controller and the repo server.
 func (a *ArgoCD) Memory() (controller, repoServer Memory, err error) {
-	if controller, err = a.controller.memory(); err != nil {
+	if controller, err = a.controller.Memory(); err != nil {
 		return Memory{}, Memory{}, err
 	}
-	if repoServer, err = a.repoServer.memory(); err != nil {
+	if repoServer, err = a.repoServer.Memory(); err != nil {
 		return Memory{}, Memory{}, err
 	}
 	return controller, repoServer, nil
@@ -159,7 +156,7 @@ func (a *ArgoCD) Memory() (controller, repoServer Memory, err error) {
 
 // ControllerLogTail returns the last n lines the application controller logged, for
 // failure messages.
-func (a *ArgoCD) ControllerLogTail(n int) string { return a.controller.logTail(n) }
+func (a *ArgoCD) ControllerLogTail(n int) string { return a.controller.LogTail(n) }
 
 // stop records memory and stops every started process, newest first.
 func (a *ArgoCD) stop(t testing.TB) {
@@ -168,12 +165,12 @@ func (a *ArgoCD) stop(t testing.TB) {
 			t.Logf("argo cd memory at the end: application-controller %s, repo-server %s", c, r)
 		}
 	}
-	for _, p := range []*process{a.controller, a.repoServer, a.redis} {
+	for _, p := range []*Process{a.controller, a.repoServer, a.redis} {
 		if p == nil {
 			continue
 		}
 		if t.Failed() {
-			t.Logf("last lines of %s (%s):\n%s", p.name, p.logPath, p.logTail(40))
+			t.Logf("last lines of %s (%s):\n%s", p.name, p.logPath, p.LogTail(40))
 		}
 		if err := p.stop(); err != nil {
 			t.Errorf("stop %v", err)
@@ -194,7 +191,7 @@ func (a *ArgoCD) startRedis(ctx context.Context, logDir string, env []string) er
 		return fmt.Errorf("%w (install it with apt-get install redis-server)", err)
 	}
 	a.redisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return a.redis.waitReady(ctx, func(ctx context.Context) error { return pingRedis(ctx, a.redisAddr) })
+	return a.redis.WaitReady(ctx, func(ctx context.Context) error { return pingRedis(ctx, a.redisAddr) })
 }
 
 func (a *ArgoCD) startRepoServer(ctx context.Context, dir, logDir string, env []string) (string, error) {
@@ -220,7 +217,7 @@ func (a *ArgoCD) startRepoServer(ctx context.Context, dir, logDir string, env []
 	}
 	// full=true makes the repo server call its own gRPC health service.
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz?full=true", metricsPort)
-	if err := a.repoServer.waitReady(ctx, func(ctx context.Context) error { return httpOK(ctx, health) }); err != nil {
+	if err := a.repoServer.WaitReady(ctx, func(ctx context.Context) error { return httpOK(ctx, health) }); err != nil {
 		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
@@ -254,7 +251,7 @@ func (a *ArgoCD) startController(ctx context.Context, dir, logDir string, env []
 		return err
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", metricsPort)
-	return a.controller.waitReady(ctx, func(ctx context.Context) error { return httpOK(ctx, health) })
+	return a.controller.WaitReady(ctx, func(ctx context.Context) error { return httpOK(ctx, health) })
 }
 
 // installConfiguration creates what an Argo CD install puts into its namespace and

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -20,9 +21,9 @@ import (
 // group is killed.
 const stopGrace = 10 * time.Second
 
-// process is one program the harness started. It runs in a process group of its own so
+// Process is one program the harness started. It runs in a process group of its own so
 // that the programs it starts in turn (git, kustomize) are stopped with it.
-type process struct {
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -31,9 +32,41 @@ type process struct {
 	waitErr error
 }
 
-// startProcess starts path with args and env (added to a minimal environment), writing
-// its output to logDir/name.log.
-func startProcess(name, logDir string, env []string, path string, args ...string) (*process, error) {
+// StartProcess starts a program next to Argo CD (the service under test) with exactly
+// env as its environment, writing its output to the log directory. It is stopped by its
+// process id when t ends.
+func StartProcess(t testing.TB, name string, env []string, path string, args ...string) *Process {
+	t.Helper()
+	p, err := startProcess(name, logDir(t), env, path, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last lines of %s (%s):\n%s", p.name, p.logPath, p.LogTail(40))
+		}
+		if err := p.stop(); err != nil {
+			t.Errorf("stop %v", err)
+		}
+	})
+	return p
+}
+
+// logDir is where started programs write their output: KUKIE_E2E_LOG_DIR when set
+// (kept for CI artifacts), else a directory removed with the test.
+func logDir(t testing.TB) string {
+	if dir := os.Getenv(logDirEnv); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("log dir: %v", err)
+		}
+		return dir
+	}
+	return t.TempDir()
+}
+
+// startProcess starts path with args and exactly env as its environment, writing its
+// output to logDir/name.log.
+func startProcess(name, logDir string, env []string, path string, args ...string) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -53,7 +86,7 @@ func startProcess(name, logDir string, env []string, path string, args ...string
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, log: logFile, exited: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, log: logFile, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -61,11 +94,11 @@ func startProcess(name, logDir string, env []string, path string, args ...string
 	return p, nil
 }
 
-// pid is the process id, which is also its process group id.
-func (p *process) pid() int { return p.cmd.Process.Pid }
+// PID is the process id, which is also its process group id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // running reports whether the process has not exited yet.
-func (p *process) running() bool {
+func (p *Process) running() bool {
 	select {
 	case <-p.exited:
 		return false
@@ -75,20 +108,20 @@ func (p *process) running() bool {
 }
 
 // exitError describes how the process ended, for a failure message.
-func (p *process) exitError() error {
+func (p *Process) exitError() error {
 	if p.running() {
 		return nil
 	}
 	if p.waitErr == nil {
-		return fmt.Errorf("%s (pid %d) exited", p.name, p.pid())
+		return fmt.Errorf("%s (pid %d) exited", p.name, p.PID())
 	}
-	return fmt.Errorf("%s (pid %d) exited: %w", p.name, p.pid(), p.waitErr)
+	return fmt.Errorf("%s (pid %d) exited: %w", p.name, p.PID(), p.waitErr)
 }
 
 // stop ends the process group: SIGTERM, then SIGKILL after stopGrace. Whatever is left
 // of the group after the leader exits is killed too.
-func (p *process) stop() error {
-	pgid := p.pid()
+func (p *Process) stop() error {
+	pgid := p.PID()
 	if p.running() {
 		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("terminate %s (pid %d): %w", p.name, pgid, err)
@@ -105,10 +138,10 @@ func (p *process) stop() error {
 	return p.log.Close()
 }
 
-// memory is the resident set size of the process now and at its peak, from
+// Memory is the resident set size of the process now and at its peak, from
 // /proc/<pid>/status (VmRSS, VmHWM).
-func (p *process) memory() (Memory, error) {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid()), "status"))
+func (p *Process) Memory() (Memory, error) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "status"))
 	if err != nil {
 		return Memory{}, fmt.Errorf("read memory of %s: %w", p.name, err)
 	}
@@ -140,8 +173,8 @@ func (p *process) memory() (Memory, error) {
 	return m, nil
 }
 
-// logTail returns the last n lines of the process output.
-func (p *process) logTail(n int) string {
+// LogTail returns the last n lines of the process output.
+func (p *Process) LogTail(n int) string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return fmt.Sprintf("(log of %s unreadable: %v)", p.name, err)
@@ -153,8 +186,8 @@ func (p *process) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitReady polls ready until it succeeds, the process exits, or ctx ends.
-func (p *process) waitReady(ctx context.Context, ready func(context.Context) error) error {
+// WaitReady polls ready until it succeeds, the process exits, or ctx ends.
+func (p *Process) WaitReady(ctx context.Context, ready func(context.Context) error) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last error
@@ -166,7 +199,7 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 		case <-p.exited:
 			return fmt.Errorf("%w before it was ready; last check: %v", p.exitError(), last)
 		case <-ctx.Done():
-			return fmt.Errorf("%s (pid %d) not ready: %w; last check: %v", p.name, p.pid(), ctx.Err(), last)
+			return fmt.Errorf("%s (pid %d) not ready: %w; last check: %v", p.name, p.PID(), ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
@@ -319,54 +323,110 @@ func (s *service) deployWeb(targetRevision string) {
 	s.kube.Create(s.t, &dep, app)
 }
 
-// syncLikeArgo plays Argo CD's sync of revision: the Deployment from Git at that
-// revision is applied, its controller reports the new generation observed, and the
-// Application records the sync.
-func (s *service) syncLikeArgo(revision string) {
+// syncLikeArgo plays Argo CD's sync of an Application at revision: the app's render
+// at that commit (kustomize build, or the folder's documents) is applied with
+// server-side apply and Argo CD's tracking annotation, Deployments report the new
+// generation observed and available, and the Application records the sync.
+func (s *service) syncLikeArgo(app, appPath, sourceType, revision string) {
 	s.t.Helper()
 	ctx := context.Background()
-	content, ok := s.gh.FileAt(s.t, s.repo, revision, "apps/web/deployment.yaml")
-	if !ok {
-		s.t.Fatalf("no deployment at %s", revision)
-	}
-	var want map[string]any
-	if err := yamlDecode(content, &want); err != nil {
-		s.t.Fatal(err)
-	}
-	deps := s.kube.Dynamic.Resource(deployGVR).Namespace(s.shopNS)
-	live, err := deps.Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	live.Object["spec"] = want["spec"]
-	live, err = deps.Update(ctx, live, metav1.UpdateOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
-	live.Object["status"] = map[string]any{
-		"observedGeneration": live.GetGeneration(), "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-		"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}},
-	}
-	if _, err := deps.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
-		s.t.Fatal(err)
+	objs := s.renderAt(appPath, sourceType, revision)
+	for _, obj := range objs {
+		namespaced, err := s.kube.Client.IsObjectNamespaced(obj)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if namespaced && obj.GetNamespace() == "" {
+			obj.SetNamespace(s.shopNS)
+		}
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		gvk := obj.GroupVersionKind()
+		ann["argocd.argoproj.io/tracking-id"] = app + ":" + gvk.Group + "/" + gvk.Kind + ":" + obj.GetNamespace() + "/" + obj.GetName()
+		obj.SetAnnotations(ann)
+		if err := s.kube.Client.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("argocd-controller")); err != nil {
+			s.t.Fatalf("apply %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		if gvk.Kind != "Deployment" {
+			continue
+		}
+		deps := s.kube.Dynamic.Resource(deployGVR).Namespace(obj.GetNamespace())
+		live, err := deps.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+		live.Object["status"] = map[string]any{
+			"observedGeneration": live.GetGeneration(), "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+			"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}},
+		}
+		if _, err := deps.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 	apps := s.kube.Dynamic.Resource(appGVR).Namespace(s.appNS)
-	app, err := apps.Get(ctx, "web", metav1.GetOptions{})
+	a, err := apps.Get(ctx, app, metav1.GetOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	_ = unstructured.SetNestedField(app.Object, revision, "status", "sync", "revision")
-	_ = unstructured.SetNestedField(app.Object, "Synced", "status", "sync", "status")
-	_ = unstructured.SetNestedField(app.Object, map[string]any{
+	_ = unstructured.SetNestedField(a.Object, revision, "status", "sync", "revision")
+	_ = unstructured.SetNestedField(a.Object, "Synced", "status", "sync", "status")
+	_ = unstructured.SetNestedField(a.Object, map[string]any{
 		"phase": "Succeeded", "message": "successfully synced (all tasks run)",
 		"startedAt": time.Now().UTC().Format(time.RFC3339), "finishedAt": time.Now().UTC().Format(time.RFC3339),
 		"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
 		"syncResult": map[string]any{"revision": revision},
 	}, "status", "operationState")
-	if _, err := apps.Update(ctx, app, metav1.UpdateOptions{}); err != nil {
+	if _, err := apps.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// renderAt renders an app of the fake repository at revision, as Argo CD would.
+func (s *service) renderAt(appPath, sourceType, revision string) []*unstructured.Unstructured {
+	s.t.Helper()
+	dir := s.t.TempDir()
+	tarball, err := exec.Command("git", "--git-dir", s.gh.GitDir(s.t, s.repo), "archive", "--format=tar", revision).Output()
+	if err != nil {
+		s.t.Fatalf("git archive %s: %v", revision, err)
+	}
+	extract := exec.Command("tar", "-x", "-C", dir)
+	extract.Stdin = bytes.NewReader(tarball)
+	if out, err := extract.CombinedOutput(); err != nil {
+		s.t.Fatalf("extract %s: %v %s", revision, err, out)
+	}
+	var docs []byte
+	switch sourceType {
+	case "Kustomize":
+		res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, appPath))
+		if err != nil {
+			s.t.Fatalf("kustomize build %s: %v", appPath, err)
+		}
+		if docs, err = res.AsYaml(); err != nil {
+			s.t.Fatal(err)
+		}
+	default:
+		entries, err := os.ReadDir(filepath.Join(dir, appPath))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".yaml") {
+				b, err := os.ReadFile(filepath.Join(dir, appPath, e.Name()))
+				if err != nil {
+					s.t.Fatal(err)
+				}
+				docs = append(append(docs, b...), []byte("\n---\n")...)
+			}
+		}
+	}
+	objs, err := kubetest.DecodeObjects(docs)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return objs
 }
 
 func (s *service) liveReplicas() int64 {
@@ -413,4 +473,28 @@ func (s *service) secretsSeen(text string) []string {
 		}
 	}
 	return seen
+}
+
+// deployAPI creates the Kustomize Application api (overlay apps/api/overlays/prod)
+// and syncs it once at the head of main, as Argo CD would have.
+func (s *service) deployAPI() {
+	s.t.Helper()
+	app := kubetest.Application(kubetest.App{Namespace: s.appNS, Name: "api", DestinationNamespace: s.shopNS,
+		RepoURL: s.repoURL, Path: "apps/api/overlays/prod", TargetRevision: "main", Automated: true})
+	s.kube.Create(s.t, app)
+	s.syncLikeArgo("api", "apps/api/overlays/prod", "Kustomize", s.gh.Head(s.t, s.repo, "main"))
+}
+
+func (s *service) liveImage(name string) string {
+	s.t.Helper()
+	live, err := s.kube.Dynamic.Resource(deployGVR).Namespace(s.shopNS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return ""
+	}
+	img, _ := containers[0].(map[string]any)["image"].(string)
+	return img
 }

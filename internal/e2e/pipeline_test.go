@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -56,7 +58,7 @@ func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 
 		merge := s.gh.Merge(t, s.repo, int(c.PullRequest.Number), githubtest.MergeCommit)
 		s.waitFor(c.Code, "merged or later", func(c change) bool { return c.MergeSHA == merge })
-		s.syncLikeArgo(merge)
+		s.syncLikeArgo("web", "apps/web", "Directory", merge)
 		c = s.waitStatus(c.Code, "deployed")
 		if c.Deployment == nil || c.Deployment.State != "succeeded" {
 			t.Fatalf("deployment %+v", c.Deployment)
@@ -73,7 +75,7 @@ func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 		}
 		revert := s.gh.Merge(t, s.repo, int(rb.PullRequest.Number), githubtest.MergeCommit)
 		s.waitFor(rb.Code, "merged", func(c change) bool { return c.MergeSHA == revert })
-		s.syncLikeArgo(revert)
+		s.syncLikeArgo("web", "apps/web", "Directory", revert)
 		s.waitStatus(rb.Code, "deployed")
 		s.waitStatus(c.Code, "rolled_back")
 		if n := s.liveReplicas(); n != 2 {
@@ -252,6 +254,81 @@ func TestWebhookDrivenReverification(t *testing.T) {
 		c = s.waitStatus(c.Code, "refused")
 		if c.Problem == nil || c.Problem.Error != "repo_not_connected" {
 			t.Fatalf("after losing access: %+v", c.Problem)
+		}
+	})
+}
+
+// Acceptance 2: an image change on a Kustomize overlay edits its images: entry; a new
+// Deployment+Service becomes a new file plus a resources: entry. Both are merged,
+// synced by the test's Argo CD stand-in and end deployed.
+func TestKustomizeImageAndNewResource(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployAPI()
+		const overlay = "apps/api/overlays/prod"
+
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", map[string]any{
+			"cluster": s.cluster,
+			"target":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": s.shopNS, "name": "api"},
+			"change":  map[string]any{"image": map[string]any{"container": "api", "tag": "1.5.0"}},
+			"reason":  "ship the fix for the timeout", "requested_by": "bob",
+		}, http.StatusAccepted, &c)
+		c = s.waitStatus(c.Code, "pr_open")
+		if c.CheckRun == nil || c.CheckRun.Conclusion != "success" {
+			t.Fatalf("check run %+v", c.CheckRun)
+		}
+		removed, added := diffLines(c.GitDiff)
+		if len(removed) != 1 || len(added) != 1 || strings.TrimSpace(added[0]) != "newTag: 1.5.0" || !strings.Contains(c.GitDiff, overlay+"/kustomization.yaml") {
+			t.Fatalf("image change is not the images: entry of the overlay:\n%s", c.GitDiff)
+		}
+		merge := s.gh.Merge(t, s.repo, int(c.PullRequest.Number), githubtest.Squash)
+		s.waitFor(c.Code, "merged", func(c change) bool { return c.MergeSHA == merge })
+		s.syncLikeArgo("api", overlay, "Kustomize", merge)
+		s.waitStatus(c.Code, "deployed")
+		if img := s.liveImage("api"); img != "registry.example/api:1.5.0" {
+			t.Fatalf("live image %q", img)
+		}
+
+		manifest, err := os.ReadFile(filepath.Join("testdata", "worker.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nr change
+		s.mustJSON("POST", "/api/v1/changes", map[string]any{
+			"cluster":     s.cluster,
+			"target":      map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": s.shopNS, "name": "worker"},
+			"change":      map[string]any{"new_resource": map[string]any{"manifest": string(manifest)}},
+			"application": map[string]any{"namespace": s.appNS, "name": "api"},
+			"reason":      "background jobs need their own worker", "requested_by": "carol",
+		}, http.StatusAccepted, &nr)
+		nr = s.waitStatus(nr.Code, "pr_open")
+		kust, _ := s.gh.FileAt(t, s.repo, nr.Branch, overlay+"/kustomization.yaml")
+		var newFile string
+		for _, l := range strings.Split(nr.GitDiff, "\n") {
+			if strings.HasPrefix(l, "+++ b/") && !strings.HasSuffix(l, "kustomization.yaml") {
+				newFile = strings.TrimPrefix(l, "+++ b/")
+			}
+		}
+		if newFile == "" || !strings.Contains(kust, strings.TrimPrefix(newFile, overlay+"/")) {
+			t.Fatalf("new resource: file %q not listed in resources:\n%s\ndiff:\n%s", newFile, kust, nr.GitDiff)
+		}
+		prs := s.gh.PullRequests(t, s.repo)
+		body := prs[len(prs)-1].GetBody()
+		if !strings.Contains(strings.Join(nr.Warnings, " "), "cluster-scoped") {
+			t.Errorf("no deny-list warning for the ClusterRole: %q", nr.Warnings)
+		}
+		for _, w := range nr.Warnings {
+			if !strings.Contains(body, w) {
+				t.Errorf("warning %q is not shown in the PR body", w)
+			}
+		}
+		merge = s.gh.Merge(t, s.repo, int(nr.PullRequest.Number), githubtest.MergeCommit)
+		s.waitFor(nr.Code, "merged", func(c change) bool { return c.MergeSHA == merge })
+		s.syncLikeArgo("api", overlay, "Kustomize", merge)
+		s.waitStatus(nr.Code, "deployed")
+		if img := s.liveImage("worker"); img != "registry.example/worker:2.0.0" {
+			t.Fatalf("worker image %q", img)
 		}
 	})
 }
