@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -171,16 +172,7 @@ func ParseApplication(obj map[string]any) (Application, error) {
 		ns := nestedString(obj, "metadata", "namespace")
 		return Application{}, fmt.Errorf("decode application %s/%s: %w", ns, name, err)
 	}
-	if o.Metadata.Name == "" {
-		return Application{}, fmt.Errorf("decode application: metadata.name is empty")
-	}
-	return Application{
-		Name:       o.Metadata.Name,
-		Namespace:  o.Metadata.Namespace,
-		Generation: o.Metadata.Generation,
-		Spec:       o.Spec,
-		Status:     o.Status,
-	}, nil
+	return o.application()
 }
 
 // nestedString reads a string field for error messages; anything else reads as "".
@@ -195,6 +187,81 @@ func nestedString(obj map[string]any, fields ...string) string {
 	}
 	s, _ := cur.(string)
 	return s
+}
+
+// DecodeApplication decodes one Application from its JSON form.
+func DecodeApplication(data []byte) (Application, error) {
+	var o applicationObject
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Application{}, fmt.Errorf("decode application: %w", err)
+	}
+	return o.application()
+}
+
+// DecodeApplicationList decodes one page of an ApplicationList answer of the API
+// server, with the token for the next page ("" on the last). An item that does not
+// decode is left out and reported in invalid, so one bad object does not hide the
+// others.
+func DecodeApplicationList(data []byte) (apps []Application, continueToken string, invalid []error, err error) {
+	var typed struct {
+		Metadata listMeta            `json:"metadata"`
+		Items    []applicationObject `json:"items"`
+	}
+	if json.Unmarshal(data, &typed) == nil {
+		apps = make([]Application, 0, len(typed.Items))
+		for i := range typed.Items {
+			app, err := typed.Items[i].application()
+			if err != nil {
+				invalid = append(invalid, err)
+				continue
+			}
+			apps = append(apps, app)
+		}
+		return apps, typed.Metadata.Continue, invalid, nil
+	}
+	// Some item has a field of the wrong type: decode item by item.
+	var raw struct {
+		Metadata listMeta          `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, "", nil, fmt.Errorf("decode application list: %w", err)
+	}
+	for _, item := range raw.Items {
+		var o applicationObject
+		if err := json.Unmarshal(item, &o); err != nil {
+			var id struct {
+				Metadata struct{ Name, Namespace string } `json:"metadata"`
+			}
+			_ = json.Unmarshal(item, &id)
+			invalid = append(invalid, fmt.Errorf("decode application %s/%s: %w", id.Metadata.Namespace, id.Metadata.Name, err))
+			continue
+		}
+		app, err := o.application()
+		if err != nil {
+			invalid = append(invalid, err)
+			continue
+		}
+		apps = append(apps, app)
+	}
+	return apps, raw.Metadata.Continue, invalid, nil
+}
+
+type listMeta struct {
+	Continue string `json:"continue"`
+}
+
+func (o *applicationObject) application() (Application, error) {
+	if o.Metadata.Name == "" {
+		return Application{}, fmt.Errorf("decode application: metadata.name is empty")
+	}
+	return Application{
+		Name:       o.Metadata.Name,
+		Namespace:  o.Metadata.Namespace,
+		Generation: o.Metadata.Generation,
+		Spec:       o.Spec,
+		Status:     o.Status,
+	}, nil
 }
 
 // Automated reports whether automated sync is on.

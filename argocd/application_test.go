@@ -78,3 +78,45 @@ func TestMultiSourceApplicationWarns(t *testing.T) {
 		t.Errorf("PrimarySource = %+v, %v", src, ok)
 	}
 }
+
+func TestDecodeApplicationList(t *testing.T) {
+	tests := map[string]struct {
+		data         string
+		wantNames    []string
+		wantContinue string
+		wantInvalid  int
+		wantErr      bool
+	}{
+		"page with continue token": {
+			data:         `{"kind":"ApplicationList","metadata":{"continue":"abc"},"items":[{"metadata":{"name":"a","namespace":"argocd"}},{"metadata":{"name":"b","namespace":"argocd"}}]}`,
+			wantNames:    []string{"a", "b"},
+			wantContinue: "abc",
+		},
+		"a bad item does not hide the others": {
+			data:        `{"metadata":{},"items":[{"metadata":{"name":"a","namespace":"argocd"},"spec":{"syncPolicy":{"automated":"yes"}}},{"metadata":{"name":"b","namespace":"argocd"}},{"metadata":{"namespace":"argocd"}}]}`,
+			wantNames:   []string{"b"},
+			wantInvalid: 2,
+		},
+		"empty list": {data: `{"metadata":{},"items":[]}`},
+		"not json":   {data: `404 page not found`, wantErr: true},
+		"not a list": {data: `{"items":{}}`, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			apps, next, invalid, err := DecodeApplicationList([]byte(tc.data))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			var names []string
+			for _, a := range apps {
+				names = append(names, a.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tc.wantNames, ",") || next != tc.wantContinue || len(invalid) != tc.wantInvalid {
+				t.Errorf("got %v, continue %q, invalid %v", names, next, invalid)
+			}
+		})
+	}
+	if _, _, invalid, _ := DecodeApplicationList([]byte(tests["a bad item does not hide the others"].data)); !strings.Contains(invalid[0].Error(), "argocd/a") {
+		t.Errorf("invalid item not named: %v", invalid[0])
+	}
+}

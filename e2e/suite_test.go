@@ -33,8 +33,6 @@ type suite struct {
 	argo    *argocdharness.ArgoCD
 	github  *githubtest.Server
 	repoURL string
-	// initialSHA is the commit the gitops repository starts at.
-	initialSHA string
 }
 
 // TestArgoCD runs the scenarios against one real Argo CD. Each scenario is a subtest so
@@ -49,13 +47,15 @@ func TestArgoCD(t *testing.T) {
 
 func newSuite(t *testing.T) *suite {
 	t.Helper()
+	start := time.Now()
 	kube := kubetest.StartPrivate(t, kubetest.Options{})
 	gh := githubtest.New(t)
-	sha := gh.CreateRepo(t, "acme", "gitops", readTree(t, "testdata/gitops"), "main")
+	gh.CreateRepo(t, "acme", "gitops", readTree(t, "testdata/gitops"), "main")
 	// Argo CD reads the repository without credentials, like a public GitHub repo.
 	gh.SetPrivate(t, gitopsRepo, false)
 	argo := argocdharness.Start(t, kube.Config, argocdharness.Options{ApplicationNamespaces: []string{teamNamespace}})
-	return &suite{kube: kube, argo: argo, github: gh, repoURL: gh.CloneURL(gitopsRepo), initialSHA: sha}
+	t.Logf("e2e: api server, fake github and argo cd up in %s", time.Since(start).Round(time.Millisecond))
+	return &suite{kube: kube, argo: argo, github: gh, repoURL: gh.CloneURL(gitopsRepo)}
 }
 
 // readTree reads every file under dir into a path → content map for the fake GitHub.

@@ -329,3 +329,30 @@ func TestFitOutputClosesFence(t *testing.T) {
 		t.Fatalf("FitOutput = %q (len %d)", got, len(got))
 	}
 }
+
+func TestRenderCacheKeepsOutputWithinItsBound(t *testing.T) {
+	c, err := github.NewRenderCache(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := github.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Kustomize")
+	k2 := github.RenderKey("o/r", strings.Repeat("b", 40), "apps/web", "Kustomize")
+	if k1 == k2 || k1 != github.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Kustomize") {
+		t.Fatal("render keys are not a function of repository, commit, path and options")
+	}
+	if err := c.Store(k1, []byte("123456")); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Load(k1); !ok || string(got) != "123456" {
+		t.Fatalf("Load = %q %v", got, ok)
+	}
+	if err := c.Store(k2, []byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Load(k1); ok {
+		t.Fatal("the older entry survived past the size bound")
+	}
+	if got, ok := c.Load(k2); !ok || string(got) != "abcdef" {
+		t.Fatalf("newest entry: %q %v", got, ok)
+	}
+}

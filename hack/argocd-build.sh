@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a real Argo CD (the upstream multi-call binary: application-controller,
 # repo-server, CLI, ...) and the kustomize binary its repo-server executes, from their Go
-# modules into a per-user cache, once, and prints the directory that holds them.
+# modules into a per-user cache, once, and prints the directory that holds them. The
+# first build takes 7-10 minutes on 2 cores; later calls only print the directory.
 #
 # The directory contains:
 #   argocd                          the multi-call binary
@@ -15,6 +16,8 @@
 #
 # Usage: hack/argocd-build.sh            -> prints the directory
 # Env:   KUKIE_ARGOCD_VERSION            build only this version (no fallback)
+#        KUKIE_ARGOCD_TOOLCHAIN          GOTOOLCHAIN for a version other than the two
+#                                        below (default auto)
 #
 # The preferred version needs a newer Go than the project; the go command fetches that
 # toolchain for this build only. When it cannot be built, the older release that builds

@@ -3,7 +3,8 @@
 # application controller and repo server built by hack/argocd-build.sh, the kube-apiserver
 # and etcd built by hack/envtest-assets.sh, and redis-server from the system.
 #
-# Cold, the two builds take about 10 and 7 minutes on 2 cores; both are cached per user.
+# Cold, the two builds take about 10 minutes each on 2 cores; both are cached per user.
+# The tests themselves take about a minute.
 # Env: KUKIE_E2E_RUN      passed to go test -run (default: all scenarios)
 #      KUKIE_E2E_TIMEOUT  go test -timeout (default 20m)
 #      KUKIE_E2E_LOG_DIR  keep the logs of Redis, repo server and controller here
@@ -29,12 +30,17 @@ KUKIE_ARGOCD_DIR="${KUKIE_ARGOCD_DIR:-$(bash hack/argocd-build.sh)}"
 export KUKIE_ENVTEST_ASSETS KUKIE_ARGOCD_DIR
 echo "e2e: assets ready after $((SECONDS - start))s (argo cd $(cat "$KUKIE_ARGOCD_DIR/VERSION"))" >&2
 
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# The service under test, built here: the tests may run without network access.
+export KUKIE_E2E_SERVICE_BIN="$work/kukie-gitops"
+go build -o "$KUKIE_E2E_SERVICE_BIN" .
+
 args=(-tags e2e -race -count=1 -v -timeout "${KUKIE_E2E_TIMEOUT:-20m}")
 if [[ -n "${KUKIE_E2E_RUN:-}" ]]; then
   args+=(-run "$KUKIE_E2E_RUN")
 fi
-out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
+out="$work/go-test.log"
 set +e
 go test "${args[@]}" ./e2e/... 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"net/http"
+	"strconv"
 
 	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
 
 	"github.com/kukie/kukie-gitops/argocd"
 )
@@ -53,27 +56,42 @@ func (c *Cluster) applications(ctx context.Context, mode ReadMode) (*appSnapshot
 
 func (c *Cluster) listApplications(ctx context.Context) (*appSnapshot, error) {
 	var apps []argocd.Application
-	opts := metav1.ListOptions{Limit: listPageSize}
+	continueToken := ""
 	for {
-		list, err := c.dynamic.Resource(ApplicationResource).List(ctx, opts)
+		req := c.apps.Get().Resource(ApplicationResource.Resource).Param("limit", strconv.Itoa(listPageSize))
+		if continueToken != "" {
+			req = req.Param("continue", continueToken)
+		}
+		data, err := req.Do(ctx).Raw()
 		if err != nil {
 			return nil, err
 		}
-		for i := range list.Items {
-			app, err := argocd.ParseApplication(list.Items[i].Object)
-			if err != nil {
-				// The CRD's schema makes this rare; one unreadable Application must not
-				// hide the others.
-				zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", c.name).Msg("Skipping unreadable Application")
-				continue
-			}
-			apps = append(apps, app)
+		page, next, invalid, err := argocd.DecodeApplicationList(data)
+		if err != nil {
+			return nil, err
 		}
-		if list.GetContinue() == "" {
+		for _, err := range invalid {
+			// The CRD's schema makes this rare; one unreadable Application must not
+			// hide the others.
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", c.name).Msg("Skipping unreadable Application")
+		}
+		apps = append(apps, page...)
+		if next == "" {
 			return &appSnapshot{index: argocd.NewAppIndex(apps)}, nil
 		}
-		opts.Continue = list.GetContinue()
+		continueToken = next
 	}
+}
+
+// applicationsClient is a REST client for argoproj.io/v1alpha1 that returns JSON.
+func applicationsClient(cfg *rest.Config, httpClient *http.Client) (rest.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &schema.GroupVersion{Group: ApplicationResource.Group, Version: ApplicationResource.Version}
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	cfg.ContentType = runtime.ContentTypeJSON
+	cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	return rest.RESTClientForConfigAndClient(cfg, httpClient)
 }
 
 // notInstalledIfNotFound turns a 404 for the Application collection into
@@ -93,11 +111,11 @@ func (c *Cluster) GetApplication(ctx context.Context, namespace, name string, mo
 	op := fmt.Sprintf("get application %s/%s", namespace, name)
 	key := fmt.Sprintf("get %s %s/%s", ApplicationResource, namespace, name)
 	v, err := c.cached(ctx, c.reads, key, mode, op, func(ctx context.Context) (any, error) {
-		obj, err := c.dynamic.Resource(ApplicationResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		data, err := c.apps.Get().Namespace(namespace).Resource(ApplicationResource.Resource).Name(name).Do(ctx).Raw()
 		if err != nil {
 			return nil, err
 		}
-		return argocd.ParseApplication(obj.Object)
+		return argocd.DecodeApplication(data)
 	})
 	if err != nil {
 		if apierrors.IsNotFound(err) && !c.servesApplications(ctx) {

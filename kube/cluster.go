@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -132,9 +133,12 @@ func (o Options) withDefaults() Options {
 // Cluster is the client set of one cluster with its budgets and read cache. It is
 // safe for concurrent use and meant to live as long as the cluster's credentials.
 type Cluster struct {
-	name      string
-	opts      Options
-	dynamic   dynamic.Interface
+	name    string
+	opts    Options
+	dynamic dynamic.Interface
+	// apps reads Applications as raw JSON, decoded once into argocd types: decoding
+	// a large list through unstructured objects costs several times more.
+	apps      rest.Interface
 	discovery discovery.DiscoveryInterfaceWithContext
 	slots     *semaphore.Weighted
 	reads     *readCache
@@ -154,7 +158,9 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
-	// One HTTP client (and connection pool) for both clients of the cluster.
+	// One rate limit and one HTTP client (connection pool) for all clients of the
+	// cluster; each client would otherwise get a limiter of its own.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: http client: %w", name, err)
@@ -167,10 +173,15 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: discovery client: %w", name, err)
 	}
+	apps, err := applicationsClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: applications client: %w", name, err)
+	}
 	return &Cluster{
 		name:      name,
 		opts:      opts,
 		dynamic:   dyn,
+		apps:      apps,
 		discovery: discovery.ToDiscoveryInterfaceWithContext(disc),
 		slots:     semaphore.NewWeighted(int64(opts.Concurrency)),
 		reads:     newReadCache(opts.Clock, opts.CacheTTL, opts.RefreshFloor, opts.CallTimeout),

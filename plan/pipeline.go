@@ -168,6 +168,9 @@ func (p *Pipeline) Kick(code string) {
 // or shutdown).
 var errStopped = errors.New("run stopped")
 
+// errHookCrash marks a stop caused by a test hook, which behaves like a dead process.
+var errHookCrash = errors.New("simulated crash")
+
 // Submit validates and stores a request as a plan and decides its path at once, so
 // the caller learns right away whether a pull request will follow; the rest runs in
 // the background. The same (team, idempotency key) returns the existing plan.
@@ -229,7 +232,13 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 	if !claimed {
 		return nil // another worker runs it
 	}
-	defer func() { _ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), code, p.cfg.WorkerID) }()
+	crashed := false
+	defer func() {
+		// A simulated crash keeps its claim, as a dead process would, until it expires.
+		if !crashed {
+			_ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), code, p.cfg.WorkerID)
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return errStopped
@@ -244,14 +253,13 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 		if _, err := p.db.ClaimPlan(ctx, code, p.cfg.WorkerID, p.cfg.ClaimTTL); err != nil {
 			return err
 		}
-		next, done, err := p.step(ctx, pl)
-		if err != nil {
+		_, done, err := p.step(ctx, pl)
+		if errors.Is(err, errHookCrash) {
+			crashed = true
+		}
+		if err != nil || done {
 			return err
 		}
-		if done {
-			return nil
-		}
-		_ = next
 	}
 }
 
@@ -286,7 +294,7 @@ func (p *Pipeline) hook(code, step string) error {
 		return nil
 	}
 	if err := p.hooks.BeforeStep(code, step); err != nil {
-		return fmt.Errorf("%w: %v", errStopped, err)
+		return fmt.Errorf("%w: %w: %v", errStopped, errHookCrash, err)
 	}
 	return nil
 }

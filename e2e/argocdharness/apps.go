@@ -25,6 +25,10 @@ type Application struct {
 	// Automated turns on automated sync; SelfHeal additionally reverts live changes.
 	Automated bool
 	SelfHeal  bool
+	// SyncRetries, when set, replaces Argo CD's default for automated syncs (5 retries
+	// with backoff from 10 s, about 5 minutes in all before a sync is Failed) with this
+	// many retries one second apart.
+	SyncRetries *int64
 }
 
 // CreateApplication creates app in the API server.
@@ -43,6 +47,9 @@ func (a *ArgoCD) CreateApplication(t testing.TB, app Application) *unstructured.
 	}
 	if app.Automated {
 		syncPolicy["automated"] = map[string]any{"prune": true, "selfHeal": app.SelfHeal}
+	}
+	if app.SyncRetries != nil {
+		syncPolicy["retry"] = map[string]any{"limit": *app.SyncRetries, "backoff": map[string]any{"duration": "1s", "factor": int64(1), "maxDuration": "1s"}}
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
@@ -206,23 +213,25 @@ func (a *ArgoCD) mergePatch(t testing.TB, gvr schema.GroupVersionResource, names
 	}
 }
 
-// SyncStatus, SyncRevision, Health and OperationPhase read the Application status fields
-// the tests wait on.
+// SyncStatus reads status.sync.status (Synced, OutOfSync, Unknown).
 func SyncStatus(app *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
 	return s
 }
 
+// SyncRevision reads status.sync.revision, the commit the Application is compared to.
 func SyncRevision(app *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
 	return s
 }
 
+// Health reads status.health.status.
 func Health(app *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
 	return s
 }
 
+// OperationPhase reads status.operationState.phase of the last or running sync.
 func OperationPhase(app *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
 	return s

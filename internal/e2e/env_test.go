@@ -64,6 +64,14 @@ var (
 	deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
+// writers stands in for GitHub's collaborator permission endpoint, which the fake
+// does not serve: the logins listed may push.
+type writers map[string]bool
+
+func (w writers) CanWrite(_ context.Context, _ int64, _, login string) (bool, error) {
+	return w[login], nil
+}
+
 // service is the whole service as `serve` wires it, against envtest and the fake.
 type service struct {
 	t        *testing.T
@@ -84,9 +92,18 @@ type service struct {
 	repo       string // owner/name
 	repoURL    string // canonical URL
 	kubeconfig []byte
+	// newPipeline builds another pipeline process on the same database and services,
+	// for restart tests.
+	newPipeline func(plan.Hooks) *plan.Pipeline
+	runCtx      context.Context
 }
 
 func newService(t *testing.T, db *store.DB) *service {
+	t.Helper()
+	return newServiceWithHooks(t, db, plan.Hooks{})
+}
+
+func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service {
 	t.Helper()
 	ctx := context.Background()
 	s := &service{t: t, gh: githubtest.New(t), kube: kubetest.Start(t), db: db, logs: &syncBuffer{}, answers: &syncBuffer{},
@@ -118,19 +135,23 @@ func newService(t *testing.T, db *store.DB) *service {
 		t.Fatal(err)
 	}
 	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
-	s.pipeline = plan.New(db, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives},
-		plan.StoreConnections{DB: db}, plan.Config{
-			ClaimTTL: 5 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 30 * time.Second,
-			PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
-		}, plan.Hooks{})
-	t.Cleanup(s.pipeline.Close)
+	s.newPipeline = func(hooks plan.Hooks) *plan.Pipeline {
+		p := plan.New(db, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives},
+			plan.StoreConnections{DB: db}, plan.Config{
+				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 30 * time.Second,
+				PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
+			}, hooks)
+		t.Cleanup(p.Close)
+		return p
+	}
+	s.pipeline = s.newPipeline(hooks)
 
 	base := handler.Base{ClientCreator: cc, Store: db, App: app, WebHost: webHost, Revocations: s.pipeline}
 	inbox, err := handler.NewInbox(db, handler.InboxOptions{}, &handler.Installation{Base: base},
 		&handler.InstallationRepositories{Base: base}, &handler.PullRequest{Base: base, Pipeline: s.pipeline},
 		&handler.Push{Base: base, Pipeline: s.pipeline}, &handler.CheckRun{Base: base, Pipeline: s.pipeline},
 		&handler.CheckSuite{Base: base, Pipeline: s.pipeline},
-		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: handler.GitHubWriteAccess{Base: base}})
+		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: writers{githubtest.DefaultAuthor.Login: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +167,7 @@ func newService(t *testing.T, db *store.DB) *service {
 	s.gh.SetWebhookURL(s.http.URL + appcore.WebhookPath)
 
 	runCtx, stop := context.WithCancel(logger.WithContext(ctx))
+	s.runCtx = runCtx
 	done := make(chan struct{})
 	go func() { inbox.Run(runCtx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
@@ -291,7 +313,8 @@ func (s *service) waitFor(code, what string, cond func(change) bool) change {
 			return c
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("change %s never became %s: %+v (problem %+v)", code, what, c, c.Problem)
+			logs := s.logs.String()
+			s.t.Fatalf("change %s never became %s: %+v (problem %+v)\nlast log lines:\n%s", code, what, c, c.Problem, logs[max(0, len(logs)-4000):])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -329,6 +332,141 @@ func TestKustomizeImageAndNewResource(t *testing.T) {
 		s.waitStatus(nr.Code, "deployed")
 		if img := s.liveImage("worker"); img != "registry.example/worker:2.0.0" {
 			t.Fatalf("worker image %q", img)
+		}
+	})
+}
+
+// Acceptance 3 (second half): two different requests on the same file: the second
+// waits, then gets its own pull request on the new base once the first is merged.
+func TestSecondChangeOnTheSameFileWaits(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+		var first, second change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(4, "first"), http.StatusAccepted, &first)
+		first = s.waitStatus(first.Code, "pr_open")
+		s.mustJSON("POST", "/api/v1/changes", s.scale(6, "second"), http.StatusAccepted, &second)
+		second = s.waitStatus(second.Code, "waiting")
+		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
+			t.Fatalf("%d pull requests while the second change waits", n)
+		}
+		merge := s.gh.Merge(t, s.repo, int(first.PullRequest.Number), githubtest.MergeCommit)
+		second = s.waitStatus(second.Code, "pr_open")
+		if second.BaseSHA != merge {
+			t.Fatalf("second change based on %s, want the merge %s", second.BaseSHA, merge)
+		}
+		got, _ := s.gh.FileAt(t, s.repo, second.Branch, "apps/web/deployment.yaml")
+		if !strings.Contains(got, "replicas: 6") {
+			t.Fatalf("second branch:\n%s", got)
+		}
+		if removed, added := diffLines(second.GitDiff); len(removed) != 1 || len(added) != 1 || !strings.Contains(removed[0], "replicas: 4") {
+			t.Fatalf("second diff is not 4 → 6 on the new base:\n%s", second.GitDiff)
+		}
+	})
+}
+
+// Acceptance 4: the process dies between the commit and the pull request; a new
+// process resumes the plan: exactly one branch commit, one pull request, one check run.
+func TestRestartBetweenCommitAndPullRequest(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		died := make(chan struct{})
+		var once sync.Once
+		s := newServiceWithHooks(t, db, plan.Hooks{BeforeStep: func(code, step string) error {
+			if step == "pull_request" {
+				once.Do(func() { close(died) })
+				return errors.New("process killed")
+			}
+			return nil
+		}})
+		s.deployWeb("main")
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(4, ""), http.StatusAccepted, &c)
+		<-died
+		s.pipeline.Close()
+		c = s.get(c.Code)
+		if c.Status != "committing" || c.HeadSHA == "" || len(s.gh.PullRequests(t, s.repo)) != 0 {
+			t.Fatalf("before restart: %s head %q, %d PRs", c.Status, c.HeadSHA, len(s.gh.PullRequests(t, s.repo)))
+		}
+		commits := s.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits")
+
+		restarted := s.newPipeline(plan.Hooks{})
+		if err := restarted.Start(s.runCtx); err != nil {
+			t.Fatal(err)
+		}
+		c = s.waitStatus(c.Code, "pr_open")
+		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
+			t.Fatalf("%d pull requests after restart", n)
+		}
+		if n := len(s.gh.CheckRuns(t, s.repo, c.HeadSHA)); n != 1 {
+			t.Fatalf("%d check runs", n)
+		}
+		if n := s.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits"); n != commits {
+			t.Fatalf("the restart made %d more commits", n-commits)
+		}
+	})
+}
+
+// The check run's "Re-render" action, "Re-run" of the check suite and the /kukie
+// commands on the pull request reach the plan through their webhooks.
+func TestChecksAndCommands(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+		var c change
+		s.mustJSON("POST", "/api/v1/changes", s.scale(4, ""), http.StatusAccepted, &c)
+		c = s.waitStatus(c.Code, "pr_open")
+
+		reverified := func() int {
+			var full struct {
+				History []struct{ Step string } `json:"history"`
+			}
+			s.mustJSON("GET", "/api/v1/changes/"+c.Code, nil, http.StatusOK, &full)
+			n := 0
+			for _, h := range full.History {
+				if h.Step == "reverify" {
+					n++
+				}
+			}
+			return n
+		}
+		// Each trigger must add a re-verification. (GitHub's own check_suite
+		// "requested" for the new branch may add one more at any time, so counts
+		// only grow.)
+		for _, trigger := range []struct {
+			what string
+			fire func()
+		}{
+			{"the check run's Re-render action", func() { s.gh.RequestCheckRunAction(t, s.repo, c.CheckRun.ID, github.RerenderAction) }},
+			{"a re-run of the check suite", func() { s.gh.RerequestCheckSuite(t, s.repo, c.HeadSHA) }},
+			{"a /kukie rerender comment", func() {
+				s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), githubtest.DefaultAuthor, "/kukie rerender")
+			}},
+		} {
+			before := reverified()
+			trigger.fire()
+			s.waitFor(c.Code, "re-verified after "+trigger.what, func(change) bool { return reverified() > before })
+		}
+		if runs := s.gh.CheckRuns(t, s.repo, c.HeadSHA); len(runs) != 1 || runs[0].GetConclusion() != "success" {
+			t.Fatalf("re-verification left %d runs", len(runs))
+		}
+
+		stranger := githubtest.Author{Name: "Mallory", Email: "mallory@example.com", Login: "mallory"}
+		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), stranger, "/kukie cancel")
+		deadline := time.Now().Add(20 * time.Second)
+		for len(s.gh.IssueComments(t, s.repo, int(c.PullRequest.Number))) < 3 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		comments := s.gh.IssueComments(t, s.repo, int(c.PullRequest.Number))
+		if last := comments[len(comments)-1].GetBody(); !strings.Contains(last, "needs write access") {
+			t.Fatalf("no refusal reply to a stranger's command; last comment %q", last)
+		}
+		if got := s.get(c.Code); got.Status != "pr_open" {
+			t.Fatalf("a stranger's /kukie cancel moved the plan to %s", got.Status)
+		}
+		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), githubtest.DefaultAuthor, "/kukie cancel")
+		s.waitStatus(c.Code, "closed")
+		if pr := s.gh.PullRequests(t, s.repo)[0]; pr.GetState() != "closed" || pr.GetMerged() {
+			t.Fatalf("pull request %s merged=%v after cancel", pr.GetState(), pr.GetMerged())
 		}
 	})
 }

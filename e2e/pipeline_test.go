@@ -1,0 +1,329 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kukie/kukie-gitops/e2e/argocdharness"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+)
+
+// change is the part of the change API's answer the scenarios read, decoded the way a
+// client of the API would.
+type change struct {
+	Code    string `json:"code"`
+	Status  string `json:"status"`
+	Path    string `json:"path"`
+	Problem *struct {
+		Code   string `json:"code"`
+		Reason string `json:"reason"`
+	} `json:"problem"`
+	PullRequest *struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
+	CheckRun *struct {
+		Conclusion string `json:"conclusion"`
+	} `json:"check_run"`
+	HeadSHA    string `json:"head_sha"`
+	MergeSHA   string `json:"merge_sha"`
+	RollbackOf string `json:"rollback_of"`
+	Deployment *struct {
+		State        string `json:"state"`
+		Message      string `json:"message"`
+		SyncRevision string `json:"sync_revision"`
+		Phase        string `json:"phase"`
+	} `json:"deployment"`
+	History []struct {
+		To      string `json:"to"`
+		Message string `json:"message"`
+	} `json:"history"`
+}
+
+func (c change) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %s status %s path %s", c.Code, c.Status, c.Path)
+	if c.Problem != nil {
+		fmt.Fprintf(&b, ", problem %s: %s", c.Problem.Code, c.Problem.Reason)
+	}
+	if c.Deployment != nil {
+		fmt.Fprintf(&b, ", deployment %s (%s)", c.Deployment.State, c.Deployment.Message)
+	}
+	for _, h := range c.History {
+		fmt.Fprintf(&b, "\n  -> %s: %s", h.To, h.Message)
+	}
+	return b.String()
+}
+
+const (
+	ordersNamespace, ordersApp     = "e2e-orders", "orders"
+	paymentsNamespace, paymentsApp = "e2e-payments", "payments"
+)
+
+// testPipeline runs the scenarios of the change pipeline against one service: the
+// full loop, its rollback, and a deployment Argo CD cannot apply.
+func (s *suite) testPipeline(t *testing.T) {
+	svc := s.startService(t)
+	// The Applications exist before the service first reads the cluster: it shares
+	// Application reads for 10 s, and these scenarios are not about that cache.
+	s.deployApp(t, argocdharness.Application{Name: ordersApp, Path: "apps/orders", DestinationNamespace: ordersNamespace, Automated: true, SelfHeal: true})
+	// Running, as on a real cluster: the Deployment reports the generation it observed.
+	s.argo.PlayKubelet(t, ordersNamespace, "orders", true)
+	// Argo CD retries a failed automated sync five times over about five minutes
+	// before calling it Failed; one quick retry keeps the failure scenario short.
+	oneRetry := int64(1)
+	s.deployApp(t, argocdharness.Application{Name: paymentsApp, Path: "apps/payments", DestinationNamespace: paymentsNamespace, Automated: true, SyncRetries: &oneRetry})
+
+	var deployed string
+	t.Run("FullLoop", func(t *testing.T) { deployed = s.testFullLoop(t, svc) })
+	t.Run("Rollback", func(t *testing.T) { s.testRollback(t, svc, deployed) })
+	t.Run("FailedDeployment", func(t *testing.T) { s.testFailedDeployment(t, svc) })
+}
+
+// testFullLoop: chat request → PR with a verified check run → merge in the fake GitHub
+// → Argo CD syncs the merge commit → the plan is deployed, judged from the real
+// Application status and the Deployment's observedGeneration, and the cluster runs the
+// requested replicas. It returns the deployed plan's code.
+func (s *suite) testFullLoop(t *testing.T, svc *service) string {
+	requested := time.Now()
+	submitted := s.submitReplicas(t, svc, ordersNamespace, "orders", 4, "orders-scale-4")
+	deployed := s.shipChange(t, svc, submitted, requested, ordersNamespace, ordersApp, "orders", true)
+	if deployed.Deployment == nil || deployed.Deployment.SyncRevision != deployed.MergeSHA {
+		t.Errorf("deployment record %+v does not name the merge commit %s", deployed.Deployment, deployed.MergeSHA)
+	}
+	if n, err := s.replicas(context.Background(), ordersNamespace, "orders"); err != nil || n != 4 {
+		t.Fatalf("cluster runs %d replicas (%v), want 4", n, err)
+	}
+	return deployed.Code
+}
+
+// testRollback: the deployed change is reverted through the same pipeline: a revert
+// PR, merged, synced; the original plan is rolled_back and the value restored.
+func (s *suite) testRollback(t *testing.T, svc *service, deployed string) {
+	if deployed == "" {
+		t.Fatal("no deployed plan to roll back: FullLoop did not deploy one")
+	}
+	var rollback change
+	requested := time.Now()
+	svc.must(t, http.MethodPost, "/api/v1/changes/"+deployed+"/rollback",
+		map[string]any{"reason": "orders errors after scaling", "requested_by": "oncall@acme.example"}, http.StatusAccepted, &rollback)
+	if rollback.RollbackOf != deployed {
+		rollback = s.findRollback(t, svc, deployed)
+	}
+	// The revert changes replicas back; Argo CD applies it and the kubelet's part is
+	// played again so the Deployment reports the new generation. A rollback is done
+	// once Argo CD synced it, so the plan need not wait for the rollout.
+	s.shipChange(t, svc, rollback, requested, ordersNamespace, ordersApp, "orders", false)
+
+	original := s.waitPlan(t, svc, deployed, time.Minute, "rolled_back")
+	if original.Deployment == nil || original.Deployment.State != "rolled_back" {
+		t.Errorf("original plan's deployment record %+v, want state rolled_back", original.Deployment)
+	}
+	if n, err := s.replicas(context.Background(), ordersNamespace, "orders"); err != nil || n != 2 {
+		t.Fatalf("cluster runs %d replicas (%v) after the rollback, want 2 again", n, err)
+	}
+}
+
+// testFailedDeployment: a change the cluster accepted in the pre-PR dry-run is
+// refused when Argo CD applies it after merge, because an admission policy arrived in
+// between (the way a platform team's policy change lands between review and merge).
+// The plan ends deploy_failed with Argo CD's message.
+func (s *suite) testFailedDeployment(t *testing.T, svc *service) {
+	const ns, app, policyMessage = paymentsNamespace, paymentsApp, "payments may run at most 5 replicas"
+
+	submitted := s.submitReplicas(t, svc, ns, "payments", 7, "payments-scale-7")
+	opened := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "pr_open")
+	s.denyReplicasAbove(t, ns, 5, policyMessage)
+
+	merged := time.Now()
+	mergeSHA := s.github.Merge(t, gitopsRepo, opened.PullRequest.Number, githubtest.MergeCommit)
+	s.argo.HardRefresh(t, argocdharness.Namespace, app)
+	s.argo.WaitApplication(t, argocdharness.Namespace, app, 2*time.Minute, "failed sync of the merge commit", func(u *unstructured.Unstructured) bool {
+		rev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
+		return rev == mergeSHA && argocdharness.OperationPhase(u) == "Failed"
+	})
+	failed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deploy_failed")
+	if failed.Deployment == nil || !strings.Contains(failed.Deployment.Message, policyMessage) {
+		t.Fatalf("deploy_failed without Argo CD's message (%q): %s", policyMessage, failed)
+	}
+	t.Logf("e2e: plan %s deploy_failed %s after the merge: %s", failed.Code, time.Since(merged).Round(time.Millisecond), failed.Deployment.Message)
+	if n, err := s.replicas(context.Background(), ns, "payments"); err != nil || n != 2 {
+		t.Errorf("cluster runs %d replicas (%v), want the refused change not applied (2)", n, err)
+	}
+}
+
+// submitReplicas asks for a replicas change as the chat integration does.
+func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name string, replicas int, key string) change {
+	t.Helper()
+	var c change
+	svc.must(t, http.MethodPost, "/api/v1/changes", map[string]any{
+		"cluster": serviceCluster,
+		"target":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name},
+		"change":  map[string]any{"replicas": map[string]any{"count": replicas}},
+		"reason":  fmt.Sprintf("scale %s to %d for the launch", name, replicas), "requested_by": "dev@acme.example",
+		"idempotency_key": key,
+	}, http.StatusAccepted, &c)
+	if c.Path != "git" {
+		t.Fatalf("submitted change takes path %q, want git: %s", c.Path, c)
+	}
+	return c
+}
+
+// shipChange follows a plan from its pull request to deployed: it checks the PR and
+// its check run on the fake GitHub, merges, lets Argo CD sync the merge commit
+// (refreshed at once, as Argo CD's own GitHub webhook would), plays the kubelet for
+// the changed Deployment, and waits for the plan to be deployed. With awaitRollout the
+// plan must first be seen waiting for the Deployment to observe its new generation:
+// a sync alone does not make a change deployed.
+func (s *suite) shipChange(t *testing.T, svc *service, submitted change, requested time.Time, namespace, app, deployment string, awaitRollout bool) change {
+	t.Helper()
+	opened := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "pr_open")
+	if opened.CheckRun == nil || opened.CheckRun.Conclusion != "success" || opened.PullRequest == nil {
+		t.Fatalf("pull request opened without a successful check run: %s", opened)
+	}
+	var checked bool
+	for _, run := range s.github.CheckRuns(t, gitopsRepo, opened.HeadSHA) {
+		if run.GetName() == "kukie/render" && run.GetConclusion() == "success" {
+			checked = true
+		}
+	}
+	if !checked {
+		t.Fatalf("fake github has no successful kukie/render check run on %s", opened.HeadSHA)
+	}
+	t.Logf("e2e: plan %s request to verified PR #%d in %s", opened.Code, opened.PullRequest.Number, time.Since(requested).Round(time.Millisecond))
+
+	merged := time.Now()
+	mergeSHA := s.github.Merge(t, gitopsRepo, opened.PullRequest.Number, githubtest.MergeCommit)
+	s.argo.HardRefresh(t, argocdharness.Namespace, app)
+	_, synced := s.waitSynced(t, argocdharness.Namespace, app, mergeSHA, 2*time.Minute)
+	t.Logf("e2e: argo cd synced merge commit %s %s after the merge", mergeSHA[:8], synced.Round(time.Millisecond))
+	if awaitRollout {
+		s.waitPlanUntil(t, svc, submitted.Code, time.Minute, "the plan waiting for the rollout of the synced merge commit", func(c change) bool {
+			return c.Status == "deploying" && c.Deployment != nil && c.Deployment.SyncRevision == mergeSHA && c.Deployment.Phase == "Succeeded"
+		})
+	}
+	s.argo.PlayKubelet(t, namespace, deployment, true)
+	deployed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deployed")
+	if deployed.MergeSHA != mergeSHA {
+		t.Errorf("plan records merge commit %s, the fake github merged %s", deployed.MergeSHA, mergeSHA)
+	}
+	t.Logf("e2e: plan %s deployed %s after the merge", deployed.Code, time.Since(merged).Round(time.Millisecond))
+	return deployed
+}
+
+// waitPlan polls the change API until the plan reaches status.
+func (s *suite) waitPlan(t *testing.T, svc *service, code string, timeout time.Duration, status string) change {
+	t.Helper()
+	return s.waitPlanUntil(t, svc, code, timeout, "status "+status, func(c change) bool { return c.Status == status })
+}
+
+// waitPlanUntil polls the change API until done accepts the plan; a plan that ends in
+// a final state done does not accept fails the test at once.
+func (s *suite) waitPlanUntil(t *testing.T, svc *service, code string, timeout time.Duration, what string, done func(change) bool) change {
+	t.Helper()
+	final := map[string]bool{"deployed": true, "deploy_failed": true, "rolled_back": true, "refused": true, "closed": true, "failed": true}
+	var last change
+	argocdharness.Wait(t, timeout, "plan "+code+": "+what, func(ctx context.Context) (bool, error) {
+		if err := svc.call(ctx, http.MethodGet, "/api/v1/changes/"+code, nil, http.StatusOK, &last); err != nil {
+			return false, err
+		}
+		if done(last) {
+			return true, nil
+		}
+		if final[last.Status] {
+			t.Fatalf("plan ended %s while waiting for %s: %s", last.Status, what, last)
+		}
+		return false, fmt.Errorf("%s", last)
+	})
+	return last
+}
+
+// findRollback returns the plan that reverts code.
+func (s *suite) findRollback(t *testing.T, svc *service, code string) change {
+	t.Helper()
+	var found change
+	argocdharness.Wait(t, 30*time.Second, "rollback plan of "+code, func(ctx context.Context) (bool, error) {
+		var list struct {
+			Changes []change `json:"changes"`
+		}
+		if err := svc.call(ctx, http.MethodGet, "/api/v1/changes?cluster="+serviceCluster, nil, http.StatusOK, &list); err != nil {
+			return false, err
+		}
+		for _, c := range list.Changes {
+			if c.RollbackOf == code {
+				found = c
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
+var (
+	admissionPolicies = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
+	admissionBindings = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+)
+
+// denyReplicasAbove installs a ValidatingAdmissionPolicy (evaluated inside the API
+// server, no webhook needed) that refuses Deployments in namespace with more than max
+// replicas, and waits until the API server enforces it.
+func (s *suite) denyReplicasAbove(t *testing.T, namespace string, max int, message string) {
+	t.Helper()
+	name := "replica-cap-" + namespace
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"failurePolicy": "Fail",
+			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+				"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"},
+				"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"deployments"},
+			}}},
+			"validations": []any{map[string]any{
+				"expression": fmt.Sprintf("object.spec.replicas <= %d", max),
+				"message":    message,
+			}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"policyName":        name,
+			"validationActions": []any{"Deny"},
+			"matchResources": map[string]any{"namespaceSelector": map[string]any{
+				"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace},
+			}},
+		},
+	}}
+	ctx := context.Background()
+	for _, obj := range []struct {
+		gvr schema.GroupVersionResource
+		u   *unstructured.Unstructured
+	}{{admissionPolicies, policy}, {admissionBindings, binding}} {
+		if _, err := s.argo.Dynamic.Resource(obj.gvr).Create(ctx, obj.u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s %s: %v", obj.u.GetKind(), name, err)
+		}
+		gvr := obj.gvr
+		t.Cleanup(func() { _ = s.argo.Dynamic.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	// Policies take effect once the API server has compiled them; probe with a
+	// server-side dry-run of the refused value.
+	argocdharness.Wait(t, time.Minute, "admission policy "+name+" in force", func(ctx context.Context) (bool, error) {
+		patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, max+1))
+		_, err := s.argo.Dynamic.Resource(deploymentsResource).Namespace(namespace).
+			Patch(ctx, "payments", types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), message), err
+	})
+}
