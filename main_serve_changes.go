@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/kube"
@@ -19,13 +18,6 @@ import (
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
-)
-
-// Sizes of the on-disk caches of the change pipeline.
-const (
-	archiveCacheBytes = 2 << 30
-	// deployTimeoutEnv overrides plan.DefaultDeployTimeout (a Go duration, "20m").
-	deployTimeoutEnv = "KUKIE_PIPELINE_DEPLOY_TIMEOUT"
 )
 
 func init() {
@@ -58,11 +50,12 @@ func init() {
 var changes = &changeWiring{}
 
 type changeWiring struct {
-	mu       sync.Mutex
-	env      serveEnv
-	clusters plan.KubeClusters
-	pipeline *plan.Pipeline
-	built    bool
+	mu            sync.Mutex
+	env           serveEnv
+	clusters      plan.KubeClusters
+	clustersBuilt bool
+	pipeline      *plan.Pipeline
+	built         bool
 }
 
 var errPipelineUnavailable = errors.New("the change pipeline needs a configured GitHub App (github.app_id and the private key)")
@@ -73,7 +66,7 @@ func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) erro
 		return nil, err
 	}
 	changes.mu.Lock()
-	changes.env, changes.clusters = env, clusters
+	changes.env = env
 	changes.mu.Unlock()
 	api := &server.ChangesAPI{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
 	api.Mount(env.Server)
@@ -93,7 +86,15 @@ func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) erro
 	}, nil
 }
 
+// kubeClusters returns the process's access to registered clusters, built on first
+// use: the pipeline, the change API and the repository suggestions share one
+// registry, so one cluster has one client set, rate limit and read cache.
 func (w *changeWiring) kubeClusters(env serveEnv) (plan.KubeClusters, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.clustersBuilt {
+		return w.clusters, nil
+	}
 	box := &sealed.Box{}
 	if env.Config.Encryption.Key.IsSet() {
 		key, err := env.Config.EncryptionKey()
@@ -104,7 +105,9 @@ func (w *changeWiring) kubeClusters(env serveEnv) (plan.KubeClusters, error) {
 			return plan.KubeClusters{}, err
 		}
 	}
-	return plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box}, nil
+	w.clusters = plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
+	w.clustersBuilt = true
+	return w.clusters, nil
 }
 
 // events builds the pipeline the first time a handler is built (when the App's
@@ -128,26 +131,39 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 		return nil, errPipelineUnavailable
 	}
 	env := w.env
-	cacheDir, err := os.UserCacheDir()
-	if err != nil {
-		cacheDir = os.TempDir()
-	}
-	archives, err := github.NewArchiveCache(filepath.Join(cacheDir, "kukie-gitops"), archiveCacheBytes, github.DefaultArchiveLimits)
+	archives, err := github.NewArchiveCache(archiveCacheDir(env.Config.Pipeline), env.Config.Pipeline.ArchiveCacheBytes, github.DefaultArchiveLimits)
 	if err != nil {
 		return nil, err
 	}
-	cfg := plan.Config{PublicURL: env.Config.Server.PublicURL, BotLogin: b.App.BotLogin()}
-	if v := os.Getenv(deployTimeoutEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s=%q is not a positive duration", deployTimeoutEnv, v)
-		}
-		cfg.DeployTimeout = d
-	}
 	host, _ := os.Hostname()
-	cfg.WorkerID = host + "-" + store.NewID()
 	return plan.New(env.DB, w.clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
-		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
+		plan.StoreConnections{DB: env.DB}, pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID()), plan.Hooks{}), nil
+}
+
+// pipelineConfig is the pipeline's configuration from the service's (validated) one.
+func pipelineConfig(cfg config.Config, botLogin, workerID string) plan.Config {
+	return plan.Config{
+		WorkerID:      workerID,
+		ClaimTTL:      cfg.Pipeline.ClaimTTL,
+		DeployTimeout: cfg.Pipeline.DeployTimeout,
+		DeployPoll:    cfg.Pipeline.DeployPollInterval,
+		PublicURL:     cfg.Server.PublicURL,
+		BotLogin:      botLogin,
+	}
+}
+
+// archiveCacheDir is pipeline.cache_dir, or kukie-gitops in the user's cache
+// directory (the temporary directory when there is none, as for a user without a
+// home).
+func archiveCacheDir(p config.Pipeline) string {
+	if p.CacheDir != "" {
+		return p.CacheDir
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "kukie-gitops")
 }
 
 func (w *changeWiring) get() *plan.Pipeline {

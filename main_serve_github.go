@@ -68,11 +68,16 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	if err != nil {
 		return nil, err
 	}
+	clusters, err := changes.kubeClusters(env)
+	if err != nil {
+		return nil, err
+	}
 	api := &appcore.API{
 		Store:         env.DB,
 		WebHost:       webHost,
 		WebhookSecret: cfg.GitHub.WebhookSecret,
 		Credentials:   credentials,
+		AppRepos:      appcore.ApplicationRepos{Clusters: clusters},
 	}
 	base := handler.Base{Store: env.DB, WebHost: webHost, Revocations: lazyPipeline{}}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Application is the part of an Argo CD Application (argoproj.io/v1alpha1) that the
@@ -14,8 +15,13 @@ type Application struct {
 	Namespace string
 	// Generation is metadata.generation, bumped on every spec change.
 	Generation int64
-	Spec       AppSpec
-	Status     AppStatus
+	// ManifestGeneratePaths is the ManifestGeneratePathsAnnotation, verbatim: the
+	// paths whose changes refresh the app. Only this annotation is kept, as
+	// Applications often carry large ones (last-applied-configuration) that the
+	// service never reads.
+	ManifestGeneratePaths string
+	Spec                  AppSpec
+	Status                AppStatus
 }
 
 // Key returns the Application's namespace and name.
@@ -37,6 +43,42 @@ type AppSource struct {
 	TargetRevision string `json:"targetRevision,omitempty"`
 	Chart          string `json:"chart,omitempty"`
 	Ref            string `json:"ref,omitempty"`
+	// Kustomize and Directory are the source options Argo CD applies when it
+	// renders the source.
+	Kustomize *AppSourceKustomize `json:"kustomize,omitempty"`
+	Directory *AppSourceDirectory `json:"directory,omitempty"`
+}
+
+// ManifestGeneratePathsAnnotation is Argo CD's annotation naming the paths an
+// Application's manifests depend on.
+const ManifestGeneratePathsAnnotation = "argocd.argoproj.io/manifest-generate-paths"
+
+// AppSourceKustomize is spec.source.kustomize: settings Argo CD turns into
+// "kustomize edit" calls before building.
+type AppSourceKustomize struct {
+	NamePrefix        string            `json:"namePrefix,omitempty"`
+	NameSuffix        string            `json:"nameSuffix,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	CommonLabels      map[string]string `json:"commonLabels,omitempty"`
+	CommonAnnotations map[string]string `json:"commonAnnotations,omitempty"`
+	// Images are "kustomize edit set image" arguments.
+	Images     []string               `json:"images,omitempty"`
+	Replicas   []AppKustomizeReplicas `json:"replicas,omitempty"`
+	Components []string               `json:"components,omitempty"`
+}
+
+// AppKustomizeReplicas is one entry of spec.source.kustomize.replicas; Argo CD
+// accepts the count as a number or a string.
+type AppKustomizeReplicas struct {
+	Name  string             `json:"name"`
+	Count intstr.IntOrString `json:"count"`
+}
+
+// AppSourceDirectory is spec.source.directory.
+type AppSourceDirectory struct {
+	Recurse bool   `json:"recurse,omitempty"`
+	Include string `json:"include,omitempty"`
+	Exclude string `json:"exclude,omitempty"`
 }
 
 // AppDestination is spec.destination.
@@ -155,9 +197,10 @@ const (
 // applicationObject mirrors the JSON layout of an Application for decoding.
 type applicationObject struct {
 	Metadata struct {
-		Name       string `json:"name"`
-		Namespace  string `json:"namespace"`
-		Generation int64  `json:"generation"`
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace"`
+		Generation  int64             `json:"generation"`
+		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec   AppSpec   `json:"spec"`
 	Status AppStatus `json:"status"`
@@ -259,8 +302,10 @@ func (o *applicationObject) application() (Application, error) {
 		Name:       o.Metadata.Name,
 		Namespace:  o.Metadata.Namespace,
 		Generation: o.Metadata.Generation,
-		Spec:       o.Spec,
-		Status:     o.Status,
+		// Read from the decoded map, then dropped with it.
+		ManifestGeneratePaths: o.Metadata.Annotations[ManifestGeneratePathsAnnotation],
+		Spec:                  o.Spec,
+		Status:                o.Status,
 	}, nil
 }
 

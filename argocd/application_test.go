@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,51 @@ func TestDecodeApplicationList(t *testing.T) {
 	}
 	if _, _, invalid, _ := DecodeApplicationList([]byte(tests["a bad item does not hide the others"].data)); !strings.Contains(invalid[0].Error(), "argocd/a") {
 		t.Errorf("invalid item not named: %v", invalid[0])
+	}
+}
+
+func TestApplicationSourceOptionsAndGeneratePaths(t *testing.T) {
+	const doc = `{
+	  "metadata": {"name": "api", "namespace": "argocd", "annotations": {
+	    "argocd.argoproj.io/manifest-generate-paths": ".;/shared",
+	    "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+	  "spec": {"source": {"repoURL": "https://github.com/acme/deploy", "path": "apps/api",
+	    "kustomize": {"namePrefix": "prod-", "nameSuffix": "-x", "namespace": "shop",
+	      "commonLabels": {"team": "shop"}, "commonAnnotations": {"owner": "shop"},
+	      "images": ["registry.example/api:1.4.2"], "components": ["../components/tls"],
+	      "replicas": [{"name": "api", "count": 3}, {"name": "worker", "count": "2"}]},
+	    "directory": {"recurse": true, "include": "{a,b}/*.yaml", "exclude": "*-test.yaml"}}}
+	}`
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	decoders := map[string]func() (Application, error){
+		"json":         func() (Application, error) { return DecodeApplication([]byte(doc)) },
+		"unstructured": func() (Application, error) { return ParseApplication(obj) },
+	}
+	for name, decode := range decoders {
+		t.Run(name, func(t *testing.T) {
+			a, err := decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ManifestGeneratePaths != ".;/shared" {
+				t.Errorf("generate paths %q", a.ManifestGeneratePaths)
+			}
+			k := a.Spec.Source.Kustomize
+			if k == nil || k.NamePrefix != "prod-" || k.NameSuffix != "-x" || k.Namespace != "shop" ||
+				k.CommonLabels["team"] != "shop" || k.CommonAnnotations["owner"] != "shop" ||
+				len(k.Images) != 1 || k.Images[0] != "registry.example/api:1.4.2" || len(k.Components) != 1 {
+				t.Fatalf("kustomize options %+v", k)
+			}
+			if len(k.Replicas) != 2 || k.Replicas[0].Count.IntValue() != 3 || k.Replicas[1].Count.IntValue() != 2 {
+				t.Fatalf("replicas %+v", k.Replicas)
+			}
+			d := a.Spec.Source.Directory
+			if d == nil || !d.Recurse || d.Include != "{a,b}/*.yaml" || d.Exclude != "*-test.yaml" {
+				t.Fatalf("directory options %+v", d)
+			}
+		})
 	}
 }

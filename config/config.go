@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -51,6 +52,10 @@ const (
 	// EncryptionKeyBytes is the size of the key that encrypts stored credentials
 	// (AES-256).
 	EncryptionKeyBytes = 32
+	// DefaultArchiveCacheBytes bounds the on-disk cache of repository archives.
+	DefaultArchiveCacheBytes = 2 << 30
+	// MinArchiveCacheBytes keeps the cache large enough to hold a repository at all.
+	MinArchiveCacheBytes = 16 << 20
 )
 
 // Config is every setting of the service.
@@ -61,6 +66,7 @@ type Config struct {
 	Auth       Auth       `yaml:"auth" json:"auth"`
 	Encryption Encryption `yaml:"encryption" json:"encryption"`
 	Log        Log        `yaml:"log" json:"log"`
+	Pipeline   Pipeline   `yaml:"pipeline" json:"pipeline"`
 }
 
 // Server holds HTTP settings; zero durations take the server package's defaults.
@@ -119,6 +125,26 @@ type Log struct {
 	Level  string `yaml:"level" json:"level"`   // trace, debug, info, warn, error
 }
 
+// Pipeline tunes the change pipeline. Default fills in the plan package's defaults,
+// and Validate requires every value to be positive.
+type Pipeline struct {
+	// DeployTimeout bounds how long a merged change may take to be synced and
+	// healthy before its plan is deploy_failed.
+	DeployTimeout time.Duration `yaml:"deploy_timeout" json:"deploy_timeout"`
+	// DeployPollInterval is how often a deploying change's Application and target
+	// resource are read.
+	DeployPollInterval time.Duration `yaml:"deploy_poll_interval" json:"deploy_poll_interval"`
+	// ClaimTTL is how long a worker's claim on a plan lasts without renewal; another
+	// replica resumes the plans of a crashed worker after it.
+	ClaimTTL time.Duration `yaml:"claim_ttl" json:"claim_ttl"`
+	// CacheDir holds the repository archive cache; the user's cache directory
+	// (…/kukie-gitops) when empty.
+	CacheDir string `yaml:"cache_dir" json:"cache_dir"`
+	// ArchiveCacheBytes bounds the archive cache on disk; the least recently used
+	// archives are removed beyond it.
+	ArchiveCacheBytes int64 `yaml:"archive_cache_bytes" json:"archive_cache_bytes"`
+}
+
 // DatabaseURL is the URL to open: the secret one when set, else the plain one, else
 // the default SQLite file.
 func (c Config) DatabaseURL() secret.Secret {
@@ -148,6 +174,12 @@ func Default() Config {
 	return Config{
 		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL},
 		Log:    Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Pipeline: Pipeline{
+			DeployTimeout:      plan.DefaultDeployTimeout,
+			DeployPollInterval: plan.DefaultDeployPoll,
+			ClaimTTL:           plan.DefaultClaimTTL,
+			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
+		},
 	}
 }
 

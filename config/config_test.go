@@ -133,6 +133,29 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"pipeline settings from yaml, environment wins": {
+			yaml: "pipeline:\n  deploy_timeout: 40m\n  deploy_poll_interval: 10s\n  claim_ttl: 5m\n  cache_dir: /var/cache/kukie\n",
+			env:  map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "1h", "KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES": "1073741824"},
+			check: func(t *testing.T, c Config) {
+				want := Pipeline{DeployTimeout: time.Hour, DeployPollInterval: 10 * time.Second, ClaimTTL: 5 * time.Minute,
+					CacheDir: "/var/cache/kukie", ArchiveCacheBytes: 1 << 30}
+				if c.Pipeline != want {
+					t.Fatalf("pipeline = %+v, want %+v", c.Pipeline, want)
+				}
+			},
+		},
+		"pipeline defaults": {
+			check: func(t *testing.T, c Config) {
+				if c.Pipeline.DeployTimeout != 15*time.Minute || c.Pipeline.DeployPollInterval != 5*time.Second ||
+					c.Pipeline.ClaimTTL != 2*time.Minute || c.Pipeline.ArchiveCacheBytes != DefaultArchiveCacheBytes || c.Pipeline.CacheDir != "" {
+					t.Fatalf("pipeline defaults = %+v", c.Pipeline)
+				}
+			},
+		},
+		"pipeline duration that does not parse": {
+			env:     map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "20 minutes"},
+			wantErr: []string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", "not a duration"},
+		},
 		"unknown yaml key": {
 			yaml:    "server:\n  adress: 0.0.0.0:9000\n",
 			wantErr: []string{"adress"},
@@ -291,6 +314,30 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Server.ReadTimeout = -time.Second },
 			want:    []string{"server.read_timeout must not be negative"},
+		},
+		"zero deploy timeout": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Pipeline.DeployTimeout = 0 },
+			want:    []string{"pipeline.deploy_timeout must be a positive duration"},
+			count:   1,
+		},
+		"negative pipeline durations": {
+			profile: Production,
+			edit: func(c *Config) {
+				c.Pipeline.DeployTimeout, c.Pipeline.DeployPollInterval, c.Pipeline.ClaimTTL = -time.Minute, -time.Second, -time.Second
+			},
+			want:  []string{"pipeline.deploy_timeout", "pipeline.deploy_poll_interval", "pipeline.claim_ttl"},
+			count: 3,
+		},
+		"deploy poll not shorter than the timeout": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Pipeline.DeployTimeout, c.Pipeline.DeployPollInterval = time.Minute, time.Minute },
+			want:    []string{"pipeline.deploy_poll_interval (1m0s) must be shorter than pipeline.deploy_timeout (1m0s)"},
+		},
+		"archive cache too small": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Pipeline.ArchiveCacheBytes = 1024 },
+			want:    []string{"pipeline.archive_cache_bytes must be at least"},
 		},
 		"unknown profile": {
 			profile: "staging",

@@ -76,6 +76,11 @@ var envSettings = []envSetting{
 	{"KUKIE_ENCRYPTION_KEY_FILE", str(func(c *Config) *string { return &c.Encryption.KeyFile })},
 	{"KUKIE_LOG_FORMAT", str(func(c *Config) *string { return &c.Log.Format })},
 	{"KUKIE_LOG_LEVEL", str(func(c *Config) *string { return &c.Log.Level })},
+	{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployTimeout })},
+	{"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployPollInterval })},
+	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
+	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
+	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 }
 
 // Variables read by the process but not settings of Config.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -101,6 +102,26 @@ func (c Config) Validate(profile Profile) error {
 	}
 	if _, err := zerolog.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
 		add("log.level %q: want trace, debug, info, warn or error", c.Log.Level)
+	}
+
+	for _, f := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"pipeline.deploy_timeout", c.Pipeline.DeployTimeout},
+		{"pipeline.deploy_poll_interval", c.Pipeline.DeployPollInterval},
+		{"pipeline.claim_ttl", c.Pipeline.ClaimTTL},
+	} {
+		if f.value <= 0 {
+			add("%s must be a positive duration such as 30s or 15m, got %s", f.name, f.value)
+		}
+	}
+	if c.Pipeline.DeployPollInterval > 0 && c.Pipeline.DeployTimeout > 0 && c.Pipeline.DeployPollInterval >= c.Pipeline.DeployTimeout {
+		add("pipeline.deploy_poll_interval (%s) must be shorter than pipeline.deploy_timeout (%s), or a deployment is never checked before it times out",
+			c.Pipeline.DeployPollInterval, c.Pipeline.DeployTimeout)
+	}
+	if c.Pipeline.ArchiveCacheBytes < MinArchiveCacheBytes {
+		add("pipeline.archive_cache_bytes must be at least %d (16 MiB), got %d", MinArchiveCacheBytes, c.Pipeline.ArchiveCacheBytes)
 	}
 
 	switch profile {

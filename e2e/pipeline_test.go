@@ -125,7 +125,15 @@ func (s *suite) testRollback(t *testing.T, svc *service, deployed string) {
 	// once Argo CD synced it, so the plan need not wait for the rollout.
 	s.shipChange(t, svc, rollback, requested, ordersNamespace, ordersApp, "orders", false)
 
-	original := s.waitPlan(t, svc, deployed, time.Minute, "rolled_back")
+	// The original plan is marked right after its rollback deployed; until then it
+	// is still deployed, which the generic wait would take for an end.
+	var original change
+	argocdharness.Wait(t, time.Minute, "plan "+deployed+" rolled_back", func(ctx context.Context) (bool, error) {
+		if err := svc.call(ctx, http.MethodGet, "/api/v1/changes/"+deployed, nil, http.StatusOK, &original); err != nil {
+			return false, err
+		}
+		return original.Status == "rolled_back", fmt.Errorf("%s", original)
+	})
 	if original.Deployment == nil || original.Deployment.State != "rolled_back" {
 		t.Errorf("original plan's deployment record %+v, want state rolled_back", original.Deployment)
 	}
@@ -142,7 +150,10 @@ func (s *suite) testFailedDeployment(t *testing.T, svc *service) {
 	const ns, app, policyMessage = paymentsNamespace, paymentsApp, "payments may run at most 5 replicas"
 
 	submitted := s.submitReplicas(t, svc, ns, "payments", 7, "payments-scale-7")
-	opened := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "pr_open")
+	opened := s.waitChecked(t, svc, submitted.Code)
+	if opened.CheckRun.Conclusion != "success" {
+		t.Fatalf("check run concluded %q before the policy existed, want success: %s", opened.CheckRun.Conclusion, opened)
+	}
 	s.denyReplicasAbove(t, ns, 5, policyMessage)
 
 	merged := time.Now()
@@ -187,7 +198,7 @@ func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name strin
 // a sync alone does not make a change deployed.
 func (s *suite) shipChange(t *testing.T, svc *service, submitted change, requested time.Time, namespace, app, deployment string, awaitRollout bool) change {
 	t.Helper()
-	opened := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "pr_open")
+	opened := s.waitChecked(t, svc, submitted.Code)
 	if opened.CheckRun == nil || opened.CheckRun.Conclusion != "success" || opened.PullRequest == nil {
 		t.Fatalf("pull request opened without a successful check run: %s", opened)
 	}
@@ -219,6 +230,15 @@ func (s *suite) shipChange(t *testing.T, svc *service, submitted change, request
 	}
 	t.Logf("e2e: plan %s deployed %s after the merge", deployed.Code, time.Since(merged).Round(time.Millisecond))
 	return deployed
+}
+
+// waitChecked waits until the plan's pull request is open and its check run has
+// concluded.
+func (s *suite) waitChecked(t *testing.T, svc *service, code string) change {
+	t.Helper()
+	return s.waitPlanUntil(t, svc, code, 2*time.Minute, "an open pull request with a concluded check run", func(c change) bool {
+		return c.Status == "pr_open" && c.PullRequest != nil && c.CheckRun != nil && c.CheckRun.Conclusion != ""
+	})
 }
 
 // waitPlan polls the change API until the plan reaches status.

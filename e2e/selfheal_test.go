@@ -43,14 +43,14 @@ func (s *suite) testSelfHealAndManualDrift(t *testing.T) {
 		})
 		t.Logf("e2e: self-heal reverted a direct scale in %s", reverted.Round(time.Millisecond))
 
-		// The revert is Argo CD's automated self-heal sync, not a coincidence.
-		app, err := s.argo.GetApplication(context.Background(), argocdharness.Namespace, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if automated, _, _ := unstructured.NestedBool(app.Object, "status", "operationState", "operation", "initiatedBy", "automated"); !automated {
-			t.Errorf("last operation was not started by automation: %s", argocdharness.StatusSummary(app))
-		}
+		// The revert is Argo CD's self-heal: an automated sync of the drifted resources
+		// that counts as a self-heal attempt (autoHealAttemptsCount; the first sync
+		// counts none).
+		s.argo.WaitApplication(t, argocdharness.Namespace, name, time.Minute, "a finished self-heal sync", func(u *unstructured.Unstructured) bool {
+			automated, _, _ := unstructured.NestedBool(u.Object, "status", "operationState", "operation", "initiatedBy", "automated")
+			attempts, _, _ := unstructured.NestedInt64(u.Object, "status", "operationState", "operation", "sync", "autoHealAttemptsCount")
+			return automated && attempts > 0 && argocdharness.OperationPhase(u) == "Succeeded"
+		})
 	})
 
 	t.Run("manual app goes OutOfSync and the detail shows why", func(t *testing.T) {

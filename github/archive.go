@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	gh "github.com/google/go-github/v62/github"
 	"golang.org/x/sync/singleflight"
@@ -359,10 +360,14 @@ func TarballFetcher(client *gh.Client, owner, repo, sha string) Fetcher {
 }
 
 // RenderCache keeps rendered output of one application at one commit (keyed by
-// repository, SHA and the render options) on disk in a size-bounded LRU.
+// repository, SHA and the render options) on disk in a size-bounded LRU. Entries hold
+// what the repository holds (Secret values included), so they live with the same
+// permissions as the extracted trees.
 type RenderCache struct {
 	root string
 	lru  *diskLRU
+
+	hits, misses atomic.Int64
 }
 
 // NewRenderCache opens a cache under dir holding at most maxBytes.
@@ -388,24 +393,49 @@ func RenderKey(repo, sha, appPath, options string) string {
 func (c *RenderCache) Load(key string) ([]byte, bool) {
 	file, ok := c.lru.acquire(key)
 	if !ok {
+		c.misses.Add(1)
 		return nil, false
 	}
 	defer c.lru.release(key)
 	b, err := os.ReadFile(file)
 	if err != nil {
+		c.misses.Add(1)
 		return nil, false
 	}
+	c.hits.Add(1)
 	return b, true
 }
 
-// Store records output for key.
+// Store records output for key. The entry appears whole or not at all: a
+// concurrent Load of the same key never reads a partly written file.
 func (c *RenderCache) Store(key string, out []byte) error {
+	tmp, err := os.CreateTemp(c.root, key+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write render cache entry: %w", err)
+	}
+	_, werr := tmp.Write(out)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write render cache entry: %w", err)
+	}
 	file := filepath.Join(c.root, key)
-	if err := os.WriteFile(file, out, 0o600); err != nil {
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("write render cache entry: %w", err)
 	}
 	c.lru.add(key, file, int64(len(out)))
 	return nil
+}
+
+// RenderCacheStats counts lookups since the cache was opened.
+type RenderCacheStats struct {
+	Hits, Misses int64
+}
+
+// Stats returns the lookups answered from the cache and those that were not.
+func (c *RenderCache) Stats() RenderCacheStats {
+	return RenderCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
 }
 
 // diskLRU tracks files or folders on disk by key and removes the least recently used

@@ -355,4 +355,37 @@ func TestRenderCacheKeepsOutputWithinItsBound(t *testing.T) {
 	if got, ok := c.Load(k2); !ok || string(got) != "abcdef" {
 		t.Fatalf("newest entry: %q %v", got, ok)
 	}
+	if st := c.Stats(); st.Hits != 2 || st.Misses != 1 {
+		t.Fatalf("stats %+v, want 2 hits and 1 miss", st)
+	}
+}
+
+func TestRenderCacheEntriesAppearWhole(t *testing.T) {
+	c, err := github.NewRenderCache(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := github.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Directory")
+	small, large := []byte("v1"), bytes.Repeat([]byte("x"), 64<<10)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			out := small
+			if i%2 == 1 {
+				out = large
+			}
+			if err := c.Store(key, out); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if got, ok := c.Load(key); ok && !bytes.Equal(got, small) && !bytes.Equal(got, large) {
+				t.Errorf("read a partly written entry of %d bytes", len(got))
+			}
+		}()
+	}
+	wg.Wait()
 }

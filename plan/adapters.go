@@ -122,6 +122,15 @@ func (g GitHubRepos) ClosePull(ctx context.Context, inst int64, repo string, num
 	return github.ClosePull(ctx, c, owner, name, number)
 }
 
+// DeleteBranch implements Repos.
+func (g GitHubRepos) DeleteBranch(ctx context.Context, inst int64, repo, branch string) error {
+	c, owner, name, err := g.client(inst, repo)
+	if err != nil {
+		return err
+	}
+	return github.DeleteBranch(ctx, c, owner, name, branch)
+}
+
 // PublishCheckRun implements Repos.
 func (g GitHubRepos) PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error) {
 	c, owner, name, err := g.client(inst, repo)

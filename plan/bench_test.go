@@ -110,9 +110,9 @@ type timedRenderer struct {
 	t *timed
 }
 
-func (r timedRenderer) Plan(ctx context.Context, req render.Request) (*render.Result, error) {
+func (r timedRenderer) Plan(ctx context.Context, at plan.Commit, req render.Request) (*render.Result, error) {
 	defer r.t.since(&r.t.render, time.Now())
-	return r.RenderEngine.Plan(ctx, req)
+	return r.RenderEngine.Plan(ctx, at, req)
 }
 
 type timedRepos struct {

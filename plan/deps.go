@@ -49,12 +49,18 @@ func (e *DryRunRejection) Error() string {
 	return "the cluster rejects " + e.Object + ": " + e.Message
 }
 
-// Renderer locates, edits and verifies a change (package render).
+// Renderer locates, edits and verifies a change (package render). The result's
+// Changed objects are what the server-side dry-run sends to the cluster.
 type Renderer interface {
-	Plan(ctx context.Context, req render.Request) (*render.Result, error)
-	// ChangedObjects returns the after-render of the objects res changes, for the
-	// server-side dry-run; nil when not available.
-	ChangedObjects(ctx context.Context, req render.Request, res *render.Result) ([]map[string]any, error)
+	// Plan plans req, whose RepoDir holds the tree of the commit at: renders of
+	// that tree may be reused by commit.
+	Plan(ctx context.Context, at Commit, req render.Request) (*render.Result, error)
+}
+
+// Commit names one commit of a repository ("owner/name").
+type Commit struct {
+	Repo string
+	SHA  string
 }
 
 // Repos is what the pipeline does on GitHub, as one installation of the App. Repos
@@ -70,6 +76,9 @@ type Repos interface {
 	GetPull(ctx context.Context, inst int64, repo string, number int64) (github.PullRequest, error)
 	EditPull(ctx context.Context, inst int64, repo string, number int64, title, body string) error
 	ClosePull(ctx context.Context, inst int64, repo string, number int64) error
+	// DeleteBranch removes a kukie/ branch (never another); a branch already gone is
+	// not an error.
+	DeleteBranch(ctx context.Context, inst int64, repo, branch string) error
 	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
 	Contains(ctx context.Context, inst int64, repo, ancestor, head string) (bool, error)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -107,7 +109,7 @@ type lineRenderer struct{ renders int }
 
 var replicasLine = regexp.MustCompile(`(?m)^  replicas: \d+$`)
 
-func (r *lineRenderer) Plan(_ context.Context, req render.Request) (*render.Result, error) {
+func (r *lineRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request) (*render.Result, error) {
 	r.renders++
 	old, err := os.ReadFile(filepath.Join(req.RepoDir, webFile))
 	if err != nil {
@@ -123,11 +125,8 @@ func (r *lineRenderer) Plan(_ context.Context, req render.Request) (*render.Resu
 		ClusterDiff: []render.ObjectDiff{{App: req.App, APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web",
 			Action: "modified", Changes: []render.FieldChange{{Path: "spec.replicas", Before: "3", After: "4"}}}},
 		Verification: render.Verification{Verified: true, Apps: []render.AppVerification{{App: req.App, Objects: 1, Changed: 1}}},
+		Changed:      []render.ChangedObject{{App: req.App, Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}},
 	}, nil
-}
-
-func (r *lineRenderer) ChangedObjects(context.Context, render.Request, *render.Result) ([]map[string]any, error) {
-	return []map[string]any{{"apiVersion": "apps/v1", "kind": "Deployment"}}, nil
 }
 
 type connections struct {
@@ -450,6 +449,13 @@ func TestPipelineRefusals(t *testing.T) {
 					return r
 				},
 				wantCode: plan.CodePathMismatch,
+			},
+			"kustomize replicas Argo CD cannot render": {
+				setup: func(e *env) {
+					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{
+						Replicas: []argocd.AppKustomizeReplicas{{Name: "web", Count: intstr.FromString("many")}}}
+				},
+				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRefused,
 			},
 		}
 		for name, tc := range tests {

@@ -130,7 +130,7 @@ func clusterDiffText(pay Payload) string {
 func clusterCheckLine(pay Payload) string {
 	switch pay.ClusterCheck {
 	case ClusterCheckPassed:
-		return "Cluster check: the changed objects were accepted by a server-side dry-run."
+		return "Cluster check: **checked against the cluster**: the changed objects were accepted by a server-side dry-run."
 	case ClusterCheckUnreachable, ClusterCheckSkipped:
 		return "Cluster check: **not checked against the cluster** (" + pay.ClusterCheckNote + ")."
 	}

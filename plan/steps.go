@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,7 +192,7 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 
 // renderApps turns the cluster's Applications that deploy from repo at branch into
 // render's view, so an edit that leaks into another app is caught.
-func renderApps(apps []argocd.Application, repo, branch string) []render.Application {
+func renderApps(apps []argocd.Application, repo, branch string) ([]render.Application, error) {
 	var out []render.Application
 	for _, a := range apps {
 		src, ok := a.PrimarySource()
@@ -206,14 +207,49 @@ func renderApps(apps []argocd.Application, repo, branch string) []render.Applica
 		if rev != "" && rev != "HEAD" && rev != branch {
 			continue
 		}
-		path := src.Path
-		if path == "" {
-			path = "."
+		app, err := renderApp(a, src)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, render.Application{Name: a.Key().String(), Path: path,
-			SourceType: render.SourceType(a.SourceType()), Namespace: a.Spec.Destination.Namespace})
+		out = append(out, app)
 	}
-	return out
+	return out, nil
+}
+
+// renderApp is render's view of one Application: what Argo CD applies when it
+// renders the source (its kustomize and directory options) and the paths whose
+// changes refresh it.
+func renderApp(a argocd.Application, src argocd.AppSource) (render.Application, error) {
+	app := render.Application{Name: a.Key().String(), Path: src.Path, SourceType: render.SourceType(a.SourceType()),
+		Namespace: a.Spec.Destination.Namespace, ManifestGeneratePaths: a.ManifestGeneratePaths}
+	if app.Path == "" {
+		app.Path = "."
+	}
+	if k := src.Kustomize; k != nil {
+		if app.SourceType == "" {
+			app.SourceType = render.SourceKustomize // as Argo CD reads an explicit kustomize block
+		}
+		app.Kustomize = render.KustomizeOptions{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace,
+			CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations, Images: k.Images, Components: k.Components}
+		for _, r := range k.Replicas {
+			count, err := strconv.ParseInt(r.Count.String(), 10, 64)
+			if err != nil {
+				// Argo CD cannot render it either.
+				return render.Application{}, fmt.Errorf("application %s: spec.source.kustomize.replicas count %q for %s is not an integer", app.Name, r.Count.String(), r.Name)
+			}
+			if app.Kustomize.Replicas == nil {
+				app.Kustomize.Replicas = map[string]int64{}
+			}
+			app.Kustomize.Replicas[r.Name] = count
+		}
+	}
+	if d := src.Directory; d != nil {
+		if app.SourceType == "" {
+			app.SourceType = render.SourceDirectory
+		}
+		app.Directory = render.DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
+	}
+	return app, nil
 }
 
 func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
@@ -231,13 +267,16 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
 	}
 	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps := renderApps(apps, pl.Repo, branch.Name)
+	rapps, err := renderApps(apps, pl.Repo, branch.Name)
+	if err != nil {
+		return nil, &Error{Code: CodeRefused, Reason: err.Error()}
+	}
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}
 	req := render.Request{RepoDir: snap.Dir, Apps: rapps, App: appKey, Change: change,
 		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
-	res, err := p.render.Plan(ctx, req)
+	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal
 	if errors.As(err, &ref) {
 		return nil, &Error{Code: CodeRefused, Reason: ref.Reason, Details: ref}
@@ -253,10 +292,11 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	}
 	pay.VerificationResult = verificationSummary(res.Verification)
 
-	objs, err := p.render.ChangedObjects(ctx, req, res)
+	objs := make([]map[string]any, len(res.Changed))
+	for i, c := range res.Changed {
+		objs[i] = c.Object
+	}
 	switch {
-	case err != nil:
-		pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, err.Error()
 	case len(objs) == 0:
 		pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, "no changed object to send to the cluster"
 	default:

@@ -84,7 +84,8 @@ func actorOf(ctx context.Context) string {
 }
 
 // PullClosed handles a closed pull request of a kukie branch: merged → merged (then
-// deployment tracking), otherwise closed. Locks are released and waiters woken.
+// deployment tracking), otherwise closed. Locks are released and waiters woken, and
+// the plan's branch is deleted.
 func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error {
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
 	if err != nil || !ok {
@@ -104,17 +105,47 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number i
 		}
 		return to, "pull_request", fmt.Sprintf("pull request #%d %s", number, to), nil
 	})
-	if errors.Is(err, errNothingToDo) {
+	switch {
+	case errors.Is(err, errNothingToDo):
+		// Already moved (a cancel closed the PR, or this is a retry): the branch
+		// may still be there.
+		if saved, err = p.db.PlanByCode(ctx, pl.Code); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		p.releaseAndWake(ctx, saved)
+		if merged {
+			p.Kick(saved.Code)
+		}
+	}
+	return p.deleteBranch(ctx, saved)
+}
+
+// deleteBranch removes the branch of a plan whose pull request is over, so merged
+// and closed plans leave no kukie/ branches behind, and records it. Plans still
+// before or at an open PR keep theirs. A failure is returned so the webhook is
+// retried; the branch is looked up first, so a retry records nothing twice.
+func (p *Pipeline) deleteBranch(ctx context.Context, pl store.Plan) error {
+	switch Status(pl.Status) {
+	case StatusMerged, StatusClosed, StatusDeploying, StatusDeployed, StatusDeployFailed, StatusRolledBack:
+	default:
 		return nil
 	}
-	if err != nil {
+	if pl.PRNumber == 0 || !strings.HasPrefix(pl.Branch, github.BranchPrefix) {
+		return nil
+	}
+	if _, exists, err := p.repos.BranchHead(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil || !exists {
 		return err
 	}
-	p.releaseAndWake(ctx, saved)
-	if merged {
-		p.Kick(saved.Code)
+	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+		return fmt.Errorf("delete branch of plan %s: %w", pl.Code, err)
 	}
-	return nil
+	_, err := p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
+		return Status(cur.Status), "branch", "branch " + pl.Branch + " deleted", nil
+	})
+	return err
 }
 
 var errNothingToDo = errors.New("nothing to do")

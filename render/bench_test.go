@@ -214,7 +214,7 @@ func BenchmarkPlanSharedFolder200(b *testing.B) {
 // 30-object overlay app; the before-render is cached, as within a plan.
 func BenchmarkVerify(b *testing.B) {
 	repo, apps := monorepo(b, 1, 1, 30, 0)
-	p, err := newPlanner(Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
+	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
 		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc03"},
 		Change: Change{Replicas: &Replicas{Count: 5}}})
 	if err != nil {
@@ -255,7 +255,7 @@ func BenchmarkVerify(b *testing.B) {
 // BenchmarkCompare times the field-by-field comparison alone.
 func BenchmarkCompare(b *testing.B) {
 	repo, apps := monorepo(b, 1, 1, 30, 0)
-	p, err := newPlanner(Request{RepoDir: repo, Apps: apps, App: apps[0].Name, Target: Target{APIVersion: "v1", Kind: "x", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name, Target: Target{APIVersion: "v1", Kind: "x", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -71,13 +71,18 @@ func sourceKey(app Application) string {
 // between callers and must not be modified.
 func (r *renderer) render(v *view, app Application, origin bool) ([]*object, error) {
 	k := renderKey{view: v, source: sourceKey(app), origin: origin && app.SourceType == SourceKustomize}
+	return r.load(k, func() ([]*object, error) { return renderApp(v, app, k.origin) })
+}
+
+// load returns the result cached under k, computing it with build once.
+func (r *renderer) load(k renderKey, build func() ([]*object, error)) ([]*object, error) {
 	r.mu.Lock()
 	res, ok := r.cache[k]
 	r.mu.Unlock()
 	if ok {
 		return res.objs, res.err
 	}
-	objs, err := renderApp(v, app, k.origin)
+	objs, err := build()
 	r.mu.Lock()
 	r.cache[k] = renderResult{objs: objs, err: err}
 	r.mu.Unlock()

@@ -11,7 +11,13 @@
 // with Argo CD's default options; plain directories as their parsed documents), and
 // accepts the edit only when each rendered object equals the before-render plus the
 // requested change, field by field. Otherwise it returns a [*Refusal] with a stable
-// code and a reason.
+// code and a reason. A verified [Result] also carries the after-render of the
+// changed objects, for a server-side dry-run (never serialised: they are the real
+// objects).
+//
+// [Render] renders one Application without planning anything; its output may be
+// kept (for example by commit, through [EncodeObjects]) and handed back to Plan as
+// the before-render through [Request].BeforeRender.
 //
 // The package is pure: it reads the repository directory it is handed (read only,
 // confined to that directory, symlinks that leave it refused), never writes to it,

@@ -199,3 +199,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// applied returns a copy of the object as Argo CD applies it for an Application
+// with the destination namespace: a namespaced object without a namespace gets it.
+func (o *object) applied(destination string) map[string]any {
+	body, _ := deepCopy(o.body).(map[string]any)
+	if ns := effectiveNamespace(o.apiVersion, o.kind, o.namespace, destination); ns != "" && o.namespace == "" {
+		meta, _ := body["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			body["metadata"] = meta
+		}
+		meta["namespace"] = ns
+	}
+	return body
+}

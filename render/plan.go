@@ -28,7 +28,7 @@ const (
 // *Refusal (use errors.As) when no edit can be proven right; other errors are
 // failures to read the repository. The repository directory is never modified.
 func Plan(ctx context.Context, req Request) (*Result, error) {
-	p, err := newPlanner(req)
+	p, err := newPlanner(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,8 @@ func Plan(ctx context.Context, req Request) (*Result, error) {
 
 // planner holds the state of one Plan call.
 type planner struct {
+	// ctx is the Plan call's context, for the caller's BeforeRender.
+	ctx     context.Context
 	req     Request
 	t       *tree
 	primary Application
@@ -60,7 +62,7 @@ type appReach struct {
 	err  error
 }
 
-func newPlanner(req Request) (*planner, error) {
+func newPlanner(ctx context.Context, req Request) (*planner, error) {
 	if err := req.Change.validate(); err != nil {
 		return nil, refuse(CodeInvalidRequest, "%v", err)
 	}
@@ -106,6 +108,7 @@ func newPlanner(req Request) (*planner, error) {
 		return nil, err
 	}
 	return &planner{
+		ctx:        ctx,
 		req:        req,
 		t:          t,
 		primary:    *primary,
@@ -551,8 +554,15 @@ func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*R
 			Attempts: attempts,
 		},
 	}
+	namespaces := map[string]string{}
+	for _, a := range p.apps {
+		namespaces[a.Name] = a.Namespace
+	}
 	for _, c := range vr.changes {
 		res.ClusterDiff = append(res.ClusterDiff, objectDiff(c.app, c.key, c.before, c.after))
+		if c.after != nil {
+			res.Changed = append(res.Changed, ChangedObject{App: c.app, Object: c.after.applied(namespaces[c.app])})
+		}
 	}
 	for _, f := range c.paths() {
 		e := FileEdit{Path: f, New: c.files[f], Created: c.created[f]}
@@ -609,7 +619,17 @@ func (p *planner) editFile(v *view, file string, doc int, ops ...yamledit.Op) ([
 }
 
 // render renders app from v. Only the primary app's before-render carries origins:
-// locating reads them, and every other render is faster without.
+// locating reads them, and every other render is faster without. The caller's
+// BeforeRender, when set, supplies every before-render (with origins).
 func (p *planner) render(v *view, app Application) ([]*object, error) {
+	if v == p.before && p.req.BeforeRender != nil {
+		return p.r.load(renderKey{view: v, source: sourceKey(app), origin: true}, func() ([]*object, error) {
+			objs, err := p.req.BeforeRender(p.ctx, app)
+			if err != nil {
+				return nil, err
+			}
+			return importObjects(app, objs)
+		})
+	}
 	return p.r.render(v, app, v == p.before && app.Name == p.primary.Name)
 }

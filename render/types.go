@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -166,6 +167,11 @@ type Request struct {
 	// Target is the object to change; ignored for NewResource.
 	Target Target
 	Change Change
+	// BeforeRender, when set, supplies the render of an Application from RepoDir as
+	// given (before the edit), for example from a cache keyed by commit. It must
+	// return what Render returns for RepoDir and the app; Plan still renders every
+	// edited tree itself. When nil, Plan renders the before-state too.
+	BeforeRender func(ctx context.Context, app Application) ([]Object, error)
 }
 
 // Result is a verified edit.
@@ -181,6 +187,20 @@ type Result struct {
 	ClusterDiff  []ObjectDiff `json:"cluster_diff"`
 	Warnings     []Warning    `json:"warnings,omitempty"`
 	Verification Verification `json:"verification"`
+	// Changed holds the after-render of every object the edit changes or adds, per
+	// affected Application (removed objects have none), in ClusterDiff's order: the
+	// objects a server-side dry-run sends to the cluster. They are the real objects,
+	// Secret values included, so they are never serialised with the Result
+	// (json:"-"); ClusterDiff is what people see.
+	Changed []ChangedObject `json:"-"`
+}
+
+// ChangedObject is one object of an affected Application after the edit, as Argo
+// CD would apply it: a namespaced object without a namespace carries the
+// Application's destination namespace.
+type ChangedObject struct {
+	App    string
+	Object map[string]any
 }
 
 // FileEdit is the new content of one file. Old is nil for a created file.

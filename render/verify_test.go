@@ -85,7 +85,7 @@ func TestVerifyCatchesWrongEdits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, err := newPlanner(Request{RepoDir: repo, Apps: apps[:1], App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: tc.change})
+			p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps[:1], App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: tc.change})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestVerifyCatchesWrongEdits(t *testing.T) {
 	}
 
 	t.Run("other app", func(t *testing.T) {
-		p, err := newPlanner(Request{RepoDir: repo, Apps: apps, App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+		p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
 // Package argocdharness runs a real Argo CD — the application controller and the repo
 // server built by hack/argocd-build.sh, with Redis from the operating system — against
 // the kube-apiserver started by kube/kubetest, so end-to-end tests can check what the
-// service reads from Argo CD against what Argo CD really writes and does.
+// service reads from Argo CD against what Argo CD really writes and does. StartProcess
+// runs further programs the same way, such as the service itself.
 //
 // Everything the harness starts listens on 127.0.0.1, except the application
 // controller's metrics port, which Argo CD always binds on all interfaces. Test binaries

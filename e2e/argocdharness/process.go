@@ -42,6 +42,9 @@ func StartProcess(t testing.TB, name string, env []string, path string, args ...
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if m, err := p.Memory(); err == nil && p.running() {
+			t.Logf("e2e: %s memory at the end: %s", p.name, m)
+		}
 		if t.Failed() {
 			t.Logf("last lines of %s (%s):\n%s", p.name, p.logPath, p.LogTail(40))
 		}

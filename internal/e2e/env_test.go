@@ -64,14 +64,6 @@ var (
 	deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
-// writers stands in for GitHub's collaborator permission endpoint, which the fake
-// does not serve: the logins listed may push.
-type writers map[string]bool
-
-func (w writers) CanWrite(_ context.Context, _ int64, _, login string) (bool, error) {
-	return w[login], nil
-}
-
 // service is the whole service as `serve` wires it, against envtest and the fake.
 type service struct {
 	t        *testing.T
@@ -80,7 +72,9 @@ type service struct {
 	db       *store.DB
 	http     *httptest.Server
 	pipeline *plan.Pipeline
-	logs     *syncBuffer
+	// renders caches before-renders by commit, as serve does.
+	renders *github.RenderCache
+	logs    *syncBuffer
 	// answers records every API answer body, for the secret scan.
 	answers *syncBuffer
 
@@ -112,6 +106,8 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 
 	s.gh.CreateRepo(t, "acme", "deploy", repoFiles(t), "main")
 	installation := s.gh.CreateInstallation(t, "acme", "deploy")
+	// The person who comments commands may push; everyone else only reads.
+	s.gh.SetPermission(t, s.repo, githubtest.DefaultAuthor.Login, githubtest.RoleWrite)
 
 	cfg := github.Config{AppID: s.gh.AppID(), PrivateKey: s.gh.PrivateKeyPEM(), APIURL: s.gh.APIURL(), WebURL: s.gh.URL()}
 	cc, err := github.NewClientCreator(cfg, prometheus.NewRegistry())
@@ -134,9 +130,12 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.renders, err = github.NewRenderCache(t.TempDir(), 64<<20); err != nil {
+		t.Fatal(err)
+	}
 	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
 	s.newPipeline = func(hooks plan.Hooks) *plan.Pipeline {
-		p := plan.New(db, clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives},
+		p := plan.New(db, clusters, plan.RenderEngine{Renders: s.renders}, plan.GitHubRepos{Clients: cc, Archives: archives},
 			plan.StoreConnections{DB: db}, plan.Config{
 				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 30 * time.Second,
 				PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
@@ -151,7 +150,7 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 		&handler.InstallationRepositories{Base: base}, &handler.PullRequest{Base: base, Pipeline: s.pipeline},
 		&handler.Push{Base: base, Pipeline: s.pipeline}, &handler.CheckRun{Base: base, Pipeline: s.pipeline},
 		&handler.CheckSuite{Base: base, Pipeline: s.pipeline},
-		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: writers{githubtest.DefaultAuthor.Login: true}})
+		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: handler.GitHubWriteAccess{Base: base}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,7 @@ func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 		if n := s.liveReplicas(); n != 4 {
 			t.Fatalf("live replicas %d after deploy", n)
 		}
+		s.waitFor(c.Code, "without its branch after the merge", func(change) bool { return s.gh.Head(t, s.repo, c.Branch) == "" })
 
 		var rb change
 		s.mustJSON("POST", "/api/v1/changes/"+c.Code+"/rollback", map[string]any{"reason": "error rate up"}, http.StatusAccepted, &rb)
@@ -278,8 +279,8 @@ func TestKustomizeImageAndNewResource(t *testing.T) {
 			"reason":  "ship the fix for the timeout", "requested_by": "bob",
 		}, http.StatusAccepted, &c)
 		c = s.waitStatus(c.Code, "pr_open")
-		if c.CheckRun == nil || c.CheckRun.Conclusion != "success" {
-			t.Fatalf("check run %+v", c.CheckRun)
+		if c.CheckRun == nil || c.CheckRun.Conclusion != "success" || c.ClusterCheck != "passed" {
+			t.Fatalf("check run %+v, cluster check %q (the overlay's after-render goes to a server-side dry-run)", c.CheckRun, c.ClusterCheck)
 		}
 		removed, added := diffLines(c.GitDiff)
 		if len(removed) != 1 || len(added) != 1 || strings.TrimSpace(added[0]) != "newTag: 1.5.0" || !strings.Contains(c.GitDiff, overlay+"/kustomization.yaml") {
@@ -306,6 +307,9 @@ func TestKustomizeImageAndNewResource(t *testing.T) {
 			"reason":      "background jobs need their own worker", "requested_by": "carol",
 		}, http.StatusAccepted, &nr)
 		nr = s.waitStatus(nr.Code, "pr_open")
+		if nr.ClusterCheck != "passed" {
+			t.Errorf("new resources: cluster check %q, want passed", nr.ClusterCheck)
+		}
 		kust, _ := s.gh.FileAt(t, s.repo, nr.Branch, overlay+"/kustomization.yaml")
 		var newFile string
 		for _, l := range strings.Split(nr.GitDiff, "\n") {
@@ -450,23 +454,25 @@ func TestChecksAndCommands(t *testing.T) {
 			t.Fatalf("re-verification left %d runs", len(runs))
 		}
 
-		stranger := githubtest.Author{Name: "Mallory", Email: "mallory@example.com", Login: "mallory"}
-		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), stranger, "/kukie cancel")
+		reader := githubtest.Author{Name: "Mallory", Email: "mallory@example.com", Login: "mallory"}
+		s.gh.SetPermission(t, s.repo, reader.Login, githubtest.RoleRead)
+		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), reader, "/kukie cancel")
 		deadline := time.Now().Add(20 * time.Second)
 		for len(s.gh.IssueComments(t, s.repo, int(c.PullRequest.Number))) < 3 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		comments := s.gh.IssueComments(t, s.repo, int(c.PullRequest.Number))
 		if last := comments[len(comments)-1].GetBody(); !strings.Contains(last, "needs write access") {
-			t.Fatalf("no refusal reply to a stranger's command; last comment %q", last)
+			t.Fatalf("no refusal reply to a read-only user's command; last comment %q", last)
 		}
 		if got := s.get(c.Code); got.Status != "pr_open" {
-			t.Fatalf("a stranger's /kukie cancel moved the plan to %s", got.Status)
+			t.Fatalf("a read-only user's /kukie cancel moved the plan to %s", got.Status)
 		}
 		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), githubtest.DefaultAuthor, "/kukie cancel")
 		s.waitStatus(c.Code, "closed")
 		if pr := s.gh.PullRequests(t, s.repo)[0]; pr.GetState() != "closed" || pr.GetMerged() {
 			t.Fatalf("pull request %s merged=%v after cancel", pr.GetState(), pr.GetMerged())
 		}
+		s.waitFor(c.Code, "without its branch after the cancel", func(change) bool { return s.gh.Head(t, s.repo, c.Branch) == "" })
 	})
 }

@@ -41,6 +41,8 @@ type repo struct {
 	checkRuns        []*checkRun
 	checkSuites      map[string]int64 // head SHA → check suite id
 	tarballDownloads int
+	// roles are the repository roles given to people with SetPermission, by account id.
+	roles map[int64]string
 }
 
 func (rp *repo) fullName() string { return rp.owner.login + "/" + rp.name }

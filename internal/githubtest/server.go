@@ -194,6 +194,7 @@ func (s *Server) routeTable() []route {
 	routes = append(routes, s.pullRoutes()...)
 	routes = append(routes, s.checkRoutes()...)
 	routes = append(routes, s.commentRoutes()...)
+	routes = append(routes, s.collaboratorRoutes()...)
 	routes = append(routes, s.archiveRoutes()...)
 	routes = append(routes, s.smartHTTPRoutes()...)
 	return routes

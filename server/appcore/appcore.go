@@ -65,8 +65,8 @@ type API struct {
 	Credentials *sealed.Box
 	// Inbox, when set, is woken for each stored delivery.
 	Inbox Waker
-	// AppRepos, when set, reads the clusters' Applications for suggestions; until
-	// then suggestions list the connected repositories only.
+	// AppRepos reads the clusters' Applications for repository suggestions
+	// (ApplicationRepos); without it the suggestions endpoint answers 503.
 	AppRepos ApplicationRepoLister
 	// StateTTL defaults to DefaultStateTTL.
 	StateTTL time.Duration

@@ -337,6 +337,10 @@ func (a *API) suggestRepos(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if a.AppRepos == nil {
+		server.WriteError(w, http.StatusServiceUnavailable, "suggestions_unavailable", "this server does not read clusters' Applications")
+		return
+	}
 	conns, err := a.Store.ListRepoConnections(r.Context(), c.ID)
 	if err != nil {
 		internalError(w, r, err)
@@ -345,22 +349,6 @@ func (a *API) suggestRepos(w http.ResponseWriter, r *http.Request) {
 	byRepo := map[string]store.RepoConnection{}
 	for _, conn := range conns {
 		byRepo[conn.Repo] = conn
-	}
-	if a.AppRepos == nil {
-		out := make([]repoJSON, 0, len(conns))
-		for _, conn := range conns {
-			item, err := a.describeConnection(r, c.TeamID, conn)
-			if err != nil {
-				internalError(w, r, err)
-				return
-			}
-			out = append(out, item)
-		}
-		server.WriteJSON(w, http.StatusOK, map[string]any{
-			"cluster": c.Name, "source": "connections", "suggestions": out,
-			"note": "the cluster's Applications are not read yet, so only the repositories already connected are listed",
-		})
-		return
 	}
 	urls, err := a.AppRepos.RepoURLs(r.Context(), c)
 	if err != nil {
@@ -373,7 +361,7 @@ func (a *API) suggestRepos(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "source": "applications", "suggestions": out, "skipped": skipped})
+	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "suggestions": out, "skipped": skipped})
 }
 
 type skippedRepo struct {

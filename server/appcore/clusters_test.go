@@ -100,8 +100,6 @@ func TestKubeconfigRefusedWithoutKey(t *testing.T) {
 type repoList struct {
 	Repos       []repoItem `json:"repos"`
 	Suggestions []repoItem `json:"suggestions"`
-	Source      string     `json:"source"`
-	Note        string     `json:"note"`
 }
 
 type repoItem struct {
@@ -259,13 +257,9 @@ func TestSuggestions(t *testing.T) {
 		t.Fatalf("connect: %d %s", status, body)
 	}
 
-	var got repoList
-	_, body := e.do("GET", "/api/v1/clusters/prod/repos/suggestions", e.tokenA, nil)
-	if err := json.Unmarshal(body, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Source != "connections" || got.Note == "" || len(got.Suggestions) != 1 || got.Suggestions[0].Status != "connected" {
-		t.Errorf("suggestions without cluster access = %s, want the connected repo and a note", body)
+	if status, body := e.do("GET", "/api/v1/clusters/prod/repos/suggestions", e.tokenA, nil); status != http.StatusServiceUnavailable ||
+		!strings.Contains(string(body), "suggestions_unavailable") {
+		t.Errorf("suggestions without an Application reader = %d %s, want 503 suggestions_unavailable", status, body)
 	}
 
 	host := strings.TrimPrefix(e.gh.URL(), "http://")
@@ -277,8 +271,8 @@ func TestSuggestions(t *testing.T) {
 		"https://gitlab.example/x/y",           // not on this GitHub
 	}
 	e.api.AppRepos = lister
-	_, body = e.do("GET", "/api/v1/clusters/prod/repos/suggestions", e.tokenA, nil)
-	got = repoList{}
+	_, body := e.do("GET", "/api/v1/clusters/prod/repos/suggestions", e.tokenA, nil)
+	var got repoList
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}

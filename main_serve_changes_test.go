@@ -1,0 +1,36 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/config"
+)
+
+func TestPipelineSettingsComeFromConfig(t *testing.T) {
+	vars := map[string]string{
+		"KUKIE_PIPELINE_DEPLOY_TIMEOUT":       "42m",
+		"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL": "3s",
+		"KUKIE_PIPELINE_CLAIM_TTL":            "90s",
+		"KUKIE_PIPELINE_CACHE_DIR":            "/srv/cache",
+	}
+	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(config.Dev); err != nil {
+		t.Fatal(err)
+	}
+	got := pipelineConfig(cfg, "kukie[bot]", "worker-1")
+	if got.DeployTimeout != 42*time.Minute || got.DeployPoll != 3*time.Second || got.ClaimTTL != 90*time.Second ||
+		got.BotLogin != "kukie[bot]" || got.WorkerID != "worker-1" {
+		t.Errorf("pipeline config = %+v", got)
+	}
+	if dir := archiveCacheDir(cfg.Pipeline); dir != "/srv/cache" {
+		t.Errorf("archive cache dir = %q, want /srv/cache", dir)
+	}
+	if dir := archiveCacheDir(config.Pipeline{}); filepath.Base(dir) != "kukie-gitops" {
+		t.Errorf("default archive cache dir = %q, want a kukie-gitops directory", dir)
+	}
+}
