@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/config"
+	"github.com/kukie/kukie-gitops/plan"
 )
 
 func TestPipelineSettingsComeFromConfig(t *testing.T) {
@@ -32,5 +33,12 @@ func TestPipelineSettingsComeFromConfig(t *testing.T) {
 	}
 	if dir := archiveCacheDir(config.Pipeline{}); filepath.Base(dir) != "kukie-gitops" {
 		t.Errorf("default archive cache dir = %q, want a kukie-gitops directory", dir)
+	}
+}
+
+func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
+	d := config.Default().Pipeline
+	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
+		t.Fatalf("config defaults %+v differ from plan's (%v, %v, %v)", d, plan.DefaultDeployTimeout, plan.DefaultDeployPoll, plan.DefaultClaimTTL)
 	}
 }

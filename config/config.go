@@ -18,7 +18,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -169,15 +168,24 @@ func (c Config) EncryptionKey() ([]byte, error) {
 	return key, nil
 }
 
+// Pipeline defaults. They equal the plan package's own fallbacks (a test in package
+// main checks that); config does not import plan so that reading configuration stays
+// free of the pipeline's dependencies.
+const (
+	DefaultDeployTimeout      = 15 * time.Minute
+	DefaultDeployPollInterval = 5 * time.Second
+	DefaultClaimTTL           = 2 * time.Minute
+)
+
 // Default returns the configuration of a zero-configuration run.
 func Default() Config {
 	return Config{
 		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL},
 		Log:    Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pipeline: Pipeline{
-			DeployTimeout:      plan.DefaultDeployTimeout,
-			DeployPollInterval: plan.DefaultDeployPoll,
-			ClaimTTL:           plan.DefaultClaimTTL,
+			DeployTimeout:      DefaultDeployTimeout,
+			DeployPollInterval: DefaultDeployPollInterval,
+			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
 	}
