@@ -135,8 +135,14 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before-renders are kept beside the archives, in a quarter of their budget: an
+	// app's render is much smaller than its repository.
+	renders, err := github.NewRenderCache(archiveCacheDir(env.Config.Pipeline), env.Config.Pipeline.ArchiveCacheBytes/4)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
-	return plan.New(env.DB, w.clusters, plan.RenderEngine{}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+	return plan.New(env.DB, w.clusters, plan.RenderEngine{Renders: renders}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
 		plan.StoreConnections{DB: env.DB}, pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID()), plan.Hooks{}), nil
 }
 

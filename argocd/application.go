@@ -3,6 +3,8 @@ package argocd
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -65,6 +67,51 @@ type AppSourceKustomize struct {
 	Images     []string               `json:"images,omitempty"`
 	Replicas   []AppKustomizeReplicas `json:"replicas,omitempty"`
 	Components []string               `json:"components,omitempty"`
+	// Unsupported names the options set on the Application that this package does
+	// not read (patches, forceCommonLabels, …). Argo CD applies them at render time,
+	// so a render that ignored them would verify something Argo CD never deploys:
+	// callers refuse such apps instead.
+	Unsupported []string `json:"-"`
+}
+
+// kustomizeOptionsRead are the spec.source.kustomize keys AppSourceKustomize
+// carries. "version" only picks the kustomize binary Argo CD runs; it does not
+// change what the build means, so it is read and ignored.
+var kustomizeOptionsRead = map[string]bool{
+	"namePrefix": true, "nameSuffix": true, "namespace": true, "commonLabels": true,
+	"commonAnnotations": true, "images": true, "replicas": true, "components": true, "version": true,
+}
+
+// UnmarshalJSON decodes the options and records every other option that is set.
+func (k *AppSourceKustomize) UnmarshalJSON(data []byte) error {
+	type plain AppSourceKustomize
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	for key, raw := range all {
+		if kustomizeOptionsRead[key] || isZeroJSON(raw) {
+			continue
+		}
+		p.Unsupported = append(p.Unsupported, key)
+	}
+	sort.Strings(p.Unsupported)
+	*k = AppSourceKustomize(p)
+	return nil
+}
+
+// isZeroJSON reports whether a JSON value is null, false, 0, "" or an empty
+// collection: an option written but not in effect.
+func isZeroJSON(raw json.RawMessage) bool {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "false", "0", `""`, "[]", "{}":
+		return true
+	}
+	return false
 }
 
 // AppKustomizeReplicas is one entry of spec.source.kustomize.replicas; Argo CD

@@ -457,6 +457,12 @@ func TestPipelineRefusals(t *testing.T) {
 				},
 				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRefused,
 			},
+			"kustomize options render cannot apply": {
+				setup: func(e *env) {
+					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{Unsupported: []string{"patches"}}
+				},
+				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRefused,
+			},
 		}
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {

@@ -226,6 +226,11 @@ func renderApp(a argocd.Application, src argocd.AppSource) (render.Application, 
 		app.Path = "."
 	}
 	if k := src.Kustomize; k != nil {
+		if len(k.Unsupported) > 0 {
+			return render.Application{}, fmt.Errorf("application %s sets spec.source.kustomize options that are not supported yet (%s); "+
+				"Argo CD applies them when it renders, so the change could not be verified as Argo CD will deploy it",
+				app.Name, strings.Join(k.Unsupported, ", "))
+		}
 		if app.SourceType == "" {
 			app.SourceType = render.SourceKustomize // as Argo CD reads an explicit kustomize block
 		}
