@@ -81,21 +81,21 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified)")
 	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, planUsage)
+	printUsage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, planUsage)
 		fs.PrintDefaults()
-		fmt.Fprintln(stderr)
-		fmt.Fprint(stderr, changeUsage)
+		fmt.Fprintln(w)
+		fmt.Fprint(w, changeUsage)
 	}
+	// Printed below, once: on stdout when asked for, on stderr after a bad flag.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprint(stdout, planUsage)
-			fs.PrintDefaults()
-			fmt.Fprintln(stdout)
-			fmt.Fprint(stdout, changeUsage)
+			printUsage(stdout)
 			return 0
 		}
+		printUsage(stderr)
 		return 2
 	}
 	usageErr := func(format string, a ...any) int {
@@ -124,7 +124,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var ref *render.Refusal
 		if errors.As(err, &ref) {
-			return printRefusal(stdout, stderr, f.output, ref)
+			return printRefusal(stdout, stderr, f.output, ref, notes)
 		}
 		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
 		return 1
@@ -136,8 +136,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var ref *render.Refusal
 		if errors.As(err, &ref) {
-			return printRefusal(stdout, stderr, f.output, ref)
+			return printRefusal(stdout, stderr, f.output, ref, notes)
 		}
+		printNotes(stderr, notes)
 		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
 		return 1
 	}
@@ -507,10 +508,14 @@ func writeEdits(repo string, edits []render.FileEdit) error {
 	return nil
 }
 
-func printRefusal(stdout, stderr io.Writer, output string, ref *render.Refusal) int {
+// printRefusal reports a refusal: the reason always on stderr, and the JSON
+// document on stdout with --output json. The notes (how the source type was
+// found) come first, since they may explain the refusal.
+func printRefusal(stdout, stderr io.Writer, output string, ref *render.Refusal, notes []string) int {
 	if output == "json" {
-		printJSON(stdout, stderr, map[string]any{"verdict": "refused", "refusal": ref})
+		printJSON(stdout, stderr, map[string]any{"verdict": "refused", "notes": notes, "refusal": ref})
 	}
+	printNotes(stderr, notes)
 	fmt.Fprintf(stderr, "Refused (%s): %s\n", ref.Code, ref.Reason)
 	for _, a := range ref.Attempts {
 		fmt.Fprintf(stderr, "  tried %s in %s: %s\n", a.Strategy, strings.Join(a.Files, ", "), a.Reason)
@@ -528,10 +533,14 @@ func printJSON(stdout, stderr io.Writer, v any) int {
 	return 0
 }
 
-func printResult(w io.Writer, app render.Application, target render.Target, change render.Change, res *render.Result, notes []string, written bool) {
+func printNotes(w io.Writer, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
+}
+
+func printResult(w io.Writer, app render.Application, target render.Target, change render.Change, res *render.Result, notes []string, written bool) {
+	printNotes(w, notes)
 	fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
 	if app.Namespace != "" {
 		fmt.Fprintf(w, ", namespace %s", app.Namespace)

@@ -83,8 +83,13 @@ func newFlagSet(name, usage, description string, stderr io.Writer) *flag.FlagSet
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kukie-gitops %s\n\n%s\n\nFlags:\n", usage, description)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: kukie-gitops %s\n\n%s\n", usage, description)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintf(fs.Output(), "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }

@@ -114,6 +114,9 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 		"token":        {[]string{"token", "--help"}, []string{"token create --team NAME", "token revoke ID"}},
 		"token create": {[]string{"token", "create", "--help"}, []string{"prints it once", "-team", "-name"}},
 		"token revoke": {[]string{"token", "revoke", "--help"}, []string{"Revokes a token"}},
+		"token list":   {[]string{"token", "list", "--help"}, []string{"Lists a team's tokens", "-team"}},
+		"team list":    {[]string{"team", "list", "--help"}, []string{"Lists all teams", "-config"}},
+		"plan":         {[]string{"plan", "--help"}, []string{"Finds where a change belongs", "-repo", "-write"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -121,10 +124,17 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
+			help := out + errOut
 			for _, w := range tc.wants {
-				if !strings.Contains(out+errOut, w) {
-					t.Errorf("help does not mention %q:\n%s", w, out+errOut)
+				if !strings.Contains(help, w) {
+					t.Errorf("help does not mention %q:\n%s", w, help)
 				}
+			}
+			if n := strings.Count(help, "Usage:"); n != 1 {
+				t.Errorf("help printed %d times, want once:\n%s", n, help)
+			}
+			if strings.HasSuffix(strings.TrimSpace(help), "Flags:") {
+				t.Errorf("help ends in an empty flag list:\n%s", help)
 			}
 		})
 	}

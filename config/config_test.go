@@ -299,6 +299,14 @@ func TestValidate(t *testing.T) {
 			edit:    func(c *Config) { c.Database.SecretURL = ""; c.Database.URL = "postgres://u:pw@db/k" },
 			want:    []string{"database.url holds a password"},
 		},
+		"password as a query parameter of the yaml database url": {
+			profile: Dev,
+			edit: func(c *Config) {
+				c.Database.SecretURL = ""
+				c.Database.URL = "postgres://u@db/k?sslmode=require&password=pw"
+			},
+			want: []string{"database.url holds a password"},
+		},
 		"unknown database scheme": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Database.SecretURL = "mysql://db/k" },

@@ -64,8 +64,10 @@ func (c Config) Validate(profile Profile) error {
 	if err != nil {
 		add("%v", err)
 	}
-	if u, err := url.Parse(c.Database.URL); err == nil && u.User != nil {
-		if _, hasPassword := u.User.Password(); hasPassword {
+	if u, err := url.Parse(c.Database.URL); err == nil {
+		_, inUserInfo := u.User.Password()
+		// lib/pq also takes the password as a query parameter.
+		if inUserInfo || u.Query().Has("password") {
 			add("database.url holds a password; put the URL in KUKIE_DATABASE_URL or database.url_file, or the password in PGPASSWORD")
 		}
 	}

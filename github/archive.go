@@ -198,6 +198,11 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 	tr := tar.NewReader(zr)
 	var total int64
 	files := 0
+	// Symlinks created so far. An entry below one is refused: git never writes such a
+	// tree, and a link's target is checked lexically from its own folder, which holds
+	// only while no folder on the way is itself a link (a link "a/up -> .." followed by
+	// "a/up/l -> ../../x" would otherwise point outside the tree).
+	links := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -219,6 +224,9 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 		}
 		if name == "" || name == completeMarker {
 			continue
+		}
+		if link, below := belowLink(name, links); below {
+			return total, fmt.Errorf("archive entry %q lies beyond the symbolic link %q", hdr.Name, link)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
@@ -247,10 +255,24 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
 				return total, fmt.Errorf("create link %s: %w", name, err)
 			}
+			links[name] = true
 		default:
 			// Hard links, devices, fifos: never part of a manifest repository.
 		}
 	}
+}
+
+// belowLink reports the symlink among links that is a parent folder of name, if any.
+func belowLink(name string, links map[string]bool) (string, bool) {
+	if len(links) == 0 {
+		return "", false
+	}
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		if links[d] {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 func writeConfined(root *os.Root, name string, r io.Reader, limit int64) (int64, error) {
@@ -287,6 +309,9 @@ func mkParent(root *os.Root, name string) error {
 // is a clean relative path.
 func stripTopDir(name string) (string, bool) {
 	name = strings.TrimPrefix(name, "./")
+	if path.IsAbs(name) {
+		return "", false
+	}
 	_, rest, found := strings.Cut(name, "/")
 	if !found {
 		return "", true // the top folder itself

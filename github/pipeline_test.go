@@ -126,6 +126,37 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 		"escaping symlink skipped": {
 			entries: []tar.Header{link("top/a/up", "../../..")}, absent: []string{"a/up"},
 		},
+		"absolute path": {
+			entries:  []tar.Header{reg("/top/etc/passwd")},
+			contents: map[string]string{"/top/etc/passwd": "x\n"},
+			wantErr:  "leaves the repository tree",
+		},
+		"dot-dot inside a path": {
+			entries: []tar.Header{reg("top/a/../../../evil")}, wantErr: "leaves the repository tree",
+		},
+		"symlink to the tree itself skipped": {
+			entries: []tar.Header{link("top/a/self", "..")}, absent: []string{"a/self"},
+		},
+		"entry beyond a symlink refused": {
+			// up -> a is inside the tree, but a link written through it would be
+			// checked from the wrong folder and could point outside.
+			entries: []tar.Header{{Name: "top/a/b/", Typeflag: tar.TypeDir}, link("top/a/b/up", ".."), link("top/a/b/up/l", "../../x")},
+			wantErr: "beyond the symbolic link",
+		},
+		"file written through a symlink refused": {
+			entries:  []tar.Header{{Name: "top/real/", Typeflag: tar.TypeDir}, link("top/alias", "real"), reg("top/alias/f.yaml")},
+			contents: map[string]string{"top/alias/f.yaml": "x\n"},
+			wantErr:  "beyond the symbolic link",
+		},
+		"devices, fifos and hard links not created": {
+			entries: []tar.Header{
+				{Name: "top/null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3},
+				{Name: "top/disk", Typeflag: tar.TypeBlock, Devmajor: 8},
+				{Name: "top/pipe", Typeflag: tar.TypeFifo},
+				{Name: "top/passwd", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"},
+			},
+			absent: []string{"null", "disk", "pipe", "passwd"},
+		},
 		"inner symlink kept": {
 			entries:  []tar.Header{reg("top/a.yaml"), link("top/b.yaml", "a.yaml")},
 			contents: map[string]string{"top/a.yaml": "x\n"},
@@ -303,6 +334,13 @@ func TestGitDataResolveCommitBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fake refuses more than 50 per request, so all 120 arriving proves batching.
+	if n := len(listAnnotations(t, c, ref.ID)); n != len(anns) {
+		t.Fatalf("%d annotations on the run, want %d", n, len(anns))
+	}
+	if n := s.RequestCount("PATCH /repos/{owner}/{repo}/check-runs/{id}"); n != 2 {
+		t.Fatalf("%d check run updates, want 2 (annotations 51-100 and 101-120)", n)
+	}
 	ref2, err := github.PublishCheckRun(ctx, c, "acme", "deploy", ci.SHA, 0, report)
 	if err != nil || ref2.ID != ref.ID {
 		t.Fatalf("second publish: %+v %v, want run %d adopted", ref2, err, ref.ID)
@@ -388,4 +426,51 @@ func TestRenderCacheEntriesAppearWhole(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func listAnnotations(t *testing.T, c *gh.Client, id int64) []*gh.CheckRunAnnotation {
+	t.Helper()
+	var all []*gh.CheckRunAnnotation
+	// Pages are read until one comes back empty: the fake sends no Link header here.
+	for page := 1; ; page++ {
+		got, _, err := c.Checks.ListCheckRunAnnotations(context.Background(), "acme", "deploy", id, &gh.ListOptions{PerPage: 100, Page: page})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			return all
+		}
+		all = append(all, got...)
+	}
+}
+
+// TestBranchWritesRefuseEveryBranchButKukie tries to move and delete base branches
+// and look-alikes: each is refused before any request reaches GitHub.
+func TestBranchWritesRefuseEveryBranchButKukie(t *testing.T) {
+	s := githubtest.New(t)
+	c := installationClient(t, s, map[string]string{"a.yaml": "a: 1\n"})
+	ctx := context.Background()
+	head := s.Head(t, "acme/deploy", "main")
+	s.CreateBranch(t, "acme/deploy", "release", "main")
+	other := s.PushCommit(t, "acme/deploy", "release", map[string]string{"a.yaml": "a: 2\n"}, githubtest.DefaultAuthor)
+	s.ResetRequestCounts()
+	for _, branch := range []string{"main", "release", "refs/heads/main", "kukie", "kukiex/y", "Kukie/x", "/kukie/x", "heads/kukie/x", ""} {
+		t.Run("branch "+branch, func(t *testing.T) {
+			if err := github.SetBranch(ctx, c, "acme", "deploy", branch, other); !errors.Is(err, github.ErrNotOurBranch) {
+				t.Fatalf("SetBranch(%q) = %v, want ErrNotOurBranch", branch, err)
+			}
+			if err := github.DeleteBranch(ctx, c, "acme", "deploy", branch); !errors.Is(err, github.ErrNotOurBranch) {
+				t.Fatalf("DeleteBranch(%q) = %v, want ErrNotOurBranch", branch, err)
+			}
+		})
+	}
+	if n := s.TotalRequests(); n != 0 {
+		t.Fatalf("%d requests reached GitHub for refused branch writes: %v", n, s.RequestCounts())
+	}
+	if got := s.Head(t, "acme/deploy", "main"); got != head {
+		t.Fatalf("main moved to %s", got)
+	}
+	if got := s.Head(t, "acme/deploy", "release"); got != other {
+		t.Fatalf("release moved to %s", got)
+	}
 }

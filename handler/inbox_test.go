@@ -255,14 +255,18 @@ func TestTwoProcessesShareOneInboxExactlyOnce(t *testing.T) {
 					mu.Lock()
 					seen[id]++
 					mu.Unlock()
+					// A little work, so both processes are busy at the same time and
+					// a delivery claimed twice would be handled twice.
+					time.Sleep(time.Millisecond)
 					return nil
 				}}
 			}
-			in1, err := NewInbox(db, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, mk())
+			rec1, rec2 := mk(), mk()
+			in1, err := NewInbox(db, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, rec1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			in2, err := NewInbox(other, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, mk())
+			in2, err := NewInbox(other, InboxOptions{Workers: 4, PollInterval: 5 * time.Millisecond}, rec2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,6 +290,11 @@ func TestTwoProcessesShareOneInboxExactlyOnce(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			stop()
 			wg.Wait()
+			for i, rec := range []*recorder{rec1, rec2} {
+				if got, _ := rec.counts(); len(got) == 0 {
+					t.Errorf("process %d handled no delivery; the test did not exercise two processes at once", i+1)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			for _, id := range ids {

@@ -55,10 +55,16 @@ func (c Config) withDefaults() Config {
 
 // Hooks let tests stop the pipeline between steps, the way a crash would.
 type Hooks struct {
-	// BeforeStep is called before each step; a non-nil error stops the run at once
-	// with nothing recorded, as if the process had died there.
+	// BeforeStep is called at each step boundary: before each step (decide, prepare,
+	// commit, branch, pull_request, check_run) and between a step's write to GitHub
+	// and its record in the store (the step name with the prefix "record_"), the
+	// window in which a crash leaves GitHub ahead of the store. A non-nil error stops
+	// the run at once with nothing recorded, as if the process had died there.
 	BeforeStep func(code, step string) error
 }
+
+// recordHook names the boundary between a step's write to GitHub and its record.
+func recordHook(step string) string { return "record_" + step }
 
 // Pipeline runs plans. Create one per process with New; Start resumes unfinished
 // plans and Close waits for running steps.

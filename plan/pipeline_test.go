@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -412,6 +413,99 @@ func TestPipelineResumesAfterCrashBetweenCommitAndPR(t *testing.T) {
 			t.Fatalf("%d commits created, want 1", n)
 		}
 	})
+}
+
+// TestPipelineResumesAfterCrashAtEveryBoundary kills the first process at each step
+// boundary, including the windows where GitHub already holds a write the store has
+// not recorded, and checks that a new process ends with exactly one branch, one commit
+// on it, one pull request and one check run.
+func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
+	boundaries := map[string]struct {
+		// commitWrites is how many commits the fake sees created: a crash after the
+		// commit was made but before it was recorded leaves one unreachable commit
+		// behind (GitHub collects it), never a second one on the branch.
+		commitWrites int
+	}{
+		"decide":              {commitWrites: 1},
+		"prepare":             {commitWrites: 1},
+		"record_prepare":      {commitWrites: 1},
+		"commit":              {commitWrites: 1},
+		"record_commit":       {commitWrites: 2},
+		"branch":              {commitWrites: 1},
+		"record_branch":       {commitWrites: 1},
+		"pull_request":        {commitWrites: 1},
+		"record_pull_request": {commitWrites: 1},
+		"check_run":           {commitWrites: 1},
+		"record_check_run":    {commitWrites: 1},
+	}
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		for boundary, tc := range boundaries {
+			t.Run(boundary, func(t *testing.T) {
+				e := newEnv(t, db)
+				ctx := context.Background()
+				crashed := make(chan struct{})
+				var once sync.Once
+				// The first process dies at the boundary: every later call fails too,
+				// so nothing after it runs in that process.
+				first := e.pipeline(plan.Hooks{BeforeStep: func(code, step string) error {
+					if step == boundary {
+						once.Do(func() { close(crashed) })
+						return errCrash
+					}
+					return nil
+				}})
+				pl, _, err := first.Submit(ctx, e.team.ID, "team:shop", scale(4, "crash-"+boundary))
+				if err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-crashed:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("the pipeline never reached %s", boundary)
+				}
+				first.Close()
+				// The dead process's claim expires; a new process resumes the plan.
+				time.Sleep(1100 * time.Millisecond)
+				second := e.pipeline(plan.Hooks{})
+				if err := second.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+				second.Close()
+
+				prs := e.gh.PullRequests(t, repoName)
+				if len(prs) != 1 || prs[0].GetHead().GetRef() != pl.Branch || int64(prs[0].GetNumber()) != pl.PRNumber {
+					t.Fatalf("%d pull requests, want exactly one for %s (#%d)", len(prs), pl.Branch, pl.PRNumber)
+				}
+				if branches := gitLines(t, e.gh.GitDir(t, repoName), "for-each-ref", "--format=%(refname)", "refs/heads/kukie/"); len(branches) != 1 || branches[0] != "refs/heads/"+pl.Branch {
+					t.Fatalf("kukie branches %v, want only %s", branches, pl.Branch)
+				}
+				if commits := gitLines(t, e.gh.GitDir(t, repoName), "rev-list", pl.BaseSHA+".."+pl.Branch); len(commits) != 1 || commits[0] != pl.HeadSHA {
+					t.Fatalf("commits on %s over the base: %v, want only %s", pl.Branch, commits, pl.HeadSHA)
+				}
+				runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
+				if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "success" {
+					t.Fatalf("%d check runs on the head, want exactly one successful run %d", len(runs), pl.CheckRunID)
+				}
+				if n := e.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits"); n != tc.commitWrites {
+					t.Fatalf("%d commits created, want %d", n, tc.commitWrites)
+				}
+				if head := e.gh.Head(t, repoName, "main"); head != pl.BaseSHA {
+					t.Fatalf("base branch moved to %s", head)
+				}
+			})
+		}
+	})
+}
+
+// gitLines runs git in a bare repository and returns the non-empty output lines.
+func gitLines(t *testing.T, gitDir string, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir", gitDir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
 }
 
 func TestPipelineRefusals(t *testing.T) {

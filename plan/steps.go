@@ -186,6 +186,9 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 		}
 		return saved, nil
 	}
+	if err := p.hook(pl.Code, recordHook("prepare")); err != nil {
+		return pl, err
+	}
 	pl.WaitingOn = ""
 	return p.save(ctx, pl, pay, StatusCommitting, "system", "prepare", pay.VerificationResult)
 }
@@ -381,6 +384,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 			}
 			pl.CommitSHA = ci.SHA
 		}
+		if err := p.hook(pl.Code, recordHook("commit")); err != nil {
+			return pl, err
+		}
 		if pl, err = p.save(ctx, pl, pay, StatusCommitting, "system", "commit", "commit "+pl.CommitSHA); err != nil {
 			return pl, err
 		}
@@ -391,6 +397,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		}
 		if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, pl.CommitSHA); err != nil {
 			return p.stop(ctx, pl, pay, err, "branch")
+		}
+		if err := p.hook(pl.Code, recordHook("branch")); err != nil {
+			return pl, err
 		}
 		pl.HeadSHA = pl.CommitSHA
 		if pl, err = p.save(ctx, pl, pay, StatusCommitting, "system", "branch", pl.Branch+" at "+pl.CommitSHA); err != nil {
@@ -405,6 +414,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 	})
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "pull_request")
+	}
+	if err := p.hook(pl.Code, recordHook("pull_request")); err != nil {
+		return pl, err
 	}
 	pl.PRNumber, pl.PRURL = pr.Number, pr.URL
 	return p.save(ctx, pl, pay, StatusPROpen, "system", "pull_request", pr.URL)
@@ -429,6 +441,9 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "check_run")
+	}
+	if err := p.hook(pl.Code, recordHook("check_run")); err != nil {
+		return pl, err
 	}
 	pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
 	pay.CheckConclusion = report.Conclusion

@@ -2,7 +2,8 @@ package render
 
 import (
 	"fmt"
-	"path/filepath"
+	"slices"
+	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 )
@@ -123,8 +124,13 @@ func asList(v any) []any {
 }
 
 // DetectSourceType finds an app's format the way Argo CD's repo server does when
-// the Application does not say: a kustomization file at the app path makes it
-// Kustomize, else a Chart.yaml makes it Helm, else it is a Directory.
+// neither status.sourceType nor an explicit source block says (and no config
+// management plugin claims it): among the files directly at the app path (a
+// symlink counts by its name, as Argo CD's walk does not follow it), a
+// kustomization file (kustomization.yaml, kustomization.yml or Kustomization)
+// makes it Kustomize, even next to a chart; else a file whose name ends in
+// "Chart.yaml" makes it Helm; else it is a Directory. Files in subdirectories
+// never count.
 func DetectSourceType(repoDir, appPath string) (SourceType, error) {
 	rel, ok := cleanRel(appPath)
 	if !ok {
@@ -141,13 +147,22 @@ func DetectSourceType(repoDir, appPath string) (SourceType, error) {
 	if st.kind != kindDir {
 		return "", fmt.Errorf("application path %s is not a directory of %s", appPath, repoDir)
 	}
-	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		if t.stat(filepath.ToSlash(filepath.Join(rel, name))).kind == kindFile {
+	listing := t.listDir(rel, st.real)
+	if listing.err != nil {
+		return "", listing.err
+	}
+	kustomizations := konfig.RecognizedKustomizationFileNames()
+	detected := SourceDirectory
+	for _, name := range listing.names {
+		if listing.modes[name].IsDir() {
+			continue
+		}
+		switch {
+		case slices.Contains(kustomizations, name):
 			return SourceKustomize, nil
+		case strings.HasSuffix(name, "Chart.yaml"):
+			detected = SourceHelm
 		}
 	}
-	if t.stat(filepath.ToSlash(filepath.Join(rel, "Chart.yaml"))).kind == kindFile {
-		return SourceHelm, nil
-	}
-	return SourceDirectory, nil
+	return detected, nil
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -86,21 +87,46 @@ spec:
 
 func TestDetectSourceType(t *testing.T) {
 	repo := writeRepo(t, map[string]string{
-		"k/kustomization.yaml": "resources: []\n",
-		"k/Chart.yaml":         "name: x\n",
-		"h/Chart.yaml":         "name: x\n",
-		"d/a.yaml":             "kind: ConfigMap\n",
-		"d/sub/Chart.yaml":     "name: nested charts do not count\n",
+		"k/kustomization.yaml":               "resources: []\n",
+		"k/Chart.yaml":                       "name: x\n",
+		"kyml/kustomization.yml":             "resources: []\n",
+		"kcap/Kustomization":                 "resources: []\n",
+		"kcap/values.yaml":                   "replicas: 1\n",
+		"h/Chart.yaml":                       "name: x\n",
+		"hsuffix/MyChart.yaml":               "name: x\n",
+		"d/a.yaml":                           "kind: ConfigMap\n",
+		"d/sub/Chart.yaml":                   "name: nested charts do not count\n",
+		"d/sub/kustomization.yaml":           "resources: []\n",
+		"d/kustomization.yaml.bak":           "resources: []\n",
+		"d/Chart.yml":                        "name: only Chart.yaml counts\n",
+		"dirnamed/kustomization.yaml/a.yaml": "kind: ConfigMap\n",
 	})
-	for p, want := range map[string]SourceType{"k": SourceKustomize, "h": SourceHelm, "d": SourceDirectory} {
-		got, err := DetectSourceType(repo, p)
-		if err != nil || got != want {
-			t.Errorf("DetectSourceType(%s) = %s, %v; want %s", p, got, err, want)
+	cases := map[string]struct {
+		path string
+		want SourceType
+	}{
+		"kustomization.yaml wins over a chart": {"k", SourceKustomize},
+		"kustomization.yml":                    {"kyml", SourceKustomize},
+		"Kustomization":                        {"kcap", SourceKustomize},
+		"Chart.yaml":                           {"h", SourceHelm},
+		"a name ending in Chart.yaml":          {"hsuffix", SourceHelm},
+		"plain files; subdirectories and look-alikes do not count": {"d", SourceDirectory},
+		"a directory named like a kustomization":                   {"dirnamed", SourceDirectory},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := DetectSourceType(repo, tc.path)
+			if err != nil || got != tc.want {
+				t.Fatalf("DetectSourceType(%s) = %s, %v; want %s", tc.path, got, err, tc.want)
+			}
+		})
+	}
+	t.Run("a path leaving the repository", func(t *testing.T) {
+		var ref *Refusal
+		if _, err := DetectSourceType(repo, "../x"); !errors.As(err, &ref) || ref.Code != CodePathEscape {
+			t.Fatalf("want a %s refusal, got %v", CodePathEscape, err)
 		}
-	}
-	if _, err := DetectSourceType(repo, "../x"); err == nil {
-		t.Error("a path leaving the repository was accepted")
-	}
+	})
 }
 
 // TestNewResourceCreatesResourcesList adds a resource to a kustomization that has

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/types"
 
@@ -21,6 +22,7 @@ const (
 	strategyReplicasEntry = "replicas entry"
 	strategyImagesEntry   = "images entry"
 	strategyExistingPatch = "existing patch"
+	strategyInlinePatch   = "existing inline patch"
 	strategyInPlace       = "in place"
 	strategyNewPatch      = "new patch"
 	strategyNewFile       = "new file"
@@ -268,11 +270,15 @@ func (p *planner) findSourceDoc(o *object) (*sourceDoc, error) {
 	return best, nil
 }
 
-// patchRef is one patch file listed by a kustomization.
+// patchRef is one patch a kustomization lists: a patch file, or a patch written
+// inline in the kustomization (then inline holds its text and at the path of that
+// text in the kustomization file).
 type patchRef struct {
 	file   string
 	target *types.Selector
 	json   bool
+	inline string
+	at     yamledit.Path
 }
 
 func patchRefs(n *kustNode) []patchRef {
@@ -282,22 +288,109 @@ func patchRefs(n *kustNode) []patchRef {
 			out = append(out, patchRef{file: f, target: sel, json: json})
 		}
 	}
-	for _, pt := range n.k.Patches {
-		if pt.Path != "" {
+	addInline := func(text string, sel *types.Selector, json bool, at ...yamledit.Step) {
+		out = append(out, patchRef{target: sel, json: json, inline: text, at: at})
+	}
+	for i, pt := range n.k.Patches {
+		switch {
+		case pt.Path != "":
 			add(pt.Path, pt.Target, false)
+		case pt.Patch != "":
+			addInline(pt.Patch, pt.Target, false, yamledit.K("patches"), yamledit.I(i), yamledit.K("patch"))
 		}
 	}
-	for _, s := range n.k.PatchesStrategicMerge {
-		if !isInline(string(s)) {
+	for i, s := range n.k.PatchesStrategicMerge {
+		if isInline(string(s)) {
+			addInline(string(s), nil, false, yamledit.K("patchesStrategicMerge"), yamledit.I(i))
+		} else {
 			add(string(s), nil, false)
 		}
 	}
-	for _, pt := range n.k.PatchesJson6902 {
-		if pt.Path != "" {
+	for i, pt := range n.k.PatchesJson6902 {
+		switch {
+		case pt.Path != "":
 			add(pt.Path, pt.Target, true)
+		case pt.Patch != "":
+			addInline(pt.Patch, pt.Target, true, yamledit.K("patchesJson6902"), yamledit.I(i), yamledit.K("patch"))
 		}
 	}
 	return out
+}
+
+// location is the file an edit of the patch changes.
+func (r patchRef) location(root *kustNode) string {
+	if r.inline != "" {
+		return root.file
+	}
+	return r.file
+}
+
+// strategy names the location a patch edit goes to.
+func (r patchRef) strategy() string {
+	if r.inline != "" {
+		return strategyInlinePatch
+	}
+	return strategyExistingPatch
+}
+
+// text returns the patch's content: the inline text, or the patch file.
+func (p *planner) patchText(r patchRef) ([]byte, error) {
+	if r.inline != "" {
+		return []byte(r.inline), nil
+	}
+	return p.t.readFile(r.file)
+}
+
+// editPatch applies ops to document doc of a patch. A patch file is edited in
+// place; an inline patch is edited as text and written back into its block in the
+// kustomization, so only the changed lines of the block differ.
+func (p *planner) editPatch(root *kustNode, r patchRef, doc int, ops []yamledit.Op) (*candidate, error) {
+	if r.inline == "" {
+		return p.editCandidate(strategyExistingPatch, r.file, doc, ops)
+	}
+	where := fmt.Sprintf("%s (inline patch at %s)", root.file, r.at)
+	text, inner, err := yamledit.Edit([]byte(r.inline), doc, ops...)
+	if err != nil {
+		if errors.Is(err, yamledit.ErrAliasBomb) {
+			return nil, refuse(CodeAliasBomb, "%s: YAML aliases expand beyond the allowed bound", where)
+		}
+		return nil, fmt.Errorf("edit %s: %w", where, err)
+	}
+	old, err := p.before.read(root.file)
+	if err != nil {
+		return nil, err
+	}
+	kust, outer, err := p.editFile(p.before, root.file, 0, yamledit.Set(r.at, string(text)))
+	if err != nil {
+		return nil, err
+	}
+	var warnings []Warning
+	for _, w := range inner {
+		warnings = append(warnings, Warning{
+			Code:        "restructured",
+			Where:       fmt.Sprintf("%s line %d", where, w.Line),
+			Message:     w.Message,
+			Alternative: "review the changed lines; the values are verified, the layout changed",
+		})
+	}
+	// The editor warns whenever it rewrites a block scalar; the block kept its shape
+	// when the file changed in exactly the lines the patch text changed in.
+	if changedLines(string(old), string(kust)) != changedLines(r.inline, string(text)) {
+		warnings = append(warnings, outer...)
+	}
+	return &candidate{strategy: strategyInlinePatch, files: map[string][]byte{root.file: kust}, warnings: warnings}, nil
+}
+
+// changedLines counts the lines that a line diff of a and b removes or adds.
+func changedLines(a, b string) int {
+	m := difflib.NewMatcher(difflib.SplitLines(a), difflib.SplitLines(b))
+	n := 0
+	for _, op := range m.GetOpCodes() {
+		if op.Tag != 'e' {
+			n += (op.I2 - op.I1) + (op.J2 - op.J1)
+		}
+	}
+	return n
 }
 
 // selectorMatches reports whether a patch target selects the object (by its source
@@ -441,13 +534,13 @@ func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, 
 		sourceName = src.name
 	}
 	for _, ref := range patchRefs(root) {
-		data, err := p.t.readFile(ref.file)
+		data, err := p.patchText(ref)
 		if err != nil {
 			continue
 		}
 		if ref.json || looksLikeJSONPatch(data) {
 			if ref.target != nil && selectorMatches(ref.target, target, src) {
-				if b, ok := p.jsonPatchBuilder(ref, data, target, expected); ok {
+				if b, ok := p.jsonPatchBuilder(root, ref, data, target, expected); ok {
 					found = append(found, scored{b, 0})
 				}
 			}
@@ -478,16 +571,16 @@ func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, 
 			score := 2
 			if setsField(po.body, target.kind, p.req.Change) {
 				score = 0
-			} else if strings.HasPrefix(path.Base(ref.file), "kukie-") {
+			} else if ref.inline == "" && strings.HasPrefix(path.Base(ref.file), "kukie-") {
 				score = 1
 			}
-			file, index, body := ref.file, d.Index, po.body
-			found = append(found, scored{candidateBuilder{strategy: strategyExistingPatch, files: []string{file}, build: func() (*candidate, error) {
+			ref, index, body := ref, d.Index, po.body
+			found = append(found, scored{candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
 				ops, err := changeOps(body, target.kind, p.req.Change, inPatch, target.body, expected)
 				if err != nil {
 					return nil, err
 				}
-				return p.editCandidate(strategyExistingPatch, file, index, ops)
+				return p.editPatch(root, ref, index, ops)
 			}}, score})
 		}
 	}
@@ -506,7 +599,7 @@ func looksLikeJSONPatch(data []byte) bool {
 
 // jsonPatchBuilder edits the value of an existing JSON 6902 operation on the
 // changed field (replicas or image).
-func (p *planner) jsonPatchBuilder(ref patchRef, data []byte, target *object, expected map[string]any) (candidateBuilder, bool) {
+func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, target *object, expected map[string]any) (candidateBuilder, bool) {
 	c := p.req.Change
 	var pointer string
 	var value any
@@ -536,9 +629,9 @@ func (p *planner) jsonPatchBuilder(ref patchRef, data []byte, target *object, ex
 		if op.Path != pointer || (op.Op != "replace" && op.Op != "add") {
 			continue
 		}
-		file, index := ref.file, i
-		return candidateBuilder{strategy: strategyExistingPatch, files: []string{file}, build: func() (*candidate, error) {
-			return p.editCandidate(strategyExistingPatch, file, 0, []yamledit.Op{{Path: yamledit.Path{yamledit.I(index), yamledit.K("value")}, Kind: yamledit.OpSet, Value: value}})
+		index := i
+		return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
+			return p.editPatch(root, ref, 0, []yamledit.Op{{Path: yamledit.Path{yamledit.I(index), yamledit.K("value")}, Kind: yamledit.OpSet, Value: value}})
 		}}, true
 	}
 	return candidateBuilder{}, false

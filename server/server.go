@@ -257,7 +257,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		cancel()
 		if err != nil {
 			zerolog.Ctx(r.Context()).Warn().Err(err).Str("check", c.Name).Msg("Readiness check failed")
-			WriteError(w, http.StatusServiceUnavailable, "not_ready", c.Name+": "+err.Error())
+			// The endpoint is unauthenticated and often public; the error may name
+			// hosts, users or schema details, so it goes to the log only.
+			WriteError(w, http.StatusServiceUnavailable, "not_ready", c.Name+": check failed; see the server log for request "+RequestID(r.Context()))
 			return
 		}
 	}

@@ -82,21 +82,35 @@ func TestHealthAndReadiness(t *testing.T) {
 		checks     []server.Check
 		wantStatus int
 		wantBody   string
+		wantLog    string // in the log, and never in the answer
 	}{
-		"healthz ignores dependencies": {"/healthz", []server.Check{{Name: "database", Check: func(context.Context) error { return dbDown }}}, 200, `"status":"ok"`},
-		"readyz when all checks pass":  {"/readyz", []server.Check{{Name: "database", Check: func(context.Context) error { return nil }}}, 200, `"status":"ready"`},
-		"readyz names the failed check": {"/readyz", []server.Check{
+		"healthz ignores dependencies": {"/healthz", []server.Check{{Name: "database", Check: func(context.Context) error { return dbDown }}}, 200, `"status":"ok"`, ""},
+		"readyz when all checks pass":  {"/readyz", []server.Check{{Name: "database", Check: func(context.Context) error { return nil }}}, 200, `"status":"ready"`, ""},
+		"readyz names the failed check, the log has the detail": {"/readyz", []server.Check{
 			{Name: "database", Check: func(context.Context) error { return nil }},
 			{Name: "migrations", Check: func(context.Context) error { return errors.New("migrations not applied: [0002_x]") }},
-		}, 503, `"reason":"migrations: migrations not applied: [0002_x]"`},
-		"unknown path is a JSON 404": {"/nope", nil, 404, `"error":"not_found"`},
+		}, 503, `"reason":"migrations: check failed; see the server log for request `, "migrations not applied: [0002_x]"},
+		"readyz keeps infrastructure details out of the answer": {"/readyz", []server.Check{
+			{Name: "database", Check: func(context.Context) error {
+				return errors.New(`dial tcp 10.1.2.3:5432: pq: password authentication failed for user "kukie"`)
+			}},
+		}, 503, `"reason":"database: check failed`, `password authentication failed for user`},
+		"unknown path is a JSON 404": {"/nope", nil, 404, `"error":"not_found"`, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, _ := newServer(t, server.Config{}, server.Deps{Ready: tc.checks})
+			s, logs := newServer(t, server.Config{}, server.Deps{Ready: tc.checks})
 			rec, _ := do(t, s.Handler(), httptest.NewRequest("GET", tc.path, nil))
 			if rec.Code != tc.wantStatus || !strings.Contains(rec.Body.String(), tc.wantBody) {
 				t.Fatalf("GET %s = %d %s; want %d containing %s", tc.path, rec.Code, rec.Body, tc.wantStatus, tc.wantBody)
+			}
+			if tc.wantLog != "" {
+				if strings.Contains(rec.Body.String(), tc.wantLog) {
+					t.Errorf("answer carries the check's error %q: %s", tc.wantLog, rec.Body)
+				}
+				if !strings.Contains(logs.String(), tc.wantLog) {
+					t.Errorf("log lacks the check's error %q:\n%s", tc.wantLog, logs)
+				}
 			}
 			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Fatalf("Content-Type = %q", ct)

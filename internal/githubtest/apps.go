@@ -430,9 +430,8 @@ func (s *Server) handleGetInstallation(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inst := s.installationFromPath(r)
+	inst := s.installationFromPath(w, r)
 	if inst == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	writeJSON(w, http.StatusOK, s.installationJSON(inst))
@@ -458,16 +457,16 @@ func (s *Server) handleGetRepoInstallation(w http.ResponseWriter, r *http.Reques
 	writeError(w, r, http.StatusNotFound, "Not Found")
 }
 
-func (s *Server) installationFromPath(r *http.Request) *installation {
-	id, err := strconv.ParseInt(r.PathValue("installation_id"), 10, 64)
-	if err != nil {
-		return nil
+// installationFromPath finds the live installation the path's {installation_id}
+// names, or answers 404 and returns nil.
+func (s *Server) installationFromPath(w http.ResponseWriter, r *http.Request) *installation {
+	var inst *installation
+	if id, err := strconv.ParseInt(r.PathValue("installation_id"), 10, 64); err == nil {
+		if i, ok := s.installations[id]; ok && !i.deleted {
+			inst = i
+		}
 	}
-	inst, ok := s.installations[id]
-	if !ok || inst.deleted {
-		return nil
-	}
-	return inst
+	return found(w, r, inst)
 }
 
 // tokenRequest is the body of POST /app/installations/{id}/access_tokens.
@@ -495,9 +494,8 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inst := s.installationFromPath(r)
+	inst := s.installationFromPath(w, r)
 	if inst == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	if inst.suspendedAt != nil {
@@ -784,6 +782,34 @@ func (s *Server) authorizeRepoLocked(w http.ResponseWriter, r *http.Request, a a
 	}
 	writeError(w, r, http.StatusForbidden, "Resource not accessible by integration")
 	return nil
+}
+
+// repoHandler answers a request on one repository: s.mu is held and the caller has
+// been authorized for the endpoint's access.
+type repoHandler func(w http.ResponseWriter, r *http.Request, rp *repo)
+
+// onRepo serves h with s.mu held, once the caller is authorized for a on the
+// repository the path names; otherwise authorizeRepoLocked has answered.
+func (s *Server) onRepo(a access, h repoHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rp := s.authorizeRepoLocked(w, r, a); rp != nil {
+			h(w, r, rp)
+		}
+	}
+}
+
+// onRepoWithBody decodes the JSON request body into a new Req (GitHub's 400 when it
+// is malformed), then serves h like onRepo.
+func onRepoWithBody[Req any](s *Server, a access, h func(w http.ResponseWriter, r *http.Request, rp *repo, req *Req)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		s.onRepo(a, func(w http.ResponseWriter, r *http.Request, rp *repo) { h(w, r, rp, &req) })(w, r)
+	}
 }
 
 func copyPerms(p map[string]string) map[string]string {

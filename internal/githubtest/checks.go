@@ -48,10 +48,10 @@ var (
 
 func (s *Server) checkRoutes() []route {
 	return []route{
-		{pattern: "POST /repos/{owner}/{repo}/check-runs", doc: "/checks/runs#create-a-check-run", handler: s.handleCreateCheckRun},
-		{pattern: "PATCH /repos/{owner}/{repo}/check-runs/{id}", doc: "/checks/runs#update-a-check-run", handler: s.handleUpdateCheckRun},
-		{pattern: "GET /repos/{owner}/{repo}/check-runs/{id}", doc: "/checks/runs#get-a-check-run", handler: s.handleGetCheckRun},
-		{pattern: "GET /repos/{owner}/{repo}/check-runs/{id}/annotations", doc: "/checks/runs#list-check-run-annotations", handler: s.handleListAnnotations},
+		{pattern: "POST /repos/{owner}/{repo}/check-runs", doc: "/checks/runs#create-a-check-run", handler: onRepoWithBody(s, writeChecks, s.handleCreateCheckRun)},
+		{pattern: "PATCH /repos/{owner}/{repo}/check-runs/{id}", doc: "/checks/runs#update-a-check-run", handler: onRepoWithBody(s, writeChecks, s.handleUpdateCheckRun)},
+		{pattern: "GET /repos/{owner}/{repo}/check-runs/{id}", doc: "/checks/runs#get-a-check-run", handler: s.onRepo(readChecks, s.handleGetCheckRun)},
+		{pattern: "GET /repos/{owner}/{repo}/check-runs/{id}/annotations", doc: "/checks/runs#list-check-run-annotations", handler: s.onRepo(readChecks, s.handleListAnnotations)},
 	}
 }
 
@@ -215,17 +215,7 @@ func (req *checkRunRequest) apply(run *checkRun, now time.Time) {
 	}
 }
 
-func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
-	var req checkRunRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeChecks)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request, rp *repo, req *checkRunRequest) {
 	switch {
 	case req.Name == nil || *req.Name == "":
 		writeInvalidRequest(w, r, `"name" wasn't supplied.`)
@@ -258,20 +248,9 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.checkRunJSON(rp, run))
 }
 
-func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
-	var req checkRunRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeChecks)
-	if rp == nil {
-		return
-	}
-	run := rp.checkRunFromPath(r)
+func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request, rp *repo, req *checkRunRequest) {
+	run := rp.checkRunFromPath(w, r)
 	if run == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	if !req.validate(w, r) {
@@ -290,44 +269,24 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.checkRunJSON(rp, run))
 }
 
-func (s *Server) handleGetCheckRun(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readChecks)
-	if rp == nil {
-		return
-	}
-	run := rp.checkRunFromPath(r)
+func (s *Server) handleGetCheckRun(w http.ResponseWriter, r *http.Request, rp *repo) {
+	run := rp.checkRunFromPath(w, r)
 	if run == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	writeJSON(w, http.StatusOK, s.checkRunJSON(rp, run))
 }
 
-func (s *Server) handleListAnnotations(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readChecks)
-	if rp == nil {
-		return
-	}
-	run := rp.checkRunFromPath(r)
+func (s *Server) handleListAnnotations(w http.ResponseWriter, r *http.Request, rp *repo) {
+	run := rp.checkRunFromPath(w, r)
 	if run == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	start, end := pageOf(r.URL.Query(), len(run.annotations))
 	writeJSON(w, http.StatusOK, nonNil(run.annotations[start:end]))
 }
 
-func (s *Server) handleListCheckRunsForRef(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readChecks)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleListCheckRunsForRef(w http.ResponseWriter, r *http.Request, rp *repo) {
 	c, err := rp.resolveCommit(r.PathValue("ref"))
 	if err != nil {
 		writeError(w, r, http.StatusUnprocessableEntity, "No commit found for SHA: "+r.PathValue("ref"))
@@ -370,12 +329,14 @@ func (rp *repo) checkRunsFor(sha string, latest bool) []*checkRun {
 	return out
 }
 
-func (rp *repo) checkRunFromPath(r *http.Request) *checkRun {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		return nil
+// checkRunFromPath finds the check run the path's {id} names, or answers 404 and
+// returns nil.
+func (rp *repo) checkRunFromPath(w http.ResponseWriter, r *http.Request) *checkRun {
+	var run *checkRun
+	if id, err := strconv.ParseInt(r.PathValue("id"), 10, 64); err == nil {
+		run = rp.checkRunByID(id)
 	}
-	return rp.checkRunByID(id)
+	return found(w, r, run)
 }
 
 func (rp *repo) checkRunByID(id int64) *checkRun {

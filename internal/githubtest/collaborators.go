@@ -43,7 +43,7 @@ var readCollaborators = need(PermRead, "metadata")
 func (s *Server) collaboratorRoutes() []route {
 	return []route{
 		{pattern: "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
-			doc: "/collaborators/collaborators#get-repository-permissions-for-a-user", handler: s.handleCollaboratorPermission},
+			doc: "/collaborators/collaborators#get-repository-permissions-for-a-user", handler: s.onRepo(readCollaborators, s.handleCollaboratorPermission)},
 	}
 }
 
@@ -92,13 +92,7 @@ func (rp *repo) roleLocked(user *account) string {
 	return RoleRead
 }
 
-func (s *Server) handleCollaboratorPermission(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readCollaborators)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleCollaboratorPermission(w http.ResponseWriter, r *http.Request, rp *repo) {
 	login := r.PathValue("username")
 	user, ok := s.accounts[strings.ToLower(login)]
 	if !ok || user.kind == "Organization" {

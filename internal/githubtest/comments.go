@@ -31,9 +31,9 @@ var (
 
 func (s *Server) commentRoutes() []route {
 	return []route{
-		{pattern: "POST /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#create-an-issue-comment", handler: s.handleCreateComment},
-		{pattern: "GET /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#list-issue-comments", handler: s.handleListComments},
-		{pattern: "PATCH /repos/{owner}/{repo}/issues/comments/{id}", doc: "/issues/comments#update-an-issue-comment", handler: s.handleUpdateComment},
+		{pattern: "POST /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#create-an-issue-comment", handler: onRepoWithBody(s, writeComments, s.handleCreateComment)},
+		{pattern: "GET /repos/{owner}/{repo}/issues/{number}/comments", doc: "/issues/comments#list-issue-comments", handler: s.onRepo(readComments, s.handleListComments)},
+		{pattern: "PATCH /repos/{owner}/{repo}/issues/comments/{id}", doc: "/issues/comments#update-an-issue-comment", handler: onRepoWithBody(s, writeComments, s.handleUpdateComment)},
 	}
 }
 
@@ -66,22 +66,13 @@ func validCommentBody(w http.ResponseWriter, r *http.Request, body *string) bool
 	return true
 }
 
-func (s *Server) handleCreateComment(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Body *string `json:"body"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeComments)
-	if rp == nil {
-		return
-	}
-	pr := s.pullFromPath(rp, r)
+type createCommentRequest struct {
+	Body *string `json:"body"`
+}
+
+func (s *Server) handleCreateComment(w http.ResponseWriter, r *http.Request, rp *repo, req *createCommentRequest) {
+	pr := s.pullFromPath(w, r, rp)
 	if pr == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	if !validCommentBody(w, r, req.Body) {
@@ -134,16 +125,9 @@ func (s *Server) fireCommentLocked(rp *repo, pr *pull, c *issueComment, action s
 	})
 }
 
-func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readComments)
-	if rp == nil {
-		return
-	}
-	pr := s.pullFromPath(rp, r)
+func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request, rp *repo) {
+	pr := s.pullFromPath(w, r, rp)
 	if pr == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	out := []*github.IssueComment{}
@@ -156,35 +140,27 @@ func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 
-func (rp *repo) commentFromPath(r *http.Request) *issueComment {
+// commentFromPath finds the issue comment the path's {id} names, or answers 404 and
+// returns nil.
+func (rp *repo) commentFromPath(w http.ResponseWriter, r *http.Request) *issueComment {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		return nil
-	}
-	for _, c := range rp.comments {
-		if c.id == id {
-			return c
+	if err == nil {
+		for _, c := range rp.comments {
+			if c.id == id {
+				return c
+			}
 		}
 	}
-	return nil
+	return found[issueComment](w, r, nil)
 }
 
-func (s *Server) handleUpdateComment(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Body *string `json:"body"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeComments)
-	if rp == nil {
-		return
-	}
-	c := rp.commentFromPath(r)
+type updateCommentRequest struct {
+	Body *string `json:"body"`
+}
+
+func (s *Server) handleUpdateComment(w http.ResponseWriter, r *http.Request, rp *repo, req *updateCommentRequest) {
+	c := rp.commentFromPath(w, r)
 	if c == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	if !validCommentBody(w, r, req.Body) {

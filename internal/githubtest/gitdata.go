@@ -19,24 +19,24 @@ import (
 
 func (s *Server) repoRoutes() []route {
 	return []route{
-		{pattern: "GET /repos/{owner}/{repo}", doc: "/repos/repos#get-a-repository", handler: s.handleGetRepo},
-		{pattern: "GET /repos/{owner}/{repo}/branches", doc: "/branches/branches#list-branches", handler: s.handleListBranches},
-		{pattern: "GET /repos/{owner}/{repo}/branches/{branch...}", doc: "/branches/branches#get-a-branch", handler: s.handleGetBranch},
-		{pattern: "GET /repos/{owner}/{repo}/git/ref/{ref...}", doc: "/git/refs#get-a-reference", handler: s.handleGetRef},
-		{pattern: "GET /repos/{owner}/{repo}/git/refs", doc: "/git/refs#list-matching-references", handler: s.handleMatchingRefs},
-		{pattern: "GET /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#get-a-reference", handler: s.handleGetRef},
-		{pattern: "GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", doc: "/git/refs#list-matching-references", handler: s.handleMatchingRefs},
-		{pattern: "POST /repos/{owner}/{repo}/git/refs", doc: "/git/refs#create-a-reference", handler: s.handleCreateRef},
-		{pattern: "PATCH /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#update-a-reference", handler: s.handleUpdateRef},
-		{pattern: "DELETE /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#delete-a-reference", handler: s.handleDeleteRef},
-		{pattern: "POST /repos/{owner}/{repo}/git/blobs", doc: "/git/blobs#create-a-blob", handler: s.handleCreateBlob},
-		{pattern: "GET /repos/{owner}/{repo}/git/blobs/{sha}", doc: "/git/blobs#get-a-blob", handler: s.handleGetBlob},
-		{pattern: "POST /repos/{owner}/{repo}/git/trees", doc: "/git/trees#create-a-tree", handler: s.handleCreateTree},
-		{pattern: "GET /repos/{owner}/{repo}/git/trees/{sha...}", doc: "/git/trees#get-a-tree", handler: s.handleGetTree},
-		{pattern: "POST /repos/{owner}/{repo}/git/commits", doc: "/git/commits#create-a-commit", handler: s.handleCreateCommit},
-		{pattern: "GET /repos/{owner}/{repo}/git/commits/{sha}", doc: "/git/commits#get-a-commit-object", handler: s.handleGetGitCommit},
+		{pattern: "GET /repos/{owner}/{repo}", doc: "/repos/repos#get-a-repository", handler: s.onRepo(readMetadata, s.handleGetRepo)},
+		{pattern: "GET /repos/{owner}/{repo}/branches", doc: "/branches/branches#list-branches", handler: s.onRepo(readMetadata, s.handleListBranches)},
+		{pattern: "GET /repos/{owner}/{repo}/branches/{branch...}", doc: "/branches/branches#get-a-branch", handler: s.onRepo(readMetadata, s.handleGetBranch)},
+		{pattern: "GET /repos/{owner}/{repo}/git/ref/{ref...}", doc: "/git/refs#get-a-reference", handler: s.onRepo(readContents, s.handleGetRef)},
+		{pattern: "GET /repos/{owner}/{repo}/git/refs", doc: "/git/refs#list-matching-references", handler: s.onRepo(readContents, s.handleMatchingRefs)},
+		{pattern: "GET /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#get-a-reference", handler: s.onRepo(readContents, s.handleGetRef)},
+		{pattern: "GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", doc: "/git/refs#list-matching-references", handler: s.onRepo(readContents, s.handleMatchingRefs)},
+		{pattern: "POST /repos/{owner}/{repo}/git/refs", doc: "/git/refs#create-a-reference", handler: onRepoWithBody(s, writeContent, s.handleCreateRef)},
+		{pattern: "PATCH /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#update-a-reference", handler: onRepoWithBody(s, writeContent, s.handleUpdateRef)},
+		{pattern: "DELETE /repos/{owner}/{repo}/git/refs/{ref...}", doc: "/git/refs#delete-a-reference", handler: s.onRepo(writeContent, s.handleDeleteRef)},
+		{pattern: "POST /repos/{owner}/{repo}/git/blobs", doc: "/git/blobs#create-a-blob", handler: onRepoWithBody(s, writeContent, s.handleCreateBlob)},
+		{pattern: "GET /repos/{owner}/{repo}/git/blobs/{sha}", doc: "/git/blobs#get-a-blob", handler: s.onRepo(readContents, s.handleGetBlob)},
+		{pattern: "POST /repos/{owner}/{repo}/git/trees", doc: "/git/trees#create-a-tree", handler: onRepoWithBody(s, writeContent, s.handleCreateTree)},
+		{pattern: "GET /repos/{owner}/{repo}/git/trees/{sha...}", doc: "/git/trees#get-a-tree", handler: s.onRepo(readContents, s.handleGetTree)},
+		{pattern: "POST /repos/{owner}/{repo}/git/commits", doc: "/git/commits#create-a-commit", handler: onRepoWithBody(s, writeContent, s.handleCreateCommit)},
+		{pattern: "GET /repos/{owner}/{repo}/git/commits/{sha}", doc: "/git/commits#get-a-commit-object", handler: s.onRepo(readContents, s.handleGetGitCommit)},
 		{pattern: "GET /repos/{owner}/{repo}/commits/{ref...}", handler: s.handleCommitsDispatch, dispatch: []string{endpointGetCommit, endpointListCheckRunsForRef}},
-		{pattern: "GET /repos/{owner}/{repo}/compare/{basehead...}", doc: "/commits/commits#compare-two-commits", handler: s.handleCompare},
+		{pattern: "GET /repos/{owner}/{repo}/compare/{basehead...}", doc: "/commits/commits#compare-two-commits", handler: s.onRepo(readContents, s.handleCompare)},
 	}
 }
 
@@ -51,10 +51,10 @@ func (s *Server) handleCommitsDispatch(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("ref")
 	if rest, ok := strings.CutSuffix(ref, "/check-runs"); ok {
 		r.SetPathValue("ref", rest)
-		s.serveCounted(w, r, endpointListCheckRunsForRef, "/checks/runs#list-check-runs-for-a-git-reference", s.handleListCheckRunsForRef)
+		s.serveCounted(w, r, endpointListCheckRunsForRef, "/checks/runs#list-check-runs-for-a-git-reference", s.onRepo(readChecks, s.handleListCheckRunsForRef))
 		return
 	}
-	s.serveCounted(w, r, endpointGetCommit, "/commits/commits#get-a-commit", s.handleGetCommit)
+	s.serveCounted(w, r, endpointGetCommit, "/commits/commits#get-a-commit", s.onRepo(readContents, s.handleGetCommit))
 }
 
 var (
@@ -63,13 +63,7 @@ var (
 	writeContent = need(PermWrite, "contents")
 )
 
-func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readMetadata)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request, rp *repo) {
 	writeJSON(w, http.StatusOK, s.repoJSON(rp))
 }
 
@@ -93,13 +87,7 @@ func (s *Server) refJSON(rp *repo, ref *plumbing.Reference) *github.Reference {
 	}
 }
 
-func (s *Server) handleGetRef(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetRef(w http.ResponseWriter, r *http.Request, rp *repo) {
 	name := plumbing.ReferenceName("refs/" + strings.TrimPrefix(r.PathValue("ref"), "refs/"))
 	ref, err := rp.storer().Reference(name)
 	if err != nil {
@@ -109,13 +97,7 @@ func (s *Server) handleGetRef(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
 }
 
-func (s *Server) handleMatchingRefs(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleMatchingRefs(w http.ResponseWriter, r *http.Request, rp *repo) {
 	prefix := "refs/" + strings.TrimPrefix(r.PathValue("ref"), "refs/")
 	iter, err := rp.storer().IterReferences()
 	if err != nil {
@@ -134,20 +116,12 @@ func (s *Server) handleMatchingRefs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 
-func (s *Server) handleCreateRef(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Ref *string `json:"ref"`
-		SHA *string `json:"sha"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+type createRefRequest struct {
+	Ref *string `json:"ref"`
+	SHA *string `json:"sha"`
+}
+
+func (s *Server) handleCreateRef(w http.ResponseWriter, r *http.Request, rp *repo, req *createRefRequest) {
 	switch {
 	case req.Ref == nil:
 		writeInvalidRequest(w, r, `"ref" wasn't supplied.`)
@@ -179,20 +153,12 @@ func (s *Server) handleCreateRef(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref))
 }
 
-func (s *Server) handleUpdateRef(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		SHA   *string `json:"sha"`
-		Force bool    `json:"force"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+type updateRefRequest struct {
+	SHA   *string `json:"sha"`
+	Force bool    `json:"force"`
+}
+
+func (s *Server) handleUpdateRef(w http.ResponseWriter, r *http.Request, rp *repo, req *updateRefRequest) {
 	if req.SHA == nil {
 		writeInvalidRequest(w, r, `"sha" wasn't supplied.`)
 		return
@@ -224,13 +190,7 @@ func (s *Server) handleUpdateRef(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
 }
 
-func (s *Server) handleDeleteRef(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleDeleteRef(w http.ResponseWriter, r *http.Request, rp *repo) {
 	name := plumbing.ReferenceName("refs/" + strings.TrimPrefix(r.PathValue("ref"), "refs/"))
 	old, exists := rp.refHash(name)
 	if !exists {
@@ -276,20 +236,12 @@ func (rp *repo) isAncestor(a, b plumbing.Hash) bool {
 
 // --- blobs ---
 
-func (s *Server) handleCreateBlob(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Content  *string `json:"content"`
-		Encoding string  `json:"encoding"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+type createBlobRequest struct {
+	Content  *string `json:"content"`
+	Encoding string  `json:"encoding"`
+}
+
+func (s *Server) handleCreateBlob(w http.ResponseWriter, r *http.Request, rp *repo, req *createBlobRequest) {
 	if req.Content == nil {
 		writeInvalidRequest(w, r, `"content" wasn't supplied.`)
 		return
@@ -327,13 +279,7 @@ func dropWhitespace(r rune) rune {
 	return r
 }
 
-func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetBlob(w http.ResponseWriter, r *http.Request, rp *repo) {
 	h, ok := rp.existingObject(r.PathValue("sha"))
 	if !ok {
 		writeError(w, r, http.StatusNotFound, "Not Found")
@@ -388,20 +334,12 @@ var treeModes = map[string]filemode.FileMode{
 	"120000": filemode.Symlink,
 }
 
-func (s *Server) handleCreateTree(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		BaseTree *string            `json:"base_tree"`
-		Tree     []treeEntryRequest `json:"tree"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+type createTreeRequest struct {
+	BaseTree *string            `json:"base_tree"`
+	Tree     []treeEntryRequest `json:"tree"`
+}
+
+func (s *Server) handleCreateTree(w http.ResponseWriter, r *http.Request, rp *repo, req *createTreeRequest) {
 	if req.Tree == nil {
 		writeInvalidRequest(w, r, `"tree" wasn't supplied.`)
 		return
@@ -553,13 +491,7 @@ func (s *Server) treeJSON(rp *repo, h plumbing.Hash, recursive bool) (*treeRespo
 	return out, walk(t, "")
 }
 
-func (s *Server) handleGetTree(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetTree(w http.ResponseWriter, r *http.Request, rp *repo) {
 	ref := r.PathValue("sha")
 	var h plumbing.Hash
 	if th, ok := rp.existingObject(ref); ok && rp.objectHasType(th, "tree") {
@@ -587,24 +519,16 @@ type commitIdentity struct {
 	Date  *string `json:"date"`
 }
 
-func (s *Server) handleCreateCommit(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Message   *string         `json:"message"`
-		Tree      *string         `json:"tree"`
-		Parents   []string        `json:"parents"`
-		Author    *commitIdentity `json:"author"`
-		Committer *commitIdentity `json:"committer"`
-		Signature *string         `json:"signature"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writeContent)
-	if rp == nil {
-		return
-	}
+type createCommitRequest struct {
+	Message   *string         `json:"message"`
+	Tree      *string         `json:"tree"`
+	Parents   []string        `json:"parents"`
+	Author    *commitIdentity `json:"author"`
+	Committer *commitIdentity `json:"committer"`
+	Signature *string         `json:"signature"`
+}
+
+func (s *Server) handleCreateCommit(w http.ResponseWriter, r *http.Request, rp *repo, req *createCommitRequest) {
 	switch {
 	case req.Message == nil:
 		writeInvalidRequest(w, r, `"message" wasn't supplied.`)
@@ -722,13 +646,7 @@ func (s *Server) gitCommitJSON(rp *repo, c *object.Commit) *github.Commit {
 	return out
 }
 
-func (s *Server) handleGetGitCommit(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetGitCommit(w http.ResponseWriter, r *http.Request, rp *repo) {
 	h, ok := rp.existingObject(r.PathValue("sha"))
 	if !ok {
 		writeError(w, r, http.StatusNotFound, "Not Found")
@@ -792,13 +710,7 @@ func (s *Server) repoCommitJSON(rp *repo, c *object.Commit, withFiles bool) (*gi
 	return out, nil
 }
 
-func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request, rp *repo) {
 	c, err := rp.resolveCommit(r.PathValue("ref"))
 	if err != nil {
 		writeError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("No commit found for SHA: %s", r.PathValue("ref")))
@@ -881,13 +793,7 @@ func hunks(diff string) string {
 
 // --- compare ---
 
-func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request, rp *repo) {
 	baseRef, headRef, ok := strings.Cut(r.PathValue("basehead"), "...")
 	if !ok {
 		writeError(w, r, http.StatusNotFound, "Not Found")
@@ -1042,13 +948,7 @@ func (s *Server) branchSummary(rp *repo, ref *plumbing.Reference) *github.Branch
 	}
 }
 
-func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readMetadata)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request, rp *repo) {
 	refs, err := rp.branches()
 	if err != nil {
 		writeError(w, r, http.StatusInternalServerError, err.Error())
@@ -1062,13 +962,7 @@ func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 
-func (s *Server) handleGetBranch(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readMetadata)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleGetBranch(w http.ResponseWriter, r *http.Request, rp *repo) {
 	name := r.PathValue("branch")
 	h, ok := rp.refHash(plumbing.NewBranchReferenceName(name))
 	if !ok {

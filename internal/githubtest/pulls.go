@@ -52,20 +52,22 @@ var (
 
 func (s *Server) pullRoutes() []route {
 	return []route{
-		{pattern: "POST /repos/{owner}/{repo}/pulls", doc: "/pulls/pulls#create-a-pull-request", handler: s.handleCreatePull},
-		{pattern: "GET /repos/{owner}/{repo}/pulls", doc: "/pulls/pulls#list-pull-requests", handler: s.handleListPulls},
-		{pattern: "GET /repos/{owner}/{repo}/pulls/{number}", doc: "/pulls/pulls#get-a-pull-request", handler: s.handleGetPull},
-		{pattern: "PATCH /repos/{owner}/{repo}/pulls/{number}", doc: "/pulls/pulls#update-a-pull-request", handler: s.handleUpdatePull},
-		{pattern: "GET /repos/{owner}/{repo}/pulls/{number}/files", doc: "/pulls/pulls#list-pull-requests-files", handler: s.handlePullFiles},
+		{pattern: "POST /repos/{owner}/{repo}/pulls", doc: "/pulls/pulls#create-a-pull-request", handler: onRepoWithBody(s, writePulls, s.handleCreatePull)},
+		{pattern: "GET /repos/{owner}/{repo}/pulls", doc: "/pulls/pulls#list-pull-requests", handler: s.onRepo(readPulls, s.handleListPulls)},
+		{pattern: "GET /repos/{owner}/{repo}/pulls/{number}", doc: "/pulls/pulls#get-a-pull-request", handler: s.onRepo(readPulls, s.handleGetPull)},
+		{pattern: "PATCH /repos/{owner}/{repo}/pulls/{number}", doc: "/pulls/pulls#update-a-pull-request", handler: onRepoWithBody(s, writePulls, s.handleUpdatePull)},
+		{pattern: "GET /repos/{owner}/{repo}/pulls/{number}/files", doc: "/pulls/pulls#list-pull-requests-files", handler: s.onRepo(readPulls, s.handlePullFiles)},
 	}
 }
 
-func (s *Server) pullFromPath(rp *repo, r *http.Request) *pull {
-	n, err := strconv.Atoi(r.PathValue("number"))
-	if err != nil {
-		return nil
+// pullFromPath finds the pull request the path's {number} names, or answers 404 and
+// returns nil.
+func (s *Server) pullFromPath(w http.ResponseWriter, r *http.Request, rp *repo) *pull {
+	var pr *pull
+	if n, err := strconv.Atoi(r.PathValue("number")); err == nil {
+		pr = rp.pullNumber(n)
 	}
-	return rp.pullNumber(n)
+	return found(w, r, pr)
 }
 
 func (rp *repo) pullNumber(n int) *pull {
@@ -184,23 +186,15 @@ func (s *Server) pullJSON(rp *repo, pr *pull) *github.PullRequest {
 	return out
 }
 
-func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Title *string `json:"title"`
-		Head  *string `json:"head"`
-		Base  *string `json:"base"`
-		Body  *string `json:"body"`
-		Draft bool    `json:"draft"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writePulls)
-	if rp == nil {
-		return
-	}
+type createPullRequest struct {
+	Title *string `json:"title"`
+	Head  *string `json:"head"`
+	Base  *string `json:"base"`
+	Body  *string `json:"body"`
+	Draft bool    `json:"draft"`
+}
+
+func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request, rp *repo, req *createPullRequest) {
 	switch {
 	case req.Head == nil:
 		writeInvalidRequest(w, r, `"head" wasn't supplied.`)
@@ -292,13 +286,7 @@ func (s *Server) firePullLocked(rp *repo, pr *pull, action string, sender *accou
 	})
 }
 
-func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readPulls)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request, rp *repo) {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -343,40 +331,24 @@ func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleGetPull(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readPulls)
-	if rp == nil {
-		return
-	}
-	pr := s.pullFromPath(rp, r)
+func (s *Server) handleGetPull(w http.ResponseWriter, r *http.Request, rp *repo) {
+	pr := s.pullFromPath(w, r, rp)
 	if pr == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	writeJSON(w, http.StatusOK, s.pullJSON(rp, pr))
 }
 
-func (s *Server) handleUpdatePull(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Title *string `json:"title"`
-		Body  *string `json:"body"`
-		State *string `json:"state"`
-		Base  *string `json:"base"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, writePulls)
-	if rp == nil {
-		return
-	}
-	pr := s.pullFromPath(rp, r)
+type updatePullRequest struct {
+	Title *string `json:"title"`
+	Body  *string `json:"body"`
+	State *string `json:"state"`
+	Base  *string `json:"base"`
+}
+
+func (s *Server) handleUpdatePull(w http.ResponseWriter, r *http.Request, rp *repo, req *updatePullRequest) {
+	pr := s.pullFromPath(w, r, rp)
 	if pr == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	if req.State != nil && *req.State != "open" && *req.State != "closed" {
@@ -427,16 +399,9 @@ func (s *Server) closePullLocked(rp *repo, pr *pull, sender *account) []<-chan s
 	return []<-chan struct{}{s.firePullLocked(rp, pr, "closed", sender, nil)}
 }
 
-func (s *Server) handlePullFiles(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readPulls)
-	if rp == nil {
-		return
-	}
-	pr := s.pullFromPath(rp, r)
+func (s *Server) handlePullFiles(w http.ResponseWriter, r *http.Request, rp *repo) {
+	pr := s.pullFromPath(w, r, rp)
 	if pr == nil {
-		writeError(w, r, http.StatusNotFound, "Not Found")
 		return
 	}
 	rp.liveSHAs(pr)

@@ -47,6 +47,8 @@ type Server struct {
 	archives      map[string]*archiveLink
 	requests      map[string]int
 	totalRequests int
+	// onRequest holds test hooks run before an endpoint is served (see OnRequest).
+	onRequest map[string]func()
 	// verifiedCommits are commits GitHub would have signed (made by the App through
 	// the API without a custom author or committer).
 	verifiedCommits map[string]bool
@@ -94,6 +96,7 @@ func NewServer() (*Server, error) {
 		tokens:          map[string]*installationToken{},
 		archives:        map[string]*archiveLink{},
 		requests:        map[string]int{},
+		onRequest:       map[string]func(){},
 		verifiedCommits: map[string]bool{},
 	}
 	s.hooks = newDeliverer(s)
@@ -157,6 +160,21 @@ func (s *Server) ResetRequestCounts() {
 	defer s.mu.Unlock()
 	s.requests = map[string]int{}
 	s.totalRequests = 0
+}
+
+// OnRequest makes fn run each time a request reaches endpoint (a pattern as listed by
+// Endpoints), after it is counted and before it is answered; nil removes the hook. It
+// lets a test observe the service while it waits on GitHub, e.g. that it holds no
+// database transaction across the call. fn runs outside the server's lock and may
+// block to make GitHub slow.
+func (s *Server) OnRequest(endpoint string, fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fn == nil {
+		delete(s.onRequest, endpoint)
+		return
+	}
+	s.onRequest[endpoint] = fn
 }
 
 // Endpoints lists the route patterns the server answers, sorted.
@@ -244,11 +262,16 @@ func stripAPIPrefix(r *http.Request) *http.Request {
 	return r2
 }
 
+// count records a request to endpoint and runs its OnRequest hook, if any.
 func (s *Server) count(endpoint string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.requests[endpoint]++
 	s.totalRequests++
+	hook := s.onRequest[endpoint]
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 }
 
 func (s *Server) newID() int64 {
@@ -303,6 +326,15 @@ func docURL(r *http.Request) string {
 
 func writeError(w http.ResponseWriter, r *http.Request, status int, message string) {
 	writeJSON(w, status, apiError{Message: message, DocumentationURL: docURL(r), Status: strconv.Itoa(status)})
+}
+
+// found returns v, or answers GitHub's 404 when a resource the path names is missing
+// (nil) and returns nil.
+func found[T any](w http.ResponseWriter, r *http.Request, v *T) *T {
+	if v == nil {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+	}
+	return v
 }
 
 // writeValidation answers 422 "Validation Failed" with field errors, as GitHub does for

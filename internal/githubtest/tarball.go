@@ -24,20 +24,14 @@ type archiveLink struct {
 
 func (s *Server) archiveRoutes() []route {
 	return []route{
-		{pattern: "GET /repos/{owner}/{repo}/tarball", doc: "/repos/contents#download-a-repository-archive-tar", handler: s.handleTarball},
-		{pattern: "GET /repos/{owner}/{repo}/tarball/{ref...}", doc: "/repos/contents#download-a-repository-archive-tar", handler: s.handleTarball},
+		{pattern: "GET /repos/{owner}/{repo}/tarball", doc: "/repos/contents#download-a-repository-archive-tar", handler: s.onRepo(readContents, s.handleTarball)},
+		{pattern: "GET /repos/{owner}/{repo}/tarball/{ref...}", doc: "/repos/contents#download-a-repository-archive-tar", handler: s.onRepo(readContents, s.handleTarball)},
 		{pattern: "GET /_codeload/{owner}/{repo}/legacy.tar.gz/{ref...}", doc: "/repos/contents#download-a-repository-archive-tar", handler: s.handleCodeload},
 	}
 }
 
 // handleTarball answers like GitHub: 302 to a codeload URL that serves the archive.
-func (s *Server) handleTarball(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.authorizeRepoLocked(w, r, readContents)
-	if rp == nil {
-		return
-	}
+func (s *Server) handleTarball(w http.ResponseWriter, r *http.Request, rp *repo) {
 	c, err := rp.resolveCommit(r.PathValue("ref"))
 	if err != nil {
 		writeError(w, r, http.StatusNotFound, "Not Found")

@@ -180,6 +180,58 @@ func TestSetupConcurrentBindsByTwoTeamsBindOnce(t *testing.T) {
 	})
 }
 
+// TestSetupHoldsNoTransactionWhileAskingGitHub looks at the database while the fake
+// GitHub is answering the setup callback's calls: no connection of the service's pool
+// may be in use (a transaction held across the call would be), and on PostgreSQL no
+// session may sit "idle in transaction".
+func TestSetupHoldsNoTransactionWhileAskingGitHub(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
+		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		e.gh.WaitForDeliveries()
+		state := e.state(e.tokenA)
+
+		var mu sync.Mutex
+		var observed []string
+		observe := func(call string) func() {
+			return func() {
+				inUse := db.Stats().InUse
+				idleInTx := 0
+				if db.Dialect() == store.Postgres {
+					err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+						WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`).Scan(&idleInTx)
+					if err != nil {
+						t.Errorf("read pg_stat_activity: %v", err)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				observed = append(observed, call)
+				if inUse != 0 || idleInTx != 0 {
+					t.Errorf("during %s: %d connections in use, %d sessions idle in transaction; want none", call, inUse, idleInTx)
+				}
+			}
+		}
+		for _, endpoint := range []string{
+			"GET /app/installations/{installation_id}",
+			"POST /app/installations/{installation_id}/access_tokens",
+			"GET /installation/repositories",
+		} {
+			e.gh.OnRequest(endpoint, observe(endpoint))
+		}
+
+		if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + state); status != http.StatusOK {
+			t.Fatalf("callback = %d\n%s", status, page)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(observed) < 2 || observed[0] != "GET /app/installations/{installation_id}" {
+			t.Errorf("observed GitHub calls %v; want the installation confirmed first, then its repositories read", observed)
+		}
+	})
+}
+
 func TestSetupRequestRecordsPendingApproval(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
