@@ -470,40 +470,54 @@ func parseQuantities(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// writeEdits applies verified edits, refusing when a file changed since it was read.
+// writeEdits applies verified edits. Every file is checked before any is written,
+// so a file that changed since planning leaves the whole repository untouched.
 func writeEdits(repo string, edits []render.FileEdit) error {
-	for _, e := range edits {
+	modes := make([]os.FileMode, len(edits))
+	for i, e := range edits {
 		full := filepath.Join(repo, filepath.FromSlash(e.Path))
-		mode := os.FileMode(0o644)
+		modes[i] = 0o644
 		current, err := os.ReadFile(full)
 		switch {
 		case e.Created && err == nil:
 			return fmt.Errorf("write %s: the file appeared since planning; nothing written", e.Path)
+		case e.Created && !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("write %s: %w", e.Path, err)
 		case !e.Created && err != nil:
 			return fmt.Errorf("write %s: %w", e.Path, err)
 		case !e.Created && !bytes.Equal(current, e.Old):
 			return fmt.Errorf("write %s: the file changed since planning; nothing written", e.Path)
 		}
 		if info, err := os.Stat(full); err == nil {
-			mode = info.Mode().Perm()
+			modes[i] = info.Mode().Perm()
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+	}
+	for i, e := range edits {
+		if err := writeFileAtomic(filepath.Join(repo, filepath.FromSlash(e.Path)), e.New, modes[i]); err != nil {
 			return fmt.Errorf("write %s: %w", e.Path, err)
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(full), ".kukie-*")
-		if err != nil {
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		}
-		_, werr := tmp.Write(e.New)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		}
-		if err := os.Rename(tmp.Name(), full); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		}
+	}
+	return nil
+}
+
+// writeFileAtomic replaces a file by renaming a complete temporary file over it.
+func writeFileAtomic(full string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(full), ".kukie-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), full); err != nil {
+		os.Remove(tmp.Name())
+		return err
 	}
 	return nil
 }

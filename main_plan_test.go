@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/render"
 )
 
 const sampleRepo = "testdata/sample-repo"
@@ -48,6 +50,16 @@ func TestPlanCommand(t *testing.T) {
 			code:       0,
 			stdoutHas:  []string{"source type Directory detected", "+              cpu: 250m"},
 			stdoutLack: []string{"not-a-real-token"},
+		},
+		"format detected as Kustomize, like Argo CD": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "deployment/web", "--replicas", "4"},
+			code:      0,
+			stdoutHas: []string{"Note: source type Kustomize detected from the files at apps/web", "Application: web (Kustomize", "+    count: 4"},
+		},
+		"refused after detection: the note explains the format on stderr": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "set-image", "deployment/web", "web=nginx:1.27"},
+			code:      2,
+			stderrHas: []string{"Note: source type Kustomize detected", "Refused (invalid_request)"},
 		},
 		"refused: image name differs": {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "set-image", "deployment/web", "web=nginx:1.27"},
@@ -152,5 +164,67 @@ func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
 		"scale", "deployment/staging-web", "--replicas", "2")
 	if code != 2 || !strings.Contains(stderr, "no_change") {
 		t.Fatalf("second plan: exit %d: %s", code, stderr)
+	}
+}
+
+func TestPlanCommandDetectsHelmAndRefuses(t *testing.T) {
+	repo := t.TempDir()
+	chart := filepath.Join(repo, "charts", "web")
+	if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"values.yaml":           "replicas: 1\n",
+		"templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+	} {
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--output", "json", "scale", "deployment/web", "--replicas", "2")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var out struct {
+		Verdict string   `json:"verdict"`
+		Notes   []string `json:"notes"`
+		Refusal struct {
+			Code   string `json:"error"`
+			Reason string `json:"reason"`
+		} `json:"refusal"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	if out.Verdict != "refused" || out.Refusal.Code != "helm_unsupported" || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "source type Helm detected") {
+		t.Fatalf("unexpected output: %+v", out)
+	}
+	if !strings.Contains(stderr, "Refused (helm_unsupported)") || !strings.Contains(stderr, "source type Helm detected") {
+		t.Fatalf("stderr lacks the reason or the detection note:\n%s", stderr)
+	}
+}
+
+func TestWriteEditsChecksEveryFileFirst(t *testing.T) {
+	repo := t.TempDir()
+	for name, content := range map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edits := []render.FileEdit{
+		{Path: "a.yaml", Old: []byte("a: 1\n"), New: []byte("a: 2\n")},
+		{Path: "b.yaml", Old: []byte("b: 0\n"), New: []byte("b: 2\n")}, // changed since planning
+		{Path: "c.yaml", New: []byte("c: 1\n"), Created: true},
+	}
+	err := writeEdits(repo, edits)
+	if err == nil || !strings.Contains(err.Error(), "b.yaml: the file changed since planning") {
+		t.Fatalf("want a refusal naming b.yaml, got %v", err)
+	}
+	if a, _ := os.ReadFile(filepath.Join(repo, "a.yaml")); string(a) != "a: 1\n" {
+		t.Fatalf("a.yaml was written although b.yaml refused: %q", a)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "c.yaml")); !os.IsNotExist(err) {
+		t.Fatalf("c.yaml was created although b.yaml refused: %v", err)
 	}
 }

@@ -128,16 +128,25 @@ func ownByAnnotation(res Resource, value string, apps *AppIndex, opts Options) (
 	if !tracks(id, res.Ref) {
 		return Ownership{}, fmt.Sprintf("The tracking annotation names %s, not %s: it was probably copied from that resource and is not trusted.", id.Resource(), res.Ref), false
 	}
-	if opts.InstallationID != "" {
-		if got := res.Annotations[InstallationIDAnnotation]; got != opts.InstallationID {
-			return Ownership{
-				Managed: true, By: EvidenceAnnotation, App: instanceKey(id.AppInstance), Level: LevelUnknown,
-				Reason: fmt.Sprintf("%s is managed by application %s of another Argo CD instance (installation id %q, this cluster's Argo CD is %q); its sync policy cannot be read here.",
-					res.Ref, id.AppInstance, got, opts.InstallationID),
-			}, "", true
-		}
+	installation := res.Annotations[InstallationIDAnnotation]
+	if opts.InstallationID != "" && installation != opts.InstallationID {
+		return Ownership{
+			Managed: true, By: EvidenceAnnotation, App: instanceKey(id.AppInstance), Level: LevelUnknown,
+			Reason: fmt.Sprintf("%s is managed by application %s of another Argo CD instance (installation id %q, this cluster's Argo CD is %q); its sync policy cannot be read here.",
+				res.Ref, id.AppInstance, installation, opts.InstallationID),
+		}, "", true
 	}
 	app, key := apps.Resolve(id.AppInstance, res.Ref, opts.ControlPlaneNamespace)
+	if opts.InstallationID == "" && installation != "" && (app == nil || !app.Lists(res.Ref)) {
+		// Argo CD itself ignores an annotation whose installation id is not its own. The
+		// service does not know this cluster's id, so only an Application here that
+		// lists the resource shows that the instance that applied it is this one.
+		return Ownership{
+			Managed: true, By: EvidenceAnnotation, App: key, Level: LevelUnknown,
+			Reason: fmt.Sprintf("%s was applied by application %s of the Argo CD instance with installation id %q, and no Application in this cluster confirms it in status.resources: it may belong to another Argo CD instance, whose sync policy cannot be read here.",
+				res.Ref, id.AppInstance, installation),
+		}, "", true
+	}
 	if app == nil {
 		where := "no such Application exists in this cluster (Argo CD may run in another cluster)"
 		if apps == nil {
@@ -157,10 +166,12 @@ func ownByAnnotation(res Resource, value string, apps *AppIndex, opts Options) (
 
 // tracks reports whether a tracking id was written for ref. Argo CD versions that
 // applied namespaced manifests without a namespace wrote an empty namespace, so an
-// empty id namespace matches any namespace.
+// empty id namespace matches any namespace; and Argo CD writes the app's destination
+// namespace into the id of a cluster-scoped object, which its own check ignores when
+// the object has no namespace.
 func tracks(id TrackingID, ref ResourceRef) bool {
 	return id.Group == ref.Group && id.Kind == ref.Kind && id.Name == ref.Name &&
-		(id.Namespace == ref.Namespace || id.Namespace == "")
+		(id.Namespace == ref.Namespace || id.Namespace == "" || ref.Namespace == "")
 }
 
 func sourceWarnings(app *Application) []string {

@@ -11,16 +11,18 @@ func TestOwn(t *testing.T) {
 	shop := AppKey{Namespace: argoNS, Name: "shop"}
 
 	tests := map[string]struct {
-		resource    string
-		apps        *AppIndex
-		opts        Options
-		wantManaged bool
-		wantBy      Evidence
-		wantApp     AppKey
-		wantFound   bool
-		wantLevel   Level
-		wantUndet   bool
-		wantWarning string
+		resource string
+		apps     *AppIndex
+		opts     Options
+		// installationID is set as the resource's installation-id annotation.
+		installationID string
+		wantManaged    bool
+		wantBy         Evidence
+		wantApp        AppKey
+		wantFound      bool
+		wantLevel      Level
+		wantUndet      bool
+		wantWarning    string
 	}{
 		"annotation, self-heal app": {
 			resource: "web", apps: apps,
@@ -61,13 +63,25 @@ func TestOwn(t *testing.T) {
 			resource: "other-instance", apps: apps, opts: Options{InstallationID: "kukie-prod"},
 			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: AppKey{Name: "shop"}, wantLevel: LevelUnknown,
 		},
-		"installation id not configured": {
+		"installation id not configured, Application does not list the resource": {
 			resource: "other-instance", apps: apps,
+			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: shop, wantLevel: LevelUnknown,
+		},
+		"installation id not configured, Application lists the resource": {
+			resource: "web", apps: apps, installationID: "other-argocd",
 			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: shop, wantFound: true, wantLevel: LevelSelfHeal,
 		},
+		"installation id not configured, Applications unreadable": {
+			resource: "web", apps: nil, installationID: "other-argocd",
+			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: AppKey{Name: "shop"}, wantLevel: LevelUnknown,
+		},
 		"annotation of this instance": {
-			resource: "web", apps: apps, opts: Options{InstallationID: "kukie-prod"},
+			resource: "web", apps: apps, opts: Options{InstallationID: "kukie-prod"}, installationID: "kukie-prod",
 			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: shop, wantFound: true, wantLevel: LevelSelfHeal,
+		},
+		"no installation id on the resource, one configured": {
+			resource: "web", apps: apps, opts: Options{InstallationID: "kukie-prod"},
+			wantManaged: true, wantBy: EvidenceAnnotation, wantApp: AppKey{Name: "shop"}, wantLevel: LevelUnknown,
 		},
 		"configured control-plane namespace": {
 			resource: "web", apps: apps, opts: Options{ControlPlaneNamespace: argoNS},
@@ -100,9 +114,9 @@ func TestOwn(t *testing.T) {
 			if !ok {
 				t.Fatalf("no fixture resource %s", tc.resource)
 			}
-			if tc.opts.InstallationID != "" && tc.resource == "web" {
+			if tc.installationID != "" {
 				res.Annotations = copyMap(res.Annotations)
-				res.Annotations[InstallationIDAnnotation] = tc.opts.InstallationID
+				res.Annotations[InstallationIDAnnotation] = tc.installationID
 			}
 			o := Own(res, tc.apps, tc.opts)
 			if o.Managed != tc.wantManaged || o.By != tc.wantBy || o.Level != tc.wantLevel || o.Undetermined != tc.wantUndet {

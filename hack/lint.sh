@@ -8,6 +8,8 @@ status=0
 
 echo "lint: go vet ./..." >&2
 go vet ./... || status=1
+echo "lint: go vet -tags e2e ./e2e/..." >&2
+go vet -tags e2e ./e2e/... || status=1
 
 echo "lint: gofmt -l" >&2
 unformatted="$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)"

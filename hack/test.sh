@@ -8,7 +8,8 @@
 #     KUKIE_ENVTEST_ASSETS.
 # Either one already set in the environment is used as is.
 #
-# Usage: hack/test.sh          lint, then go test -race -count=1 ./...
+# Usage: hack/test.sh          lint, go test -race -count=1 ./..., then the end-to-end
+#                              tests against a real Argo CD (hack/e2e.sh)
 #        hack/test.sh bench    the benchmarks (go test -run '^$' -bench . ./...)
 # With CI=true, a component that cannot be provided is an error instead of a warning
 # (the tests that need it would fail anyway, rather than skip).
@@ -162,6 +163,14 @@ case "$mode" in
     bash hack/lint.sh
     say "go test -race -count=1 ./..."
     go test -race -count=1 -timeout 30m ./...
+    # The end-to-end scenarios against a real Argo CD (hack/e2e.sh builds it once and
+    # caches it). KUKIE_E2E=off leaves them out of a quick local run; CI always runs them.
+    if [[ "${KUKIE_E2E:-on}" == "off" && "$ci" != "true" ]]; then
+      warn "KUKIE_E2E=off: the end-to-end tests against a real Argo CD were NOT run (make e2e runs them)"
+    else
+      say "end-to-end tests against a real Argo CD (hack/e2e.sh)"
+      bash hack/e2e.sh
+    fi
     ;;
   bench)
     # The render benchmarks compare a full plan with two runs of the kustomize CLI

@@ -15,7 +15,18 @@ import (
 // parallel within Options.DecisionBudget (each call within min(CallTimeout, what is
 // left)). It never fails: reads that fail or run out of time make the decision unknown
 // (Known=false, PathDirect) with the failure's class and a reason a person can act on.
-func (c *Cluster) Decide(ctx context.Context, targets []argocd.ResourceRef) argocd.Decision {
+func (c *Cluster) Decide(ctx context.Context, targets []argocd.ResourceRef) (d argocd.Decision) {
+	defer func() {
+		// The decision must never take its caller down: a bug anywhere in it yields
+		// an unknown decision instead.
+		if r := recover(); r != nil {
+			zerolog.Ctx(ctx).Error().Interface("panic", r).Msg("Path decision panicked")
+			d = argocd.Decision{
+				Path: argocd.PathDirect, Known: false, Level: argocd.LevelUnknown, Failure: argocd.FailureOther,
+				Reason: fmt.Sprintf("The path is unknown, so no pull request is made: the decision failed with an internal error (%v); retry, and report it if it persists.", r),
+			}
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DecisionBudget)
 	defer cancel()
 
@@ -43,7 +54,7 @@ func (c *Cluster) Decide(ctx context.Context, targets []argocd.ResourceRef) argo
 	}
 	wg.Wait()
 
-	d := argocd.Decide(in)
+	d = argocd.Decide(in)
 	zerolog.Ctx(ctx).Debug().Str("cluster", c.name).Str("path", string(d.Path)).Bool("known", d.Known).
 		Str("level", string(d.Level)).Str("failure", string(d.Failure)).Msg("Path decided")
 	return d

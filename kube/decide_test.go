@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/kube/kubetest"
@@ -23,10 +26,12 @@ func TestDecide(t *testing.T) {
 		wantApps    []argocd.AppKey
 		wantEvident argocd.Evidence
 		wantReason  string
+		wantWarning string
 	}{
 		"annotation": {
 			targets: []argocd.ResourceRef{w.deployment("web")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
 			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+			wantWarning: "Argo CD will revert this within seconds",
 		},
 		"annotation on a core-group object": {
 			targets: []argocd.ResourceRef{w.configMap("shop-settings")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
@@ -38,7 +43,7 @@ func TestDecide(t *testing.T) {
 		},
 		"label not confirmed (Helm)": {
 			targets: []argocd.ResourceRef{w.deployment("helm-web")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
-			wantReason: "does not manage it",
+			wantReason: "does not manage it", wantWarning: "is not trusted: no such Application exists",
 		},
 		"hub and spoke": {
 			targets: []argocd.ResourceRef{w.deployment("hub-web")}, wantPath: argocd.PathGit, wantLevel: argocd.LevelUnknown,
@@ -50,6 +55,7 @@ func TestDecide(t *testing.T) {
 		},
 		"copied annotation": {
 			targets: []argocd.ResourceRef{w.configMap("copied-settings")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
+			wantWarning: "not trusted",
 		},
 		"no marks": {
 			targets: []argocd.ResourceRef{w.deployment("plain")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
@@ -95,6 +101,9 @@ func TestDecide(t *testing.T) {
 			if !strings.Contains(d.Reason, tc.wantReason) {
 				t.Errorf("reason %q does not contain %q", d.Reason, tc.wantReason)
 			}
+			if w := d.Payload().Warning; !strings.Contains(w, tc.wantWarning) {
+				t.Errorf("warning %q does not contain %q", w, tc.wantWarning)
+			}
 		})
 	}
 }
@@ -119,20 +128,22 @@ func TestDecideExaminesFirstTargetsOnly(t *testing.T) {
 	env := kubetest.Start(t)
 	w := newWorld(t, env, true)
 	counter := newRequestCounter()
-	c := clusterFor(t, env.Kubeconfig, kube.Options{MaxTargets: 2, WrapTransport: counter.wrap})
+	c := clusterFor(t, env.Kubeconfig, kube.Options{WrapTransport: counter.wrap})
 
 	d := c.Decide(context.Background(), []argocd.ResourceRef{
-		w.deployment("plain"), w.deployment("helm-web"), w.deployment("web"), w.deployment("reports-api"),
+		w.deployment("plain"), w.deployment("helm-web"), w.configMap("copied-settings"),
+		w.deployment("absent-1"), w.deployment("absent-2"),
+		w.deployment("web"), w.deployment("reports-api"),
 	})
-	// web (self-heal) is third and must not be looked at.
+	// web (self-heal) is sixth and must not be looked at.
 	mustDecide(t, d, argocd.PathDirect, true, argocd.LevelNone, "")
-	if d.Skipped != 2 || len(d.Targets) != 2 {
-		t.Errorf("examined %d, skipped %d; want 2 and 2", len(d.Targets), d.Skipped)
+	if d.Skipped != 2 || len(d.Targets) != kube.DefaultMaxTargets {
+		t.Errorf("examined %d, skipped %d; want %d and 2", len(d.Targets), d.Skipped, kube.DefaultMaxTargets)
 	}
 	if n := counter.count("GET", "/apis/apps/v1/namespaces/"+w.ns+"/deployments/web"); n != 0 {
-		t.Errorf("the third target was read %d times", n)
+		t.Errorf("the sixth target was read %d times", n)
 	}
-	if !strings.Contains(d.Reason, "Only the first 2 of 4 targets were examined") {
+	if !strings.Contains(d.Reason, "Only the first 5 of 7 targets were examined") {
 		t.Errorf("reason = %q", d.Reason)
 	}
 }
@@ -145,6 +156,23 @@ func TestDecideInstallationID(t *testing.T) {
 	d := c.Decide(context.Background(), []argocd.ResourceRef{w.deployment("other-instance")})
 	mustDecide(t, d, argocd.PathGit, true, argocd.LevelUnknown, "")
 	if !strings.Contains(d.Reason, "another Argo CD instance") {
+		t.Errorf("reason = %q", d.Reason)
+	}
+	// The instance's own resource: installation ids match.
+	mark := `{"metadata":{"annotations":{"argocd.argoproj.io/installation-id":"kukie-prod"}}}`
+	if _, err := env.Dynamic.Resource(deployments).Namespace(w.ns).Patch(context.Background(), "web", types.MergePatchType, []byte(mark), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d = c.Decide(context.Background(), []argocd.ResourceRef{w.deployment("web")})
+	mustDecide(t, d, argocd.PathGit, true, argocd.LevelSelfHeal, "")
+
+	// Without the instance's id configured, an installation id on the resource is
+	// trusted only when an Application here lists the resource.
+	unconfigured := clusterFor(t, env.Kubeconfig, kube.Options{})
+	mustDecide(t, unconfigured.Decide(context.Background(), []argocd.ResourceRef{w.deployment("web")}), argocd.PathGit, true, argocd.LevelSelfHeal, "")
+	d = unconfigured.Decide(context.Background(), []argocd.ResourceRef{w.deployment("other-instance")})
+	mustDecide(t, d, argocd.PathGit, true, argocd.LevelUnknown, "")
+	if !strings.Contains(d.Reason, `installation id "other-argocd"`) {
 		t.Errorf("reason = %q", d.Reason)
 	}
 }

@@ -38,6 +38,9 @@ type fakeCluster struct {
 	revision string // targetRevision of the Application
 	app      argocd.Application
 	dryRuns  int
+	// lagging makes the target report that its controller has not observed the
+	// newest generation yet, as every Deployment does right after a sync.
+	lagging bool
 }
 
 func newFakeCluster() *fakeCluster {
@@ -93,8 +96,20 @@ func (c *fakeCluster) sync(revision, phase string) {
 }
 
 func (c *fakeCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	observed := int64(2)
+	if c.lagging {
+		observed = 1
+	}
 	return map[string]any{"metadata": map[string]any{"generation": int64(2)},
-		"status": map[string]any{"observedGeneration": int64(2)}}, nil
+		"status": map[string]any{"observedGeneration": observed}}, nil
+}
+
+func (c *fakeCluster) setLagging(lagging bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lagging = lagging
 }
 
 func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {

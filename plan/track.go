@@ -428,7 +428,9 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	if pl.RollbackOf == "" {
 		if ready, msg := p.targetReady(ctx, pl); !ready {
 			dep.Message = msg
-			return dep, msg == "" || !strings.HasPrefix(msg, "failed:")
+			// Only a failure reported by the resource is final; a controller that has not
+			// observed the new generation yet is still rolling it out.
+			return dep, strings.HasPrefix(msg, "failed:")
 		}
 	}
 	dep.State, dep.Message = DeploySucceeded, "synced and running"

@@ -94,12 +94,7 @@ func (req *checkRunRequest) validate(w http.ResponseWriter, r *http.Request) boo
 		return false
 	}
 	if o := req.Output; o != nil {
-		if o.Title == nil {
-			writeInvalidRequest(w, r, `"title" wasn't supplied.`)
-			return false
-		}
-		if o.Summary == nil {
-			writeInvalidRequest(w, r, `"summary" wasn't supplied.`)
+		if !requireFields(w, r, field{"title", o.Title != nil}, field{"summary", o.Summary != nil}) {
 			return false
 		}
 		for _, f := range []struct {
@@ -126,21 +121,14 @@ func (req *checkRunRequest) validate(w http.ResponseWriter, r *http.Request) boo
 			return false
 		}
 		for _, a := range o.Annotations {
-			switch {
-			case a.Path == nil:
-				writeInvalidRequest(w, r, `"path" wasn't supplied.`)
+			if !requireFields(w, r, field{"path", a.Path != nil}, field{"start_line", a.StartLine != nil}, field{"end_line", a.EndLine != nil}) {
 				return false
-			case a.StartLine == nil:
-				writeInvalidRequest(w, r, `"start_line" wasn't supplied.`)
-				return false
-			case a.EndLine == nil:
-				writeInvalidRequest(w, r, `"end_line" wasn't supplied.`)
-				return false
-			case a.AnnotationLevel == nil || !slices.Contains(annotationLevels, *a.AnnotationLevel):
+			}
+			if a.AnnotationLevel == nil || !slices.Contains(annotationLevels, *a.AnnotationLevel) {
 				writeInvalidRequest(w, r, `"annotation_level" wasn't supplied or is not one of notice, warning, failure.`)
 				return false
-			case a.Message == nil:
-				writeInvalidRequest(w, r, `"message" wasn't supplied.`)
+			}
+			if !requireFields(w, r, field{"message", a.Message != nil}) {
 				return false
 			}
 		}
@@ -156,8 +144,7 @@ func (req *checkRunRequest) validate(w http.ResponseWriter, r *http.Request) boo
 			max   int
 		}{{"label", a.Label, MaxActionLabel}, {"description", a.Description, MaxActionDescription}, {"identifier", a.Identifier, MaxActionIdentifier}} {
 			n := utf8.RuneCountInString(f.value)
-			if n == 0 {
-				writeInvalidRequest(w, r, fmt.Sprintf("%q wasn't supplied.", f.name))
+			if !requireFields(w, r, field{f.name, n != 0}) {
 				return false
 			}
 			if n > f.max {
@@ -216,12 +203,7 @@ func (req *checkRunRequest) apply(run *checkRun, now time.Time) {
 }
 
 func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request, rp *repo, req *checkRunRequest) {
-	switch {
-	case req.Name == nil || *req.Name == "":
-		writeInvalidRequest(w, r, `"name" wasn't supplied.`)
-		return
-	case req.HeadSHA == nil:
-		writeInvalidRequest(w, r, `"head_sha" wasn't supplied.`)
+	if !requireFields(w, r, field{"name", req.Name != nil && *req.Name != ""}, field{"head_sha", req.HeadSHA != nil}) {
 		return
 	}
 	if !req.validate(w, r) {

@@ -54,8 +54,7 @@ func (s *Server) commentJSON(rp *repo, c *issueComment) *github.IssueComment {
 }
 
 func validCommentBody(w http.ResponseWriter, r *http.Request, body *string) bool {
-	if body == nil {
-		writeInvalidRequest(w, r, `"body" wasn't supplied.`)
+	if !requireFields(w, r, field{"body", body != nil}) {
 		return false
 	}
 	if utf8.RuneCountInString(*body) > maxCommentBody {

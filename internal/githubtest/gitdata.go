@@ -122,12 +122,7 @@ type createRefRequest struct {
 }
 
 func (s *Server) handleCreateRef(w http.ResponseWriter, r *http.Request, rp *repo, req *createRefRequest) {
-	switch {
-	case req.Ref == nil:
-		writeInvalidRequest(w, r, `"ref" wasn't supplied.`)
-		return
-	case req.SHA == nil:
-		writeInvalidRequest(w, r, `"sha" wasn't supplied.`)
+	if !requireFields(w, r, field{"ref", req.Ref != nil}, field{"sha", req.SHA != nil}) {
 		return
 	}
 	name := plumbing.ReferenceName(*req.Ref)
@@ -159,8 +154,7 @@ type updateRefRequest struct {
 }
 
 func (s *Server) handleUpdateRef(w http.ResponseWriter, r *http.Request, rp *repo, req *updateRefRequest) {
-	if req.SHA == nil {
-		writeInvalidRequest(w, r, `"sha" wasn't supplied.`)
+	if !requireFields(w, r, field{"sha", req.SHA != nil}) {
 		return
 	}
 	name := plumbing.ReferenceName("refs/" + strings.TrimPrefix(r.PathValue("ref"), "refs/"))
@@ -242,8 +236,7 @@ type createBlobRequest struct {
 }
 
 func (s *Server) handleCreateBlob(w http.ResponseWriter, r *http.Request, rp *repo, req *createBlobRequest) {
-	if req.Content == nil {
-		writeInvalidRequest(w, r, `"content" wasn't supplied.`)
+	if !requireFields(w, r, field{"content", req.Content != nil}) {
 		return
 	}
 	var data []byte
@@ -340,8 +333,7 @@ type createTreeRequest struct {
 }
 
 func (s *Server) handleCreateTree(w http.ResponseWriter, r *http.Request, rp *repo, req *createTreeRequest) {
-	if req.Tree == nil {
-		writeInvalidRequest(w, r, `"tree" wasn't supplied.`)
+	if !requireFields(w, r, field{"tree", req.Tree != nil}) {
 		return
 	}
 	var base plumbing.Hash
@@ -529,12 +521,7 @@ type createCommitRequest struct {
 }
 
 func (s *Server) handleCreateCommit(w http.ResponseWriter, r *http.Request, rp *repo, req *createCommitRequest) {
-	switch {
-	case req.Message == nil:
-		writeInvalidRequest(w, r, `"message" wasn't supplied.`)
-		return
-	case req.Tree == nil:
-		writeInvalidRequest(w, r, `"tree" wasn't supplied.`)
+	if !requireFields(w, r, field{"message", req.Message != nil}, field{"tree", req.Tree != nil}) {
 		return
 	}
 	tree, ok := rp.existingObject(*req.Tree)

@@ -195,13 +195,10 @@ type createPullRequest struct {
 }
 
 func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request, rp *repo, req *createPullRequest) {
+	if !requireFields(w, r, field{"head", req.Head != nil}, field{"base", req.Base != nil}) {
+		return
+	}
 	switch {
-	case req.Head == nil:
-		writeInvalidRequest(w, r, `"head" wasn't supplied.`)
-		return
-	case req.Base == nil:
-		writeInvalidRequest(w, r, `"base" wasn't supplied.`)
-		return
 	case req.Title == nil || *req.Title == "":
 		writeValidation(w, r, fieldError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
 		return
@@ -457,12 +454,7 @@ func (s *Server) PullRequests(t testing.TB, repoName string) []*github.PullReque
 func (s *Server) Merge(t testing.TB, repoName string, number int, method MergeMethod) string {
 	t.Helper()
 	s.mu.Lock()
-	rp := s.mustRepoLocked(t, repoName)
-	pr := rp.pullNumber(number)
-	if pr == nil || pr.state != "open" {
-		s.mu.Unlock()
-		t.Fatalf("merge %s#%d: no open pull request", repoName, number)
-	}
+	rp, pr := s.mustOpenPullLocked(t, "merge", repoName, number)
 	sha, done, err := s.mergeLocked(rp, pr, method, s.personLocked(DefaultAuthor))
 	s.mu.Unlock()
 	if err != nil {
@@ -518,17 +510,25 @@ func (s *Server) mergeLocked(rp *repo, pr *pull, method MergeMethod, by *account
 	return h.String(), done, nil
 }
 
+// mustOpenPullLocked returns the open pull request number of repoName; when there is
+// none it releases s.mu and fails the test, naming what the caller meant to do.
+func (s *Server) mustOpenPullLocked(t testing.TB, verb, repoName string, number int) (*repo, *pull) {
+	t.Helper()
+	rp := s.mustRepoLocked(t, repoName)
+	pr := rp.pullNumber(number)
+	if pr == nil || pr.state != "open" {
+		s.mu.Unlock()
+		t.Fatalf("%s %s#%d: no open pull request", verb, repoName, number)
+	}
+	return rp, pr
+}
+
 // ClosePullRequest closes a pull request without merging, as a person would, and fires
 // pull_request "closed" (merged=false).
 func (s *Server) ClosePullRequest(t testing.TB, repoName string, number int) {
 	t.Helper()
 	s.mu.Lock()
-	rp := s.mustRepoLocked(t, repoName)
-	pr := rp.pullNumber(number)
-	if pr == nil || pr.state != "open" {
-		s.mu.Unlock()
-		t.Fatalf("close %s#%d: no open pull request", repoName, number)
-	}
+	rp, pr := s.mustOpenPullLocked(t, "close", repoName, number)
 	done := s.closePullLocked(rp, pr, s.personLocked(DefaultAuthor))
 	s.mu.Unlock()
 	waitAll(done)

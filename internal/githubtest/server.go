@@ -354,6 +354,24 @@ func writeInvalidRequest(w http.ResponseWriter, r *http.Request, reason string) 
 	writeError(w, r, http.StatusUnprocessableEntity, "Invalid request.\n\n"+reason)
 }
 
+// field names a request field and whether the request supplied it.
+type field struct {
+	name     string
+	supplied bool
+}
+
+// requireFields answers GitHub's schema error for the first field the request lacks
+// (422 `"<name>" wasn't supplied.`) and reports whether all were supplied.
+func requireFields(w http.ResponseWriter, r *http.Request, fields ...field) bool {
+	for _, f := range fields {
+		if !f.supplied {
+			writeInvalidRequest(w, r, fmt.Sprintf("%q wasn't supplied.", f.name))
+			return false
+		}
+	}
+	return true
+}
+
 // decodeBody reads a JSON request body; a malformed body gets GitHub's 400.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
