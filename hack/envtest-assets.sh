@@ -26,8 +26,12 @@ if command -v flock >/dev/null; then
   fi
 fi
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# Binaries are linked under a name of this run and renamed into place only when
+# complete, so a failed or interrupted build never leaves a binary that looks usable.
+partial="$$"
+trap 'rm -rf "$work"; rm -f "$DEST"/*.partial."$partial"' EXIT
 export GOFLAGS=-mod=mod
+export GOWORK=off
 export CGO_ENABLED=0
 
 build_apiserver() {
@@ -58,12 +62,12 @@ GO
   go mod tidy >&2
   local major="${K8S_VERSION%%.*}" minor
   minor="$(echo "$K8S_VERSION" | cut -d. -f2)"
-  go build -trimpath -o "$DEST/kube-apiserver.tmp" -ldflags "-s -w \
+  go build -trimpath -o "$DEST/kube-apiserver.partial.$partial" -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION} \
     -X k8s.io/component-base/version.gitMajor=${major} \
     -X k8s.io/component-base/version.gitMinor=${minor}" \
     k8s.io/kubernetes/cmd/kube-apiserver >&2
-  mv "$DEST/kube-apiserver.tmp" "$DEST/kube-apiserver"
+  mv "$DEST/kube-apiserver.partial.$partial" "$DEST/kube-apiserver"
 }
 
 build_etcd() {
@@ -84,8 +88,8 @@ package tools
 import _ "go.etcd.io/etcd/server/v3"
 GO
   go mod tidy >&2
-  go build -trimpath -ldflags "-s -w" -o "$DEST/etcd.tmp" go.etcd.io/etcd/server/v3 >&2
-  mv "$DEST/etcd.tmp" "$DEST/etcd"
+  go build -trimpath -ldflags "-s -w" -o "$DEST/etcd.partial.$partial" go.etcd.io/etcd/server/v3 >&2
+  mv "$DEST/etcd.partial.$partial" "$DEST/etcd"
 }
 
 [[ -x "$DEST/etcd" ]] || build_etcd

@@ -168,9 +168,15 @@ func TestDecisionWithinBudgetWhenAPIServerHangs(t *testing.T) {
 	ref := argocd.ResourceRef{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
 
 	done := make(chan argocd.Decision, 1)
+	start := time.Now()
 	go func() { done <- c.Decide(context.Background(), []argocd.ResourceRef{ref}) }()
 	select {
 	case d := <-done:
+		// A functional bound, not a speed target: the budget is the contract, and the
+		// slack only absorbs scheduling on a busy machine.
+		if elapsed := time.Since(start); elapsed > kube.DefaultDecisionBudget+2*time.Second {
+			t.Errorf("Decide returned after %v, beyond its %v budget", elapsed, kube.DefaultDecisionBudget)
+		}
 		mustDecide(t, d, argocd.PathDirect, false, argocd.LevelUnknown, argocd.FailureUnreachable)
 		if td := d.Targets[0]; td.Err == nil || !strings.Contains(td.Err.Detail, context.DeadlineExceeded.Error()) {
 			t.Errorf("target error = %+v; want the budget's deadline", td.Err)
@@ -196,6 +202,8 @@ func TestClassifyRealFailures(t *testing.T) {
 		"certificate signed by an unknown authority": {cfg: noCA, want: argocd.FailureUnreachable},
 		"credentials rejected (401)":                 {cfg: badToken, want: argocd.FailureUnreachable},
 		"connection refused":                         {cfg: &rest.Config{Host: "https://127.0.0.1:1"}, want: argocd.FailureUnreachable},
+		// .invalid never resolves (RFC 2606).
+		"host name that does not resolve": {cfg: &rest.Config{Host: "https://api.kukie-test.invalid"}, want: argocd.FailureUnreachable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -249,5 +257,32 @@ func TestAccessFromKubeconfigContext(t *testing.T) {
 
 	if _, err := registry.Get("missing", kube.Access{Kubeconfig: kubeconfig, Context: "no-such-context"}); err == nil {
 		t.Error("a kubeconfig context that does not exist was accepted")
+	}
+}
+
+func TestRESTConfigRefusesBadAccess(t *testing.T) {
+	// Outside a pod there is no service account to use.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	tests := map[string]struct {
+		access  kube.Access
+		wantErr string
+	}{
+		"nothing given":            {access: kube.Access{}, wantErr: "no kubeconfig given"},
+		"both ways given":          {access: kube.Access{InCluster: true, Kubeconfig: []byte("apiVersion: v1")}, wantErr: "not both"},
+		"in-cluster outside a pod": {access: kube.Access{InCluster: true}, wantErr: "in-cluster config"},
+		"not a kubeconfig":         {access: kube.Access{Kubeconfig: []byte("clusters: [")}, wantErr: "parse kubeconfig"},
+		"kubeconfig without a server": {
+			access:  kube.Access{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")},
+			wantErr: "kubeconfig",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.RESTConfig(tc.access)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("RESTConfig error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -107,6 +107,13 @@ func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
 	}
+	// kustomize fetches remote bases and resources itself (HTTP, git), so every
+	// reference is resolved inside the repository before the build: a remote one
+	// is refused here, never fetched. Edits add only local references, so the
+	// repository's own kustomizations are the ones to check.
+	if _, err := v.t.reachKustomization(root, app.Kustomize.Components); err != nil {
+		return nil, withApp(err, app.Name)
+	}
 	kfile, err := v.kustomizationFile(root)
 	if err != nil {
 		return nil, err

@@ -255,3 +255,44 @@ func TestEncodeObjectsKeepsValueTypes(t *testing.T) {
 		t.Fatal("a value no manifest holds was encoded")
 	}
 }
+
+// TestRenderRefusesRemoteReferencesWithoutFetching: kustomize would fetch these
+// over HTTP or git; Render must refuse them before the build, so that nothing is
+// fetched (PATH is emptied: a git run would fail with a different reason).
+func TestRenderRefusesRemoteReferencesWithoutFetching(t *testing.T) {
+	t.Setenv("PATH", "")
+	cases := map[string]struct {
+		kustomization string
+		code          string
+	}{
+		"https resource": {
+			kustomization: "resources:\n  - https://example.com/deploy/web.yaml\n",
+			code:          CodeRemoteBase,
+		},
+		"git base with ref": {
+			kustomization: "resources:\n  - github.com/example/deploy//base?ref=v1\n",
+			code:          CodeRemoteBase,
+		},
+		"remote component": {
+			kustomization: "components:\n  - https://github.com/example/deploy//components/debug?ref=main\n",
+			code:          CodeRemoteBase,
+		},
+		"missing local base": {
+			kustomization: "resources:\n  - ../no-such-base\n",
+			code:          CodeRenderFailed,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := writeRepo(t, map[string]string{"app/kustomization.yaml": tc.kustomization})
+			_, err := Render(context.Background(), repo, Application{Name: "web", Path: "app", SourceType: SourceKustomize})
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Code != tc.code || ref.App != "web" {
+				t.Fatalf("want a %s refusal for web, got %v", tc.code, err)
+			}
+			if !strings.Contains(ref.Reason, "app/kustomization.yaml") {
+				t.Fatalf("the reason does not name the kustomization: %s", ref.Reason)
+			}
+		})
+	}
+}
