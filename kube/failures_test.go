@@ -286,3 +286,38 @@ func TestRESTConfigRefusesBadAccess(t *testing.T) {
 		})
 	}
 }
+
+// An aggregated API whose server is down (its APIService points at a Service that
+// does not exist) makes its kinds unknown, not absent: a target of such a kind may be
+// managed, so the decision cannot be known.
+func TestKindOfAnUnavailableAggregatedAPI(t *testing.T) {
+	env := kubetest.StartPrivate(t, kubetest.Options{})
+	w := newWorld(t, env, true)
+	env.Create(t, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1.metrics.kukie.test"},
+		"spec": map[string]any{
+			"group": "metrics.kukie.test", "version": "v1",
+			"service":               map[string]any{"namespace": w.ns, "name": "metrics-server-that-is-gone", "port": int64(443)},
+			"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+		},
+	}})
+	c := clusterFor(t, env.Kubeconfig, kube.Options{})
+	ctx := context.Background()
+
+	ref := argocd.ResourceRef{Group: "metrics.kukie.test", Kind: "PodMetrics", Namespace: w.ns, Name: "web"}
+	_, err := c.GetResource(ctx, ref, kube.Cached)
+	if got := kube.ClassOf(err); got != argocd.FailureOther || !strings.Contains(err.Error(), "metrics.kukie.test") {
+		t.Fatalf("GetResource error = %v (class %q), want class error naming the failed group", err, got)
+	}
+	d := c.Decide(ctx, []argocd.ResourceRef{ref})
+	mustDecide(t, d, argocd.PathDirect, false, argocd.LevelUnknown, argocd.FailureOther)
+
+	// Other groups are still served.
+	mustDecide(t, c.Decide(ctx, []argocd.ResourceRef{w.deployment("web")}), argocd.PathGit, true, argocd.LevelSelfHeal, "")
+	// A group nobody serves is still simply absent.
+	_, err = c.GetResource(ctx, argocd.ResourceRef{Group: "example.com", Kind: "Widget", Namespace: w.ns, Name: "w"}, kube.Cached)
+	if got := kube.ClassOf(err); got != argocd.FailureNotFound {
+		t.Errorf("unserved kind class = %q (%v), want not_found", got, err)
+	}
+}

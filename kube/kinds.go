@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,6 +26,9 @@ type servedKinds struct {
 	// versions maps a group and kind to its served versions, preferred first.
 	versions map[schema.GroupKind][]string
 	byGVK    map[schema.GroupVersionKind]kindInfo
+	// failed holds the groups whose discovery failed (an aggregated API that is
+	// down), by group name: their kinds are unknown, not absent.
+	failed map[string]error
 }
 
 const kindsKey = "discovery"
@@ -33,12 +37,19 @@ const kindsKey = "discovery"
 func (c *Cluster) servedKinds(ctx context.Context, mode ReadMode) (*servedKinds, error) {
 	v, err := c.cached(ctx, c.kinds, kindsKey, mode, "discover served kinds", func(ctx context.Context) (any, error) {
 		groups, lists, err := discovery.ServerGroupsAndResourcesWithContext(ctx, c.discovery)
-		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		var partial *discovery.ErrGroupDiscoveryFailed
+		if err != nil && !errors.As(err, &partial) {
 			return nil, err
 		}
 		// A failed aggregated API (metrics-server down) must not hide the other
-		// groups; its kinds are simply missing.
-		return buildServedKinds(groups, lists), nil
+		// groups; it is remembered so its kinds are not mistaken for absent ones.
+		sk := buildServedKinds(groups, lists)
+		if partial != nil {
+			for gv, gerr := range partial.Groups {
+				sk.failed[gv.Group] = fmt.Errorf("discovery of %s failed: %w", gv, gerr)
+			}
+		}
+		return sk, nil
 	})
 	if err != nil {
 		return nil, err
@@ -51,7 +62,7 @@ func buildServedKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList
 	for _, g := range groups {
 		preferred[g.Name] = g.PreferredVersion.Version
 	}
-	sk := &servedKinds{versions: map[schema.GroupKind][]string{}, byGVK: map[schema.GroupVersionKind]kindInfo{}}
+	sk := &servedKinds{versions: map[schema.GroupKind][]string{}, byGVK: map[schema.GroupVersionKind]kindInfo{}, failed: map[string]error{}}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -93,16 +104,21 @@ func (sk *servedKinds) lookup(gk schema.GroupKind, version string) (kindInfo, bo
 
 // mapKind finds how a kind is served, re-reading discovery once (at most every
 // RefreshFloor) when the cached document does not know it: a CRD may just have been
-// installed.
+// installed. A kind of a group whose discovery failed is an error of class
+// argocd.FailureOther, not a missing kind: whether it exists is unknown.
 func (c *Cluster) mapKind(ctx context.Context, gk schema.GroupKind, version string) (kindInfo, error) {
+	var sk *servedKinds
 	for _, mode := range []ReadMode{Cached, Refresh} {
-		sk, err := c.servedKinds(ctx, mode)
-		if err != nil {
+		var err error
+		if sk, err = c.servedKinds(ctx, mode); err != nil {
 			return kindInfo{}, err
 		}
 		if k, ok := sk.lookup(gk, version); ok {
 			return k, nil
 		}
+	}
+	if gerr, ok := sk.failed[gk.Group]; ok {
+		return kindInfo{}, &Error{Class: argocd.FailureOther, Op: fmt.Sprintf("find kind %s", gk), Err: gerr}
 	}
 	var err error = &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: nonEmpty(version)}
 	return kindInfo{}, &Error{Class: argocd.FailureNotFound, Op: fmt.Sprintf("find kind %s", gk), Err: err}

@@ -296,3 +296,52 @@ func TestRenderRefusesRemoteReferencesWithoutFetching(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderUsesArgoCDKustomizeDefaults: Argo CD runs a plain "kustomize build":
+// files outside the kustomization root are refused, Helm inflation and plugins
+// (exec functions, external transformers) are off.
+func TestRenderUsesArgoCDKustomizeDefaults(t *testing.T) {
+	const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+	cases := map[string]struct {
+		files  map[string]string
+		reason string
+	}{
+		"load restrictions: a patch outside the kustomization root": {
+			files: map[string]string{
+				"app/kustomization.yaml": "resources:\n  - deployment.yaml\npatches:\n  - path: ../shared/replicas.yaml\n",
+				"app/deployment.yaml":    deployment,
+				"shared/replicas.yaml":   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n",
+			},
+			reason: "is not in or below",
+		},
+		"helm inflation off": {
+			files: map[string]string{
+				"app/kustomization.yaml": "helmCharts:\n  - name: web\n    version: 1.0.0\n    repo: oci://registry.example.com/charts\n",
+			},
+			reason: "enable-helm",
+		},
+		"exec function off": {
+			files: map[string]string{
+				"app/kustomization.yaml": "resources:\n  - deployment.yaml\ntransformers:\n  - fn.yaml\n",
+				"app/deployment.yaml":    deployment,
+				"app/fn.yaml": "apiVersion: example.com/v1\nkind: Mutate\nmetadata:\n  name: mutate\n  annotations:\n" +
+					"    config.kubernetes.io/function: |\n      exec:\n        path: ./mutate.sh\n",
+				"app/mutate.sh": "#!/bin/sh\ncat\n",
+			},
+			reason: "plugin",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := writeRepo(t, tc.files)
+			_, err := Render(context.Background(), repo, Application{Name: "web", Path: "app", SourceType: SourceKustomize})
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Code != CodeRenderFailed {
+				t.Fatalf("want a %s refusal, got %v", CodeRenderFailed, err)
+			}
+			if !strings.Contains(ref.Reason, tc.reason) {
+				t.Fatalf("reason lacks %q: %s", tc.reason, ref.Reason)
+			}
+		})
+	}
+}
