@@ -46,7 +46,7 @@ Changes:
   cm, ...); other kinds need --api-version. An empty quantity removes it. In set-env,
   KEY- removes KEY.
 
-Exit codes: 0 verified, 2 refused or bad usage (reason on stderr), 1 error.
+Exit codes: 0 verified, 2 refused (reason on stderr), 1 error (including bad usage).
 
 Flags:
 `
@@ -96,12 +96,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		printUsage(stderr)
-		return 2
+		return 1
 	}
+	// A usage mistake is an error (1), never a refusal (2): a script that reads 2 as
+	// "the change is wrong" must not be told so about its own command line.
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "kukie-gitops plan: "+format+"\n", a...)
 		fmt.Fprintln(stderr, "Run 'kukie-gitops plan --help' for usage.")
-		return 2
+		return 1
 	}
 	if f.repo == "" {
 		return usageErr("--repo is required")

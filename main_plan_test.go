@@ -73,12 +73,12 @@ func TestPlanCommand(t *testing.T) {
 		},
 		"bad usage": {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "deployment/web"},
-			code:      2,
+			code:      1,
 			stderrHas: []string{"scale needs --replicas"},
 		},
 		"unknown kind": {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "widget/web", "--replicas", "2"},
-			code:      2,
+			code:      1,
 			stderrHas: []string{"give --api-version"},
 		},
 		"error: repository missing": {
