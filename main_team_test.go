@@ -147,6 +147,9 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 	if code, _, _ := runCmd(t, "nonsense"); code != 2 {
 		t.Errorf("unknown command exit %d, want 2", code)
 	}
+	if code, out, errOut := runCmd(t); code != 2 || out != "" || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("no command: exit %d, stdout %q; want 2 and the usage on stderr", code, out)
+	}
 	if code, out, _ := runCmd(t, "version"); code != 0 || !strings.Contains(out, "kukie-gitops "+version) {
 		t.Errorf("version: exit %d %s", code, out)
 	}

@@ -31,6 +31,11 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 	default:
 		return nil
 	}
+	if h.IsOwnEvent(event.GetSender()) {
+		// The suite of the App's own commit: the pipeline publishes its check run
+		// itself; answering the request would verify the same commit twice.
+		return nil
+	}
 	branch := event.GetCheckSuite().GetHeadBranch()
 	if !strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil

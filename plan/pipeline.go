@@ -81,6 +81,9 @@ type Pipeline struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
+	// running holds the plans with a run in this process; true means a Kick came
+	// while it ran, so it runs once more when done (the run may already have read the
+	// plan before the change that kicked it, such as a merge, was saved).
 	running map[string]bool
 }
 
@@ -149,23 +152,35 @@ func (p *Pipeline) Close() {
 // this process; the store claim keeps other processes off it).
 func (p *Pipeline) Kick(code string) {
 	p.mu.Lock()
-	if p.running[code] || p.baseCtx.Err() != nil {
+	if p.baseCtx.Err() != nil {
 		p.mu.Unlock()
 		return
 	}
-	p.running[code] = true
+	if _, ok := p.running[code]; ok {
+		p.running[code] = true
+		p.mu.Unlock()
+		return
+	}
+	p.running[code] = false
 	p.wg.Add(1)
 	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
-		defer func() {
-			p.mu.Lock()
-			delete(p.running, code)
-			p.mu.Unlock()
-		}()
 		ctx := zerolog.Ctx(p.baseCtx).With().Str("plan", code).Logger().WithContext(p.baseCtx)
-		if err := p.Run(ctx, code); err != nil && !errors.Is(err, errStopped) {
-			zerolog.Ctx(ctx).Error().Err(err).Msg("Plan run stopped with an error")
+		for {
+			err := p.Run(ctx, code)
+			if err != nil && !errors.Is(err, errStopped) {
+				zerolog.Ctx(ctx).Error().Err(err).Msg("Plan run stopped with an error")
+			}
+			p.mu.Lock()
+			again := p.running[code] && err == nil && p.baseCtx.Err() == nil
+			if !again {
+				delete(p.running, code)
+				p.mu.Unlock()
+				return
+			}
+			p.running[code] = false
+			p.mu.Unlock()
 		}
 	}()
 }
@@ -260,6 +275,12 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 			return err
 		}
 		_, done, err := p.step(ctx, pl)
+		if errors.Is(err, store.ErrStale) {
+			// A webhook or a person changed the plan while the step ran (a merge, a
+			// recorded branch deletion): read it again and go on from there; steps
+			// are idempotent.
+			continue
+		}
 		if errors.Is(err, errHookCrash) {
 			crashed = true
 		}

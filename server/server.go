@@ -140,9 +140,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-// Mux is the router, for handlers that need nothing Handle offers.
-func (s *Server) Mux() *http.ServeMux { return s.mux }
-
 // Handler is the complete handler with all middleware, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.handler }
 

@@ -66,13 +66,14 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if dialect == SQLite {
 		bind = sqlx.QUESTION
 		// SQLite allows one writer at a time. With several connections, a writer that
-		// finds the lock taken sleeps in SQLite's busy handler (1, 2, 5, 10 … ms
-		// steps), which put tens of milliseconds on the p99 of concurrent writes
-		// (BenchmarkConcurrentWriters). One connection makes writers queue in Go's
-		// pool instead and be handed the connection as soon as it is free. Every
-		// transaction in this package uses only its tx, so nothing waits for a
-		// second connection. busy_timeout still covers other processes (an admin
-		// command next to serve).
+		// finds the lock taken sleeps in SQLite's busy handler (1, 2, 5 … 100 ms
+		// steps) and may lose the lock again to writers that did not sleep: the
+		// slowest of concurrent writes took 130-250 ms (BenchmarkConcurrentWriters),
+		// and a writer starved past busy_timeout fails with SQLITE_BUSY. One
+		// connection makes writers queue in Go's pool instead, in order, and the
+		// slowest write took 13-40 ms. Every transaction in this package uses only
+		// its tx, so nothing holds the connection while waiting for another one.
+		// busy_timeout still covers other processes (an admin command beside serve).
 		sqlDB.SetMaxOpenConns(1)
 	} else {
 		sqlDB.SetMaxOpenConns(20)

@@ -331,7 +331,9 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 
 // UpdatePlan writes p's mutable columns if nobody changed the plan since p was read
 // (p.Version), records ev as the next event, and writes an audit row when the status
-// changes. It returns the stored plan with its new version, or ErrStale.
+// changes. It returns the stored plan with its new version, or ErrStale. The claim
+// columns are left alone: only ClaimPlan and ReleasePlanClaim move a claim, so an
+// update from a copy read before a worker claimed the plan cannot drop that claim.
 func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error) {
 	now := time.Now()
 	prevVersion := p.Version
@@ -349,13 +351,13 @@ func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error
 		res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE plans SET path = ?, status = ?, status_reason = ?, error_code = ?,
 			failed_step = ?, repo = ?, installation_id = ?, base_branch = ?, base_sha = ?, commit_sha = ?, head_sha = ?,
 			branch = ?, pr_number = ?, pr_url = ?, check_run_id = ?, check_run_url = ?, merge_sha = ?, waiting_on = ?,
-			rollback_of = ?, rolled_back_by = ?, deploy_deadline_at = ?, payload = ?, claimed_by = ?, claim_expires_at = ?,
+			rollback_of = ?, rolled_back_by = ?, deploy_deadline_at = ?, payload = ?,
 			version = ?, updated_at = ?
 			WHERE code = ? AND version = ?`),
 			row.Path, row.Status, row.StatusReason, row.ErrorCode, row.FailedStep, row.Repo, row.InstallationID,
 			row.BaseBranch, row.BaseSHA, row.CommitSHA, row.HeadSHA, row.Branch, row.PRNumber, row.PRURL,
 			row.CheckRunID, row.CheckRunURL, row.MergeSHA, row.WaitingOn, row.RollbackOf, row.RolledBackBy,
-			row.DeployDeadlineAt, row.Payload, row.ClaimedBy, row.ClaimExpiresAt, row.Version, row.UpdatedAt,
+			row.DeployDeadlineAt, row.Payload, row.Version, row.UpdatedAt,
 			p.Code, prevVersion)
 		if err != nil {
 			return fmt.Errorf("update plan %s: %w", p.Code, err)

@@ -218,3 +218,50 @@ func TestClaimPlanIsExclusive(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdatePlanKeepsTheClaim saves a plan from copies read before and during a
+// worker's claim (a webhook recording a merge while the worker runs the plan): the
+// claim is neither dropped nor brought back, since only ClaimPlan and
+// ReleasePlanClaim move it.
+func TestUpdatePlanKeepsTheClaim(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		team, err := db.CreateTeam(ctx, "team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unclaimed, _, err := db.CreatePlan(ctx, newPlan(team.ID, "abc", ""), store.PlanEvent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || !ok {
+			t.Fatalf("w1 claim: %v %v", ok, err)
+		}
+		unclaimed.StatusReason = "saved from a copy read before the claim"
+		claimed, err := db.UpdatePlan(ctx, unclaimed, store.PlanEvent{Step: "webhook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.PlanByCode(ctx, "abc"); err != nil || got.ClaimedBy != "w1" {
+			t.Fatalf("claim after an update from an unclaimed copy: %q %v, want w1", got.ClaimedBy, err)
+		}
+		if ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute); err != nil || ok {
+			t.Fatalf("w2 took the claim an update dropped: %v %v", ok, err)
+		}
+		if err := db.ReleasePlanClaim(ctx, "abc", "w1"); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := db.PlanByCode(ctx, "abc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh.ClaimedBy = "w1" // a copy read while w1 held it
+		fresh.Version = claimed.Version
+		if _, err := db.UpdatePlan(ctx, fresh, store.PlanEvent{Step: "webhook"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.PlanByCode(ctx, "abc"); err != nil || got.ClaimedBy != "" {
+			t.Fatalf("released claim brought back by an update: %q %v", got.ClaimedBy, err)
+		}
+	})
+}
