@@ -55,25 +55,32 @@ type changeWiring struct {
 	clusters      plan.KubeClusters
 	clustersBuilt bool
 	pipeline      *plan.Pipeline
+	buildErr      error
 	built         bool
 }
 
-var errPipelineUnavailable = errors.New("the change pipeline needs a configured GitHub App (github.app_id and the private key)")
+// errPipelineUnavailable is why the change pipeline does not run without a GitHub
+// App; it says what to configure, for the log line and for API answers.
+var errPipelineUnavailable = errors.New("no GitHub App is configured, and the change pipeline writes through one: " +
+	"set github.app_id and github.private_key_file (or KUKIE_GITHUB_APP_ID and KUKIE_GITHUB_PRIVATE_KEY) and restart")
 
 func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) error, error) {
+	changes.reset(env)
 	clusters, err := changes.kubeClusters(env)
 	if err != nil {
 		return nil, err
 	}
-	changes.mu.Lock()
-	changes.env = env
-	changes.mu.Unlock()
 	api := &server.ChangesAPI{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
 	api.Mount(env.Server)
 	return func(ctx context.Context) error {
-		p := changes.get()
+		p, buildErr := changes.state()
 		if p == nil {
-			env.Logger.Warn().Msg("Change pipeline not started: no GitHub App is configured")
+			// Expected in a development setup without an App: the service runs, and
+			// the change API answers 503 pipeline_unavailable with the same reason. A
+			// build that failed for another reason was logged as an error already.
+			if buildErr == nil || errors.Is(buildErr, errPipelineUnavailable) {
+				env.Logger.Warn().Str("reason", errPipelineUnavailable.Error()).Msg("Change pipeline not available")
+			}
 			<-ctx.Done()
 			return nil
 		}
@@ -84,6 +91,16 @@ func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) erro
 		p.Close()
 		return nil
 	}, nil
+}
+
+// reset starts the wiring of one serve run: nothing of an earlier run in this
+// process (its database, clusters or pipeline) is reused.
+func (w *changeWiring) reset(env serveEnv) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.env = env
+	w.clusters, w.clustersBuilt = plan.KubeClusters{}, false
+	w.pipeline, w.buildErr, w.built = nil, nil, false
 }
 
 // kubeClusters returns the process's access to registered clusters, built on first
@@ -118,10 +135,10 @@ func (w *changeWiring) events(b handler.Base) handler.Pipeline {
 	if !w.built {
 		w.built = true
 		p, err := w.build(b)
-		if err != nil {
+		if err != nil && !errors.Is(err, errPipelineUnavailable) {
 			w.env.Logger.Error().Err(err).Msg("Change pipeline not available")
 		}
-		w.pipeline = p
+		w.pipeline, w.buildErr = p, err
 	}
 	return lazyPipeline{}
 }
@@ -173,9 +190,15 @@ func archiveCacheDir(p config.Pipeline) string {
 }
 
 func (w *changeWiring) get() *plan.Pipeline {
+	p, _ := w.state()
+	return p
+}
+
+// state returns the pipeline, or why it could not be built.
+func (w *changeWiring) state() (*plan.Pipeline, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.pipeline
+	return w.pipeline, w.buildErr
 }
 
 // lazyPipeline forwards to the pipeline once it exists.
@@ -185,7 +208,7 @@ func pipelineOrErr() (*plan.Pipeline, error) {
 	if p := changes.get(); p != nil {
 		return p, nil
 	}
-	return nil, &plan.Error{Code: "github_not_configured", Reason: errPipelineUnavailable.Error()}
+	return nil, &plan.Error{Code: plan.CodePipelineUnavailable, Reason: errPipelineUnavailable.Error()}
 }
 
 func (lazyPipeline) Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error) {

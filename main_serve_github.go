@@ -57,12 +57,14 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	}
 
 	ghCfg := github.Config{
-		AppID:      cfg.GitHub.AppID,
-		PrivateKey: cfg.GitHub.PrivateKey,
-		APIURL:     cfg.GitHub.APIURL,
-		GraphQLURL: cfg.GitHub.GraphQLURL,
-		WebURL:     cfg.GitHub.WebURL,
-		UserAgent:  github.DefaultUserAgent + "/" + version,
+		AppID:        cfg.GitHub.AppID,
+		PrivateKey:   cfg.GitHub.PrivateKey,
+		APIURL:       cfg.GitHub.APIURL,
+		GraphQLURL:   cfg.GitHub.GraphQLURL,
+		WebURL:       cfg.GitHub.WebURL,
+		UserAgent:    github.DefaultUserAgent + "/" + version,
+		ClientID:     cfg.GitHub.ClientID,
+		ClientSecret: cfg.GitHub.ClientSecret,
 	}
 	webHost, err := ghCfg.WebHost()
 	if err != nil {
@@ -102,6 +104,17 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		log.Info().Int64("app_id", app.ID).Str("bot", app.BotLogin()).Msg("GitHub App identified")
 		api.GitHub = github.Installations{Clients: cc}
 		api.App = app
+		if cfg.GitHub.UserAuthorization() {
+			if api.Installer, err = github.NewUserInstallations(ghCfg, cc); err != nil {
+				return nil, err
+			}
+		} else {
+			if env.Profile == config.Production {
+				return nil, errors.New("the GitHub App's client id and client secret are required in production")
+			}
+			log.Warn().Msg("INSECURE: no GitHub App client id and secret configured: the setup callback binds installations " +
+				"without checking that the installer can access them; anyone with an install link could bind another's installation")
+		}
 		base.ClientCreator, base.App = cc, app
 	}
 

@@ -265,7 +265,7 @@ func TestServeProductionWithEmptyConfigurationRefusesListingEveryProblem(t *test
 	if code == 0 {
 		t.Fatal("production started with an empty configuration")
 	}
-	for _, want := range []string{"github.app_id", "github.app_slug", "private key", "webhook secret", "PostgreSQL", "encryption key"} {
+	for _, want := range []string{"github.app_id", "github.app_slug", "private key", "webhook secret", "github.client_id", "client secret", "PostgreSQL", "encryption key"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("refusal does not mention %q:\n%s", want, stderr.String())
 		}

@@ -102,7 +102,17 @@ type GitHub struct {
 	PrivateKeyFile    string        `yaml:"private_key_file" json:"private_key_file"`
 	WebhookSecret     secret.Secret `yaml:"-" json:"webhook_secret"`
 	WebhookSecretFile string        `yaml:"webhook_secret_file" json:"webhook_secret_file"`
+	// ClientID and ClientSecret are the App's OAuth client credentials. With them the
+	// setup callback checks that the person who installed the App can access the
+	// installation before binding it to a team.
+	ClientID         string        `yaml:"client_id" json:"client_id"`
+	ClientSecret     secret.Secret `yaml:"-" json:"client_secret"`
+	ClientSecretFile string        `yaml:"client_secret_file" json:"client_secret_file"`
 }
+
+// UserAuthorization reports whether the App's client credentials are configured, so
+// the setup callback can check who installed the App.
+func (g GitHub) UserAuthorization() bool { return g.ClientID != "" && g.ClientSecret.IsSet() }
 
 // Auth configures how API callers are identified.
 type Auth struct {
@@ -252,6 +262,7 @@ func loadSecretFiles(cfg *Config) []error {
 	read("database url", cfg.Database.URLFile, &cfg.Database.SecretURL)
 	read("github private key", cfg.GitHub.PrivateKeyFile, &cfg.GitHub.PrivateKey)
 	read("github webhook secret", cfg.GitHub.WebhookSecretFile, &cfg.GitHub.WebhookSecret)
+	read("github client secret", cfg.GitHub.ClientSecretFile, &cfg.GitHub.ClientSecret)
 	read("encryption key", cfg.Encryption.KeyFile, &cfg.Encryption.Key)
 	return problems
 }

@@ -125,6 +125,27 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"client credentials from environment and file": {
+			files: map[string]string{"client": "oauth-secret\n"},
+			yaml:  "github:\n  client_id: Iv1.abc\n  client_secret_file: $client\n",
+			check: func(t *testing.T, c Config) {
+				if c.GitHub.ClientID != "Iv1.abc" || c.GitHub.ClientSecret.Reveal() != "oauth-secret" || !c.GitHub.UserAuthorization() {
+					t.Fatalf("client credentials not read: id %q secret %q", c.GitHub.ClientID, c.GitHub.ClientSecret.Reveal())
+				}
+			},
+		},
+		"client secret from environment": {
+			env: map[string]string{"KUKIE_GITHUB_CLIENT_ID": "Iv1.env", "KUKIE_GITHUB_CLIENT_SECRET": "env-secret"},
+			check: func(t *testing.T, c Config) {
+				if c.GitHub.ClientID != "Iv1.env" || c.GitHub.ClientSecret.Reveal() != "env-secret" {
+					t.Fatal("client credentials from the environment not applied")
+				}
+			},
+		},
+		"client secret inline in yaml is refused": {
+			yaml:    "github:\n  client_secret: hunter2\n",
+			wantErr: []string{"client_secret"},
+		},
 		"secrets from environment": {
 			env: map[string]string{"KUKIE_GITHUB_WEBHOOK_SECRET": "hooksecret", "KUKIE_ENCRYPTION_KEY": encryptionKey},
 			check: func(t *testing.T, c Config) {
@@ -229,6 +250,8 @@ func productionConfig(t *testing.T) Config {
 	c.GitHub.AppSlug = "kukie"
 	c.GitHub.PrivateKey = secretOf(testPrivateKey(t))
 	c.GitHub.WebhookSecret = secretOf("webhook-secret-value")
+	c.GitHub.ClientID = "Iv1.0123456789abcdef"
+	c.GitHub.ClientSecret = secretOf("client-secret-value")
 	c.Database.SecretURL = secretOf("postgres://kukie:pw@db.internal/kukie?sslmode=verify-full")
 	c.Encryption.Key = secretOf(encryptionKey)
 	return c
@@ -248,8 +271,31 @@ func TestValidate(t *testing.T) {
 			profile: Production,
 			base:    func(*testing.T) Config { return Default() },
 			want: []string{"github.app_id is required", "github.app_slug is required", "private key is required",
-				"webhook secret is required", "database must be PostgreSQL", "encryption key for stored credentials is required"},
-			count: 6,
+				"webhook secret is required", "github.client_id is required", "github client secret is required",
+				"database must be PostgreSQL", "encryption key for stored credentials is required"},
+			count: 8,
+		},
+		"production refuses missing client credentials": {
+			profile: Production,
+			edit:    func(c *Config) { c.GitHub.ClientID = ""; c.GitHub.ClientSecret = "" },
+			want:    []string{"github.client_id is required", "github client secret is required"},
+			count:   2,
+		},
+		"production refuses a client id without its secret": {
+			profile: Production,
+			edit:    func(c *Config) { c.GitHub.ClientSecret = "" },
+			want:    []string{"github client secret is required"},
+			count:   1,
+		},
+		"dev runs without client credentials": {
+			profile: Dev,
+			edit:    func(c *Config) { c.GitHub.ClientID = ""; c.GitHub.ClientSecret = "" },
+		},
+		"dev refuses a client secret without its id": {
+			profile: Dev,
+			edit:    func(c *Config) { c.GitHub.ClientID = "" },
+			want:    []string{"must be set together"},
+			count:   1,
 		},
 		"production refuses plain http to GitHub": {
 			profile: Production,

@@ -27,7 +27,8 @@ func (e *ValidationError) Error() string {
 
 // Validate checks the configuration for profile and returns a *ValidationError
 // listing all problems at once, or nil. The production profile fails closed: it
-// refuses anything that would run without the App's credentials, with insecure
+// refuses anything that would run without the App's credentials (client credentials
+// included, without which anyone could bind another's installation), with insecure
 // transport to GitHub, on SQLite, without the credential encryption key, or with
 // dev authentication.
 func (c Config) Validate(profile Profile) error {
@@ -89,6 +90,10 @@ func (c Config) Validate(profile Profile) error {
 			add("github private key: %v", err)
 		}
 	}
+	// Production lists each missing one below.
+	if profile != Production && (c.GitHub.ClientID == "") != !c.GitHub.ClientSecret.IsSet() {
+		add("github.client_id and the client secret (KUKIE_GITHUB_CLIENT_SECRET or github.client_secret_file) must be set together")
+	}
 	if c.Encryption.Key.IsSet() {
 		if _, err := c.EncryptionKey(); err != nil {
 			add("%v (make one with: head -c 32 /dev/urandom | base64)", err)
@@ -140,6 +145,12 @@ func (c Config) Validate(profile Profile) error {
 		}
 		if !c.GitHub.WebhookSecret.IsSet() {
 			add("github webhook secret is required (KUKIE_GITHUB_WEBHOOK_SECRET or github.webhook_secret_file)")
+		}
+		if c.GitHub.ClientID == "" {
+			add("github.client_id is required (KUKIE_GITHUB_CLIENT_ID); the setup callback checks with it who installed the app")
+		}
+		if !c.GitHub.ClientSecret.IsSet() {
+			add("github client secret is required (KUKIE_GITHUB_CLIENT_SECRET or github.client_secret_file)")
 		}
 		if dialect != store.Postgres {
 			add("database must be PostgreSQL (KUKIE_DATABASE_URL=postgres://...); SQLite is for local runs")

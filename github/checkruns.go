@@ -47,6 +47,11 @@ type CheckReport struct {
 	Text        string
 	Annotations []Annotation
 	DetailsURL  string // the full diff in the service's API
+	// Rerun publishes the report as a new run on the head even when the plan has one
+	// there already. GitHub appends the annotations of every update to a run's list,
+	// so updating a run with a re-render would repeat them; a new run of the same
+	// name is what GitHub does for a re-requested check, and it shows the newest.
+	Rerun bool
 }
 
 // CheckRunRef identifies a published check run.
@@ -57,7 +62,7 @@ type CheckRunRef struct {
 
 // PublishCheckRun creates or updates the kukie/render check run on headSHA. With id 0
 // it first adopts a run of the same plan already on that commit, so a resumed step
-// never leaves two runs. Output is kept within GitHub's limits (DetailsURL is named
+// never leaves two runs; a report marked Rerun always starts a new run. Output is kept within GitHub's limits (DetailsURL is named
 // where it was cut) and annotations beyond the first 50 follow in further updates.
 func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA string, id int64, r CheckReport) (CheckRunRef, error) {
 	var batches [][]Annotation
@@ -94,7 +99,9 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 		details = gh.String(r.DetailsURL)
 	}
 
-	if id == 0 {
+	if r.Rerun {
+		id = 0
+	} else if id == 0 {
 		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, r.ExternalID)
 		if err != nil {
 			return CheckRunRef{}, err

@@ -54,6 +54,10 @@ type Config struct {
 	UserAgent string
 	// Timeout bounds each request.
 	Timeout time.Duration
+	// ClientID and ClientSecret are the App's OAuth client credentials, with which the
+	// setup callback learns who installed the App (see UserInstallations).
+	ClientID     string
+	ClientSecret secret.Secret
 }
 
 // withDefaults fills unset fields with github.com's values.

@@ -431,16 +431,17 @@ func TestRenderCacheEntriesAppearWhole(t *testing.T) {
 func listAnnotations(t *testing.T, c *gh.Client, id int64) []*gh.CheckRunAnnotation {
 	t.Helper()
 	var all []*gh.CheckRunAnnotation
-	// Pages are read until one comes back empty: the fake sends no Link header here.
-	for page := 1; ; page++ {
-		got, _, err := c.Checks.ListCheckRunAnnotations(context.Background(), "acme", "deploy", id, &gh.ListOptions{PerPage: 100, Page: page})
+	opts := &gh.ListOptions{PerPage: 100}
+	for {
+		got, res, err := c.Checks.ListCheckRunAnnotations(context.Background(), "acme", "deploy", id, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 0 {
+		all = append(all, got...)
+		if res.NextPage == 0 {
 			return all
 		}
-		all = append(all, got...)
+		opts.Page = res.NextPage
 	}
 }
 

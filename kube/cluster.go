@@ -25,9 +25,12 @@
 //
 // Cache: identical reads of one cluster within Options.CacheTTL share one API call and
 // concurrent identical reads wait on a single request; a Refresh read re-reads only if
-// the cached result is older than Options.RefreshFloor. Cached values are cluster
-// objects read with the service's credentials and carry nothing about the person who
-// asked.
+// the cached result is older than Options.RefreshFloor. Decide re-reads the
+// Application list that way when a target's tracking annotation or instance label
+// names an Application the cached list lacks (one created since), so a new
+// Application is seen at once and a flood of misses costs one list per RefreshFloor.
+// Cached values are cluster objects read with the service's credentials and carry
+// nothing about the person who asked.
 package kube
 
 import (

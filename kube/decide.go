@@ -54,6 +54,19 @@ func (c *Cluster) Decide(ctx context.Context, targets []argocd.ResourceRef) (d a
 	}
 	wg.Wait()
 
+	if in.Apps != nil && namesMissingApp(in.Targets, in.Apps, c.opts.Argo) {
+		// The list may predate an Application created since (up to CacheTTL ago). A
+		// Refresh read re-lists only when the cached list is older than RefreshFloor
+		// and collapses concurrent misses onto one call, so a flood of decisions
+		// naming an Application that does not exist costs one list per RefreshFloor.
+		// When the re-read fails, the cached list still stands.
+		if snap, err := c.applications(ctx, Refresh); err == nil {
+			in.Apps = snap.index
+		} else {
+			zerolog.Ctx(ctx).Debug().Err(err).Str("cluster", c.name).Msg("Re-reading Applications for a missing one failed; deciding on the cached list")
+		}
+	}
+
 	d = argocd.Decide(in)
 	zerolog.Ctx(ctx).Debug().Str("cluster", c.name).Str("path", string(d.Path)).Bool("known", d.Known).
 		Str("level", string(d.Level)).Str("failure", string(d.Failure)).Msg("Path decided")
@@ -71,6 +84,47 @@ func (c *Cluster) readTarget(ctx context.Context, ref argocd.ResourceRef) argocd
 	default:
 		return argocd.TargetRead{Ref: full, Err: readError(err)}
 	}
+}
+
+// namesMissingApp reports whether a target's Argo CD mark names an Application that
+// apps does not hold: a trusted tracking annotation whose Application is not found, or
+// an instance label naming no Application. Annotations of another Argo CD instance
+// (installation id differs from the configured one) are expected to be absent here.
+func namesMissingApp(targets []argocd.TargetRead, apps *argocd.AppIndex, opts argocd.Options) bool {
+	labelKey := opts.InstanceLabelKey
+	if labelKey == "" {
+		labelKey = argocd.DefaultInstanceLabel
+	}
+	for _, t := range targets {
+		res := t.Resource
+		if res == nil {
+			continue
+		}
+		o := argocd.Own(*res, apps, opts)
+		if o.By == argocd.EvidenceAnnotation {
+			otherInstance := opts.InstallationID != "" && res.Annotations[argocd.InstallationIDAnnotation] != opts.InstallationID
+			if o.Application == nil && !otherInstance && !holds(apps, o.App) {
+				return true
+			}
+			continue
+		}
+		if v := res.Labels[labelKey]; v != "" {
+			if app, _ := apps.Resolve(v, res.Ref, opts.ControlPlaneNamespace); app == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holds reports whether apps has the Application key names; a key without namespace
+// (an ambiguous or unknown name in Argo CD's own namespace) is never held.
+func holds(apps *argocd.AppIndex, key argocd.AppKey) bool {
+	if key.Namespace == "" {
+		return false
+	}
+	_, ok := apps.Get(key)
+	return ok
 }
 
 func readError(err error) *argocd.ReadError {

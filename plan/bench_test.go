@@ -247,7 +247,7 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 				b.Errorf("plan %s ended %s: %s", cur.Code, cur.Status, cur.StatusReason)
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	b.StartTimer()

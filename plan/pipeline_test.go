@@ -41,6 +41,9 @@ type fakeCluster struct {
 	// lagging makes the target report that its controller has not observed the
 	// newest generation yet, as every Deployment does right after a sync.
 	lagging bool
+	// unread makes the decision name the Application from the resource's tracking
+	// id without reading it, as kube does before its cache holds a new Application.
+	unread bool
 }
 
 func newFakeCluster() *fakeCluster {
@@ -71,6 +74,11 @@ func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanT
 	}
 	app := c.application()
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelSelfHeal, Reason: "tracked"}
+	c.mu.Lock()
+	if c.unread {
+		own.Application = nil
+	}
+	c.mu.Unlock()
 	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelSelfHeal, Reason: "managed by argocd/web",
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
@@ -135,6 +143,10 @@ func (r *lineRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request
 		return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "only replicas in this test"}
 	}
 	now := replicasLine.ReplaceAll(old, []byte(fmt.Sprintf("  replicas: %d", req.Change.Replicas.Count)))
+	if string(now) == string(old) {
+		// As render refuses an edit that changes nothing.
+		return nil, &render.Refusal{Code: render.CodeNoChange, Reason: req.Target.Name + " already renders that way: there is nothing to change"}
+	}
 	return &render.Result{App: req.App, Strategy: "in place",
 		Edits:   []render.FileEdit{{Path: webFile, Old: old, New: now}},
 		GitDiff: "--- a/" + webFile + "\n+++ b/" + webFile + "\n@@ -8 +8 @@\n-  replicas: 3\n+  replicas: 4\n",

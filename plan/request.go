@@ -28,6 +28,9 @@ const (
 	CodeEditNoLongerApplies = "edit_no_longer_applies"
 	CodeNotFound            = "not_found"
 	CodeConflict            = "conflict"
+	// CodePipelineUnavailable: this process runs no change pipeline (no GitHub App
+	// is configured); the reason says what to configure.
+	CodePipelineUnavailable = "pipeline_unavailable"
 )
 
 // AppRef names an Argo CD Application.

@@ -57,6 +57,8 @@ func (p *Pipeline) Reverify(ctx context.Context, code string) error {
 		return err
 	}
 	report := p.CheckReport(pl, pay, failure)
+	// A head that has its run already gets a new one (see github.CheckReport.Rerun).
+	report.Rerun = pl.CheckRunID != 0
 	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 	if err != nil {
 		return fmt.Errorf("publish check run of plan %s: %w", code, err)
@@ -175,11 +177,43 @@ func (p *Pipeline) BasePushed(ctx context.Context, repo, branch, after string, c
 		if !touches(changed, pay) {
 			continue
 		}
+		// GitHub sends the push of a merge before the pull request's "closed" event:
+		// the new base then already holds the plan's own change, and re-preparing on
+		// it would record "nothing to change" and fail the check run of a merged PR.
+		if open, err := p.pullStillOpen(ctx, pl, after); err != nil {
+			errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
+			continue
+		} else if !open {
+			continue
+		}
 		if err := p.rebase(ctx, pl, pay, github.Branch{Name: branch, SHA: after}); err != nil {
 			errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pullStillOpen reports whether the plan's pull request is still open and its head
+// not yet part of the base at after. A merged or closed pull request is left to its
+// pull_request event.
+func (p *Pipeline) pullStillOpen(ctx context.Context, pl store.Plan, after string) (bool, error) {
+	if pl.HeadSHA != "" {
+		merged, err := p.repos.Contains(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, after)
+		if err != nil {
+			return false, fmt.Errorf("compare head %s with base %s: %w", pl.HeadSHA, after, err)
+		}
+		if merged {
+			return false, nil
+		}
+	}
+	if pl.PRNumber == 0 {
+		return true, nil
+	}
+	pr, err := p.repos.GetPull(ctx, pl.InstallationID, pl.Repo, pl.PRNumber)
+	if err != nil {
+		return false, fmt.Errorf("read pull request #%d: %w", pl.PRNumber, err)
+	}
+	return pr.State == "open" && !pr.Merged, nil
 }
 
 func touches(changed []string, pay Payload) bool {
@@ -215,6 +249,7 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 			return err
 		}
 		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
+		report.Rerun = pl.CheckRunID != 0
 		ref, perr := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 		if perr != nil {
 			return perr
@@ -242,10 +277,17 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	for i, e := range edits {
 		paths[i] = e.Path
 	}
-	if holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, paths); err != nil {
+	// The rebuilt edit may touch other files than before: its locks become exactly
+	// the new files, and plans waiting on a file it let go may go on.
+	holder, released, err := p.db.ReplaceFileLocks(ctx, pl.Code, pl.Repo, paths)
+	if err != nil {
 		return err
-	} else if holder != "" {
+	}
+	if holder != "" {
 		return fmt.Errorf("rebased edit needs a file locked by plan %s", holder)
+	}
+	if len(released) > 0 {
+		defer p.wakeWaiters(ctx, pl.Code)
 	}
 	files := make([]github.FileChange, len(edits))
 	for i, e := range edits {

@@ -74,8 +74,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 			}
 		}
 		if !found {
-			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound,
-				"the resource is managed by Argo CD (%s) but its Application's source could not be read from cluster %s (Argo CD may run in another cluster); register the cluster that runs Argo CD", ap.Summary, pl.Cluster), "decide")
+			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound, "%s", unreadApplication(ap, pl.Cluster)), "decide")
 		}
 	}
 	pl.Path = string(argocd.PathGit)
@@ -95,6 +94,26 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 	}
 	pl.InstallationID = inst
 	return p.save(ctx, pl, pay, StatusPreparing, "system", "decide", pay.Decision.Reason)
+}
+
+// unreadApplication explains a resource whose tracking id names an Application the
+// cluster's Argo CD did not answer with. Most often the name or namespace in the
+// tracking id is not an Application there, or the Application was created moments
+// ago and the service's view of the cluster has not caught up: both are fixed by
+// checking the name or submitting again, not by registering anything.
+func unreadApplication(ap argocd.Payload, cluster string) string {
+	var names []string
+	for _, a := range ap.Applications {
+		if a.Name != "" {
+			names = append(names, a.Namespace+"/"+a.Name)
+		}
+	}
+	what := "the Application named by the resource's Argo CD tracking id"
+	if len(names) > 0 {
+		what = "Application " + strings.Join(names, ", ") + ", named by the resource's Argo CD tracking id,"
+	}
+	return fmt.Sprintf("%s was not found in the Argo CD of cluster %s: check that the Application's name and namespace are right, "+
+		"or submit the change again in a few seconds if the Application was just created", what, cluster)
 }
 
 func clusterOf(pl store.Plan) ClusterRef { return ClusterRef{TeamID: pl.TeamID, Name: pl.Cluster} }

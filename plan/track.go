@@ -27,9 +27,16 @@ func (p *Pipeline) releaseAndWake(ctx context.Context, pl store.Plan) {
 		log.Error().Err(err).Str("plan", pl.Code).Msg("Release file locks failed")
 		return
 	}
-	waiting, err := p.db.ListPlans(ctx, store.PlanFilter{WaitingOn: pl.Code, Statuses: []string{string(StatusWaiting)}})
+	p.wakeWaiters(ctx, pl.Code)
+}
+
+// wakeWaiters sends the plans waiting on holder back to preparing, on the new base;
+// one still blocked by a file holder keeps waits again.
+func (p *Pipeline) wakeWaiters(ctx context.Context, holder string) {
+	log := zerolog.Ctx(ctx)
+	waiting, err := p.db.ListPlans(ctx, store.PlanFilter{WaitingOn: holder, Statuses: []string{string(StatusWaiting)}})
 	if err != nil {
-		log.Error().Err(err).Str("plan", pl.Code).Msg("List waiting plans failed")
+		log.Error().Err(err).Str("plan", holder).Msg("List waiting plans failed")
 		return
 	}
 	for _, w := range waiting {
@@ -38,7 +45,7 @@ func (p *Pipeline) releaseAndWake(ctx context.Context, pl store.Plan) {
 		if err != nil {
 			continue
 		}
-		if _, err := p.save(ctx, w, pay, StatusPreparing, "system", "wake", "plan "+pl.Code+" released the file"); err != nil {
+		if _, err := p.save(ctx, w, pay, StatusPreparing, "system", "wake", "plan "+holder+" released the file"); err != nil {
 			log.Error().Err(err).Str("plan", w.Code).Msg("Wake waiting plan failed")
 			continue
 		}
@@ -422,7 +429,7 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 		return Deployment{State: DeployFailed, Message: "Argo CD sync " + op.Phase + ": " + op.Message,
 			SyncRevision: dep.SyncRevision, Phase: op.Phase, Health: dep.Health}, true
 	case op.Phase != argocd.PhaseSucceeded:
-		dep.Message = "Argo CD sync " + op.Phase
+		dep.Message = runningSyncMessage(op)
 		return dep, false
 	}
 	if pl.RollbackOf == "" {
@@ -435,6 +442,22 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	}
 	dep.State, dep.Message = DeploySucceeded, "synced and running"
 	return dep, true
+}
+
+// runningSyncMessage says where an unfinished sync stands. Argo CD retries a failed
+// automated sync (five times over about five minutes by default) and keeps the phase
+// Running meanwhile, with the failed attempt's message ("… Retrying attempt #2 at
+// 3:04PM."); that message is what people need while the plan is still deploying.
+func runningSyncMessage(op *argocd.AppOperationState) string {
+	msg := strings.TrimSpace(op.Message)
+	switch {
+	case msg == "":
+		return "Argo CD sync " + op.Phase
+	case strings.Contains(strings.ToLower(msg), "retrying attempt"):
+		return "Argo CD sync " + op.Phase + ", retrying after a failed attempt: " + msg
+	default:
+		return "Argo CD sync " + op.Phase + ": " + msg
+	}
 }
 
 // targetReady reads the target's status: the controller observed the new generation

@@ -189,6 +189,8 @@ func writePlanError(w http.ResponseWriter, err error) {
 		status = http.StatusBadRequest
 	case plan.CodeConflict:
 		status = http.StatusConflict
+	case plan.CodePipelineUnavailable:
+		status = http.StatusServiceUnavailable
 	}
 	WriteJSON(w, status, changeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
 }

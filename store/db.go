@@ -77,7 +77,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		sqlDB.SetMaxOpenConns(1)
 	} else {
 		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(5)
+		sqlDB.SetMaxIdleConns(20)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	db := &DB{DB: sqlx.NewDb(sqlDB, bindDriverName(bind)), dialect: dialect}

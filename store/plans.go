@@ -472,27 +472,73 @@ type FileLock struct {
 // locks the plan already holds succeeds.
 func (db *DB) AcquireFileLocks(ctx context.Context, planCode, repo string, paths []string) (holder string, err error) {
 	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
-		now := toMillis(time.Now())
-		for _, p := range paths {
-			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO file_locks (repo, path, plan_code, acquired_at)
-				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), repo, p, planCode, now); err != nil {
-				return fmt.Errorf("lock %s in %s: %w", p, repo, err)
-			}
-			var owner string
-			if err := tx.GetContext(ctx, &owner, tx.Rebind(`SELECT plan_code FROM file_locks WHERE repo = ? AND path = ?`), repo, p); err != nil {
-				return fmt.Errorf("read lock of %s in %s: %w", p, repo, err)
-			}
-			if owner != planCode {
-				holder = owner
-				return ErrConflict
-			}
-		}
-		return nil
+		var terr error
+		holder, terr = acquireFileLocksTx(ctx, tx, planCode, repo, paths)
+		return terr
 	})
 	if errors.Is(err, ErrConflict) {
 		return holder, nil
 	}
 	return "", err
+}
+
+// acquireFileLocksTx takes paths for plan inside tx. When another plan holds one,
+// it returns that plan's code with ErrConflict, so the caller's transaction rolls
+// back what was taken; InTx callers turn that into (holder, nil).
+func acquireFileLocksTx(ctx context.Context, tx *sqlx.Tx, planCode, repo string, paths []string) (string, error) {
+	now := toMillis(time.Now())
+	for _, p := range paths {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO file_locks (repo, path, plan_code, acquired_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), repo, p, planCode, now); err != nil {
+			return "", fmt.Errorf("lock %s in %s: %w", p, repo, err)
+		}
+		var owner string
+		if err := tx.GetContext(ctx, &owner, tx.Rebind(`SELECT plan_code FROM file_locks WHERE repo = ? AND path = ?`), repo, p); err != nil {
+			return "", fmt.Errorf("read lock of %s in %s: %w", p, repo, err)
+		}
+		if owner != planCode {
+			return owner, ErrConflict
+		}
+	}
+	return "", nil
+}
+
+// ReplaceFileLocks makes paths the whole set of plan's locks in repo, in one
+// transaction: the new files are taken and the files the plan no longer edits are
+// released. When another plan holds one of the new files its code is returned and
+// nothing changes. It returns the locks it released.
+func (db *DB) ReplaceFileLocks(ctx context.Context, planCode, repo string, paths []string) (holder string, released []FileLock, err error) {
+	keep := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		keep[p] = true
+	}
+	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
+		var terr error
+		if holder, terr = acquireFileLocksTx(ctx, tx, planCode, repo, paths); terr != nil {
+			return terr
+		}
+		var held []FileLock
+		if err := tx.SelectContext(ctx, &held, tx.Rebind(`SELECT repo, path, plan_code FROM file_locks WHERE plan_code = ? ORDER BY repo, path`), planCode); err != nil {
+			return fmt.Errorf("read locks of plan %s: %w", planCode, err)
+		}
+		for _, l := range held {
+			if l.Repo == repo && keep[l.Path] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM file_locks WHERE repo = ? AND path = ? AND plan_code = ?`), l.Repo, l.Path, planCode); err != nil {
+				return fmt.Errorf("release lock of %s in %s: %w", l.Path, l.Repo, err)
+			}
+			released = append(released, l)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrConflict):
+		return holder, nil, nil
+	case err != nil:
+		return "", nil, err
+	}
+	return "", released, nil
 }
 
 // ReleaseFileLocks drops every lock of plan and returns what was released.

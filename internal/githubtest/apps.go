@@ -420,7 +420,7 @@ func (s *Server) handleListInstallations(w http.ResponseWriter, r *http.Request)
 			out = append(out, s.installationJSON(inst))
 		}
 	}
-	start, end := pageOf(r.URL.Query(), len(out))
+	start, end := paginate(w, r, len(out))
 	writeJSON(w, http.StatusOK, nonNil(out[start:end]))
 }
 
@@ -587,7 +587,7 @@ func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request)
 		}
 	}
 	total := len(out)
-	start, end := pageOf(r.URL.Query(), total)
+	start, end := paginate(w, r, total)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"total_count":          total,
 		"repository_selection": "selected",

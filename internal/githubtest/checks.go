@@ -264,7 +264,7 @@ func (s *Server) handleListAnnotations(w http.ResponseWriter, r *http.Request, r
 	if run == nil {
 		return
 	}
-	start, end := pageOf(r.URL.Query(), len(run.annotations))
+	start, end := paginate(w, r, len(run.annotations))
 	writeJSON(w, http.StatusOK, nonNil(run.annotations[start:end]))
 }
 
@@ -291,7 +291,7 @@ func (s *Server) handleListCheckRunsForRef(w http.ResponseWriter, r *http.Reques
 		out = append(out, s.checkRunJSON(rp, run))
 	}
 	total := len(out)
-	start, end := pageOf(q, total)
+	start, end := paginate(w, r, total)
 	writeJSON(w, http.StatusOK, &github.ListCheckRunsResults{Total: ptr(total), CheckRuns: out[start:end]})
 }
 

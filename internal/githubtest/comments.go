@@ -135,7 +135,7 @@ func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request, rp *
 			out = append(out, s.commentJSON(rp, c))
 		}
 	}
-	start, end := pageOf(r.URL.Query(), len(out))
+	start, end := paginate(w, r, len(out))
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 

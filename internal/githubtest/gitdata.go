@@ -112,7 +112,7 @@ func (s *Server) handleMatchingRefs(w http.ResponseWriter, r *http.Request, rp *
 		}
 		return nil
 	})
-	start, end := pageOf(r.URL.Query(), len(out))
+	start, end := paginate(w, r, len(out))
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 
@@ -945,7 +945,7 @@ func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request, rp *
 	for _, ref := range refs {
 		out = append(out, s.branchSummary(rp, ref))
 	}
-	start, end := pageOf(r.URL.Query(), len(out))
+	start, end := paginate(w, r, len(out))
 	writeJSON(w, http.StatusOK, out[start:end])
 }
 

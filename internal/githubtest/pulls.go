@@ -320,7 +320,7 @@ func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request, rp *rep
 		}
 		return matches[i].number < matches[j].number
 	})
-	start, end := pageOf(q, len(matches))
+	start, end := paginate(w, r, len(matches))
 	out := []*github.PullRequest{}
 	for _, pr := range matches[start:end] {
 		out = append(out, s.pullJSON(rp, pr))
@@ -413,7 +413,7 @@ func (s *Server) handlePullFiles(w http.ResponseWriter, r *http.Request, rp *rep
 		writeError(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	start, end := pageOf(r.URL.Query(), len(cmp.Files))
+	start, end := paginate(w, r, len(cmp.Files))
 	writeJSON(w, http.StatusOK, cmp.Files[start:end])
 }
 

@@ -52,6 +52,9 @@ type Server struct {
 	// verifiedCommits are commits GitHub would have signed (made by the App through
 	// the API without a custom author or committer).
 	verifiedCommits map[string]bool
+	// oauth holds the App's OAuth client credentials, people who can sign in, their
+	// authorization codes and user access tokens (see oauth.go).
+	oauth *oauthState
 
 	hooks *deliverer
 }
@@ -84,7 +87,13 @@ func NewServer() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("generate webhook secret: %w", err)
 	}
+	oauth, err := newOAuthState()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	s := &Server{
+		oauth:           oauth,
 		clock:           &Clock{},
 		dir:             dir,
 		app:             a,
@@ -215,6 +224,7 @@ func (s *Server) routeTable() []route {
 	routes = append(routes, s.collaboratorRoutes()...)
 	routes = append(routes, s.archiveRoutes()...)
 	routes = append(routes, s.smartHTTPRoutes()...)
+	routes = append(routes, s.oauthRoutes()...)
 	return routes
 }
 
@@ -383,26 +393,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 // pageOf applies GitHub's page/per_page query parameters to a list of n items and
-// returns the slice bounds.
+// returns the slice bounds. List handlers use paginate, which also writes the Link
+// header.
 func pageOf(q url.Values, n int) (int, int) {
-	perPage, err := strconv.Atoi(q.Get("per_page"))
-	if err != nil || perPage <= 0 {
-		perPage = 30
-	}
-	if perPage > 100 {
-		perPage = 100
-	}
-	page, err := strconv.Atoi(q.Get("page"))
-	if err != nil || page <= 0 {
-		page = 1
-	}
-	start := (page - 1) * perPage
-	if start > n {
-		start = n
-	}
-	end := start + perPage
-	if end > n {
-		end = n
-	}
-	return start, end
+	return pageRequestOf(q).bounds(n)
 }

@@ -40,6 +40,18 @@ type GitHubApps interface {
 	MintRepoToken(ctx context.Context, installationID int64, repo github.Repo) (github.Token, error)
 }
 
+// InstallerCheck proves, on the setup callback, that the person GitHub sent back can
+// access the installation the callback names: the installation id is
+// attacker-controlled, the authorization code GitHub adds when the App requests user
+// authorization during installation is not. *github.UserInstallations implements it.
+type InstallerCheck interface {
+	// ExchangeCode trades the callback's authorization code for a user access token.
+	ExchangeCode(ctx context.Context, code secret.Secret) (secret.Secret, error)
+	// CanAccessInstallation reports whether the token's person can access the
+	// installation.
+	CanAccessInstallation(ctx context.Context, userToken secret.Secret, installationID int64) (bool, error)
+}
+
 // ApplicationRepoLister reads the repository URLs a cluster's Argo CD Applications
 // deploy from (spec.source.repoURL and spec.sources[].repoURL).
 type ApplicationRepoLister interface {
@@ -53,6 +65,11 @@ type Waker interface{ Wake() }
 type API struct {
 	Store  *store.DB
 	GitHub GitHubApps
+	// Installer checks that the person who installed the App can access the
+	// installation before it is bound. Unset (a dev run without the App's client
+	// credentials), the setup callback binds without that check and says so loudly in
+	// the log of every bind; the production profile refuses to start that way.
+	Installer InstallerCheck
 	// App is the App's identity (slug, public page) read at startup.
 	App github.App
 	// WebHost is the GitHub host repositories must live on.

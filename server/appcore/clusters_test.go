@@ -223,7 +223,7 @@ func TestConnectWhileInstallationAwaitsApproval(t *testing.T) {
 
 	// The owner approves; the team finishes with a fresh link; the connection follows.
 	id := e.gh.CreateInstallation(t, "acme", "deploy")
-	if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=update&state=" + e.state(e.tokenA)); status != http.StatusOK {
+	if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=update&state=" + e.state(e.tokenA) + "&code=" + e.code(e.tokenA, id)); status != http.StatusOK {
 		t.Fatalf("bind after approval: %d %s", status, page)
 	}
 	var list repoList

@@ -94,6 +94,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	e.api = &appcore.API{
 		Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
 		WebhookSecret: e.gh.WebhookSecret(), Credentials: box, Inbox: e.inbox,
+		Installer: e.installerCheck(e.gh.ClientSecret()),
 	}
 	for _, o := range opts {
 		o(e.api)
@@ -109,7 +110,45 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 
 	e.teamA, e.tokenA = e.team("team-a")
 	e.teamB, e.tokenB = e.team("team-b")
+	e.gh.AddUser(e.installer(e.tokenA))
+	e.gh.AddUser(e.installer(e.tokenB))
 	return e
+}
+
+// installerCheck checks installers against the fake with the App's client id and
+// clientSecret.
+func (e *env) installerCheck(clientSecret secret.Secret) appcore.InstallerCheck {
+	e.t.Helper()
+	cfg := github.Config{AppID: e.gh.AppID(), PrivateKey: e.gh.PrivateKeyPEM(), APIURL: e.gh.APIURL(), WebURL: e.gh.URL(),
+		ClientID: e.gh.ClientID(), ClientSecret: clientSecret}
+	check, err := github.NewUserInstallations(cfg, e.clients)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return check
+}
+
+// withoutInstallerCheck runs the API as a dev run without the App's client
+// credentials does.
+func withoutInstallerCheck() envOption {
+	return func(api *appcore.API) { api.Installer = nil }
+}
+
+// installer is the GitHub login of the person of a team (by its API token) who
+// installs the App.
+func (e *env) installer(token secret.Secret) string {
+	if token == e.tokenB {
+		return "bob"
+	}
+	return "alice"
+}
+
+// code lets the team's installer access the installation, as installing it does on
+// GitHub, and returns the authorization code GitHub hands the callback.
+func (e *env) code(token secret.Secret, installationID int64) string {
+	e.t.Helper()
+	e.gh.GrantInstallationAccess(e.t, e.installer(token), installationID)
+	return e.gh.AuthorizationCode(e.t, e.installer(token))
 }
 
 func (e *env) team(name string) (store.Team, secret.Secret) {
@@ -193,11 +232,12 @@ func (e *env) drain() {
 	}
 }
 
-// bind installs through the whole setup flow as team (token) and returns the
-// installation's status page.
+// bind installs through the whole setup flow as team (token), its installer
+// authorizing the App, and returns the installation's status page.
 func (e *env) bind(token secret.Secret, installationID int64) (int, string) {
 	e.t.Helper()
-	return e.callback("installation_id=" + itoa(installationID) + "&setup_action=install&state=" + e.state(token))
+	return e.callback("installation_id=" + itoa(installationID) + "&setup_action=install&state=" + e.state(token) +
+		"&code=" + e.code(token, installationID))
 }
 
 func itoa(v int64) string {

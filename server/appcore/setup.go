@@ -70,11 +70,14 @@ func (a *API) listInstallations(w http.ResponseWriter, r *http.Request) {
 }
 
 // setup answers GitHub's redirect after an installation, GET
-// /github/setup?installation_id=&setup_action=&state=. Every parameter is
+// /github/setup?installation_id=&setup_action=&state=&code=. Every parameter is
 // attacker-controlled, so the order matters: the state is checked and consumed
-// first, with no call to GitHub; then a cheap local check refuses installations
-// bound to another team; only then is GitHub asked to confirm the installation, and
-// the binding is written afterwards in its own short transaction.
+// first, with no call to GitHub; then local checks refuse a callback without an
+// authorization code and installations bound to another team; only then is GitHub
+// asked, first who the person is and whether they can access the installation (a
+// valid state of one's own team must not bind somebody else's installation), then to
+// confirm the installation. The binding is written afterwards in its own short
+// transaction: no transaction is held while GitHub answers.
 func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -150,6 +153,18 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	}
 	log = log.With().Int64("installation_id", installationID).Logger()
 
+	code := secret.New(q.Get("code"))
+	if a.Installer != nil && !code.IsSet() {
+		log.Warn().Msg("Setup callback without an authorization code refused")
+		a.page(w, http.StatusBadRequest, page{
+			Code:    "authorization_code_missing",
+			Title:   "GitHub did not say who installed the app",
+			Message: "The link has no authorization code from GitHub, so the server cannot check that your GitHub account can access this installation. Nothing was changed.",
+			Next:    "Start again from a fresh install link and authorize the app when GitHub asks.",
+		})
+		return
+	}
+
 	// Refuse a known foreign installation before asking GitHub anything.
 	if existing, err := a.Store.InstallationByGitHubID(ctx, installationID); err == nil && existing.TeamID != t.ID {
 		a.taken(w, r, t, installationID)
@@ -157,6 +172,13 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		log.Error().Err(err).Msg("Reading installation binding failed")
 		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not check the installation. Nothing was changed.", Next: "Try again with a fresh install link."})
+		return
+	}
+
+	if a.Installer == nil {
+		log.Warn().Msg("INSECURE: binding without checking that the installer can access the installation; " +
+			"set github.client_id and the client secret to check it")
+	} else if !a.installerCanAccess(w, r, log, t, code, installationID) {
 		return
 	}
 
@@ -215,6 +237,66 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		p.Next = "Ask an owner of " + inst.AccountLogin + " to unsuspend the app; nothing can be changed through it until then."
 	}
 	a.page(w, http.StatusOK, p)
+}
+
+// installerCanAccess exchanges the callback's authorization code for a user access
+// token and checks that its person can access the installation. On refusal it has
+// answered and returns false. The token lives in this call only: it is neither
+// stored nor logged.
+func (a *API) installerCanAccess(w http.ResponseWriter, r *http.Request, log zerolog.Logger, t store.Team, code secret.Secret, installationID int64) bool {
+	ctx := r.Context()
+	userToken, err := a.Installer.ExchangeCode(ctx, code)
+	switch {
+	case errors.Is(err, github.ErrBadVerificationCode):
+		log.Warn().Err(err).Msg("Setup callback with an authorization code GitHub refused")
+		a.page(w, http.StatusBadRequest, page{
+			Code:    "bad_verification_code",
+			Title:   "GitHub did not accept the authorization code",
+			Message: "The authorization code in the link is wrong, has expired or was already used. Nothing was changed.",
+			Next:    "Start again from a fresh install link and open it right away.",
+		})
+		return false
+	case errors.Is(err, github.ErrIncorrectClientCredentials):
+		log.Error().Err(err).Msg("GitHub refused the app's client credentials; installations cannot be bound until they are fixed")
+		a.page(w, http.StatusInternalServerError, page{
+			Code:    "incorrect_client_credentials",
+			Title:   "This service is misconfigured",
+			Message: "GitHub refused this service's client id or client secret, so it cannot check who you are. Nothing was changed.",
+			Next:    "Tell the service's operators: github.client_id and the client secret must be those of the GitHub App.",
+		})
+		return false
+	case err != nil:
+		log.Error().Err(err).Msg("Exchanging the authorization code with GitHub failed")
+		a.page(w, http.StatusBadGateway, page{
+			Title:   "GitHub could not be reached",
+			Message: "The server could not check who you are with GitHub. Nothing was changed.",
+			Next:    "Try again in a few minutes with a fresh install link.",
+		})
+		return false
+	}
+	ok, err := a.Installer.CanAccessInstallation(ctx, userToken, installationID)
+	if err != nil {
+		log.Error().Err(err).Msg("Listing the installer's installations failed")
+		a.page(w, http.StatusBadGateway, page{
+			Title:   "GitHub could not be reached",
+			Message: "The server could not check which installations your GitHub account can access. Nothing was changed.",
+			Next:    "Try again in a few minutes with a fresh install link.",
+		})
+		return false
+	}
+	if !ok {
+		log.Warn().Msg("Installer cannot access the installation; bind refused")
+		a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.bind_refused", SubjectType: "installation",
+			SubjectID: strconv.FormatInt(installationID, 10), Detail: mustJSON(map[string]string{"error": "InstallationNotAccessible"})})
+		a.page(w, http.StatusForbidden, page{
+			Code:    "InstallationNotAccessible",
+			Title:   "Your GitHub account cannot access this installation",
+			Message: "The installation in the link is not one your GitHub account can access, so it cannot be connected to your team. Nothing was changed.",
+			Next:    "Install the app on an organization or account you belong to, starting from a fresh install link.",
+		})
+		return false
+	}
+	return true
 }
 
 func (a *API) taken(w http.ResponseWriter, r *http.Request, t store.Team, installationID int64) {

@@ -25,8 +25,12 @@ func TestSetupBindsInstallationToTheStatesTeam(t *testing.T) {
 		if status != http.StatusOK || !strings.Contains(page, "The app is installed") || !strings.Contains(page, "acme") {
 			t.Fatalf("callback = %d\n%s", status, page)
 		}
-		if n := e.gh.RequestCount("GET /app/installations/{installation_id}"); n != 1 {
-			t.Errorf("confirmed the installation %d times, want once", n)
+		for _, endpoint := range []string{
+			"POST /login/oauth/access_token", "GET /user/installations", "GET /app/installations/{installation_id}",
+		} {
+			if n := e.gh.RequestCount(endpoint); n != 1 {
+				t.Errorf("%s called %d times, want once", endpoint, n)
+			}
 		}
 		inst, err := db.InstallationByGitHubID(context.Background(), id)
 		if err != nil || inst.TeamID != e.teamA.ID || inst.Status != store.InstallationActive || inst.AccountLogin != "acme" {
@@ -56,7 +60,7 @@ func TestSetupForgedCallbacksBindNothingAndCallGitHubNever(t *testing.T) {
 
 		// team-b owns idB through a legitimate flow; its used state is reused below.
 		usedState := e.state(e.tokenB)
-		if status, page := e.callback("installation_id=" + itoa(idB) + "&setup_action=install&state=" + usedState); status != http.StatusOK {
+		if status, page := e.callback("installation_id=" + itoa(idB) + "&setup_action=install&state=" + usedState + "&code=" + e.code(e.tokenB, idB)); status != http.StatusOK {
 			t.Fatalf("legitimate bind: %d %s", status, page)
 		}
 		expired, _, err := db.CreateInstallState(ctx, e.teamA.ID, -time.Second)
@@ -104,7 +108,9 @@ func TestSetupForgedCallbacksBindNothingAndCallGitHubNever(t *testing.T) {
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
-				query := tc.query()
+				// The forger holds a valid authorization code of their own; it must not
+				// make the server call GitHub either.
+				query := tc.query() + "&code=" + e.gh.AuthorizationCode(t, e.installer(e.tokenA))
 				e.gh.ResetRequestCounts()
 				status, page := e.callback(query)
 				if status != tc.wantStatus || !strings.Contains(page, tc.wantText) {
@@ -131,15 +137,17 @@ func TestSetupConcurrentBindsByTwoTeamsBindOnce(t *testing.T) {
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		id := e.gh.CreateInstallation(t, "acme", "deploy")
 		type attempt struct {
-			team  store.Team
-			state string
+			team        store.Team
+			state, code string
 		}
+		// Both teams' installers can access the installation (members of acme):
+		// only the unique binding decides.
 		attempts := make([]attempt, 20)
 		for i := range attempts {
 			if i%2 == 0 {
-				attempts[i] = attempt{e.teamA, e.state(e.tokenA)}
+				attempts[i] = attempt{e.teamA, e.state(e.tokenA), e.code(e.tokenA, id)}
 			} else {
-				attempts[i] = attempt{e.teamB, e.state(e.tokenB)}
+				attempts[i] = attempt{e.teamB, e.state(e.tokenB), e.code(e.tokenB, id)}
 			}
 		}
 		statuses := make([]int, len(attempts))
@@ -149,7 +157,7 @@ func TestSetupConcurrentBindsByTwoTeamsBindOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				statuses[i], pages[i] = e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + a.state)
+				statuses[i], pages[i] = e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + a.state + "&code=" + a.code)
 			}()
 		}
 		wg.Wait()
@@ -191,6 +199,7 @@ func TestSetupHoldsNoTransactionWhileAskingGitHub(t *testing.T) {
 		id := e.gh.CreateInstallation(t, "acme", "deploy")
 		e.gh.WaitForDeliveries()
 		state := e.state(e.tokenA)
+		code := e.code(e.tokenA, id)
 
 		var mu sync.Mutex
 		var observed []string
@@ -214,6 +223,8 @@ func TestSetupHoldsNoTransactionWhileAskingGitHub(t *testing.T) {
 			}
 		}
 		for _, endpoint := range []string{
+			"POST /login/oauth/access_token",
+			"GET /user/installations",
 			"GET /app/installations/{installation_id}",
 			"POST /app/installations/{installation_id}/access_tokens",
 			"GET /installation/repositories",
@@ -221,13 +232,14 @@ func TestSetupHoldsNoTransactionWhileAskingGitHub(t *testing.T) {
 			e.gh.OnRequest(endpoint, observe(endpoint))
 		}
 
-		if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + state); status != http.StatusOK {
+		if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + state + "&code=" + code); status != http.StatusOK {
 			t.Fatalf("callback = %d\n%s", status, page)
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(observed) < 2 || observed[0] != "GET /app/installations/{installation_id}" {
-			t.Errorf("observed GitHub calls %v; want the installation confirmed first, then its repositories read", observed)
+		want := []string{"POST /login/oauth/access_token", "GET /user/installations", "GET /app/installations/{installation_id}"}
+		if len(observed) < len(want)+1 || strings.Join(observed[:len(want)], ",") != strings.Join(want, ",") {
+			t.Errorf("observed GitHub calls %v; want the installer checked (%v), then the installation confirmed, then its repositories read", observed, want)
 		}
 	})
 }
@@ -271,13 +283,27 @@ func TestSetupPagesEscapeWhatTheyEcho(t *testing.T) {
 }
 
 func TestSetupUnknownInstallationBindsNothing(t *testing.T) {
-	db := storetest.SQLite(t)
-	e := newEnv(t, db)
-	status, page := e.callback("installation_id=987654&setup_action=install&state=" + e.state(e.tokenA))
-	if status != http.StatusNotFound || !strings.Contains(page, "GitHub does not know this installation") {
-		t.Fatalf("callback = %d\n%s", status, page)
+	cases := map[string]struct {
+		opts       []envOption
+		wantStatus int
+		wantText   string
+	}{
+		// No one can access an installation that does not exist.
+		"installer checked":  {wantStatus: http.StatusForbidden, wantText: "Your GitHub account cannot access this installation"},
+		"no installer check": {opts: []envOption{withoutInstallerCheck()}, wantStatus: http.StatusNotFound, wantText: "GitHub does not know this installation"},
 	}
-	if _, err := db.InstallationByGitHubID(context.Background(), 987654); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown installation got bound: %v", err)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			db := storetest.SQLite(t)
+			e := newEnv(t, db, tc.opts...)
+			status, page := e.callback("installation_id=987654&setup_action=install&state=" + e.state(e.tokenA) +
+				"&code=" + e.gh.AuthorizationCode(t, e.installer(e.tokenA)))
+			if status != tc.wantStatus || !strings.Contains(page, tc.wantText) {
+				t.Fatalf("callback = %d, want %d with %q\n%s", status, tc.wantStatus, tc.wantText, page)
+			}
+			if _, err := db.InstallationByGitHubID(context.Background(), 987654); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("unknown installation got bound: %v", err)
+			}
+		})
 	}
 }

@@ -1,0 +1,115 @@
+package github_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/secret"
+)
+
+func userInstallations(t *testing.T, s *githubtest.Server, clientSecret secret.Secret) *github.UserInstallations {
+	t.Helper()
+	cfg := github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL(),
+		ClientID: s.ClientID(), ClientSecret: clientSecret}
+	u, err := github.NewUserInstallations(cfg, appClients(t, s, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestNewUserInstallationsNeedsClientCredentials(t *testing.T) {
+	cases := map[string]github.Config{
+		"no client id":     {AppID: 1, ClientSecret: "s"},
+		"no client secret": {AppID: 1, ClientID: "Iv1.x"},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := github.NewUserInstallations(cfg, nil); err == nil {
+				t.Error("NewUserInstallations accepted a configuration without client credentials")
+			}
+		})
+	}
+}
+
+func TestUserInstallationsChecksWhoCanAccessAnInstallation(t *testing.T) {
+	ctx := context.Background()
+	s := githubtest.New(t)
+	var ids []int64
+	// More installations than one page holds, so the check has to follow pages.
+	for i := range 102 {
+		org := fmt.Sprintf("org%03d", i)
+		s.CreateRepo(t, org, "deploy", nil, "main")
+		ids = append(ids, s.CreateInstallation(t, org, "deploy"))
+	}
+	s.AddUser("alice")
+	for _, id := range ids[:101] {
+		s.GrantInstallationAccess(t, "alice", id)
+	}
+	u := userInstallations(t, s, s.ClientSecret())
+
+	token, err := u.ExchangeCode(ctx, secret.New(s.AuthorizationCode(t, "alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(token.Reveal(), "ghu_") || fmt.Sprint(token) != "[redacted]" {
+		t.Fatalf("token %v is not a redacted user token", token)
+	}
+	s.ResetRequestCounts()
+	for name, tc := range map[string]struct {
+		id   int64
+		want bool
+	}{
+		"on the first page":   {ids[0], true},
+		"on the second page":  {ids[100], true},
+		"of another org":      {ids[101], false},
+		"that does not exist": {987654321, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ok, err := u.CanAccessInstallation(ctx, token, tc.id)
+			if err != nil || ok != tc.want {
+				t.Errorf("CanAccessInstallation(%d) = %v, %v; want %v", tc.id, ok, err, tc.want)
+			}
+		})
+	}
+	if n := s.RequestCount("GET /user/installations"); n < 4 {
+		t.Errorf("%d requests to GET /user/installations for four checks, want at least 4", n)
+	}
+
+	if _, err := u.CanAccessInstallation(ctx, secret.New("ghu_revoked"), ids[0]); !errors.Is(err, github.ErrUserTokenRejected) {
+		t.Errorf("unknown token: %v, want ErrUserTokenRejected", err)
+	}
+}
+
+func TestExchangeCodeRefusals(t *testing.T) {
+	ctx := context.Background()
+	s := githubtest.New(t)
+	s.AddUser("alice")
+	good := userInstallations(t, s, s.ClientSecret())
+	used := s.AuthorizationCode(t, "alice")
+	if _, err := good.ExchangeCode(ctx, secret.New(used)); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		u    *github.UserInstallations
+		code string
+		want error
+	}{
+		"used code":           {good, used, github.ErrBadVerificationCode},
+		"forged code":         {good, "forged", github.ErrBadVerificationCode},
+		"wrong client secret": {userInstallations(t, s, secret.New("wrong")), s.AuthorizationCode(t, "alice"), github.ErrIncorrectClientCredentials},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tok, err := tc.u.ExchangeCode(ctx, secret.New(tc.code))
+			if !errors.Is(err, tc.want) || tok.IsSet() {
+				t.Errorf("ExchangeCode = %v, %v; want %v and no token", tok, err, tc.want)
+			}
+		})
+	}
+}
