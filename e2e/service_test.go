@@ -89,6 +89,8 @@ func (s *suite) startService(t *testing.T) *service {
 		"KUKIE_GITHUB_GRAPHQL_URL=" + s.github.URL() + "/api/graphql",
 		"KUKIE_GITHUB_PRIVATE_KEY=" + s.github.PrivateKeyPEM().Reveal(),
 		"KUKIE_GITHUB_WEBHOOK_SECRET=" + s.github.WebhookSecret().Reveal(),
+		"KUKIE_GITHUB_CLIENT_ID=" + s.github.ClientID(),
+		"KUKIE_GITHUB_CLIENT_SECRET=" + s.github.ClientSecret().Reveal(),
 		"KUKIE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"KUKIE_AUTH_DEV_TEAM=" + serviceTeam,
 		"KUKIE_PIPELINE_DEPLOY_TIMEOUT=3m",
@@ -104,13 +106,18 @@ func (s *suite) startService(t *testing.T) *service {
 	}
 	s.github.SetWebhookURL(svc.url + "/webhooks/github")
 
-	// The team installs the App on the organisation through the setup callback.
+	// The team installs the App on the organisation through the setup callback; GitHub
+	// hands the installing user's authorization code along, which proves that user can
+	// reach the installation.
 	installation := s.github.CreateInstallation(t, "acme", gitopsRepo)
+	s.github.AddUser("installer")
+	s.github.GrantInstallationAccess(t, "installer", installation)
 	var state struct {
 		State string `json:"state"`
 	}
 	svc.must(t, http.MethodPost, "/api/v1/installations/state", nil, http.StatusCreated, &state)
-	q := url.Values{"installation_id": {strconv.FormatInt(installation, 10)}, "setup_action": {"install"}, "state": {state.State}}
+	q := url.Values{"installation_id": {strconv.FormatInt(installation, 10)}, "setup_action": {"install"}, "state": {state.State},
+		"code": {s.github.AuthorizationCode(t, "installer")}}
 	svc.must(t, http.MethodGet, "/github/setup?"+q.Encode(), nil, http.StatusOK, nil)
 
 	svc.must(t, http.MethodPost, "/api/v1/clusters", map[string]any{"name": serviceCluster, "kubeconfig": string(s.kube.Kubeconfig)}, http.StatusCreated, nil)

@@ -47,11 +47,6 @@ type CheckReport struct {
 	Text        string
 	Annotations []Annotation
 	DetailsURL  string // the full diff in the service's API
-	// Rerun publishes the report as a new run on the head even when the plan has one
-	// there already. GitHub appends the annotations of every update to a run's list,
-	// so updating a run with a re-render would repeat them; a new run of the same
-	// name is what GitHub does for a re-requested check, and it shows the newest.
-	Rerun bool
 }
 
 // CheckRunRef identifies a published check run.
@@ -62,11 +57,28 @@ type CheckRunRef struct {
 
 // PublishCheckRun creates or updates the kukie/render check run on headSHA. With id 0
 // it first adopts a run of the same plan already on that commit, so a resumed step
-// never leaves two runs; a report marked Rerun always starts a new run. Output is kept within GitHub's limits (DetailsURL is named
+// never leaves two runs and a head keeps one run however often it is re-rendered.
+// GitHub appends the annotations of every update to a run's list, so an update
+// sends only the annotations the run does not carry yet: a re-render of an unchanged
+// head marks the same lines, which stay marked once. Output is kept within GitHub's limits (DetailsURL is named
 // where it was cut) and annotations beyond the first 50 follow in further updates.
 func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA string, id int64, r CheckReport) (CheckRunRef, error) {
+	if id == 0 {
+		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, r.ExternalID)
+		if err != nil {
+			return CheckRunRef{}, err
+		}
+		id = existing
+	}
+	annotations := r.Annotations
+	if id != 0 {
+		var err error
+		if annotations, err = newAnnotations(ctx, c, owner, repo, id, annotations); err != nil {
+			return CheckRunRef{}, err
+		}
+	}
 	var batches [][]Annotation
-	for rest := r.Annotations; len(rest) > 0; {
+	for rest := annotations; len(rest) > 0; {
 		n := min(len(rest), MaxAnnotationsPerRequest)
 		batches = append(batches, rest[:n])
 		rest = rest[n:]
@@ -99,15 +111,6 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 		details = gh.String(r.DetailsURL)
 	}
 
-	if r.Rerun {
-		id = 0
-	} else if id == 0 {
-		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, r.ExternalID)
-		if err != nil {
-			return CheckRunRef{}, err
-		}
-		id = existing
-	}
 	var run *gh.CheckRun
 	var err error
 	if id == 0 {
@@ -155,6 +158,43 @@ func findCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA, exter
 		}
 	}
 	return 0, nil
+}
+
+// newAnnotations returns the annotations of want that check run id does not carry
+// yet (compared as GitHub stores them).
+func newAnnotations(ctx context.Context, c *gh.Client, owner, repo string, id int64, want []Annotation) ([]Annotation, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	type key struct {
+		path, level, title, message string
+		start, end                  int
+	}
+	keyOf := func(a *gh.CheckRunAnnotation) key {
+		return key{a.GetPath(), a.GetAnnotationLevel(), a.GetTitle(), a.GetMessage(), a.GetStartLine(), a.GetEndLine()}
+	}
+	have := map[key]bool{}
+	opts := &gh.ListOptions{PerPage: 100}
+	for {
+		page, resp, err := c.Checks.ListCheckRunAnnotations(ctx, owner, repo, id, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list annotations of check run %d: %w", id, err)
+		}
+		for _, a := range page {
+			have[keyOf(a)] = true
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	var out []Annotation
+	for i, a := range annotationsOf(want) {
+		if !have[keyOf(a)] {
+			out = append(out, want[i])
+		}
+	}
+	return out, nil
 }
 
 func annotationsOf(in []Annotation) []*gh.CheckRunAnnotation {

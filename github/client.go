@@ -1,6 +1,7 @@
 // Package github owns the service's connection to GitHub: the App's client creator
 // (HTTP cache, timeouts, user agent, logging and metrics), the App's identity read at
-// startup, installation lookups, repository-scoped installation tokens for agents, and
+// startup, installation lookups, repository-scoped installation tokens for agents,
+// whether the person who installed the App can access an installation, and
 // the normalization of repository URLs so every part of the service names a repository
 // the same way.
 package github

@@ -57,8 +57,6 @@ func (p *Pipeline) Reverify(ctx context.Context, code string) error {
 		return err
 	}
 	report := p.CheckReport(pl, pay, failure)
-	// A head that has its run already gets a new one (see github.CheckReport.Rerun).
-	report.Rerun = pl.CheckRunID != 0
 	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 	if err != nil {
 		return fmt.Errorf("publish check run of plan %s: %w", code, err)
@@ -249,7 +247,6 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 			return err
 		}
 		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
-		report.Rerun = pl.CheckRunID != 0
 		ref, perr := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 		if perr != nil {
 			return perr

@@ -1,8 +1,9 @@
 // Package githubtest owns a fake GitHub for tests: one in-process HTTP server that
 // speaks the subset of GitHub's REST API this project uses (Apps, installation tokens,
 // repositories, git data, tarballs, pull requests, check runs, issue comments,
-// collaborator permissions), backed by real bare git repositories on disk, and that
-// delivers signed webhooks the way GitHub does.
+// collaborator permissions, and the App's user authorization: the OAuth code exchange
+// and the installations a user can access), backed by real bare git repositories on
+// disk, and that delivers signed webhooks the way GitHub does.
 //
 // The fake is faithful where the service could go wrong: installation tokens expire
 // (on a test clock) and are scoped to repositories and permissions, App JWTs are
