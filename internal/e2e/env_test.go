@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,8 +110,13 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	// The person who comments commands may push; everyone else only reads.
 	s.gh.SetPermission(t, s.repo, githubtest.DefaultAuthor.Login, githubtest.RoleWrite)
 
-	cfg := github.Config{AppID: s.gh.AppID(), PrivateKey: s.gh.PrivateKeyPEM(), APIURL: s.gh.APIURL(), WebURL: s.gh.URL()}
+	cfg := github.Config{AppID: s.gh.AppID(), PrivateKey: s.gh.PrivateKeyPEM(), APIURL: s.gh.APIURL(), WebURL: s.gh.URL(),
+		ClientID: s.gh.ClientID(), ClientSecret: s.gh.ClientSecret()}
 	cc, err := github.NewClientCreator(cfg, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	installer, err := github.NewUserInstallations(cfg, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +165,7 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 		t.Fatal(err)
 	}
 	(&appcore.API{Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
-		WebhookSecret: s.gh.WebhookSecret(), Credentials: box, Inbox: inbox}).Mount(srv)
+		WebhookSecret: s.gh.WebhookSecret(), Credentials: box, Inbox: inbox, Installer: installer}).Mount(srv)
 	(&server.ChangesAPI{Store: db, Pipeline: s.pipeline, Apps: clusters}).Mount(srv)
 	s.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(s.http.Close)
@@ -183,9 +189,15 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	if _, s.token, err = db.CreateAPIToken(ctx, s.team.ID, "chat"); err != nil {
 		t.Fatal(err)
 	}
+	// GitHub sends the installing user's authorization code along; it proves that
+	// user can reach the installation.
+	s.gh.AddUser("installer")
+	s.gh.GrantInstallationAccess(t, "installer", installation)
 	var state struct{ State string }
 	s.mustJSON("POST", "/api/v1/installations/state", nil, http.StatusCreated, &state)
-	if status, body := s.do("GET", appcore.SetupPath+"?installation_id="+strconv.FormatInt(installation, 10)+"&setup_action=install&state="+state.State, nil); status != http.StatusOK {
+	setup := url.Values{"installation_id": {strconv.FormatInt(installation, 10)}, "setup_action": {"install"},
+		"state": {state.State}, "code": {s.gh.AuthorizationCode(t, "installer")}}
+	if status, body := s.do("GET", appcore.SetupPath+"?"+setup.Encode(), nil); status != http.StatusOK {
 		t.Fatalf("setup callback: %d %s", status, body)
 	}
 	s.kubeconfig = s.kube.Kubeconfig
