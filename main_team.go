@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -51,6 +52,45 @@ func adminStore(ctx context.Context, f commonFlags, stderr io.Writer) (*store.DB
 	return db, true
 }
 
+// errUsage is returned by an administrative subcommand's argument check when the
+// arguments do not fit the command: its usage text is printed instead of an error.
+var errUsage = errors.New("usage")
+
+// openAdminCommand parses an administrative subcommand's arguments (the common
+// flags plus any the caller registered on fs), runs check on them and opens the
+// database. When ok is false the command has reported why and exits with code.
+func openAdminCommand(ctx context.Context, fs *flag.FlagSet, args []string, check func() error, stderr io.Writer) (db *store.DB, code int, ok bool) {
+	var f commonFlags
+	f.register(fs, false)
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	switch err := check(); {
+	case errors.Is(err, errUsage):
+		fs.Usage()
+		return nil, 2, false
+	case err != nil:
+		fmt.Fprintf(stderr, "kukie-gitops %s: %v\n", fs.Name(), err)
+		return nil, 2, false
+	}
+	db, ok = adminStore(ctx, f, stderr)
+	if !ok {
+		return nil, 1, false
+	}
+	return db, 0, true
+}
+
+// argCount is the argument check of a subcommand taking exactly n positional
+// arguments.
+func argCount(fs *flag.FlagSet, n int) func() error {
+	return func() error {
+		if fs.NArg() != n {
+			return errUsage
+		}
+		return nil
+	}
+}
+
 func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops team create NAME [flags]   create a team (lower-case letters, digits, '-')\n  kukie-gitops team list [flags]          list teams\n\nRun 'kukie-gitops team create --help' for the flags.")
@@ -61,26 +101,18 @@ func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "create":
-		var f commonFlags
 		fs := newFlagSet("team create", "team create NAME [flags]", "Creates a team. API tokens are then made with 'token create --team NAME'.", stderr)
-		f.register(fs, false)
-		if code, ok := parseFlags(fs, args[1:]); !ok {
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], func() error {
+			if err := argCount(fs, 1)(); err != nil {
+				return err
+			}
+			return store.ValidateTeamName(fs.Arg(0))
+		}, stderr)
+		if !ok {
 			return code
 		}
-		if fs.NArg() != 1 {
-			fs.Usage()
-			return 2
-		}
-		name := fs.Arg(0)
-		if err := store.ValidateTeamName(name); err != nil {
-			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
-			return 2
-		}
-		db, ok := adminStore(ctx, f, stderr)
-		if !ok {
-			return 1
-		}
 		defer db.Close()
+		name := fs.Arg(0)
 		team, err := db.CreateTeam(ctx, name)
 		if errors.Is(err, store.ErrConflict) {
 			fmt.Fprintf(stderr, "kukie-gitops team create: team %s already exists\n", name)
@@ -97,15 +129,10 @@ func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "created team %s (id %s)\n", team.Name, team.ID)
 		return 0
 	case "list":
-		var f commonFlags
 		fs := newFlagSet("team list", "team list [flags]", "Lists all teams.", stderr)
-		f.register(fs, false)
-		if code, ok := parseFlags(fs, args[1:]); !ok {
-			return code
-		}
-		db, ok := adminStore(ctx, f, stderr)
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], func() error { return nil }, stderr)
 		if !ok {
-			return 1
+			return code
 		}
 		defer db.Close()
 		teams, err := db.ListTeams(ctx)
@@ -134,27 +161,27 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
-	var f commonFlags
 	var teamName, label string
+	// teamGiven is the argument check of the subcommands acting on one team.
+	teamGiven := func(fs *flag.FlagSet) func() error {
+		return func() error {
+			if teamName == "" {
+				return errUsage
+			}
+			return argCount(fs, 0)()
+		}
+	}
 	sub := args[0]
 	switch sub {
 	case "create":
 		fs := newFlagSet("token create", "token create --team NAME [--name LABEL] [flags]",
 			"Creates an API token for a team and prints it once on standard output. Only its\n"+
 				"SHA-256 is stored: a lost token cannot be shown again; revoke it and make another.", stderr)
-		f.register(fs, false)
 		fs.StringVar(&teamName, "team", "", "team the token acts as (required)")
 		fs.StringVar(&label, "name", "", "label to tell tokens apart, e.g. the client using it")
-		if code, ok := parseFlags(fs, args[1:]); !ok {
-			return code
-		}
-		if teamName == "" || fs.NArg() != 0 {
-			fs.Usage()
-			return 2
-		}
-		db, ok := adminStore(ctx, f, stderr)
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], teamGiven(fs), stderr)
 		if !ok {
-			return 1
+			return code
 		}
 		defer db.Close()
 		team, err := db.TeamByName(ctx, teamName)
@@ -180,18 +207,10 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	case "list":
 		fs := newFlagSet("token list", "token list --team NAME [flags]", "Lists a team's tokens: id, label, created, revoked. Token values are never shown.", stderr)
-		f.register(fs, false)
 		fs.StringVar(&teamName, "team", "", "team whose tokens to list (required)")
-		if code, ok := parseFlags(fs, args[1:]); !ok {
-			return code
-		}
-		if teamName == "" || fs.NArg() != 0 {
-			fs.Usage()
-			return 2
-		}
-		db, ok := adminStore(ctx, f, stderr)
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], teamGiven(fs), stderr)
 		if !ok {
-			return 1
+			return code
 		}
 		defer db.Close()
 		team, err := db.TeamByName(ctx, teamName)
@@ -217,17 +236,9 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	case "revoke":
 		fs := newFlagSet("token revoke", "token revoke ID [flags]", "Revokes a token by its id (see 'token list'); requests using it get 401 from then on.", stderr)
-		f.register(fs, false)
-		if code, ok := parseFlags(fs, args[1:]); !ok {
-			return code
-		}
-		if fs.NArg() != 1 {
-			fs.Usage()
-			return 2
-		}
-		db, ok := adminStore(ctx, f, stderr)
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], argCount(fs, 1), stderr)
 		if !ok {
-			return 1
+			return code
 		}
 		defer db.Close()
 		tok, err := db.RevokeAPIToken(ctx, fs.Arg(0))

@@ -31,32 +31,21 @@ func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		p := e.pipeline(plan.Hooks{})
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		p := e.startedPipeline(ctx, plan.Hooks{})
 		hasBranch := func(branch string) bool { return e.gh.Head(t, repoName, branch) != "" }
 
 		t.Run("merged", func(t *testing.T) {
-			pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "merge"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+			pl := e.submitOpen(ctx, p, scale(4, "merge"))
 			if !hasBranch(pl.Branch) {
 				t.Fatalf("branch %s missing while the PR is open", pl.Branch)
 			}
 			mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.Squash)
-			if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
-				t.Fatal(err)
-			}
+			e.pullMerged(ctx, p, pl, mergeSHA)
 			if hasBranch(pl.Branch) {
 				t.Errorf("branch %s still exists after the merge", pl.Branch)
 			}
 			// The same webhook again (a retry): nothing more to do, nothing recorded twice.
-			if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
-				t.Fatal(err)
-			}
+			e.pullMerged(ctx, p, pl, mergeSHA)
 			if n := branchDeletions(t, db, pl.Code); n != 1 {
 				t.Errorf("%d branch deletion events, want 1", n)
 			}
@@ -64,11 +53,7 @@ func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 		})
 
 		t.Run("cancelled", func(t *testing.T) {
-			pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(5, "cancel"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+			pl := e.submitOpen(ctx, p, scale(5, "cancel"))
 			if _, err := p.Cancel(ctx, e.team.ID, pl.Code); err != nil {
 				t.Fatal(err)
 			}

@@ -48,16 +48,10 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
 				}, plan.Hooks{})
 				t.Cleanup(p.Close)
-				pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "deploy-"+name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+				pl := e.submitOpen(ctx, p, scale(4, "deploy-"+name))
 				mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
 				tc.argo(e.cluster, mergeSHA)
-				if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
-					t.Fatal(err)
-				}
+				e.pullMerged(ctx, p, pl, mergeSHA)
 				pl = e.waitStatus(pl.Code, plan.StatusDeployFailed)
 				pay, err := plan.PayloadOf(pl)
 				if err != nil {

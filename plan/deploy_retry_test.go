@@ -32,16 +32,10 @@ func TestPipelineShowsArgoCDsRetriesWhileDeploying(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})
-		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "retrying"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		pl := e.submitOpen(ctx, p, scale(4, "retrying"))
 		mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
 		e.cluster.retrying(mergeSHA, attempt)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
-			t.Fatal(err)
-		}
+		e.pullMerged(ctx, p, pl, mergeSHA)
 		pl = e.waitFor(pl.Code, "deploying with Argo CD's retry message", func(cur store.Plan) bool {
 			pay, err := plan.PayloadOf(cur)
 			return err == nil && pay.Deployment != nil && strings.Contains(pay.Deployment.Message, attempt)

@@ -18,15 +18,8 @@ func TestPipelineWaitsForTheControllerToObserveTheSync(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		p := e.pipeline(plan.Hooks{})
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "lag"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.submitOpen(ctx, p, scale(4, "lag"))
 		pr := e.gh.PullRequests(t, repoName)[0]
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
 		if err := p.PullClosed(ctx, repoName, pl.Branch, int64(pr.GetNumber()), true, mergeSHA); err != nil {

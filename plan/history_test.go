@@ -27,11 +27,7 @@ func TestPlanHistoryHasOneEventPerStep(t *testing.T) {
 				e := newEnv(t, db)
 				ctx := context.Background()
 				p := e.pipeline(plan.Hooks{})
-				pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "history-"+name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+				pl := e.submitOpen(ctx, p, scale(4, "history-"+name))
 				if got := steps(t, db, pl.Code); got != wantToPR {
 					t.Fatalf("steps up to the pull request:\n  %s\nwant\n  %s", got, wantToPR)
 				}
@@ -56,9 +52,7 @@ func TestPlanHistoryHasOneEventPerStep(t *testing.T) {
 				if runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA); len(runs) != 1 || runs[0].GetConclusion() != "success" {
 					t.Errorf("check runs of the merged head: %d, first %v; want the one success", len(runs), runs)
 				}
-				if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
-					t.Fatal(err)
-				}
+				e.pullMerged(ctx, p, pl, mergeSHA)
 				e.waitFor(pl.Code, "merged", func(cur store.Plan) bool { return cur.MergeSHA == mergeSHA })
 			})
 		}

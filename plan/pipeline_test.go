@@ -213,6 +213,35 @@ func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	return p
 }
 
+// startedPipeline builds a pipeline with hooks and starts it.
+func (e *env) startedPipeline(ctx context.Context, hooks plan.Hooks) *plan.Pipeline {
+	e.t.Helper()
+	p := e.pipeline(hooks)
+	if err := p.Start(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// submitOpen submits req as team shop and waits until its pull request is open
+// with its check run.
+func (e *env) submitOpen(ctx context.Context, p *plan.Pipeline, req plan.Request) store.Plan {
+	e.t.Helper()
+	pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.waitStatus(pl.Code, plan.StatusPROpen)
+}
+
+// pullMerged tells the pipeline that the pull request of pl was merged as mergeSHA.
+func (e *env) pullMerged(ctx context.Context, p *plan.Pipeline, pl store.Plan, mergeSHA string) {
+	e.t.Helper()
+	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func scale(n int64, key string) plan.Request {
 	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 		Change: render.Change{Replicas: &render.Replicas{Count: n}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: key}
@@ -248,10 +277,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		p := e.pipeline(plan.Hooks{})
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		p := e.startedPipeline(ctx, plan.Hooks{})
 		pl, created, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "k1"))
 		if err != nil || !created {
 			t.Fatalf("submit: %v created=%v", err, created)
@@ -337,10 +363,7 @@ func TestPipelineIdempotentAndLocks(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		p := e.pipeline(plan.Hooks{})
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		p := e.startedPipeline(ctx, plan.Hooks{})
 		var wg sync.WaitGroup
 		codes := make(chan string, 50)
 		for range 50 {
@@ -382,9 +405,7 @@ func TestPipelineIdempotentAndLocks(t *testing.T) {
 			t.Fatalf("%d pull requests while the second plan waits, want 1", n)
 		}
 		mergeSHA := e.gh.Merge(t, repoName, int(firstPlan.PRNumber), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, firstPlan.Branch, firstPlan.PRNumber, true, mergeSHA); err != nil {
-			t.Fatal(err)
-		}
+		e.pullMerged(ctx, p, firstPlan, mergeSHA)
 		second = e.waitStatus(second.Code, plan.StatusPROpen)
 		if second.BaseSHA != mergeSHA {
 			t.Fatalf("second plan based on %s, want the merge %s", second.BaseSHA, mergeSHA)
@@ -581,15 +602,8 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		p := e.pipeline(plan.Hooks{})
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.submitOpen(ctx, p, scale(4, ""))
 
 		// Someone else pushes an extra file to the kukie branch: the check fails.
 		pushed := e.gh.PushCommit(t, repoName, pl.Branch, map[string]string{"apps/web/extra.yaml": "kind: ConfigMap\n"}, githubtest.DefaultAuthor)
@@ -612,7 +626,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
-		pl, err = db.PlanByCode(ctx, pl.Code)
+		pl, err := db.PlanByCode(ctx, pl.Code)
 		if err != nil {
 			t.Fatal(err)
 		}

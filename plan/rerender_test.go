@@ -17,11 +17,7 @@ func TestRerenderPublishesACleanCheckRun(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})
-		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "rerender"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		pl := e.submitOpen(ctx, p, scale(4, "rerender"))
 		first := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
 		if len(first) != 1 {
 			t.Fatalf("%d check runs on the head, want 1", len(first))
@@ -36,7 +32,7 @@ func TestRerenderPublishesACleanCheckRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pl, err = db.PlanByCode(ctx, pl.Code)
+		pl, err := db.PlanByCode(ctx, pl.Code)
 		if err != nil {
 			t.Fatal(err)
 		}

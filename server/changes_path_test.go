@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/plan"
@@ -35,40 +32,23 @@ func (directCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTa
 func TestChangeWithAnotherExpectedPathIsRefusedWithTheDecision(t *testing.T) {
 	doc := loadDoc(t)
 	db := storetest.SQLite(t)
-	ctx := context.Background()
-	team, err := db.CreateTeam(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := db.CreateAPIToken(ctx, team.ID, "chat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := plan.New(db, directCluster{}, nil, nil, nil, plan.Config{}, plan.Hooks{})
 	t.Cleanup(p.Close)
-	(&ChangesAPI{Store: db, Pipeline: p, Apps: stubApps{}}).Mount(srv)
+	srv, token := changesServer(t, db, p)
 
 	body := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
 		`"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice","expected_path":"git"}`
-	req := httptest.NewRequest("POST", "/api/v1/changes", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token.Reveal())
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, req)
+	status, answerBody := callAs(srv, token, "POST", "/api/v1/changes", body)
 
-	if rec.Code != http.StatusUnprocessableEntity {
-		t.Fatalf("POST with expected_path git on a direct resource = %d, want 422: %s", rec.Code, rec.Body)
+	if status != http.StatusUnprocessableEntity {
+		t.Fatalf("POST with expected_path git on a direct resource = %d, want 422: %s", status, answerBody)
 	}
-	resp, ok := doc.Paths["/api/v1/changes"]["post"].Responses[fmt.Sprint(rec.Code)]
+	resp, ok := doc.Paths["/api/v1/changes"]["post"].Responses[fmt.Sprint(status)]
 	if !ok || !strings.HasSuffix(resp.Content["application/json"].Schema.Ref, "/Error") {
-		t.Errorf("status %d of POST /api/v1/changes is not documented as an Error", rec.Code)
+		t.Errorf("status %d of POST /api/v1/changes is not documented as an Error", status)
 	}
-	if err := doc.conforms(resp.Content["application/json"].Schema, rec.Body.Bytes()); err != nil {
-		t.Errorf("answer does not match the document: %v\n%s", err, rec.Body)
+	if err := doc.conforms(resp.Content["application/json"].Schema, answerBody); err != nil {
+		t.Errorf("answer does not match the document: %v\n%s", err, answerBody)
 	}
 	var answer struct {
 		Error   string `json:"error"`
@@ -78,7 +58,7 @@ func TestChangeWithAnotherExpectedPathIsRefusedWithTheDecision(t *testing.T) {
 		} `json:"details"`
 		Plan *ChangeView `json:"plan"`
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
+	if err := json.Unmarshal(answerBody, &answer); err != nil {
 		t.Fatal(err)
 	}
 	if answer.Error != plan.CodePathMismatch || !strings.Contains(answer.Reason, "expected the git path") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -199,29 +200,8 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 	doc := loadDoc(t)
 	db := storetest.SQLite(t)
-	ctx := context.Background()
-	team, err := db.CreateTeam(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := db.CreateAPIToken(ctx, team.ID, "chat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	(&ChangesAPI{Store: db, Pipeline: stubPipeline{db}, Apps: stubApps{}}).Mount(srv)
-
-	call := func(method, path, body string) (int, []byte) {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token.Reveal())
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, req)
-		return rec.Code, rec.Body.Bytes()
-	}
+	srv, token := changesServer(t, db, stubPipeline{db})
+	call := func(method, path, body string) (int, []byte) { return callAs(srv, token, method, path, body) }
 	scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice","idempotency_key":"k1"}`
 	adhoc := strings.Replace(scale, `"name":"web"`, `"name":"adhoc"`, 1)
 	adhoc = strings.Replace(adhoc, `"k1"`, `"k2"`, 1)
@@ -290,6 +270,38 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), openAPIDocument) {
 		t.Fatalf("openapi.json: %d", rec.Code)
 	}
+}
+
+// changesServer serves the changes API with pipeline on a server authenticating
+// against db, where team shop holds the returned token.
+func changesServer(t *testing.T, db *store.DB, pipeline ChangePipeline) (*Server, secret.Secret) {
+	t.Helper()
+	ctx := context.Background()
+	team, err := db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := db.CreateAPIToken(ctx, team.ID, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&ChangesAPI{Store: db, Pipeline: pipeline, Apps: stubApps{}}).Mount(srv)
+	return srv, token
+}
+
+// callAs sends a JSON request to srv with token and returns the answer's status
+// and body.
+func callAs(srv *Server, token secret.Secret, method, path, body string) (int, []byte) {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token.Reveal())
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes()
 }
 
 func wantCode(t *testing.T, body []byte, code string) {

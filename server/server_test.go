@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,35 +9,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
-
-// syncBuffer is a log sink safe to read while the server writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type fakeAuth struct{ err error }
 
@@ -46,9 +27,9 @@ func (f fakeAuth) TeamForAPIToken(context.Context, secret.Secret) (store.Team, e
 	return store.Team{}, f.err
 }
 
-func newServer(t *testing.T, cfg server.Config, deps server.Deps) (*server.Server, *syncBuffer) {
+func newServer(t *testing.T, cfg server.Config, deps server.Deps) (*server.Server, *servicetest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &servicetest.SyncBuffer{}
 	deps.Logger = zerolog.New(logs)
 	if deps.Auth == nil {
 		deps.Auth = fakeAuth{err: store.ErrNotFound}

@@ -93,28 +93,14 @@ func (db *DB) CreateCluster(ctx context.Context, c Cluster) (Cluster, error) {
 
 // ClusterByName reads a team's cluster; ErrNotFound when the team has none by that name.
 func (db *DB) ClusterByName(ctx context.Context, teamID, name string) (Cluster, error) {
-	var row clusterRow
-	err := db.GetContext(ctx, &row, db.Rebind(`SELECT `+clusterColumns+` FROM clusters WHERE team_id = ? AND name = ?`), teamID, name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Cluster{}, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Cluster{}, fmt.Errorf("read cluster %s: %w", name, err)
-	}
-	return row.cluster(), nil
+	return getRow(ctx, db, "cluster "+name, clusterRow.cluster,
+		`SELECT `+clusterColumns+` FROM clusters WHERE team_id = ? AND name = ?`, teamID, name)
 }
 
 // ListClusters returns a team's clusters by name.
 func (db *DB) ListClusters(ctx context.Context, teamID string) ([]Cluster, error) {
-	var rows []clusterRow
-	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT `+clusterColumns+` FROM clusters WHERE team_id = ? ORDER BY name`), teamID); err != nil {
-		return nil, fmt.Errorf("list clusters of team %s: %w", teamID, err)
-	}
-	out := make([]Cluster, len(rows))
-	for i, r := range rows {
-		out[i] = r.cluster()
-	}
-	return out, nil
+	return listRows(ctx, db, "clusters of team "+teamID, clusterRow.cluster,
+		`SELECT `+clusterColumns+` FROM clusters WHERE team_id = ? ORDER BY name`, teamID)
 }
 
 // ConnectionStatus is the stored status of a repository connection. Listings derive
@@ -186,30 +172,14 @@ func (db *DB) ConnectRepo(ctx context.Context, clusterID, repo string, status Co
 
 // RepoConnectionFor reads the connection of repo to a cluster; ErrNotFound when there is none.
 func (db *DB) RepoConnectionFor(ctx context.Context, clusterID, repo string) (RepoConnection, error) {
-	var row repoConnectionRow
-	err := db.GetContext(ctx, &row, db.Rebind(`SELECT `+repoConnectionColumns+` FROM repo_connections
-		WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return RepoConnection{}, fmt.Errorf("connection of %s: %w", repo, ErrNotFound)
-	}
-	if err != nil {
-		return RepoConnection{}, fmt.Errorf("read connection of %s: %w", repo, err)
-	}
-	return row.connection(), nil
+	return getRow(ctx, db, "connection of "+repo, repoConnectionRow.connection, `SELECT `+repoConnectionColumns+` FROM repo_connections
+		WHERE cluster_id = ? AND repo = ?`, clusterID, repo)
 }
 
 // ListRepoConnections returns a cluster's connections by repository.
 func (db *DB) ListRepoConnections(ctx context.Context, clusterID string) ([]RepoConnection, error) {
-	var rows []repoConnectionRow
-	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT `+repoConnectionColumns+` FROM repo_connections
-		WHERE cluster_id = ? ORDER BY repo`), clusterID); err != nil {
-		return nil, fmt.Errorf("list connections of cluster %s: %w", clusterID, err)
-	}
-	out := make([]RepoConnection, len(rows))
-	for i, r := range rows {
-		out[i] = r.connection()
-	}
-	return out, nil
+	return listRows(ctx, db, "connections of cluster "+clusterID, repoConnectionRow.connection, `SELECT `+repoConnectionColumns+` FROM repo_connections
+		WHERE cluster_id = ? ORDER BY repo`, clusterID)
 }
 
 // DisconnectRepo removes a connection; ErrNotFound when there was none.

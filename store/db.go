@@ -182,6 +182,36 @@ func NewID() string {
 }
 
 // toMillis converts a time to the stored representation (see package doc).
+// getRow reads the one row query selects and converts it with conv; no row is
+// ErrNotFound. Errors name what was read.
+func getRow[R, T any](ctx context.Context, db *DB, what string, conv func(R) T, query string, args ...any) (T, error) {
+	var row R
+	err := db.GetContext(ctx, &row, db.Rebind(query), args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		var none T
+		return none, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		var none T
+		return none, fmt.Errorf("read %s: %w", what, err)
+	}
+	return conv(row), nil
+}
+
+// listRows reads the rows query selects and converts each with conv. Errors name
+// what was listed.
+func listRows[R, T any](ctx context.Context, db *DB, what string, conv func(R) T, query string, args ...any) ([]T, error) {
+	var rows []R
+	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = conv(r)
+	}
+	return out, nil
+}
+
 func toMillis(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMillis converts a stored time back, in UTC.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/kube/kubetest"
 	"github.com/kukie/kukie-gitops/plan"
@@ -41,24 +40,6 @@ import (
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m) }
-
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 var (
 	appGVR    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
@@ -75,9 +56,9 @@ type service struct {
 	pipeline *plan.Pipeline
 	// renders caches before-renders by commit, as serve does.
 	renders *github.RenderCache
-	logs    *syncBuffer
+	logs    *servicetest.SyncBuffer
 	// answers records every API answer body, for the secret scan.
-	answers *syncBuffer
+	answers *servicetest.SyncBuffer
 
 	team       store.Team
 	token      secret.Secret
@@ -101,7 +82,7 @@ func newService(t *testing.T, db *store.DB) *service {
 func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service {
 	t.Helper()
 	ctx := context.Background()
-	s := &service{t: t, gh: githubtest.New(t), kube: kubetest.Start(t), db: db, logs: &syncBuffer{}, answers: &syncBuffer{},
+	s := &service{t: t, gh: githubtest.New(t), kube: kubetest.Start(t), db: db, logs: &servicetest.SyncBuffer{}, answers: &servicetest.SyncBuffer{},
 		cluster: "prod", repo: "acme/deploy"}
 	logger := zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
@@ -238,30 +219,9 @@ func repoFiles(t *testing.T) map[string]string {
 
 func (s *service) do(method, path string, body any) (int, []byte) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.http.URL+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token.Reveal())
-	res, err := s.http.Client().Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	status, out := servicetest.Do(s.t, s.http, method, path, s.token, body)
 	_, _ = s.answers.Write(append(out, '\n'))
-	return res.StatusCode, out
+	return status, out
 }
 
 func (s *service) mustJSON(method, path string, body any, want int, out any) {

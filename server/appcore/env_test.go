@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -18,30 +16,13 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
-
-// syncBuffer collects log output written from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // env is the service's GitHub App core running against a fake GitHub and a real
 // database, with two teams.
@@ -52,7 +33,7 @@ type env struct {
 	api     *appcore.API
 	inbox   *handler.Inbox
 	http    *httptest.Server
-	logs    *syncBuffer
+	logs    *servicetest.SyncBuffer
 	clients githubapp.ClientCreator
 
 	teamA, teamB   store.Team
@@ -64,7 +45,7 @@ type envOption func(*appcore.API)
 func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, gh: githubtest.New(t), db: db, logs: &syncBuffer{}}
+	e := &env{t: t, gh: githubtest.New(t), db: db, logs: &servicetest.SyncBuffer{}}
 	logger := zerolog.New(e.logs).Level(zerolog.DebugLevel)
 
 	cfg := github.Config{AppID: e.gh.AppID(), PrivateKey: e.gh.PrivateKeyPEM(), APIURL: e.gh.APIURL(), WebURL: e.gh.URL()}
@@ -169,31 +150,7 @@ func (e *env) team(name string) (store.Team, secret.Secret) {
 // status and body.
 func (e *env) do(method, path string, token secret.Secret, body any) (int, []byte) {
 	e.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, e.http.URL+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if token.IsSet() {
-		req.Header.Set("Authorization", "Bearer "+token.Reveal())
-	}
-	res, err := e.http.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return res.StatusCode, out
+	return servicetest.Do(e.t, e.http, method, path, token, body)
 }
 
 // state asks the API for an install state as team.

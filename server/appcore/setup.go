@@ -86,8 +86,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	log := logger(r).With().Str("setup_action", action).Str("installation_id_param", rawID).Logger()
 
 	if q.Get("state") == "" {
-		log.Warn().Msg("Setup callback without state refused")
-		a.page(w, http.StatusBadRequest, page{
+		a.refusePage(w, log, "Setup callback without state refused", http.StatusBadRequest, page{
 			Title:   "This installation link cannot be used",
 			Message: "The link you followed has no state, so it cannot be matched to a team. Nothing was changed.",
 			Next:    "Ask your team for a fresh install link (POST /api/v1/installations/state) and open it within ten minutes.",
@@ -96,8 +95,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	}
 	teamID, err := a.Store.ConsumeInstallState(ctx, secret.New(q.Get("state")))
 	if errors.Is(err, store.ErrInstallStateInvalid) {
-		log.Warn().Msg("Setup callback with an invalid state refused")
-		a.page(w, http.StatusBadRequest, page{
+		a.refusePage(w, log, "Setup callback with an invalid state refused", http.StatusBadRequest, page{
 			Title:   "This installation link has expired or was already used",
 			Message: "Install links work once and for ten minutes. Nothing was changed.",
 			Next:    "Ask your team for a fresh install link and open it right away.",
@@ -105,14 +103,12 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		log.Error().Err(err).Msg("Consuming install state failed")
-		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not check the link. Nothing was changed.", Next: "Try again in a minute."})
+		a.serverFailed(w, log, err, "Consuming install state failed", "The server could not check the link. Nothing was changed.", "Try again in a minute.")
 		return
 	}
 	t, err := a.Store.TeamByID(ctx, teamID)
 	if err != nil {
-		log.Error().Err(err).Msg("Reading team of install state failed")
-		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not read your team. Nothing was changed.", Next: "Try again with a fresh install link."})
+		a.serverFailed(w, log, err, "Reading team of install state failed", "The server could not read your team. Nothing was changed.", "Try again with a fresh install link.")
 		return
 	}
 	log = log.With().Str("team", t.Name).Logger()
@@ -120,8 +116,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "request":
 		if _, err := a.Store.RecordInstallationRequest(ctx, t.ID); err != nil {
-			log.Error().Err(err).Msg("Recording installation request failed")
-			a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The request could not be recorded.", Next: "Try again with a fresh install link."})
+			a.serverFailed(w, log, err, "Recording installation request failed", "The request could not be recorded.", "Try again with a fresh install link.")
 			return
 		}
 		a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.requested", SubjectType: "team", SubjectID: t.ID})
@@ -155,8 +150,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 
 	code := secret.New(q.Get("code"))
 	if a.Installer != nil && !code.IsSet() {
-		log.Warn().Msg("Setup callback without an authorization code refused")
-		a.page(w, http.StatusBadRequest, page{
+		a.refusePage(w, log, "Setup callback without an authorization code refused", http.StatusBadRequest, page{
 			Code:    "authorization_code_missing",
 			Title:   "GitHub did not say who installed the app",
 			Message: "The link has no authorization code from GitHub, so the server cannot check that your GitHub account can access this installation. Nothing was changed.",
@@ -170,8 +164,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		a.taken(w, r, t, installationID)
 		return
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		log.Error().Err(err).Msg("Reading installation binding failed")
-		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The server could not check the installation. Nothing was changed.", Next: "Try again with a fresh install link."})
+		a.serverFailed(w, log, err, "Reading installation binding failed", "The server could not check the installation. Nothing was changed.", "Try again with a fresh install link.")
 		return
 	}
 
@@ -184,8 +177,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 
 	inst, err := a.GitHub.Get(ctx, installationID)
 	if errors.Is(err, github.ErrInstallationNotFound) {
-		log.Warn().Msg("Setup callback for an installation GitHub does not know")
-		a.page(w, http.StatusNotFound, page{
+		a.refusePage(w, log, "Setup callback for an installation GitHub does not know", http.StatusNotFound, page{
 			Title:   "GitHub does not know this installation",
 			Message: "The installation was not found for this app; it may have been removed. Nothing was changed.",
 			Next:    "Install the app again from a fresh install link.",
@@ -193,12 +185,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		log.Error().Err(err).Msg("Confirming installation with GitHub failed")
-		a.page(w, http.StatusBadGateway, page{
-			Title:   "GitHub could not be reached",
-			Message: "The installation could not be confirmed with GitHub. Nothing was changed.",
-			Next:    "Try again in a few minutes with a fresh install link.",
-		})
+		a.githubUnreachable(w, log, err, "Confirming installation with GitHub failed", "The installation could not be confirmed with GitHub. Nothing was changed.")
 		return
 	}
 
@@ -210,8 +197,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		log.Error().Err(err).Msg("Binding installation failed")
-		a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: "The installation could not be saved. Nothing was changed.", Next: "Try again with a fresh install link."})
+		a.serverFailed(w, log, err, "Binding installation failed", "The installation could not be saved. Nothing was changed.", "Try again with a fresh install link.")
 		return
 	}
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.bound", SubjectType: "installation",
@@ -266,22 +252,12 @@ func (a *API) installerCanAccess(w http.ResponseWriter, r *http.Request, log zer
 		})
 		return false
 	case err != nil:
-		log.Error().Err(err).Msg("Exchanging the authorization code with GitHub failed")
-		a.page(w, http.StatusBadGateway, page{
-			Title:   "GitHub could not be reached",
-			Message: "The server could not check who you are with GitHub. Nothing was changed.",
-			Next:    "Try again in a few minutes with a fresh install link.",
-		})
+		a.githubUnreachable(w, log, err, "Exchanging the authorization code with GitHub failed", "The server could not check who you are with GitHub. Nothing was changed.")
 		return false
 	}
 	ok, err := a.Installer.CanAccessInstallation(ctx, userToken, installationID)
 	if err != nil {
-		log.Error().Err(err).Msg("Listing the installer's installations failed")
-		a.page(w, http.StatusBadGateway, page{
-			Title:   "GitHub could not be reached",
-			Message: "The server could not check which installations your GitHub account can access. Nothing was changed.",
-			Next:    "Try again in a few minutes with a fresh install link.",
-		})
+		a.githubUnreachable(w, log, err, "Listing the installer's installations failed", "The server could not check which installations your GitHub account can access. Nothing was changed.")
 		return false
 	}
 	if !ok {
@@ -367,6 +343,30 @@ func (a *API) page(w http.ResponseWriter, status int, p page) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = pageTemplate.Execute(w, p)
+}
+
+// refusePage logs why a setup callback was refused and answers with p.
+func (a *API) refusePage(w http.ResponseWriter, log zerolog.Logger, why string, status int, p page) {
+	log.Warn().Msg(why)
+	a.page(w, status, p)
+}
+
+// serverFailed logs err and answers that the server failed at the step message
+// names, with next saying what the person can do.
+func (a *API) serverFailed(w http.ResponseWriter, log zerolog.Logger, err error, logMsg, message, next string) {
+	log.Error().Err(err).Msg(logMsg)
+	a.page(w, http.StatusServiceUnavailable, page{Title: "Something went wrong", Message: message, Next: next})
+}
+
+// githubUnreachable logs err and answers that GitHub could not be asked what
+// message names.
+func (a *API) githubUnreachable(w http.ResponseWriter, log zerolog.Logger, err error, logMsg, message string) {
+	log.Error().Err(err).Msg(logMsg)
+	a.page(w, http.StatusBadGateway, page{
+		Title:   "GitHub could not be reached",
+		Message: message,
+		Next:    "Try again in a few minutes with a fresh install link.",
+	})
 }
 
 func mustJSON(v any) json.RawMessage {
