@@ -3,10 +3,10 @@ package render
 import (
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
 )
@@ -15,7 +15,8 @@ import (
 type kustNode struct {
 	dir  string // repository-relative directory
 	file string // repository-relative kustomization file
-	k    types.Kustomization
+	// k is shared with every kustomization file of the same content: read only.
+	k *types.Kustomization
 	// files are the files this kustomization reads directly (its own file included).
 	files []string
 	// dirs are kustomization directories it includes (bases and components).
@@ -78,23 +79,19 @@ func (t *tree) parseKustomization(dir string) (*kustNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &kustNode{dir: dir, file: file, files: []string{file}, components: map[string]bool{}}
-	// yaml.v3 straight into the struct: a third of the cost of kustomize's own
-	// YAML-to-JSON route, and this runs for every app of a monorepo.
-	if err := yaml.Unmarshal(data, &n.k); err != nil {
-		// Kustomize's own decoder is more lenient (duplicate keys, for one).
-		n.k = types.Kustomization{}
-		if err := n.k.Unmarshal(data); err != nil {
-			return nil, refuse(CodeRenderFailed, "parse %s: %v", file, err)
-		}
+	n := &kustNode{dir: dir, file: file, files: []string{file}}
+	if n.k, err = parsedKustomizations.parse(data); err != nil {
+		return nil, refuse(CodeRenderFailed, "parse %s: %v", file, err)
 	}
-	n.k.FixKustomization()
 	r := refResolver{t: t, n: n}
 	for _, res := range n.k.Resources {
 		r.fileOrDir(res, "resource")
 	}
 	for _, c := range n.k.Components {
 		if d := r.dir(c, "component"); d != "" {
+			if n.components == nil {
+				n.components = map[string]bool{}
+			}
 			n.components[d] = true
 		}
 	}
@@ -244,39 +241,77 @@ func (r *refResolver) fileOrDir(ref, what string) {
 	}
 }
 
-// kustReach is the closure of a kustomization: every file its build reads and every
-// kustomization directory it passes through.
+// kustReach is the closure of a kustomization: every kustomization directory its
+// build passes through, and so every file it reads. It is computed for every
+// Kustomize Application of a plan, so it holds no more than the visited nodes.
 type kustReach struct {
-	files map[string]bool
 	// nodes in visit order, the root first.
 	nodes []*kustNode
 	// componentDirs are directories reached as components (and everything below them).
 	componentDirs map[string]bool
+	// seen indexes the visited directories once there are too many to scan.
+	seen map[string]bool
+}
+
+// reads reports whether the build reads the repository file f.
+func (r *kustReach) reads(f string) bool {
+	for _, n := range r.nodes {
+		if _, ok := slices.BinarySearch(n.files, f); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// linearVisitLimit is the number of nodes up to which visited scans them: a
+// closure is usually an overlay, its bases and a few components, and a map per
+// Application costs more than the scan.
+const linearVisitLimit = 32
+
+// visited reports whether dir is one of the nodes, and records it as one.
+func (r *kustReach) visited(dir string) bool {
+	if r.seen == nil {
+		for _, n := range r.nodes {
+			if n.dir == dir {
+				return true
+			}
+		}
+		if len(r.nodes) < linearVisitLimit {
+			return false
+		}
+		r.seen = make(map[string]bool, 2*len(r.nodes))
+		for _, n := range r.nodes {
+			r.seen[n.dir] = true
+		}
+	}
+	if r.seen[dir] {
+		return true
+	}
+	r.seen[dir] = true
+	return false
 }
 
 func (t *tree) reachKustomization(root string, extraComponents []string) (*kustReach, error) {
-	reach := &kustReach{files: map[string]bool{}, componentDirs: map[string]bool{}}
-	seen := map[string]bool{}
+	reach := &kustReach{}
 	var visit func(dir string, viaComponent bool, depth int) error
 	visit = func(dir string, viaComponent bool, depth int) error {
 		if depth > 64 {
 			return refuse(CodeRenderFailed, "kustomization %s: bases nest more than 64 levels deep (a cycle?)", dir)
 		}
 		if viaComponent {
+			if reach.componentDirs == nil {
+				reach.componentDirs = map[string]bool{}
+			}
 			reach.componentDirs[dir] = true
 		}
-		if seen[dir] {
+		if reach.visited(dir) {
 			return nil
 		}
-		seen[dir] = true
 		n, err := t.kustomization(dir)
 		if err != nil {
 			return err
 		}
 		reach.nodes = append(reach.nodes, n)
-		for _, f := range n.files {
-			reach.files[f] = true
-		}
 		for _, d := range n.dirs {
 			if err := visit(d, viaComponent || n.components[d], depth+1); err != nil {
 				return err

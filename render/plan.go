@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
@@ -32,6 +31,7 @@ func Plan(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer p.precomputeReaches()()
 	if req.Change.NewResource != nil {
 		return p.planNewResource(ctx)
 	}
@@ -50,7 +50,7 @@ type planner struct {
 	before  *view
 
 	reachMu    sync.Mutex
-	reachCache map[string]*appReach
+	reachCache map[string]*reachCall
 	warnings   []Warning
 }
 
@@ -60,6 +60,12 @@ type appReach struct {
 	dir  *directoryMatcher
 	root string
 	err  error
+}
+
+// reachCall computes one Application's reach once, whoever asks first.
+type reachCall struct {
+	once  sync.Once
+	reach *appReach
 }
 
 func newPlanner(ctx context.Context, req Request) (*planner, error) {
@@ -115,50 +121,78 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 		apps:       req.Apps,
 		r:          newRenderer(),
 		before:     newView(t, nil),
-		reachCache: map[string]*appReach{},
+		reachCache: map[string]*reachCall{},
 	}, nil
 }
 
-// reach computes (once) which files an Application reads.
+// reach computes (once) which files an Application reads. Concurrent callers for
+// the same app wait for one computation.
 func (p *planner) reach(app Application) *appReach {
 	p.reachMu.Lock()
-	r, ok := p.reachCache[app.Name]
-	p.reachMu.Unlock()
-	if ok {
-		return r
+	c, ok := p.reachCache[app.Name]
+	if !ok {
+		c = &reachCall{}
+		p.reachCache[app.Name] = c
 	}
+	p.reachMu.Unlock()
+	c.once.Do(func() { c.reach = p.computeReach(app) })
+	return c.reach
+}
+
+func (p *planner) computeReach(app Application) *appReach {
 	root, _ := cleanRel(app.Path)
-	r = &appReach{root: root}
+	r := &appReach{root: root}
 	switch app.SourceType {
 	case SourceKustomize:
 		r.kust, r.err = p.t.reachKustomization(root, app.Kustomize.Components)
 	case SourceDirectory:
 		r.dir, r.err = newDirectoryMatcher(app)
 	}
-	p.reachMu.Lock()
-	p.reachCache[app.Name] = r
-	p.reachMu.Unlock()
 	return r
 }
 
 // parallelReachThreshold is the number of Applications from which their reaches
-// are computed on all cores: in a monorepo, reading and parsing every app's
-// kustomization is most of the cost of proving which apps an edit leaves alone.
+// are computed in the background from the start of a plan. Proving which apps an
+// edit leaves alone reads every app's kustomization; in a monorepo that is as much
+// work as rendering the edited app, and independent of it until verification asks.
 const parallelReachThreshold = 64
 
-func (p *planner) computeReaches() {
+// precomputeReaches starts computing the reach of every Application on the cores
+// the plan's own work leaves free, and returns the function that stops the
+// workers and waits for them; reach picks up whatever they have not done. Only
+// Kustomize apps read files to know their reach.
+func (p *planner) precomputeReaches() (stop func()) {
 	if len(p.apps) < parallelReachThreshold {
-		return
+		return func() {}
 	}
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, app := range p.apps {
-		g.Go(func() error {
-			p.reach(app)
-			return nil
+	ctx, cancel := context.WithCancel(p.ctx)
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	next := make(chan Application)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for app := range next {
+				p.reach(app)
+			}
 		})
 	}
-	_ = g.Wait() // reach records its errors per app
+	go func() {
+		defer close(next)
+		for _, app := range p.apps {
+			if app.SourceType != SourceKustomize {
+				continue
+			}
+			select {
+			case next <- app:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // reaches reports whether an Application's render reads the repository file f.
@@ -169,7 +203,7 @@ func (p *planner) reaches(app Application, f string) bool {
 		// Unknown reach: anything under the app's path counts.
 		return r.root == "." || strings.HasPrefix(f, r.root+"/")
 	case r.kust != nil:
-		return r.kust.files[f]
+		return r.kust.reads(f)
 	default:
 		return r.dir.matches(f)
 	}
@@ -210,7 +244,6 @@ func generatePathsCover(app Application, f string) (covered, annotated bool) {
 // primary one first. It also warns where Argo CD's manifest-generate-paths would
 // not refresh an app that the edit reaches.
 func (p *planner) affected(files []string) ([]Application, []Warning) {
-	p.computeReaches()
 	var out []Application
 	var warnings []Warning
 	for _, app := range p.apps {

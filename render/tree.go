@@ -31,6 +31,8 @@ type tree struct {
 	dirs  map[string]dirEntry
 	stats map[string]statEntry
 	kusts map[string]*kustNode
+	// lookups counts, per directory not yet listed, the names looked up in it.
+	lookups map[string]int
 }
 
 type fileEntry struct {
@@ -75,11 +77,12 @@ func openTree(dir string) (*tree, error) {
 		return nil, fmt.Errorf("repository %s is not a directory", dir)
 	}
 	return &tree{
-		root:  real,
-		files: map[string]fileEntry{},
-		dirs:  map[string]dirEntry{},
-		stats: map[string]statEntry{},
-		kusts: map[string]*kustNode{},
+		root:    real,
+		files:   map[string]fileEntry{},
+		dirs:    map[string]dirEntry{},
+		stats:   map[string]statEntry{},
+		kusts:   map[string]*kustNode{},
+		lookups: map[string]int{},
 	}, nil
 }
 
@@ -132,11 +135,10 @@ func (t *tree) statUncached(rel string) statEntry {
 	if parent.err != nil || parent.kind != kindDir {
 		return statEntry{kind: kindNone, err: parent.err}
 	}
-	listing := t.listDir(path.Dir(rel), parent.real)
-	if listing.err != nil {
-		return statEntry{err: listing.err}
+	mode, ok, err := t.entryMode(path.Dir(rel), parent.real, path.Base(rel))
+	if err != nil {
+		return statEntry{err: err}
 	}
-	mode, ok := listing.modes[path.Base(rel)]
 	switch {
 	case !ok:
 		return statEntry{kind: kindNone}
@@ -149,6 +151,42 @@ func (t *tree) statUncached(rel string) statEntry {
 	default:
 		return statEntry{kind: kindNone}
 	}
+}
+
+// lookupsBeforeListing is how many names of one directory are looked up one at a
+// time before the directory is listed instead. Finding a kustomization file looks
+// up three names, and a listing costs several lookups: an Application whose
+// kustomization only names a base costs three lookups, not a listing.
+const lookupsBeforeListing = 3
+
+// entryMode returns the type bits of the entry name in directory dir (real is its
+// path on disk), and whether it exists. It answers from the directory's listing
+// when there is one, and with one lstat otherwise; neither follows a symlink.
+func (t *tree) entryMode(dir, real, name string) (fs.FileMode, bool, error) {
+	t.mu.Lock()
+	_, listed := t.dirs[dir]
+	if !listed {
+		t.lookups[dir]++
+		listed = t.lookups[dir] > lookupsBeforeListing
+	}
+	t.mu.Unlock()
+	if !listed {
+		info, err := os.Lstat(filepath.Join(real, name))
+		switch {
+		case err == nil:
+			return info.Mode().Type(), true, nil
+		case errors.Is(err, fs.ErrNotExist):
+			return 0, false, nil
+		default:
+			return 0, false, fmt.Errorf("stat %s: %w", path.Join(dir, name), err)
+		}
+	}
+	listing := t.listDir(dir, real)
+	if listing.err != nil {
+		return 0, false, listing.err
+	}
+	mode, ok := listing.modes[name]
+	return mode, ok, nil
 }
 
 func (t *tree) resolveSymlink(rel, full string) statEntry {
