@@ -147,7 +147,7 @@ func DetectSourceType(repoDir, appPath string) (SourceType, error) {
 	if st.kind != kindDir {
 		return "", fmt.Errorf("application path %s is not a directory of %s", appPath, repoDir)
 	}
-	listing := t.listDir(rel, st.real)
+	listing := t.listDir(st.canon, st.real)
 	if listing.err != nil {
 		return "", listing.err
 	}

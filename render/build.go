@@ -103,9 +103,15 @@ func renderApp(v *view, app Application, origin bool) ([]*object, error) {
 }
 
 func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
-	root, ok := cleanRel(app.Path)
+	lexical, ok := cleanRel(app.Path)
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
+	}
+	// kustomize builds from the real directory of the path (its file system
+	// resolves symlinks), and origins are relative to it.
+	root, err := v.t.canonical(lexical)
+	if err != nil {
+		return nil, withApp(err, app.Name)
 	}
 	// kustomize fetches remote bases and resources itself (HTTP, git), so every
 	// reference is resolved inside the repository before the build: a remote one
@@ -147,6 +153,7 @@ func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
 		if err := o.takeOrigin(root); err != nil {
 			return nil, fmt.Errorf("application %s: %s: %w", app.Name, o.kind+"/"+o.name, err)
 		}
+		o.origin = v.realOrigin(o.origin)
 		objs = append(objs, o)
 	}
 	return objs, nil
@@ -198,10 +205,29 @@ func (o *object) takeOrigin(root string) error {
 	return nil
 }
 
+// realOrigin turns an origin into the canonical path of the file it names.
+// Kustomize joins origins as written, so an origin that passes through a symlinked
+// directory and then climbs out of it ("link/../x") names no real file: it is
+// dropped rather than pointing locating at the wrong file.
+func (v *view) realOrigin(origin string) string {
+	if origin == "" {
+		return ""
+	}
+	canon, err := v.t.canonical(origin)
+	if err != nil {
+		return ""
+	}
+	if k, err := v.kind(canon); err != nil || k != kindFile {
+		return ""
+	}
+	return canon
+}
+
 func (v *view) kustomizationFile(dir string) (string, error) {
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if _, ok := v.files[path.Join(dir, name)]; ok {
-			return path.Join(dir, name), nil
+		f := v.t.key(path.Join(dir, name))
+		if _, ok := v.files[f]; ok {
+			return f, nil
 		}
 	}
 	f, err := v.t.findKustomizationFile(dir)

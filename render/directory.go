@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"regexp"
 	"strings"
@@ -76,6 +77,49 @@ func (m *directoryMatcher) matches(rel string) bool {
 	return true
 }
 
+// linked returns the real paths of the app's files that it reads under another
+// name, through a symlink inside the repository. Only symlinks and what lies
+// below them are looked at: every other file keeps its path relative to the
+// app's real directory, where the matcher is rooted to decide about it.
+func (m *directoryMatcher) linked(t *tree) (map[string]bool, error) {
+	var out map[string]bool
+	var walk func(dir string, viaLink bool) error
+	walk = func(dir string, viaLink bool) error {
+		st := t.stat(dir)
+		if st.err != nil || st.kind != kindDir {
+			return st.err // a missing path is refused when the app renders
+		}
+		listing := t.listDir(st.canon, st.real)
+		if listing.err != nil {
+			return listing.err
+		}
+		for _, name := range listing.names {
+			mode := listing.modes[name]
+			link := mode&fs.ModeSymlink != 0
+			if !link && !viaLink && !(mode.IsDir() && m.recurse) {
+				continue
+			}
+			p := path.Join(dir, name)
+			e := t.stat(p)
+			switch {
+			case e.err != nil:
+				return e.err
+			case e.kind == kindDir && m.recurse:
+				if err := walk(p, viaLink || link); err != nil {
+					return err
+				}
+			case e.kind == kindFile && (viaLink || link) && m.matches(p):
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[e.canon] = true
+			}
+		}
+		return nil
+	}
+	return out, walk(m.root, false)
+}
+
 // files lists the app's manifest files in the view, in walk order.
 func (m *directoryMatcher) files(v *view) ([]string, error) {
 	k, err := v.kind(m.root)
@@ -134,6 +178,9 @@ func renderDirectory(v *view, app Application) ([]*object, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Objects name the real file, the one an edit changes, whatever symlink
+		// the app reads it through.
+		f = v.t.key(f)
 		if bytes.Contains(data, []byte(skipRenderingMarker)) {
 			continue
 		}

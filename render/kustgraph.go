@@ -11,10 +11,12 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 )
 
-// kustNode is one kustomization directory and everything it reads.
+// kustNode is one kustomization directory and everything it reads. Every path
+// it holds is canonical (symlinks resolved, see tree), as kustomize on disk
+// resolves them: a base reached through a symlink is the base itself.
 type kustNode struct {
-	dir  string // repository-relative directory
-	file string // repository-relative kustomization file
+	dir  string // canonical repository-relative directory
+	file string // canonical repository-relative kustomization file
 	// k is shared with every kustomization file of the same content: read only.
 	k *types.Kustomization
 	// files are the files this kustomization reads directly (its own file included).
@@ -35,7 +37,7 @@ func (t *tree) findKustomizationFile(dir string) (string, error) {
 			return "", st.err
 		}
 		if st.kind == kindFile {
-			found = append(found, p)
+			found = append(found, st.canon)
 		}
 	}
 	switch len(found) {
@@ -44,12 +46,19 @@ func (t *tree) findKustomizationFile(dir string) (string, error) {
 	case 1:
 		return found[0], nil
 	default:
-		return "", refuse(CodeRenderFailed, "%s holds several kustomization files (%s); kustomize refuses that", dir, strings.Join(found, ", "))
+		var names []string
+		for _, name := range konfig.RecognizedKustomizationFileNames() {
+			if st := t.stat(path.Join(dir, name)); st.kind == kindFile {
+				names = append(names, path.Join(dir, name))
+			}
+		}
+		return "", refuse(CodeRenderFailed, "%s holds several kustomization files (%s); kustomize refuses that", dir, strings.Join(names, ", "))
 	}
 }
 
-// kustomization parses the kustomization of dir and resolves the paths it references.
-// Results are cached per tree: a base shared by many overlays is parsed once.
+// kustomization parses the kustomization of dir (a canonical path) and resolves the
+// paths it references. Results are cached per tree: a base shared by many overlays
+// is parsed once.
 func (t *tree) kustomization(dir string) (*kustNode, error) {
 	t.mu.Lock()
 	n, ok := t.kusts[dir]
@@ -206,7 +215,7 @@ func (r *refResolver) resolve(ref, what string) (string, nodeKind) {
 		}
 		return "", kindNone
 	}
-	return p, st.kind
+	return st.canon, st.kind
 }
 
 func (r *refResolver) file(ref, what string) {
@@ -291,10 +300,21 @@ func (r *kustReach) visited(dir string) bool {
 	return false
 }
 
+// reachKustomization computes the closure of the kustomization at root. The
+// Application's own components are resolved from the real directory of root, as
+// kustomize resolves everything its kustomization names.
 func (t *tree) reachKustomization(root string, extraComponents []string) (*kustReach, error) {
+	root, err := t.canonical(root)
+	if err != nil {
+		return nil, err
+	}
 	reach := &kustReach{}
 	var visit func(dir string, viaComponent bool, depth int) error
 	visit = func(dir string, viaComponent bool, depth int) error {
+		dir, err := t.canonical(dir)
+		if err != nil {
+			return err
+		}
 		if depth > 64 {
 			return refuse(CodeRenderFailed, "kustomization %s: bases nest more than 64 levels deep (a cycle?)", dir)
 		}

@@ -150,6 +150,11 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	}
 
 	root, _ := cleanRel(app.Path)
+	// New files go where the app's directory really is, never through a symlink.
+	root, err = p.t.canonical(root)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
 	files := map[string][]byte{}
 	created := map[string]bool{}
 	var names []string
@@ -226,7 +231,8 @@ func (p *planner) freeFileName(dir, base string, taken map[string][]byte) (strin
 		if st.err != nil {
 			return "", st.err
 		}
-		if st.kind == kindNone {
+		// A dangling symlink holds its name: writing the file would follow it.
+		if st.kind == kindNone && !st.dangling {
 			return f, nil
 		}
 	}

@@ -54,12 +54,19 @@ type planner struct {
 	warnings   []Warning
 }
 
-// appReach is what an Application's render reads.
+// appReach is what an Application's render reads. Every path in it is canonical
+// (see tree): a file counts as read whichever name the app reads it under.
 type appReach struct {
 	kust *kustReach
 	dir  *directoryMatcher
-	root string
-	err  error
+	// linked are the files a Directory app reads under another name (through a
+	// symlink), by canonical path.
+	linked map[string]bool
+	// root is the app's directory; under is, for an app whose reach is unknown,
+	// every directory reachable below root, symlinks followed.
+	root  string
+	under []string
+	err   error
 }
 
 // reachCall computes one Application's reach once, whoever asks first.
@@ -140,15 +147,38 @@ func (p *planner) reach(app Application) *appReach {
 }
 
 func (p *planner) computeReach(app Application) *appReach {
-	root, _ := cleanRel(app.Path)
-	r := &appReach{root: root}
+	lexical, _ := cleanRel(app.Path)
+	r := &appReach{root: lexical}
+	if canon, err := p.t.canonical(lexical); err == nil {
+		r.root = canon
+	}
 	switch app.SourceType {
 	case SourceKustomize:
-		r.kust, r.err = p.t.reachKustomization(root, app.Kustomize.Components)
+		r.kust, r.err = p.t.reachKustomization(lexical, app.Kustomize.Components)
 	case SourceDirectory:
-		r.dir, r.err = newDirectoryMatcher(app)
+		r.dir, r.linked, r.err = p.directoryReach(app, r.root)
+	}
+	if r.err != nil || (r.kust == nil && r.dir == nil) {
+		r.under = p.t.reachableDirs(r.root)
 	}
 	return r
+}
+
+// directoryReach returns the matcher of a Directory app's files, rooted at the
+// app's real directory (where a new file of the app goes), and the real paths of
+// the files it reads through symlinks.
+func (p *planner) directoryReach(app Application, canonRoot string) (*directoryMatcher, map[string]bool, error) {
+	m, err := newDirectoryMatcher(app)
+	if err != nil {
+		return nil, nil, err
+	}
+	linked, err := m.linked(p.t)
+	if err != nil {
+		return nil, nil, err
+	}
+	real := *m
+	real.root = canonRoot
+	return &real, linked, nil
 }
 
 // parallelReachThreshold is the number of Applications from which their reaches
@@ -200,12 +230,17 @@ func (p *planner) reaches(app Application, f string) bool {
 	r := p.reach(app)
 	switch {
 	case r.err != nil || (app.SourceType != SourceKustomize && app.SourceType != SourceDirectory):
-		// Unknown reach: anything under the app's path counts.
+		// Unknown reach: anything under the app's path counts, symlinks followed.
+		for _, d := range r.under {
+			if d == "." || strings.HasPrefix(f, d+"/") {
+				return true
+			}
+		}
 		return r.root == "." || strings.HasPrefix(f, r.root+"/")
 	case r.kust != nil:
 		return r.kust.reads(f)
 	default:
-		return r.dir.matches(f)
+		return r.dir.matches(f) || r.linked[f]
 	}
 }
 
@@ -246,9 +281,13 @@ func generatePathsCover(app Application, f string) (covered, annotated bool) {
 func (p *planner) affected(files []string) ([]Application, []Warning) {
 	var out []Application
 	var warnings []Warning
+	real := make([]string, len(files))
+	for i, f := range files {
+		real[i] = p.t.key(f)
+	}
 	for _, app := range p.apps {
 		isAffected := app.Name == p.primary.Name
-		for _, f := range files {
+		for _, f := range real {
 			reached := p.reaches(app, f)
 			covered, annotated := generatePathsCover(app, f)
 			if reached && annotated && !covered {
@@ -540,15 +579,22 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 	out := &tryOutcome{}
 	for _, b := range builders {
 		c, err := b.build()
+		if err == nil {
+			err = p.canonicalize(c)
+		}
 		if err != nil {
+			files := make([]string, len(b.files))
+			for i, f := range b.files {
+				files[i] = p.t.key(f)
+			}
 			var ref *Refusal
 			switch {
 			case errors.Is(err, errNotApplicable), errors.Is(err, yamledit.ErrNotFound), errors.Is(err, yamledit.ErrNotMapping),
 				errors.Is(err, yamledit.ErrAmbiguous), errors.Is(err, yamledit.ErrUnsupported):
-				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: err.Error()})
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: err.Error()})
 				continue
 			case errors.As(err, &ref):
-				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: b.files, Reason: ref.Reason})
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: ref.Reason})
 				continue
 			}
 			return nil, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
@@ -566,6 +612,37 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		out.leaked = out.leaked || vr.leak
 	}
 	return out, nil
+}
+
+// canonicalize keys the candidate's files by their real paths: the edit changes the
+// file itself, whichever symlink it was located through, and verification finds
+// every app that reads it under any name. A new file is never written through a
+// dangling symlink, and a file edited under two names is no edit.
+func (p *planner) canonicalize(c *candidate) error {
+	files := make(map[string][]byte, len(c.files))
+	created := map[string]bool{}
+	for f, b := range c.files {
+		rel, ok := cleanRel(f)
+		if !ok {
+			return refuse(CodePathEscape, "edited path %q leaves the repository", f)
+		}
+		st := p.t.stat(rel)
+		switch {
+		case st.err != nil:
+			return st.err
+		case st.dangling:
+			return refuse(CodeSymlinkEscape, "%s is a symlink to a missing file; an edit never writes through a symlink", rel)
+		}
+		if _, dup := files[st.canon]; dup {
+			return refuse(CodeRenderFailed, "the edit changes %s under two names (symlinks); it cannot be applied once", st.canon)
+		}
+		files[st.canon] = b
+		if c.created[f] {
+			created[st.canon] = true
+		}
+	}
+	c.files, c.created = files, created
+	return nil
 }
 
 // candidateBuilder prepares one candidate lazily, so that a location is only edited

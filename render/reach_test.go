@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,9 +21,12 @@ func configMap(name string) string {
 
 // reachRepos are repositories whose kustomizations reach files in every way render
 // knows: shared bases, components (listed and given by the Application), "../"
-// chains, patches, generators, and apps that only share a parent directory.
+// chains, patches, generators, apps that only share a parent directory, and files
+// read under another name through symlinks inside the repository.
 var reachRepos = map[string]struct {
 	files map[string]string
+	// links are symlinks: link path to target, relative to the link.
+	links map[string]string
 	apps  []Application
 }{
 	"shared base, ../ chains and a component": {
@@ -52,6 +57,54 @@ var reachRepos = map[string]struct {
 			{Name: "plain", Path: "plain", SourceType: SourceDirectory, Namespace: "plain"},
 			{Name: "annotated", Path: "standalone", SourceType: SourceKustomize, Namespace: "other",
 				ManifestGeneratePaths: ".;/shared"},
+		},
+	},
+	"symlinked directories, files and application paths": {
+		files: map[string]string{
+			"bases/web/kustomization.yaml":          "resources:\n  - deployment.yaml\n  - ../../shared/common\n",
+			"bases/web/deployment.yaml":             twoContainerDeployment,
+			"shared/common/kustomization.yaml":      "resources:\n  - cm.yaml\n",
+			"shared/common/cm.yaml":                 configMap("common"),
+			"apps/linked/kustomization.yaml":        "resources:\n  - base\n",
+			"apps/linked-patch/kustomization.yaml":  "resources:\n  - ../linked\npatches:\n  - path: replicas.yaml\n",
+			"apps/linked-patch/replicas.yaml":       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 5\n",
+			"apps/files/service.yaml":               "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n    - port: 80\n",
+			"apps/recursive/cm.yaml":                configMap("recursive"),
+			"apps/recursive-target/deep/extra.yaml": configMap("extra"),
+		},
+		links: map[string]string{
+			"apps/linked/base":           "../../bases/web",
+			"apps/files/deployment.yaml": "../../bases/web/deployment.yaml",
+			"apps/path":                  "../bases/web",
+			"apps/recursive/common":      "../../shared/common",
+			"apps/recursive/more":        "../recursive-target",
+		},
+		apps: []Application{
+			{Name: "base", Path: "bases/web", SourceType: SourceKustomize, Namespace: "base"},
+			{Name: "linked", Path: "apps/linked", SourceType: SourceKustomize, Namespace: "linked"},
+			{Name: "linked-patch", Path: "apps/linked-patch", SourceType: SourceKustomize, Namespace: "patched"},
+			{Name: "files", Path: "apps/files", SourceType: SourceDirectory, Namespace: "files"},
+			{Name: "path", Path: "apps/path", SourceType: SourceKustomize, Namespace: "path"},
+			{Name: "recursive", Path: "apps/recursive", SourceType: SourceDirectory, Namespace: "rec",
+				Directory: DirectoryOptions{Recurse: true}},
+		},
+	},
+	"symlinked base and file, no references out of them": {
+		files: map[string]string{
+			"shared/common/kustomization.yaml": "resources:\n  - cm.yaml\n",
+			"shared/common/cm.yaml":            configMap("common"),
+			"apps/direct/kustomization.yaml":   "resources:\n  - ../../shared/common\n",
+			"apps/linked/kustomization.yaml":   "resources:\n  - common\n",
+			"apps/plain/own.yaml":              configMap("own"),
+		},
+		links: map[string]string{
+			"apps/linked/common": "../../shared/common",
+			"apps/plain/cm.yaml": "../../shared/common/cm.yaml",
+		},
+		apps: []Application{
+			{Name: "direct", Path: "apps/direct", SourceType: SourceKustomize, Namespace: "direct"},
+			{Name: "linked", Path: "apps/linked", SourceType: SourceKustomize, Namespace: "linked"},
+			{Name: "plain", Path: "apps/plain", SourceType: SourceDirectory, Namespace: "plain"},
 		},
 	},
 	"parent directory shared, references in both directions": {
@@ -85,10 +138,12 @@ func padApps(files map[string]string, apps []Application, to int) []Application 
 	return apps
 }
 
-// TestReachNeverMissesAnAffectedApp breaks every file of each repository in turn
-// and renders every Application with kustomize: an app whose render changes or
-// fails must be among those the planner says read the file. The planner may say
-// more, never less.
+// TestReachNeverMissesAnAffectedApp breaks every file of each repository in turn,
+// on disk, and renders every Application with kustomize from the broken
+// repository: an app whose render changes or fails must be among those the
+// planner says read the file, under every name the file has (symlinks). Breaking
+// the file in a view under any of its names must change the same apps as on disk.
+// The planner may say more, never less.
 func TestReachNeverMissesAnAffectedApp(t *testing.T) {
 	for name, repoCase := range reachRepos {
 		for _, padded := range []bool{false, true} {
@@ -102,6 +157,7 @@ func TestReachNeverMissesAnAffectedApp(t *testing.T) {
 					apps = padApps(files, apps, parallelReachThreshold+1)
 				}
 				repo := writeRepo(t, files)
+				writeLinks(t, repo, repoCase.links)
 				p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
 					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 				if err != nil {
@@ -109,35 +165,123 @@ func TestReachNeverMissesAnAffectedApp(t *testing.T) {
 				}
 				stop := p.precomputeReaches()
 				defer stop()
+				before := map[string][]*object{}
 				for _, app := range apps {
-					if _, err := p.render(p.before, app); err != nil {
+					if before[app.Name], err = p.render(p.before, app); err != nil {
 						t.Fatalf("application %s does not render before any change: %v", app.Name, err)
 					}
 				}
+				names := namesOfFiles(t, repo)
 				paths := make([]string, 0, len(files))
 				for f := range files {
 					paths = append(paths, f)
 				}
 				sort.Strings(paths)
+				broken := []byte("not: [valid\n")
 				for _, f := range paths {
-					broken := p.before.with(map[string][]byte{f: []byte("not: [valid\n")})
-					affected, _ := p.affected([]string{f})
-					inAffected := map[string]bool{}
-					for _, a := range affected {
-						inAffected[a.Name] = true
+					if !slices.Contains(names[f], f) {
+						t.Fatalf("%s is not found on disk under its own name", f)
 					}
-					for _, app := range apps {
-						before, _ := p.render(p.before, app)
-						after, err := p.render(broken, app)
-						changed := err != nil || !sameObjects(before, after)
-						if changed && !inAffected[app.Name] {
-							t.Errorf("breaking %s changes application %s, which the planner does not count as affected", f, app.Name)
+					full := filepath.Join(repo, filepath.FromSlash(f))
+					if err := os.WriteFile(full, broken, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					tr, err := openTree(repo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					onDisk := changedApps(t, apps, before, newView(tr, nil))
+					if err := os.WriteFile(full, []byte(files[f]), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					for _, n := range names[f] {
+						affected, _ := p.affected([]string{n})
+						inAffected := map[string]bool{}
+						for _, a := range affected {
+							inAffected[a.Name] = true
+						}
+						for _, app := range onDisk {
+							if !inAffected[app] {
+								t.Errorf("breaking %s (as %s) changes application %s, which the planner does not count as affected", f, n, app)
+							}
+						}
+						if n == f && len(names[f]) == 1 {
+							continue // nothing to compare the overlay with
+						}
+						if inView := changedApps(t, apps, before, p.before.with(map[string][]byte{n: broken})); !reflect.DeepEqual(inView, onDisk) {
+							t.Errorf("breaking %s as %s in a view changes %v, on disk %v", f, n, inView, onDisk)
 						}
 					}
 				}
 			})
 		}
 	}
+}
+
+// changedApps renders every app from v and names those whose render differs
+// from before or fails.
+func changedApps(t *testing.T, apps []Application, before map[string][]*object, v *view) []string {
+	t.Helper()
+	var out []string
+	for _, app := range apps {
+		after, err := renderApp(v, app, false)
+		if err != nil || !sameObjects(before[app.Name], after) {
+			out = append(out, app.Name)
+		}
+	}
+	return out
+}
+
+// namesOfFiles walks the repository on disk, symlinks followed, and lists for each
+// real file every path it can be read under (its real path first).
+func namesOfFiles(t *testing.T, repo string) map[string][]string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		if depth > 8 {
+			t.Fatalf("%s: symlinks nest too deep for this test", rel)
+		}
+		entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			full := filepath.Join(root, filepath.FromSlash(p))
+			info, err := os.Stat(full)
+			if err != nil {
+				continue // a dangling or outside symlink names no repository file
+			}
+			if info.IsDir() {
+				walk(p, depth+1)
+				continue
+			}
+			real, err := filepath.EvalSymlinks(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			within, err := filepath.Rel(root, real)
+			if err != nil || strings.HasPrefix(within, "..") {
+				continue
+			}
+			out[filepath.ToSlash(within)] = append(out[filepath.ToSlash(within)], p)
+		}
+	}
+	walk(".", 0)
+	for real, names := range out {
+		sort.Slice(names, func(i, j int) bool {
+			if names[i] == real || names[j] == real {
+				return names[i] == real && names[j] != real
+			}
+			return names[i] < names[j]
+		})
+	}
+	return out
 }
 
 func sameObjects(a, b []*object) bool {
@@ -290,7 +434,7 @@ func TestStatAgreesWithAndWithoutListing(t *testing.T) {
 	}
 	for _, n := range names {
 		a, l := aloneStat(n), listed.stat(n)
-		if a.kind != l.kind || a.real != l.real || (a.err == nil) != (l.err == nil) {
+		if a.kind != l.kind || a.real != l.real || a.canon != l.canon || a.dangling != l.dangling || (a.err == nil) != (l.err == nil) {
 			t.Errorf("%s: alone %+v, listed %+v", n, a, l)
 		}
 	}
@@ -298,7 +442,15 @@ func TestStatAgreesWithAndWithoutListing(t *testing.T) {
 	if st := aloneStat("d/out"); !errors.As(st.err, &ref) || ref.Code != CodeSymlinkEscape {
 		t.Errorf("symlink leaving the repository: %+v", st)
 	}
-	if st := aloneStat("d/in"); st.kind != kindDir {
+	if st := aloneStat("d/in"); st.kind != kindDir || st.canon != "shared" {
 		t.Errorf("symlink within the repository: %+v", st)
+	}
+	for name, want := range map[string]string{"d/in-file": "shared/s.yaml", "d/in/s.yaml": "shared/s.yaml", "d/in/new.yaml": "shared/new.yaml", "d/dangling": "d/dangling", "d/file.yaml": "d/file.yaml"} {
+		if st := aloneStat(name); st.canon != want {
+			t.Errorf("canonical path of %s = %q, want %q", name, st.canon, want)
+		}
+	}
+	if st := aloneStat("d/dangling"); !st.dangling || st.kind != kindNone {
+		t.Errorf("dangling symlink: %+v", st)
 	}
 }

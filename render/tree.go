@@ -23,6 +23,13 @@ const MaxFileSize = 5 << 20
 // tree is a read-only, cached view of a repository directory. Every path handed to
 // it is a slash-separated path relative to the repository root; reads never leave
 // the root, even through symlinks.
+//
+// A file reached through a symlink inside the repository has several names but one
+// content. The tree answers every name with the file's canonical path (every
+// symlink along it resolved), and everything that records or replaces a file
+// (views, kustomization graphs, edits) keys it by that path: a file replaced under
+// one name is seen under all of them, and an app that reads it under any name
+// counts as reading it.
 type tree struct {
 	root string // absolute, symlinks resolved
 
@@ -57,7 +64,14 @@ const (
 type statEntry struct {
 	kind nodeKind
 	real string // absolute path with symlinks resolved
-	err  error
+	// canon is the canonical repository path: every symlink along the path
+	// resolved. For a path that does not exist, it is the canonical path of its
+	// parent joined with its name, where a new file of that name would be.
+	canon string
+	// dangling is set on a symlink whose target does not exist: writing a new file
+	// under its name would follow it.
+	dangling bool
+	err      error
 }
 
 func openTree(dir string) (*tree, error) {
@@ -129,28 +143,46 @@ func (t *tree) stat(rel string) statEntry {
 
 func (t *tree) statUncached(rel string) statEntry {
 	if rel == "." {
-		return statEntry{kind: kindDir, real: t.root}
+		return statEntry{kind: kindDir, real: t.root, canon: "."}
 	}
-	parent := t.stat(path.Dir(rel))
-	if parent.err != nil || parent.kind != kindDir {
-		return statEntry{kind: kindNone, err: parent.err}
+	dir, name := path.Dir(rel), path.Base(rel)
+	parent := t.stat(dir)
+	if parent.err != nil {
+		return statEntry{err: parent.err}
 	}
-	mode, ok, err := t.entryMode(path.Dir(rel), parent.real, path.Base(rel))
+	canon := rel // the common case, no symlink along the way: no new string
+	if parent.canon != dir {
+		canon = path.Join(parent.canon, name)
+	}
+	if parent.kind != kindDir {
+		return statEntry{kind: kindNone, canon: canon}
+	}
+	// The parent's canonical path keys the listing: a directory reached under
+	// several names is listed once.
+	mode, ok, err := t.entryMode(parent.canon, parent.real, name)
 	if err != nil {
 		return statEntry{err: err}
 	}
 	switch {
 	case !ok:
-		return statEntry{kind: kindNone}
+		return statEntry{kind: kindNone, canon: canon}
 	case mode&fs.ModeSymlink != 0:
-		return t.resolveSymlink(rel, filepath.Join(parent.real, path.Base(rel)))
+		return t.resolveSymlink(rel, canon, filepath.Join(parent.real, name))
 	case mode.IsDir():
-		return statEntry{kind: kindDir, real: filepath.Join(parent.real, path.Base(rel))}
+		return statEntry{kind: kindDir, real: filepath.Join(parent.real, name), canon: canon}
 	case mode.IsRegular():
-		return statEntry{kind: kindFile, real: filepath.Join(parent.real, path.Base(rel))}
+		return statEntry{kind: kindFile, real: filepath.Join(parent.real, name), canon: canon}
 	default:
-		return statEntry{kind: kindNone}
+		return statEntry{kind: kindNone, canon: canon}
 	}
+}
+
+// canonical returns the canonical path of the clean repository path rel: every
+// symlink along it resolved, confined to the repository (a symlink leaving it is
+// refused). A path that does not exist keeps its last elements as given.
+func (t *tree) canonical(rel string) (string, error) {
+	st := t.stat(rel)
+	return st.canon, st.err
 }
 
 // lookupsBeforeListing is how many names of one directory are looked up one at a
@@ -189,11 +221,13 @@ func (t *tree) entryMode(dir, real, name string) (fs.FileMode, bool, error) {
 	return mode, ok, nil
 }
 
-func (t *tree) resolveSymlink(rel, full string) statEntry {
+// resolveSymlink resolves the symlink rel (link is its own canonical path, full
+// its path on disk).
+func (t *tree) resolveSymlink(rel, link, full string) statEntry {
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return statEntry{kind: kindNone}
+			return statEntry{kind: kindNone, canon: link, dangling: true}
 		}
 		return statEntry{err: fmt.Errorf("resolve %s: %w", rel, err)}
 	}
@@ -205,13 +239,14 @@ func (t *tree) resolveSymlink(rel, full string) statEntry {
 	if err != nil {
 		return statEntry{err: fmt.Errorf("stat %s: %w", rel, err)}
 	}
+	canon := filepath.ToSlash(within)
 	switch {
 	case info.IsDir():
-		return statEntry{kind: kindDir, real: real}
+		return statEntry{kind: kindDir, real: real, canon: canon}
 	case info.Mode().IsRegular():
-		return statEntry{kind: kindFile, real: real}
+		return statEntry{kind: kindFile, real: real, canon: canon}
 	}
-	return statEntry{kind: kindNone}
+	return statEntry{kind: kindNone, canon: canon}
 }
 
 func (t *tree) listDir(rel, real string) dirEntry {
@@ -285,17 +320,60 @@ func (t *tree) readDir(rel string) ([]string, error) {
 	case st.kind != kindDir:
 		return nil, fmt.Errorf("read directory %s: %w", rel, fs.ErrNotExist)
 	}
-	e := t.listDir(rel, st.real)
+	e := t.listDir(st.canon, st.real)
 	return e.names, e.err
+}
+
+// maxReachableDirs bounds the directories reachableDirs visits; past it, the whole
+// repository counts as reachable.
+const maxReachableDirs = 10000
+
+// reachableDirs returns the canonical directories a reader of root may enter:
+// root and everything below it, symlinked directories followed (each once, so a
+// symlink cycle ends). Entries that cannot be resolved (symlinks leaving the
+// repository) reach nothing in it and are left out.
+func (t *tree) reachableDirs(root string) []string {
+	start, err := t.canonical(root)
+	if err != nil || start == "." {
+		return []string{"."}
+	}
+	seen := map[string]bool{start: true}
+	queue := []string{start}
+	for i := 0; i < len(queue); i++ {
+		if len(queue) > maxReachableDirs {
+			return []string{"."}
+		}
+		names, err := t.readDir(queue[i])
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			st := t.stat(path.Join(queue[i], n))
+			if st.err != nil || st.kind != kindDir || seen[st.canon] {
+				continue
+			}
+			if st.canon == "." {
+				return []string{"."}
+			}
+			seen[st.canon] = true
+			queue = append(queue, st.canon)
+		}
+	}
+	return queue
 }
 
 // view is the repository as one render sees it: the tree plus replaced or added
 // files. It implements kustomize's filesys.FileSystem with the repository root at
 // "/", so nothing outside the repository is reachable by any path. Writes land in
 // the view only.
+//
+// Like kustomize's own file system on disk, the view resolves symlinks: CleanedAbs
+// answers with canonical paths, so kustomize resolves a symlinked base's own
+// references from where the base really is, and the view keys replaced files by
+// canonical path, so a replacement is read under every name of the file.
 type view struct {
 	t *tree
-	// files replaces or adds file contents by relative path.
+	// files replaces or adds file contents by canonical relative path.
 	files map[string][]byte
 }
 
@@ -303,19 +381,36 @@ var _ filesys.FileSystem = (*view)(nil)
 
 func newView(t *tree, files map[string][]byte) *view {
 	own := make(map[string][]byte, len(files))
-	for k, v := range files {
-		own[k] = v
+	for k, b := range files {
+		own[t.key(k)] = b
 	}
 	return &view{t: t, files: own}
 }
 
 // with returns a view that also holds files.
 func (v *view) with(files map[string][]byte) *view {
-	nv := newView(v.t, v.files)
-	for k, b := range files {
+	nv := &view{t: v.t, files: make(map[string][]byte, len(v.files)+len(files))}
+	for k, b := range v.files {
 		nv.files[k] = b
 	}
+	for k, b := range files {
+		nv.files[v.t.key(k)] = b
+	}
 	return nv
+}
+
+// key is the canonical path under which a view holds the file rel. A path that
+// cannot be resolved keeps its name: every read of it fails on the same error
+// before the view is consulted.
+func (t *tree) key(rel string) string {
+	c, ok := cleanRel(rel)
+	if !ok {
+		return rel
+	}
+	if canon, err := t.canonical(c); err == nil {
+		return canon
+	}
+	return c
 }
 
 // rel maps a path of the view to a repository path. Paths are rooted at the
@@ -329,26 +424,40 @@ func (v *view) rel(p string) string {
 }
 
 func (v *view) kind(rel string) (nodeKind, error) {
-	if _, ok := v.files[rel]; ok {
+	st := v.t.stat(rel)
+	if st.err != nil {
+		return kindNone, st.err
+	}
+	if _, ok := v.files[st.canon]; ok {
 		return kindFile, nil
 	}
-	for f := range v.files {
-		if strings.HasPrefix(f, rel+"/") || rel == "." {
-			return kindDir, nil
+	if st.kind == kindNone {
+		for f := range v.files {
+			if strings.HasPrefix(f, st.canon+"/") || st.canon == "." {
+				return kindDir, nil
+			}
 		}
 	}
-	st := v.t.stat(rel)
-	return st.kind, st.err
+	return st.kind, nil
 }
 
 func (v *view) read(rel string) ([]byte, error) {
-	if b, ok := v.files[rel]; ok {
+	canon, err := v.t.canonical(rel)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := v.files[canon]; ok {
 		return b, nil
 	}
-	return v.t.readFile(rel)
+	return v.t.readFile(canon)
 }
 
 func (v *view) list(rel string) ([]string, error) {
+	canon, err := v.t.canonical(rel)
+	if err != nil {
+		return nil, err
+	}
+	rel = canon
 	names := map[string]bool{}
 	base, err := v.t.readDir(rel)
 	if err != nil && len(v.files) == 0 {
@@ -426,9 +535,13 @@ func (v *view) ReadDir(p string) ([]string, error) {
 	return v.list(v.rel(p))
 }
 
-// CleanedAbs splits p into its directory and file name.
+// CleanedAbs splits p into its directory and file name, symlinks resolved as
+// kustomize's file system on disk does.
 func (v *view) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	rel := v.rel(p)
+	rel, err := v.t.canonical(v.rel(p))
+	if err != nil {
+		return "", "", err
+	}
 	k, err := v.kind(rel)
 	if err != nil {
 		return "", "", err
@@ -483,7 +596,7 @@ func (v *view) ReadFile(p string) ([]byte, error) {
 
 // WriteFile stores data in this view only; the repository is never written.
 func (v *view) WriteFile(p string, data []byte) error {
-	v.files[v.rel(p)] = append([]byte(nil), data...)
+	v.files[v.t.key(v.rel(p))] = append([]byte(nil), data...)
 	return nil
 }
 

@@ -234,7 +234,7 @@ func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
-	if len(res.Edits) != 1 || !strings.Contains(string(res.Edits[0].New), "replicas: 3") {
+	if len(res.Edits) != 1 || res.Edits[0].Path != "shared/deployment.yaml" || !strings.Contains(string(res.Edits[0].New), "replicas: 3") {
 		t.Fatalf("unexpected edits: %+v", res.Edits)
 	}
 }
