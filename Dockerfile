@@ -11,11 +11,13 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
+# Module and build caches in fixed places, kept between builds by cache mounts.
+ENV GOMODCACHE=/go/pkg/mod GOCACHE=/go/build-cache
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-cache \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kukie-gitops .
 
 # distroless/static: no shell, no package manager, CA certificates included, runs as
