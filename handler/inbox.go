@@ -185,20 +185,28 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 		Str(LogKeyAction, d.Action).
 		Int("attempt", d.Attempts).
 		Logger()
-	hctx := logger.WithContext(ctx)
+	ctx = logger.WithContext(ctx)
 
 	h, ok := in.handlers[d.Event]
 	if !ok {
-		return in.db.CompleteWebhookDelivery(ctx, d.DeliveryID)
+		return in.record(ctx, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
 	}
 	// Finish well inside the lease, so no other worker can claim the delivery while
-	// this one still works on it.
-	hctx, cancel := context.WithTimeout(hctx, in.opts.Lease*9/10)
+	// this one still works on it. The deadline counts from the claim, not from now:
+	// deliveries later in a batch have already spent part of their lease waiting. A
+	// handler that ignores its context can still overrun; the claim's fencing then
+	// refuses its outcome (see record).
+	deadline := d.LeaseExpiresAt.Add(-in.opts.Lease / 10)
+	if !time.Now().Before(deadline) {
+		logger.Debug().Msg("Webhook delivery lease nearly over before it could start; leaving it for a later claim")
+		return nil
+	}
+	hctx, cancel := context.WithDeadline(ctx, deadline)
 	err := safeHandle(hctx, h, d)
 	cancel()
 	if err == nil {
 		logger.Debug().Msg("Webhook delivery processed")
-		return in.db.CompleteWebhookDelivery(ctx, d.DeliveryID)
+		return in.record(ctx, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
 	}
 	if ctx.Err() != nil {
 		// Shutting down: leave the delivery leased; it is claimed again later.
@@ -207,11 +215,24 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 	reason := truncate(err.Error(), maxErrorLength)
 	if IsPermanent(err) || d.Attempts >= in.opts.MaxAttempts {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
-		return in.db.FailWebhookDelivery(ctx, d.DeliveryID, reason, false)
+		return in.record(ctx, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
 	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, d.Attempts)
 	logger.Warn().Err(err).Dur("retry_in", delay).Msg("Webhook delivery failed; will retry")
-	return in.db.RetryWebhookDeliveryAt(ctx, d.DeliveryID, reason, time.Now().Add(delay))
+	return in.record(ctx, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
+}
+
+// record checks the store's answer to a delivery's outcome. ErrLeaseLost means this
+// worker overran its lease and another worker claimed the delivery since: that
+// worker's attempt owns the delivery's state now, so this outcome is dropped rather
+// than reported as a failure of the worker.
+func (in *Inbox) record(ctx context.Context, err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		zerolog.Ctx(ctx).Warn().Err(err).
+			Msg("Webhook delivery outcome dropped: the lease ran out and another worker claimed the delivery")
+		return nil
+	}
+	return err
 }
 
 // safeHandle turns a handler's panic into an error, so one bad delivery cannot stop

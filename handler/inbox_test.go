@@ -1,13 +1,17 @@
 package handler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -147,12 +151,17 @@ func TestInboxRetriesWithBackoffThenFails(t *testing.T) {
 	})
 }
 
-// makeDue ends a delivery's backoff.
+// makeDue ends a pending delivery's backoff, as if its time had come. The store has
+// no such operation (the inbox never needs one), so the test edits the row.
 func makeDue(t *testing.T, db *store.DB, id string) {
 	t.Helper()
-	d := delivery(t, db, id)
-	if err := db.RetryWebhookDeliveryAt(context.Background(), id, d.LastError, time.Now().Add(-time.Millisecond)); err != nil {
+	res, err := db.ExecContext(context.Background(), db.Rebind(
+		`UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE delivery_id = ? AND state = ?`), id, store.DeliveryPending)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("make %s due: %d rows, %v; want one pending delivery", id, n, err)
 	}
 }
 
@@ -305,6 +314,149 @@ func TestTwoProcessesShareOneInboxExactlyOnce(t *testing.T) {
 					t.Errorf("delivery %s: state %s after %d attempts, want done after 1", id, d.State, d.Attempts)
 				}
 			}
+		})
+	}
+}
+
+// TestInboxLateOutcomeOfAnOverrunHandlerIsDropped: a handler that ignores its context
+// and outlives its lease must not overwrite the outcome of the worker that claimed
+// the delivery after the lease ran out.
+func TestInboxLateOutcomeOfAnOverrunHandlerIsDropped(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		const lease = 300 * time.Millisecond
+		started, release := make(chan struct{}), make(chan struct{})
+		stubborn := &recorder{events: []string{"push"}, handle: func(context.Context, string) error {
+			close(started)
+			<-release // ignores its context, well past the lease
+			return nil
+		}}
+		failing := &recorder{events: []string{"push"}, handle: func(context.Context, string) error {
+			return errors.New("second attempt failed")
+		}}
+		first, err := NewInbox(db, InboxOptions{Lease: lease}, stubborn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := NewInbox(db, InboxOptions{Lease: lease, RetryBase: time.Hour}, failing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, db, "push", "d1")
+
+		var logs bytes.Buffer
+		firstCtx := zerolog.New(&logs).WithContext(context.Background())
+		type drained struct {
+			n   int
+			err error
+		}
+		firstDone := make(chan drained, 1)
+		go func() {
+			n, err := first.Drain(firstCtx)
+			firstDone <- drained{n, err}
+		}()
+		<-started
+
+		// Once the lease has run out, the second worker claims the delivery and its
+		// attempt fails, to be retried after a backoff.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := second.Drain(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second worker never claimed the delivery after the lease ran out")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+
+		close(release)
+		if got := <-firstDone; got.err != nil {
+			t.Fatalf("first worker's Drain = %d, %v; want no error for the lost lease", got.n, got.err)
+		}
+		d := delivery(t, db, "d1")
+		if d.State != store.DeliveryPending || d.Attempts != 2 || d.LastError != "second attempt failed" {
+			t.Errorf("d1 = %+v, want pending after the failed second attempt", d)
+		}
+		if n, _ := second.Drain(context.Background()); n != 0 {
+			t.Errorf("d1 claimed during the second attempt's backoff: the late outcome reset it")
+		}
+
+		var warned bool
+		for line := range strings.Lines(logs.String()) {
+			var entry map[string]any
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if entry["level"] == "warn" && entry[LogKeyDeliveryID] == "d1" && entry["attempt"] == float64(1) &&
+				strings.Contains(fmt.Sprint(entry["error"]), store.ErrLeaseLost.Error()) {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Errorf("no warning naming d1, attempt 1 and the lost lease; logs:\n%s", logs.String())
+		}
+	})
+}
+
+// TestInboxHandlerDeadlineCountsFromTheClaim: deliveries later in a batch have spent
+// part of their lease waiting, so their handlers get only what is left of it, and
+// none when it is nearly over.
+func TestInboxHandlerDeadlineCountsFromTheClaim(t *testing.T) {
+	const lease = time.Second
+	tests := map[string]struct {
+		firstTakes time.Duration
+		wantSecond bool // whether the second delivery is handled in the same batch
+	}{
+		"second delivery gets what is left of the lease": {firstTakes: 400 * time.Millisecond, wantSecond: true},
+		"second delivery left for a later claim":         {firstTakes: 950 * time.Millisecond, wantSecond: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				insert(t, db, "push", "d1")
+				insert(t, db, "push", "d2")
+				var secondDeadline time.Time
+				var secondLease time.Time
+				h := &recorder{events: []string{"push"}, handle: func(ctx context.Context, id string) error {
+					if id == "d1" {
+						time.Sleep(tc.firstTakes) // within the lease, ignoring the context
+						return nil
+					}
+					secondDeadline, _ = ctx.Deadline()
+					secondLease = delivery(t, db, id).LeaseExpiresAt
+					return nil
+				}}
+				in, err := NewInbox(db, InboxOptions{Lease: lease}, h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := in.Drain(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				got, _ := h.counts()
+				if got["d1"] != 1 {
+					t.Fatalf("d1 handled %d times, want once", got["d1"])
+				}
+				if !tc.wantSecond {
+					if got["d2"] != 0 {
+						t.Fatalf("d2 started with its lease nearly over")
+					}
+					if d := delivery(t, db, "d2"); d.State != store.DeliveryProcessing || d.Attempts != 1 {
+						t.Fatalf("d2 = %+v, want still leased on attempt 1, for a later claim", d)
+					}
+					return
+				}
+				if got["d2"] != 1 {
+					t.Fatalf("d2 handled %d times, want once", got["d2"])
+				}
+				if secondDeadline.IsZero() || !secondDeadline.Before(secondLease) {
+					t.Errorf("d2's handler deadline %v is not before its lease expiry %v", secondDeadline, secondLease)
+				}
+			})
 		})
 	}
 }

@@ -38,6 +38,10 @@ const sqliteBusyTimeout = 5 * time.Second
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("already exists")
+	// ErrLeaseLost: a worker tried to record the outcome of a webhook delivery it no
+	// longer holds: its lease ran out and another worker claimed the delivery since,
+	// or the delivery was finished already.
+	ErrLeaseLost = errors.New("webhook delivery lease lost")
 )
 
 // DB is an open database with its dialect. It embeds *sqlx.DB, so Rebind, GetContext,

@@ -173,17 +173,25 @@ func TestWebhookInbox(t *testing.T) {
 			t.Fatalf("second claim = %+v, %v; want only d3 (d1, d2 are leased)", next, err)
 		}
 
-		if err := db.CompleteWebhookDelivery(ctx, "d1"); err != nil {
+		if err := db.CompleteWebhookDelivery(ctx, claimed[0].Claim()); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FailWebhookDelivery(ctx, "d2", "github unreachable", true); err != nil {
+		if err := db.RetryWebhookDeliveryAt(ctx, claimed[1].Claim(), "github unreachable", time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FailWebhookDelivery(ctx, "d3", "bad payload", false); err != nil {
+		if err := db.FailWebhookDelivery(ctx, next[0].Claim(), "bad payload"); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.CompleteWebhookDelivery(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		unknown := store.DeliveryClaim{DeliveryID: "nope", Attempt: 1}
+		if err := db.CompleteWebhookDelivery(ctx, unknown); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("complete unknown: got %v, want ErrNotFound", err)
+		}
+		if err := db.FailWebhookDelivery(ctx, unknown, "x"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("fail unknown: got %v, want ErrNotFound", err)
+		}
+		// A finished delivery is no longer held by the claim that finished it.
+		if err := db.CompleteWebhookDelivery(ctx, claimed[0].Claim()); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("second completion: got %v, want ErrLeaseLost", err)
 		}
 		retried, err := db.ClaimWebhookDeliveries(ctx, 10, time.Minute)
 		if err != nil || len(retried) != 1 || retried[0].DeliveryID != "d2" || retried[0].Attempts != 2 || retried[0].LastError != "github unreachable" {

@@ -352,10 +352,14 @@ func TestRetriedDeliveryWaitsForItsTime(t *testing.T) {
 		if err != nil || len(claimed) != 2 {
 			t.Fatalf("claim = %d, %v", len(claimed), err)
 		}
-		if err := db.RetryWebhookDeliveryAt(ctx, "d0", "boom", time.Now().Add(time.Hour)); err != nil {
+		byID := map[string]store.DeliveryClaim{}
+		for _, d := range claimed {
+			byID[d.DeliveryID] = d.Claim()
+		}
+		if err := db.RetryWebhookDeliveryAt(ctx, byID["d0"], "boom", time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.RetryWebhookDeliveryAt(ctx, "d1", "boom", time.Now().Add(-time.Millisecond)); err != nil {
+		if err := db.RetryWebhookDeliveryAt(ctx, byID["d1"], "boom", time.Now().Add(-time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		claimed, err = db.ClaimWebhookDeliveries(ctx, 10, time.Minute)
@@ -369,7 +373,7 @@ func TestRetriedDeliveryWaitsForItsTime(t *testing.T) {
 		if err != nil || d0.State != store.DeliveryPending || d0.LastError != "boom" {
 			t.Errorf("d0 = %+v, %v; want pending with its error", d0, err)
 		}
-		if err := db.RetryWebhookDeliveryAt(ctx, "missing", "x", time.Now()); !errors.Is(err, store.ErrNotFound) {
+		if err := db.RetryWebhookDeliveryAt(ctx, store.DeliveryClaim{DeliveryID: "missing", Attempt: 1}, "x", time.Now()); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("retry of an unknown delivery: %v, want ErrNotFound", err)
 		}
 	})

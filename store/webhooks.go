@@ -160,27 +160,73 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit int, lease time.
 	return out, nil
 }
 
-// CompleteWebhookDelivery marks a delivery as processed.
-func (db *DB) CompleteWebhookDelivery(ctx context.Context, id string) error {
-	return db.finishWebhookDelivery(ctx, id, DeliveryDone, "")
+// DeliveryClaim identifies one claim of a delivery: the delivery and the attempt
+// number its claim returned. Claims are fenced by it: once a lease runs out and
+// another worker claims the delivery again, attempts moves on, and the outcome of
+// the older claim is refused with ErrLeaseLost instead of overwriting the newer
+// attempt's state.
+type DeliveryClaim struct {
+	DeliveryID string
+	Attempt    int
 }
 
-// FailWebhookDelivery records why processing failed. With retry the delivery goes
-// back to pending for another attempt; without, it is parked as failed.
-func (db *DB) FailWebhookDelivery(ctx context.Context, id, reason string, retry bool) error {
-	if retry {
-		res, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
-			SET state = ?, last_error = ?, lease_expires_at = NULL WHERE delivery_id = ?`), DeliveryPending, reason, id)
-		return checkOneRow(res, err, "webhook delivery "+id)
-	}
-	return db.finishWebhookDelivery(ctx, id, DeliveryFailed, reason)
+// Claim is the claim this delivery, as returned by ClaimWebhookDeliveries, stands for.
+func (d WebhookDelivery) Claim() DeliveryClaim {
+	return DeliveryClaim{DeliveryID: d.DeliveryID, Attempt: d.Attempts}
 }
 
-func (db *DB) finishWebhookDelivery(ctx context.Context, id string, state DeliveryState, reason string) error {
+func (c DeliveryClaim) String() string {
+	return fmt.Sprintf("webhook delivery %s attempt %d", c.DeliveryID, c.Attempt)
+}
+
+// CompleteWebhookDelivery marks a claimed delivery as processed. ErrLeaseLost when
+// the claim no longer holds the delivery, ErrNotFound when there is no such delivery.
+func (db *DB) CompleteWebhookDelivery(ctx context.Context, claim DeliveryClaim) error {
+	return db.finishWebhookDelivery(ctx, claim, DeliveryDone, "")
+}
+
+// FailWebhookDelivery parks a claimed delivery as failed, keeping why; it is not
+// tried again (RetryWebhookDeliveryAt is for failures worth another attempt).
+// ErrLeaseLost when the claim no longer holds the delivery, ErrNotFound when there is
+// no such delivery.
+func (db *DB) FailWebhookDelivery(ctx context.Context, claim DeliveryClaim, reason string) error {
+	return db.finishWebhookDelivery(ctx, claim, DeliveryFailed, reason)
+}
+
+func (db *DB) finishWebhookDelivery(ctx context.Context, claim DeliveryClaim, state DeliveryState, reason string) error {
 	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
-		SET state = ?, last_error = ?, lease_expires_at = NULL, finished_at = ? WHERE delivery_id = ?`),
-		state, reason, toMillis(time.Now()), id)
-	return checkOneRow(res, err, "webhook delivery "+id)
+		SET state = ?, last_error = ?, lease_expires_at = NULL, finished_at = ?
+		WHERE delivery_id = ? AND state = ? AND attempts = ?`),
+		state, reason, toMillis(time.Now()), claim.DeliveryID, DeliveryProcessing, claim.Attempt)
+	return db.checkClaimed(ctx, res, err, claim)
+}
+
+// checkClaimed explains a fenced UPDATE of a claimed delivery that matched no row:
+// ErrNotFound when the delivery does not exist, ErrLeaseLost when it does but the
+// claim no longer holds it (re-claimed after its lease ran out, or already finished).
+func (db *DB) checkClaimed(ctx context.Context, res sql.Result, err error, claim DeliveryClaim) error {
+	if err != nil {
+		return fmt.Errorf("update %s: %w", claim, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("update %s: %w", claim, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	// Deliveries are never deleted, so a row seen now existed at the UPDATE too.
+	var state string
+	var attempts int
+	err = db.QueryRowxContext(ctx, db.Rebind(`SELECT state, attempts FROM webhook_deliveries WHERE delivery_id = ?`),
+		claim.DeliveryID).Scan(&state, &attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("webhook delivery %s: %w", claim.DeliveryID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", claim, err)
+	}
+	return fmt.Errorf("%s: delivery is %s on attempt %d: %w", claim, state, attempts, ErrLeaseLost)
 }
 
 // checkOneRow turns an UPDATE that matched nothing into ErrNotFound.
