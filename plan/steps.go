@@ -301,7 +301,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}
-	req := render.Request{RepoDir: snap.Dir, Apps: rapps, App: appKey, Change: change,
+	req := render.Request{RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey, Change: change,
 		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
 	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal

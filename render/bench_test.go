@@ -186,6 +186,24 @@ func BenchmarkPlanMonorepo(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanMonorepoSameCommit is BenchmarkPlanMonorepo with the tree
+// identified (Request.TreeID), as the pipeline plans on extracted commits: the
+// steady state of repeated plans on one commit, each app's reach remembered.
+func BenchmarkPlanMonorepoSameCommit(b *testing.B) {
+	for _, size := range []struct{ bases, overlays, plain int }{{1, 5, 5}, {50, 10, 500}} {
+		b.Run(fmt.Sprintf("apps=%d", size.bases*size.overlays+size.plain), func(b *testing.B) {
+			repo, all := monorepo(b, size.bases, size.overlays, 12, size.plain)
+			req := Request{RepoDir: repo, TreeID: "monorepo@" + b.Name(), Apps: all, App: all[0].Name,
+				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
+				Change: Change{Image: &Image{Container: "svc01", Tag: "2.0.0"}}}
+			if _, err := Plan(context.Background(), req); err != nil {
+				b.Fatalf("Plan: %v", err)
+			}
+			benchPlan(b, req, "")
+		})
+	}
+}
+
 // BenchmarkPlanSharedFolder200 edits a folder that 200 Applications (different
 // destinations) deploy: all 200 are rendered and verified, and the plan is refused
 // because the change would reach the 199 other destinations.

@@ -73,6 +73,8 @@ type appReach struct {
 type reachCall struct {
 	once  sync.Once
 	reach *appReach
+	// remembered is the key the call is shared under across plans, if any.
+	remembered *reachMemoKey
 }
 
 func newPlanner(ctx context.Context, req Request) (*planner, error) {
@@ -133,16 +135,26 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 }
 
 // reach computes (once) which files an Application reads. Concurrent callers for
-// the same app wait for one computation.
+// the same app wait for one computation. The reach is of the tree as given, never
+// of an edited view: with a TreeID it is shared with every plan on that tree.
 func (p *planner) reach(app Application) *appReach {
 	p.reachMu.Lock()
 	c, ok := p.reachCache[app.Name]
 	if !ok {
-		c = &reachCall{}
+		if p.req.TreeID != "" {
+			c = rememberedReaches.call(reachMemoKey{tree: p.req.TreeID, app: app.Name, source: sourceKey(app)})
+		} else {
+			c = &reachCall{}
+		}
 		p.reachCache[app.Name] = c
 	}
 	p.reachMu.Unlock()
-	c.once.Do(func() { c.reach = p.computeReach(app) })
+	c.once.Do(func() {
+		c.reach = p.computeReach(app)
+		if c.remembered != nil && !c.reach.rememberable() {
+			rememberedReaches.forget(*c.remembered, c)
+		}
+	})
 	return c.reach
 }
 

@@ -159,6 +159,14 @@ func (c Change) kind() (string, error) {
 type Request struct {
 	// RepoDir is the repository checkout; it is read, never written.
 	RepoDir string
+	// TreeID, when set, identifies the exact content of RepoDir (for example the
+	// commit SHA of an extracted archive). Facts derived from the unmodified tree
+	// (each Application's reach: the files and directories its render can read)
+	// are then kept per TreeID and Application, and reused by later plans with
+	// the same TreeID; the edited files are still judged per plan. Leave it empty
+	// when RepoDir can change: a TreeID reused for different content gives wrong
+	// affected apps.
+	TreeID string
 	// Apps are the Applications that deploy from the repository (at least App).
 	Apps []Application
 	// App names the Application that manages the target (and receives a new resource).
