@@ -44,6 +44,8 @@ type fakeCluster struct {
 	// unread makes the decision name the Application from the resource's tracking
 	// id without reading it, as kube does before its cache holds a new Application.
 	unread bool
+	// dryRunErr is what the server-side dry-run answers (nil: accepted).
+	dryRunErr error
 }
 
 func newFakeCluster() *fakeCluster {
@@ -124,7 +126,7 @@ func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dryRuns++
-	return nil
+	return c.dryRunErr
 }
 
 // lineRenderer edits "replicas: N" in the target's file: enough of render's contract
