@@ -23,12 +23,7 @@ func configMap(name string) string {
 // knows: shared bases, components (listed and given by the Application), "../"
 // chains, patches, generators, apps that only share a parent directory, and files
 // read under another name through symlinks inside the repository.
-var reachRepos = map[string]struct {
-	files map[string]string
-	// links are symlinks: link path to target, relative to the link.
-	links map[string]string
-	apps  []Application
-}{
+var reachRepos = map[string]reachRepo{
 	"shared base, ../ chains and a component": {
 		files: map[string]string{
 			"bases/web/kustomization.yaml":        "resources:\n  - deployment.yaml\n  - ../../shared/common\n",
@@ -138,6 +133,32 @@ func padApps(files map[string]string, apps []Application, to int) []Application 
 	return apps
 }
 
+// reachRepo is one repository of reachRepos.
+type reachRepo struct {
+	files map[string]string
+	// links are symlinks: link path to target, relative to the link.
+	links map[string]string
+	apps  []Application
+}
+
+// setUp writes the repository, with filler apps beyond the parallel-reach threshold
+// when padded, and returns its files (a copy the caller may change), Applications
+// and directory.
+func (c reachRepo) setUp(t *testing.T, padded bool) (files map[string]string, apps []Application, repo string) {
+	t.Helper()
+	files = map[string]string{}
+	for k, v := range c.files {
+		files[k] = v
+	}
+	apps = append([]Application(nil), c.apps...)
+	if padded {
+		apps = padApps(files, apps, parallelReachThreshold+1)
+	}
+	repo = writeRepo(t, files)
+	writeLinks(t, repo, c.links)
+	return files, apps, repo
+}
+
 // TestReachNeverMissesAnAffectedApp breaks every file of each repository in turn,
 // on disk, and renders every Application with kustomize from the broken
 // repository: an app whose render changes or fails must be among those the
@@ -148,16 +169,7 @@ func TestReachNeverMissesAnAffectedApp(t *testing.T) {
 	for name, repoCase := range reachRepos {
 		for _, padded := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/padded=%v", name, padded), func(t *testing.T) {
-				files := map[string]string{}
-				for k, v := range repoCase.files {
-					files[k] = v
-				}
-				apps := append([]Application(nil), repoCase.apps...)
-				if padded {
-					apps = padApps(files, apps, parallelReachThreshold+1)
-				}
-				repo := writeRepo(t, files)
-				writeLinks(t, repo, repoCase.links)
+				files, apps, repo := repoCase.setUp(t, padded)
 				p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
 					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 				if err != nil {
@@ -314,15 +326,7 @@ func TestAffectedNamesEveryReader(t *testing.T) {
 		"new file in the overlay":     {"overlays/prod/kukie-deployment-web.yaml", []string{"prod"}},
 	}
 	for _, padded := range []bool{false, true} {
-		files := map[string]string{}
-		for k, v := range repoCase.files {
-			files[k] = v
-		}
-		apps := append([]Application(nil), repoCase.apps...)
-		if padded {
-			apps = padApps(files, apps, parallelReachThreshold+1)
-		}
-		repo := writeRepo(t, files)
+		_, apps, repo := repoCase.setUp(t, padded)
 		for name, tc := range cases {
 			t.Run(fmt.Sprintf("%s/padded=%v", name, padded), func(t *testing.T) {
 				p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: "prod",

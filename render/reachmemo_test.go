@@ -46,16 +46,7 @@ func TestRememberedReachesAgreeWithFresh(t *testing.T) {
 	for name, repoCase := range reachRepos {
 		for _, padded := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/padded=%v", name, padded), func(t *testing.T) {
-				files := map[string]string{}
-				for k, v := range repoCase.files {
-					files[k] = v
-				}
-				apps := append([]Application(nil), repoCase.apps...)
-				if padded {
-					apps = padApps(files, apps, parallelReachThreshold+1)
-				}
-				repo := writeRepo(t, files)
-				writeLinks(t, repo, repoCase.links)
+				_, apps, repo := repoCase.setUp(t, padded)
 				treeID := "repo@" + t.Name()
 
 				first := newTestPlanner(t, repo, treeID, apps)
@@ -150,12 +141,7 @@ func TestRememberedReachesAreKeptPerTree(t *testing.T) {
 // refused one, with a TreeID (cold, then warm) and without: same outcome.
 func TestPlanWithTreeIDMatchesPlanWithout(t *testing.T) {
 	repoCase := reachRepos["shared base, ../ chains and a component"]
-	files := map[string]string{}
-	for k, v := range repoCase.files {
-		files[k] = v
-	}
-	apps := padApps(files, append([]Application(nil), repoCase.apps...), parallelReachThreshold+1)
-	repo := writeRepo(t, files)
+	_, apps, repo := repoCase.setUp(t, true)
 	cases := map[string]struct {
 		app     string
 		replica int64
