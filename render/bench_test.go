@@ -83,21 +83,6 @@ images:
 `, namespace, base)
 }
 
-func writeFiles(b *testing.B, files map[string]string) string {
-	b.Helper()
-	dir := b.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // monorepo generates bases × overlaysPerBase overlay apps (objects per base) and
 // directoryApps plain apps of 3 objects each.
 func monorepo(b *testing.B, bases, overlaysPerBase, objects, directoryApps int) (string, []Application) {
@@ -118,7 +103,7 @@ func monorepo(b *testing.B, bases, overlaysPerBase, objects, directoryApps int) 
 		delete(files, dir+"/kustomization.yaml")
 		apps = append(apps, Application{Name: fmt.Sprintf("plain-%03d", i), Path: dir, SourceType: SourceDirectory, Namespace: fmt.Sprintf("plain-%03d", i)})
 	}
-	return writeFiles(b, files), apps
+	return writeRepo(b, files), apps
 }
 
 func benchPlan(b *testing.B, req Request, wantRefusal string) {
@@ -211,7 +196,7 @@ func BenchmarkPlanSharedFolder200(b *testing.B) {
 	files := map[string]string{}
 	genBase(files, "bases/web", 30)
 	genOverlay(files, "overlays/all", "../../bases/web", "")
-	repo := writeFiles(b, files)
+	repo := writeRepo(b, files)
 	one := []Application{{Path: "overlays/all", SourceType: SourceKustomize}}
 	var apps []Application
 	for i := range 200 {

@@ -11,7 +11,7 @@ import (
 )
 
 // writeRepo writes files (relative path → content) into a new temporary repository.
-func writeRepo(t *testing.T, files map[string]string) string {
+func writeRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for p, content := range files {
