@@ -9,7 +9,9 @@
 // (on a test clock) and are scoped to repositories and permissions, App JWTs are
 // verified against the App's key, git objects are real (SHAs equal what git computes),
 // and errors carry GitHub's status codes and bodies. Every request is counted so a test
-// can assert that some path made no call to GitHub at all.
+// can assert that some path made no call to GitHub at all. InjectFault makes chosen
+// routes fail as GitHub does on a bad day (5xx, requests that never answer, primary and
+// secondary rate limits with their headers), for a number of requests or until removed.
 //
 // Clients use the server as a GitHub Enterprise host: the REST API answers both at the
 // root and under /api/v3/, so go-github's WithEnterpriseURLs(srv.URL(), srv.URL()) and

@@ -49,6 +49,8 @@ type Server struct {
 	totalRequests int
 	// onRequest holds test hooks run before an endpoint is served (see OnRequest).
 	onRequest map[string]func()
+	// faults are the injected faults in injection order (see InjectFault).
+	faults []*injectedFault
 	// verifiedCommits are commits GitHub would have signed (made by the App through
 	// the API without a custom author or committer).
 	verifiedCommits map[string]bool
@@ -57,6 +59,10 @@ type Server struct {
 	oauth *oauthState
 
 	hooks *deliverer
+	// closing is closed when Close starts, so requests a fault holds end and Close
+	// does not wait on them.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New starts a fake GitHub that is closed when the test ends.
@@ -107,6 +113,7 @@ func NewServer() (*Server, error) {
 		requests:        map[string]int{},
 		onRequest:       map[string]func(){},
 		verifiedCommits: map[string]bool{},
+		closing:         make(chan struct{}),
 	}
 	s.hooks = newDeliverer(s)
 	s.srv = httptest.NewServer(s.routes())
@@ -115,6 +122,7 @@ func NewServer() (*Server, error) {
 
 // Close stops the server, the webhook deliverer and removes the repositories.
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.srv.Close()
 	s.hooks.stop()
 	_ = os.RemoveAll(s.dir)
@@ -241,6 +249,9 @@ func (s *Server) routes() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = stripAPIPrefix(r)
+		if f := s.takeFault(r); f != nil && s.serveFault(w, r, f) {
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.count(unmatchedEndpoint)
 			writeError(w, r, http.StatusNotFound, "Not Found")
