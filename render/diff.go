@@ -53,9 +53,11 @@ func hunkRange(start, stop int) string {
 }
 
 // gitDiff renders the edits as one git-style unified diff, secret values masked.
-func gitDiff(edits []FileEdit) string {
+// roles says which edited files kustomize generators read (see generatorRoles).
+func gitDiff(edits []FileEdit, roles map[string]sourceRole) string {
 	var b strings.Builder
 	for _, e := range edits {
+		role := roles[e.Path]
 		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", e.Path, e.Path)
 		if e.Created {
 			b.WriteString("new file mode 100644\n--- /dev/null\n")
@@ -63,7 +65,7 @@ func gitDiff(edits []FileEdit) string {
 			fmt.Fprintf(&b, "--- a/%s\n", e.Path)
 		}
 		fmt.Fprintf(&b, "+++ b/%s\n", e.Path)
-		unifiedHunks(&b, maskFileLines(e.Old), maskFileLines(e.New))
+		unifiedHunks(&b, maskFileLines(e.Old, role), maskFileLines(e.New, role))
 	}
 	return b.String()
 }
@@ -377,9 +379,7 @@ func describeDifferences(o *object, diffs []difference) []string {
 	var lines []string
 	for _, d := range diffs {
 		want, got := d.want, d.got
-		if isSensitivePath(group, o.kind, d.segs) {
-			want, got = maskValue(want), maskValue(got)
-		}
+		want, got = maskValueAt(group, o.kind, d.segs, want), maskValueAt(group, o.kind, d.segs, got)
 		var msg string
 		switch {
 		case isAbsent(want):
@@ -397,11 +397,4 @@ func describeDifferences(o *object, diffs []difference) []string {
 func isAbsent(v any) bool {
 	_, ok := v.(absent)
 	return ok
-}
-
-func maskValue(v any) any {
-	if isAbsent(v) {
-		return v
-	}
-	return redacted
 }

@@ -1,224 +1,112 @@
 package render
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
-// redacted replaces every secret value render would otherwise show.
+// Masking happens here and in maskfile.go, and nowhere else: every text render
+// returns (git diff, cluster diff, field changes, differences in refusals) is built
+// from masked input, so no caller has to mask again and no output can forget to.
+// Objects are masked by structure; files by line, from their parse (maskfile.go).
+
+// redacted replaces every secret value render would otherwise show. Keys stay, so
+// a reader still sees what is there and where a change is.
 const redacted = "[redacted]"
 
-// secretLookingKey matches ConfigMap keys whose values are treated as secrets.
-var secretLookingKey = regexp.MustCompile(`(?i)(password|passwd|token|secret|key|credential)`)
+// secretLookingName matches the names of keys and environment variables whose
+// values are treated as secrets: ConfigMap keys, generator literals and env file
+// entries, container env entries. A bare "key" counts only as a word of its own
+// (tls.key, SIGNING_KEY, privateKey), not inside another word (MONKEY_MODE).
+var secretLookingName = regexp.MustCompile(`(?i)(passw(or)?d|pwd|secret|token|credential|auth|` +
+	`api[-_.]?key|private[-_.]?key|access[-_.]?key|dsn|connection[-_.]?string|` +
+	`(^|[^a-z])key([^a-z]|$)|(?-i:[a-z]Key)$)`)
+
+// looksSecret reports whether a key or variable name suggests a secret value.
+func looksSecret(name string) bool {
+	return secretLookingName.MatchString(name)
+}
 
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // isSensitivePath reports whether the value at path (from the object root) of an
-// object of this group and kind must never be shown.
+// object of this group and kind must never be shown. Path segments are map keys and
+// list item labels as the comparer writes them ("[name=X]", "[0]").
 func isSensitivePath(group, kind string, path []string) bool {
-	if group != "" || len(path) == 0 {
+	if len(path) == 0 {
+		return false
+	}
+	// An env entry (or any named item) whose name looks secret: its value.
+	if n := len(path); n >= 2 && path[n-1] == "value" {
+		if name, ok := strings.CutPrefix(path[n-2], "[name="); ok && looksSecret(strings.TrimSuffix(name, "]")) {
+			return true
+		}
+	}
+	// The last-applied annotation is a copy of the whole object, secrets included.
+	if len(path) >= 3 && path[0] == "metadata" && path[1] == "annotations" && path[2] == lastAppliedAnnotation {
+		return true
+	}
+	if group != "" {
 		return false
 	}
 	switch kind {
 	case "Secret":
-		if path[0] == "data" || path[0] == "stringData" {
-			return true
-		}
-		return len(path) >= 3 && path[0] == "metadata" && path[1] == "annotations" && path[2] == lastAppliedAnnotation
+		return path[0] == "data" || path[0] == "stringData"
 	case "ConfigMap":
-		return len(path) >= 2 && (path[0] == "data" || path[0] == "binaryData") && secretLookingKey.MatchString(path[1])
+		return len(path) >= 2 && (path[0] == "data" || path[0] == "binaryData") && looksSecret(path[1])
 	}
 	return false
 }
 
 // maskBody returns a copy of an object's body with every sensitive value replaced.
 func maskBody(group, kind string, body map[string]any) map[string]any {
-	out := deepCopy(body).(map[string]any)
-	if group != "" || (kind != "Secret" && kind != "ConfigMap") {
+	if body == nil {
+		return nil
+	}
+	return maskValueAt(group, kind, nil, body).(map[string]any)
+}
+
+// maskValueAt returns a copy of v, found at path in an object of group and kind,
+// with every sensitive value in it replaced. A sensitive map keeps its keys.
+func maskValueAt(group, kind string, path []string, v any) any {
+	if isAbsent(v) || v == nil {
+		return v
+	}
+	sensitive := isSensitivePath(group, kind, path)
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		// A map that names itself like a secret holds its value in "value", wherever
+		// it sits (an env entry outside a named list, a patch's value).
+		named, _ := x["name"].(string)
+		for k, cv := range x {
+			switch {
+			case sensitive:
+				out[k] = redacted
+			case k == "value" && looksSecret(named):
+				out[k] = redacted
+			default:
+				out[k] = maskValueAt(group, kind, childPath(path, k), cv)
+			}
+		}
+		return out
+	case []any:
+		if sensitive {
+			return redacted
+		}
+		out := make([]any, len(x))
+		for i, it := range x {
+			out[i] = maskValueAt(group, kind, childPath(path, itemLabel(it, i)), it)
+		}
 		return out
 	}
-	for _, section := range []string{"data", "stringData", "binaryData"} {
-		m, ok := out[section].(map[string]any)
-		if !ok {
-			if _, present := out[section]; present && kind == "Secret" {
-				out[section] = redacted
-			}
-			continue
-		}
-		for k := range m {
-			if isSensitivePath(group, kind, []string{section, k}) {
-				m[k] = redacted
-			}
-		}
+	if sensitive {
+		return redacted
 	}
-	if kind == "Secret" {
-		if ann, ok := getPath(out, []string{"metadata", "annotations"}); ok {
-			if m, ok := ann.(map[string]any); ok {
-				if _, ok := m[lastAppliedAnnotation]; ok {
-					m[lastAppliedAnnotation] = redacted
-				}
-			}
-		}
-	}
-	return out
+	return v
 }
 
-// maskFileLines splits a manifest file into lines (each keeping its line ending) and
-// replaces the values of Secret data and of secret-looking ConfigMap keys. Keys stay
-// visible so a reader still sees where the change is.
-func maskFileLines(data []byte) []string {
-	lines := splitLines(data)
-	for _, r := range sensitiveRanges(data, len(lines)) {
-		for i := r.from; i <= r.to && i <= len(lines); i++ {
-			if strings.HasPrefix(lines[i-1], "---") || strings.HasPrefix(lines[i-1], "...") {
-				continue
-			}
-			lines[i-1] = redactLine(lines[i-1])
-		}
-	}
-	return lines
-}
-
-// splitLines splits after each "\n"; a final line without one is kept as is.
-func splitLines(data []byte) []string {
-	if len(data) == 0 {
-		return nil
-	}
-	parts := strings.SplitAfter(string(data), "\n")
-	if parts[len(parts)-1] == "" {
-		parts = parts[:len(parts)-1]
-	}
-	return parts
-}
-
-var keyPrefix = regexp.MustCompile(`^(\s*(?:-\s+)?(?:"[^"]*"|'[^']*'|[^\s:#][^:#]*?)\s*:)`)
-
-func redactLine(line string) string {
-	body, ending := line, ""
-	if strings.HasSuffix(body, "\r\n") {
-		body, ending = body[:len(body)-2], "\r\n"
-	} else if strings.HasSuffix(body, "\n") {
-		body, ending = body[:len(body)-1], "\n"
-	}
-	if strings.TrimSpace(body) == "" {
-		return line
-	}
-	if m := keyPrefix.FindString(body); m != "" {
-		return m + " " + redacted + ending
-	}
-	indent := body[:len(body)-len(strings.TrimLeft(body, " \t"))]
-	return indent + redacted + ending
-}
-
-type lineRange struct{ from, to int }
-
-// sensitiveRanges finds the 1-based line ranges holding secret values. A file that
-// does not parse is masked whole when it mentions a Secret, since its structure is
-// unknown.
-func sensitiveRanges(data []byte, lineCount int) []lineRange {
-	if !bytes.Contains(data, []byte("Secret")) && !bytes.Contains(data, []byte("ConfigMap")) {
-		return nil
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*yaml.Node
-	for {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if err != nil {
-			if err.Error() == "EOF" {
-				break
-			}
-			if bytes.Contains(data, []byte("Secret")) {
-				return []lineRange{{1, lineCount}}
-			}
-			return nil
-		}
-		docs = append(docs, &n)
-	}
-	var out []lineRange
-	for i, doc := range docs {
-		end := lineCount
-		if i+1 < len(docs) {
-			end = docStartLine(docs[i+1]) - 1
-		}
-		root := doc
-		if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-			root = root.Content[0]
-		}
-		if root.Kind != yaml.MappingNode {
-			continue
-		}
-		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
-		if strings.Contains(apiVersion, "/") || (kind != "Secret" && kind != "ConfigMap") {
-			continue
-		}
-		for j := 0; j+1 < len(root.Content); j += 2 {
-			key, val := root.Content[j], root.Content[j+1]
-			sectionEnd := end
-			if j+2 < len(root.Content) {
-				sectionEnd = root.Content[j+2].Line - 1
-			}
-			switch {
-			case kind == "Secret" && (key.Value == "data" || key.Value == "stringData"):
-				out = append(out, lineRange{val.Line, sectionEnd})
-			case kind == "Secret" && key.Value == "metadata":
-				out = append(out, annotationRange(val, sectionEnd)...)
-			case kind == "ConfigMap" && (key.Value == "data" || key.Value == "binaryData") && val.Kind == yaml.MappingNode:
-				for k := 0; k+1 < len(val.Content); k += 2 {
-					if !secretLookingKey.MatchString(val.Content[k].Value) {
-						continue
-					}
-					to := sectionEnd
-					if k+2 < len(val.Content) {
-						to = val.Content[k+2].Line - 1
-					}
-					out = append(out, lineRange{val.Content[k].Line, to})
-				}
-			}
-		}
-	}
-	return out
-}
-
-func annotationRange(meta *yaml.Node, end int) []lineRange {
-	if meta.Kind != yaml.MappingNode {
-		return nil
-	}
-	for j := 0; j+1 < len(meta.Content); j += 2 {
-		if meta.Content[j].Value != "annotations" || meta.Content[j+1].Kind != yaml.MappingNode {
-			continue
-		}
-		ann := meta.Content[j+1]
-		for k := 0; k+1 < len(ann.Content); k += 2 {
-			if ann.Content[k].Value == lastAppliedAnnotation {
-				to := end
-				if k+2 < len(ann.Content) {
-					to = ann.Content[k+2].Line - 1
-				} else if j+2 < len(meta.Content) {
-					to = meta.Content[j+2].Line - 1
-				}
-				return []lineRange{{ann.Content[k].Line, to}}
-			}
-		}
-	}
-	return nil
-}
-
-func docStartLine(doc *yaml.Node) int {
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		return doc.Content[0].Line
-	}
-	return doc.Line
-}
-
-func scalarField(m *yaml.Node, key string) string {
-	for j := 0; j+1 < len(m.Content); j += 2 {
-		if m.Content[j].Value == key && m.Content[j+1].Kind == yaml.ScalarNode {
-			return m.Content[j+1].Value
-		}
-	}
-	return ""
+// childPath appends without sharing the parent's backing array between siblings.
+func childPath(path []string, seg string) []string {
+	return append(path[:len(path):len(path)], seg)
 }

@@ -2,6 +2,9 @@ package render
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -40,7 +43,7 @@ spec:
 `
 
 func TestMaskFileLines(t *testing.T) {
-	out := strings.Join(maskFileLines([]byte(secretsNearby)), "")
+	out := strings.Join(maskFileLines([]byte(secretsNearby), roleManifest), "")
 	for _, v := range []string{"s3cr3t-value-1", "s3cr3t-value-2", "s3cr3t-value-3", "s3cr3t-value-4"} {
 		if strings.Contains(out, v) {
 			t.Errorf("masked file still shows %s:\n%s", v, out)
@@ -51,7 +54,7 @@ func TestMaskFileLines(t *testing.T) {
 			t.Errorf("masked file lost %q:\n%s", keep, out)
 		}
 	}
-	if got, want := len(maskFileLines([]byte(secretsNearby))), strings.Count(secretsNearby, "\n"); got != want {
+	if got, want := len(maskFileLines([]byte(secretsNearby), roleManifest)), strings.Count(secretsNearby, "\n"); got != want {
 		t.Errorf("masking changed the line count: %d, want %d", got, want)
 	}
 }
@@ -107,5 +110,209 @@ func TestMaskBodyAndDifferences(t *testing.T) {
 	d := objectDiff("app", objKey{Kind: "Secret", Name: "db"}, secret, &object{apiVersion: "v1", kind: "Secret", name: "db", body: after})
 	if strings.Contains(d.Diff, "c2VjcmV0") || strings.Contains(d.Diff, "bmV3LXNlY3JldA") {
 		t.Fatalf("object diff leaks a secret:\n%s", d.Diff)
+	}
+}
+
+// kustomizeSecrets is a Kustomize app that holds a secret value in every shape
+// render masks; each value is distinct so a leak names its shape.
+var kustomizeSecrets = map[string]string{
+	"apps/web/kustomization.yaml": `resources:
+  - deployment.yaml
+  - settings.yaml
+secretGenerator:
+  - name: db
+    envs:
+      - secret.env
+    files:
+      - tls.key
+    literals:
+      - "dsn=postgres://app:lit-W4mK8pZ1@db/app"
+      - password=lit-Q7rT9vX2
+images:
+  - name: ghcr.io/example/web
+    newTag: 1.0.0
+configMapGenerator:
+  - literals: [LOG_LEVEL=debug, db_password=cm-lit-H3nB6yU5]
+    envs:
+      - settings.env
+    name: settings
+patches:
+  - target: {kind: Deployment, name: web}
+    patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web}
+      spec:
+        template:
+          spec:
+            containers:
+              - name: web
+                env:
+                  - name: SERVICE_TOKEN
+                    value: inline-J8cV2xN6
+`,
+	"apps/web/secret.env":   "# keys for the payment gateway\nAPI_TOKEN=env-F5gL1qS9\nREGION=eu\n",
+	"apps/web/settings.env": "FEATURE_X=on\nWEBHOOK_SECRET=cmenv-D2kP7wE4\n",
+	"apps/web/tls.key":      "-----BEGIN PRIVATE KEY-----\nfile-Z9aR3tY6\n-----END PRIVATE KEY-----\n",
+	"apps/web/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: ghcr.io/example/web
+          env:
+            - name: DB_PASSWORD
+              value: env-entry-M6uC4hK8
+            - name: LOG_FORMAT
+              value: json
+`,
+	"apps/web/settings.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: extra
+data:
+  api_key: cm-key-B1vN5sQ3
+  color: blue
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: manual
+stringData:
+  token: doc-X8eW2rT7
+`,
+}
+
+// kustomizeSecretValues are the secret values of kustomizeSecrets.
+var kustomizeSecretValues = []string{"lit-Q7rT9vX2", "lit-W4mK8pZ1", "cm-lit-H3nB6yU5", "inline-J8cV2xN6",
+	"env-F5gL1qS9", "cmenv-D2kP7wE4", "file-Z9aR3tY6", "env-entry-M6uC4hK8", "cm-key-B1vN5sQ3", "doc-X8eW2rT7"}
+
+// requireNoSecret fails when text shows any of values, clear or base64-encoded (as
+// a rendered Secret's data holds them).
+func requireNoSecret(t *testing.T, what, text string, values []string) {
+	t.Helper()
+	for _, v := range values {
+		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+			if strings.Contains(text, form) {
+				t.Errorf("%s shows secret %s (as %q):\n%s", what, v, form, text)
+			}
+		}
+	}
+}
+
+// TestKustomizeSecretsNeverShown plans an image change in the kustomization, whose
+// diff context holds the generators, and an env change on a container that carries
+// a secret env entry; no output may show a secret value, in any shape.
+func TestKustomizeSecretsNeverShown(t *testing.T) {
+	repo := writeRepo(t, kustomizeSecrets)
+	app := []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}}
+	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	for name, tc := range map[string]struct {
+		change Change
+		shows  []string // masked lines the diff must show, so the test sees the secrets' context
+	}{
+		"image": {Change{Image: &Image{Container: "web", Tag: "1.0.1"}},
+			[]string{"      - password=[redacted]\n", "  - literals: [redacted]\n"}},
+		"env": {Change{Env: &Env{Container: "web", Set: map[string]string{"LOG_FORMAT": "text"}}},
+			[]string{"              value: [redacted]\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: app, Target: target, Change: tc.change})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			for _, s := range tc.shows {
+				if !strings.Contains(res.GitDiff, s) {
+					t.Errorf("git diff lacks %q; the secrets are not in its context:\n%s", s, res.GitDiff)
+				}
+			}
+			out, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoSecret(t, "the result", string(out), kustomizeSecretValues)
+			var diffs string
+			for _, d := range res.ClusterDiff {
+				diffs += d.Diff
+			}
+			if !strings.Contains(diffs, "value: '[redacted]'") {
+				t.Errorf("the cluster diff lacks the Deployment's env; the test sees no env context:\n%s", diffs)
+			}
+		})
+	}
+}
+
+func TestMaskFileLinesShapes(t *testing.T) {
+	for name, tc := range map[string]struct {
+		role     sourceRole
+		in, want string
+	}{
+		"secret literals keep keys": {roleManifest,
+			"secretGenerator:\n- name: a\n  literals:\n  - user=app\n  - 'pass=x=y'\n  - \"tok=v\"\n",
+			"secretGenerator:\n- name: a\n  literals:\n  - user=[redacted]\n  - 'pass=[redacted]'\n  - \"tok=[redacted]\"\n"},
+		"config literals by name": {roleManifest,
+			"configMapGenerator:\n- name: a\n  literals: [LEVEL=info, api_key=k]\n  envs: [a.env]\n",
+			"configMapGenerator:\n- name: a\n  literals: [redacted]\n  envs: [a.env]\n"},
+		"env entry in a list, crlf": {roleManifest,
+			"env:\r\n- name: MY_TOKEN\r\n  # rotated monthly\r\n  value: >-\r\n    abc\r\n    def\r\n- name: HOST\r\n  value: h\r\n",
+			"env:\r\n- name: MY_TOKEN\r\n  # rotated monthly\r\n  value: [redacted]\r\n    [redacted]\r\n    [redacted]\r\n- name: HOST\r\n  value: h\r\n"},
+		"secret env file": {roleSecretEnv,
+			"# comment\nA=1\n\nB=two=2\nNOVALUE",
+			"# comment\nA=[redacted]\n\nB=[redacted]\nNOVALUE"},
+		"config env file": {roleConfigEnv,
+			"COLOR=blue\nDB_PASSWORD=p\n",
+			"COLOR=blue\nDB_PASSWORD=[redacted]\n"},
+		"secret file": {roleSecretFile,
+			"line one\n\n  line two",
+			"[redacted]\n\n  [redacted]"},
+		"unparsable with a secret": {roleManifest,
+			"kind: Secret\ndata: {a: [\n",
+			"kind: [redacted]\ndata: [redacted]\n"},
+		"plain config stays": {roleManifest,
+			"apiVersion: v1\nkind: ConfigMap\ndata:\n  color: blue\n  monkey: x\n",
+			"apiVersion: v1\nkind: ConfigMap\ndata:\n  color: blue\n  monkey: x\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := strings.Join(maskFileLines([]byte(tc.in), tc.role), ""); got != tc.want {
+				t.Errorf("masked:\n%q\nwant:\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGeneratorRolesFollowKustomizations: a file is masked as a generator source
+// when a kustomization at or above it names it, before or after the edit.
+func TestGeneratorRolesFollowKustomizations(t *testing.T) {
+	kusts := map[string][][]byte{
+		"apps":     {[]byte("secretGenerator:\n- name: s\n  envs: [web/s.env]\n  files: [k=web/id_rsa]\n")},
+		"apps/web": {[]byte("configMapGenerator:\n- name: c\n  env: c.env\n  files: [plain.txt, token.txt]\n")},
+	}
+	got := generatorRoles([]string{"apps/web/s.env", "apps/web/id_rsa", "apps/web/c.env", "apps/web/plain.txt", "apps/web/token.txt", "apps/web/deploy.yaml"},
+		func(dir string) [][]byte { return kusts[dir] })
+	want := map[string]sourceRole{"apps/web/s.env": roleSecretEnv, "apps/web/id_rsa": roleSecretFile,
+		"apps/web/c.env": roleConfigEnv, "apps/web/token.txt": roleSecretFile}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("roles %v, want %v", got, want)
+	}
+}
+
+func TestDifferencesMaskNestedSecrets(t *testing.T) {
+	dep := &object{apiVersion: "apps/v1", kind: "Deployment", name: "web"}
+	container := map[string]any{"name": "web", "env": []any{map[string]any{"name": "DB_PASSWORD", "value": "nested-R5tY7uI9"}}}
+	diffs := []difference{
+		{segs: []string{"spec", "template", "spec", "containers", "[name=web]"}, want: absent{}, got: container},
+		{segs: []string{"spec", "template", "spec", "containers", "[name=web]", "env", "[name=DB_PASSWORD]", "value"}, want: "nested-R5tY7uI9", got: "other-O2pL4kJ6"},
+	}
+	lines := strings.Join(describeDifferences(dep, diffs), "\n")
+	requireNoSecret(t, "differences", lines, []string{"nested-R5tY7uI9", "other-O2pL4kJ6"})
+	if !strings.Contains(lines, "DB_PASSWORD") {
+		t.Errorf("differences lost the env name: %s", lines)
 	}
 }

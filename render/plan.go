@@ -7,11 +7,13 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
+	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
@@ -697,9 +699,32 @@ func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*R
 		}
 		res.Edits = append(res.Edits, e)
 	}
-	res.GitDiff = gitDiff(res.Edits)
+	res.GitDiff = gitDiff(res.Edits, p.generatorRoles(c))
 	res.Warnings = append(append(append(res.Warnings, p.warnings...), c.warnings...), vr.warnings...)
 	return res, nil
+}
+
+// generatorRoles finds which of the candidate's files kustomize generators read,
+// judged by the kustomizations both before and after the edit.
+func (p *planner) generatorRoles(c *candidate) map[string]sourceRole {
+	return generatorRoles(c.paths(), func(dir string) [][]byte {
+		file, err := p.t.findKustomizationFile(dir)
+		if err != nil {
+			return nil
+		}
+		var out [][]byte
+		if file != "" {
+			if data, err := p.t.readFile(file); err == nil {
+				out = append(out, data)
+			}
+		}
+		for f, data := range c.files {
+			if path.Dir(f) == dir && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(f)) {
+				out = append(out, data)
+			}
+		}
+		return out
+	})
 }
 
 // refusal turns failed attempts into one refusal.

@@ -1,0 +1,451 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/types"
+)
+
+// A git diff shows lines without the document around them: a hunk of an unrelated
+// image change can carry a secretGenerator literal or a Secret's data as context.
+// So files are masked from their parse, before diffing: the line ranges that hold
+// secret values are found in the whole file, and those lines are replaced on both
+// sides of the diff. Line counts never change, so hunks still point at the real
+// lines.
+
+// sourceRole says how a kustomize generator reads a file, which decides what of its
+// content is secret.
+type sourceRole int
+
+const (
+	roleManifest   sourceRole = iota // YAML: masked by document shape
+	roleConfigEnv                    // configMapGenerator env file: values of secret-looking keys
+	roleSecretEnv                    // secretGenerator env file: every value
+	roleSecretFile                   // read whole into a Secret (or a secret-looking ConfigMap key)
+)
+
+// maskFileLines splits a file into lines (each keeping its line ending) and replaces
+// the secret values in it, as role and its parse say.
+func maskFileLines(data []byte, role sourceRole) []string {
+	lines := splitLines(data)
+	switch role {
+	case roleSecretFile:
+		for i := range lines {
+			lines[i] = redactWhole(lines[i])
+		}
+		return lines
+	case roleSecretEnv, roleConfigEnv:
+		for i := range lines {
+			lines[i] = redactEnvLine(lines[i], role == roleSecretEnv)
+		}
+		return lines
+	}
+	for _, m := range sensitiveRanges(data, len(lines)) {
+		for i := m.from; i <= m.to && i <= len(lines); i++ {
+			l := lines[i-1]
+			if strings.HasPrefix(l, "---") || strings.HasPrefix(l, "...") {
+				continue
+			}
+			if i > m.from && !m.block && strings.HasPrefix(strings.TrimSpace(l), "#") {
+				continue // a comment between this value and the next key
+			}
+			if m.literal && i == m.from {
+				lines[i-1] = redactLiteralLine(l)
+			} else {
+				lines[i-1] = redactLine(l)
+			}
+		}
+	}
+	return lines
+}
+
+// splitLines splits after each "\n"; a final line without one is kept as is.
+func splitLines(data []byte) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	parts := strings.SplitAfter(string(data), "\n")
+	if parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}
+
+// cutEnding splits a line into its text and its line ending.
+func cutEnding(line string) (string, string) {
+	if body, ok := strings.CutSuffix(line, "\r\n"); ok {
+		return body, "\r\n"
+	}
+	if body, ok := strings.CutSuffix(line, "\n"); ok {
+		return body, "\n"
+	}
+	return line, ""
+}
+
+var keyPrefix = regexp.MustCompile(`^(\s*(?:-\s+)?(?:"[^"]*"|'[^']*'|[^\s:#][^:#]*?)\s*:)`)
+
+// redactLine keeps a YAML line's key (or its indentation) and replaces the rest.
+func redactLine(line string) string {
+	body, ending := cutEnding(line)
+	if strings.TrimSpace(body) == "" {
+		return line
+	}
+	if m := keyPrefix.FindString(body); m != "" {
+		return m + " " + redacted + ending
+	}
+	return indentOf(body) + redacted + ending
+}
+
+// redactLiteralLine masks a generator literal item ("- key=value"), keeping the key.
+func redactLiteralLine(line string) string {
+	body, ending := cutEnding(line)
+	item, ok := strings.CutPrefix(strings.TrimLeft(body, " \t"), "-")
+	if !ok {
+		return redactLine(line) // a flow sequence: the whole line goes
+	}
+	item = strings.TrimLeft(item, " \t")
+	lead := body[:len(body)-len(item)]
+	quote := ""
+	if item != "" && (item[0] == '"' || item[0] == '\'') {
+		quote, item = item[:1], item[1:]
+	}
+	key, _, ok := strings.Cut(item, "=")
+	if !ok {
+		return lead + quote + redacted + quote + ending
+	}
+	return lead + quote + key + "=" + redacted + quote + ending
+}
+
+// redactEnvLine masks one KEY=VALUE line of an env file: every value when all, else
+// those of secret-looking keys. Comments and blank lines stay.
+func redactEnvLine(line string, all bool) string {
+	body, ending := cutEnding(line)
+	t := strings.TrimSpace(body)
+	if t == "" || strings.HasPrefix(t, "#") {
+		return line
+	}
+	key, _, ok := strings.Cut(body, "=")
+	if !ok {
+		// "KEY" alone takes the value from the environment; it shows no value.
+		return line
+	}
+	if !all && !looksSecret(strings.TrimSpace(key)) {
+		return line
+	}
+	return key + "=" + redacted + ending
+}
+
+func redactWhole(line string) string {
+	body, ending := cutEnding(line)
+	if strings.TrimSpace(body) == "" {
+		return line
+	}
+	return indentOf(body) + redacted + ending
+}
+
+func indentOf(s string) string {
+	return s[:len(s)-len(strings.TrimLeft(s, " \t"))]
+}
+
+// lineMask is a 1-based, inclusive range of lines holding a secret value.
+type lineMask struct {
+	from, to int
+	// block: the range is a block scalar, whose lines are all content.
+	block bool
+	// literal: the first line is a generator literal item ("- key=value").
+	literal bool
+}
+
+// sensitiveRanges finds the line ranges of a YAML file that hold secret values. A
+// file that does not parse is masked whole when it looks like it holds any, since
+// its structure is unknown.
+func sensitiveRanges(data []byte, lineCount int) []lineMask {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("Generator")) || looksSecret(string(data)) {
+				return []lineMask{{from: 1, to: lineCount, block: true}}
+			}
+			return nil
+		}
+		docs = append(docs, &n)
+	}
+	var out []lineMask
+	for i, doc := range docs {
+		end := lineCount
+		if i+1 < len(docs) {
+			end = docStartLine(docs[i+1]) - 1
+		}
+		root := doc
+		if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+			root = root.Content[0]
+		}
+		out = append(out, documentRanges(root, end)...)
+	}
+	return out
+}
+
+// documentRanges masks one document: Secret data, secret-looking ConfigMap keys,
+// generator literals, and, anywhere in it, the value of an item named like a secret.
+func documentRanges(root *yaml.Node, end int) []lineMask {
+	var out []lineMask
+	if root.Kind == yaml.MappingNode {
+		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
+		core := !strings.Contains(apiVersion, "/")
+		eachPair(root, end, func(key, val *yaml.Node, to int) {
+			switch {
+			case core && kind == "Secret" && (key.Value == "data" || key.Value == "stringData"):
+				out = append(out, mapValues(val, to, func(string) bool { return true })...)
+			case key.Value == "metadata":
+				out = append(out, annotationRanges(val, to)...)
+			case core && kind == "ConfigMap" && (key.Value == "data" || key.Value == "binaryData"):
+				out = append(out, mapValues(val, to, looksSecret)...)
+			case key.Value == "secretGenerator" || key.Value == "configMapGenerator":
+				out = append(out, literalRanges(val, key.Value == "secretGenerator")...)
+			case key.Value == "patches" || key.Value == "patchesStrategicMerge" || key.Value == "patchesJson6902":
+				out = append(out, inlinePatchRanges(val)...)
+			}
+		})
+	}
+	walkNamedValues(root, end, &out)
+	return out
+}
+
+// eachPair calls fn for each key and value of a mapping, with the last line the
+// value may span (the line before the next key, or end).
+func eachPair(m *yaml.Node, end int, fn func(key, val *yaml.Node, to int)) {
+	if m.Kind != yaml.MappingNode {
+		return
+	}
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		to := end
+		if j+2 < len(m.Content) {
+			to = m.Content[j+2].Line - 1
+		}
+		fn(m.Content[j], m.Content[j+1], to)
+	}
+}
+
+// valueRange is the range of one value node that ends by to at the latest. A
+// section that is not a mapping (a Secret's "data: !!binary …", a flow map) is
+// masked whole.
+func valueRange(val *yaml.Node, to int) lineMask {
+	block := val.Kind == yaml.ScalarNode && (val.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0)
+	if val.Kind != yaml.ScalarNode {
+		block = true // a nested structure: every line of it is part of the value
+	}
+	return lineMask{from: val.Line, to: max(to, val.Line), block: block}
+}
+
+// mapValues masks the values of the keys of m that secret accepts; m not being a
+// mapping masks it whole.
+func mapValues(m *yaml.Node, to int, secret func(string) bool) []lineMask {
+	if m.Kind != yaml.MappingNode {
+		if secret("") {
+			return []lineMask{valueRange(m, to)}
+		}
+		return nil
+	}
+	var out []lineMask
+	eachPair(m, to, func(key, val *yaml.Node, vto int) {
+		if secret(key.Value) {
+			r := valueRange(val, vto)
+			r.from = key.Line // the key's line holds the start of the value
+			out = append(out, r)
+		}
+	})
+	return out
+}
+
+// literalRanges masks the literals of every generator in a kustomization's
+// secretGenerator (all values) or configMapGenerator (secret-looking keys).
+func literalRanges(gens *yaml.Node, all bool) []lineMask {
+	if gens.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []lineMask
+	for _, g := range gens.Content {
+		if g.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(g.Content); j += 2 {
+			if g.Content[j].Value != "literals" {
+				continue
+			}
+			lits := g.Content[j+1]
+			if lits.Kind != yaml.SequenceNode {
+				continue
+			}
+			for _, l := range lits.Content {
+				key, _, _ := strings.Cut(l.Value, "=")
+				if all || looksSecret(key) {
+					out = append(out, lineMask{from: l.Line, to: l.Line, literal: lits.Style&yaml.FlowStyle == 0})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// inlinePatchRanges masks the inline patches of a kustomization (a patch written
+// as a string in the kustomization itself) by their own content, moved to the
+// lines they occupy in the file.
+func inlinePatchRanges(patches *yaml.Node) []lineMask {
+	if patches.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []lineMask
+	for _, it := range patches.Content {
+		body := it
+		if it.Kind == yaml.MappingNode {
+			body = nil
+			for j := 0; j+1 < len(it.Content); j += 2 {
+				if it.Content[j].Value == "patch" {
+					body = it.Content[j+1]
+				}
+			}
+		}
+		if body == nil || body.Kind != yaml.ScalarNode || !strings.Contains(body.Value, "\n") {
+			continue // a path, or a one-line patch: its own line is masked by shape, if at all
+		}
+		lines := len(splitLines([]byte(body.Value)))
+		if body.Style&yaml.LiteralStyle == 0 {
+			// Folded or quoted: the lines of the value are not the lines of the
+			// file, so a patch that holds any secret is masked whole.
+			if len(sensitiveRanges([]byte(body.Value), lines)) > 0 {
+				out = append(out, lineMask{from: body.Line, to: body.Line + lines - 1, block: true})
+			}
+			continue
+		}
+		// A literal block's content starts on the line after its indicator.
+		for _, r := range sensitiveRanges([]byte(body.Value), lines) {
+			r.from, r.to = r.from+body.Line, r.to+body.Line
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// walkNamedValues masks, anywhere below n, the "value" of a mapping whose "name"
+// looks secret: container env entries, in manifests and in patches alike.
+func walkNamedValues(n *yaml.Node, end int, out *[]lineMask) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		name := scalarField(n, "name")
+		eachPair(n, end, func(key, val *yaml.Node, to int) {
+			if key.Value == "value" && looksSecret(name) {
+				*out = append(*out, valueRange(val, to))
+				return
+			}
+			walkNamedValues(val, to, out)
+		})
+	case yaml.SequenceNode:
+		for i, it := range n.Content {
+			to := end
+			if i+1 < len(n.Content) {
+				to = n.Content[i+1].Line - 1
+			}
+			walkNamedValues(it, to, out)
+		}
+	}
+}
+
+// annotationRanges masks the last-applied annotation: a copy of the whole object.
+func annotationRanges(meta *yaml.Node, end int) []lineMask {
+	var out []lineMask
+	eachPair(meta, end, func(key, val *yaml.Node, to int) {
+		if key.Value == "annotations" {
+			out = append(out, mapValues(val, to, func(k string) bool { return k == lastAppliedAnnotation })...)
+		}
+	})
+	return out
+}
+
+func docStartLine(doc *yaml.Node) int {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		return doc.Content[0].Line
+	}
+	return doc.Line
+}
+
+func scalarField(m *yaml.Node, key string) string {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key && m.Content[j+1].Kind == yaml.ScalarNode {
+			return m.Content[j+1].Value
+		}
+	}
+	return ""
+}
+
+// generatorRoles returns how kustomize generators read each of files (canonical
+// paths), from the kustomizations in the files' directories and above (generator
+// sources cannot leave their kustomization's root). kusts supplies each
+// kustomization's content: the edited one when the edit changes it, so both sides
+// of a diff are judged by what names them. Files no generator reads are absent.
+func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]sourceRole {
+	want := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		want[f] = true
+		for d := path.Dir(f); ; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." || d == "/" {
+				break
+			}
+		}
+	}
+	roles := map[string]sourceRole{}
+	note := func(p string, r sourceRole) {
+		if want[p] && r > roles[p] {
+			roles[p] = r
+		}
+	}
+	for d := range dirs {
+		for _, data := range kusts(d) {
+			k, err := parsedKustomizations.parse(data)
+			if err != nil || k == nil {
+				continue
+			}
+			for _, g := range k.SecretGenerator {
+				sourceRoles(d, g.KvPairSources, true, note)
+			}
+			for _, g := range k.ConfigMapGenerator {
+				sourceRoles(d, g.KvPairSources, false, note)
+			}
+		}
+	}
+	return roles
+}
+
+func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(string, sourceRole)) {
+	env := roleConfigEnv
+	if secret {
+		env = roleSecretEnv
+	}
+	for _, e := range append(append([]string(nil), s.EnvSources...), s.EnvSource) {
+		if e != "" {
+			note(path.Join(dir, e), env)
+		}
+	}
+	for _, f := range s.FileSources {
+		key, p, ok := strings.Cut(f, "=")
+		if !ok {
+			key, p = path.Base(f), f
+		}
+		if secret || looksSecret(key) {
+			note(path.Join(dir, p), roleSecretFile)
+		}
+	}
+}
