@@ -158,11 +158,12 @@ patches:
 kind: Deployment
 metadata:
   name: web
+  labels: {tier: front}
 spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
+  replicas: 3
+  selector: {matchLabels: {app: web, tier: front}}
   template:
-    metadata: {labels: {app: web}}
+    metadata: {labels: {app: web, tier: front}}
     spec:
       containers:
         - name: web
