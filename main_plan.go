@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -157,20 +158,29 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// planApplications builds the Applications of the request from the flags.
+// planApplications builds the Applications of the request from the flags. The
+// manifests go through render.FromArgoCD, as the cluster's Applications do in the
+// service, so both read the same options and refuse the same ones.
 func planApplications(f planFlags) ([]render.Application, render.Application, []string, error) {
 	var notes []string
 	var primary render.Application
-	var repoURL string
+	var primaryName, repoURL string
 	if f.application != "" {
-		apps, urls, err := readApplications(f.application)
+		apps, err := readApplications(f.application)
 		if err != nil {
 			return nil, primary, nil, err
 		}
 		if len(apps) != 1 {
 			return nil, primary, nil, fmt.Errorf("%s holds %d Applications; --application takes one", f.application, len(apps))
 		}
-		primary, repoURL = apps[0], urls[0]
+		converted := render.FromArgoCD(apps[0], nil)
+		if len(converted) == 0 {
+			return nil, primary, nil, fmt.Errorf("%s: application %s has no spec.source", f.application, apps[0].Key())
+		}
+		primary, primaryName = converted[0], apps[0].Name
+		if src, ok := apps[0].PrimarySource(); ok {
+			repoURL = src.RepoURL
+		}
 	}
 	if f.appPath != "" {
 		primary.Path = f.appPath
@@ -201,26 +211,29 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	}
 	apps := []render.Application{primary}
 	if f.applications != "" {
-		others, urls, err := readApplications(f.applications)
+		others, err := readApplications(f.applications)
 		if err != nil {
 			return nil, primary, nil, err
 		}
-		for i, a := range others {
-			if a.Name == primary.Name {
+		sameRepo := func(src argocd.AppSource) bool {
+			return repoURL == "" || src.RepoURL == "" || normalizeRepoURL(src.RepoURL) == normalizeRepoURL(repoURL)
+		}
+		for _, o := range others {
+			// The primary app, however it was named on the command line.
+			if o.Name == primary.Name || o.Key().String() == primary.Name || (primaryName != "" && o.Name == primaryName) {
 				continue
 			}
-			if repoURL != "" && urls[i] != "" && normalizeRepoURL(urls[i]) != normalizeRepoURL(repoURL) {
-				continue
-			}
-			if a.SourceType == "" {
-				t, err := render.DetectSourceType(f.repo, a.Path)
-				if err != nil {
-					notes = append(notes, fmt.Sprintf("application %s skipped: %v", a.Name, err))
-					continue
+			for _, a := range render.FromArgoCD(o, sameRepo) {
+				if a.SourceType == "" {
+					t, err := render.DetectSourceType(f.repo, a.Path)
+					if err != nil {
+						notes = append(notes, fmt.Sprintf("application %s skipped: %v", a.Name, err))
+						continue
+					}
+					a.SourceType = t
 				}
-				a.SourceType = t
+				apps = append(apps, a)
 			}
-			apps = append(apps, a)
 		}
 	}
 	return apps, primary, notes, nil
@@ -237,16 +250,16 @@ func parseSourceType(s string) (render.SourceType, error) {
 
 // readApplications reads the Application manifests of a file or of the YAML files
 // of a directory (not recursive).
-func readApplications(p string) ([]render.Application, []string, error) {
+func readApplications(p string) ([]argocd.Application, error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read applications: %w", err)
+		return nil, fmt.Errorf("read applications: %w", err)
 	}
 	files := []string{p}
 	if info.IsDir() {
 		entries, err := os.ReadDir(p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read applications: %w", err)
+			return nil, fmt.Errorf("read applications: %w", err)
 		}
 		files = nil
 		for _, e := range entries {
@@ -255,12 +268,11 @@ func readApplications(p string) ([]render.Application, []string, error) {
 			}
 		}
 	}
-	var apps []render.Application
-	var urls []string
+	var apps []argocd.Application
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read applications: %w", err)
+			return nil, fmt.Errorf("read applications: %w", err)
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		for {
@@ -269,23 +281,26 @@ func readApplications(p string) ([]render.Application, []string, error) {
 				if errors.Is(err, io.EOF) {
 					break
 				}
-				return nil, nil, fmt.Errorf("parse %s: %w", file, err)
+				return nil, fmt.Errorf("parse %s: %w", file, err)
 			}
 			if obj == nil || obj["kind"] != "Application" {
 				continue
 			}
-			a, url, err := render.ApplicationFromObject(obj)
+			doc, err := json.Marshal(obj)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", file, err)
+				return nil, fmt.Errorf("parse %s: %w", file, err)
+			}
+			a, err := argocd.DecodeApplication(doc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
 			}
 			apps = append(apps, a)
-			urls = append(urls, url)
 		}
 	}
 	if len(apps) == 0 {
-		return nil, nil, fmt.Errorf("no Argo CD Application found in %s", p)
+		return nil, fmt.Errorf("no Argo CD Application found in %s", p)
 	}
-	return apps, urls, nil
+	return apps, nil
 }
 
 // normalizeRepoURL gives the spellings of one repository URL (https, ssh,

@@ -49,6 +49,10 @@ type AppSource struct {
 	// renders the source.
 	Kustomize *AppSourceKustomize `json:"kustomize,omitempty"`
 	Directory *AppSourceDirectory `json:"directory,omitempty"`
+	// Helm and Plugin are read for their presence only: like the kustomize and
+	// directory blocks, they name the source type before Argo CD reports it.
+	Helm   *struct{} `json:"helm,omitempty"`
+	Plugin *struct{} `json:"plugin,omitempty"`
 }
 
 // ManifestGeneratePathsAnnotation is Argo CD's annotation naming the paths an

@@ -46,6 +46,8 @@ type fakeCluster struct {
 	unread bool
 	// dryRunErr is what the server-side dry-run answers (nil: accepted).
 	dryRunErr error
+	// others are the cluster's other Applications.
+	others []argocd.Application
 }
 
 func newFakeCluster() *fakeCluster {
@@ -86,7 +88,10 @@ func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanT
 }
 
 func (c *fakeCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
-	return []argocd.Application{c.application()}, nil
+	app := c.application()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]argocd.Application{app}, c.others...), nil
 }
 
 func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.Application, error) {
@@ -181,8 +186,10 @@ type env struct {
 	team    store.Team
 	cluster *fakeCluster
 	render  *lineRenderer
-	conns   *connections
-	repos   plan.GitHubRepos
+	// engine, when set, renders instead of render.
+	engine plan.Renderer
+	conns  *connections
+	repos  plan.GitHubRepos
 }
 
 func newEnv(t *testing.T, db *store.DB) *env {
@@ -207,7 +214,11 @@ func newEnv(t *testing.T, db *store.DB) *env {
 }
 
 func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
-	p := plan.New(e.db, e.cluster, e.render, e.repos, e.conns, plan.Config{
+	var r plan.Renderer = e.render
+	if e.engine != nil {
+		r = e.engine
+	}
+	p := plan.New(e.db, e.cluster, r, e.repos, e.conns, plan.Config{
 		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
 		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
 	}, hooks)
@@ -565,6 +576,7 @@ func TestPipelineRefusals(t *testing.T) {
 			},
 			"kustomize replicas Argo CD cannot render": {
 				setup: func(e *env) {
+					e.engine = plan.RenderEngine{}
 					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{
 						Replicas: []argocd.AppKustomizeReplicas{{Name: "web", Count: intstr.FromString("many")}}}
 				},
@@ -572,6 +584,7 @@ func TestPipelineRefusals(t *testing.T) {
 			},
 			"kustomize options render cannot apply": {
 				setup: func(e *env) {
+					e.engine = plan.RenderEngine{}
 					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{Unsupported: []string{"patches"}}
 				},
 				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRefused,

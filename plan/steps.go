@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -213,70 +212,28 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 }
 
 // renderApps turns the cluster's Applications that deploy from repo at branch into
-// render's view, so an edit that leaks into another app is caught.
-func renderApps(apps []argocd.Application, repo, branch string) ([]render.Application, error) {
+// render's view, so an edit that leaks into another app is caught. An app render
+// cannot mirror is kept, marked: render refuses only an edit that reaches it.
+func renderApps(apps []argocd.Application, repo, branch string) []render.Application {
 	var out []render.Application
 	for _, a := range apps {
-		src, ok := a.PrimarySource()
-		if !ok || src.Chart != "" {
-			continue
-		}
-		r, err := github.ParseRepoURL(src.RepoURL)
-		if err != nil || !strings.EqualFold(r.FullName(), repo) {
-			continue
-		}
-		rev := strings.TrimPrefix(src.TargetRevision, "refs/heads/")
-		if rev != "" && rev != "HEAD" && rev != branch {
-			continue
-		}
-		app, err := renderApp(a, src)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, app)
+		out = append(out, render.FromArgoCD(a, func(src argocd.AppSource) bool { return deploysFrom(src, repo, branch) })...)
 	}
-	return out, nil
+	return out
 }
 
-// renderApp is render's view of one Application: what Argo CD applies when it
-// renders the source (its kustomize and directory options) and the paths whose
-// changes refresh it.
-func renderApp(a argocd.Application, src argocd.AppSource) (render.Application, error) {
-	app := render.Application{Name: a.Key().String(), Path: src.Path, SourceType: render.SourceType(a.SourceType()),
-		Namespace: a.Spec.Destination.Namespace, ManifestGeneratePaths: a.ManifestGeneratePaths}
-	if app.Path == "" {
-		app.Path = "."
+// deploysFrom reports whether a source deploys the tree of repo ("owner/name") at
+// branch.
+func deploysFrom(src argocd.AppSource, repo, branch string) bool {
+	if src.Chart != "" {
+		return false
 	}
-	if k := src.Kustomize; k != nil {
-		if len(k.Unsupported) > 0 {
-			return render.Application{}, fmt.Errorf("application %s sets spec.source.kustomize options that are not supported yet (%s); "+
-				"Argo CD applies them when it renders, so the change could not be verified as Argo CD will deploy it",
-				app.Name, strings.Join(k.Unsupported, ", "))
-		}
-		if app.SourceType == "" {
-			app.SourceType = render.SourceKustomize // as Argo CD reads an explicit kustomize block
-		}
-		app.Kustomize = render.KustomizeOptions{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace,
-			CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations, Images: k.Images, Components: k.Components}
-		for _, r := range k.Replicas {
-			count, err := strconv.ParseInt(r.Count.String(), 10, 64)
-			if err != nil {
-				// Argo CD cannot render it either.
-				return render.Application{}, fmt.Errorf("application %s: spec.source.kustomize.replicas count %q for %s is not an integer", app.Name, r.Count.String(), r.Name)
-			}
-			if app.Kustomize.Replicas == nil {
-				app.Kustomize.Replicas = map[string]int64{}
-			}
-			app.Kustomize.Replicas[r.Name] = count
-		}
+	r, err := github.ParseRepoURL(src.RepoURL)
+	if err != nil || !strings.EqualFold(r.FullName(), repo) {
+		return false
 	}
-	if d := src.Directory; d != nil {
-		if app.SourceType == "" {
-			app.SourceType = render.SourceDirectory
-		}
-		app.Directory = render.DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
-	}
-	return app, nil
+	rev := strings.TrimPrefix(src.TargetRevision, "refs/heads/")
+	return rev == "" || rev == "HEAD" || rev == branch
 }
 
 func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
@@ -294,10 +251,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
 	}
 	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps, err := renderApps(apps, pl.Repo, branch.Name)
-	if err != nil {
-		return nil, &Error{Code: CodeRefused, Reason: err.Error()}
-	}
+	rapps := renderApps(apps, pl.Repo, branch.Name)
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}

@@ -3,87 +3,9 @@ package render
 import (
 	"context"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 )
-
-func TestApplicationFromObject(t *testing.T) {
-	cases := map[string]struct {
-		manifest string
-		want     Application
-		repo     string
-		err      string
-	}{
-		"kustomize with options and status": {
-			manifest: `
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: web
-  annotations:
-    argocd.argoproj.io/manifest-generate-paths: .;/bases/web
-spec:
-  source:
-    repoURL: https://github.com/example/deploy.git
-    path: overlays/prod
-    kustomize:
-      namePrefix: prod-
-      images: [ghcr.io/example/web:1.2.3]
-      replicas: [{name: web, count: 3}]
-  destination: {namespace: web}
-status:
-  sourceType: Kustomize
-`,
-			want: Application{Name: "web", Path: "overlays/prod", SourceType: SourceKustomize, Namespace: "web",
-				ManifestGeneratePaths: ".;/bases/web",
-				Kustomize:             KustomizeOptions{NamePrefix: "prod-", Images: []string{"ghcr.io/example/web:1.2.3"}, Replicas: map[string]int64{"web": 3}}},
-			repo: "https://github.com/example/deploy.git",
-		},
-		"directory from the explicit block": {
-			manifest: `
-kind: Application
-metadata: {name: plain}
-spec:
-  source: {repoURL: git@github.com:example/deploy.git, path: apps/plain, directory: {recurse: true, exclude: "*.json"}}
-  destination: {namespace: plain}
-`,
-			want: Application{Name: "plain", Path: "apps/plain", SourceType: SourceDirectory, Namespace: "plain", Directory: DirectoryOptions{Recurse: true, Exclude: "*.json"}},
-			repo: "git@github.com:example/deploy.git",
-		},
-		"multi-source": {
-			manifest: "kind: Application\nmetadata: {name: m}\nspec:\n  sources: [{path: a}, {path: b}]\n",
-			err:      "several sources",
-		},
-		"not an application": {
-			manifest: "kind: Deployment\nmetadata: {name: x}\n",
-			err:      "not an Application",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var obj map[string]any
-			if err := yaml.Unmarshal([]byte(tc.manifest), &obj); err != nil {
-				t.Fatal(err)
-			}
-			got, repo, err := ApplicationFromObject(obj)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("want error %q, got %v", tc.err, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.want) || repo != tc.repo {
-				t.Fatalf("got %+v %q\nwant %+v %q", got, repo, tc.want, tc.repo)
-			}
-		})
-	}
-}
 
 func TestDetectSourceType(t *testing.T) {
 	repo := writeRepo(t, map[string]string{

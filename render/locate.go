@@ -84,10 +84,7 @@ func withApp(err error, app string) error {
 }
 
 func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
-	code := CodeVerificationFailed
-	if out.leaked {
-		code = CodeLeak
-	}
+	code := outcomeCode(out)
 	if r := p.reach(p.primary); r.kust != nil && target.origin != "" && inComponent(r.kust, target.origin) {
 		code = CodeComponent
 	}
@@ -99,6 +96,18 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 		reason = fmt.Sprintf("%s comes from component %s, which the edit cannot change without changing every app that uses it; %s", p.req.Target, path.Dir(target.origin), reason)
 	}
 	return p.refusal(code, reason, out.attempts)
+}
+
+// outcomeCode is the refusal code when no candidate verified: a leak into another
+// app says most, then an app the edit reaches that cannot be verified.
+func outcomeCode(out *tryOutcome) string {
+	switch {
+	case out.leaked:
+		return CodeLeak
+	case out.unverifiable:
+		return CodeUnverifiableApp
+	}
+	return CodeVerificationFailed
 }
 
 func inComponent(r *kustReach, file string) bool {

@@ -207,11 +207,7 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if out.winner == nil {
-		code := CodeVerificationFailed
-		if out.leaked {
-			code = CodeLeak
-		}
-		return nil, p.refusal(code, "the new resources do not render as given: "+attemptsReason(out.attempts), out.attempts)
+		return nil, p.refusal(outcomeCode(out), "the new resources do not render as given: "+attemptsReason(out.attempts), out.attempts)
 	}
 	return p.result(out.winner, out.verified, out.attempts)
 }

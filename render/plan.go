@@ -367,12 +367,14 @@ type expectation interface {
 
 // verifyResult is the outcome of verifying one candidate.
 type verifyResult struct {
-	ok       bool
-	leak     bool
-	reason   string
-	apps     []AppVerification
-	changes  []changedObject
-	warnings []Warning
+	ok   bool
+	leak bool
+	// unverifiable: the edit reaches an app that cannot be verified.
+	unverifiable bool
+	reason       string
+	apps         []AppVerification
+	changes      []changedObject
+	warnings     []Warning
 }
 
 // changedObject is an object whose manifest differs between the renders; its
@@ -395,15 +397,25 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 			return nil, err
 		}
 		av := AppVerification{App: app.Name}
-		if err := p.checkRenderable(app); err != nil {
-			return nil, err
-		}
-		beforeObjs, err := p.render(p.before, app)
-		if err != nil {
-			if app.Name == p.primary.Name {
-				return nil, err
+		err := p.checkRenderable(app)
+		var beforeObjs []*object
+		if err == nil {
+			beforeObjs, err = p.render(p.before, app)
+			if err != nil && app.Name != p.primary.Name {
+				err = &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be rendered: %s", app.Name, reasonOf(err))}
 			}
-			return nil, &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be rendered: %s", app.Name, reasonOf(err))}
+		}
+		var ref *Refusal
+		if errors.As(err, &ref) && ref.Code == CodeUnverifiableApp {
+			// This location reaches an app that cannot be verified; another
+			// location may not.
+			res.ok, res.unverifiable = false, true
+			reasons = append(reasons, ref.Reason)
+			res.apps = append(res.apps, av)
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		afterObjs, err := p.render(after, app)
 		if err != nil {
@@ -490,8 +502,16 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 	return res, nil
 }
 
-// checkRenderable refuses apps render cannot build offline.
+// checkRenderable refuses apps render cannot build offline, or not as Argo CD
+// does. It is asked only of the primary app and of the apps an edit reaches, so an
+// unrelated app render cannot mirror never blocks a change.
 func (p *planner) checkRenderable(app Application) error {
+	if app.Unsupported != "" {
+		if app.Name == p.primary.Name {
+			return &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s cannot be verified: %s", app.Name, app.Unsupported)}
+		}
+		return &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be verified: %s", app.Name, app.Unsupported)}
+	}
 	r := p.reach(app)
 	if r.err != nil {
 		var ref *Refusal
@@ -581,10 +601,11 @@ func unexpectedObjects(added map[objKey]*object) []string {
 
 // tryOutcome is what trying the candidates gave.
 type tryOutcome struct {
-	winner   *candidate
-	verified *verifyResult
-	attempts []Attempt
-	leaked   bool
+	winner       *candidate
+	verified     *verifyResult
+	attempts     []Attempt
+	leaked       bool
+	unverifiable bool
 }
 
 // tryCandidates verifies candidates in order; the first that verifies wins.
@@ -624,6 +645,7 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			return out, nil
 		}
 		out.leaked = out.leaked || vr.leak
+		out.unverifiable = out.unverifiable || vr.unverifiable
 	}
 	return out, nil
 }

@@ -37,6 +37,10 @@ type Application struct {
 	// annotation, verbatim (";"-separated paths, relative to Path or absolute from the
 	// repository root).
 	ManifestGeneratePaths string `json:"manifestGeneratePaths,omitempty"`
+	// Unsupported, when set, says why render cannot render the Application as Argo
+	// CD does (for example a kustomize option it does not apply). Its reach is still
+	// known: Plan refuses an edit that reaches it, and ignores it otherwise.
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // KustomizeOptions are the spec.source.kustomize settings that Argo CD turns into
