@@ -228,3 +228,48 @@ func TestWriteEditsChecksEveryFileFirst(t *testing.T) {
 		t.Fatalf("c.yaml was created although b.yaml refused: %v", err)
 	}
 }
+
+// The command reads Application manifests through the service's converter: the
+// target's own kustomize options that render cannot apply refuse the plan, as the
+// service does, and those of an app the edit does not reach change nothing.
+func TestPlanCommandRefusesTheKustomizeOptionsTheServiceRefuses(t *testing.T) {
+	apps := t.TempDir()
+	for _, name := range []string{"web.yaml", "web-staging.yaml", "worker.yaml"} {
+		data, err := os.ReadFile(filepath.Join(sampleRepo, "argocd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(apps, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withOption := func(name, option string) string {
+		p := filepath.Join(t.TempDir(), name)
+		data, err := os.ReadFile(filepath.Join(sampleRepo, "argocd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.Replace(string(data), "    path: ", "    kustomize:\n      "+option+"\n    path: ", 1))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	stagingWithPatches := withOption("web-staging.yaml", "patches: [{target: {kind: Deployment}, patch: '[{\"op\": \"add\", \"path\": \"/metadata/labels/x\", \"value\": \"y\"}]'}]")
+	if err := os.Rename(stagingWithPatches, filepath.Join(apps, "web-staging.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPlanCmd(t, "--repo", sampleRepo, "--application", filepath.Join(apps, "web.yaml"), "--applications", apps,
+		"scale", "deployment/web", "--replicas", "4")
+	if code != 0 || !strings.Contains(stdout, "Verdict: verified") {
+		t.Fatalf("an unreached app's options blocked the plan: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	web := withOption("web.yaml", "forceCommonLabels: true")
+	code, stdout, stderr = runPlanCmd(t, "--repo", sampleRepo, "--application", web, "--applications", apps,
+		"scale", "deployment/web", "--replicas", "4")
+	if code != 2 || !strings.Contains(stderr, "Refused (unsupported_source)") || !strings.Contains(stderr, "(forceCommonLabels)") {
+		t.Fatalf("the target's own unsupported option: exit %d, want 2 naming it\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
