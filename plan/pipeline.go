@@ -340,16 +340,44 @@ func (p *Pipeline) save(ctx context.Context, pl store.Plan, pay Payload, to Stat
 	if actor == "" {
 		actor = "system"
 	}
-	saved, err := p.db.UpdatePlan(ctx, pl, store.PlanEvent{Actor: actor, Step: step, Message: msg})
+	saved, released, err := p.db.UpdatePlanLocks(ctx, pl, store.PlanEvent{Actor: actor, Step: step, Message: msg}, lockChange(from, to, pay))
 	if err != nil {
 		return pl, err
 	}
 	zerolog.Ctx(ctx).Info().Str("plan", pl.Code).Str("from", string(from)).Str("to", string(to)).Str("step", step).Msg("Plan step recorded")
+	if len(released) > 0 {
+		p.wakeWaiters(ctx, saved.Code)
+	}
 	return saved, nil
 }
 
+// lockChange keeps a plan's file locks in step with its state, in the transaction
+// that moves it: a plan leaving the states that hold locks (for failed, refused,
+// closed, merged alike) lets its files go, and a plan entering them (a retry
+// resuming at the commit) takes its edited files again, or the move fails with
+// *store.LockHeldError.
+func lockChange(from, to Status, pay Payload) store.LockChange {
+	switch {
+	case from == to:
+		return store.LockChange{}
+	case !to.HoldsLocks():
+		return store.LockChange{ReleaseAll: true}
+	case !from.HoldsLocks():
+		return store.LockChange{Take: editPaths(pay.Edits)}
+	}
+	return store.LockChange{}
+}
+
+func editPaths(edits []StoredEdit) []string {
+	paths := make([]string, len(edits))
+	for i, e := range edits {
+		paths[i] = e.Path
+	}
+	return paths
+}
+
 // stop moves pl to refused or failed with a problem; for failed the step to retry is
-// kept.
+// kept. Either way the plan's file locks go with the move (see lockChange).
 func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error) {
 	e, ok := AsError(cause)
 	to := StatusRefused
@@ -360,14 +388,7 @@ func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause e
 	}
 	pl.ErrorCode, pl.StatusReason = e.Code, e.Reason
 	pay.Problem = e
-	saved, err := p.save(ctx, pl, pay, to, "system", step, e.Reason)
-	if err != nil {
-		return pl, err
-	}
-	if to == StatusRefused {
-		p.releaseAndWake(ctx, saved)
-	}
-	return saved, nil
+	return p.save(ctx, pl, pay, to, "system", step, e.Reason)
 }
 
 // Decide runs the path decision alone (for the assistant's tool results); nothing is

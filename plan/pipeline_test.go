@@ -255,6 +255,22 @@ func (e *env) pullMerged(ctx context.Context, p *plan.Pipeline, pl store.Plan, m
 	}
 }
 
+// mergeWakes merges the pull request of holder and checks that the plan waiting
+// on it is prepared again on the merge and opens its pull request with replicas.
+func (e *env) mergeWakes(ctx context.Context, p *plan.Pipeline, holder store.Plan, waiting string, replicas int) store.Plan {
+	e.t.Helper()
+	mergeSHA := e.gh.Merge(e.t, repoName, int(holder.PRNumber), githubtest.MergeCommit)
+	e.pullMerged(ctx, p, holder, mergeSHA)
+	woken := e.waitStatus(waiting, plan.StatusPROpen)
+	if woken.BaseSHA != mergeSHA {
+		e.t.Fatalf("plan %s based on %s, want the merge %s", waiting, woken.BaseSHA, mergeSHA)
+	}
+	if got, _ := e.gh.FileAt(e.t, repoName, woken.Branch, webFile); !strings.Contains(got, fmt.Sprintf("replicas: %d", replicas)) {
+		e.t.Fatalf("branch file of plan %s:\n%s", waiting, got)
+	}
+	return woken
+}
+
 func scale(n int64, key string) plan.Request {
 	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 		Change: render.Change{Replicas: &render.Replicas{Count: n}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: key}
@@ -417,15 +433,7 @@ func TestPipelineIdempotentAndLocks(t *testing.T) {
 		if n := len(e.gh.PullRequests(t, repoName)); n != 1 {
 			t.Fatalf("%d pull requests while the second plan waits, want 1", n)
 		}
-		mergeSHA := e.gh.Merge(t, repoName, int(firstPlan.PRNumber), githubtest.MergeCommit)
-		e.pullMerged(ctx, p, firstPlan, mergeSHA)
-		second = e.waitStatus(second.Code, plan.StatusPROpen)
-		if second.BaseSHA != mergeSHA {
-			t.Fatalf("second plan based on %s, want the merge %s", second.BaseSHA, mergeSHA)
-		}
-		if got, _ := e.gh.FileAt(t, repoName, second.Branch, webFile); !strings.Contains(got, "replicas: 6") {
-			t.Fatalf("second branch file:\n%s", got)
-		}
+		e.mergeWakes(ctx, p, firstPlan, second.Code, 6)
 		if n := len(e.gh.PullRequests(t, repoName)); n != 2 {
 			t.Fatalf("%d pull requests, want 2", n)
 		}

@@ -352,7 +352,7 @@ func (p *Pipeline) ConnectionsRevoked(ctx context.Context, revoked []store.RepoC
 		}
 		for _, pl := range plans {
 			e := refusal(CodeRepoNotConnected, "repository %s was disconnected from cluster %s: %s", r.FullName(), cl.Name, reason)
-			saved, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+			_, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 				if !CanMove(Status(pl.Status), StatusRefused) {
 					return "", "", "", errNothingToDo
 				}
@@ -365,9 +365,7 @@ func (p *Pipeline) ConnectionsRevoked(ctx context.Context, revoked []store.RepoC
 			}
 			if err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			p.releaseAndWake(ctx, saved)
 		}
 	}
 	return errors.Join(errs...)

@@ -43,8 +43,9 @@ var transitions = map[Status][]Status{
 	StatusDeploying:    {StatusDeployed, StatusDeployFailed, StatusRolledBack},
 	StatusDeployed:     {StatusRolledBack},
 	StatusDeployFailed: {StatusDeploying, StatusRolledBack},
-	// An operator retry sends a failed plan back to the step that failed.
-	StatusFailed: {StatusDeciding, StatusPreparing, StatusCommitting, StatusPROpen, StatusClosed, StatusRefused},
+	// An operator retry sends a failed plan back to the step that failed, or to
+	// waiting when another plan took its files in the meantime.
+	StatusFailed: {StatusDeciding, StatusPreparing, StatusCommitting, StatusPROpen, StatusClosed, StatusRefused, StatusWaiting},
 }
 
 // Valid reports whether s is a known state.
@@ -72,10 +73,12 @@ func (s Status) Working() bool {
 	return false
 }
 
-// HoldsLocks reports whether a plan in state s owns its file locks.
+// HoldsLocks reports whether a plan in state s owns its file locks. A failed plan
+// does not: it may never be retried, and every later change to its files would wait
+// for it. A retry takes the files again (or waits for them).
 func (s Status) HoldsLocks() bool {
 	switch s {
-	case StatusCommitting, StatusPROpen, StatusFailed:
+	case StatusCommitting, StatusPROpen:
 		return true
 	}
 	return false

@@ -182,33 +182,42 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 	pl.Branch = github.BranchPrefix + pl.Code
 	pl.CommitSHA, pl.HeadSHA, pl.CheckRunID, pl.CheckRunURL = "", "", 0, ""
 
-	paths := make([]string, len(edits))
-	for i, e := range edits {
-		paths[i] = e.Path
-	}
-	holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, paths)
+	holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, editPaths(edits))
 	if err != nil {
 		return pl, err
 	}
 	if holder != "" {
-		pl.WaitingOn = holder
-		saved, err := p.save(ctx, pl, pay, StatusWaiting, "system", "lock", "waiting for plan "+holder+" on the same file")
-		if err != nil {
-			return pl, err
-		}
-		// The holder may have released its locks between our attempt and this save,
-		// when nobody was waiting yet: look again so the plan cannot wait forever.
-		if locks, err := p.db.FileLocks(ctx, holder); err == nil && len(locks) == 0 {
-			saved.WaitingOn = ""
-			return p.save(ctx, saved, pay, StatusPreparing, "system", "lock", "plan "+holder+" released its locks")
-		}
-		return saved, nil
+		return p.wait(ctx, pl, pay, holder)
 	}
 	if err := p.hook(pl.Code, recordHook("prepare")); err != nil {
 		return pl, err
 	}
 	pl.WaitingOn = ""
-	return p.save(ctx, pl, pay, StatusCommitting, "system", "prepare", pay.VerificationResult)
+	saved, err := p.save(ctx, pl, pay, StatusCommitting, "system", "prepare", pay.VerificationResult)
+	var held *store.LockHeldError
+	if errors.As(err, &held) {
+		// The files were taken just above; one lost to another plan since is
+		// waited for like any other.
+		return p.wait(ctx, pl, pay, held.Holder)
+	}
+	return saved, err
+}
+
+// wait parks pl until holder lets go of a file pl edits; the holder's release
+// sends it back to preparing (wakeWaiters).
+func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder string) (store.Plan, error) {
+	pl.WaitingOn = holder
+	saved, err := p.save(ctx, pl, pay, StatusWaiting, "system", "lock", "waiting for plan "+holder+" on the same file")
+	if err != nil {
+		return pl, err
+	}
+	// The holder may have released its locks between our attempt and this save,
+	// when nobody was waiting yet: look again so the plan cannot wait forever.
+	if locks, err := p.db.FileLocks(ctx, holder); err == nil && len(locks) == 0 {
+		saved.WaitingOn = ""
+		return p.save(ctx, saved, pay, StatusPreparing, "system", "lock", "plan "+holder+" released its locks")
+	}
+	return saved, nil
 }
 
 // renderApps turns the cluster's Applications that deploy from repo at branch into

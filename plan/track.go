@@ -19,17 +19,6 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// releaseAndWake drops a finished plan's file locks and sends the plans waiting on
-// it back to preparing, on the new base.
-func (p *Pipeline) releaseAndWake(ctx context.Context, pl store.Plan) {
-	log := zerolog.Ctx(ctx)
-	if _, err := p.db.ReleaseFileLocks(ctx, pl.Code); err != nil {
-		log.Error().Err(err).Str("plan", pl.Code).Msg("Release file locks failed")
-		return
-	}
-	p.wakeWaiters(ctx, pl.Code)
-}
-
 // wakeWaiters sends the plans waiting on holder back to preparing, on the new base;
 // one still blocked by a file holder keeps waits again.
 func (p *Pipeline) wakeWaiters(ctx context.Context, holder string) {
@@ -91,8 +80,8 @@ func actorOf(ctx context.Context) string {
 }
 
 // PullClosed handles a closed pull request of a kukie branch: merged → merged (then
-// deployment tracking), otherwise closed. Locks are released and waiters woken, and
-// the plan's branch is deleted.
+// deployment tracking), otherwise closed. Locks are released and waiters woken with
+// the move (see lockChange), and the plan's branch is deleted.
 func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error {
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
 	if err != nil || !ok {
@@ -122,7 +111,6 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number i
 	case err != nil:
 		return err
 	default:
-		p.releaseAndWake(ctx, saved)
 		if merged {
 			p.Kick(saved.Code)
 		}
@@ -188,19 +176,18 @@ func (p *Pipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan,
 		}
 		return StatusClosed, "cancel", "cancelled by " + actorOf(ctx), nil
 	})
-	if err != nil {
-		return saved, err
-	}
-	p.releaseAndWake(ctx, saved)
-	return saved, nil
+	return saved, err
 }
 
-// Retry sends a failed plan back to the step that failed.
+// Retry sends a failed plan back to the step that failed. A failed plan let its
+// files go; a step that needs them (commit, pull request, check run) takes them
+// again, and when another plan has taken one meanwhile the retried plan waits for
+// it and is then prepared again on the new base.
 func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, error) {
 	if _, err := p.db.TeamPlan(ctx, teamID, code); err != nil {
 		return store.Plan{}, err
 	}
-	saved, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+	retry := func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 		if Status(pl.Status) != StatusFailed {
 			return "", "", "", &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s; only failed plans can be retried", code, pl.Status)}
 		}
@@ -211,7 +198,25 @@ func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, 
 		pl.FailedStep, pl.ErrorCode, pl.StatusReason = "", "", ""
 		pay.Problem = nil
 		return to, "retry", "retried by " + actorOf(ctx), nil
-	})
+	}
+	saved, err := p.update(ctx, code, retry)
+	var held *store.LockHeldError
+	if errors.As(err, &held) {
+		saved, err = p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+			if _, _, _, err := retry(pl, pay); err != nil {
+				return "", "", "", err
+			}
+			pl.WaitingOn = held.Holder
+			return StatusWaiting, "retry", "retried by " + actorOf(ctx) + "; waiting for plan " + held.Holder + " on the same file", nil
+		})
+		if err == nil {
+			// The holder may have finished between the two updates.
+			if locks, lerr := p.db.FileLocks(ctx, held.Holder); lerr == nil && len(locks) == 0 {
+				p.wakeWaiters(ctx, held.Holder)
+			}
+			return p.db.PlanByCode(ctx, code)
+		}
+	}
 	if err != nil {
 		return saved, err
 	}

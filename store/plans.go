@@ -335,6 +335,35 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 // columns are left alone: only ClaimPlan and ReleasePlanClaim move a claim, so an
 // update from a copy read before a worker claimed the plan cannot drop that claim.
 func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error) {
+	saved, _, err := db.UpdatePlanLocks(ctx, p, ev, LockChange{})
+	return saved, err
+}
+
+// LockChange is what UpdatePlanLocks does to the plan's file locks, in the same
+// transaction as the update, so that no state a plan moves into is ever seen with
+// the wrong locks (a failed plan still holding its files, a resumed one without
+// them).
+type LockChange struct {
+	// Take are files of the plan's repository the plan holds after the update
+	// (files it holds already count as taken). When another plan holds one of them
+	// nothing is written and the update fails with a *LockHeldError.
+	Take []string
+	// ReleaseAll drops every lock of the plan.
+	ReleaseAll bool
+}
+
+// LockHeldError is returned by UpdatePlanLocks when a file to take is held by
+// another plan.
+type LockHeldError struct {
+	Holder string
+}
+
+func (e *LockHeldError) Error() string { return "a file is locked by plan " + e.Holder }
+
+// UpdatePlanLocks is UpdatePlan that also applies lc to the plan's file locks in
+// the same transaction. It returns the locks it released.
+func (db *DB) UpdatePlanLocks(ctx context.Context, p Plan, ev PlanEvent, lc LockChange) (Plan, []FileLock, error) {
+	var released []FileLock
 	now := time.Now()
 	prevVersion := p.Version
 	p.Version, p.UpdatedAt = prevVersion+1, now
@@ -372,15 +401,32 @@ func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error
 		if ev.ToStatus == "" {
 			ev.ToStatus = p.Status
 		}
-		return insertPlanEvent(ctx, tx, p.TeamID, ev, now)
+		if err := insertPlanEvent(ctx, tx, p.TeamID, ev, now); err != nil {
+			return err
+		}
+		if lc.ReleaseAll {
+			var rerr error
+			if released, rerr = releaseFileLocksTx(ctx, tx, p.Code); rerr != nil {
+				return rerr
+			}
+		}
+		if len(lc.Take) > 0 {
+			if holder, terr := acquireFileLocksTx(ctx, tx, p.Code, p.Repo, lc.Take); terr != nil {
+				if errors.Is(terr, ErrConflict) {
+					return &LockHeldError{Holder: holder}
+				}
+				return terr
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, ErrStale) {
-		return Plan{}, fmt.Errorf("update plan %s: %w", p.Code, ErrStale)
+		return Plan{}, nil, fmt.Errorf("update plan %s: %w", p.Code, ErrStale)
 	}
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, nil, err
 	}
-	return rowOf(p).plan(), nil
+	return rowOf(p).plan(), released, nil
 }
 
 func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, teamID string, ev PlanEvent, now time.Time) error {
@@ -545,15 +591,25 @@ func (db *DB) ReplaceFileLocks(ctx context.Context, planCode, repo string, paths
 func (db *DB) ReleaseFileLocks(ctx context.Context, planCode string) ([]FileLock, error) {
 	var released []FileLock
 	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
-		if err := tx.SelectContext(ctx, &released, tx.Rebind(`SELECT repo, path, plan_code FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
-			return fmt.Errorf("read locks of plan %s: %w", planCode, err)
-		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
-			return fmt.Errorf("release locks of plan %s: %w", planCode, err)
-		}
-		return nil
+		var err error
+		released, err = releaseFileLocksTx(ctx, tx, planCode)
+		return err
 	})
 	return released, err
+}
+
+func releaseFileLocksTx(ctx context.Context, tx *sqlx.Tx, planCode string) ([]FileLock, error) {
+	var released []FileLock
+	if err := tx.SelectContext(ctx, &released, tx.Rebind(`SELECT repo, path, plan_code FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
+		return nil, fmt.Errorf("read locks of plan %s: %w", planCode, err)
+	}
+	if len(released) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM file_locks WHERE plan_code = ?`), planCode); err != nil {
+		return nil, fmt.Errorf("release locks of plan %s: %w", planCode, err)
+	}
+	return released, nil
 }
 
 // FileLocks lists the locks of a plan.
