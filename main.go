@@ -14,6 +14,10 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/logging"
 )
 
 // command is one subcommand of the binary.
@@ -36,8 +40,20 @@ func register(c command) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stderr := os.Stderr
+	// Libraries (kustomize above all) print to os.Stderr and the standard logger;
+	// their lines become log entries, through the logger each command picks.
+	libs, err := logging.CaptureLibraryOutput(zerolog.New(stderr).With().Timestamp().Logger())
+	if err != nil {
+		fmt.Fprintf(stderr, "kukie-gitops: %v\n", err)
+	} else {
+		ctx = logging.WithLibraryOutput(ctx, libs)
+	}
+	code := run(ctx, os.Args[1:], os.Stdout, stderr)
 	stop()
+	if err := libs.Close(); err != nil {
+		fmt.Fprintf(stderr, "kukie-gitops: %v\n", err)
+	}
 	os.Exit(code)
 }
 

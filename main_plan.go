@@ -15,9 +15,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -123,6 +125,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr("%v", err)
 	}
 
+	// Kustomize's deprecation warnings reach the person as warnings, not raw text.
+	logging.LibraryOutputFrom(ctx).Use(zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true,
+		PartsExclude: []string{zerolog.TimestampFieldName}}).Level(zerolog.WarnLevel))
 	apps, primary, notes, err := planApplications(f)
 	if err != nil {
 		var ref *render.Refusal

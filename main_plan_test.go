@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -271,5 +274,51 @@ func TestPlanCommandRefusesTheKustomizeOptionsTheServiceRefuses(t *testing.T) {
 		"scale", "deployment/web", "--replicas", "4")
 	if code != 2 || !strings.Contains(stderr, "Refused (unsupported_source)") || !strings.Contains(stderr, "(forceCommonLabels)") {
 		t.Fatalf("the target's own unsupported option: exit %d, want 2 naming it\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// Kustomize prints a warning for each deprecated field it builds; the command
+// shows it as a warning on its own stderr, and nothing reaches the process's
+// stderr raw.
+func TestPlanCommandLogsKustomizeWarnings(t *testing.T) {
+	raw, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = raw
+	t.Cleanup(func() { os.Stderr = saved })
+	libs, err := logging.CaptureLibraryOutput(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	for name, content := range map[string]string{
+		"app/kustomization.yaml": "commonLabels:\n  team: shop\nresources:\n  - deploy.yaml\n",
+		"app/deploy.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := runPlan(logging.WithLibraryOutput(context.Background(), libs), []string{"--repo", repo, "--app", "app", "--type", "Kustomize",
+		"scale", "deployment/web", "--replicas", "2"}, &stdout, &stderr)
+	if err := libs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if b, err := os.ReadFile(raw.Name()); err != nil || len(b) != 0 {
+		t.Fatalf("raw stderr got %q (%v), want nothing", b, err)
+	}
+	for _, want := range []string{"WRN", "'commonLabels' is deprecated", "component=kustomize"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }

@@ -185,6 +185,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return 1
 	}
 	ctx = log.WithContext(ctx)
+	logging.LibraryOutputFrom(ctx).Use(log)
 	log.Info().Str("profile", string(profile)).Interface("config", cfg).Msg("Starting kukie-gitops " + version)
 	if err := serve(ctx, cfg, profile, log); err != nil {
 		log.Error().Err(err).Msg("Stopped with an error")
