@@ -13,8 +13,10 @@ import (
 
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/logging"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
 func init() {
@@ -144,11 +146,20 @@ func loadConfig(f commonFlags, stderr io.Writer, adjust func(*config.Config)) (c
 	return cfg, profile, log, true
 }
 
-// openStore opens the configured database and applies pending migrations.
+// openStore opens the configured database and applies pending migrations. With an
+// encryption key, plans keep the edited files' contents sealed (plan.EditSealer).
 func openStore(ctx context.Context, cfg config.Config, log zerolog.Logger) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL().Reveal())
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Encryption.Key.IsSet() {
+		box, err := encryptionBox(cfg)
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		db.SealPlanPayloads(plan.EditSealer{Box: box})
 	}
 	applied, err := db.Migrate(ctx)
 	if err != nil {
@@ -157,6 +168,15 @@ func openStore(ctx context.Context, cfg config.Config, log zerolog.Logger) (*sto
 	}
 	log.Info().Str("database", string(db.Dialect())).Ints("applied_migrations", applied).Msg("Database ready")
 	return db, nil
+}
+
+// encryptionBox is the box of the configured encryption key (which must be set).
+func encryptionBox(cfg config.Config) (*sealed.Box, error) {
+	key, err := cfg.EncryptionKey()
+	if err != nil {
+		return nil, err
+	}
+	return sealed.New(key)
 }
 
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {

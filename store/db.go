@@ -49,6 +49,9 @@ var (
 type DB struct {
 	*sqlx.DB
 	dialect Dialect
+	// payloads, when set, transforms plan payloads on their way in and out (see
+	// SealPlanPayloads).
+	payloads PayloadCodec
 }
 
 // Dialect reports which database this is.

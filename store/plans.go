@@ -129,6 +129,44 @@ const planColumns = `code, team_id, idempotency_key, cluster, target_api_version
 	rolled_back_by, deploy_deadline_at, payload, claimed_by, claim_expires_at, version,
 	created_at, updated_at`
 
+// PayloadCodec transforms plan payloads on their way into and out of the database,
+// so that what must not be stored in clear is sealed (the pipeline seals the file
+// contents a payload carries). OpenPayload undoes SealPayload for the same plan code;
+// it must also accept a payload stored before the codec was set.
+type PayloadCodec interface {
+	SealPayload(code string, payload []byte) ([]byte, error)
+	OpenPayload(code string, stored []byte) ([]byte, error)
+}
+
+// SealPlanPayloads makes every later write of a plan's payload go through c, and
+// every read come back through it. Call it once, right after Open.
+func (db *DB) SealPlanPayloads(c PayloadCodec) { db.payloads = c }
+
+func (db *DB) sealPayload(code, payload string) (string, error) {
+	if db.payloads == nil {
+		return payload, nil
+	}
+	out, err := db.payloads.SealPayload(code, []byte(payload))
+	if err != nil {
+		return "", fmt.Errorf("seal payload of plan %s: %w", code, err)
+	}
+	return string(out), nil
+}
+
+// planOf converts a row, opening its payload.
+func (db *DB) planOf(r planRow) (Plan, error) {
+	p := r.plan()
+	if db.payloads == nil {
+		return p, nil
+	}
+	payload, err := db.payloads.OpenPayload(p.Code, p.Payload)
+	if err != nil {
+		return Plan{}, fmt.Errorf("open payload of plan %s: %w", p.Code, err)
+	}
+	p.Payload = payload
+	return p, nil
+}
+
 func (r planRow) plan() Plan {
 	return Plan{
 		Code: r.Code, TeamID: r.TeamID, IdempotencyKey: r.IdempotencyKey.String, Cluster: r.Cluster,
@@ -181,6 +219,9 @@ func (db *DB) CreatePlan(ctx context.Context, p Plan, ev PlanEvent) (_ Plan, cre
 	now := time.Now()
 	p.Version, p.CreatedAt, p.UpdatedAt = 1, now, now
 	row := rowOf(p)
+	if row.Payload, err = db.sealPayload(p.Code, row.Payload); err != nil {
+		return Plan{}, false, err
+	}
 	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.NamedExecContext(ctx, `INSERT INTO plans (`+planColumns+`) VALUES (`+namedPlaceholders(planColumns)+`)
 			ON CONFLICT DO NOTHING`, row)
@@ -231,7 +272,7 @@ func (db *DB) PlanByCode(ctx context.Context, code string) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("read plan %s: %w", code, err)
 	}
-	return row.plan(), nil
+	return db.planOf(row)
 }
 
 // TeamPlan reads a plan of one team; another team's plan is ErrNotFound.
@@ -256,7 +297,7 @@ func (db *DB) PlanByIdempotencyKey(ctx context.Context, teamID, key string) (Pla
 	if err != nil {
 		return Plan{}, fmt.Errorf("read plan by idempotency key: %w", err)
 	}
-	return row.plan(), nil
+	return db.planOf(row)
 }
 
 // PlanFilter selects plans; empty fields match everything.
@@ -324,7 +365,11 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 	}
 	out := make([]Plan, len(rows))
 	for i, r := range rows {
-		out[i] = r.plan()
+		p, err := db.planOf(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
 	}
 	return out, nil
 }
@@ -368,7 +413,11 @@ func (db *DB) UpdatePlanLocks(ctx context.Context, p Plan, ev PlanEvent, lc Lock
 	prevVersion := p.Version
 	p.Version, p.UpdatedAt = prevVersion+1, now
 	row := rowOf(p)
-	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
+	var err error
+	if row.Payload, err = db.sealPayload(p.Code, row.Payload); err != nil {
+		return Plan{}, nil, err
+	}
+	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
 		var fromStatus string
 		err := tx.GetContext(ctx, &fromStatus, tx.Rebind(`SELECT status FROM plans WHERE code = ? AND version = ?`), p.Code, prevVersion)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -58,6 +58,11 @@ type Server struct {
 	// authorization codes and user access tokens (see oauth.go).
 	oauth *oauthState
 
+	// recording and recorded: every request received, when a test asked for them
+	// (see RecordRequests).
+	recording bool
+	recorded  []RecordedRequest
+
 	hooks *deliverer
 	// closing is closed when Close starts, so requests a fault holds end and Close
 	// does not wait on them.
@@ -249,6 +254,7 @@ func (s *Server) routes() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = stripAPIPrefix(r)
+		s.record(r)
 		if f := s.takeFault(r); f != nil && s.serveFault(w, r, f) {
 			return
 		}
