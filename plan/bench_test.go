@@ -88,6 +88,10 @@ func (c *benchCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.
 	return []argocd.Application{c.app}, nil
 }
 
+func (c *benchCluster) Clusters(context.Context, string) ([]string, error) {
+	return []string{"prod"}, nil
+}
+
 func (c *benchCluster) Application(context.Context, plan.ClusterRef, string, string) (argocd.Application, error) {
 	return c.app, nil
 }

@@ -23,6 +23,9 @@ type Cluster interface {
 	Decide(ctx context.Context, cluster ClusterRef, target store.PlanTarget) argocd.Decision
 	// Applications lists the cluster's Argo CD Applications.
 	Applications(ctx context.Context, cluster ClusterRef) ([]argocd.Application, error)
+	// Clusters names the team's registered clusters. Their Applications may deploy
+	// from the repository a change edits, so a plan verifies those too.
+	Clusters(ctx context.Context, teamID string) ([]string, error)
 	// Application reads one Application.
 	Application(ctx context.Context, cluster ClusterRef, namespace, name string) (argocd.Application, error)
 	// Object reads one live object (unstructured), or ErrObjectNotFound.

@@ -66,6 +66,19 @@ func (k KubeClusters) Applications(ctx context.Context, ref ClusterRef) ([]argoc
 	return c.ListApplications(ctx, kube.Refresh)
 }
 
+// Clusters implements Cluster.
+func (k KubeClusters) Clusters(ctx context.Context, teamID string) ([]string, error) {
+	cls, err := k.DB.ListClusters(ctx, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	names := make([]string, len(cls))
+	for i, c := range cls {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
 // Application implements Cluster.
 func (k KubeClusters) Application(ctx context.Context, ref ClusterRef, namespace, name string) (argocd.Application, error) {
 	c, err := k.cluster(ctx, ref)

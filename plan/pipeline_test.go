@@ -48,6 +48,10 @@ type fakeCluster struct {
 	dryRunErr error
 	// others are the cluster's other Applications.
 	others []argocd.Application
+	// elsewhere are the Applications of the team's other clusters, by cluster
+	// name, and unreadable the clusters whose Applications cannot be read.
+	elsewhere  map[string][]argocd.Application
+	unreadable map[string]error
 }
 
 func newFakeCluster() *fakeCluster {
@@ -87,11 +91,30 @@ func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanT
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c *fakeCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+func (c *fakeCluster) Applications(_ context.Context, ref plan.ClusterRef) ([]argocd.Application, error) {
 	app := c.application()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.unreadable[ref.Name]; err != nil {
+		return nil, err
+	}
+	if apps, ok := c.elsewhere[ref.Name]; ok {
+		return apps, nil
+	}
 	return append([]argocd.Application{app}, c.others...), nil
+}
+
+func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := []string{"prod"}
+	for n := range c.elsewhere {
+		names = append(names, n)
+	}
+	for n := range c.unreadable {
+		names = append(names, n)
+	}
+	return names, nil
 }
 
 func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.Application, error) {

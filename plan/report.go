@@ -50,6 +50,9 @@ func PRBody(pl store.Plan, pay Payload) string {
 	b.WriteString("\n### What will change in the cluster\n")
 	b.WriteString(clusterDiffText(pay))
 	fmt.Fprintf(&b, "\n%s\n", clusterCheckLine(pay))
+	if line := notCheckedLine(pay); line != "" {
+		fmt.Fprintf(&b, "\n%s\n", line)
+	}
 	b.WriteString("\n" + github.PlanMarker(pl.Code) + "\n")
 	return github.FitOutput(b.String(), 60000, "")
 }
@@ -137,6 +140,15 @@ func clusterCheckLine(pay Payload) string {
 	return ""
 }
 
+// notCheckedLine names the team's clusters whose Applications were not verified.
+func notCheckedLine(pay Payload) string {
+	if len(pay.NotChecked) == 0 {
+		return ""
+	}
+	return "Other clusters: **not checked**: " + strings.Join(pay.NotChecked, ", ") +
+		". Applications there that deploy from this repository and branch may change too."
+}
+
 // CheckReport builds the kukie/render check run. failure, when set, is the reason a
 // re-verification failed.
 func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
@@ -149,6 +161,10 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case pay.ClusterCheck == ClusterCheckUnreachable:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
 		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", pay.ClusterCheckNote)
+	case len(pay.NotChecked) > 0:
+		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified; not checked in every cluster"
+		b.WriteString("The edit renders exactly as requested and changes no other Application the service could read, " +
+			"but **the Applications of some of the team's clusters could not be read**.\n\n")
 	default:
 		r.Conclusion, r.Title = github.ConclusionSuccess, "Verified"
 		b.WriteString("The edit renders exactly as requested and nothing else changes.\n\n")
@@ -170,6 +186,9 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 		}
 	}
 	if line := clusterCheckLine(pay); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
+	if line := notCheckedLine(pay); line != "" {
 		b.WriteString("\n" + line + "\n")
 	}
 	r.Summary = b.String()

@@ -170,6 +170,10 @@ type Payload struct {
 	// ClusterCheck is one of the ClusterCheck* values, with ClusterCheckNote.
 	ClusterCheck     string `json:"cluster_check,omitempty"`
 	ClusterCheckNote string `json:"cluster_check_note,omitempty"`
+	// NotChecked lists the team's other clusters whose Applications could not be
+	// read, "cluster <name> (<why>)": an Application there that deploys from the
+	// same repository and branch may change too without the verification knowing.
+	NotChecked []string `json:"not_checked,omitempty"`
 	// Refusal or failure details, when the plan stopped.
 	Problem *Error `json:"problem,omitempty"`
 	// Deployment is followed after merge.

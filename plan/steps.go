@@ -264,6 +264,16 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}
+	home := make(map[string]bool, len(rapps))
+	for _, a := range rapps {
+		home[a.Name] = true
+	}
+	others, notChecked, err := p.otherClusterApps(ctx, pl, branch.Name)
+	if err != nil {
+		return nil, err
+	}
+	rapps = append(rapps, others...)
+	pay.NotChecked = notChecked
 	req := render.Request{RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey, Change: change,
 		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
 	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
@@ -282,9 +292,12 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	}
 	pay.VerificationResult = verificationSummary(res.Verification)
 
-	objs := make([]map[string]any, len(res.Changed))
-	for i, c := range res.Changed {
-		objs[i] = c.Object
+	// The dry-run asks the plan's cluster about its own objects only.
+	var objs []map[string]any
+	for _, c := range res.Changed {
+		if home[c.App] {
+			objs = append(objs, c.Object)
+		}
 	}
 	switch {
 	case len(objs) == 0:

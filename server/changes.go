@@ -99,6 +99,7 @@ type ChangeView struct {
 	ClusterDiff        []render.ObjectDiff  `json:"cluster_diff,omitempty"`
 	ClusterCheck       string               `json:"cluster_check,omitempty"`
 	ClusterCheckNote   string               `json:"cluster_check_note,omitempty"`
+	NotChecked         []string             `json:"not_checked,omitempty"`
 	Verification       *render.Verification `json:"verification,omitempty"`
 	VerificationResult string               `json:"verification_result,omitempty"`
 	WaitingOn          string               `json:"waiting_on,omitempty"`
@@ -160,6 +161,7 @@ func viewOf(p store.Plan) ChangeView {
 	v.Warnings = append(v.Warnings, pay.Warnings...)
 	v.GitDiff, v.ClusterDiff, v.Verification, v.VerificationResult = pay.GitDiff, pay.ClusterDiff, pay.Verification, pay.VerificationResult
 	v.ClusterCheck, v.ClusterCheckNote = pay.ClusterCheck, pay.ClusterCheckNote
+	v.NotChecked = pay.NotChecked
 	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference
 	return v
 }
