@@ -122,7 +122,8 @@ func (w *changeWiring) kubeClusters(env serveEnv) (plan.KubeClusters, error) {
 			return plan.KubeClusters{}, err
 		}
 	}
-	w.clusters = plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
+	w.clusters = plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box,
+		InClusterTeams: env.Config.Clusters.InClusterTeams}
 	w.clustersBuilt = true
 	return w.clusters, nil
 }

@@ -75,11 +75,12 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		return nil, err
 	}
 	api := &appcore.API{
-		Store:         env.DB,
-		WebHost:       webHost,
-		WebhookSecret: cfg.GitHub.WebhookSecret,
-		Credentials:   credentials,
-		AppRepos:      appcore.ApplicationRepos{Clusters: clusters},
+		Store:          env.DB,
+		WebHost:        webHost,
+		WebhookSecret:  cfg.GitHub.WebhookSecret,
+		Credentials:    credentials,
+		InClusterTeams: cfg.Clusters.InClusterTeams,
+		AppRepos:       appcore.ApplicationRepos{Clusters: clusters},
 	}
 	base := handler.Base{Store: env.DB, WebHost: webHost, Revocations: lazyPipeline{}}
 

@@ -66,6 +66,7 @@ type Config struct {
 	Encryption Encryption `yaml:"encryption" json:"encryption"`
 	Log        Log        `yaml:"log" json:"log"`
 	Pipeline   Pipeline   `yaml:"pipeline" json:"pipeline"`
+	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
 }
 
 // Server holds HTTP settings; zero durations take the server package's defaults.
@@ -152,6 +153,15 @@ type Pipeline struct {
 	// ArchiveCacheBytes bounds the archive cache on disk; the least recently used
 	// archives are removed beyond it.
 	ArchiveCacheBytes int64 `yaml:"archive_cache_bytes" json:"archive_cache_bytes"`
+}
+
+// Clusters decides how teams may reach their clusters.
+type Clusters struct {
+	// InClusterTeams names the teams that may register a cluster reached with the
+	// service's own service account (in_cluster: true). That account's rights in the
+	// cluster the service runs in become the team's, so no team may unless the
+	// operator names it here; empty (the default) refuses in-cluster access to all.
+	InClusterTeams []string `yaml:"in_cluster_teams" json:"in_cluster_teams"`
 }
 
 // DatabaseURL is the URL to open: the secret one when set, else the plain one, else

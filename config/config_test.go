@@ -173,6 +173,22 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"in-cluster teams from yaml, environment wins": {
+			yaml: "clusters:\n  in_cluster_teams: [platform]\n",
+			env:  map[string]string{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS": " platform, payments ,"},
+			check: func(t *testing.T, c Config) {
+				if fmt.Sprint(c.Clusters.InClusterTeams) != "[platform payments]" {
+					t.Fatalf("in_cluster_teams = %q", c.Clusters.InClusterTeams)
+				}
+			},
+		},
+		"no in-cluster teams by default": {
+			check: func(t *testing.T, c Config) {
+				if len(c.Clusters.InClusterTeams) != 0 {
+					t.Fatalf("in_cluster_teams = %q, want none", c.Clusters.InClusterTeams)
+				}
+			},
+		},
 		"pipeline duration that does not parse": {
 			env:     map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "20 minutes"},
 			wantErr: []string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", "not a duration"},
@@ -305,6 +321,12 @@ func TestValidate(t *testing.T) {
 		"dev accepts http GitHub URLs (a fake GitHub in tests)": {
 			profile: Dev,
 			edit:    func(c *Config) { c.GitHub.APIURL = "http://127.0.0.1:9999/" },
+		},
+		"in-cluster teams must be team names": {
+			profile: Production,
+			edit:    func(c *Config) { c.Clusters.InClusterTeams = []string{"platform", "Team A"} },
+			want:    []string{"clusters.in_cluster_teams", `"Team A"`},
+			count:   1,
 		},
 		"production refuses sqlite": {
 			profile: Production,

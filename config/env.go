@@ -50,6 +50,21 @@ func integer(dst func(*Config) *int64) func(*Config, string) error {
 	}
 }
 
+// list reads a comma-separated list; blanks around items are dropped, and an empty
+// value is an empty list.
+func list(dst func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+		*dst(c) = out
+		return nil
+	}
+}
+
 // envSettings lists every variable; README's configuration table mirrors it.
 var envSettings = []envSetting{
 	{"KUKIE_SERVER_ADDRESS", str(func(c *Config) *string { return &c.Server.Address })},
@@ -84,6 +99,7 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
 	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
+	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 }
 
 // Variables read by the process but not settings of Config.

@@ -131,6 +131,12 @@ func (c Config) Validate(profile Profile) error {
 		add("pipeline.archive_cache_bytes must be at least %d (16 MiB), got %d", MinArchiveCacheBytes, c.Pipeline.ArchiveCacheBytes)
 	}
 
+	for _, name := range c.Clusters.InClusterTeams {
+		if err := store.ValidateTeamName(name); err != nil {
+			add("clusters.in_cluster_teams: %v", err)
+		}
+	}
+
 	switch profile {
 	case Dev:
 	case Production:

@@ -7,6 +7,10 @@
 //
 //   - Clusters is the registry: Clusters.Get(name, Access) returns the *Cluster for a
 //     name, building it on first use and again only when its credentials change.
+//   - LoadKubeconfig accepts a team's kubeconfig only with inline settings (https
+//     server, inline TLS data and credentials): no exec plugin, auth provider, file
+//     path or proxy, in any entry. RESTConfig applies it at every use, so a document
+//     stored before the check cannot run a command or read a file of the service's.
 //   - Cluster.Decide(ctx, targets) returns the Git-or-direct argocd.Decision for up to
 //     Options.MaxTargets targets within Options.DecisionBudget; it never fails: a read
 //     that fails or runs out of time makes the decision unknown (Known=false, direct)
@@ -166,19 +170,19 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: http client: %w", name, err)
+		return nil, fmt.Errorf("http client: %w", err)
 	}
 	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: dynamic client: %w", name, err)
+		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
 	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: discovery client: %w", name, err)
+		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	apps, err := applicationsClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: applications client: %w", name, err)
+		return nil, fmt.Errorf("applications client: %w", err)
 	}
 	return &Cluster{
 		name:      name,

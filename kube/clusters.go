@@ -22,7 +22,16 @@ type Access struct {
 	InCluster bool
 }
 
-// RESTConfig builds the client configuration for access.
+// ErrInClusterUnavailable is why the service's own service account cannot be used:
+// it does not run in a pod, or the account's files cannot be read. The cause stays
+// out of the text, which reaches teams: it names the service's own files and
+// variables.
+var ErrInClusterUnavailable = errors.New("the service's own service account is not available (the service does not run in a Kubernetes pod, or cannot read its account)")
+
+// RESTConfig builds the client configuration for access. A kubeconfig is checked
+// with LoadKubeconfig every time, not only when it was registered, so a document
+// stored before a check existed never runs a plugin or reads a file; only the
+// fields that check accepts reach client-go.
 func RESTConfig(access Access) (*rest.Config, error) {
 	switch {
 	case access.InCluster && len(access.Kubeconfig) > 0:
@@ -30,15 +39,19 @@ func RESTConfig(access Access) (*rest.Config, error) {
 	case access.InCluster:
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
+			return nil, ErrInClusterUnavailable
 		}
 		return cfg, nil
 	case len(access.Kubeconfig) == 0:
 		return nil, errors.New("cluster access: no kubeconfig given")
 	}
-	raw, err := clientcmd.Load(access.Kubeconfig)
+	raw, err := LoadKubeconfig(access.Kubeconfig)
+	var refused *KubeconfigError
+	if errors.As(err, &refused) {
+		return nil, fmt.Errorf("kubeconfig refused: %w", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+		return nil, err
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: access.Context}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, access.Context, overrides, nil).ClientConfig()
@@ -89,9 +102,11 @@ func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
 	if reg, ok := r.clusters[name]; ok && reg.fingerprint == fp {
 		return reg.cluster, nil
 	}
+	// name is the caller's key (an internal id, say): errors leave it out, for the
+	// caller to name the cluster as its people know it.
 	cfg, err := RESTConfig(access)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
+		return nil, err
 	}
 	c, err := NewCluster(name, cfg, r.opts)
 	if err != nil {

@@ -270,7 +270,7 @@ func TestRESTConfigRefusesBadAccess(t *testing.T) {
 	}{
 		"nothing given":            {access: kube.Access{}, wantErr: "no kubeconfig given"},
 		"both ways given":          {access: kube.Access{InCluster: true, Kubeconfig: []byte("apiVersion: v1")}, wantErr: "not both"},
-		"in-cluster outside a pod": {access: kube.Access{InCluster: true}, wantErr: "in-cluster config"},
+		"in-cluster outside a pod": {access: kube.Access{InCluster: true}, wantErr: "service's own service account is not available"},
 		"not a kubeconfig":         {access: kube.Access{Kubeconfig: []byte("clusters: [")}, wantErr: "parse kubeconfig"},
 		"kubeconfig without a server": {
 			access:  kube.Access{Kubeconfig: []byte("apiVersion: v1\nkind: Config\n")},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -20,7 +21,14 @@ type KubeClusters struct {
 	DB          *store.DB
 	Registry    *kube.Clusters
 	Credentials *sealed.Box
+	// InClusterTeams names the teams whose in-cluster clusters may be reached with
+	// the service's own service account. It is checked at every use, so a row
+	// registered before the operator narrowed the list is not used either.
+	InClusterTeams []string
 }
+
+// ErrInClusterNotAllowed is why a team's in-cluster cluster is not opened.
+var ErrInClusterNotAllowed = errors.New("in-cluster access (the service's own service account) is not allowed for this team by the service's operator (clusters.in_cluster_teams)")
 
 func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluster, error) {
 	cl, err := k.DB.ClusterByName(ctx, ref.TeamID, ref.Name)
@@ -28,6 +36,15 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 		return nil, fmt.Errorf("cluster %s: %w", ref.Name, err)
 	}
 	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster}
+	if access.InCluster {
+		t, err := k.DB.TeamByID(ctx, cl.TeamID)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: read team: %w", ref.Name, err)
+		}
+		if !slices.Contains(k.InClusterTeams, t.Name) {
+			return nil, fmt.Errorf("cluster %s: %w", ref.Name, ErrInClusterNotAllowed)
+		}
+	}
 	if cl.Access == store.ClusterKubeconfig {
 		if !k.Credentials.HasKey() {
 			return nil, fmt.Errorf("cluster %s: no key to open its stored credentials", ref.Name)
@@ -38,8 +55,13 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 		}
 		access.Kubeconfig = kc
 	}
-	// Cluster names are unique per team only; the registry is keyed by cluster id.
-	return k.Registry.Get(cl.ID, access)
+	// Cluster names are unique per team only; the registry is keyed by cluster id,
+	// which its errors leave out.
+	c, err := k.Registry.Get(cl.ID, access)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", ref.Name, err)
+	}
+	return c, nil
 }
 
 // Decide implements Cluster.

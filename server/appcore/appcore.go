@@ -80,6 +80,9 @@ type API struct {
 	// Credentials seals cluster kubeconfigs; without a key, kubeconfig
 	// registration is refused.
 	Credentials *sealed.Box
+	// InClusterTeams names the teams that may register a cluster reached with the
+	// service's own service account (in_cluster); empty refuses it to every team.
+	InClusterTeams []string
 	// Inbox, when set, is woken for each stored delivery.
 	Inbox Waker
 	// AppRepos reads the clusters' Applications for repository suggestions

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
@@ -45,6 +47,12 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusBadRequest, "invalid_cluster", "give either kubeconfig or in_cluster, not both")
 		return
 	case req.InCluster:
+		if !slices.Contains(a.InClusterTeams, t.Name) {
+			server.WriteError(w, http.StatusForbidden, "in_cluster_not_allowed", fmt.Sprintf(
+				"in_cluster reaches the cluster with this service's own service account, and its operator has not allowed team %s to use it "+
+					"(clusters.in_cluster_teams); register the cluster with a kubeconfig instead", t.Name))
+			return
+		}
 		c.Access = store.ClusterInCluster
 	case req.Kubeconfig != "":
 		if err := validateKubeconfig([]byte(req.Kubeconfig)); err != nil {
@@ -81,16 +89,22 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 // validateKubeconfig refuses text that is not a kubeconfig with a usable current
-// context, so a typo is reported now rather than at the first change.
+// context, so a typo is reported now rather than at the first change, and anything
+// beyond inline credentials (kube.LoadKubeconfig): the service would run a team's
+// exec plugin or read a file it names on its own host.
 func validateKubeconfig(b []byte) error {
-	cfg, err := clientcmd.Load(b)
+	cfg, err := kube.LoadKubeconfig(b)
+	var refused *kube.KubeconfigError
+	if errors.As(err, &refused) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("kubeconfig does not parse: %w", err)
 	}
 	if cfg.CurrentContext == "" {
 		return errors.New("kubeconfig has no current-context")
 	}
-	if _, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig(); err != nil {
+	if _, err := clientcmd.NewNonInteractiveClientConfig(*cfg, "", &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
 		return fmt.Errorf("kubeconfig is not usable: %w", err)
 	}
 	return nil

@@ -76,6 +76,9 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 		Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
 		WebhookSecret: e.gh.WebhookSecret(), Credentials: box, Inbox: e.inbox,
 		Installer: e.installerCheck(e.gh.ClientSecret()),
+		// The two teams below may use in-cluster access; tests of its refusal use
+		// another team.
+		InClusterTeams: []string{"team-a", "team-b"},
 	}
 	for _, o := range opts {
 		o(e.api)

@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"reflect"
+	"slices"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// KubeconfigError is why a kubeconfig was refused: the setting (entry and field, as
+// the kubeconfig spells them) and what to give instead. Its text is meant for the
+// team that gave the kubeconfig.
+type KubeconfigError struct {
+	// Field names the setting, such as users[admin].exec.
+	Field  string
+	Reason string
+}
+
+func (e *KubeconfigError) Error() string { return e.Field + ": " + e.Reason }
+
+// Why each refused setting is refused. A kubeconfig comes from a team, and the
+// service uses it on its own host with its own files, processes and network.
+const (
+	reasonExec = "credential plugins are not accepted: the service would run the command on its own host; " +
+		"give the credentials inline (token, or client-certificate-data and client-key-data)"
+	reasonAuthProvider = "auth providers are not accepted: they run code and call other hosts to obtain tokens; " +
+		"give the credentials inline (token, or client-certificate-data and client-key-data)"
+	reasonFile  = "file paths are not accepted: the service would read the file from its own disk; give the content inline in %s"
+	reasonProxy = "proxies are not accepted: the service reaches the API server directly, through whatever proxy its " +
+		"operator configured"
+	reasonUnknown = "this setting is not accepted; a kubeconfig may carry only a server URL, TLS settings with inline data " +
+		"and inline credentials (token, client certificate and key data, username and password, impersonation)"
+)
+
+// LoadKubeconfig parses a kubeconfig a team gave (with client-go's own decoder) and
+// accepts it only if every cluster, user and context in it carries inline settings:
+// an https server URL, TLS settings with inline data, and inline credentials (token,
+// client-certificate-data and client-key-data, username and password, impersonation).
+// Exec credential plugins, auth providers, file paths (tokenFile, client-certificate,
+// client-key, certificate-authority) and proxy-url are refused with a
+// *KubeconfigError naming the setting. Every entry is checked, not only the current
+// context's, so a stored document holds nothing that a later choice of context could
+// turn against the service. The returned config keeps only the accepted fields
+// (extensions and preferences, which client-go does not act on, are dropped), so
+// nothing else reaches client-go even if it learns new fields.
+func LoadKubeconfig(b []byte) (*clientcmdapi.Config, error) {
+	raw, err := clientcmd.Load(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	out := clientcmdapi.NewConfig()
+	out.CurrentContext = raw.CurrentContext
+	for _, name := range slices.Sorted(maps.Keys(raw.AuthInfos)) {
+		u, err := inlineUser(name, raw.AuthInfos[name])
+		if err != nil {
+			return nil, err
+		}
+		out.AuthInfos[name] = u
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw.Clusters)) {
+		c, err := inlineCluster(name, raw.Clusters[name])
+		if err != nil {
+			return nil, err
+		}
+		out.Clusters[name] = c
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw.Contexts)) {
+		c := raw.Contexts[name]
+		if c == nil {
+			continue
+		}
+		out.Contexts[name] = &clientcmdapi.Context{Cluster: c.Cluster, AuthInfo: c.AuthInfo, Namespace: c.Namespace}
+	}
+	return out, nil
+}
+
+// inlineUser and inlineCluster return the entry's accepted fields. An entry that
+// sets anything beyond them (once the origin and extensions, which client-go does not
+// act on, are cleared) carries a setting this check does not know, one a newer
+// client-go may act on: it is refused rather than passed through or dropped
+// silently.
+func inlineUser(name string, u *clientcmdapi.AuthInfo) (*clientcmdapi.AuthInfo, error) {
+	field := func(f string) string { return fmt.Sprintf("users[%s].%s", name, f) }
+	if u == nil {
+		return &clientcmdapi.AuthInfo{}, nil
+	}
+	switch {
+	case u.Exec != nil:
+		return nil, &KubeconfigError{Field: field("exec"), Reason: reasonExec}
+	case u.AuthProvider != nil:
+		return nil, &KubeconfigError{Field: field("auth-provider"), Reason: reasonAuthProvider}
+	case u.TokenFile != "":
+		return nil, &KubeconfigError{Field: field("tokenFile"), Reason: fmt.Sprintf(reasonFile, "token")}
+	case u.ClientCertificate != "":
+		return nil, &KubeconfigError{Field: field("client-certificate"), Reason: fmt.Sprintf(reasonFile, "client-certificate-data")}
+	case u.ClientKey != "":
+		return nil, &KubeconfigError{Field: field("client-key"), Reason: fmt.Sprintf(reasonFile, "client-key-data")}
+	}
+	kept := &clientcmdapi.AuthInfo{
+		ClientCertificateData: u.ClientCertificateData,
+		ClientKeyData:         u.ClientKeyData,
+		Token:                 u.Token,
+		Impersonate:           u.Impersonate,
+		ImpersonateUID:        u.ImpersonateUID,
+		ImpersonateGroups:     u.ImpersonateGroups,
+		ImpersonateUserExtra:  u.ImpersonateUserExtra,
+		Username:              u.Username,
+		Password:              u.Password,
+	}
+	unused := *u
+	unused.LocationOfOrigin, unused.Extensions = "", nil
+	if !reflect.DeepEqual(&unused, kept) {
+		return nil, &KubeconfigError{Field: field("user"), Reason: reasonUnknown}
+	}
+	return kept, nil
+}
+
+func inlineCluster(name string, c *clientcmdapi.Cluster) (*clientcmdapi.Cluster, error) {
+	field := func(f string) string { return fmt.Sprintf("clusters[%s].%s", name, f) }
+	if c == nil {
+		return nil, &KubeconfigError{Field: field("server"), Reason: "a server URL is required"}
+	}
+	switch {
+	case c.CertificateAuthority != "":
+		return nil, &KubeconfigError{Field: field("certificate-authority"), Reason: fmt.Sprintf(reasonFile, "certificate-authority-data")}
+	case c.ProxyURL != "":
+		return nil, &KubeconfigError{Field: field("proxy-url"), Reason: reasonProxy}
+	}
+	if err := checkServer(c.Server); err != nil {
+		return nil, &KubeconfigError{Field: field("server"), Reason: err.Error()}
+	}
+	kept := &clientcmdapi.Cluster{
+		Server:                   c.Server,
+		TLSServerName:            c.TLSServerName,
+		InsecureSkipTLSVerify:    c.InsecureSkipTLSVerify,
+		CertificateAuthorityData: c.CertificateAuthorityData,
+		DisableCompression:       c.DisableCompression,
+	}
+	unused := *c
+	unused.LocationOfOrigin, unused.Extensions = "", nil
+	if !reflect.DeepEqual(&unused, kept) {
+		return nil, &KubeconfigError{Field: field("cluster"), Reason: reasonUnknown}
+	}
+	return kept, nil
+}
+
+// checkServer requires an https URL naming a host: credentials are never sent in
+// clear, and other schemes (unix sockets and the like) are not API servers.
+func checkServer(raw string) error {
+	if raw == "" {
+		return errors.New("a server URL is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("%q is not an https:// URL of an API server", raw)
+	}
+	if u.User != nil {
+		return errors.New("the server URL must not carry credentials; give them in the user entry")
+	}
+	return nil
+}

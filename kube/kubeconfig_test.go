@@ -1,0 +1,225 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/kube"
+)
+
+// kubeconfigDoc is a kubeconfig with one cluster, one user and a current context
+// using both; cluster and user are the entries' bodies, indented by the caller's
+// six spaces.
+func kubeconfigDoc(cluster, user string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster:
+%s
+contexts:
+- name: prod
+  context: {cluster: prod, user: admin, namespace: shop}
+current-context: prod
+users:
+- name: admin
+  user:
+%s
+`, cluster, user)
+}
+
+const (
+	inlineServer = "    server: https://prod.example:6443"
+	inlineToken  = "    token: inline-token"
+)
+
+func TestLoadKubeconfigAcceptsInlineSettings(t *testing.T) {
+	doc := []byte(`apiVersion: v1
+kind: Config
+preferences: {colors: true}
+clusters:
+- name: prod
+  cluster:
+    server: https://prod.example:6443
+    certificate-authority-data: Y2EtZGF0YQ==
+    tls-server-name: api.prod.example
+    extensions:
+    - name: tool
+      extension: {note: ignored}
+- name: stage
+  cluster:
+    server: https://stage.example:6443
+    insecure-skip-tls-verify: true
+contexts:
+- name: prod
+  context: {cluster: prod, user: cert, namespace: shop}
+- name: stage
+  context: {cluster: stage, user: basic}
+current-context: prod
+users:
+- name: cert
+  user:
+    client-certificate-data: Y2VydA==
+    client-key-data: a2V5
+- name: basic
+  user:
+    username: alice
+    password: pw
+    as: deployer
+    as-groups: [deployers]
+- name: bearer
+  user:
+    token: inline-token
+`)
+	cfg, err := kube.LoadKubeconfig(doc)
+	if err != nil {
+		t.Fatalf("an inline kubeconfig was refused: %v", err)
+	}
+	if cfg.CurrentContext != "prod" || len(cfg.Clusters) != 2 || len(cfg.AuthInfos) != 3 || len(cfg.Contexts) != 2 {
+		t.Fatalf("config = %+v, want every entry kept", cfg)
+	}
+	if c := cfg.Clusters["prod"]; string(c.CertificateAuthorityData) != "ca-data" || c.TLSServerName != "api.prod.example" || len(c.Extensions) != 0 {
+		t.Errorf("cluster prod = %+v, want its CA data and server name, without extensions", c)
+	}
+	if u := cfg.AuthInfos["cert"]; string(u.ClientCertificateData) != "cert" || string(u.ClientKeyData) != "key" {
+		t.Errorf("user cert = %+v, want its certificate and key data", u)
+	}
+	if u := cfg.AuthInfos["basic"]; u.Username != "alice" || u.Password != "pw" || u.Impersonate != "deployer" || len(u.ImpersonateGroups) != 1 {
+		t.Errorf("user basic = %+v, want basic credentials and impersonation", u)
+	}
+	if cfg.Contexts["prod"].Namespace != "shop" || cfg.Contexts["stage"].AuthInfo != "basic" {
+		t.Errorf("contexts = %+v", cfg.Contexts)
+	}
+}
+
+func TestLoadKubeconfigRefusesAnythingButInlineSettings(t *testing.T) {
+	tests := map[string]struct {
+		doc       []byte
+		wantField string
+	}{
+		"exec plugin": {doc: kubeconfigDoc(inlineServer, "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: id\n"),
+			wantField: "users[admin].exec"},
+		"auth provider": {doc: kubeconfigDoc(inlineServer, "    auth-provider:\n      name: oidc\n      config: {idp-issuer-url: https://idp.example}\n"),
+			wantField: "users[admin].auth-provider"},
+		"token file":              {doc: kubeconfigDoc(inlineServer, "    tokenFile: /etc/kukie/encryption.key"), wantField: "users[admin].tokenFile"},
+		"client certificate file": {doc: kubeconfigDoc(inlineServer, "    client-certificate: /etc/ssl/cert.pem"), wantField: "users[admin].client-certificate"},
+		"client key file":         {doc: kubeconfigDoc(inlineServer, "    client-key: /etc/ssl/key.pem"), wantField: "users[admin].client-key"},
+		"certificate authority file": {doc: kubeconfigDoc(inlineServer+"\n    certificate-authority: /etc/ssl/ca.pem", inlineToken),
+			wantField: "clusters[prod].certificate-authority"},
+		"proxy":             {doc: kubeconfigDoc(inlineServer+"\n    proxy-url: socks5://10.0.0.1:1080", inlineToken), wantField: "clusters[prod].proxy-url"},
+		"plain http server": {doc: kubeconfigDoc("    server: http://prod.example:8080", inlineToken), wantField: "clusters[prod].server"},
+		"unix socket":       {doc: kubeconfigDoc("    server: unix:///var/run/docker.sock", inlineToken), wantField: "clusters[prod].server"},
+		"no server":         {doc: kubeconfigDoc("    insecure-skip-tls-verify: true", inlineToken), wantField: "clusters[prod].server"},
+		"credentials in the server URL": {doc: kubeconfigDoc("    server: https://alice:pw@prod.example", inlineToken),
+			wantField: "clusters[prod].server"},
+		// The current context's user is inline; another user of the same document is
+		// not, and the document is stored whole.
+		"exec in a user no context selects": {doc: append(kubeconfigDoc(inlineServer, inlineToken),
+			"- name: spare\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: id\n"...),
+			wantField: "users[spare].exec"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(tc.doc)
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError", err)
+			}
+			if refused.Field != tc.wantField || refused.Reason == "" || !strings.HasPrefix(err.Error(), tc.wantField+": ") {
+				t.Errorf("refusal %q (field %q), want field %q with a reason", err, refused.Field, tc.wantField)
+			}
+		})
+	}
+	if _, err := kube.LoadKubeconfig([]byte("clusters: [")); err == nil || !strings.Contains(err.Error(), "parse kubeconfig") {
+		t.Errorf("LoadKubeconfig of broken YAML = %v, want a parse error", err)
+	}
+}
+
+// apiServer is a TLS server standing in for a team's API server: it answers every
+// request 403 and records the Authorization headers it was sent.
+type apiServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newAPIServer(t *testing.T) *apiServer {
+	s := &apiServer{}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *apiServer) authorizations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auth...)
+}
+
+// TestStoredKubeconfigNeverRunsPluginsOrReadsFiles: a kubeconfig stored before the
+// registration check existed is refused when it is used. Its exec plugin would
+// create a marker file, and its token file is a file of the service's own; neither
+// may be run or read, and nothing of them may reach the team's server.
+func TestStoredKubeconfigNeverRunsPluginsOrReadsFiles(t *testing.T) {
+	tests := map[string]struct {
+		user      func(marker, ownSecret, credential string) string
+		wantField string
+	}{
+		"exec plugin": {
+			user: func(marker, _, credential string) string {
+				return fmt.Sprintf("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n"+
+					"      command: /bin/sh\n      args: [\"-c\", \"touch %s && cat %s\"]", marker, credential)
+			},
+			wantField: "users[admin].exec",
+		},
+		"token file": {
+			user:      func(_, ownSecret, _ string) string { return "    tokenFile: " + ownSecret },
+			wantField: "users[admin].tokenFile",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			marker, ownSecret, credential := filepath.Join(dir, "plugin-ran"), filepath.Join(dir, "encryption.key"), filepath.Join(dir, "credential.json")
+			if err := os.WriteFile(ownSecret, []byte("service-own-secret"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(credential, []byte(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-plugin"}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			srv := newAPIServer(t)
+			doc := kubeconfigDoc("    server: "+srv.URL+"\n    insecure-skip-tls-verify: true", tc.user(marker, ownSecret, credential))
+
+			c, err := kube.NewClusters(kube.Options{}).Get("cluster-id-1234", kube.Access{Kubeconfig: doc})
+			if err == nil {
+				// What an unchecked kubeconfig leads to: the next read runs the plugin
+				// or sends the file's content.
+				_, err = c.ListApplications(context.Background(), kube.Refresh)
+				t.Errorf("a kubeconfig with %s was accepted for use (the read then returned %v)", tc.wantField, err)
+			} else if !strings.Contains(err.Error(), tc.wantField) || strings.Contains(err.Error(), "cluster-id-1234") {
+				t.Errorf("Get error = %v, want one naming %s and not the registry's key", err, tc.wantField)
+			}
+			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the exec plugin ran (marker file: %v)", err)
+			}
+			for _, a := range srv.authorizations() {
+				if strings.Contains(a, "service-own-secret") || strings.Contains(a, "from-plugin") {
+					t.Errorf("the team's server was sent %q", a)
+				}
+			}
+		})
+	}
+}
