@@ -1,0 +1,529 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+const renderGoldens = "testdata/render"
+
+// parityCase is one fixture run through the command and through the service: a
+// repository, the Argo CD Applications that deploy from it, and one change.
+type parityCase struct {
+	name   string
+	files  map[string]string
+	apps   []map[string]any // Application manifests, the primary first
+	target render.Target
+	change render.Change
+	// want is the verdict render's golden expects.
+	want string
+}
+
+// goldenRequest is request.yaml of a render golden case.
+type goldenRequest struct {
+	App    string               `json:"app"`
+	Apps   []render.Application `json:"apps"`
+	Target render.Target        `json:"target"`
+	Change render.Change        `json:"change"`
+}
+
+// TestPlanCommandAndServiceAgree runs every render golden, and variants whose
+// Applications carry options render cannot apply, through the offline plan command
+// (Application manifests on disk) and through the service's pipeline (the same
+// Applications read from a cluster, the repository from GitHub), and requires the
+// same verdict from both: verified, or refused with the same code.
+func TestPlanCommandAndServiceAgree(t *testing.T) {
+	entries, err := os.ReadDir(renderGoldens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []parityCase
+	for _, e := range entries {
+		if e.IsDir() {
+			cases = append(cases, goldenParityCase(t, e.Name()))
+		}
+	}
+	if len(cases) < 20 {
+		t.Fatalf("found %d golden cases, expected the full set", len(cases))
+	}
+	cases = append(cases, unsupportedVariants(t, cases)...)
+
+	service := servicePaths(t, cases)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cli := cliVerdict(t, c)
+			if svc := service[c.name]; cli != c.want || svc != c.want {
+				t.Fatalf("the plan command says %q, the service %q; the golden expects %q", cli, svc, c.want)
+			}
+		})
+	}
+}
+
+func goldenParityCase(t *testing.T, name string) parityCase {
+	t.Helper()
+	dir := filepath.Join(renderGoldens, name)
+	raw, err := os.ReadFile(filepath.Join(dir, "request.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req goldenRequest
+	if err := sigsyaml.UnmarshalStrict(raw, &req); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	verdict, err := os.ReadFile(filepath.Join(dir, "expected", "verdict.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := strings.Cut(string(verdict), "\n")
+	if strings.HasPrefix(want, "verified") {
+		want = verdictOf(true, "")
+	}
+	c := parityCase{name: name, files: readTree(t, filepath.Join(dir, "input")), target: req.Target, change: req.Change, want: want}
+	primary := req.App
+	if primary == "" {
+		primary = req.Apps[0].Name
+	}
+	for _, a := range req.Apps {
+		m := applicationManifest(a)
+		if a.Name == primary {
+			c.apps = append([]map[string]any{m}, c.apps...)
+		} else {
+			c.apps = append(c.apps, m)
+		}
+	}
+	return c
+}
+
+// unsupportedVariants are copies of one Kustomize and one Directory golden that
+// verifies, first with a kustomize option render cannot apply on the target's own
+// Application, then on an extra Application of an unrelated folder.
+func unsupportedVariants(t *testing.T, cases []parityCase) []parityCase {
+	t.Helper()
+	var out []parityCase
+	for _, name := range []string{"overlay-images", "plain-single-file"} {
+		var base *parityCase
+		for i := range cases {
+			if cases[i].name == name {
+				base = &cases[i]
+			}
+		}
+		if base == nil {
+			t.Fatalf("golden %s is missing", name)
+		}
+		own := cloneCase(t, *base, name+"+own-unsupported-option")
+		setKustomizeOption(own.apps[0], "forceCommonLabels", true)
+		own.want = verdictOf(false, render.CodeUnsupportedSource)
+		unrelated := cloneCase(t, *base, name+"+unrelated-unsupported-app")
+		unrelated.files["unrelated/kustomization.yaml"] = "resources:\n  - cm.yaml\n"
+		unrelated.files["unrelated/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unrelated\n"
+		extra := applicationManifest(render.Application{Name: "unrelated", Path: "unrelated", SourceType: render.SourceKustomize, Namespace: "other"})
+		setKustomizeOption(extra, "patches", []any{map[string]any{"patch": "[]", "target": map[string]any{"kind": "ConfigMap"}}})
+		unrelated.apps = append(unrelated.apps, extra)
+		out = append(out, own, unrelated)
+	}
+	return out
+}
+
+func cloneCase(t *testing.T, c parityCase, name string) parityCase {
+	t.Helper()
+	var apps []map[string]any
+	b, err := json.Marshal(c.apps)
+	if err == nil {
+		err = json.Unmarshal(b, &apps)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make(map[string]string, len(c.files))
+	for k, v := range c.files {
+		files[k] = v
+	}
+	c.name, c.apps, c.files = name, apps, files
+	return c
+}
+
+func setKustomizeOption(app map[string]any, key string, value any) {
+	src := app["spec"].(map[string]any)["source"].(map[string]any)
+	k, _ := src["kustomize"].(map[string]any)
+	if k == nil {
+		k = map[string]any{}
+		src["kustomize"] = k
+	}
+	k[key] = value
+}
+
+// applicationManifest writes render's view of an app back as the Argo CD
+// Application it stands for, deploying from the fixture repository at main.
+func applicationManifest(a render.Application) map[string]any {
+	src := map[string]any{"repoURL": parityRepoURL, "path": a.Path, "targetRevision": "main"}
+	k := map[string]any{}
+	set := func(key string, v any, empty bool) {
+		if !empty {
+			k[key] = v
+		}
+	}
+	o := a.Kustomize
+	set("namePrefix", o.NamePrefix, o.NamePrefix == "")
+	set("nameSuffix", o.NameSuffix, o.NameSuffix == "")
+	set("namespace", o.Namespace, o.Namespace == "")
+	set("commonLabels", o.CommonLabels, len(o.CommonLabels) == 0)
+	set("commonAnnotations", o.CommonAnnotations, len(o.CommonAnnotations) == 0)
+	set("images", o.Images, len(o.Images) == 0)
+	set("components", o.Components, len(o.Components) == 0)
+	if len(o.Replicas) > 0 {
+		var rs []any
+		for _, name := range slices.Sorted(maps.Keys(o.Replicas)) {
+			rs = append(rs, map[string]any{"name": name, "count": o.Replicas[name]})
+		}
+		k["replicas"] = rs
+	}
+	if len(k) > 0 {
+		src["kustomize"] = k
+	}
+	if d := a.Directory; d != (render.DirectoryOptions{}) {
+		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude}
+	}
+	meta := map[string]any{"name": a.Name}
+	if a.ManifestGeneratePaths != "" {
+		meta["annotations"] = map[string]any{argocd.ManifestGeneratePathsAnnotation: a.ManifestGeneratePaths}
+	}
+	return map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta,
+		"spec":   map[string]any{"source": src, "destination": map[string]any{"namespace": a.Namespace}},
+		"status": map[string]any{"sourceType": string(a.SourceType)}}
+}
+
+func readTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// verdict is "verified" or "refused: <code>".
+func verdictOf(verified bool, code string) string {
+	if verified {
+		return "verified"
+	}
+	return "refused: " + code
+}
+
+// cliVerdict runs the plan command on the case and returns its verdict.
+func cliVerdict(t *testing.T, c parityCase) string {
+	t.Helper()
+	repo := t.TempDir()
+	for p, content := range c.files {
+		full := filepath.Join(repo, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appsDir := t.TempDir()
+	for i, a := range c.apps {
+		b, err := sigsyaml.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(appsDir, fmt.Sprintf("app-%d.yaml", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string{"--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"},
+		changeArgs(t, c)...)
+	var stdout, stderr bytes.Buffer
+	code := runPlan(context.Background(), args, &stdout, &stderr)
+	var out struct {
+		Verdict string          `json:"verdict"`
+		Refusal *render.Refusal `json:"refusal"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || (code != 0 && code != 2) {
+		t.Fatalf("plan %v: exit %d (%v)\nstdout:\n%s\nstderr:\n%s", args, code, err, stdout.String(), stderr.String())
+	}
+	if out.Refusal != nil {
+		return verdictOf(false, out.Refusal.Code)
+	}
+	return verdictOf(out.Verdict == "verified", "")
+}
+
+// changeArgs spells the case's change as the command's arguments, and checks the
+// command parses them back into the very same target and change.
+func changeArgs(t *testing.T, c parityCase) []string {
+	t.Helper()
+	ch, tg := c.change, c.target
+	ref := tg.Kind + "/" + tg.Name
+	var args []string
+	switch {
+	case ch.Replicas != nil:
+		args = []string{"scale", ref, "--replicas", fmt.Sprint(ch.Replicas.Count)}
+	case ch.Image != nil:
+		img := ch.Image.Name
+		if ch.Image.Digest != "" {
+			img += "@" + ch.Image.Digest
+		} else {
+			img += ":" + ch.Image.Tag
+		}
+		args = []string{"set-image", ref, ch.Image.Container + "=" + img}
+	case ch.Env != nil:
+		args = []string{"set-env", ref, "-c", ch.Env.Container}
+		for _, k := range slices.Sorted(maps.Keys(ch.Env.Set)) {
+			args = append(args, k+"="+ch.Env.Set[k])
+		}
+		for _, k := range ch.Env.Unset {
+			args = append(args, k+"-")
+		}
+	case ch.Resources != nil:
+		args = []string{"set-resources", ref, "-c", ch.Resources.Container}
+		list := func(m map[string]string) string {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				parts = append(parts, k+"="+m[k])
+			}
+			return strings.Join(parts, ",")
+		}
+		if len(ch.Resources.Requests) > 0 {
+			args = append(args, "--requests", list(ch.Resources.Requests))
+		}
+		if len(ch.Resources.Limits) > 0 {
+			args = append(args, "--limits", list(ch.Resources.Limits))
+		}
+	case ch.NewResource != nil:
+		f := filepath.Join(t.TempDir(), "new.yaml")
+		if err := os.WriteFile(f, []byte(ch.NewResource.Manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"add", "-f", f}
+	default:
+		t.Fatalf("case %s has no change", c.name)
+	}
+	args = append(args, "--api-version", tg.APIVersion)
+	if tg.Namespace != "" {
+		args = append(args, "-n", tg.Namespace)
+	}
+	gotTarget, gotChange, err := parseChange(args)
+	if err != nil || gotTarget != tg || !reflect.DeepEqual(gotChange, normalizedChange(ch)) {
+		t.Fatalf("arguments %v parse as %+v %+v (%v), want %+v %+v", args, gotTarget, gotChange, err, tg, ch)
+	}
+	return args
+}
+
+// normalizedChange is the change as the command's parser builds it (an env change
+// always has a Set map).
+func normalizedChange(ch render.Change) render.Change {
+	if ch.Env != nil && ch.Env.Set == nil {
+		env := *ch.Env
+		env.Set = map[string]string{}
+		ch.Env = &env
+	}
+	return ch
+}
+
+const (
+	parityOwner   = "acme"
+	parityRepoURL = "https://github.com/acme/fixture.git"
+)
+
+// parityCluster is every case's cluster: each case is a team whose one cluster
+// "prod" runs the case's Applications, the primary managing the target.
+type parityCluster struct {
+	mu   sync.Mutex
+	apps map[string][]argocd.Application // by team id
+}
+
+func (c *parityCluster) teamApps(team string) []argocd.Application {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps[team]
+}
+
+func (c *parityCluster) Decide(_ context.Context, ref plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+	app := c.teamApps(ref.TeamID)[0]
+	target := argocd.ResourceRef{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelManual, Reason: "tracked"}
+	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelManual, Reason: "managed by " + app.Key().String(),
+		Targets: []argocd.TargetDecision{{Ref: target, Path: argocd.PathGit, Known: true, Ownership: own}}}
+}
+
+func (c *parityCluster) Applications(_ context.Context, ref plan.ClusterRef) ([]argocd.Application, error) {
+	return c.teamApps(ref.TeamID), nil
+}
+
+func (c *parityCluster) Clusters(context.Context, string) ([]string, error) {
+	return []string{"prod"}, nil
+}
+
+func (c *parityCluster) Application(_ context.Context, ref plan.ClusterRef, ns, name string) (argocd.Application, error) {
+	for _, a := range c.teamApps(ref.TeamID) {
+		if a.Namespace == ns && a.Name == name {
+			return a, nil
+		}
+	}
+	return argocd.Application{}, plan.ErrObjectNotFound
+}
+
+func (c *parityCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+	return nil, plan.ErrObjectNotFound
+}
+
+func (c *parityCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error { return nil }
+
+type parityConnections struct{ inst int64 }
+
+func (c parityConnections) RepoInstallation(context.Context, string, string, string) (int64, error) {
+	return c.inst, nil
+}
+
+// servicePaths submits every case to one pipeline, each as its own team whose
+// repository is a copy of the case's, and returns the verdicts by case name.
+func servicePaths(t *testing.T, cases []parityCase) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	db := storetest.SQLite(t)
+	cluster := &parityCluster{apps: map[string][]argocd.Application{}}
+	var repos []string
+	for i := range cases {
+		name := fmt.Sprintf("fixture-%d", i)
+		gh.CreateRepo(t, parityOwner, name, cases[i].files, "main")
+		repos = append(repos, name)
+	}
+	inst := gh.CreateInstallation(t, parityOwner, repos...)
+	cc, err := github.NewClientCreator(github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := github.NewArchiveCache(t.TempDir(), 256<<20, github.DefaultArchiveLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.New(db, cluster, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives}, parityConnections{inst: inst},
+		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()}, plan.Hooks{})
+	t.Cleanup(p.Close)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]string{}
+	for i, c := range cases {
+		team, err := db.EnsureTeam(ctx, fmt.Sprintf("team-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apps []argocd.Application
+		for _, m := range c.apps {
+			m = withRepo(t, m, fmt.Sprintf("https://github.com/%s/%s.git", parityOwner, repos[i]))
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := argocd.DecodeApplication(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			apps = append(apps, a)
+		}
+		cluster.mu.Lock()
+		cluster.apps[team.ID] = apps
+		cluster.mu.Unlock()
+		req := plan.Request{Cluster: "prod", Change: c.change, Reason: "parity", RequestedBy: "test",
+			Target: store.PlanTarget{APIVersion: c.target.APIVersion, Kind: c.target.Kind, Namespace: c.target.Namespace, Name: c.target.Name}}
+		if c.change.NewResource != nil {
+			req.Application = &plan.AppRef{Namespace: apps[0].Namespace, Name: apps[0].Name}
+			// A new resource names no target; the request still carries one.
+			req.Target = store.PlanTarget{APIVersion: "v1", Kind: "ConfigMap", Name: "new"}
+		}
+		pl, _, err := p.Submit(ctx, team.ID, "team:test", req)
+		if err != nil {
+			t.Fatalf("%s: submit: %v", c.name, err)
+		}
+		codes[c.name] = pl.Code
+	}
+	verdicts := map[string]string{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for name, code := range codes {
+		for {
+			pl, err := db.PlanByCode(ctx, code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, done := serviceVerdict(t, pl); done {
+				verdicts[name] = v
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: plan %s is still %s", name, code, pl.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return verdicts
+}
+
+func withRepo(t *testing.T, m map[string]any, url string) map[string]any {
+	t.Helper()
+	c := cloneCase(t, parityCase{apps: []map[string]any{m}}, "").apps[0]
+	c["spec"].(map[string]any)["source"].(map[string]any)["repoURL"] = url
+	return c
+}
+
+// serviceVerdict reads a plan's verdict once it has one: a pull request is
+// "verified"; a refusal carries render's code when render refused.
+func serviceVerdict(t *testing.T, pl store.Plan) (string, bool) {
+	t.Helper()
+	switch plan.Status(pl.Status) {
+	case plan.StatusPROpen, plan.StatusCommitting:
+		return verdictOf(true, ""), true
+	case plan.StatusRefused:
+		pay, err := plan.PayloadOf(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pay.Problem != nil {
+			if d, ok := pay.Problem.Details.(map[string]any); ok {
+				if code, ok := d["error"].(string); ok {
+					return verdictOf(false, code), true
+				}
+			}
+		}
+		return verdictOf(false, pl.ErrorCode), true
+	case plan.StatusFailed:
+		return "failed: " + pl.StatusReason, true
+	}
+	return "", false
+}
