@@ -222,9 +222,9 @@ func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request
 	if !created {
 		return stored, false, nil
 	}
-	if claimed, err := p.db.ClaimPlan(ctx, stored.Code, p.cfg.WorkerID, p.cfg.ClaimTTL); err == nil && claimed {
-		decided, derr := p.stepDecide(ctx, stored, req.ExpectedPath)
-		_ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), stored.Code, p.cfg.WorkerID)
+	if hctx, held, ok, err := p.hold(ctx, stored.Code); err == nil && ok {
+		decided, derr := p.stepDecide(hctx, stored, req.ExpectedPath)
+		held.end(ctx, true)
 		if derr == nil {
 			stored = decided
 		} else if !errors.Is(derr, errStopped) {
@@ -246,33 +246,35 @@ func (p *Pipeline) reload(ctx context.Context, pl store.Plan) (store.Plan, bool,
 // Run drives one plan until it needs something from outside (a merge, a lock, a
 // person) or ends. It is safe to call for any plan at any time.
 func (p *Pipeline) Run(ctx context.Context, code string) error {
-	claimed, err := p.db.ClaimPlan(ctx, code, p.cfg.WorkerID, p.cfg.ClaimTTL)
+	ctx, held, ok, err := p.hold(ctx, code)
 	if err != nil {
 		return err
 	}
-	if !claimed {
+	if !ok {
 		return nil // another worker runs it
 	}
 	crashed := false
-	defer func() {
-		// A simulated crash keeps its claim, as a dead process would, until it expires.
-		if !crashed {
-			_ = p.db.ReleasePlanClaim(context.WithoutCancel(ctx), code, p.cfg.WorkerID)
-		}
-	}()
+	// A simulated crash keeps its claim, as a dead process would, until it expires.
+	defer func() { held.end(ctx, !crashed) }()
 	for {
+		if lost := held.lostErr(); lost != nil {
+			// Another worker may run the plan now: nothing more is done or recorded
+			// here, whatever the step in flight returned.
+			zerolog.Ctx(ctx).Warn().Err(lost).Str("plan", code).Msg("Plan claim lost; stopping work on the plan")
+			return fmt.Errorf("%w: %w", errStopped, lost)
+		}
 		if err := ctx.Err(); err != nil {
 			return errStopped
 		}
 		pl, err := p.db.PlanByCode(ctx, code)
 		if err != nil {
+			if held.lostErr() != nil {
+				continue // cancelled by the lost claim: reported at the top
+			}
 			return err
 		}
-		if pl.ClaimedBy != p.cfg.WorkerID {
+		if c := held.current(); pl.ClaimedBy != c.Owner || pl.ClaimEpoch != c.Epoch {
 			return nil // claim lost (expired and taken); the other worker continues
-		}
-		if _, err := p.db.ClaimPlan(ctx, code, p.cfg.WorkerID, p.cfg.ClaimTTL); err != nil {
-			return err
 		}
 		_, done, err := p.step(ctx, pl)
 		if errors.Is(err, store.ErrStale) {
@@ -283,6 +285,12 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 		}
 		if errors.Is(err, errHookCrash) {
 			crashed = true
+		}
+		if errors.Is(err, store.ErrClaimLost) {
+			held.lose(err) // the store refused a record: the claim ran out
+		}
+		if held.lostErr() != nil {
+			continue // reported at the top of the loop
 		}
 		if err != nil || done {
 			return err
@@ -340,7 +348,16 @@ func (p *Pipeline) save(ctx context.Context, pl store.Plan, pay Payload, to Stat
 	if actor == "" {
 		actor = "system"
 	}
-	saved, released, err := p.db.UpdatePlanLocks(ctx, pl, store.PlanEvent{Actor: actor, Step: step, Message: msg}, lockChange(from, to, pay))
+	ev := store.PlanEvent{Actor: actor, Step: step, Message: msg}
+	var saved store.Plan
+	var released []store.FileLock
+	var err error
+	if h := heldFor(ctx, pl.Code); h != nil {
+		// Recorded only while this worker's claim still holds the plan.
+		saved, released, err = p.db.UpdateClaimedPlan(ctx, h.current(), pl, ev, lockChange(from, to, pay))
+	} else {
+		saved, released, err = p.db.UpdatePlanLocks(ctx, pl, ev, lockChange(from, to, pay))
+	}
 	if err != nil {
 		return pl, err
 	}

@@ -534,20 +534,7 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
 				second.Close()
 
-				prs := e.gh.PullRequests(t, repoName)
-				if len(prs) != 1 || prs[0].GetHead().GetRef() != pl.Branch || int64(prs[0].GetNumber()) != pl.PRNumber {
-					t.Fatalf("%d pull requests, want exactly one for %s (#%d)", len(prs), pl.Branch, pl.PRNumber)
-				}
-				if branches := gitLines(t, e.gh.GitDir(t, repoName), "for-each-ref", "--format=%(refname)", "refs/heads/kukie/"); len(branches) != 1 || branches[0] != "refs/heads/"+pl.Branch {
-					t.Fatalf("kukie branches %v, want only %s", branches, pl.Branch)
-				}
-				if commits := gitLines(t, e.gh.GitDir(t, repoName), "rev-list", pl.BaseSHA+".."+pl.Branch); len(commits) != 1 || commits[0] != pl.HeadSHA {
-					t.Fatalf("commits on %s over the base: %v, want only %s", pl.Branch, commits, pl.HeadSHA)
-				}
-				runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
-				if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "success" {
-					t.Fatalf("%d check runs on the head, want exactly one successful run %d", len(runs), pl.CheckRunID)
-				}
+				e.assertOneOfEach(pl)
 				if n := e.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits"); n != tc.commitWrites {
 					t.Fatalf("%d commits created, want %d", n, tc.commitWrites)
 				}

@@ -182,6 +182,9 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 	pl.Branch = github.BranchPrefix + pl.Code
 	pl.CommitSHA, pl.HeadSHA, pl.CheckRunID, pl.CheckRunURL = "", "", 0, ""
 
+	if err := p.fence(ctx, pl.Code); err != nil {
+		return pl, err
+	}
 	holder, err := p.db.AcquireFileLocks(ctx, pl.Code, pl.Repo, editPaths(edits))
 	if err != nil {
 		return pl, err
@@ -373,6 +376,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 			for i, e := range pay.Edits {
 				files[i] = github.FileChange{Path: e.Path, Content: e.New, Delete: e.New == nil && !e.Created}
 			}
+			if err := p.fence(ctx, pl.Code); err != nil {
+				return pl, err
+			}
 			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl), files)
 			if err != nil {
 				return p.stop(ctx, pl, pay, err, "commit")
@@ -390,6 +396,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		if err := p.hook(pl.Code, "branch"); err != nil {
 			return pl, err
 		}
+		if err := p.fence(ctx, pl.Code); err != nil {
+			return pl, err
+		}
 		if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, pl.CommitSHA); err != nil {
 			return p.stop(ctx, pl, pay, err, "branch")
 		}
@@ -402,6 +411,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		}
 	}
 	if err := p.hook(pl.Code, "pull_request"); err != nil {
+		return pl, err
+	}
+	if err := p.fence(ctx, pl.Code); err != nil {
 		return pl, err
 	}
 	pr, err := p.repos.OpenPull(ctx, pl.InstallationID, pl.Repo, github.NewPull{
@@ -433,6 +445,9 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 		return pl, err
 	}
 	report := p.CheckReport(pl, pay, "")
+	if err := p.fence(ctx, pl.Code); err != nil {
+		return pl, err
+	}
 	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "check_run")

@@ -42,6 +42,9 @@ var (
 	// longer holds: its lease ran out and another worker claimed the delivery since,
 	// or the delivery was finished already.
 	ErrLeaseLost = errors.New("webhook delivery lease lost")
+	// ErrClaimLost: a worker tried to renew or act under a plan claim it no longer
+	// holds: the claim ran out (and may have been taken over) or was released.
+	ErrClaimLost = errors.New("plan claim lost")
 )
 
 // DB is an open database with its dialect. It embeds *sqlx.DB, so Rebind, GetContext,

@@ -63,6 +63,7 @@ type Plan struct {
 
 	ClaimedBy      string
 	ClaimExpiresAt time.Time
+	ClaimEpoch     int64 // grows by one with every claim (see PlanClaim)
 
 	Version   int64
 	CreatedAt time.Time
@@ -78,7 +79,10 @@ type PlanEvent struct {
 	ToStatus   string
 	Step       string
 	Message    string
-	CreatedAt  time.Time
+	// Worker is the claim holder that recorded the event; empty for events recorded
+	// outside a claim (webhooks, people through the API).
+	Worker    string
+	CreatedAt time.Time
 }
 
 type planRow struct {
@@ -117,6 +121,7 @@ type planRow struct {
 	Payload          string         `db:"payload"`
 	ClaimedBy        string         `db:"claimed_by"`
 	ClaimExpiresAt   sql.NullInt64  `db:"claim_expires_at"`
+	ClaimEpoch       int64          `db:"claim_epoch"`
 	Version          int64          `db:"version"`
 	CreatedAt        int64          `db:"created_at"`
 	UpdatedAt        int64          `db:"updated_at"`
@@ -126,8 +131,8 @@ const planColumns = `code, team_id, idempotency_key, cluster, target_api_version
 	target_namespace, target_name, change_json, reason, requested_by, path, status, status_reason,
 	error_code, failed_step, repo, installation_id, base_branch, base_sha, commit_sha, head_sha,
 	branch, pr_number, pr_url, check_run_id, check_run_url, merge_sha, waiting_on, rollback_of,
-	rolled_back_by, deploy_deadline_at, payload, claimed_by, claim_expires_at, version,
-	created_at, updated_at`
+	rolled_back_by, deploy_deadline_at, payload, claimed_by, claim_expires_at, claim_epoch,
+	version, created_at, updated_at`
 
 // PayloadCodec transforms plan payloads on their way into and out of the database,
 // so that what must not be stored in clear is sealed (the pipeline seals the file
@@ -179,7 +184,7 @@ func (r planRow) plan() Plan {
 		CheckRunID: r.CheckRunID, CheckRunURL: r.CheckRunURL, MergeSHA: r.MergeSHA, WaitingOn: r.WaitingOn,
 		RollbackOf: r.RollbackOf, RolledBackBy: r.RolledBackBy, DeployDeadline: nullMillis(r.DeployDeadlineAt),
 		Payload:   json.RawMessage(r.Payload),
-		ClaimedBy: r.ClaimedBy, ClaimExpiresAt: nullMillis(r.ClaimExpiresAt),
+		ClaimedBy: r.ClaimedBy, ClaimExpiresAt: nullMillis(r.ClaimExpiresAt), ClaimEpoch: r.ClaimEpoch,
 		Version: r.Version, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
 	}
 }
@@ -194,7 +199,7 @@ func rowOf(p Plan) planRow {
 		HeadSHA: p.HeadSHA, Branch: p.Branch, PRNumber: p.PRNumber, PRURL: p.PRURL, CheckRunID: p.CheckRunID,
 		CheckRunURL: p.CheckRunURL, MergeSHA: p.MergeSHA, WaitingOn: p.WaitingOn, RollbackOf: p.RollbackOf,
 		RolledBackBy: p.RolledBackBy, DeployDeadlineAt: optionalMillis(p.DeployDeadline), Payload: string(p.Payload),
-		ClaimedBy: p.ClaimedBy, ClaimExpiresAt: optionalMillis(p.ClaimExpiresAt),
+		ClaimedBy: p.ClaimedBy, ClaimExpiresAt: optionalMillis(p.ClaimExpiresAt), ClaimEpoch: p.ClaimEpoch,
 		Version: p.Version, CreatedAt: toMillis(p.CreatedAt), UpdatedAt: toMillis(p.UpdatedAt),
 	}
 	if p.IdempotencyKey != "" {
@@ -377,8 +382,9 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 // UpdatePlan writes p's mutable columns if nobody changed the plan since p was read
 // (p.Version), records ev as the next event, and writes an audit row when the status
 // changes. It returns the stored plan with its new version, or ErrStale. The claim
-// columns are left alone: only ClaimPlan and ReleasePlanClaim move a claim, so an
-// update from a copy read before a worker claimed the plan cannot drop that claim.
+// columns are left alone: only ClaimPlan, RenewPlanClaim and ReleasePlanClaim move a
+// claim, so an update from a copy read before a worker claimed the plan cannot drop
+// that claim. Writers that act for a claim use UpdateClaimedPlan.
 func (db *DB) UpdatePlan(ctx context.Context, p Plan, ev PlanEvent) (Plan, error) {
 	saved, _, err := db.UpdatePlanLocks(ctx, p, ev, LockChange{})
 	return saved, err
@@ -408,6 +414,23 @@ func (e *LockHeldError) Error() string { return "a file is locked by plan " + e.
 // UpdatePlanLocks is UpdatePlan that also applies lc to the plan's file locks in
 // the same transaction. It returns the locks it released.
 func (db *DB) UpdatePlanLocks(ctx context.Context, p Plan, ev PlanEvent, lc LockChange) (Plan, []FileLock, error) {
+	return db.updatePlan(ctx, p, ev, lc, nil)
+}
+
+// UpdateClaimedPlan is UpdatePlanLocks for the holder of claim: the update is made
+// only while claim still holds the plan (same owner and epoch, not expired), checked
+// in the same transaction as the write, and ev names the claim's owner as its
+// worker. ErrClaimLost when the claim ran out, was released or was taken over: the
+// worker must record nothing more and stop.
+func (db *DB) UpdateClaimedPlan(ctx context.Context, claim PlanClaim, p Plan, ev PlanEvent, lc LockChange) (Plan, []FileLock, error) {
+	if claim.Code != p.Code {
+		return Plan{}, nil, fmt.Errorf("update plan %s under the claim of plan %s", p.Code, claim.Code)
+	}
+	ev.Worker = claim.Owner
+	return db.updatePlan(ctx, p, ev, lc, &claim)
+}
+
+func (db *DB) updatePlan(ctx context.Context, p Plan, ev PlanEvent, lc LockChange, claim *PlanClaim) (Plan, []FileLock, error) {
 	var released []FileLock
 	now := time.Now()
 	prevVersion := p.Version
@@ -418,25 +441,42 @@ func (db *DB) UpdatePlanLocks(ctx context.Context, p Plan, ev PlanEvent, lc Lock
 		return Plan{}, nil, err
 	}
 	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
-		var fromStatus string
-		err := tx.GetContext(ctx, &fromStatus, tx.Rebind(`SELECT status FROM plans WHERE code = ? AND version = ?`), p.Code, prevVersion)
+		var cur planClaimRow
+		err := tx.GetContext(ctx, &cur, tx.Rebind(`SELECT status, version, claimed_by, claim_epoch, claim_expires_at
+			FROM plans WHERE code = ?`), p.Code)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrStale
 		}
 		if err != nil {
 			return fmt.Errorf("read plan %s: %w", p.Code, err)
 		}
-		res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE plans SET path = ?, status = ?, status_reason = ?, error_code = ?,
+		if claim != nil {
+			if err := claim.heldIn(cur, now); err != nil {
+				return err
+			}
+		}
+		if cur.Version != prevVersion {
+			return ErrStale
+		}
+		fromStatus := cur.Status
+		query := `UPDATE plans SET path = ?, status = ?, status_reason = ?, error_code = ?,
 			failed_step = ?, repo = ?, installation_id = ?, base_branch = ?, base_sha = ?, commit_sha = ?, head_sha = ?,
 			branch = ?, pr_number = ?, pr_url = ?, check_run_id = ?, check_run_url = ?, merge_sha = ?, waiting_on = ?,
 			rollback_of = ?, rolled_back_by = ?, deploy_deadline_at = ?, payload = ?,
 			version = ?, updated_at = ?
-			WHERE code = ? AND version = ?`),
-			row.Path, row.Status, row.StatusReason, row.ErrorCode, row.FailedStep, row.Repo, row.InstallationID,
+			WHERE code = ? AND version = ?`
+		args := []any{row.Path, row.Status, row.StatusReason, row.ErrorCode, row.FailedStep, row.Repo, row.InstallationID,
 			row.BaseBranch, row.BaseSHA, row.CommitSHA, row.HeadSHA, row.Branch, row.PRNumber, row.PRURL,
 			row.CheckRunID, row.CheckRunURL, row.MergeSHA, row.WaitingOn, row.RollbackOf, row.RolledBackBy,
 			row.DeployDeadlineAt, row.Payload, row.Version, row.UpdatedAt,
-			p.Code, prevVersion)
+			p.Code, prevVersion}
+		if claim != nil {
+			// Checked again in the write itself: on PostgreSQL another worker's
+			// takeover may commit between the read above and this statement.
+			query += ` AND claimed_by = ? AND claim_epoch = ? AND claim_expires_at >= ?`
+			args = append(args, claim.Owner, claim.Epoch, toMillis(now))
+		}
+		res, err := tx.ExecContext(ctx, tx.Rebind(query), args...)
 		if err != nil {
 			return fmt.Errorf("update plan %s: %w", p.Code, err)
 		}
@@ -480,8 +520,8 @@ func (db *DB) UpdatePlanLocks(ctx context.Context, p Plan, ev PlanEvent, lc Lock
 
 func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, teamID string, ev PlanEvent, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO plan_events
-		(plan_code, seq, actor, from_status, to_status, step, message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-		ev.PlanCode, ev.Seq, ev.Actor, ev.FromStatus, ev.ToStatus, ev.Step, ev.Message, toMillis(now)); err != nil {
+		(plan_code, seq, actor, from_status, to_status, step, message, worker, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		ev.PlanCode, ev.Seq, ev.Actor, ev.FromStatus, ev.ToStatus, ev.Step, ev.Message, ev.Worker, toMillis(now)); err != nil {
 		if IsUniqueViolation(err) {
 			return ErrStale
 		}
@@ -513,45 +553,19 @@ func (db *DB) PlanEvents(ctx context.Context, code string) ([]PlanEvent, error) 
 		ToStatus   string `db:"to_status"`
 		Step       string `db:"step"`
 		Message    string `db:"message"`
+		Worker     string `db:"worker"`
 		CreatedAt  int64  `db:"created_at"`
 	}
-	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT plan_code, seq, actor, from_status, to_status, step, message, created_at
+	if err := db.SelectContext(ctx, &rows, db.Rebind(`SELECT plan_code, seq, actor, from_status, to_status, step, message, worker, created_at
 		FROM plan_events WHERE plan_code = ? ORDER BY seq`), code); err != nil {
 		return nil, fmt.Errorf("list events of plan %s: %w", code, err)
 	}
 	out := make([]PlanEvent, len(rows))
 	for i, r := range rows {
 		out[i] = PlanEvent{PlanCode: r.PlanCode, Seq: r.Seq, Actor: r.Actor, FromStatus: r.FromStatus, ToStatus: r.ToStatus,
-			Step: r.Step, Message: r.Message, CreatedAt: fromMillis(r.CreatedAt)}
+			Step: r.Step, Message: r.Message, Worker: r.Worker, CreatedAt: fromMillis(r.CreatedAt)}
 	}
 	return out, nil
-}
-
-// ClaimPlan gives owner exclusive work on a plan until the claim expires, so that two
-// workers (or two replicas) never run the same plan's steps at once. It reports
-// whether the claim was taken; an expired claim of someone else may be taken over.
-func (db *DB) ClaimPlan(ctx context.Context, code, owner string, ttl time.Duration) (bool, error) {
-	now := time.Now()
-	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE plans SET claimed_by = ?, claim_expires_at = ?
-		WHERE code = ? AND (claimed_by = '' OR claimed_by = ? OR claim_expires_at IS NULL OR claim_expires_at < ?)`),
-		owner, toMillis(now.Add(ttl)), code, owner, toMillis(now))
-	if err != nil {
-		return false, fmt.Errorf("claim plan %s: %w", code, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("claim plan %s: %w", code, err)
-	}
-	return n == 1, nil
-}
-
-// ReleasePlanClaim ends owner's claim on a plan.
-func (db *DB) ReleasePlanClaim(ctx context.Context, code, owner string) error {
-	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE plans SET claimed_by = '', claim_expires_at = NULL
-		WHERE code = ? AND claimed_by = ?`), code, owner); err != nil {
-		return fmt.Errorf("release claim on plan %s: %w", code, err)
-	}
-	return nil
 }
 
 // FileLock is one (repository, file) held by a plan.

@@ -200,28 +200,112 @@ func TestClaimPlanIsExclusive(t *testing.T) {
 		if _, _, err := db.CreatePlan(ctx, newPlan(team.ID, "abc", ""), store.PlanEvent{}); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || !ok {
+		w1, ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute)
+		if err != nil || !ok {
 			t.Fatalf("w1 claim: %v %v", ok, err)
 		}
-		if ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute); err != nil || ok {
+		if _, ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute); err != nil || ok {
 			t.Fatalf("w2 took a live claim: %v %v", ok, err)
 		}
-		if err := db.ReleasePlanClaim(ctx, "abc", "w1"); err != nil {
+		// A live claim is extended by renewal, never granted twice, not even to its
+		// owner: one epoch has one holder.
+		if _, ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || ok {
+			t.Fatalf("w1 was granted its own live claim again: %v %v", ok, err)
+		}
+		if err := db.ReleasePlanClaim(ctx, w1); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := db.ClaimPlan(ctx, "abc", "w2", -time.Second); err != nil || !ok {
+		w2, ok, err := db.ClaimPlan(ctx, "abc", "w2", -time.Second)
+		if err != nil || !ok {
 			t.Fatalf("w2 after release: %v %v", ok, err)
 		}
+		if w2.Epoch != w1.Epoch+1 {
+			t.Fatalf("epochs %d then %d, want consecutive", w1.Epoch, w2.Epoch)
+		}
 		// w2's claim has already expired: w1 may take it over.
-		if ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || !ok {
+		if _, ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || !ok {
 			t.Fatalf("w1 over an expired claim: %v %v", ok, err)
+		}
+	})
+}
+
+// TestPlanClaimFencing takes a plan over from a worker whose claim ran out, the way
+// a second replica does when the first stalls in a slow GitHub call: the first
+// worker can no longer renew, record a step or release the claim, whatever it
+// believes; the new holder can.
+func TestPlanClaimFencing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		team, err := db.CreateTeam(ctx, "team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, _, err := db.CreatePlan(ctx, newPlan(team.ID, "abc", ""), store.PlanEvent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, ok, err := db.ClaimPlan(ctx, "abc", "w1", -time.Second)
+		if err != nil || !ok {
+			t.Fatalf("w1 claim: %v %v", ok, err)
+		}
+		if _, err := db.RenewPlanClaim(ctx, stale, time.Minute); !errors.Is(err, store.ErrClaimLost) {
+			t.Fatalf("renewal of a claim that ran out: %v, want ErrClaimLost", err)
+		}
+		pl.Status = "preparing"
+		if _, _, err := db.UpdateClaimedPlan(ctx, stale, pl, store.PlanEvent{Step: "decide"}, store.LockChange{}); !errors.Is(err, store.ErrClaimLost) {
+			t.Fatalf("update under a claim that ran out: %v, want ErrClaimLost", err)
+		}
+
+		current, ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("w2 over the expired claim: %v %v", ok, err)
+		}
+		// The same owner name at an old epoch is not the holder either (a process
+		// that lost its claim and took it again runs under the new epoch only).
+		for _, c := range []store.PlanClaim{stale, {Code: "abc", Owner: "w2", Epoch: stale.Epoch}} {
+			if _, err := db.RenewPlanClaim(ctx, c, time.Minute); !errors.Is(err, store.ErrClaimLost) {
+				t.Fatalf("renewal by %s: %v, want ErrClaimLost", c, err)
+			}
+			if _, _, err := db.UpdateClaimedPlan(ctx, c, pl, store.PlanEvent{Step: "decide"}, store.LockChange{}); !errors.Is(err, store.ErrClaimLost) {
+				t.Fatalf("update by %s: %v, want ErrClaimLost", c, err)
+			}
+			if err := db.ReleasePlanClaim(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := db.PlanByCode(ctx, "abc"); err != nil || got.Status != "deciding" || got.ClaimedBy != "w2" || got.ClaimEpoch != current.Epoch {
+			t.Fatalf("after the stale worker's attempts: %+v %v", got, err)
+		}
+
+		renewed, err := db.RenewPlanClaim(ctx, current, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !renewed.ExpiresAt.After(current.ExpiresAt) {
+			t.Fatalf("renewal moved the expiry from %s to %s", current.ExpiresAt, renewed.ExpiresAt)
+		}
+		if _, _, err := db.UpdateClaimedPlan(ctx, current, pl, store.PlanEvent{Step: "decide"}, store.LockChange{}); err != nil {
+			t.Fatalf("update by the holder: %v", err)
+		}
+		events, err := db.PlanEvents(ctx, "abc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 2 || events[0].Worker != "" || events[1].Step != "decide" || events[1].Worker != "w2" {
+			t.Fatalf("events %+v, want the request and w2's decide", events)
+		}
+		if err := db.ReleasePlanClaim(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.RenewPlanClaim(ctx, current, time.Minute); !errors.Is(err, store.ErrClaimLost) {
+			t.Fatalf("renewal of a released claim: %v, want ErrClaimLost", err)
 		}
 	})
 }
 
 // TestUpdatePlanKeepsTheClaim saves a plan from copies read before and during a
 // worker's claim (a webhook recording a merge while the worker runs the plan): the
-// claim is neither dropped nor brought back, since only ClaimPlan and
+// claim is neither dropped nor brought back, since only ClaimPlan, RenewPlanClaim and
 // ReleasePlanClaim move it.
 func TestUpdatePlanKeepsTheClaim(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
@@ -234,7 +318,8 @@ func TestUpdatePlanKeepsTheClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute); err != nil || !ok {
+		w1, ok, err := db.ClaimPlan(ctx, "abc", "w1", time.Minute)
+		if err != nil || !ok {
 			t.Fatalf("w1 claim: %v %v", ok, err)
 		}
 		unclaimed.StatusReason = "saved from a copy read before the claim"
@@ -245,10 +330,10 @@ func TestUpdatePlanKeepsTheClaim(t *testing.T) {
 		if got, err := db.PlanByCode(ctx, "abc"); err != nil || got.ClaimedBy != "w1" {
 			t.Fatalf("claim after an update from an unclaimed copy: %q %v, want w1", got.ClaimedBy, err)
 		}
-		if ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute); err != nil || ok {
+		if _, ok, err := db.ClaimPlan(ctx, "abc", "w2", time.Minute); err != nil || ok {
 			t.Fatalf("w2 took the claim an update dropped: %v %v", ok, err)
 		}
-		if err := db.ReleasePlanClaim(ctx, "abc", "w1"); err != nil {
+		if err := db.ReleasePlanClaim(ctx, w1); err != nil {
 			t.Fatal(err)
 		}
 		fresh, err := db.PlanByCode(ctx, "abc")

@@ -154,3 +154,14 @@ func EmptyURL(t testing.TB, d store.Dialect) string {
 
 // OpenURL opens rawURL for the rest of the test without migrating it.
 func OpenURL(t testing.TB, rawURL string) *store.DB { return open(t, rawURL, false) }
+
+// ExpirePlanClaim makes the claim on a plan run out now, as it does when its holder
+// stalls for longer than the claim's lifetime (a paused process, a worker cut off
+// from the database): another worker may then take the plan over.
+func ExpirePlanClaim(t testing.TB, db *store.DB, code string) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), db.Rebind(`UPDATE plans SET claim_expires_at = ? WHERE code = ?`),
+		time.Now().Add(-time.Second).UnixMilli(), code); err != nil {
+		t.Fatalf("expire claim on plan %s: %v", code, err)
+	}
+}
