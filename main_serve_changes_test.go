@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/config"
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
 )
 
@@ -40,6 +41,9 @@ func TestPipelineSettingsComeFromConfig(t *testing.T) {
 }
 
 func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
+	if got := config.Default().GitHub.RequestTimeout; got != github.DefaultTimeout {
+		t.Errorf("config's GitHub request timeout %s differs from the github package's %s", got, github.DefaultTimeout)
+	}
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
 		t.Fatalf("config defaults %+v differ from plan's (%v, %v, %v)", d, plan.DefaultDeployTimeout, plan.DefaultDeployPoll, plan.DefaultClaimTTL)

@@ -65,6 +65,7 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		UserAgent:    github.DefaultUserAgent + "/" + version,
 		ClientID:     cfg.GitHub.ClientID,
 		ClientSecret: cfg.GitHub.ClientSecret,
+		Timeout:      cfg.GitHub.RequestTimeout,
 	}
 	webHost, err := ghCfg.WebHost()
 	if err != nil {

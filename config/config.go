@@ -109,6 +109,9 @@ type GitHub struct {
 	ClientID         string        `yaml:"client_id" json:"client_id"`
 	ClientSecret     secret.Secret `yaml:"-" json:"client_secret"`
 	ClientSecretFile string        `yaml:"client_secret_file" json:"client_secret_file"`
+	// RequestTimeout bounds one request to GitHub, including reading its body.
+	// pipeline.claim_ttl must be longer, so no single call outlasts a plan claim.
+	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
 }
 
 // UserAuthorization reports whether the App's client credentials are configured, so
@@ -144,8 +147,9 @@ type Pipeline struct {
 	// DeployPollInterval is how often a deploying change's Application and target
 	// resource are read.
 	DeployPollInterval time.Duration `yaml:"deploy_poll_interval" json:"deploy_poll_interval"`
-	// ClaimTTL is how long a worker's claim on a plan lasts without renewal; another
-	// replica resumes the plans of a crashed worker after it.
+	// ClaimTTL is how long a worker's claim on a plan lasts without renewal (its
+	// holder renews it while it works); another replica resumes the plans of a
+	// crashed worker after it. It must be longer than github.request_timeout.
 	ClaimTTL time.Duration `yaml:"claim_ttl" json:"claim_ttl"`
 	// CacheDir holds the repository archive cache; the user's cache directory
 	// (…/kukie-gitops) when empty.
@@ -195,13 +199,17 @@ const (
 	DefaultDeployTimeout      = 15 * time.Minute
 	DefaultDeployPollInterval = 5 * time.Second
 	DefaultClaimTTL           = 2 * time.Minute
+	// DefaultGitHubRequestTimeout equals the github package's default timeout (a
+	// test in package main checks that).
+	DefaultGitHubRequestTimeout = 30 * time.Second
 )
 
 // Default returns the configuration of a zero-configuration run.
 func Default() Config {
 	return Config{
-		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL},
-		Log:    Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL,
+			RequestTimeout: DefaultGitHubRequestTimeout},
+		Log: Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
 		Pipeline: Pipeline{
 			DeployTimeout:      DefaultDeployTimeout,
 			DeployPollInterval: DefaultDeployPollInterval,

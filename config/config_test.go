@@ -410,6 +410,18 @@ func TestValidate(t *testing.T) {
 			edit:    func(c *Config) { c.Pipeline.DeployTimeout, c.Pipeline.DeployPollInterval = time.Minute, time.Minute },
 			want:    []string{"pipeline.deploy_poll_interval (1m0s) must be shorter than pipeline.deploy_timeout (1m0s)"},
 		},
+		"claim ttl a github call can outlast": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Pipeline.ClaimTTL, c.GitHub.RequestTimeout = 30*time.Second, 30*time.Second },
+			want:    []string{"pipeline.claim_ttl (30s) must be longer than github.request_timeout (30s)"},
+			count:   1,
+		},
+		"zero github request timeout": {
+			profile: Dev,
+			edit:    func(c *Config) { c.GitHub.RequestTimeout = 0 },
+			want:    []string{"github.request_timeout must be a positive duration"},
+			count:   1,
+		},
 		"archive cache too small": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Pipeline.ArchiveCacheBytes = 1024 },

@@ -89,6 +89,7 @@ var envSettings = []envSetting{
 	{"KUKIE_GITHUB_CLIENT_ID", str(func(c *Config) *string { return &c.GitHub.ClientID })},
 	{"KUKIE_GITHUB_CLIENT_SECRET", sec(func(c *Config) *secret.Secret { return &c.GitHub.ClientSecret })},
 	{"KUKIE_GITHUB_CLIENT_SECRET_FILE", str(func(c *Config) *string { return &c.GitHub.ClientSecretFile })},
+	{"KUKIE_GITHUB_REQUEST_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.GitHub.RequestTimeout })},
 	{"KUKIE_AUTH_DEV_TEAM", str(func(c *Config) *string { return &c.Auth.DevTeam })},
 	{"KUKIE_ENCRYPTION_KEY", sec(func(c *Config) *secret.Secret { return &c.Encryption.Key })},
 	{"KUKIE_ENCRYPTION_KEY_FILE", str(func(c *Config) *string { return &c.Encryption.KeyFile })},

@@ -118,6 +118,7 @@ func (c Config) Validate(profile Profile) error {
 		{"pipeline.deploy_timeout", c.Pipeline.DeployTimeout},
 		{"pipeline.deploy_poll_interval", c.Pipeline.DeployPollInterval},
 		{"pipeline.claim_ttl", c.Pipeline.ClaimTTL},
+		{"github.request_timeout", c.GitHub.RequestTimeout},
 	} {
 		if f.value <= 0 {
 			add("%s must be a positive duration such as 30s or 15m, got %s", f.name, f.value)
@@ -126,6 +127,13 @@ func (c Config) Validate(profile Profile) error {
 	if c.Pipeline.DeployPollInterval > 0 && c.Pipeline.DeployTimeout > 0 && c.Pipeline.DeployPollInterval >= c.Pipeline.DeployTimeout {
 		add("pipeline.deploy_poll_interval (%s) must be shorter than pipeline.deploy_timeout (%s), or a deployment is never checked before it times out",
 			c.Pipeline.DeployPollInterval, c.Pipeline.DeployTimeout)
+	}
+	// A plan claim is renewed for a full lifetime right before each GitHub write: if
+	// one call could outlast it, another replica could take the plan over while the
+	// write is still under way and make it a second time.
+	if c.Pipeline.ClaimTTL > 0 && c.GitHub.RequestTimeout > 0 && c.Pipeline.ClaimTTL <= c.GitHub.RequestTimeout {
+		add("pipeline.claim_ttl (%s) must be longer than github.request_timeout (%s): a single GitHub call must not outlast a plan claim, "+
+			"or a second replica may take the plan over and repeat a write that is still under way", c.Pipeline.ClaimTTL, c.GitHub.RequestTimeout)
 	}
 	if c.Pipeline.ArchiveCacheBytes < MinArchiveCacheBytes {
 		add("pipeline.archive_cache_bytes must be at least %d (16 MiB), got %d", MinArchiveCacheBytes, c.Pipeline.ArchiveCacheBytes)

@@ -10,4 +10,10 @@
 // locks that keep two open pull requests off one file, idempotency of requests,
 // tracking a merged change until it runs, and rollbacks. It reaches those packages
 // only through the small interfaces in deps.go, so each step can be tested alone.
+//
+// Replicas share plans through claims in the store: one worker runs a plan's steps
+// at a time, renews its claim while it works, renews it again right before each
+// GitHub write, and records a step only while its claim's epoch still holds the plan
+// (claim.go). A worker that loses its claim stops and records nothing; what it wrote
+// to GitHub without recording it is adopted by the next holder.
 package plan
