@@ -169,7 +169,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func planApplications(f planFlags) ([]render.Application, render.Application, []string, error) {
 	var notes []string
 	var primary render.Application
-	var primaryName, repoURL string
+	var primaryName, repoURL, revision string
 	if f.application != "" {
 		apps, err := readApplications(f.application)
 		if err != nil {
@@ -184,7 +184,11 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		}
 		primary, primaryName = converted[0], apps[0].Name
 		if src, ok := apps[0].PrimarySource(); ok {
-			repoURL = src.RepoURL
+			repoURL, revision = src.RepoURL, src.TargetRevision
+			if r := strings.TrimPrefix(revision, "refs/heads/"); r == "HEAD" {
+				// The default branch, which only the repository knows.
+				revision = ""
+			}
 		}
 	}
 	if f.appPath != "" {
@@ -220,15 +224,18 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		if err != nil {
 			return nil, primary, nil, err
 		}
-		sameRepo := func(src argocd.AppSource) bool {
-			return repoURL == "" || src.RepoURL == "" || normalizeRepoURL(src.RepoURL) == normalizeRepoURL(repoURL)
+		// As the service does: the apps that deploy the tree being edited, the
+		// same repository at the same branch.
+		sameTree := func(src argocd.AppSource) bool {
+			return (repoURL == "" || src.RepoURL == "" || normalizeRepoURL(src.RepoURL) == normalizeRepoURL(repoURL)) &&
+				argocd.DeploysBranch(src.TargetRevision, revision)
 		}
 		for _, o := range others {
 			// The primary app, however it was named on the command line.
 			if o.Name == primary.Name || o.Key().String() == primary.Name || (primaryName != "" && o.Name == primaryName) {
 				continue
 			}
-			for _, a := range render.FromArgoCD(o, sameRepo) {
+			for _, a := range render.FromArgoCD(o, sameTree) {
 				if a.SourceType == "" {
 					t, err := render.DetectSourceType(f.repo, a.Path)
 					if err != nil {

@@ -141,7 +141,14 @@ func unsupportedVariants(t *testing.T, cases []parityCase) []parityCase {
 		extra := applicationManifest(render.Application{Name: "unrelated", Path: "unrelated", SourceType: render.SourceKustomize, Namespace: "other"})
 		setKustomizeOption(extra, "patches", []any{map[string]any{"patch": "[]", "target": map[string]any{"kind": "ConfigMap"}}})
 		unrelated.apps = append(unrelated.apps, extra)
-		out = append(out, own, unrelated)
+		// The same app deployed from another branch reads the same paths, but
+		// not the tree being edited.
+		branch := cloneCase(t, *base, name+"+same-app-other-branch")
+		copied := cloneCase(t, parityCase{apps: branch.apps[:1]}, "").apps[0]
+		copied["metadata"].(map[string]any)["name"] = "from-release"
+		copied["spec"].(map[string]any)["source"].(map[string]any)["targetRevision"] = "release"
+		branch.apps = append(branch.apps, copied)
+		out = append(out, own, unrelated, branch)
 	}
 	return out
 }

@@ -404,6 +404,15 @@ func (a *Application) PrimarySource() (src AppSource, ok bool) {
 	return s[0], true
 }
 
+// DeploysBranch reports whether a source's targetRevision deploys branch. The
+// "refs/heads/" prefix is optional; an empty revision or HEAD follows the default
+// branch and counts as deploying any (so a change there is verified for it too), as
+// does every revision when branch is "" (not known).
+func DeploysBranch(targetRevision, branch string) bool {
+	rev := strings.TrimPrefix(targetRevision, "refs/heads/")
+	return rev == "" || rev == "HEAD" || branch == "" || rev == strings.TrimPrefix(branch, "refs/heads/")
+}
+
 // SourceType returns status.sourceType, or the first of status.sourceTypes.
 func (a *Application) SourceType() string {
 	if a.Status.SourceType != "" || len(a.Status.SourceTypes) == 0 {

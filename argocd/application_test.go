@@ -167,3 +167,24 @@ func TestApplicationSourceOptionsAndGeneratePaths(t *testing.T) {
 		})
 	}
 }
+
+func TestDeploysBranch(t *testing.T) {
+	cases := []struct {
+		rev, branch string
+		want        bool
+	}{
+		{"main", "main", true},
+		{"refs/heads/main", "main", true},
+		{"main", "refs/heads/main", true},
+		{"release", "main", false},
+		{"v1.2.0", "main", false},
+		{"", "main", true},
+		{"HEAD", "main", true},
+		{"release", "", true},
+	}
+	for _, c := range cases {
+		if got := DeploysBranch(c.rev, c.branch); got != c.want {
+			t.Errorf("DeploysBranch(%q, %q) = %v, want %v", c.rev, c.branch, got, c.want)
+		}
+	}
+}

@@ -244,8 +244,7 @@ func deploysFrom(src argocd.AppSource, repo, branch string) bool {
 	if err != nil || !strings.EqualFold(r.FullName(), repo) {
 		return false
 	}
-	rev := strings.TrimPrefix(src.TargetRevision, "refs/heads/")
-	return rev == "" || rev == "HEAD" || rev == branch
+	return argocd.DeploysBranch(src.TargetRevision, branch)
 }
 
 func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
