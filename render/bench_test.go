@@ -247,7 +247,7 @@ func BenchmarkVerify(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		p.r = newRenderer() // no cached after-render
+		p.r = newRenderer(context.Background()) // no cached after-render
 		vr, err := p.verify(context.Background(), c, exp)
 		if err != nil || !vr.ok {
 			b.Fatalf("verify: %v %+v", err, vr)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -9,12 +10,14 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 )
 
-// kustomizeMu serialises kustomize builds: krusty sets a process-wide OpenAPI schema
-// during Run, so two builds at once could see each other's schema.
-var kustomizeMu sync.Mutex
+// kustomizeSlot serialises kustomize builds: krusty sets a process-wide OpenAPI
+// schema during Run, so two builds at once could see each other's schema. It is a
+// channel, not a mutex, so that waiting for it ends with the waiter's context.
+var kustomizeSlot = make(chan struct{}, 1)
 
 const (
 	originAnnotation          = "config.kubernetes.io/origin"
@@ -36,6 +39,8 @@ func argoKustomizeOptions() *krusty.Options {
 // Applications sharing a source (same path and options, different destinations)
 // are built once.
 type renderer struct {
+	// ctx bounds every render: reads fail once it is done.
+	ctx   context.Context
 	mu    sync.Mutex
 	cache map[renderKey]renderResult
 }
@@ -51,8 +56,8 @@ type renderResult struct {
 	err  error
 }
 
-func newRenderer() *renderer {
-	return &renderer{cache: map[renderKey]renderResult{}}
+func newRenderer(ctx context.Context) *renderer {
+	return &renderer{ctx: ctx, cache: map[renderKey]renderResult{}}
 }
 
 func sourceKey(app Application) string {
@@ -71,7 +76,7 @@ func sourceKey(app Application) string {
 // between callers and must not be modified.
 func (r *renderer) render(v *view, app Application, origin bool) ([]*object, error) {
 	k := renderKey{view: v, source: sourceKey(app), origin: origin && app.SourceType == SourceKustomize}
-	return r.load(k, func() ([]*object, error) { return renderApp(v, app, k.origin) })
+	return r.load(k, func() ([]*object, error) { return renderApp(r.ctx, v, app, k.origin) })
 }
 
 // load returns the result cached under k, computing it with build once.
@@ -89,12 +94,18 @@ func (r *renderer) load(k renderKey, build func() ([]*object, error)) ([]*object
 	return objs, err
 }
 
-func renderApp(v *view, app Application, origin bool) ([]*object, error) {
+// renderApp renders app from v under ctx, every read counted against the bounds
+// of one render.
+func renderApp(ctx context.Context, v *view, app Application, origin bool) ([]*object, error) {
+	if err := contextError(ctx); err != nil {
+		return nil, err
+	}
+	v = v.metered(ctx)
 	switch app.SourceType {
 	case SourceDirectory:
 		return renderDirectory(v, app)
 	case SourceKustomize:
-		return renderKustomize(v, app, origin)
+		return renderKustomize(ctx, v, app, origin)
 	case SourceHelm:
 		return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s is a Helm app; Helm sources are not supported yet", app.Name)}
 	default:
@@ -102,7 +113,7 @@ func renderApp(v *view, app Application, origin bool) ([]*object, error) {
 	}
 }
 
-func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
+func renderKustomize(ctx context.Context, v *view, app Application, origin bool) ([]*object, error) {
 	lexical, ok := cleanRel(app.Path)
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
@@ -134,10 +145,14 @@ func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
 	}
 	bv := v.with(map[string][]byte{kfile: prepared})
 
-	kustomizeMu.Lock()
-	resMap, err := krusty.MakeKustomizer(argoKustomizeOptions()).Run(bv, abs(root))
-	kustomizeMu.Unlock()
+	resMap, err := runKustomize(ctx, bv, abs(root))
+	if err := contextError(ctx); err != nil {
+		return nil, err
+	}
 	if err != nil {
+		if exceeded := bv.budget.exceeded(); exceeded != nil {
+			return nil, withApp(exceeded, app.Name)
+		}
 		return nil, refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err)
 	}
 	var objs []*object
@@ -157,6 +172,40 @@ func renderKustomize(v *view, app Application, origin bool) ([]*object, error) {
 		objs = append(objs, o)
 	}
 	return objs, nil
+}
+
+// runKustomize builds the kustomization at dir. Krusty cannot be cancelled, so the
+// build runs on its own goroutine and is abandoned when ctx is done: the caller
+// returns at once, and the build stops at its next read of the view (which fails
+// from then on) or when it finishes, bounded by what the view let it read; only
+// then does the next build start. A panic in kustomize is an error of this build.
+func runKustomize(ctx context.Context, fs *view, dir string) (resmap.ResMap, error) {
+	select {
+	case kustomizeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	type built struct {
+		m   resmap.ResMap
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		defer func() { <-kustomizeSlot }()
+		defer func() {
+			if r := recover(); r != nil {
+				done <- built{err: fmt.Errorf("kustomize failed: %v", r)}
+			}
+		}()
+		m, err := krusty.MakeKustomizer(argoKustomizeOptions()).Run(fs, dir)
+		done <- built{m: m, err: err}
+	}()
+	select {
+	case b := <-done:
+		return b.m, b.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // takeOrigin moves kustomize's build metadata annotations out of the object: the

@@ -300,23 +300,38 @@ func (r *kustReach) visited(dir string) bool {
 	return false
 }
 
-// reachKustomization computes the closure of the kustomization at root. The
-// Application's own components are resolved from the real directory of root, as
-// kustomize resolves everything its kustomization names.
+// maxKustomizationDepth bounds how deep bases may nest.
+const maxKustomizationDepth = 64
+
+// reachKustomization computes the closure of the kustomization at root, and
+// refuses a graph kustomize could not build in bounded time: a cycle, bases
+// nested too deep, or a build passing through more than MaxKustomizations
+// kustomizations. Kustomize builds a base once for every time it is included, so
+// a few dozen directories that each include the next two twice over make a build
+// of millions; the count is of builds, each included directory counted once per
+// inclusion. The Application's own components are resolved from the real
+// directory of root, as kustomize resolves everything its kustomization names.
 func (t *tree) reachKustomization(root string, extraComponents []string) (*kustReach, error) {
 	root, err := t.canonical(root)
 	if err != nil {
 		return nil, err
 	}
 	reach := &kustReach{}
-	var visit func(dir string, viaComponent bool, depth int) error
-	visit = func(dir string, viaComponent bool, depth int) error {
+	// builds is, per visited directory, how many kustomizations its build
+	// passes through (itself included), saturated just past the bound.
+	builds := map[string]int{}
+	var stack []string // the inclusion path to the directory being visited
+	var visit func(dir string, viaComponent bool) (int, error)
+	visit = func(dir string, viaComponent bool) (int, error) {
 		dir, err := t.canonical(dir)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if depth > 64 {
-			return refuse(CodeRenderFailed, "kustomization %s: bases nest more than 64 levels deep (a cycle?)", dir)
+		if i := slices.Index(stack, dir); i >= 0 {
+			return 0, refuse(CodeRenderFailed, "kustomization cycle: %s", strings.Join(append(slices.Clone(stack[i:]), dir), " includes "))
+		}
+		if len(stack) > maxKustomizationDepth {
+			return 0, refuse(CodeTooLarge, "kustomization %s: bases nest more than %d levels deep", dir, maxKustomizationDepth)
 		}
 		if viaComponent {
 			if reach.componentDirs == nil {
@@ -325,21 +340,31 @@ func (t *tree) reachKustomization(root string, extraComponents []string) (*kustR
 			reach.componentDirs[dir] = true
 		}
 		if reach.visited(dir) {
-			return nil
+			return builds[dir], nil
+		}
+		if len(reach.nodes) >= MaxKustomizations {
+			return 0, refuse(CodeTooLarge, "kustomization %s: the build passes through more than %d kustomization directories, at most %d", root, MaxKustomizations, MaxKustomizations)
 		}
 		n, err := t.kustomization(dir)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		reach.nodes = append(reach.nodes, n)
+		stack = append(stack, dir)
+		total := 1
 		for _, d := range n.dirs {
-			if err := visit(d, viaComponent || n.components[d], depth+1); err != nil {
-				return err
+			b, err := visit(d, viaComponent || n.components[d])
+			if err != nil {
+				return 0, err
 			}
+			total = min(total+b, MaxKustomizations+1)
 		}
-		return nil
+		stack = stack[:len(stack)-1]
+		builds[dir] = total
+		return total, nil
 	}
-	if err := visit(root, false, 0); err != nil {
+	total, err := visit(root, false)
+	if err != nil {
 		return nil, err
 	}
 	for _, c := range extraComponents {
@@ -347,9 +372,15 @@ func (t *tree) reachKustomization(root string, extraComponents []string) (*kustR
 		if err != nil {
 			return nil, err
 		}
-		if err := visit(p, true, 1); err != nil {
+		stack = append(stack[:0], root)
+		b, err := visit(p, true)
+		if err != nil {
 			return nil, err
 		}
+		total = min(total+b, MaxKustomizations+1)
+	}
+	if total > MaxKustomizations {
+		return nil, refuse(CodeTooLarge, "kustomization %s: the build passes through more than %d kustomizations (each base counted once for every time it is included), at most %d", root, MaxKustomizations, MaxKustomizations)
 	}
 	return reach, nil
 }

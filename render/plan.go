@@ -28,7 +28,17 @@ const (
 // Plan locates, edits and verifies one change. It returns the verified edit, or a
 // *Refusal (use errors.As) when no edit can be proven right; other errors are
 // failures to read the repository. The repository directory is never modified.
+//
+// Every Plan runs under Timeout and within the bounds on what it reads (see
+// MaxRenderDocuments and the others): past either it is refused.
 func Plan(ctx context.Context, req Request) (*Result, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	res, err := plan(ctx, req)
+	return res, timedOut(ctx, err)
+}
+
+func plan(ctx context.Context, req Request) (*Result, error) {
 	p, err := newPlanner(ctx, req)
 	if err != nil {
 		return nil, err
@@ -130,7 +140,7 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 		t:          t,
 		primary:    *primary,
 		apps:       req.Apps,
-		r:          newRenderer(),
+		r:          newRenderer(ctx),
 		before:     newView(t, nil),
 		reachCache: map[string]*reachCall{},
 	}, nil
@@ -613,6 +623,9 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 	log := zerolog.Ctx(ctx)
 	out := &tryOutcome{}
 	for _, b := range builders {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		c, err := b.build()
 		if err == nil {
 			err = p.canonicalize(c)

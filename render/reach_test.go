@@ -236,7 +236,7 @@ func changedApps(t *testing.T, apps []Application, before map[string][]*object, 
 	t.Helper()
 	var out []string
 	for _, app := range apps {
-		after, err := renderApp(v, app, false)
+		after, err := renderApp(context.Background(), v, app, false)
 		if err != nil || !sameObjects(before[app.Name], after) {
 			out = append(out, app.Name)
 		}

@@ -32,6 +32,13 @@ type Object struct {
 // handed back to Plan through Request.BeforeRender. A *Refusal says why the app
 // cannot be rendered.
 func Render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	objs, err := render(ctx, repoDir, app)
+	return objs, timedOut(ctx, err)
+}
+
+func render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -42,7 +49,7 @@ func Render(ctx context.Context, repoDir string, app Application) ([]Object, err
 	if err != nil {
 		return nil, err
 	}
-	objs, err := renderApp(newView(t, nil), app, true)
+	objs, err := renderApp(ctx, newView(t, nil), app, true)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func TestRenderMatchesPlansBeforeRenderAndSurvivesEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			internal, err := renderApp(p.before, app, true)
+			internal, err := renderApp(context.Background(), p.before, app, true)
 			if err != nil {
 				t.Fatal(err)
 			}

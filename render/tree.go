@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,6 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
-
-// MaxFileSize is the largest file render reads; larger files are refused.
-const MaxFileSize = 5 << 20
 
 // tree is a read-only, cached view of a repository directory. Every path handed to
 // it is a slash-separated path relative to the repository root; reads never leave
@@ -40,10 +38,13 @@ type tree struct {
 	kusts map[string]*kustNode
 	// lookups counts, per directory not yet listed, the names looked up in it.
 	lookups map[string]int
+	// bytesRead counts the bytes of every file read, against MaxPlanBytes.
+	bytesRead int
 }
 
 type fileEntry struct {
 	data []byte
+	scan yamlScan
 	err  error
 }
 
@@ -273,17 +274,31 @@ func (t *tree) listDir(rel, real string) dirEntry {
 }
 
 func (t *tree) readFile(rel string) ([]byte, error) {
+	e := t.readScanned(rel)
+	return e.data, e.err
+}
+
+// readScanned reads a file once and checks it against the bounds of one file
+// (see scanYAML) before anyone decodes it; a file over a bound is an error.
+func (t *tree) readScanned(rel string) fileEntry {
 	t.mu.Lock()
 	if e, ok := t.files[rel]; ok {
 		t.mu.Unlock()
-		return e.data, e.err
+		return e
 	}
 	t.mu.Unlock()
-	data, err := t.readFileUncached(rel)
+	var e fileEntry
+	e.data, e.err = t.readFileUncached(rel)
+	if e.err == nil {
+		e.scan = scanYAML(rel, e.data)
+		if e.scan.err != nil {
+			e.data, e.err = nil, e.scan.err
+		}
+	}
 	t.mu.Lock()
-	t.files[rel] = fileEntry{data: data, err: err}
+	t.files[rel] = e
 	t.mu.Unlock()
-	return data, err
+	return e
 }
 
 func (t *tree) readFileUncached(rel string) ([]byte, error) {
@@ -308,6 +323,13 @@ func (t *tree) readFileUncached(rel string) ([]byte, error) {
 	}
 	if len(data) > MaxFileSize {
 		return nil, refuse(CodeFileTooLarge, "%s is over the %d byte limit", rel, MaxFileSize)
+	}
+	t.mu.Lock()
+	t.bytesRead += len(data)
+	total := t.bytesRead
+	t.mu.Unlock()
+	if total > MaxPlanBytes {
+		return nil, refuse(CodeTooLarge, "reading %s: the plan reads more than %d bytes of the repository, at most %d", rel, MaxPlanBytes, MaxPlanBytes)
 	}
 	return data, nil
 }
@@ -375,6 +397,8 @@ type view struct {
 	t *tree
 	// files replaces or adds file contents by canonical relative path.
 	files map[string][]byte
+	// budget, when set, counts this render's reads (see metered).
+	budget *readBudget
 }
 
 var _ filesys.FileSystem = (*view)(nil)
@@ -387,9 +411,15 @@ func newView(t *tree, files map[string][]byte) *view {
 	return &view{t: t, files: own}
 }
 
-// with returns a view that also holds files.
+// metered returns the view as one render under ctx reads it: every read counts
+// against the bounds of one render, and fails once ctx is done.
+func (v *view) metered(ctx context.Context) *view {
+	return &view{t: v.t, files: v.files, budget: newReadBudget(ctx)}
+}
+
+// with returns a view that also holds files, reading under the same budget.
 func (v *view) with(files map[string][]byte) *view {
-	nv := &view{t: v.t, files: make(map[string][]byte, len(v.files)+len(files))}
+	nv := &view{t: v.t, files: make(map[string][]byte, len(v.files)+len(files)), budget: v.budget}
 	for k, b := range v.files {
 		nv.files[k] = b
 	}
@@ -441,15 +471,30 @@ func (v *view) kind(rel string) (nodeKind, error) {
 	return st.kind, nil
 }
 
+// read is the one way a render reads a file: checked against the bounds of one
+// file (the repository's files once per plan, the view's own files at each read)
+// and counted against the render's budget, before any decoder sees the bytes.
 func (v *view) read(rel string) ([]byte, error) {
 	canon, err := v.t.canonical(rel)
 	if err != nil {
 		return nil, err
 	}
+	var e fileEntry
 	if b, ok := v.files[canon]; ok {
-		return b, nil
+		e.data, e.scan = b, scanYAML(canon, b)
+		e.err = e.scan.err
+	} else {
+		e = v.t.readScanned(canon)
 	}
-	return v.t.readFile(canon)
+	if v.budget != nil {
+		if err := v.budget.take(canon, len(e.data), e.scan, e.err); err != nil {
+			return nil, err
+		}
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.data, nil
 }
 
 func (v *view) list(rel string) ([]string, error) {

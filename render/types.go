@@ -315,6 +315,10 @@ const (
 	CodeVerificationFailed = "verification_failed"
 	CodeLeak               = "change_leaks"
 	CodeUnverifiableApp    = "unverifiable_app"
+	// CodeTooLarge: the repository holds more than a plan reads (see MaxRenderDocuments and the other bounds).
+	CodeTooLarge = "input_too_large"
+	// CodeTimeout: rendering did not finish within Timeout.
+	CodeTimeout = "render_timeout"
 )
 
 // Refusal is a plan that makes no edit, with the reason. It is returned as an error;

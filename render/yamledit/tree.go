@@ -76,9 +76,36 @@ type tree struct {
 	keys   []string
 	vals   []*tree
 	items  []*tree
+	// index maps the keys of a large mapping to their position; it is rebuilt
+	// whenever the number of keys no longer matches (see get).
+	index   map[string]int
+	indexed int
 }
 
+// indexedKeys is the number of keys above which a mapping's lookups use a map:
+// a file may hold mappings of many thousand keys, and comparing or checking them
+// key by key would cost time quadratic in their size.
+const indexedKeys = 16
+
 func (t *tree) get(key string) (*tree, int) {
+	if len(t.keys) > indexedKeys {
+		// Keys are only ever appended or removed, never renamed, so an index
+		// built for the current number of keys is current. Trees copied by value
+		// share the map; a rebuild replaces it rather than changing it.
+		if t.index == nil || t.indexed != len(t.keys) {
+			index := make(map[string]int, len(t.keys))
+			for i, k := range t.keys {
+				if _, dup := index[k]; !dup {
+					index[k] = i
+				}
+			}
+			t.index, t.indexed = index, len(t.keys)
+		}
+		if i, ok := t.index[key]; ok {
+			return t.vals[i], i
+		}
+		return nil, -1
+	}
 	for i, k := range t.keys {
 		if k == key {
 			return t.vals[i], i
@@ -158,6 +185,26 @@ func (c *converter) convert(n *yaml.Node, underAlias bool) (*tree, error) {
 
 func (c *converter) mapping(n *yaml.Node, underAlias bool) (*tree, error) {
 	t := &tree{kind: mappingNode}
+	// seen answers "is this key there yet" in constant time while the mapping is
+	// built: asking t.get after every append would rebuild its index each time.
+	var seen map[string]bool
+	if len(n.Content)/2 > indexedKeys {
+		seen = make(map[string]bool, len(n.Content)/2)
+	}
+	has := func(key string) bool {
+		if seen != nil {
+			return seen[key]
+		}
+		_, at := t.get(key)
+		return at >= 0
+	}
+	add := func(key string, val *tree) {
+		t.keys = append(t.keys, key)
+		t.vals = append(t.vals, val)
+		if seen != nil {
+			seen[key] = true
+		}
+	}
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -169,15 +216,14 @@ func (c *converter) mapping(n *yaml.Node, underAlias bool) (*tree, error) {
 			merges = append(merges, v)
 			continue
 		}
-		if _, dup := t.get(key); dup >= 0 {
+		if has(key) {
 			return nil, fmt.Errorf("line %d: key %q appears twice: %w", k.Line, key, ErrAmbiguous)
 		}
 		val, err := c.convert(v, underAlias)
 		if err != nil {
 			return nil, err
 		}
-		t.keys = append(t.keys, key)
-		t.vals = append(t.vals, val)
+		add(key, val)
 	}
 	// Merged keys never override the mapping's own keys; earlier merges win.
 	for _, m := range merges {
@@ -193,10 +239,15 @@ func (c *converter) mapping(n *yaml.Node, underAlias bool) (*tree, error) {
 			if mt.kind != mappingNode {
 				return nil, fmt.Errorf("line %d: merge key value is not a mapping: %w", s.Line, ErrUnsupported)
 			}
+			if seen == nil && len(t.keys)+len(mt.keys) > indexedKeys {
+				seen = make(map[string]bool, len(t.keys)+len(mt.keys))
+				for _, k := range t.keys {
+					seen[k] = true
+				}
+			}
 			for i, k := range mt.keys {
-				if _, at := t.get(k); at < 0 {
-					t.keys = append(t.keys, k)
-					t.vals = append(t.vals, mt.vals[i])
+				if !has(k) {
+					add(k, mt.vals[i])
 				}
 			}
 		}
@@ -405,6 +456,7 @@ func treeRemove(parent *tree, s Step) error {
 		}
 		parent.keys = append(parent.keys[:i:i], parent.keys[i+1:]...)
 		parent.vals = append(parent.vals[:i:i], parent.vals[i+1:]...)
+		parent.index = nil // positions after i moved
 		return nil
 	}
 	if parent.kind != sequenceNode {

@@ -1,0 +1,270 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Bounds on what one plan reads. Repository content is untrusted: a few hundred
+// bytes of YAML aliases expand to gigabytes, and kustomize's cost grows with the
+// square of the resources it holds. Every file a render hands to a decoder or to
+// kustomize (manifests, resources, patches, bases, components, kustomization files
+// themselves, new files of an edit) is read through one bounded reader, view.read
+// and tree.readFile, which checks it against these limits before any decoder sees
+// it; each is far above what a real repository holds. A plan that would exceed one
+// is refused with a reason naming the file and the limit.
+const (
+	// MaxFileSize is the largest file render reads.
+	MaxFileSize = 5 << 20
+	// MaxDepth is the deepest nesting of collections in one YAML document,
+	// aliases expanded.
+	MaxDepth = 256
+	// MaxMappingKeys is how many keys one YAML mapping may hold: kustomize's
+	// YAML library sets a mapping's keys one by one, each looked up among the
+	// keys before it.
+	MaxMappingKeys = 5_000
+	// MaxAliasNodes is how many nodes alias expansion may add to one YAML
+	// document: real manifests reuse a few small anchors, a billion-laughs
+	// document needs far more. It is the bound the YAML editor applies too.
+	MaxAliasNodes = 10_000
+	// MaxRenderDocuments is how many YAML documents one render may read, counted
+	// over every file it reads, as often as it reads it. Kustomize checks each
+	// new resource against all it holds, so its time grows with the square of
+	// this number.
+	MaxRenderDocuments = 1_000
+	// MaxRenderNodes is how many YAML nodes (scalars and collections, aliases
+	// expanded) one render may read: a decoder's memory grows with it.
+	MaxRenderNodes = 250_000
+	// MaxRenderBytes is how many bytes one render may read, counted like
+	// MaxRenderDocuments.
+	MaxRenderBytes = 16 << 20
+	// MaxPlanBytes is how many bytes one plan may read from the repository,
+	// each file counted once.
+	MaxPlanBytes = 64 << 20
+	// MaxKustomizations is how many kustomizations one build may pass through: a
+	// base included by two overlays of the build is built, and counted, twice.
+	MaxKustomizations = 200
+	// Timeout bounds one Plan or Render call; the work left when it passes is
+	// abandoned and the call refused with CodeTimeout.
+	Timeout = 5 * time.Second
+)
+
+// maxFileNodeEstimate bounds the nodes a file may hold, as estimated from its
+// bytes before it is parsed (see estimateNodes): the check that keeps the parse
+// that counts them exactly from costing the memory it guards against.
+const maxFileNodeEstimate = 2 * MaxRenderNodes
+
+// errTimeout is the cause of a context that reached its Timeout.
+var errTimeout = errors.New("render timeout")
+
+// yamlScan is what a file holds as YAML: documents and nodes (aliases expanded),
+// up to the first thing that does not parse. A file that is not YAML at all (a
+// generator's source file) holds nothing; its decoder, if any, reports why.
+type yamlScan struct {
+	docs, nodes int
+	err         error // a *Refusal: the file exceeds a bound
+}
+
+// scanYAML checks one file against the per-file bounds and counts what it holds.
+func scanYAML(file string, data []byte) yamlScan {
+	if len(data) > MaxFileSize {
+		return yamlScan{err: refuse(CodeFileTooLarge, "%s is over the %d byte limit", file, MaxFileSize)}
+	}
+	if est := estimateNodes(data); est > maxFileNodeEstimate {
+		return yamlScan{err: refuse(CodeTooLarge, "%s: about %d YAML nodes, at most %d", file, est, maxFileNodeEstimate)}
+	}
+	var s yamlScan
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			// io.EOF, or the first thing that is not YAML: whoever decodes the
+			// file stops there too, having seen only what was counted.
+			return s
+		}
+		s.docs++
+		if s.docs > MaxRenderDocuments {
+			return yamlScan{err: refuse(CodeTooLarge, "%s: more than %d YAML documents, at most %d", file, MaxRenderDocuments, MaxRenderDocuments)}
+		}
+		c := nodeCounter{sizes: map[*yaml.Node]nodeSize{}}
+		size := c.measure(&doc)
+		switch {
+		case c.cyclic:
+			return yamlScan{err: refuse(CodeAliasBomb, "%s: document %d (line %d): a YAML alias refers to itself", file, s.docs, doc.Line)}
+		case c.aliased > MaxAliasNodes:
+			return yamlScan{err: refuse(CodeAliasBomb, "%s: document %d (line %d): YAML aliases expand to more than %d nodes", file, s.docs, doc.Line, MaxAliasNodes)}
+		case c.widest > MaxMappingKeys:
+			return yamlScan{err: refuse(CodeTooLarge, "%s: document %d (line %d): a mapping of %d keys, at most %d", file, s.docs, doc.Line, c.widest, MaxMappingKeys)}
+		case size.height > MaxDepth:
+			return yamlScan{err: refuse(CodeTooLarge, "%s: document %d (line %d): nested %d levels deep, at most %d", file, s.docs, doc.Line, size.height, MaxDepth)}
+		}
+		s.nodes += size.nodes
+		if s.nodes > MaxRenderNodes {
+			return yamlScan{err: refuse(CodeTooLarge, "%s: more than %d YAML nodes, at most %d", file, MaxRenderNodes, MaxRenderNodes)}
+		}
+	}
+}
+
+// estimateNodes returns an upper bound on the YAML nodes data parses into,
+// without parsing it. Every node but a document's root starts after an indicator
+// or a line break: a flow entry after "[", "{" or "," (a flow mapping's "{" or
+// "," may start a key and its empty value), a block item after "-", a key after
+// a line break or "?", a value after ":" (a key and its value: two). Indicators
+// inside strings and comments count too; the bound is loose, never low.
+func estimateNodes(data []byte) int {
+	n := 2 // a document and its root
+	for _, b := range data {
+		switch b {
+		case '{':
+			n += 3
+		case ',', ':':
+			n += 2
+		case '[', '-', '?', '\n':
+			n++
+		}
+	}
+	return n
+}
+
+// nodeSize is a node's size once its aliases are expanded.
+type nodeSize struct {
+	nodes, height int
+}
+
+// nodeCounter measures a document, each anchored node once, so an alias costs
+// what its anchor's value costs without being expanded.
+type nodeCounter struct {
+	sizes   map[*yaml.Node]nodeSize // anchored nodes measured so far
+	aliased int                     // nodes added by aliases
+	widest  int                     // keys of the largest mapping
+	cyclic  bool
+}
+
+// inProgress marks an anchored node being measured: an alias that reaches it
+// again is a cycle (the YAML parser refuses those; the counter does not rely on it).
+var inProgress = nodeSize{nodes: -1}
+
+func (c *nodeCounter) measure(n *yaml.Node) nodeSize {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return nodeSize{nodes: 1, height: 1}
+		}
+		s := c.measure(n.Alias)
+		c.aliased += s.nodes
+		return s
+	}
+	if n.Anchor != "" {
+		if s, ok := c.sizes[n]; ok {
+			if s == inProgress {
+				c.cyclic = true
+				return nodeSize{}
+			}
+			return s
+		}
+		c.sizes[n] = inProgress
+	}
+	if n.Kind == yaml.MappingNode {
+		c.widest = max(c.widest, len(n.Content)/2)
+	}
+	s := nodeSize{nodes: 1}
+	for _, child := range n.Content {
+		cs := c.measure(child)
+		// Saturate instead of overflowing: anything this large is refused.
+		s.nodes = min(s.nodes+cs.nodes, 1<<40)
+		s.height = max(s.height, cs.height)
+	}
+	s.height++
+	if n.Anchor != "" {
+		c.sizes[n] = s
+	}
+	return s
+}
+
+// readBudget counts what one render reads against the per-render bounds, and
+// stops the render's reads once its context is done (kustomize cannot be
+// cancelled, but it stops at its next read).
+type readBudget struct {
+	ctx context.Context
+
+	mu                 sync.Mutex
+	bytes, docs, nodes int
+	// failure is the first bound a read exceeded: kustomize wraps the read
+	// error in its own words, and the render reports the bound instead.
+	failure error
+}
+
+func newReadBudget(ctx context.Context) *readBudget {
+	return &readBudget{ctx: ctx}
+}
+
+// take accounts for one read of file whose own check gave s and err.
+func (b *readBudget) take(file string, size int, s yamlScan, err error) error {
+	if cerr := contextError(b.ctx); cerr != nil {
+		return cerr
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil {
+		b.bytes += size
+		b.docs += s.docs
+		b.nodes += s.nodes
+		switch {
+		case b.bytes > MaxRenderBytes:
+			err = refuse(CodeTooLarge, "reading %s: the render reads more than %d bytes, at most %d", file, MaxRenderBytes, MaxRenderBytes)
+		case b.docs > MaxRenderDocuments:
+			err = refuse(CodeTooLarge, "reading %s: the render reads more than %d YAML documents, at most %d", file, MaxRenderDocuments, MaxRenderDocuments)
+		case b.nodes > MaxRenderNodes:
+			err = refuse(CodeTooLarge, "reading %s: the render reads more than %d YAML nodes, at most %d", file, MaxRenderNodes, MaxRenderNodes)
+		}
+	}
+	var ref *Refusal
+	if b.failure == nil && errors.As(err, &ref) {
+		b.failure = err
+	}
+	return err
+}
+
+// exceeded returns the first bound a read of the render exceeded, if any.
+func (b *readBudget) exceeded() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failure
+}
+
+// withTimeout bounds a Plan or Render call by Timeout.
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, Timeout, errTimeout)
+}
+
+// contextError is the error a render returns once ctx is done: a refusal when its
+// own Timeout passed (the repository is too slow to render), the context's error
+// when the caller gave up.
+func contextError(ctx context.Context) error {
+	if ctx == nil || ctx.Err() == nil {
+		return nil
+	}
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return refuse(CodeTimeout, "rendering took longer than %s; the work was stopped", Timeout)
+	}
+	return ctx.Err()
+}
+
+// timedOut turns err into the timeout refusal when ctx reached its Timeout: a
+// render stopped half way fails in whatever way it happened to stop.
+func timedOut(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := contextError(ctx); cerr != nil {
+		return cerr
+	}
+	return err
+}
