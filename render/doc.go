@@ -22,4 +22,14 @@
 // The package is pure: it reads the repository directory it is handed (read only,
 // confined to that directory, symlinks that leave it refused), never writes to it,
 // and does no network or database I/O. Secret values never appear in its output.
+//
+// Repository content is untrusted. Every file a render reads, whoever asks for it
+// (a Directory app, kustomize through the view it is given, the kustomization
+// graph walk), passes one bounded reader that checks it against [MaxFileSize],
+// [MaxAliasNodes], [MaxDepth], [MaxMappingKeys] and counts it against the bounds of
+// one render and one plan ([MaxRenderDocuments], [MaxRenderNodes], [MaxRenderBytes],
+// [MaxPlanBytes]) before any decoder or kustomize sees its bytes; the kustomization
+// graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
+// runs. Plan and Render run under [Timeout]: a kustomize build, which cannot be
+// cancelled, is abandoned when it passes, and its reads fail from then on.
 package render

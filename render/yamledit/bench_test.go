@@ -79,3 +79,19 @@ func BenchmarkDocuments30(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDocumentsWideMapping reads one mapping of 5,000 keys (the most render
+// lets through) and edits one of them: the duplicate-key check and the read-back
+// comparison look keys up by map, not key by key.
+func BenchmarkDocumentsWideMapping(b *testing.B) {
+	src := []byte("data:\n" + strings.ReplaceAll(wideMapping(5_000), "key", "  key"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Documents(src); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := Edit(src, 0, Set(Path{K("data"), K("key2500")}, "changed")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
