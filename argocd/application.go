@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -217,6 +218,28 @@ type AppOperationState struct {
 	StartedAt  string         `json:"startedAt,omitempty"`
 	FinishedAt string         `json:"finishedAt,omitempty"`
 	SyncResult *AppSyncResult `json:"syncResult,omitempty"`
+}
+
+// HealthAssessedAfterSync reports whether status.health was computed after the last
+// sync operation finished. Argo CD records the end of a sync first and then compares
+// the Application again (a full comparison, which sets reconciledAt), so until
+// reconciledAt reaches finishedAt the health may still describe the objects as they
+// were before the sync. Both times are whole seconds: a comparison in the same second
+// counts as after. Without either time nothing shows the health is older, and it
+// counts as assessed.
+func (s AppStatus) HealthAssessedAfterSync() bool {
+	if s.OperationState == nil {
+		return true
+	}
+	finished, err := time.Parse(time.RFC3339, s.OperationState.FinishedAt)
+	if err != nil {
+		return true
+	}
+	reconciled, err := time.Parse(time.RFC3339, s.ReconciledAt)
+	if err != nil {
+		return true
+	}
+	return !reconciled.Before(finished)
 }
 
 // AppSyncResult is status.operationState.syncResult.

@@ -188,3 +188,27 @@ func TestDeploysBranch(t *testing.T) {
 		}
 	}
 }
+
+// Health read before Argo CD compared the Application after its last sync may still
+// describe the objects before the sync.
+func TestHealthAssessedAfterSync(t *testing.T) {
+	const finished = "2026-11-30T10:00:05Z"
+	tests := map[string]struct {
+		status AppStatus
+		want   bool
+	}{
+		"compared after the sync":      {AppStatus{ReconciledAt: "2026-11-30T10:00:06Z", OperationState: &AppOperationState{FinishedAt: finished}}, true},
+		"compared in the same second":  {AppStatus{ReconciledAt: finished, OperationState: &AppOperationState{FinishedAt: finished}}, true},
+		"compared before the sync end": {AppStatus{ReconciledAt: "2026-11-30T10:00:04Z", OperationState: &AppOperationState{FinishedAt: finished}}, false},
+		"sync still running":           {AppStatus{ReconciledAt: "2026-11-30T10:00:04Z", OperationState: &AppOperationState{}}, true},
+		"never compared":               {AppStatus{OperationState: &AppOperationState{FinishedAt: finished}}, true},
+		"no operation":                 {AppStatus{ReconciledAt: "2026-11-30T10:00:04Z"}, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.status.HealthAssessedAfterSync(); got != tc.want {
+				t.Errorf("HealthAssessedAfterSync() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

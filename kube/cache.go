@@ -18,6 +18,11 @@ const (
 	// Refresh re-reads unless the cached result is younger than the refresh floor
 	// (2 s by default), so a burst of refresh requests costs one API call.
 	Refresh
+	// Fresh always asks the API server, without joining a read already in flight,
+	// so the answer is never older than the call; it is stored for later readers.
+	// For a verdict that must not rest on what another read saw before it, such as
+	// a target's rollout after the Application reported the sync.
+	Fresh
 )
 
 // readCache shares identical reads of one cluster: a result is reused for ttl, and
@@ -48,10 +53,19 @@ func newReadCache(c clock.PassiveClock, ttl, refreshFloor, fetchTimeout time.Dur
 }
 
 // get returns the value for key, from the cache when mode allows, otherwise from
-// fetch. fetch runs detached from the caller's cancellation (other callers may be
+// fetch (a Fresh read always from a fetch of its own). fetch runs detached from the caller's cancellation (other callers may be
 // waiting on it) but keeps its values (the logger) and is bounded by fetchTimeout;
 // the caller waits at most until ctx is done.
 func (c *readCache) get(ctx context.Context, key string, mode ReadMode, fetch func(context.Context) (any, error)) (any, error) {
+	if mode == Fresh {
+		fctx, cancel := context.WithTimeout(ctx, c.fetchTimeout)
+		defer cancel()
+		v, err := fetch(fctx)
+		if err == nil {
+			c.store(key, v)
+		}
+		return v, err
+	}
 	if v, ok := c.lookup(key, mode); ok {
 		return v, nil
 	}

@@ -111,3 +111,40 @@ func TestReadCacheDoesNotKeepErrors(t *testing.T) {
 		t.Errorf("after a failed fetch get = %v, %v", v, err)
 	}
 }
+
+// A Fresh read asks the API server even when a young result is cached and does not
+// wait on a fetch that started before it; later reads share what it fetched.
+func TestReadCacheFreshReadIsNeverOlderThanTheCall(t *testing.T) {
+	cache := newReadCache(clocktesting.NewFakeClock(time.Now()), 10*time.Second, 2*time.Second, time.Minute)
+	if _, err := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "before", nil }); err != nil {
+		t.Fatal(err)
+	}
+	v, err := cache.get(context.Background(), "k", Fresh, func(context.Context) (any, error) { return "now", nil })
+	if err != nil || v != "now" {
+		t.Fatalf("fresh read over a young cached result = %v, %v; want a fetch of its own", v, err)
+	}
+	if v, _ := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "again", nil }); v != "now" {
+		t.Errorf("cached read after the fresh one = %v, want its result", v)
+	}
+
+	release := make(chan struct{})
+	inFlight := make(chan struct{})
+	older := make(chan any, 1)
+	go func() {
+		v, _ := cache.get(context.Background(), "slow", Refresh, func(context.Context) (any, error) {
+			close(inFlight)
+			<-release
+			return "started before", nil
+		})
+		older <- v
+	}()
+	<-inFlight
+	v, err = cache.get(context.Background(), "slow", Fresh, func(context.Context) (any, error) { return "after", nil })
+	if err != nil || v != "after" {
+		t.Errorf("fresh read during an older fetch = %v, %v; want a fetch of its own", v, err)
+	}
+	close(release)
+	if v := <-older; v != "started before" {
+		t.Errorf("the older read got %v", v)
+	}
+}

@@ -17,8 +17,8 @@
 //     with the failure's class.
 //   - Cluster.ListApplications, GetApplication, AppList and AppDetail read Argo CD
 //     Applications for people (through the read cache).
-//   - Cluster.GetResource reads one object, and StatusOf extracts generation,
-//     observedGeneration and conditions for following a rollout.
+//   - Cluster.GetResource reads one object, and ReadinessOf tells how far its rollout
+//     is (kstatus: Current, InProgress, Failed, Terminating).
 //   - Cluster.DryRun validates manifests with a server-side apply in dryRun=All mode
 //     and reports each rejection with the API server's message verbatim.
 //

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/kukie/kukie-gitops/argocd"
 )
@@ -45,73 +46,51 @@ func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode 
 	return v.(*unstructured.Unstructured), ref, nil
 }
 
-// ObjectStatus is what following a rollout needs from any object.
-type ObjectStatus struct {
-	// Generation is metadata.generation, bumped by the API server on spec changes.
-	Generation int64 `json:"generation"`
-	// ObservedGeneration is status.observedGeneration, the generation the object's
-	// controller has acted on; HasObservedGeneration is false for kinds without it.
-	ObservedGeneration    int64       `json:"observedGeneration"`
-	HasObservedGeneration bool        `json:"hasObservedGeneration"`
-	Conditions            []Condition `json:"conditions"`
+// Readiness is how far an object's controllers have brought it to its latest spec,
+// as kstatus computes it: the status library Flux and kpt use, with rules for the
+// built-in workloads (a Deployment is Current only once every replica is updated,
+// ready and available and no old one is left) and for any kind with the standard
+// Ready, Reconciling or Stalled conditions. Kinds it knows nothing about are Current.
+type Readiness struct {
+	State ReadinessState `json:"state"`
+	// Message says why, in kstatus's words ("Updated: 1/4"); for a failure it ends
+	// with the condition that reports it.
+	Message string `json:"message"`
 }
 
-// Condition is one entry of status.conditions.
-type Condition struct {
-	Type               string `json:"type"`
-	Status             string `json:"status"`
-	Reason             string `json:"reason,omitempty"`
-	Message            string `json:"message,omitempty"`
-	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
-	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
-}
+// ReadinessState is one of kstatus's statuses of a live object.
+type ReadinessState string
 
-// Observed reports whether the object's controller has seen its latest spec.
-func (s ObjectStatus) Observed() bool {
-	return !s.HasObservedGeneration || s.ObservedGeneration >= s.Generation
-}
+// The states Readiness reports.
+const (
+	// ReadinessCurrent: the controllers have fully applied the latest spec.
+	ReadinessCurrent ReadinessState = "Current"
+	// ReadinessInProgress: still on its way (generation not observed yet, replicas
+	// not all updated or available, old ones not gone).
+	ReadinessInProgress ReadinessState = "InProgress"
+	// ReadinessFailed: the object reports it will not get there by itself (a
+	// Deployment past its progress deadline, a Stalled condition).
+	ReadinessFailed ReadinessState = "Failed"
+	// ReadinessTerminating: the object is being deleted.
+	ReadinessTerminating ReadinessState = "Terminating"
+)
 
-// Condition returns the condition of the given type.
-func (s ObjectStatus) Condition(conditionType string) (Condition, bool) {
-	for _, c := range s.Conditions {
-		if c.Type == conditionType {
-			return c, true
+// ReadinessOf computes obj's readiness from its metadata and status alone. A status
+// kstatus cannot read (a field of the wrong type) is an error naming the object.
+func ReadinessOf(obj *unstructured.Unstructured) (Readiness, error) {
+	res, err := kstatus.Compute(obj)
+	if err != nil {
+		return Readiness{}, fmt.Errorf("compute the status of %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	r := Readiness{State: ReadinessState(res.Status), Message: res.Message}
+	if r.State == ReadinessFailed {
+		// kstatus's own message is generic ("Progress deadline exceeded"); the
+		// condition it read says which ReplicaSet or step failed.
+		for _, c := range res.Conditions {
+			if c.Type == kstatus.ConditionStalled && c.Message != "" && c.Message != r.Message {
+				r.Message += ": " + c.Message
+			}
 		}
 	}
-	return Condition{}, false
-}
-
-// StatusOf extracts generation, observedGeneration and conditions from an object.
-// Fields of an unexpected type read as absent.
-func StatusOf(obj *unstructured.Unstructured) ObjectStatus {
-	s := ObjectStatus{Generation: obj.GetGeneration(), Conditions: []Condition{}}
-	if og, found, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); found && err == nil {
-		s.ObservedGeneration, s.HasObservedGeneration = og, true
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, raw := range conds {
-		m, ok := raw.(map[string]any)
-		if !ok {
-			continue
-		}
-		c := Condition{
-			Type:               str(m["type"]),
-			Status:             str(m["status"]),
-			Reason:             str(m["reason"]),
-			Message:            str(m["message"]),
-			LastTransitionTime: str(m["lastTransitionTime"]),
-		}
-		if og, ok := m["observedGeneration"].(int64); ok {
-			c.ObservedGeneration = og
-		}
-		if c.Type != "" {
-			s.Conditions = append(s.Conditions, c)
-		}
-	}
-	return s
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+	return r, nil
 }

@@ -31,15 +31,17 @@ func TestGetResourceAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := kube.StatusOf(obj)
-	if st.Generation != 1 || st.HasObservedGeneration || !st.Observed() {
-		t.Errorf("status before any controller = %+v", st)
+	if r, err := kube.ReadinessOf(obj); err != nil || r.State != kube.ReadinessInProgress {
+		t.Errorf("readiness before any controller = %+v (%v), want InProgress", r, err)
 	}
 
 	// What the Deployment controller would write after a rollout.
 	obj.Object["status"] = map[string]any{
 		"observedGeneration": int64(1),
 		"replicas":           int64(2),
+		"updatedReplicas":    int64(2),
+		"readyReplicas":      int64(2),
+		"availableReplicas":  int64(2),
 		"conditions": []any{
 			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
 			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": `ReplicaSet "web-5d8f" has successfully progressed.`},
@@ -61,12 +63,8 @@ func TestGetResourceAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st = kube.StatusOf(obj)
-	if !st.HasObservedGeneration || st.ObservedGeneration != 1 || !st.Observed() {
-		t.Errorf("status = %+v", st)
-	}
-	if cond, ok := st.Condition("Available"); !ok || cond.Status != "True" || cond.Reason != "MinimumReplicasAvailable" {
-		t.Errorf("Available condition = %+v, %v", cond, ok)
+	if r, err := kube.ReadinessOf(obj); err != nil || r.State != kube.ReadinessCurrent {
+		t.Errorf("readiness after the rollout = %+v (%v), want Current", r, err)
 	}
 }
 

@@ -28,7 +28,10 @@ type Cluster interface {
 	Clusters(ctx context.Context, teamID string) ([]string, error)
 	// Application reads one Application.
 	Application(ctx context.Context, cluster ClusterRef, namespace, name string) (argocd.Application, error)
-	// Object reads one live object (unstructured), or ErrObjectNotFound.
+	// Object reads one live object (unstructured), or ErrObjectNotFound, from the API
+	// server at the time of the call, never from a cache: the deployment verdict reads
+	// it after the Application that reports the sync, and an older copy would show the
+	// object before Argo CD applied the change.
 	Object(ctx context.Context, cluster ClusterRef, target store.PlanTarget) (map[string]any, error)
 	// DryRun sends objects as a server-side dry-run apply. A rejection by the API
 	// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.

@@ -124,7 +124,7 @@ func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t store.PlanTa
 	if err != nil {
 		return nil, err
 	}
-	obj, err := c.GetResource(ctx, target, kube.Refresh)
+	obj, err := c.GetResource(ctx, target, kube.Fresh)
 	if kube.ClassOf(err) == argocd.FailureNotFound {
 		return nil, fmt.Errorf("%s: %w", target, ErrObjectNotFound)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -38,9 +39,9 @@ type fakeCluster struct {
 	revision string // targetRevision of the Application
 	app      argocd.Application
 	dryRuns  int
-	// lagging makes the target report that its controller has not observed the
-	// newest generation yet, as every Deployment does right after a sync.
-	lagging bool
+	// targetStatus is the status of the live target, a Deployment of four replicas
+	// at generation 2; nil is the status once its rollout has ended.
+	targetStatus map[string]any
 	// unread makes the decision name the Application from the resource's tracking
 	// id without reading it, as kube does before its cache holds a new Application.
 	unread bool
@@ -130,24 +131,60 @@ func (c *fakeCluster) sync(revision, phase string) {
 	defer c.mu.Unlock()
 	c.app.Status.Sync = argocd.AppSyncStatus{Status: "Synced", Revision: revision}
 	c.app.Status.OperationState = &argocd.AppOperationState{Phase: phase, Message: "sync " + phase,
-		SyncResult: &argocd.AppSyncResult{Revision: revision}}
+		FinishedAt: syncFinishedAt, SyncResult: &argocd.AppSyncResult{Revision: revision}}
+}
+
+// syncFinishedAt is when every sync of the fake ends.
+const syncFinishedAt = "2026-11-30T10:00:05Z"
+
+// assess plays Argo CD's health assessment of the Application: health, with the
+// resources' own, compared after the sync ended or (afterSync false) before it.
+func (c *fakeCluster) assess(health argocd.AppHealth, afterSync bool, resources ...argocd.AppResourceStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.app.Status.Health, c.app.Status.Resources = health, resources
+	c.app.Status.ReconciledAt = "2026-11-30T10:00:04Z"
+	if afterSync {
+		c.app.Status.ReconciledAt = "2026-11-30T10:00:06Z"
+	}
 }
 
 func (c *fakeCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	observed := int64(2)
-	if c.lagging {
-		observed = 1
+	status := c.targetStatus
+	if status == nil {
+		status = rolloutStatus(2, 4, 4, 4)
 	}
-	return map[string]any{"metadata": map[string]any{"generation": int64(2)},
-		"status": map[string]any{"observedGeneration": observed}}, nil
+	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "generation": int64(2)},
+		"spec":     map[string]any{"replicas": int64(4), "progressDeadlineSeconds": int64(600)},
+		"status":   runtime.DeepCopyJSON(status)}, nil
 }
 
-func (c *fakeCluster) setLagging(lagging bool) {
+// setTargetStatus plays the Deployment controller and the kubelets: the live target
+// reports status (nil: rolled out).
+func (c *fakeCluster) setTargetStatus(status map[string]any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lagging = lagging
+	c.targetStatus = status
+}
+
+// rolloutStatus is a Deployment status with the generation observed, the total,
+// updated and available replica counts, and the conditions the Deployment controller
+// sets for them: Progressing with NewReplicaSetAvailable only once every replica is
+// updated and available.
+func rolloutStatus(observed, replicas, updated, available int64) map[string]any {
+	progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": `ReplicaSet "web-7d9c" is progressing.`}
+	if updated == 4 && available == 4 && replicas == 4 {
+		progressing["reason"], progressing["message"] = "NewReplicaSetAvailable", `ReplicaSet "web-7d9c" has successfully progressed.`
+	}
+	return map[string]any{
+		"observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated,
+		"readyReplicas": available, "availableReplicas": available, "unavailableReplicas": max(0, replicas-available),
+		"conditions": []any{progressing,
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."}},
+	}
 }
 
 func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {

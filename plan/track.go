@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -438,11 +440,12 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 		return dep, false
 	}
 	if pl.RollbackOf == "" {
-		if ready, msg := p.targetReady(ctx, pl); !ready {
+		if final, failed, msg := p.judgeRollout(ctx, pl, app); !final || failed {
 			dep.Message = msg
-			// Only a failure reported by the resource is final; a controller that has not
-			// observed the new generation yet is still rolling it out.
-			return dep, strings.HasPrefix(msg, "failed:")
+			if failed {
+				dep.State = DeployFailed
+			}
+			return dep, final
 		}
 	}
 	dep.State, dep.Message = DeploySucceeded, "synced and running"
@@ -465,48 +468,77 @@ func runningSyncMessage(op *argocd.AppOperationState) string {
 	}
 }
 
-// targetReady reads the target's status: the controller observed the new generation
-// and no condition reports a failure. Kinds without status count as ready.
-func (p *Pipeline) targetReady(ctx context.Context, pl store.Plan) (bool, string) {
+// judgeRollout decides whether a synced change runs; final is false while it is still
+// on its way. The target decides first, by kstatus: Current has rolled out,
+// InProgress (generation not observed, replicas not all updated or available, old
+// ones not gone) and Terminating wait, and Failed (a Deployment past its progress
+// deadline, a Stalled condition) fails the plan. A Current target then waits for the
+// Application's health as Argo CD assessed it after the sync: Degraded fails the
+// plan, Progressing and Missing wait, and Healthy, Suspended or Unknown (Argo CD has
+// no opinion) leave the verdict to the target.
+func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.Application) (final, failed bool, msg string) {
+	name := pl.Target.Kind + "/" + pl.Target.Name
 	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
 	if err != nil {
-		return false, "reading " + pl.Target.Kind + "/" + pl.Target.Name + " failed: " + err.Error()
+		return false, false, "reading " + name + " failed: " + err.Error()
 	}
-	meta, _ := obj["metadata"].(map[string]any)
-	status, _ := obj["status"].(map[string]any)
-	if status == nil {
-		return true, ""
+	r, err := kube.ReadinessOf(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		return false, false, "the status of " + name + " cannot be read: " + err.Error()
 	}
-	gen, _ := asInt(meta["generation"])
-	observed, hasObserved := asInt(status["observedGeneration"])
-	if hasObserved && observed < gen {
-		return false, fmt.Sprintf("waiting for the controller to observe generation %d (at %d)", gen, observed)
+	switch r.State {
+	case kube.ReadinessFailed:
+		return true, true, name + " failed: " + r.Message
+	case kube.ReadinessTerminating:
+		return false, false, name + " is being deleted"
+	case kube.ReadinessCurrent:
+	default:
+		return false, false, name + " is rolling out: " + r.Message
 	}
-	conds, _ := status["conditions"].([]any)
-	for _, c := range conds {
-		cm, _ := c.(map[string]any)
-		typ, _ := cm["type"].(string)
-		st, _ := cm["status"].(string)
-		reason, _ := cm["reason"].(string)
-		msg, _ := cm["message"].(string)
-		if typ == "Progressing" && st == "False" && reason == "ProgressDeadlineExceeded" {
-			return false, "failed: " + msg
-		}
-		if (typ == "Available" || typ == "Ready") && st == "False" {
-			return false, typ + " is False: " + msg
-		}
+	health := app.Status.Health
+	if !app.Status.HealthAssessedAfterSync() {
+		return false, false, name + " has rolled out; waiting for Argo CD to assess the Application's health after the sync"
 	}
-	return true, ""
+	switch health.Status {
+	case argocd.HealthDegraded:
+		return true, true, appHealthMessage(app)
+	case argocd.HealthProgressing, argocd.HealthMissing:
+		return false, false, name + " has rolled out; " + appHealthMessage(app)
+	}
+	return true, false, ""
 }
 
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
+// appHealthMessage says what Argo CD reports about the Application's health, naming
+// the resources that are not healthy where Argo CD records them.
+func appHealthMessage(app argocd.Application) string {
+	h := app.Status.Health
+	msg := "Argo CD reports the Application " + h.Status
+	if m := strings.TrimSpace(h.Message); m != "" {
+		msg += ": " + m
 	}
-	return 0, false
+	var named []string
+	for _, r := range app.Status.Resources {
+		if r.Health == nil || r.Health.Status != h.Status {
+			continue
+		}
+		if len(named) == maxNamedResources {
+			named = append(named, "…")
+			break
+		}
+		n := r.Kind + " " + r.Namespace + "/" + r.Name
+		if r.Namespace == "" {
+			n = r.Kind + " " + r.Name
+		}
+		if m := strings.TrimSpace(r.Health.Message); m != "" {
+			n += " (" + m + ")"
+		}
+		named = append(named, n)
+	}
+	if len(named) > 0 {
+		msg += "; " + h.Status + ": " + strings.Join(named, ", ")
+	}
+	return msg
 }
+
+// maxNamedResources bounds the resources a deployment message names.
+const maxNamedResources = 5

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -124,7 +125,7 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	s.newPipeline = func(hooks plan.Hooks) *plan.Pipeline {
 		p := plan.New(db, clusters, plan.RenderEngine{Renders: s.renders}, plan.GitHubRepos{Clients: cc, Archives: archives},
 			plan.StoreConnections{DB: db}, plan.Config{
-				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 30 * time.Second,
+				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 2 * time.Minute,
 				PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
 			}, hooks)
 		t.Cleanup(p.Close)
@@ -320,12 +321,21 @@ func (s *service) deployWeb(targetRevision string) {
 // syncLikeArgo plays Argo CD's sync of an Application at revision: the app's render
 // at that commit (kustomize build, or the folder's documents) is applied with
 // server-side apply and Argo CD's tracking annotation, Deployments report the new
-// generation observed and available, and the Application records the sync.
+// generation rolled out, and the Application records the sync.
 func (s *service) syncLikeArgo(app, appPath, sourceType, revision string) {
 	s.t.Helper()
+	for _, d := range s.applyLikeArgo(app, appPath, sourceType, revision) {
+		s.playKubelet(d, func(replicas int64) map[string]any { return rolloutStatus(replicas, replicas, replicas) })
+	}
+	s.recordSync(app, revision)
+}
+
+// applyLikeArgo applies the app's render at revision as Argo CD's sync does and
+// returns the Deployments among the objects, whose status nobody has written yet.
+func (s *service) applyLikeArgo(app, appPath, sourceType, revision string) (deployments []types.NamespacedName) {
+	s.t.Helper()
 	ctx := context.Background()
-	objs := s.renderAt(appPath, sourceType, revision)
-	for _, obj := range objs {
+	for _, obj := range s.renderAt(appPath, sourceType, revision) {
 		namespaced, err := s.kube.Client.IsObjectNamespaced(obj)
 		if err != nil {
 			s.t.Fatal(err)
@@ -343,33 +353,67 @@ func (s *service) syncLikeArgo(app, appPath, sourceType, revision string) {
 		if err := s.kube.Client.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("argocd-controller")); err != nil {
 			s.t.Fatalf("apply %s %s: %v", gvk.Kind, obj.GetName(), err)
 		}
-		if gvk.Kind != "Deployment" {
-			continue
-		}
-		deps := s.kube.Dynamic.Resource(deployGVR).Namespace(obj.GetNamespace())
-		live, err := deps.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
-		live.Object["status"] = map[string]any{
-			"observedGeneration": live.GetGeneration(), "replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-			"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}},
-		}
-		if _, err := deps.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
-			s.t.Fatal(err)
+		if gvk.Kind == "Deployment" {
+			deployments = append(deployments, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 		}
 	}
+	return deployments
+}
+
+// playKubelet writes, through the status subresource, the status the Deployment
+// controller and the kubelets would give the Deployment at its current generation;
+// status gets the desired replica count.
+func (s *service) playKubelet(d types.NamespacedName, status func(replicas int64) map[string]any) {
+	s.t.Helper()
+	ctx := context.Background()
+	deps := s.kube.Dynamic.Resource(deployGVR).Namespace(d.Namespace)
+	live, err := deps.Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	st := status(replicas)
+	st["observedGeneration"] = live.GetGeneration()
+	live.Object["status"] = st
+	if _, err := deps.UpdateStatus(ctx, live, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// rolloutStatus is a Deployment status with the total, updated and available replica
+// counts and the conditions the Deployment controller sets for them: Progressing with
+// NewReplicaSetAvailable once every replica is updated and available and no old one
+// is left.
+func rolloutStatus(replicas, updated, available int64) map[string]any {
+	progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet is progressing."}
+	if updated == replicas && available == replicas {
+		progressing["reason"], progressing["message"] = "NewReplicaSetAvailable", "ReplicaSet has successfully progressed."
+	}
+	return map[string]any{
+		"replicas": replicas, "updatedReplicas": updated, "readyReplicas": available, "availableReplicas": available,
+		"unavailableReplicas": max(0, replicas-available),
+		"conditions": []any{progressing,
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."}},
+	}
+}
+
+// recordSync writes what Argo CD records after a successful sync at revision, with
+// the comparison it runs right after one (reconciledAt), which assesses health anew.
+func (s *service) recordSync(app, revision string) {
+	s.t.Helper()
+	ctx := context.Background()
 	apps := s.kube.Dynamic.Resource(appGVR).Namespace(s.appNS)
 	a, err := apps.Get(ctx, app, metav1.GetOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	_ = unstructured.SetNestedField(a.Object, now, "status", "reconciledAt")
 	_ = unstructured.SetNestedField(a.Object, revision, "status", "sync", "revision")
 	_ = unstructured.SetNestedField(a.Object, "Synced", "status", "sync", "status")
 	_ = unstructured.SetNestedField(a.Object, map[string]any{
 		"phase": "Succeeded", "message": "successfully synced (all tasks run)",
-		"startedAt": time.Now().UTC().Format(time.RFC3339), "finishedAt": time.Now().UTC().Format(time.RFC3339),
+		"startedAt": now, "finishedAt": now,
 		"operation":  map[string]any{"sync": map[string]any{"revision": revision}},
 		"syncResult": map[string]any{"revision": revision},
 	}, "status", "operationState")
