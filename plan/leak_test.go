@@ -91,6 +91,36 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		t.Cleanup(api.Close)
 
 		target := store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+		submit := func(key string, change render.Change) string {
+			t.Helper()
+			status, body := servicetest.Do(t, api, "POST", "/api/v1/changes", token, plan.Request{Cluster: "prod", Target: target,
+				Change: change, Reason: "release", RequestedBy: "alice", IdempotencyKey: key})
+			if status != http.StatusAccepted && status != http.StatusCreated {
+				t.Fatalf("POST /api/v1/changes (%s) = %d %s", key, status, body)
+			}
+			var view struct{ Code string }
+			if err := json.Unmarshal(body, &view); err != nil || view.Code == "" {
+				t.Fatalf("change answer %s (%v)", body, err)
+			}
+			return view.Code
+		}
+		e := &env{t: t, db: db}
+
+		// An admission policy that quotes the env value it refuses: the refusal
+		// reaches the API, the database and the logs, masked.
+		cluster.mu.Lock()
+		cluster.dryRunErr = &plan.DryRunRejection{Object: "Deployment shop/web",
+			Message: `admission webhook "policy" denied the request: STRIPE_API_KEY=kkpFvjVD4D3rux must come from a Secret`}
+		cluster.mu.Unlock()
+		rejected := e.waitFor(submit("rejected", render.Change{Replicas: &render.Replicas{Count: 5}}), "refused", func(pl store.Plan) bool {
+			return pl.ErrorCode == plan.CodeClusterRejected
+		})
+		if !strings.Contains(rejected.StatusReason, "STRIPE_API_KEY=[redacted] must come from a Secret") {
+			t.Errorf("rejection reason %q, want the policy's words with the value masked", rejected.StatusReason)
+		}
+		cluster.mu.Lock()
+		cluster.dryRunErr = nil
+		cluster.mu.Unlock()
 		changes := map[string]render.Change{
 			// The images entry sits between the secretGenerator's literal and the
 			// configMapGenerator's literals.
@@ -99,21 +129,11 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 			// the Deployment's cluster diff carries every container's env.
 			"deployment.yaml": {Env: &render.Env{Container: "proxy", Set: map[string]string{"UPSTREAM": "http://127.0.0.1:9090"}}},
 		}
-		var codes []string
+		codes := []string{rejected.Code}
 		for file, change := range changes {
-			status, body := servicetest.Do(t, api, "POST", "/api/v1/changes", token, plan.Request{Cluster: "prod", Target: target,
-				Change: change, Reason: "release", RequestedBy: "alice", IdempotencyKey: file})
-			if status != http.StatusAccepted && status != http.StatusCreated {
-				t.Fatalf("POST /api/v1/changes (%s) = %d %s", file, status, body)
-			}
-			var view struct{ Code string }
-			if err := json.Unmarshal(body, &view); err != nil || view.Code == "" {
-				t.Fatalf("change answer %s (%v)", body, err)
-			}
-			codes = append(codes, view.Code)
+			codes = append(codes, submit(file, change))
 		}
-		e := &env{t: t, db: db}
-		for _, code := range codes {
+		for _, code := range codes[1:] {
 			pl := e.waitStatus(code, plan.StatusPROpen)
 			// The commit carries the file as it is, secrets and all: that is the
 			// edit, and the repository holds those bytes already.
@@ -127,17 +147,17 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 				out, _ := json.Marshal(run)
 				scan.Check(t, "check run of "+code, string(out))
 			}
-			for _, path := range []string{"/api/v1/changes/" + code, "/api/v1/changes"} {
-				status, body := servicetest.Do(t, api, "GET", path, token, nil)
-				if status != http.StatusOK {
-					t.Fatalf("GET %s = %d %s", path, status, body)
-				}
-				scan.CheckJSON(t, "GET "+path, body)
+		}
+		for _, path := range append([]string{"/api/v1/changes"}, prefixed("/api/v1/changes/", codes)...) {
+			status, body := servicetest.Do(t, api, "GET", path, token, nil)
+			if status != http.StatusOK {
+				t.Fatalf("GET %s = %d %s", path, status, body)
 			}
+			scan.CheckJSON(t, "GET "+path, body)
 		}
 		pulls := gh.PullRequests(t, "acme/deploy")
-		if len(pulls) != len(codes) {
-			t.Fatalf("%d pull requests, want %d", len(pulls), len(codes))
+		if len(pulls) != len(changes) {
+			t.Fatalf("%d pull requests, want %d", len(pulls), len(changes))
 		}
 		var bodies string
 		for _, pr := range pulls {
@@ -170,6 +190,14 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 			scan.Check(t, "log line", line)
 		}
 	})
+}
+
+func prefixed(prefix string, list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = prefix + s
+	}
+	return out
 }
 
 // dumpTables returns every row of every table as text, a JSON object per row.

@@ -308,10 +308,11 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		derr := p.cluster.DryRun(ctx, clusterOf(pl), objs)
 		var rej *DryRunRejection
 		switch {
+		// The cluster's words may quote the objects sent, Secret values included.
 		case errors.As(derr, &rej):
-			return nil, &Error{Code: CodeClusterRejected, Reason: rej.Error()}
+			return nil, &Error{Code: CodeClusterRejected, Reason: render.MaskText(res.Changed, rej.Error())}
 		case derr != nil:
-			pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckUnreachable, derr.Error()
+			pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckUnreachable, render.MaskText(res.Changed, derr.Error())
 		default:
 			pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckPassed, "accepted by a server-side dry-run"
 		}

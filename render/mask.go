@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
 )
@@ -109,4 +110,43 @@ func maskValueAt(group, kind string, path []string, v any) any {
 // childPath appends without sharing the parent's backing array between siblings.
 func childPath(path []string, seg string) []string {
 	return append(path[:len(path):len(path)], seg)
+}
+
+// MaskText replaces in text every secret value of objects (as isSensitivePath and
+// the secret-named "value" rule find them, base64 forms included): for words from
+// elsewhere about those objects, such as a cluster's refusal of a dry-run, where an
+// admission policy may quote an env value.
+func MaskText(objects []ChangedObject, text string) string {
+	var values []string
+	for _, o := range objects {
+		apiVersion, _ := o.Object["apiVersion"].(string)
+		kind, _ := o.Object["kind"].(string)
+		collectSensitive(groupOf(apiVersion), kind, nil, o.Object, false, &values)
+	}
+	return newScrubber(values).text(text)
+}
+
+// collectSensitive appends the scalar values under v that maskValueAt would mask.
+func collectSensitive(group, kind string, path []string, v any, sensitive bool, out *[]string) {
+	sensitive = sensitive || isSensitivePath(group, kind, path)
+	switch x := v.(type) {
+	case map[string]any:
+		named, _ := x["name"].(string)
+		for k, cv := range x {
+			collectSensitive(group, kind, childPath(path, k), cv, sensitive || (k == "value" && looksSecret(named)), out)
+		}
+	case []any:
+		for i, it := range x {
+			collectSensitive(group, kind, childPath(path, itemLabel(it, i)), it, sensitive, out)
+		}
+	case string:
+		if sensitive {
+			*out = append(*out, x)
+			if group == "" && kind == "Secret" && len(path) > 0 && path[0] == "data" {
+				if raw, err := base64.StdEncoding.DecodeString(x); err == nil {
+					*out = append(*out, string(raw))
+				}
+			}
+		}
+	}
 }

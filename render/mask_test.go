@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -315,5 +316,59 @@ func TestDifferencesMaskNestedSecrets(t *testing.T) {
 	requireNoSecret(t, "differences", lines, []string{"nested-R5tY7uI9", "other-O2pL4kJ6"})
 	if !strings.Contains(lines, "DB_PASSWORD") {
 		t.Errorf("differences lost the env name: %s", lines)
+	}
+}
+
+// TestRefusalsDoNotQuoteSecrets: kustomize quotes a literal it cannot read in its
+// error, which becomes the refusal's reason; the reason must not show the value.
+func TestRefusalsDoNotQuoteSecrets(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range kustomizeSecrets {
+		files[k] = v
+	}
+	files["apps/web/kustomization.yaml"] = strings.Replace(files["apps/web/kustomization.yaml"], "- password=lit-Q7rT9vX2", "- lit-Q7rT9vX2", 1)
+	repo := writeRepo(t, files)
+	_, err := Plan(context.Background(), Request{RepoDir: repo,
+		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
+		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Image: &Image{Container: "web", Tag: "1.0.1"}}})
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeRenderFailed || !strings.Contains(ref.Reason, "invalid literal source") {
+		t.Fatalf("Plan: %v, want kustomize's refusal of the literal", err)
+	}
+	requireNoSecret(t, "the refusal", err.Error()+ref.Reason+fmt.Sprint(ref.Attempts), []string{"lit-Q7rT9vX2"})
+	if !strings.Contains(ref.Reason, "invalid literal source [redacted]") {
+		t.Errorf("reason %q does not say where the value was", ref.Reason)
+	}
+}
+
+func TestScrubberKeepsErrorIdentity(t *testing.T) {
+	s := newScrubber([]string{"hunter22", "x"})
+	base := errors.New("open db: password hunter22 rejected")
+	err := s.err(fmt.Errorf("render: %w", base))
+	if err.Error() != "render: open db: password [redacted] rejected" || !errors.Is(err, base) {
+		t.Errorf("scrubbed %q (is base: %v)", err, errors.Is(err, base))
+	}
+	if got := s.text("base64 " + base64.StdEncoding.EncodeToString([]byte("hunter22")) + ", x marks"); got != "base64 [redacted], x marks" {
+		t.Errorf("scrubbed text %q: want the base64 form replaced and short values left", got)
+	}
+}
+
+func TestMaskTextMasksTheValuesOfTheObjects(t *testing.T) {
+	repo := writeRepo(t, kustomizeSecrets)
+	res, err := Plan(context.Background(), Request{RepoDir: repo,
+		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
+		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Env: &Env{Container: "web", Set: map[string]string{"LOG_FORMAT": "text"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := ChangedObject{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"data": map[string]any{"token": base64.StdEncoding.EncodeToString([]byte("doc-X8eW2rT7"))}}}
+	msg := "admission webhook denied: env DB_PASSWORD=env-entry-M6uC4hK8, SERVICE_TOKEN=inline-J8cV2xN6, token doc-X8eW2rT7, LOG_FORMAT=text"
+	got := MaskText(append(res.Changed, secret), msg)
+	requireNoSecret(t, "masked text", got, kustomizeSecretValues)
+	if got != "admission webhook denied: env DB_PASSWORD=[redacted], SERVICE_TOKEN=[redacted], token [redacted], LOG_FORMAT=text" {
+		t.Errorf("masked text %q", got)
 	}
 }

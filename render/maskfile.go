@@ -160,6 +160,9 @@ type lineMask struct {
 	block bool
 	// literal: the first line is a generator literal item ("- key=value").
 	literal bool
+	// value is the secret value as parsed, when it is a scalar: scrubbing free
+	// text (see scrub.go) looks for it.
+	value string
 }
 
 // sensitiveRanges finds the line ranges of a YAML file that hold secret values. A
@@ -246,7 +249,11 @@ func valueRange(val *yaml.Node, to int) lineMask {
 	if val.Kind != yaml.ScalarNode {
 		block = true // a nested structure: every line of it is part of the value
 	}
-	return lineMask{from: val.Line, to: max(to, val.Line), block: block}
+	r := lineMask{from: val.Line, to: max(to, val.Line), block: block}
+	if val.Kind == yaml.ScalarNode {
+		r.value = val.Value
+	}
+	return r
 }
 
 // mapValues masks the values of the keys of m that secret accepts; m not being a
@@ -289,9 +296,12 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 				continue
 			}
 			for _, l := range lits.Content {
-				key, _, _ := strings.Cut(l.Value, "=")
-				if all || looksSecret(key) {
-					out = append(out, lineMask{from: l.Line, to: l.Line, literal: lits.Style&yaml.FlowStyle == 0})
+				key, value, ok := strings.Cut(l.Value, "=")
+				if !ok {
+					value = l.Value // not a literal kustomize accepts; its error shows it whole
+				}
+				if all || looksSecret(key) || !ok {
+					out = append(out, lineMask{from: l.Line, to: l.Line, literal: lits.Style&yaml.FlowStyle == 0, value: value})
 				}
 			}
 		}

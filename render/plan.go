@@ -44,10 +44,38 @@ func plan(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer p.precomputeReaches()()
+	var res *Result
 	if req.Change.NewResource != nil {
-		return p.planNewResource(ctx)
+		res, err = p.planNewResource(ctx)
+	} else {
+		res, err = p.planChange(ctx)
 	}
-	return p.planChange(ctx)
+	// Free text may quote what a tool could not read; see scrub.go.
+	if err != nil {
+		return nil, newScrubber(p.t.secretValues()).err(err)
+	}
+	if hasFreeText(res) {
+		newScrubber(p.t.secretValues()).result(res)
+	}
+	return res, nil
+}
+
+// hasFreeText reports whether a result carries text besides its masked diffs.
+func hasFreeText(r *Result) bool {
+	if len(r.Warnings) > 0 {
+		return true
+	}
+	for _, a := range r.Verification.Attempts {
+		if a.Reason != "" {
+			return true
+		}
+	}
+	for _, a := range r.Verification.Apps {
+		if len(a.Differences) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // planner holds the state of one Plan call.

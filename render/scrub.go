@@ -1,0 +1,178 @@
+package render
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"path"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+)
+
+// Diffs are masked by structure (mask.go, maskfile.go). Free text is another
+// matter: kustomize and kyaml quote what they could not read ("invalid literal
+// source hunter2, expected key=value", "node contents: …"), and those messages
+// become refusal reasons and warnings. So before Plan returns, every secret value
+// of every file it read is replaced in its free text as well.
+
+// minScrubbed is the length of the shortest value scrubbed from free text: shorter
+// ones ("1", "yes") would blot out ordinary words and say nothing on their own.
+const minScrubbed = 4
+
+// scrubber replaces known secret values in text, longest first, so that a value
+// holding another is replaced whole.
+type scrubber struct {
+	values []string
+}
+
+func newScrubber(values []string) *scrubber {
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= minScrubbed && !seen[v] && v != redacted {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, v := range values {
+		add(v)
+		// A rendered Secret holds the value base64-encoded, and a message may show
+		// a multi-line value one line at a time.
+		add(base64.StdEncoding.EncodeToString([]byte(v)))
+		if strings.Contains(v, "\n") {
+			for _, l := range strings.Split(v, "\n") {
+				add(l)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return &scrubber{values: out}
+}
+
+func (s *scrubber) text(t string) string {
+	for _, v := range s.values {
+		if strings.Contains(t, v) {
+			t = strings.ReplaceAll(t, v, redacted)
+		}
+	}
+	return t
+}
+
+// result scrubs a Result's free text: warnings, attempts, differences. The diffs
+// are masked already, by structure.
+func (s *scrubber) result(r *Result) {
+	for i := range r.Warnings {
+		w := &r.Warnings[i]
+		w.Where, w.Message, w.Alternative = s.text(w.Where), s.text(w.Message), s.text(w.Alternative)
+	}
+	s.verification(&r.Verification)
+}
+
+func (s *scrubber) verification(v *Verification) {
+	for i := range v.Apps {
+		for j, d := range v.Apps[i].Differences {
+			v.Apps[i].Differences[j] = s.text(d)
+		}
+	}
+	s.attempts(v.Attempts)
+}
+
+func (s *scrubber) attempts(as []Attempt) {
+	for i := range as {
+		as[i].Reason = s.text(as[i].Reason)
+	}
+}
+
+// err scrubs an error: a *Refusal in place, any other error behind one whose
+// message is scrubbed (errors.Is and errors.As still see the original).
+func (s *scrubber) err(err error) error {
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		ref.Reason = s.text(ref.Reason)
+		s.attempts(ref.Attempts)
+		if err == error(ref) {
+			return err
+		}
+	}
+	if msg := s.text(err.Error()); msg != err.Error() {
+		return &scrubbedError{msg: msg, err: err}
+	}
+	return err
+}
+
+// scrubbedError is an error whose message no longer shows secret values.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// secretValues lists the secret values of every file the tree has read: what the
+// line masks of maskfile.go hide, as parsed.
+func (t *tree) secretValues() []string {
+	t.mu.Lock()
+	files := make(map[string][]byte, len(t.files))
+	for p, e := range t.files {
+		if e.err == nil {
+			files[p] = e.data
+		}
+	}
+	t.mu.Unlock()
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	roles := generatorRoles(paths, func(dir string) [][]byte {
+		var out [][]byte
+		for _, name := range konfig.RecognizedKustomizationFileNames() {
+			if data, ok := files[path.Join(dir, name)]; ok {
+				out = append(out, data)
+			}
+		}
+		return out
+	})
+	var values []string
+	for p, data := range files {
+		// Parsing every file again would cost a monorepo's plan dearly; a manifest
+		// holds a value to scrub only in a shape whose words it contains.
+		if roles[p] == roleManifest && !mayHoldSecrets(data) {
+			continue
+		}
+		values = append(values, fileSecretValues(data, roles[p])...)
+	}
+	return values
+}
+
+// mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
+// a Secret or ConfigMap, a generator, or a name that looks secret.
+func mayHoldSecrets(data []byte) bool {
+	return bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
+		bytes.Contains(data, []byte("Generator")) || secretLookingName.Match(data)
+}
+
+// fileSecretValues returns the secret values of one file read as role.
+func fileSecretValues(data []byte, role sourceRole) []string {
+	var out []string
+	switch role {
+	case roleSecretFile:
+		return append(out, string(data))
+	case roleSecretEnv, roleConfigEnv:
+		for _, l := range splitLines(data) {
+			body, _ := cutEnding(l)
+			if key, value, ok := strings.Cut(body, "="); ok && (role == roleSecretEnv || looksSecret(strings.TrimSpace(key))) {
+				out = append(out, value)
+			}
+		}
+		return out
+	}
+	for _, m := range sensitiveRanges(data, len(splitLines(data))) {
+		if m.value != "" {
+			out = append(out, m.value)
+		}
+	}
+	return out
+}
