@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/plan"
@@ -207,6 +210,28 @@ func teamOf(w http.ResponseWriter, r *http.Request) (store.Team, bool) {
 
 func actor(t store.Team) string { return "team:" + t.Name }
 
+// CodeClusterNotFound answers a request naming a cluster the team has not
+// registered.
+const CodeClusterNotFound = "cluster_not_found"
+
+// clusterExists answers 404 cluster_not_found unless the team has a cluster named
+// name. A change naming another team's cluster, or none, is not a change the
+// pipeline refuses (no plan is stored for it) and has no path to decide.
+func (a *ChangesAPI) clusterExists(w http.ResponseWriter, r *http.Request, t store.Team, name string) bool {
+	_, err := a.Store.ClusterByName(r.Context(), t.ID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		WriteError(w, http.StatusNotFound, CodeClusterNotFound,
+			"your team has no cluster named "+strconv.Quote(name)+"; register it with POST /api/v1/clusters")
+		return false
+	}
+	if err != nil {
+		zerolog.Ctx(r.Context()).Error().Err(err).Msg("Reading the team's cluster failed")
+		WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
+		return false
+	}
+	return true
+}
+
 // decidedRefusals are refusals known as soon as the path is decided; POST answers
 // them directly with the plan attached.
 var decidedRefusals = map[string]bool{
@@ -221,6 +246,9 @@ func (a *ChangesAPI) createChange(w http.ResponseWriter, r *http.Request) {
 	}
 	var req plan.Request
 	if !DecodeJSON(w, r, &req) {
+		return
+	}
+	if req.Cluster != "" && !a.clusterExists(w, r, t, req.Cluster) {
 		return
 	}
 	ctx := plan.WithActor(r.Context(), actor(t))
@@ -369,6 +397,9 @@ func (a *ChangesAPI) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Cluster == "" || req.Target.Kind == "" || req.Target.Name == "" || req.Target.APIVersion == "" {
 		WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "cluster and target {apiVersion, kind, name} are required")
+		return
+	}
+	if !a.clusterExists(w, r, t, req.Cluster) {
 		return
 	}
 	d := a.Pipeline.Decide(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: req.Cluster}, req.Target)

@@ -273,7 +273,7 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 }
 
 // changesServer serves the changes API with pipeline on a server authenticating
-// against db, where team shop holds the returned token.
+// against db, where team shop holds the returned token and has cluster prod.
 func changesServer(t *testing.T, db *store.DB, pipeline ChangePipeline) (*Server, secret.Secret) {
 	t.Helper()
 	ctx := context.Background()
@@ -283,6 +283,9 @@ func changesServer(t *testing.T, db *store.DB, pipeline ChangePipeline) (*Server
 	}
 	_, token, err := db.CreateAPIToken(ctx, team.ID, "chat")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCluster(ctx, store.Cluster{TeamID: team.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// TestChangeOrDecisionNamingAnUnknownClusterIsNotFound: a change or a decision
+// naming a cluster the team does not have (none by that name, or another team's) is
+// answered 404 cluster_not_found, and no plan is stored. A cluster the team has but
+// that cannot be opened is refused with a reason that names it as the team knows it,
+// without the service's internal id or its in-cluster configuration.
+func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		doc := loadDoc(t)
+		clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: &sealed.Box{}, InClusterTeams: []string{"shop"}}
+		p := plan.New(db, clusters, nil, nil, nil, plan.Config{}, plan.Hooks{})
+		t.Cleanup(p.Close)
+		srv, token := changesServer(t, db, p)
+		shop, err := db.TeamByName(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := db.CreateTeam(ctx, "other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CreateCluster(ctx, store.Cluster{TeamID: other.ID, Name: "staging", Access: store.ClusterInCluster}); err != nil {
+			t.Fatal(err)
+		}
+		change := func(cluster string) string {
+			return `{"cluster":"` + cluster + `","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
+				`"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
+		}
+		decide := func(cluster string) string {
+			return `{"cluster":"` + cluster + `","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"}}`
+		}
+
+		for _, cluster := range []string{"nowhere", "staging"} {
+			for route, body := range map[string]string{"/api/v1/changes": change(cluster), "/api/v1/decide": decide(cluster)} {
+				t.Run(cluster+route, func(t *testing.T) {
+					status, answer := callAs(srv, token, "POST", route, body)
+					if status != http.StatusNotFound {
+						t.Fatalf("POST %s naming cluster %s = %d, want 404: %s", route, cluster, status, answer)
+					}
+					wantCode(t, answer, CodeClusterNotFound)
+					if !strings.Contains(string(answer), cluster) {
+						t.Errorf("the reason does not name cluster %s: %s", cluster, answer)
+					}
+					resp, ok := doc.Paths[route]["post"].Responses[fmt.Sprint(status)]
+					if !ok {
+						t.Fatalf("404 of POST %s is not documented", route)
+					}
+					if err := doc.conforms(resp.Content["application/json"].Schema, answer); err != nil {
+						t.Errorf("answer does not match the document: %v\n%s", err, answer)
+					}
+				})
+			}
+		}
+		plans, err := db.ListPlans(ctx, store.PlanFilter{TeamID: shop.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plans) != 0 {
+			t.Errorf("%d plans stored for clusters the team does not have, want none: %+v", len(plans), plans)
+		}
+
+		// The team's own cluster, which cannot be opened outside a pod.
+		t.Setenv("KUBERNETES_SERVICE_HOST", "")
+		t.Setenv("KUBERNETES_SERVICE_PORT", "")
+		prod, err := db.ClusterByName(ctx, shop.ID, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks := []string{prod.ID, "KUBERNETES_SERVICE", "/var/run/secrets"}
+		status, answer := callAs(srv, token, "POST", "/api/v1/decide", decide("prod"))
+		var d decideResponse
+		if status != http.StatusOK || json.Unmarshal(answer, &d) != nil || d.Known || !strings.Contains(d.Reason, "cluster prod") {
+			t.Fatalf("decide on the team's unreadable cluster = %d %s, want 200 unknown naming cluster prod", status, answer)
+		}
+		status, answer = callAs(srv, token, "POST", "/api/v1/changes", change("prod"))
+		if status != http.StatusUnprocessableEntity && status != http.StatusAccepted {
+			t.Fatalf("change on the team's unreadable cluster = %d %s", status, answer)
+		}
+		for _, leak := range leaks {
+			if strings.Contains(d.Reason, leak) || strings.Contains(string(answer), leak) {
+				t.Errorf("an answer about the team's cluster carries %q:\ndecide: %s\nchange: %s", leak, d.Reason, answer)
+			}
+		}
+	})
+}
