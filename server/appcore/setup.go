@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -83,7 +84,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	action := q.Get("setup_action")
 	rawID := q.Get("installation_id")
-	log := logger(r).With().Str("setup_action", action).Str("installation_id_param", rawID).Logger()
+	log := logger(r).With().Str("setup_action", clipParam(action)).Str("installation_id_param", clipParam(rawID)).Logger()
 
 	if q.Get("state") == "" {
 		a.refusePage(w, log, "Setup callback without state refused", http.StatusBadRequest, page{
@@ -131,7 +132,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.page(w, http.StatusBadRequest, page{
 			Title:   "Unknown setup step",
-			Message: fmt.Sprintf("GitHub sent the setup step %q, which this service does not know. Nothing was changed.", action),
+			Message: fmt.Sprintf("GitHub sent the setup step %q, which this service does not know. Nothing was changed.", clipParam(action)),
 			Next:    "Start again from a fresh install link.",
 		})
 		return
@@ -141,7 +142,7 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 	if err != nil || installationID <= 0 {
 		a.page(w, http.StatusBadRequest, page{
 			Title:   "This installation link is incomplete",
-			Message: fmt.Sprintf("The installation id %q is not a valid number. Nothing was changed.", rawID),
+			Message: fmt.Sprintf("The installation id %q is not a valid number. Nothing was changed.", clipParam(rawID)),
 			Next:    "Start again from a fresh install link.",
 		})
 		return
@@ -223,6 +224,24 @@ func (a *API) setup(w http.ResponseWriter, r *http.Request) {
 		p.Next = "Ask an owner of " + inst.AccountLogin + " to unsuspend the app; nothing can be changed through it until then."
 	}
 	a.page(w, http.StatusOK, p)
+}
+
+// maxParamEcho bounds how much of a callback parameter reaches a log line or a page.
+// The callback URL is public and its parameters are whatever the caller sent, as
+// large as the request line allows; GitHub's own are a few bytes.
+const maxParamEcho = 64
+
+// clipParam shortens an attacker-controlled parameter to maxParamEcho bytes (never
+// splitting a character) and says how long it was.
+func clipParam(s string) string {
+	if len(s) <= maxParamEcho {
+		return s
+	}
+	cut := maxParamEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 // installerCanAccess exchanges the callback's authorization code for a user access

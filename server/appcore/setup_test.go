@@ -282,6 +282,39 @@ func TestSetupPagesEscapeWhatTheyEcho(t *testing.T) {
 	}
 }
 
+// TestSetupClipsAttackerSizedParameters: the callback's parameters reach its log
+// lines and pages shortened, with their length, whatever size the caller sent.
+func TestSetupClipsAttackerSizedParameters(t *testing.T) {
+	db := storetest.SQLite(t)
+	e := newEnv(t, db)
+	huge := strings.Repeat("A", 100_000)
+	tooLong := strings.Repeat("A", 65)
+	for name, query := range map[string]func() string{
+		"without state":  func() string { return "installation_id=" + huge + "&setup_action=" + huge },
+		"unknown step":   func() string { return "installation_id=1&setup_action=" + huge + "&state=" + e.state(e.tokenA) },
+		"id not numeric": func() string { return "installation_id=" + huge + "&setup_action=install&state=" + e.state(e.tokenA) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := query()
+			before := len(e.logs.String())
+			status, page := e.callback(q)
+			if status != http.StatusBadRequest {
+				t.Fatalf("status = %d, want 400", status)
+			}
+			if strings.Contains(page, tooLong) {
+				t.Errorf("the page echoes the whole parameter (%d bytes)", len(page))
+			}
+			logs := e.logs.String()[before:]
+			if strings.Contains(logs, tooLong) {
+				t.Errorf("the log holds the whole parameter (%d bytes of log)", len(logs))
+			}
+			if name == "without state" && !strings.Contains(logs, "(100000 bytes)") {
+				t.Errorf("the log does not say how long the parameter was:\n%s", logs)
+			}
+		})
+	}
+}
+
 func TestSetupUnknownInstallationBindsNothing(t *testing.T) {
 	cases := map[string]struct {
 		opts       []envOption
