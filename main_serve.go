@@ -117,9 +117,12 @@ func loadConfig(f commonFlags, stderr io.Writer, adjust func(*config.Config)) (c
 		fmt.Fprintf(stderr, "kukie-gitops: %v\n", err)
 		return config.Config{}, "", nop, false
 	}
-	cfg, err := config.Load(f.configPath, config.OSEnv)
-	if err != nil {
-		fmt.Fprintf(stderr, "kukie-gitops: configuration: %v\n", err)
+	// Problems with single values are reported below with every validation problem;
+	// a file that does not read or decode leaves nothing to validate.
+	cfg, loadErr := config.Load(f.configPath, config.OSEnv)
+	var valueProblems *config.LoadError
+	if loadErr != nil && !errors.As(loadErr, &valueProblems) {
+		fmt.Fprintf(stderr, "kukie-gitops: configuration: %v\n", loadErr)
 		return config.Config{}, "", nop, false
 	}
 	if f.logFormat != "" {
@@ -131,7 +134,7 @@ func loadConfig(f commonFlags, stderr io.Writer, adjust func(*config.Config)) (c
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	if err := cfg.Validate(profile); err != nil {
+	if err := config.Check(cfg, profile, loadErr); err != nil {
 		fmt.Fprintf(stderr, "kukie-gitops: %v\n", err)
 		return config.Config{}, "", nop, false
 	}

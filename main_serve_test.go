@@ -275,6 +275,27 @@ func TestServeProductionWithEmptyConfigurationRefusesListingEveryProblem(t *test
 	}
 }
 
+// TestServeProductionListsUnreadableValuesWithEveryOtherProblem: an unreadable
+// secret file and a bad number or duration are reported together with every
+// validation problem, so one attempt shows everything to fix.
+func TestServeProductionListsUnreadableValuesWithEveryOtherProblem(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("KUKIE_GITHUB_WEBHOOK_SECRET_FILE", filepath.Join(dir, "missing-secret"))
+	t.Setenv("KUKIE_GITHUB_APP_ID", "forty-two")
+	t.Setenv("KUKIE_PIPELINE_CLAIM_TTL", "a while")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--profile", "production"}, io.Discard, &stderr); code == 0 {
+		t.Fatal("production started with unreadable values")
+	}
+	for _, want := range []string{"read github webhook secret file", "KUKIE_GITHUB_APP_ID", "KUKIE_PIPELINE_CLAIM_TTL",
+		"github.app_slug", "private key", "github.client_id", "PostgreSQL", "encryption key"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("refusal does not mention %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
 func TestServeDevTeamIsLoggedAsInsecure(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv("KUKIE_AUTH_DEV_TEAM", "dev")

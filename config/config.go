@@ -1,7 +1,8 @@
 // Package config owns the service's settings: the Config struct, how it is read
 // (a strict YAML file, then KUKIE_* environment variables, then secrets from
 // variables or files), and Validate, which decides whether a profile may start with
-// it. Secrets are held as secret.Secret and never come from the YAML file itself:
+// it (Check adds the values Load could not read, so that all problems are listed
+// together). Secrets are held as secret.Secret and never come from the YAML file itself:
 // a config file is something people commit and paste, so it names secret files at
 // most.
 package config
@@ -219,9 +220,25 @@ func Default() Config {
 	}
 }
 
+// LoadError lists the settings whose values could not be read: an environment
+// variable that is not a number or a duration, an unreadable secret file, a secret
+// given twice. Load returns it together with the configuration as far as it could
+// be read (each such setting keeps its earlier value), so that Check can report
+// these problems along with every validation problem.
+type LoadError struct {
+	Problems []error
+}
+
+func (e *LoadError) Error() string { return errors.Join(e.Problems...).Error() }
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (e *LoadError) Unwrap() []error { return e.Problems }
+
 // Load builds the configuration: defaults, then the YAML file at path (if path is
-// not empty), then environment overrides from lookupEnv, then secret files. Every
-// problem found is reported in one error.
+// not empty), then environment overrides from lookupEnv, then secret files. A file
+// that cannot be read or decoded is an error of its own, with no configuration;
+// problems with single values are all reported in one *LoadError, returned with
+// the configuration read so far.
 func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
 	cfg := Default()
 	if path != "" {
@@ -236,8 +253,8 @@ func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
 	var problems []error
 	problems = append(problems, applyEnv(&cfg, lookupEnv)...)
 	problems = append(problems, loadSecretFiles(&cfg)...)
-	if err := errors.Join(problems...); err != nil {
-		return Config{}, err
+	if len(problems) > 0 {
+		return cfg, &LoadError{Problems: problems}
 	}
 	return cfg, nil
 }

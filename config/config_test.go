@@ -466,6 +466,51 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestCheckListsLoadAndValidationProblemsTogether: values that could not be read
+// (an unreadable secret file, a bad number or duration) are listed with every
+// validation problem in one answer, not alone.
+func TestCheckListsLoadAndValidationProblemsTogether(t *testing.T) {
+	c, err := Load("", env(map[string]string{
+		"KUKIE_GITHUB_PRIVATE_KEY_FILE": filepath.Join(t.TempDir(), "missing.pem"),
+		"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "soon",
+		"KUKIE_SERVER_MAX_BODY_BYTES":   "lots",
+		"KUKIE_LOG_FORMAT":              "xml",
+	}))
+	var loadErr *LoadError
+	if !errors.As(err, &loadErr) || len(loadErr.Problems) != 3 {
+		t.Fatalf("Load = %v, want a *LoadError with 3 problems", err)
+	}
+	if c.Log.Format != "xml" || c.Pipeline.DeployTimeout != DefaultDeployTimeout {
+		t.Errorf("configuration read so far = %+v, want the readable values applied and the others at their defaults", c)
+	}
+	err = Check(c, Production, loadErr)
+	var invalid *ValidationError
+	if !errors.As(err, &invalid) {
+		t.Fatalf("Check = %v, want a *ValidationError", err)
+	}
+	all := strings.Join(invalid.Problems, "\n")
+	for _, want := range []string{"read github private key file", "KUKIE_PIPELINE_DEPLOY_TIMEOUT", "KUKIE_SERVER_MAX_BODY_BYTES",
+		"log.format", "github.app_id is required", "database must be PostgreSQL", "encryption key for stored credentials is required"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("problems do not mention %q:\n%s", want, all)
+		}
+	}
+	if !strings.HasPrefix(invalid.Problems[0], "KUKIE_") && !strings.HasPrefix(invalid.Problems[0], "read ") {
+		t.Errorf("the problems of reading come after validation's: %q", invalid.Problems)
+	}
+
+	if err := Check(productionConfig(t), Production, nil); err != nil {
+		t.Errorf("Check of a valid configuration = %v", err)
+	}
+	_, err = Load(writeFile(t, "config.yml", "server: ["), env(nil))
+	if err == nil || errors.As(err, &loadErr) {
+		t.Fatalf("Load of a broken file = %v, want an error that is not a *LoadError", err)
+	}
+	if got := Check(Config{}, Production, err); got != err {
+		t.Errorf("Check with a file that does not decode = %v, want Load's error as it is", got)
+	}
+}
+
 func TestConfigNeverPrintsSecrets(t *testing.T) {
 	c := productionConfig(t)
 	clear := []string{

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -182,6 +183,34 @@ func (c Config) Validate(profile Profile) error {
 		return nil
 	}
 	return &ValidationError{Profile: profile, Problems: p}
+}
+
+// Check validates cfg for profile and lists the problems of loadErr (the
+// *LoadError Load returned with cfg, or nil) first, so that an operator sees
+// everything there is to fix in one *ValidationError instead of one batch per
+// attempt. Any other error from Load means there is no configuration to check, and
+// it is returned as it is.
+func Check(cfg Config, profile Profile, loadErr error) error {
+	var loadProblems *LoadError
+	if loadErr != nil && !errors.As(loadErr, &loadProblems) {
+		return loadErr
+	}
+	var problems []string
+	if loadProblems != nil {
+		for _, p := range loadProblems.Problems {
+			problems = append(problems, p.Error())
+		}
+	}
+	var invalid *ValidationError
+	if err := cfg.Validate(profile); errors.As(err, &invalid) {
+		problems = append(problems, invalid.Problems...)
+	} else if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Profile: profile, Problems: problems}
 }
 
 func checkURL(raw string, requireHTTPS bool) error {
