@@ -16,7 +16,7 @@ test:
 bench:
 	hack/test.sh bench
 
-## lint: go vet, gofmt, go mod tidy check
+## lint: go vet, gofmt, go mod tidy check, scripts executable in git
 lint:
 	hack/lint.sh
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint (`make lint`, also run by `make test`): go vet, gofmt and go.mod tidiness.
+# Lint (`make lint`, also run by `make test`): go vet, gofmt, go.mod tidiness and
+# the scripts' executable mode in git (hack/script-modes.sh).
 # Changes nothing; fails listing what to fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +25,8 @@ if ! go mod tidy -diff; then
   echo "lint: go.mod/go.sum are not tidy; run go mod tidy" >&2
   status=1
 fi
+
+echo "lint: script modes" >&2
+hack/script-modes.sh || status=1
 
 exit "$status"
