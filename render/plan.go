@@ -679,7 +679,15 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		if err != nil {
 			return nil, err
 		}
-		log.Debug().Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", vr.reason).Msg("Verified candidate edit")
+		if ev := log.Debug(); ev.Enabled() {
+			// The reason may quote a tool's error; Plan scrubs what it returns, and
+			// a log line leaves before that.
+			reason := vr.reason
+			if reason != "" {
+				reason = newScrubber(p.t.secretValues()).text(reason)
+			}
+			ev.Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", reason).Msg("Verified candidate edit")
+		}
 		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: vr.reason})
 		if vr.ok {
 			out.winner, out.verified = c, vr
