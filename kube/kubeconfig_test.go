@@ -141,6 +141,16 @@ func TestLoadKubeconfigRefusesAnythingButInlineSettings(t *testing.T) {
 	if _, err := kube.LoadKubeconfig([]byte("clusters: [")); err == nil || !strings.Contains(err.Error(), "parse kubeconfig") {
 		t.Errorf("LoadKubeconfig of broken YAML = %v, want a parse error", err)
 	}
+	// A kubeconfig is untrusted input: an alias bomb of a few hundred bytes (9^9
+	// strings once expanded) is refused by the decoder, not expanded.
+	bomb := "apiVersion: v1\nkind: Config\na: &a [x, x, x, x, x, x, x, x, x]\n"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		prev := string(rune(name[0] - 1))
+		bomb += fmt.Sprintf("%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+	}
+	if _, err := kube.LoadKubeconfig([]byte(bomb)); err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Errorf("LoadKubeconfig of an alias bomb = %v, want it refused", err)
+	}
 }
 
 // apiServer is a TLS server standing in for a team's API server: it answers every

@@ -33,7 +33,7 @@ var ErrInClusterNotAllowed = errors.New("in-cluster access (the service's own se
 func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluster, error) {
 	cl, err := k.DB.ClusterByName(ctx, ref.TeamID, ref.Name)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", ref.Name, err)
+		return nil, err // names the cluster already
 	}
 	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster}
 	if access.InCluster {
