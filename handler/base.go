@@ -2,6 +2,9 @@
 // EventHandler per event family, each embedding Base, and the Inbox whose workers
 // take verified deliveries from the store and dispatch them to those handlers with
 // retries. Handlers never see an unverified delivery and ignore the App's own events.
+// Each decodes only the payload fields it reads (payload.go), so a field it does not
+// read cannot drop a delivery, and a payload without the object it acts on is
+// skipped with a reason (Skip) rather than acted on or retried.
 package handler
 
 import (
@@ -11,7 +14,6 @@ import (
 	"fmt"
 	"strings"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -44,28 +46,56 @@ type Base struct {
 	Revocations RevocationListener
 }
 
-// IsOwnEvent reports whether the App itself caused the event, such as the push of a
-// branch it committed or a check run it created. Reacting to those would loop.
-func (b *Base) IsOwnEvent(sender *gh.User) bool {
-	return b.App.Slug != "" && strings.EqualFold(sender.GetLogin(), b.App.BotLogin())
+// IsOwnEvent reports whether the App itself caused the event (sender is the
+// payload's sender login), such as the push of a branch it committed or a check run
+// it created. Reacting to those would loop.
+func (b *Base) IsOwnEvent(sender string) bool {
+	return b.App.Slug != "" && strings.EqualFold(sender, b.App.BotLogin())
 }
 
-// Repo returns the canonical name of a repository in a payload.
-func (b *Base) Repo(r *gh.Repository) (github.Repo, error) {
-	owner, name, ok := strings.Cut(r.GetFullName(), "/")
+// Repo returns the canonical name of a repository named "owner/name" in a payload.
+func (b *Base) Repo(fullName string) (github.Repo, error) {
+	owner, name, ok := strings.Cut(fullName, "/")
 	if !ok || owner == "" || name == "" {
-		return github.Repo{}, fmt.Errorf("repository %q in payload has no owner/name", r.GetFullName())
+		return github.Repo{}, fmt.Errorf("repository %q in payload has no owner/name", fullName)
 	}
 	return github.ParseRepoURL("https://" + b.WebHost + "/" + owner + "/" + name)
 }
 
-// parse decodes a payload; a payload that does not parse will never parse, so the
-// error is permanent.
+// parse decodes the fields of a payload that v declares (see payload.go) and
+// ignores the rest; a payload that does not parse will never parse, so the error is
+// permanent.
 func parse(eventType string, payload []byte, v any) error {
 	if err := json.Unmarshal(payload, v); err != nil {
 		return Permanent(fmt.Errorf("failed to parse %s event payload: %w", eventType, err))
 	}
 	return nil
+}
+
+// skipError marks a delivery its handler cannot act on and never will, such as a
+// signed payload without the object the handler works on.
+type skipError struct{ reason string }
+
+func (e skipError) Error() string { return "delivery skipped: " + e.reason }
+
+// Skip tells the Inbox to finish a delivery without acting on it, recording reason
+// with it: retrying cannot help, and nothing failed that an operator must fix.
+func Skip(format string, args ...any) error {
+	return skipError{reason: fmt.Sprintf(format, args...)}
+}
+
+// SkipReason returns the reason of an error made by Skip.
+func SkipReason(err error) (string, bool) {
+	var s skipError
+	if errors.As(err, &s) {
+		return s.reason, true
+	}
+	return "", false
+}
+
+// missing is the reason for skipping an event whose payload lacks an object.
+func missing(eventType, object string) error {
+	return Skip("%s event payload has no %s object", eventType, object)
 }
 
 // permanentError marks a failure that retrying cannot fix.

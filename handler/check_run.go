@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -21,24 +20,27 @@ func (h *CheckRun) Handles() []string { return []string{"check_run"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.CheckRunEvent
+	var event checkRunEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	run := event.GetCheckRun()
-	if run.GetName() != github.CheckRunName || h.IsOwnEvent(event.GetSender()) {
+	run := event.CheckRun
+	if run == nil {
+		return missing(eventType, "check_run")
+	}
+	if run.Name != github.CheckRunName || h.IsOwnEvent(event.Sender.Login) {
 		return nil
 	}
-	switch event.GetAction() {
+	switch event.Action {
 	case "rerequested":
 	case "requested_action":
-		if event.GetRequestedAction().Identifier != github.RerenderAction {
+		if event.RequestedAction == nil || event.RequestedAction.Identifier != github.RerenderAction {
 			return nil
 		}
 	default:
 		return nil
 	}
-	code := run.GetExternalID()
+	code := run.ExternalID
 	if code == "" {
 		return nil
 	}

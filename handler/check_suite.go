@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -22,26 +21,30 @@ func (h *CheckSuite) Handles() []string { return []string{"check_suite"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.CheckSuiteEvent
+	var event checkSuiteEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	switch event.GetAction() {
+	switch event.Action {
 	case "requested", "rerequested":
 	default:
 		return nil
 	}
-	if h.IsOwnEvent(event.GetSender()) {
+	suite := event.CheckSuite
+	if suite == nil {
+		return missing(eventType, "check_suite")
+	}
+	if h.IsOwnEvent(event.Sender.Login) {
 		// The suite of the App's own commit: the pipeline publishes its check run
 		// itself; answering the request would verify the same commit twice.
 		return nil
 	}
-	branch := event.GetCheckSuite().GetHeadBranch()
+	branch := suite.HeadBranch
 	if !strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil
 	}
-	pl, ok, err := h.Pipeline.PlanForPull(ctx, repoName(event.GetRepo()), branch)
-	if err != nil || !ok || pl.HeadSHA != event.GetCheckSuite().GetHeadSHA() {
+	pl, ok, err := h.Pipeline.PlanForPull(ctx, repoName(event.Repo), branch)
+	if err != nil || !ok || pl.HeadSHA != suite.HeadSHA {
 		return err
 	}
 	return h.Pipeline.Reverify(ctx, pl.Code)

@@ -76,7 +76,8 @@ func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 // Inbox processes the stored webhook deliveries: workers claim them from the store
 // (several replicas may share one PostgreSQL inbox), dispatch each to the handler of
 // its event, and record the outcome. A failed delivery is retried with exponential
-// backoff and parked as failed, with its error, after MaxAttempts. A delivery whose
+// backoff and parked as failed, with its error, after MaxAttempts; one its handler
+// skipped (Skip) is done at once, with the reason. A delivery whose
 // worker dies is claimed again when its lease runs out, so a restart resumes.
 type Inbox struct {
 	db       *store.DB
@@ -207,6 +208,10 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 	if err == nil {
 		logger.Debug().Msg("Webhook delivery processed")
 		return in.record(ctx, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
+	}
+	if reason, ok := SkipReason(err); ok {
+		logger.Warn().Str("reason", reason).Msg("Webhook delivery skipped")
+		return in.record(ctx, in.db.SkipWebhookDelivery(ctx, d.Claim(), truncate(reason, maxErrorLength)))
 	}
 	if ctx.Err() != nil {
 		// Shutting down: leave the delivery leased; it is claimed again later.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
@@ -25,19 +24,22 @@ func (h *Installation) Handles() []string { return []string{"installation"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.InstallationEvent
+	var event installationEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	id := githubapp.GetInstallationIDFromEvent(&event)
-	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.GetAction()).Logger()
+	if event.Installation == nil {
+		return missing(eventType, "installation")
+	}
+	id := event.Installation.ID
+	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
 
 	var status store.InstallationStatus
-	switch event.GetAction() {
+	switch event.Action {
 	case "created", "unsuspend", "new_permissions_accepted":
 		status = store.InstallationActive
-		if event.GetInstallation().SuspendedAt != nil {
+		if event.Installation.suspended() {
 			status = store.InstallationSuspended
 		}
 	case "suspend":
@@ -63,7 +65,7 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 
 	// A new installation's event lists the repositories it was given; take them as
 	// the complete list (the setup callback may have stored an older one).
-	if event.GetAction() == "created" && event.Repositories != nil {
+	if event.Action == "created" && event.Repositories != nil {
 		repos, err := h.repos(event.Repositories)
 		if err != nil {
 			return Permanent(err)
@@ -77,31 +79,31 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 	return nil
 }
 
-func (h *Installation) audit(ctx context.Context, inst store.Installation, event gh.InstallationEvent) error {
+func (h *Installation) audit(ctx context.Context, inst store.Installation, event installationEvent) error {
 	detail, err := json.Marshal(map[string]any{
 		"installation_id": inst.InstallationID,
 		"account":         inst.AccountLogin,
-		"action":          event.GetAction(),
+		"action":          event.Action,
 		"status":          inst.Status,
 	})
 	if err != nil {
 		return fmt.Errorf("audit installation %d: %w", inst.InstallationID, err)
 	}
 	_, err = h.Store.RecordAuditEvent(ctx, store.AuditEvent{
-		TeamID: inst.TeamID, Actor: "github:" + event.GetSender().GetLogin(), Action: "installation." + event.GetAction(),
+		TeamID: inst.TeamID, Actor: "github:" + event.Sender.Login, Action: "installation." + event.Action,
 		SubjectType: "installation", SubjectID: fmt.Sprint(inst.InstallationID), Detail: detail,
 	})
 	return err
 }
 
-func (b *Base) repos(list []*gh.Repository) ([]store.InstallationRepo, error) {
+func (b *Base) repos(list []repoRef) ([]store.InstallationRepo, error) {
 	out := make([]store.InstallationRepo, 0, len(list))
 	for _, r := range list {
-		repo, err := b.Repo(r)
+		repo, err := b.Repo(r.FullName)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, store.InstallationRepo{Repo: repo.URL(), GitHubRepoID: r.GetID()})
+		out = append(out, store.InstallationRepo{Repo: repo.URL(), GitHubRepoID: r.ID})
 	}
 	return out, nil
 }

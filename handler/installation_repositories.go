@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
@@ -26,17 +25,20 @@ func (h *InstallationRepositories) Handles() []string {
 
 // Handle implements githubapp.EventHandler.
 func (h *InstallationRepositories) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.InstallationRepositoriesEvent
+	var event installationRepositoriesEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	switch event.GetAction() {
+	switch event.Action {
 	case "added", "removed":
 	default:
 		return nil
 	}
-	id := githubapp.GetInstallationIDFromEvent(&event)
-	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.GetAction()).Logger()
+	if event.Installation == nil {
+		return missing(eventType, "installation")
+	}
+	id := event.Installation.ID
+	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
 
 	if _, err := h.Store.InstallationByGitHubID(ctx, id); errors.Is(err, store.ErrNotFound) {
@@ -69,7 +71,7 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 			urls[i] = r.Repo
 		}
 		reason := fmt.Sprintf("%s removed the repository from the GitHub App installation on %s",
-			event.GetSender().GetLogin(), event.GetInstallation().GetAccount().GetLogin())
+			event.Sender.Login, event.Installation.Account.Login)
 		revoked, err := h.Store.RemoveInstallationRepos(ctx, id, urls, reason)
 		if err != nil {
 			return err

@@ -156,15 +156,15 @@ func TestInstallationRepositoriesRevokeAndRestore(t *testing.T) {
 func TestIsOwnEvent(t *testing.T) {
 	b := Base{App: github.App{Slug: "kukie"}}
 	cases := map[string]struct {
-		sender *gh.User
+		sender string
 		want   bool
 	}{
-		"our bot":            {sender: &gh.User{Login: gh.String("kukie[bot]")}, want: true},
-		"our bot, any case":  {sender: &gh.User{Login: gh.String("Kukie[bot]")}, want: true},
-		"a person":           {sender: &gh.User{Login: gh.String("kukie")}, want: false},
-		"another app's bot":  {sender: &gh.User{Login: gh.String("dependabot[bot]")}, want: false},
-		"no sender":          {sender: nil, want: false},
-		"slug prefix attack": {sender: &gh.User{Login: gh.String("kukie[bot]x")}, want: false},
+		"our bot":            {sender: "kukie[bot]", want: true},
+		"our bot, any case":  {sender: "Kukie[bot]", want: true},
+		"a person":           {sender: "kukie", want: false},
+		"another app's bot":  {sender: "dependabot[bot]", want: false},
+		"no sender":          {sender: "", want: false},
+		"slug prefix attack": {sender: "kukie[bot]x", want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestIsOwnEvent(t *testing.T) {
 			}
 		})
 	}
-	if (&Base{}).IsOwnEvent(&gh.User{Login: gh.String("[bot]")}) {
+	if (&Base{}).IsOwnEvent("[bot]") {
 		t.Error("without a known slug nothing is our own event")
 	}
 }

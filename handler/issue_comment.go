@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
@@ -38,14 +37,18 @@ func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.IssueCommentEvent
+	var event issueCommentEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	if event.GetAction() != "created" || !event.GetIssue().IsPullRequest() || h.IsOwnEvent(event.GetSender()) {
+	issue := event.Issue
+	if issue == nil {
+		return missing(eventType, "issue")
+	}
+	if event.Action != "created" || len(issue.PullRequest) == 0 || string(issue.PullRequest) == "null" || h.IsOwnEvent(event.Sender.Login) {
 		return nil
 	}
-	body := strings.TrimSpace(event.GetComment().GetBody())
+	body := strings.TrimSpace(event.Comment.Body)
 	var command string
 	switch {
 	case strings.HasPrefix(body, CommandRerender):
@@ -55,14 +58,14 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	default:
 		return nil
 	}
-	repo := repoName(event.GetRepo())
-	number := int64(event.GetIssue().GetNumber())
+	repo := repoName(event.Repo)
+	number := issue.Number
 	plans, err := h.Store.ListPlans(ctx, store.PlanFilter{Repo: repo, PRNumber: number, Limit: 1})
 	if err != nil || len(plans) == 0 {
 		return err
 	}
 	pl := plans[0]
-	login := event.GetComment().GetUser().GetLogin()
+	login := event.Comment.User.Login
 	logger := zerolog.Ctx(ctx).With().Str("plan", pl.Code).Str("command", command).Str("user", login).Logger()
 	ctx = logger.WithContext(ctx)
 

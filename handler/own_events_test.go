@@ -18,6 +18,8 @@ type trackingPipeline struct {
 	mu    sync.Mutex
 	calls []string
 	plan  store.Plan
+	// changed holds the file lists of BasePushed calls (nil: unknown files).
+	changed [][]string
 }
 
 func (p *trackingPipeline) record(call string) {
@@ -40,8 +42,11 @@ func (p *trackingPipeline) HeadPushed(context.Context, string, string, string, s
 	return nil
 }
 
-func (p *trackingPipeline) BasePushed(context.Context, string, string, string, []string) error {
+func (p *trackingPipeline) BasePushed(_ context.Context, _, _, _ string, changed []string) error {
 	p.record("BasePushed")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.changed = append(p.changed, changed)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
@@ -24,13 +23,12 @@ type Pipeline interface {
 }
 
 // repoName is the pipeline's name of a payload's repository.
-func repoName(r *gh.Repository) string { return strings.ToLower(r.GetFullName()) }
+func repoName(r repoRef) string { return strings.ToLower(r.FullName) }
 
 // isPlanBranch reports whether a pull request head is a kukie branch of the same
 // repository (a fork's branch of that name is someone else's).
-func isPlanBranch(pr *gh.PullRequest) bool {
-	return strings.HasPrefix(pr.GetHead().GetRef(), github.BranchPrefix) &&
-		strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName())
+func isPlanBranch(head, base branchRef) bool {
+	return strings.HasPrefix(head.Ref, github.BranchPrefix) && strings.EqualFold(head.Repo.FullName, base.Repo.FullName)
 }
 
 // PullRequest moves plans when their pull requests close (merged or not) and
@@ -45,25 +43,28 @@ func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.PullRequestEvent
+	var event pullRequestEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	pr := event.GetPullRequest()
-	if !isPlanBranch(pr) {
+	pr := event.PullRequest
+	if pr == nil {
+		return missing(eventType, "pull_request")
+	}
+	if !isPlanBranch(pr.Head, pr.Base) {
 		return nil
 	}
-	repo := repoName(event.GetRepo())
-	logger := zerolog.Ctx(ctx).With().Str(LogKeyAction, event.GetAction()).Int("pr", pr.GetNumber()).Logger()
+	repo := repoName(event.Repo)
+	logger := zerolog.Ctx(ctx).With().Str(LogKeyAction, event.Action).Int64("pr", pr.Number).Logger()
 	ctx = logger.WithContext(ctx)
-	switch event.GetAction() {
+	switch event.Action {
 	case "closed":
-		return h.Pipeline.PullClosed(ctx, repo, pr.GetHead().GetRef(), int64(pr.GetNumber()), pr.GetMerged(), pr.GetMergeCommitSHA())
+		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA)
 	case "synchronize":
-		if h.IsOwnEvent(event.GetSender()) {
+		if h.IsOwnEvent(event.Sender.Login) {
 			return nil
 		}
-		return h.Pipeline.HeadPushed(ctx, repo, pr.GetHead().GetRef(), pr.GetHead().GetSHA(), event.GetSender().GetLogin())
+		return h.Pipeline.HeadPushed(ctx, repo, pr.Head.Ref, pr.Head.SHA, event.Sender.Login)
 	}
 	return nil
 }

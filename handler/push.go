@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -23,25 +22,35 @@ func (h *Push) Handles() []string { return []string{"push"} }
 
 // Handle implements githubapp.EventHandler.
 func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var event gh.PushEvent
+	var event pushEvent
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
-	branch, ok := strings.CutPrefix(event.GetRef(), "refs/heads/")
-	if !ok || event.GetDeleted() || strings.HasPrefix(branch, github.BranchPrefix) {
+	if event.Repo == nil {
+		return missing(eventType, "repository")
+	}
+	branch, ok := strings.CutPrefix(event.Ref, "refs/heads/")
+	if !ok || event.Deleted || strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil
 	}
-	return h.Pipeline.BasePushed(ctx, strings.ToLower(event.GetRepo().GetFullName()), branch, event.GetAfter(), changedFiles(event))
+	return h.Pipeline.BasePushed(ctx, strings.ToLower(event.Repo.FullName), branch, event.After, changedFiles(event))
 }
 
-// changedFiles lists the files a push touched. GitHub lists at most 20 commits per
-// push; beyond that (or a forced push) the list is unknown and nil means "any".
-func changedFiles(event gh.PushEvent) []string {
-	if len(event.Commits) >= 20 || event.GetForced() {
+// changedFiles lists the files a push touched, or nil when they are unknown (the
+// pipeline then treats every file as changed). A push does not say which files it
+// changed when it lists no commits, when it may list only some of them (GitHub lists
+// at most 20), when it was forced, or when a commit's file lists are all empty:
+// GitHub leaves them out for very large commits, so an empty list means "not
+// listed", not "no files".
+func changedFiles(event pushEvent) []string {
+	if len(event.Commits) == 0 || len(event.Commits) >= 20 || event.Forced {
 		return nil
 	}
 	set := map[string]bool{}
 	for _, c := range event.Commits {
+		if len(c.Added)+len(c.Modified)+len(c.Removed) == 0 {
+			return nil
+		}
 		for _, list := range [][]string{c.Added, c.Modified, c.Removed} {
 			for _, f := range list {
 				set[f] = true

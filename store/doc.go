@@ -27,5 +27,6 @@
 // transaction, recorded in schema_migrations with a checksum so that an edited,
 // already-applied migration is detected instead of silently diverging.
 // Reserved numbers: 0001 foundation (teams, api_tokens, webhook_deliveries,
-// audit_events), 0002 GitHub App core, 0003 change pipeline, 0004 plan claim fencing.
+// audit_events), 0002 GitHub App core, 0003 change pipeline, 0004 plan claim
+// fencing, 0005 skipped webhook deliveries.
 package store

@@ -30,6 +30,8 @@ type WebhookDelivery struct {
 	State          DeliveryState
 	Attempts       int
 	LastError      string
+	// SkipReason says why a done delivery was not acted on; empty when it was.
+	SkipReason     string
 	ReceivedAt     time.Time
 	LeaseExpiresAt time.Time
 	FinishedAt     time.Time
@@ -44,13 +46,14 @@ type webhookRow struct {
 	State          string        `db:"state"`
 	Attempts       int           `db:"attempts"`
 	LastError      string        `db:"last_error"`
+	SkipReason     string        `db:"skip_reason"`
 	ReceivedAt     int64         `db:"received_at"`
 	LeaseExpiresAt sql.NullInt64 `db:"lease_expires_at"`
 	FinishedAt     sql.NullInt64 `db:"finished_at"`
 }
 
 const webhookColumns = `delivery_id, event, action, installation_id, payload, state, attempts, last_error,
-	received_at, lease_expires_at, finished_at`
+	skip_reason, received_at, lease_expires_at, finished_at`
 
 func (r webhookRow) delivery() WebhookDelivery {
 	return WebhookDelivery{
@@ -62,6 +65,7 @@ func (r webhookRow) delivery() WebhookDelivery {
 		State:          DeliveryState(r.State),
 		Attempts:       r.Attempts,
 		LastError:      r.LastError,
+		SkipReason:     r.SkipReason,
 		ReceivedAt:     fromMillis(r.ReceivedAt),
 		LeaseExpiresAt: nullMillis(r.LeaseExpiresAt),
 		FinishedAt:     nullMillis(r.FinishedAt),
@@ -191,6 +195,21 @@ func (db *DB) CompleteWebhookDelivery(ctx context.Context, claim DeliveryClaim) 
 // no such delivery.
 func (db *DB) FailWebhookDelivery(ctx context.Context, claim DeliveryClaim, reason string) error {
 	return db.finishWebhookDelivery(ctx, claim, DeliveryFailed, reason)
+}
+
+// SkipWebhookDelivery finishes a claimed delivery as done without it having been
+// acted on, keeping why (a payload its handler cannot act on and never will).
+// ErrLeaseLost when the claim no longer holds the delivery, ErrNotFound when there
+// is no such delivery.
+func (db *DB) SkipWebhookDelivery(ctx context.Context, claim DeliveryClaim, reason string) error {
+	if reason == "" {
+		return fmt.Errorf("skip %s: a reason is required", claim)
+	}
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
+		SET state = ?, last_error = '', skip_reason = ?, lease_expires_at = NULL, finished_at = ?
+		WHERE delivery_id = ? AND state = ? AND attempts = ?`),
+		DeliveryDone, reason, toMillis(time.Now()), claim.DeliveryID, DeliveryProcessing, claim.Attempt)
+	return db.checkClaimed(ctx, res, err, claim)
 }
 
 func (db *DB) finishWebhookDelivery(ctx context.Context, claim DeliveryClaim, state DeliveryState, reason string) error {

@@ -24,6 +24,9 @@ func TestLateOutcomeOfAnExpiredClaimIsRefused(t *testing.T) {
 		"retry": func(ctx context.Context, db *store.DB, c store.DeliveryClaim) error {
 			return db.RetryWebhookDeliveryAt(ctx, c, "first attempt failed", time.Now().Add(-time.Second))
 		},
+		"skip": func(ctx context.Context, db *store.DB, c store.DeliveryClaim) error {
+			return db.SkipWebhookDelivery(ctx, c, "first attempt found nothing to act on")
+		},
 	}
 	// What the second claimer does before the first one comes back, and the state
 	// that must survive.
@@ -88,7 +91,7 @@ func TestLateOutcomeOfAnExpiredClaimIsRefused(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if after.State != second.want || after.Attempts != 2 || after.LastError != second.reason {
+					if after.State != second.want || after.Attempts != 2 || after.LastError != second.reason || after.SkipReason != "" {
 						t.Errorf("after the late %s: %+v, want %s on attempt 2 with error %q", lateName, after, second.want, second.reason)
 					}
 					if !after.LeaseExpiresAt.Equal(before.LeaseExpiresAt) || !after.FinishedAt.Equal(before.FinishedAt) {

@@ -1,0 +1,123 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// The handlers decode only the fields they read, into the small types below. GitHub
+// adds fields to its payloads and fills some with values a decoder of the whole
+// event rejects (check_run payloads carry app.created_at as "2018-04-25 20:42:10"):
+// decoding everything would park a delivery for a field no handler looks at.
+// Objects a handler acts on are pointers, so a signed payload without one is told
+// apart from an empty one and skipped with a reason (see Skip) instead of acted on.
+
+type userRef struct {
+	Login string `json:"login"`
+}
+
+type repoRef struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
+}
+
+type installationRef struct {
+	ID      int64   `json:"id"`
+	Account userRef `json:"account"`
+	// SuspendedAt is only looked at for presence: null (or absent) means active.
+	SuspendedAt json.RawMessage `json:"suspended_at"`
+}
+
+// suspended reports whether the installation carries a suspension time.
+func (i *installationRef) suspended() bool {
+	return len(i.SuspendedAt) > 0 && !bytes.Equal(i.SuspendedAt, []byte("null"))
+}
+
+// The fields of each event the handlers read.
+
+type checkRunEvent struct {
+	Action   string `json:"action"`
+	CheckRun *struct {
+		Name       string `json:"name"`
+		ExternalID string `json:"external_id"`
+	} `json:"check_run"`
+	RequestedAction *struct {
+		Identifier string `json:"identifier"`
+	} `json:"requested_action"`
+	Sender userRef `json:"sender"`
+}
+
+type checkSuiteEvent struct {
+	Action     string `json:"action"`
+	CheckSuite *struct {
+		HeadBranch string `json:"head_branch"`
+		HeadSHA    string `json:"head_sha"`
+	} `json:"check_suite"`
+	Repo   repoRef `json:"repository"`
+	Sender userRef `json:"sender"`
+}
+
+type branchRef struct {
+	Ref  string  `json:"ref"`
+	SHA  string  `json:"sha"`
+	Repo repoRef `json:"repo"`
+}
+
+type pullRequestEvent struct {
+	Action      string `json:"action"`
+	PullRequest *struct {
+		Number         int64     `json:"number"`
+		Merged         bool      `json:"merged"`
+		MergeCommitSHA string    `json:"merge_commit_sha"`
+		Head           branchRef `json:"head"`
+		Base           branchRef `json:"base"`
+	} `json:"pull_request"`
+	Repo   repoRef `json:"repository"`
+	Sender userRef `json:"sender"`
+}
+
+type pushCommit struct {
+	Added    []string `json:"added"`
+	Modified []string `json:"modified"`
+	Removed  []string `json:"removed"`
+}
+
+type pushEvent struct {
+	Ref     string       `json:"ref"`
+	After   string       `json:"after"`
+	Deleted bool         `json:"deleted"`
+	Forced  bool         `json:"forced"`
+	Commits []pushCommit `json:"commits"`
+	Repo    *repoRef     `json:"repository"`
+}
+
+type issueCommentEvent struct {
+	Action string `json:"action"`
+	Issue  *struct {
+		Number int64 `json:"number"`
+		// PullRequest is present only on the issue of a pull request.
+		PullRequest json.RawMessage `json:"pull_request"`
+	} `json:"issue"`
+	Comment struct {
+		Body string  `json:"body"`
+		User userRef `json:"user"`
+	} `json:"comment"`
+	Repo   repoRef `json:"repository"`
+	Sender userRef `json:"sender"`
+}
+
+type installationEvent struct {
+	Action       string           `json:"action"`
+	Installation *installationRef `json:"installation"`
+	// Repositories is nil when the payload has no list, which is not an empty list.
+	Repositories []repoRef `json:"repositories"`
+	Sender       userRef   `json:"sender"`
+}
+
+type installationRepositoriesEvent struct {
+	Action              string           `json:"action"`
+	Installation        *installationRef `json:"installation"`
+	RepositoriesAdded   []repoRef        `json:"repositories_added"`
+	RepositoriesRemoved []repoRef        `json:"repositories_removed"`
+	Sender              userRef          `json:"sender"`
+}
