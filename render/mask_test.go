@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 const secretsNearby = `apiVersion: v1
@@ -370,5 +373,31 @@ func TestMaskTextMasksTheValuesOfTheObjects(t *testing.T) {
 	requireNoSecret(t, "masked text", got, kustomizeSecretValues)
 	if got != "admission webhook denied: env DB_PASSWORD=[redacted], SERVICE_TOKEN=[redacted], token [redacted], LOG_FORMAT=text" {
 		t.Errorf("masked text %q", got)
+	}
+}
+
+// TestCandidateLogLineDoesNotQuoteSecrets: an app that reads the edited file but
+// cannot render (kustomize quotes its bad literal) fails the first candidate; the
+// debug line about that candidate leaves before Plan scrubs its answer.
+func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
+	repo := writeRepo(t, map[string]string{
+		"apps/web/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n" +
+			"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: ghcr.io/example/web:1.0.0\n",
+		"apps/web/kustomization.yaml":   "resources: [deployment.yaml]\n",
+		"apps/other/kustomization.yaml": "resources: [../web]\nsecretGenerator:\n  - name: db\n    literals:\n      - lit-K4dS8fG2\n",
+	})
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).Level(zerolog.DebugLevel).WithContext(context.Background())
+	_, err := Plan(ctx, Request{RepoDir: repo, App: "web",
+		Apps: []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"},
+			{Name: "other", Path: "apps/other", SourceType: SourceKustomize, Namespace: "other"}},
+		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Image: &Image{Container: "web", Tag: "1.0.1"}}})
+	if !strings.Contains(logs.String(), "cannot be rendered") {
+		t.Fatalf("no log line about the app that cannot render (Plan: %v):\n%s", err, logs.String())
+	}
+	requireNoSecret(t, "the log", logs.String(), []string{"lit-K4dS8fG2"})
+	if err != nil {
+		requireNoSecret(t, "the answer", err.Error(), []string{"lit-K4dS8fG2"})
 	}
 }
