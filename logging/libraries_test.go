@@ -2,35 +2,18 @@ package logging
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	stdlog "log"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Kustomize prints a warning to os.Stderr for each deprecated field it builds;
 // captured, each is one structured warn entry and nothing reaches stderr raw. So
@@ -48,7 +31,7 @@ func TestLibraryOutputLogsKustomizeWarnings(t *testing.T) {
 		stdlog.SetOutput(savedLog)
 	})
 
-	var first, logged lockedBuffer
+	var first, logged servicetest.SyncBuffer
 	o, err := CaptureLibraryOutput(zerolog.New(&first))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,11 @@
 // changed objects, for a server-side dry-run (never serialised: they are the real
 // objects).
 //
+// [FromArgoCD] is the one converter from an Argo CD Application (package argocd's
+// model) to the Applications a [Request] names; the service and the offline plan
+// command both use it. An Application render cannot render as Argo CD does keeps
+// its reach and carries the reason: Plan refuses only an edit that reaches it.
+//
 // [Render] renders one Application without planning anything; its output may be
 // kept (for example by commit, through [EncodeObjects]) and handed back to Plan as
 // the before-render through [Request].BeforeRender.
