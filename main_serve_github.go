@@ -52,6 +52,10 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		}
 		log.Warn().Msg("No encryption key configured: clusters can be registered in-cluster only, not by kubeconfig")
 	}
+	if len(cfg.Clusters.InClusterTeams) > 0 {
+		log.Warn().Strs("teams", cfg.Clusters.InClusterTeams).
+			Msg("In-cluster access is on: these teams may reach this cluster with the service's own service account")
+	}
 	if !cfg.GitHub.WebhookSecret.IsSet() {
 		log.Warn().Msg("No webhook secret configured: every webhook delivery is refused (503)")
 	}
