@@ -252,12 +252,18 @@ type env struct {
 	repos  plan.GitHubRepos
 }
 
-func newEnv(t *testing.T, db *store.DB) *env {
+// newEnv builds a fake GitHub with the repository installed, a team and a pipeline's
+// dependencies; opts adjust the App's client configuration (e.g. its timeout).
+func newEnv(t *testing.T, db *store.DB, opts ...func(*github.Config)) *env {
 	t.Helper()
 	s := githubtest.New(t)
 	s.CreateRepo(t, "acme", "deploy", map[string]string{webFile: webYAML, "README.md": "manifests\n"}, "main")
 	inst := s.CreateInstallation(t, "acme", "deploy")
-	cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}, nil)
+	cfg := github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cc, err := github.NewClientCreator(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,6 +686,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 		if err := p.HeadPushed(ctx, repoName, pl.Branch, pushed, githubtest.DefaultAuthor.Login); err != nil {
 			t.Fatal(err)
 		}
+		e.waitStatus(pl.Code, plan.StatusPROpen) // the plan's run compares the new head
 		runs := e.gh.CheckRuns(t, repoName, pushed)
 		if len(runs) != 1 || runs[0].GetConclusion() != "failure" || !strings.Contains(runs[0].GetOutput().GetSummary(), "apps/web/extra.yaml was added") {
 			t.Fatalf("check run on a foreign push: %d runs %v", len(runs), runs)
@@ -696,10 +703,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
-		pl, err := db.PlanByCode(ctx, pl.Code)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
 		if pl.BaseSHA != after {
 			t.Fatalf("plan base %s, want the new base %s", pl.BaseSHA, after)
 		}

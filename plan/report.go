@@ -149,9 +149,14 @@ func notCheckedLine(pay Payload) string {
 		". Applications there that deploy from this repository and branch may change too."
 }
 
-// CheckReport builds the kukie/render check run. failure, when set, is the reason a
-// re-verification failed.
+// CheckReport builds the kukie/render check run of pl's head. failure, when set, is
+// the reason a re-verification failed. Without a failure it concludes success only
+// for the head the payload records as verified (Payload.VerifiedHead); any other head
+// gets an in-progress run saying it was not compared yet.
 func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
+	if failure == "" && pay.VerifiedHead != pl.HeadSHA {
+		return p.unverifiedReport(pl, "the comparison of commit "+pl.HeadSHA+" with the verified change has not completed", true)
+	}
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl)}
 	var b strings.Builder
 	switch {
@@ -196,6 +201,21 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	for _, e := range pay.Edits {
 		r.Annotations = append(r.Annotations, annotationsFor(e)...)
 	}
+	return r
+}
+
+// unverifiedReport is the run of a head whose comparison with the verified change did
+// not complete: in progress while the service tries again, action_required when it
+// does not. It marks no lines, since nothing about them is known.
+func (p *Pipeline) unverifiedReport(pl store.Plan, reason string, retrying bool) github.CheckReport {
+	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl), Title: "Not verified yet"}
+	next := "The service tries again on its own; nothing needs to be done."
+	if !retrying {
+		r.Conclusion, r.Title = github.ConclusionActionRequired, "Could not verify"
+		next = "Retry the change (POST /api/v1/changes/" + pl.Code + "/retry) once the cause is fixed."
+	}
+	r.Summary = fmt.Sprintf("**Commit %s has not been verified.** Its check against the base plus the verified edit did not finish: %s.\n\n%s\n",
+		pl.HeadSHA, reason, next)
 	return r
 }
 

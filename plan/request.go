@@ -185,6 +185,11 @@ type Payload struct {
 	RollbackReference string `json:"rollback_reference,omitempty"`
 	// CheckConclusion is the last published check run conclusion.
 	CheckConclusion string `json:"check_conclusion,omitempty"`
+	// VerifiedHead is the head commit known to be the base plus exactly the verified
+	// edits: the commit this plan built from them, or a pushed head whose comparison
+	// with them completed and matched. Only a check run on this commit may conclude
+	// success; a head pushed by someone else is compared before anything is said.
+	VerifiedHead string `json:"verified_head,omitempty"`
 }
 
 // DecisionInfo is the path decision as stored with the plan.

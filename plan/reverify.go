@@ -20,26 +20,41 @@ var ignoredTreeFiles = map[string]bool{".kukie-complete": true}
 
 // HeadPushed handles a push to a kukie branch. The App's own pushes are ignored; a
 // push by someone else moves the head and is verified again: the new head must still
-// be the base plus exactly the verified edit.
+// be the base plus exactly the verified edit. The new head is recorded without a
+// check run and the plan's run compares it (stepCheckRun), so the comparison is
+// retried by the resume loop until it completes, on this or another replica, and one
+// run at a time publishes on the head. A repeated delivery of the same push finds
+// the head recorded and only makes sure that run is under way.
 func (p *Pipeline) HeadPushed(ctx context.Context, repo, branch, sha, sender string) error {
 	if sender != "" && strings.EqualFold(sender, p.cfg.BotLogin) {
 		return nil
 	}
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
-	if err != nil || !ok || Status(pl.Status) != StatusPROpen || pl.HeadSHA == sha {
+	if err != nil || !ok || Status(pl.Status) != StatusPROpen {
 		return err
+	}
+	if pl.HeadSHA == sha {
+		if pl.CheckRunID == 0 {
+			p.Kick(pl.Code)
+		}
+		return nil
 	}
 	if _, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 		pl.HeadSHA, pl.CheckRunID, pl.CheckRunURL = sha, 0, ""
+		pay.CheckConclusion = ""
 		return Status(pl.Status), "head_pushed", "branch moved to " + sha + " by " + sender, nil
 	}); err != nil {
 		return err
 	}
-	return p.Reverify(ctx, pl.Code)
+	p.Kick(pl.Code)
+	return nil
 }
 
-// Reverify checks the plan's current head against its base plus the verified edit
-// and publishes the result as the check run of the head.
+// Reverify compares the plan's current head with its base plus the verified edit
+// and publishes the result as the check run of the head. When the comparison cannot
+// finish, an unverified head gets a run saying so (never success) and the error is
+// returned; the plan keeps no recorded run for that head, so the resume loop and a
+// redelivered push both try again.
 func (p *Pipeline) Reverify(ctx context.Context, code string) error {
 	pl, err := p.db.PlanByCode(ctx, code)
 	if err != nil {
@@ -54,21 +69,30 @@ func (p *Pipeline) Reverify(ctx context.Context, code string) error {
 	}
 	failure, err := p.compareHead(ctx, pl, pay)
 	if err != nil {
+		p.publishUnverified(ctx, pl, pay, err, github.Transient(err))
+		return fmt.Errorf("re-verify plan %s at %s: %w", code, pl.HeadSHA, err)
+	}
+	pay = withComparison(pl, pay, failure)
+	report := p.CheckReport(pl, pay, failure)
+	ref, err := p.publishCheck(ctx, pl, report)
+	if err != nil {
 		return err
 	}
-	report := p.CheckReport(pl, pay, failure)
-	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
-	if err != nil {
-		return fmt.Errorf("publish check run of plan %s: %w", code, err)
-	}
-	_, err = p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+	head := pl.HeadSHA
+	_, err = p.update(ctx, code, func(pl *store.Plan, cur *Payload) (Status, string, string, error) {
+		if pl.HeadSHA != head || Status(pl.Status) != StatusPROpen {
+			return "", "", "", errNothingToDo // the head moved on meanwhile; its own check follows
+		}
 		pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
-		pay.CheckConclusion = report.Conclusion
+		cur.CheckConclusion, cur.VerifiedHead = report.Conclusion, pay.VerifiedHead
 		if failure != "" {
-			pay.VerificationResult = "not verified: " + failure
+			cur.VerificationResult = pay.VerificationResult
 		}
 		return Status(pl.Status), "reverify", "check run " + report.Conclusion, nil
 	})
+	if errors.Is(err, errNothingToDo) {
+		return nil
+	}
 	return err
 }
 
@@ -247,13 +271,13 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 			return err
 		}
 		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
-		ref, perr := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+		ref, perr := p.publishCheck(ctx, pl, report)
 		if perr != nil {
 			return perr
 		}
 		_, err = p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 			pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
-			pay.CheckConclusion = report.Conclusion
+			pay.CheckConclusion, pay.VerifiedHead = report.Conclusion, ""
 			pay.VerificationResult = "not verified on the new base: " + e.Reason
 			return Status(pl.Status), "rebase", e.Reason, nil
 		})
@@ -298,7 +322,7 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, ci.SHA); err != nil {
 		return err
 	}
-	newPay.Edits = edits
+	newPay.Edits, newPay.VerifiedHead = edits, ci.SHA // built here from the new base and the edits
 	saved, err := p.update(ctx, pl.Code, func(st *store.Plan, pay *Payload) (Status, string, string, error) {
 		st.BaseSHA, st.CommitSHA, st.HeadSHA, st.CheckRunID, st.CheckRunURL = base.SHA, ci.SHA, ci.SHA, 0, ""
 		*pay = newPay
@@ -307,10 +331,9 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	if err != nil {
 		return err
 	}
-	if err := p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved), PRBody(saved, newPay)); err != nil {
-		return err
-	}
-	return p.Reverify(ctx, saved.Code)
+	// The plan's run verifies and publishes on the new head (see HeadPushed).
+	p.Kick(saved.Code)
+	return p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved), PRBody(saved, newPay))
 }
 
 func sameEdits(a, b []StoredEdit) bool {

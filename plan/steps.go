@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/render"
@@ -383,7 +385,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 			if err != nil {
 				return p.stop(ctx, pl, pay, err, "commit")
 			}
-			pl.CommitSHA = ci.SHA
+			// Built here from the base and the verified edits, so its tree is both. An
+			// adopted commit above is compared before its check run says so.
+			pl.CommitSHA, pay.VerifiedHead = ci.SHA, ci.SHA
 		}
 		if err := p.hook(pl.Code, recordHook("commit")); err != nil {
 			return pl, err
@@ -435,7 +439,13 @@ func commitMessage(pl store.Plan) string {
 	return PRTitle(pl) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
 }
 
-// stepCheckRun publishes the verdict on the head commit.
+// stepCheckRun publishes the verdict on the head commit. A head this plan did not
+// build itself (pushed by someone else, or adopted after a restart) is compared with
+// the base plus the verified edits first. When the comparison or the publishing fails
+// for a reason that passes (GitHub's 5xx, a rate limit, a timeout) the head gets an
+// in-progress run saying why, the plan stays open without a recorded run and the
+// resume loop tries again; any other failure marks the run action_required and fails
+// the plan.
 func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan, error) {
 	if err := p.hook(pl.Code, "check_run"); err != nil {
 		return pl, err
@@ -444,13 +454,20 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	if err != nil {
 		return pl, err
 	}
-	report := p.CheckReport(pl, pay, "")
+	failure := ""
+	if pay.VerifiedHead != pl.HeadSHA {
+		if failure, err = p.compareHead(ctx, pl, pay); err != nil {
+			return p.checkUnfinished(ctx, pl, pay, err)
+		}
+		pay = withComparison(pl, pay, failure)
+	}
+	report := p.CheckReport(pl, pay, failure)
 	if err := p.fence(ctx, pl.Code); err != nil {
 		return pl, err
 	}
-	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+	ref, err := p.publishCheck(ctx, pl, report)
 	if err != nil {
-		return p.stop(ctx, pl, pay, err, "check_run")
+		return p.checkUnfinished(ctx, pl, pay, err)
 	}
 	if err := p.hook(pl.Code, recordHook("check_run")); err != nil {
 		return pl, err
@@ -458,6 +475,58 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
 	pay.CheckConclusion = report.Conclusion
 	return p.save(ctx, pl, pay, StatusPROpen, "system", "check_run", "check run "+report.Conclusion)
+}
+
+// withComparison records the outcome of a completed comparison of pl's head.
+func withComparison(pl store.Plan, pay Payload, failure string) Payload {
+	if failure != "" {
+		pay.VerifiedHead = ""
+		pay.VerificationResult = "not verified: " + failure
+		return pay
+	}
+	pay.VerifiedHead = pl.HeadSHA
+	return pay
+}
+
+// checkUnfinished handles a check run step that could not say anything true about
+// the head: the head gets a run without success saying why (best effort: GitHub may be
+// what failed), and the plan is retried later or, for a failure that repeats, fails.
+func (p *Pipeline) checkUnfinished(ctx context.Context, pl store.Plan, pay Payload, cause error) (store.Plan, error) {
+	if errors.Is(cause, errStopped) || ctx.Err() != nil {
+		return pl, errStopped
+	}
+	transient := github.Transient(cause)
+	p.publishUnverified(ctx, pl, pay, cause, transient)
+	if transient {
+		return pl, fmt.Errorf("check run of plan %s on %s, retried later: %w", pl.Code, pl.HeadSHA, cause)
+	}
+	return p.stop(ctx, pl, pay, cause, "check_run")
+}
+
+// publishUnverified puts a run on pl's head that does not conclude success, unless the
+// head is verified already (its published verdict stands). Its id is not recorded:
+// the plan's run counts as published only with a verdict, and the next publish adopts
+// this run by the plan's external id.
+func (p *Pipeline) publishUnverified(ctx context.Context, pl store.Plan, pay Payload, cause error, retrying bool) {
+	if pay.VerifiedHead == pl.HeadSHA && pl.CheckRunID != 0 {
+		return
+	}
+	if p.fence(ctx, pl.Code) != nil {
+		return // the claim was lost: the plan's new holder speaks for the head
+	}
+	report := p.unverifiedReport(pl, cause.Error(), retrying)
+	if _, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, 0, report); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Str("head", pl.HeadSHA).Msg("Could not mark the head as not verified")
+	}
+}
+
+// publishCheck publishes report as the plan's run on its head.
+func (p *Pipeline) publishCheck(ctx context.Context, pl store.Plan, report github.CheckReport) (github.CheckRunRef, error) {
+	ref, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, pl.CheckRunID, report)
+	if err != nil {
+		return ref, fmt.Errorf("publish check run of plan %s on %s: %w", pl.Code, pl.HeadSHA, err)
+	}
+	return ref, nil
 }
 
 // stepStartDeploy: the change is merged; follow it until it runs.

@@ -1,0 +1,247 @@
+package plan_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// faultTimeout is the App's client timeout in these tests: a hung request fails after
+// it, as one to github.com fails after the service's configured timeout.
+const faultTimeout = time.Second
+
+const tarballRoute = "/repos/*/*/tarball/**"
+
+// githubFaults are the ways GitHub fails that every step must survive. The rate
+// limits name a time already reached so that the retry after the fault is removed
+// does not wait (go-github's client remembers a limit and refuses requests until it
+// passes); that the webhook inbox waits for the time GitHub names is tested in
+// handler and store.
+func githubFaults() map[string]func() githubtest.Fault {
+	return map[string]func() githubtest.Fault{
+		"502":                  func() githubtest.Fault { return githubtest.ServerError(http.StatusBadGateway) },
+		"timeout":              func() githubtest.Fault { return githubtest.Fault{Hang: true} },
+		"primary rate limit":   func() githubtest.Fault { return githubtest.PrimaryRateLimit(time.Now()) },
+		"secondary rate limit": func() githubtest.Fault { return githubtest.SecondaryRateLimit(0) },
+	}
+}
+
+func newFaultEnv(t *testing.T, db *store.DB) *env {
+	return newEnv(t, db, func(c *github.Config) { c.Timeout = faultTimeout })
+}
+
+// TestPipelineStepsUnderGitHubFaults fails each GitHub call of the way to an open pull
+// request in each way GitHub fails. Until the fault is gone no check run concludes
+// success; afterwards the plan (retried when it failed) ends with exactly one branch
+// commit, one pull request and one successful check run on its head.
+func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
+	steps := []struct {
+		name, method, path string
+		// retriedAlone: the plan stays open and the pipeline tries again by itself
+		// (the pull request exists; only its check run is missing).
+		retriedAlone bool
+	}{
+		{name: "prepare tarball", method: http.MethodGet, path: tarballRoute},
+		{name: "blobs", method: http.MethodPost, path: "/repos/*/*/git/blobs"},
+		{name: "tree", method: http.MethodPost, path: "/repos/*/*/git/trees"},
+		{name: "commit", method: http.MethodPost, path: "/repos/*/*/git/commits"},
+		{name: "ref", method: http.MethodPost, path: "/repos/*/*/git/refs"},
+		{name: "pull request", method: http.MethodPost, path: "/repos/*/*/pulls"},
+		{name: "check run", method: http.MethodPost, path: "/repos/*/*/check-runs", retriedAlone: true},
+	}
+	for _, step := range steps {
+		for faultName, fault := range githubFaults() {
+			t.Run(step.name+"/"+faultName, func(t *testing.T) {
+				t.Parallel() // each case has its own GitHub and databases; most of it is waiting
+				storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+					e := newFaultEnv(t, db)
+					ctx := context.Background()
+					p := e.startedPipeline(ctx, plan.Hooks{})
+					remove := e.gh.InjectFault(fault().On(step.method, step.path))
+					pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if step.retriedAlone {
+						// Two attempts at least: the resume loop came back after the first.
+						pl = e.waitFor(pl.Code, "retried", func(store.Plan) bool { return e.gh.FaultHits(step.method, step.path) >= 3 })
+						if plan.Status(pl.Status) != plan.StatusPROpen || pl.CheckRunID != 0 {
+							t.Fatalf("plan is %s with check run %d while GitHub fails, want pr_open with none recorded", pl.Status, pl.CheckRunID)
+						}
+					} else {
+						pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
+						if pl.ErrorCode != plan.CodeRemoteError || pl.StatusReason == "" {
+							t.Fatalf("failed with %q (%s), want a remote error with its reason", pl.ErrorCode, pl.StatusReason)
+						}
+					}
+					noSuccessOn(t, e, pl.HeadSHA, pl.CommitSHA, e.gh.Head(t, repoName, "kukie/"+pl.Code))
+					remove()
+					if plan.Status(pl.Status) == plan.StatusFailed {
+						if _, err := p.Retry(ctx, e.team.ID, pl.Code); err != nil {
+							t.Fatal(err)
+						}
+					}
+					pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+					wantOneOfEach(t, e, pl, "success")
+				})
+			})
+		}
+	}
+}
+
+// noSuccessOn checks that none of the commits carries a successful run.
+func noSuccessOn(t *testing.T, e *env, shas ...string) {
+	t.Helper()
+	for _, sha := range shas {
+		if sha == "" {
+			continue
+		}
+		for _, r := range e.gh.CheckRuns(t, repoName, sha) {
+			if r.GetConclusion() == "success" {
+				t.Fatalf("check run %d on %s concluded success while GitHub was failing", r.GetID(), sha)
+			}
+		}
+	}
+}
+
+// wantOneOfEach checks the plan's effects on GitHub happened once: one commit on its
+// branch over the base, one pull request, one check run on the head with conclusion.
+func wantOneOfEach(t *testing.T, e *env, pl store.Plan, conclusion string) {
+	t.Helper()
+	if prs := e.gh.PullRequests(t, repoName); len(prs) != 1 || int64(prs[0].GetNumber()) != pl.PRNumber {
+		t.Fatalf("%d pull requests, want the plan's one (#%d)", len(prs), pl.PRNumber)
+	}
+	if commits := gitLines(t, e.gh.GitDir(t, repoName), "rev-list", pl.BaseSHA+".."+pl.Branch); len(commits) != 1 || commits[0] != pl.HeadSHA {
+		t.Fatalf("commits on %s over the base: %v, want only %s", pl.Branch, commits, pl.HeadSHA)
+	}
+	runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
+	if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != conclusion {
+		t.Fatalf("%d check runs on the head (%v), want exactly one concluding %s, run %d", len(runs), runs, conclusion, pl.CheckRunID)
+	}
+}
+
+// pushedByOthers pushes to the plan's branch as a person and tells the pipeline, as
+// the pull_request synchronize webhook does. The inbox delivers again until the
+// handler succeeds, and so does this.
+func pushedByOthers(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan, files map[string]string) string {
+	t.Helper()
+	sha := e.gh.PushCommit(t, repoName, pl.Branch, files, githubtest.DefaultAuthor)
+	var err error
+	for range 10 {
+		if err = p.HeadPushed(context.Background(), repoName, pl.Branch, sha, githubtest.DefaultAuthor.Login); err == nil {
+			return sha
+		}
+	}
+	t.Fatalf("head pushed: %v", err)
+	return ""
+}
+
+// TestForeignPushReverifiedDuringTarballOutage is the reported case: someone pushes to
+// the kukie branch, and the archive of the new head cannot be downloaded. The head is
+// never called verified: it carries an in-progress run saying why until the archive
+// can be read, and then the verdict of the real comparison (here: failure, because the
+// push added a file).
+func TestForeignPushReverifiedDuringTarballOutage(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newFaultEnv(t, db)
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.submitOpen(ctx, p, scale(4, ""))
+
+		remove := e.gh.InjectFault(githubtest.ServerError(http.StatusBadGateway).On(http.MethodGet, tarballRoute))
+		pushed := pushedByOthers(t, e, p, pl, map[string]string{"apps/web/extra.yaml": "kind: ConfigMap\n"})
+		// The resume loop comes back to the plan: more attempts than the first.
+		e.waitFor(pl.Code, "retried", func(store.Plan) bool { return e.gh.FaultHits(http.MethodGet, tarballRoute) >= 3 })
+		runs := e.gh.CheckRuns(t, repoName, pushed)
+		if len(runs) != 1 || runs[0].GetStatus() != "in_progress" || runs[0].GetConclusion() != "" ||
+			!strings.Contains(runs[0].GetOutput().GetSummary(), "has not been verified") {
+			t.Fatalf("runs on the unverified head %s: %v, want one in progress saying it is not verified", pushed, runs)
+		}
+		cur, err := db.PlanByCode(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.HeadSHA != pushed || cur.CheckRunID != 0 || cur.Status != string(plan.StatusPROpen) {
+			t.Fatalf("plan at %s with run %d (%s), want the pushed head without a recorded run", cur.HeadSHA, cur.CheckRunID, cur.Status)
+		}
+
+		remove()
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		runs = e.gh.CheckRuns(t, repoName, pushed)
+		if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "failure" ||
+			!strings.Contains(runs[0].GetOutput().GetSummary(), "apps/web/extra.yaml was added") {
+			t.Fatalf("runs on the pushed head after the outage: %v, want the one run concluding failure", runs)
+		}
+	})
+}
+
+// TestForeignPushReverifiedUnderEachFault: a push by someone else that keeps the
+// verified content is verified only once its comparison completes, whichever way
+// GitHub fails meanwhile.
+func TestForeignPushReverifiedUnderEachFault(t *testing.T) {
+	for faultName, fault := range githubFaults() {
+		t.Run(faultName, func(t *testing.T) {
+			t.Parallel()
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				e := newFaultEnv(t, db)
+				ctx := context.Background()
+				p := e.startedPipeline(ctx, plan.Hooks{})
+				pl := e.submitOpen(ctx, p, scale(4, ""))
+				content, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile)
+
+				remove := e.gh.InjectFault(fault().On(http.MethodGet, tarballRoute))
+				pushed := pushedByOthers(t, e, p, pl, map[string]string{webFile: content})
+				e.waitFor(pl.Code, "retried", func(store.Plan) bool { return e.gh.FaultHits(http.MethodGet, tarballRoute) >= 2 })
+				noSuccessOn(t, e, pushed)
+
+				remove()
+				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+				if pl.HeadSHA != pushed {
+					t.Fatalf("plan head %s, want the pushed %s", pl.HeadSHA, pushed)
+				}
+				runs := e.gh.CheckRuns(t, repoName, pushed)
+				if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "success" {
+					t.Fatalf("runs on the pushed head: %v, want one success once compared", runs)
+				}
+			})
+		})
+	}
+}
+
+// TestCheckRunRefusedMarksActionRequired: GitHub refuses the check run for a reason
+// that does not pass (422). The head gets an action_required run with the reason, the
+// plan fails, and a retry publishes the verdict on that same run.
+func TestCheckRunRefusedMarksActionRequired(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		refused := githubtest.Fault{Status: http.StatusUnprocessableEntity, Times: 1}.On(http.MethodPost, "/repos/*/*/check-runs")
+		e.gh.InjectFault(refused)
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
+		runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
+		if len(runs) != 1 || runs[0].GetConclusion() != "action_required" || !strings.Contains(runs[0].GetOutput().GetSummary(), "422") {
+			t.Fatalf("runs after a refused check run: %v, want one action_required with the reason", runs)
+		}
+		if _, err := p.Retry(ctx, e.team.ID, pl.Code); err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		wantOneOfEach(t, e, pl, "success")
+		if pl.CheckRunID != runs[0].GetID() {
+			t.Errorf("the retry published run %d, want the marked run %d reused", pl.CheckRunID, runs[0].GetID())
+		}
+	})
+}
