@@ -31,10 +31,7 @@ func TestRerenderPublishesACleanCheckRun(t *testing.T) {
 			if err := p.Reverify(ctx, pl.Code); err != nil {
 				t.Fatal(err)
 			}
-		}
-		pl, err := db.PlanByCode(ctx, pl.Code)
-		if err != nil {
-			t.Fatal(err)
+			pl = e.waitStatus(pl.Code, plan.StatusPROpen) // the plan's run publishes the verdict
 		}
 		runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
 		if len(runs) != 1 || runs[0].GetID() != first[0].GetID() || pl.CheckRunID != first[0].GetID() {

@@ -50,50 +50,29 @@ func (p *Pipeline) HeadPushed(ctx context.Context, repo, branch, sha, sender str
 	return nil
 }
 
-// Reverify compares the plan's current head with its base plus the verified edit
-// and publishes the result as the check run of the head. When the comparison cannot
-// finish, an unverified head gets a run saying so (never success) and the error is
-// returned; the plan keeps no recorded run for that head, so the resume loop and a
-// redelivered push both try again.
+// Reverify asks for the plan's head to be compared again with its base plus the
+// verified edit and the verdict published as the head's check run (the Re-render
+// action, a re-run check suite, a /kukie rerender comment, a base that moved without
+// changing the edit). The plan's own run does it (stepCheckRun), so the requests of
+// several webhooks, replicas and the resume loop publish one run at a time on the
+// head, and a comparison GitHub interrupts is retried until it completes.
 func (p *Pipeline) Reverify(ctx context.Context, code string) error {
-	pl, err := p.db.PlanByCode(ctx, code)
-	if err != nil {
-		return err
-	}
-	if Status(pl.Status) != StatusPROpen {
-		return nil
-	}
-	pay, err := decodePayload(pl)
-	if err != nil {
-		return err
-	}
-	failure, err := p.compareHead(ctx, pl, pay)
-	if err != nil {
-		p.publishUnverified(ctx, pl, pay, err, github.Transient(err))
-		return fmt.Errorf("re-verify plan %s at %s: %w", code, pl.HeadSHA, err)
-	}
-	pay = withComparison(pl, pay, failure)
-	report := p.CheckReport(pl, pay, failure)
-	ref, err := p.publishCheck(ctx, pl, report)
-	if err != nil {
-		return err
-	}
-	head := pl.HeadSHA
-	_, err = p.update(ctx, code, func(pl *store.Plan, cur *Payload) (Status, string, string, error) {
-		if pl.HeadSHA != head || Status(pl.Status) != StatusPROpen {
-			return "", "", "", errNothingToDo // the head moved on meanwhile; its own check follows
+	_, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if Status(pl.Status) != StatusPROpen {
+			return "", "", "", errNothingToDo
 		}
-		pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
-		cur.CheckConclusion, cur.VerifiedHead = report.Conclusion, pay.VerifiedHead
-		if failure != "" {
-			cur.VerificationResult = pay.VerificationResult
-		}
-		return Status(pl.Status), "reverify", "check run " + report.Conclusion, nil
+		pl.CheckRunID, pl.CheckRunURL = 0, ""
+		pay.VerifiedHead = ""
+		return Status(pl.Status), "reverify_requested", "re-verification of " + pl.HeadSHA + " requested", nil
 	})
 	if errors.Is(err, errNothingToDo) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	p.Kick(code)
+	return nil
 }
 
 // compareHead returns "" when head = base + edits, otherwise what differs.

@@ -454,12 +454,12 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	if err != nil {
 		return pl, err
 	}
-	failure := ""
+	failure, step := "", "check_run"
 	if pay.VerifiedHead != pl.HeadSHA {
 		if failure, err = p.compareHead(ctx, pl, pay); err != nil {
 			return p.checkUnfinished(ctx, pl, pay, err)
 		}
-		pay = withComparison(pl, pay, failure)
+		pay, step = withComparison(pl, pay, failure), "reverify"
 	}
 	report := p.CheckReport(pl, pay, failure)
 	if err := p.fence(ctx, pl.Code); err != nil {
@@ -474,7 +474,7 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	}
 	pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
 	pay.CheckConclusion = report.Conclusion
-	return p.save(ctx, pl, pay, StatusPROpen, "system", "check_run", "check run "+report.Conclusion)
+	return p.save(ctx, pl, pay, StatusPROpen, "system", step, "check run "+report.Conclusion)
 }
 
 // withComparison records the outcome of a completed comparison of pl's head.
@@ -485,6 +485,9 @@ func withComparison(pl store.Plan, pay Payload, failure string) Payload {
 		return pay
 	}
 	pay.VerifiedHead = pl.HeadSHA
+	if strings.HasPrefix(pay.VerificationResult, "not verified") && pay.Verification != nil {
+		pay.VerificationResult = verificationSummary(*pay.Verification) // an earlier head failed; this one matches
+	}
 	return pay
 }
 
