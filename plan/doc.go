@@ -16,4 +16,8 @@
 // GitHub write, and records a step only while its claim's epoch still holds the plan
 // (claim.go). A worker that loses its claim stops and records nothing; what it wrote
 // to GitHub without recording it is adopted by the next holder.
+//
+// What a plan shows people (pull request, check run, stored diffs, change API) is
+// render's masked text; the edited files' bytes it keeps to commit and revert are
+// sealed in the store when the service has an encryption key ([EditSealer]).
 package plan

@@ -26,7 +26,13 @@
 //
 // The package is pure: it reads the repository directory it is handed (read only,
 // confined to that directory, symlinks that leave it refused), never writes to it,
-// and does no network or database I/O. Secret values never appear in its output.
+// and does no network or database I/O. Secret values never appear in its output:
+// files are masked by line from their parse before they are diffed (Secret data,
+// kustomize generator literals and the env files and files they read, secret-named
+// ConfigMap keys and env values, inline patches included), objects by structure,
+// and free text (refusal reasons, warnings) is scrubbed of every secret value of
+// the files a plan read. [MaskText] does the same for words from elsewhere about
+// the changed objects.
 //
 // Repository content is untrusted. Every file a render reads, whoever asks for it
 // (a Directory app, kustomize through the view it is given, the kustomization
