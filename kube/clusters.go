@@ -22,11 +22,15 @@ type Access struct {
 	InCluster bool
 }
 
-// ErrInClusterUnavailable is why the service's own service account cannot be used:
-// it does not run in a pod, or the account's files cannot be read. The cause stays
-// out of the text, which reaches teams: it names the service's own files and
-// variables.
-var ErrInClusterUnavailable = errors.New("the service's own service account is not available (the service does not run in a Kubernetes pod, or cannot read its account)")
+// InClusterError is why the service's own service account cannot be used: it does
+// not run in a pod, or the account's files cannot be read. Its text reaches teams
+// and leaves the cause out, since that names the service's own files and variables;
+// the cause is for the operator's log.
+type InClusterError struct{ Cause error }
+
+func (e *InClusterError) Error() string {
+	return "the service's own service account is not available (the service does not run in a Kubernetes pod, or cannot read its account)"
+}
 
 // RESTConfig builds the client configuration for access. A kubeconfig is checked
 // with LoadKubeconfig every time, not only when it was registered, so a document
@@ -39,7 +43,7 @@ func RESTConfig(access Access) (*rest.Config, error) {
 	case access.InCluster:
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
-			return nil, ErrInClusterUnavailable
+			return nil, &InClusterError{Cause: err}
 		}
 		return cfg, nil
 	case len(access.Kubeconfig) == 0:

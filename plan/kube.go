@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -58,6 +59,10 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 	// Cluster names are unique per team only; the registry is keyed by cluster id,
 	// which its errors leave out.
 	c, err := k.Registry.Get(cl.ID, access)
+	var inCluster *kube.InClusterError
+	if errors.As(err, &inCluster) {
+		zerolog.Ctx(ctx).Warn().Err(inCluster.Cause).Str("cluster", ref.Name).Msg("The service's own service account cannot be used")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", ref.Name, err)
 	}

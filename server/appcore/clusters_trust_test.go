@@ -163,5 +163,8 @@ func TestStoredClusterRefusedAtUse(t *testing.T) {
 			strings.Contains(string(body), "KUBERNETES_SERVICE") || strings.Contains(string(body), "/var/run/secrets") {
 			t.Errorf("suggestions of an in-cluster cluster outside a pod = %d %s", status, body)
 		}
+		if !strings.Contains(e.logs.String(), "KUBERNETES_SERVICE_HOST") {
+			t.Errorf("the operator's log does not say why the service account cannot be used:\n%s", e.logs.String())
+		}
 	})
 }
