@@ -401,3 +401,28 @@ func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
 		requireNoSecret(t, "the answer", err.Error(), []string{"lit-K4dS8fG2"})
 	}
 }
+
+// TestSecretValuesOfEveryShape: the values scrubbed from free text are the values
+// the diffs mask, in every shape, generator sources included.
+func TestSecretValuesOfEveryShape(t *testing.T) {
+	repo := writeRepo(t, kustomizeSecrets)
+	tr, err := openTree(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range kustomizeSecrets {
+		if _, err := tr.readFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newScrubber(tr.secretValues())
+	// The DSN literal's password counts on its own too.
+	all := strings.Join(append(kustomizeSecretValues, "postgres://app:lit-W4mK8pZ1@db/app"), " | ")
+	got := s.text(all)
+	requireNoSecret(t, "scrubbed text", got, kustomizeSecretValues)
+	for _, keep := range []string{"LOG_LEVEL", "debug", "blue", "REGION=eu", "json"} {
+		if s.text(keep) != keep {
+			t.Errorf("scrubbing changes %q, which is no secret", keep)
+		}
+	}
+}

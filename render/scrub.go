@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -44,6 +45,12 @@ func newScrubber(values []string) *scrubber {
 		if strings.Contains(v, "\n") {
 			for _, l := range strings.Split(v, "\n") {
 				add(l)
+			}
+		}
+		// A connection string's password may be quoted without the rest of it.
+		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				add(pw)
 			}
 		}
 	}
