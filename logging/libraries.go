@@ -76,11 +76,13 @@ func (o *LibraryOutput) Close() error {
 	if o == nil {
 		return nil
 	}
-	os.Stderr = o.stderr
 	stdlog.SetOutput(o.logOut)
 	stdlog.SetFlags(o.logFlags)
 	err := o.w.Close()
 	<-o.done
+	// Only once the reader is done: loggers read os.Stderr as they write (zerolog's
+	// console writer does).
+	os.Stderr = o.stderr
 	return errors.Join(err, o.r.Close())
 }
 
