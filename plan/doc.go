@@ -11,6 +11,11 @@
 // tracking a merged change until it runs, and rollbacks. It reaches those packages
 // only through the small interfaces in deps.go, so each step can be tested alone.
 //
+// "Nothing else changes" spans the team: an edit is verified for every Application
+// that deploys from the same repository and branch in any of the team's clusters,
+// and a cluster that cannot be read is named in the pull request and check run as
+// not checked.
+//
 // Replicas share plans through claims in the store: one worker runs a plan's steps
 // at a time, renews its claim while it works, renews it again right before each
 // GitHub write, and records a step only while its claim's epoch still holds the plan
