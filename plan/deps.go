@@ -61,6 +61,10 @@ type Renderer interface {
 	// Plan plans req, whose RepoDir holds the tree of the commit at: renders of
 	// that tree may be reused by commit.
 	Plan(ctx context.Context, at Commit, req render.Request) (*render.Result, error)
+	// Revert undoes an earlier change made on the commit original, on the tree of
+	// at in req.RepoDir (req.OriginalDir holds the tree of original), and verifies
+	// the revert as Plan verifies an edit.
+	Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error)
 }
 
 // Commit names one commit of a repository ("owner/name").

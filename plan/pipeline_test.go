@@ -195,13 +195,27 @@ func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any)
 }
 
 // lineRenderer edits "replicas: N" in the target's file: enough of render's contract
-// to drive the pipeline against real repository content.
-type lineRenderer struct{ renders int }
+// to drive the pipeline against real repository content. Reverts are render's own
+// (render.Revert), so a rollback is rendered and verified for real.
+type lineRenderer struct {
+	mu      sync.Mutex
+	renders int
+	reverts int
+}
+
+func (r *lineRenderer) Revert(ctx context.Context, at, original plan.Commit, req render.RevertRequest) (*render.Result, error) {
+	r.mu.Lock()
+	r.reverts++
+	r.mu.Unlock()
+	return plan.RenderEngine{}.Revert(ctx, at, original, req)
+}
 
 var replicasLine = regexp.MustCompile(`(?m)^  replicas: \d+$`)
 
 func (r *lineRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request) (*render.Result, error) {
+	r.mu.Lock()
 	r.renders++
+	r.mu.Unlock()
 	old, err := os.ReadFile(filepath.Join(req.RepoDir, webFile))
 	if err != nil {
 		return nil, &render.Refusal{Code: render.CodeTargetNotFound, Reason: err.Error()}

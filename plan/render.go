@@ -25,6 +25,17 @@ func (e RenderEngine) Plan(ctx context.Context, at Commit, req render.Request) (
 	return render.Plan(ctx, req)
 }
 
+// Revert implements Renderer.
+func (e RenderEngine) Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error) {
+	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
+		req.BeforeRender = e.cachedBefore(at, req.RepoDir)
+	}
+	if e.Renders != nil && original.Repo != "" && original.SHA != "" {
+		req.OriginalRender = e.cachedBefore(original, req.OriginalDir)
+	}
+	return render.Revert(ctx, req)
+}
+
 // cachedBefore renders apps of the tree of at (in dir) through the cache. A cache
 // entry that cannot be read is rendered again, never trusted.
 func (e RenderEngine) cachedBefore(at Commit, dir string) func(context.Context, render.Application) ([]render.Object, error) {

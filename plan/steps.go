@@ -39,7 +39,9 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 		return pl, err
 	}
 	var app argocd.PayloadApp
-	if change.NewResource != nil {
+	if change.NewResource != nil || pl.RollbackOf != "" {
+		// A new resource and a revert go to the source of the Application they
+		// name (a revert: the one its change went to), read again now.
 		if pay.App == nil {
 			return p.stop(ctx, pl, pay, refusal(CodeInvalidRequest, "a new_resource change needs the Application that will deploy it"), "decide")
 		}
@@ -51,8 +53,11 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 			return p.stop(ctx, pl, pay, fmt.Errorf("read Application %s/%s: %w", pay.App.Namespace, pay.App.Name, err), "decide")
 		}
 		app = payloadAppOf(a)
-		pay.Decision = &DecisionInfo{Path: argocd.PathGit, Known: true, Level: a.Level(),
-			Reason: fmt.Sprintf("The new resource is added to the source of Argo CD Application %s.", a.Key())}
+		reason := fmt.Sprintf("The new resource is added to the source of Argo CD Application %s.", a.Key())
+		if pl.RollbackOf != "" {
+			reason = fmt.Sprintf("The revert of plan %s goes to the source of Argo CD Application %s, where that change went.", pl.RollbackOf, a.Key())
+		}
+		pay.Decision = &DecisionInfo{Path: argocd.PathGit, Known: true, Level: a.Level(), Reason: reason}
 	} else {
 		d := p.cluster.Decide(ctx, clusterOf(pl), pl.Target)
 		ap := d.Payload()
@@ -172,7 +177,7 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 	}
 	var edits []StoredEdit
 	if pl.RollbackOf != "" {
-		edits, err = p.prepareRevert(ctx, pl, &pay, branch.SHA)
+		edits, err = p.prepareRevert(ctx, pl, &pay, branch)
 	} else {
 		edits, err = p.prepareEdit(ctx, pl, &pay, branch)
 	}
@@ -263,21 +268,10 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	if err != nil {
 		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
 	}
-	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps := renderApps(apps, pl.Repo, branch.Name)
-	if !containsApp(rapps, appKey) {
-		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
-	}
-	home := make(map[string]bool, len(rapps))
-	for _, a := range rapps {
-		home[a.Name] = true
-	}
-	others, notChecked, err := p.otherClusterApps(ctx, pl, branch.Name)
+	appKey, rapps, home, err := p.appsToVerify(ctx, pl, pay, apps, branch.Name)
 	if err != nil {
 		return nil, err
 	}
-	rapps = append(rapps, others...)
-	pay.NotChecked = notChecked
 	req := render.Request{RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey, Change: change,
 		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
 	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
@@ -288,6 +282,36 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
+	return p.recordVerified(ctx, pl, pay, res, home)
+}
+
+// appsToVerify is render's view of the Applications deploying from the plan's
+// repository at branch: the plan's cluster's apps (apps), with the plan's own
+// Application among them (named by the returned key, and home names them), and
+// those of the team's other clusters (what could not be read is kept in
+// pay.NotChecked).
+func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload, apps []argocd.Application, branch string) (string, []render.Application, map[string]bool, error) {
+	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
+	rapps := renderApps(apps, pl.Repo, branch)
+	if !containsApp(rapps, appKey) {
+		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
+	}
+	home := make(map[string]bool, len(rapps))
+	for _, a := range rapps {
+		home[a.Name] = true
+	}
+	others, notChecked, err := p.otherClusterApps(ctx, pl, branch)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	pay.NotChecked = notChecked
+	return appKey, append(rapps, others...), home, nil
+}
+
+// recordVerified keeps render's verified result in the payload, sends the changed
+// objects of the plan's own cluster (home) to it as a server-side dry-run, and
+// returns the edits to commit.
+func (p *Pipeline) recordVerified(ctx context.Context, pl store.Plan, pay *Payload, res *render.Result, home map[string]bool) ([]StoredEdit, error) {
 	pay.Strategy, pay.GitDiff, pay.ClusterDiff = res.Strategy, res.GitDiff, res.ClusterDiff
 	pay.Verification = &res.Verification
 	pay.Warnings = nil

@@ -1,14 +1,9 @@
 package plan
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -18,6 +13,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -226,8 +222,12 @@ func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, 
 	return saved, nil
 }
 
-// Rollback opens a revert of a merged plan through the same pipeline. The original
-// plan becomes rolled_back once the revert is deployed.
+// Rollback opens a revert of a merged plan through the same pipeline as any change:
+// decided on the Application the plan went to, rendered, verified and dry-run on the
+// current base (render.Revert). The original plan becomes rolled_back once the
+// revert is deployed. While a revert of the plan is under way it is returned as it
+// is; one that was refused, failed or closed is replaced by a new one (a failed one
+// is closed first, so it cannot be retried into a second revert).
 func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error) {
 	orig, err := p.db.TeamPlan(ctx, teamID, code)
 	if err != nil {
@@ -238,10 +238,23 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 	default:
 		return orig, &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s; only merged plans can be rolled back", code, orig.Status)}
 	}
-	if orig.RolledBackBy != "" {
-		if existing, err := p.db.PlanByCode(ctx, orig.RolledBackBy); err == nil && !Status(existing.Status).Terminal() {
+	key := "rollback:" + code
+	if prev := orig.RolledBackBy; prev != "" {
+		existing, err := p.db.PlanByCode(ctx, prev)
+		if err != nil {
+			return existing, err
+		}
+		if !rollbackOver(Status(existing.Status)) {
 			return existing, nil
 		}
+		if Status(existing.Status) == StatusFailed {
+			if _, err := p.Cancel(ctx, teamID, prev); err != nil {
+				return existing, fmt.Errorf("close failed revert %s: %w", prev, err)
+			}
+		}
+		// One key per attempt: requests racing after the same ended attempt still
+		// make one plan.
+		key += ":after:" + prev
 	}
 	opay, err := decodePayload(orig)
 	if err != nil {
@@ -255,8 +268,8 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 		requestedBy = actorOf(ctx)
 	}
 	rb := store.Plan{
-		Code: newCode(), TeamID: teamID, IdempotencyKey: "rollback:" + code, Cluster: orig.Cluster, Target: orig.Target,
-		Change: orig.Change, Reason: reason, RequestedBy: requestedBy, Path: orig.Path, Status: string(StatusPreparing),
+		Code: newCode(), TeamID: teamID, IdempotencyKey: key, Cluster: orig.Cluster, Target: orig.Target,
+		Change: orig.Change, Reason: reason, RequestedBy: requestedBy, Path: orig.Path, Status: string(StatusDeciding),
 		Repo: orig.Repo, InstallationID: orig.InstallationID, RollbackOf: code,
 	}
 	if err := encodePayload(&rb, pay); err != nil {
@@ -278,10 +291,20 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 	return stored, nil
 }
 
-// prepareRevert computes the files that undo the original plan's edit on the current
-// base. A file changed since by someone else is not overwritten: the revert is
-// refused and names it.
-func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payload, baseSHA string) ([]StoredEdit, error) {
+// rollbackOver reports whether a revert in state s ended without reverting, so
+// that another may be requested.
+func rollbackOver(s Status) bool {
+	switch s {
+	case StatusRefused, StatusFailed, StatusClosed:
+		return true
+	}
+	return false
+}
+
+// prepareRevert undoes the original plan's edit on the current base with render's
+// revert, verified like any edit. Lines, files or fields the original wrote that
+// were changed since are not overwritten: the revert is refused and names them.
+func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
 	orig, err := p.db.PlanByCode(ctx, pl.RollbackOf)
 	if err != nil {
 		return nil, err
@@ -290,52 +313,54 @@ func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payloa
 	if err != nil {
 		return nil, err
 	}
-	snap, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, baseSHA)
+	switch {
+	case len(opay.Edits) == 0 || orig.BaseSHA == "":
+		return nil, refusal(CodeEditNoLongerApplies, "plan %s recorded no edit to revert", orig.Code)
+	case !strings.EqualFold(orig.Repo, pl.Repo):
+		return nil, refusal(CodeEditNoLongerApplies, "plan %s changed %s, but Application %s/%s now deploys from %s; revert it by hand",
+			orig.Code, orig.Repo, pay.App.Namespace, pay.App.Name, pl.Repo)
+	}
+	snap, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, branch.SHA)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Release()
-	var edits []StoredEdit
-	for _, e := range opay.Edits {
-		current, err := os.ReadFile(filepath.Join(snap.Dir, filepath.FromSlash(e.Path)))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("read %s: %w", e.Path, err)
-		}
-		if err != nil || !bytes.Equal(current, e.New) {
-			return nil, refusal(CodeEditNoLongerApplies, "%s changed after plan %s was merged; revert it by hand or submit a new change", e.Path, orig.Code)
-		}
-		edits = append(edits, StoredEdit{Path: e.Path, Old: e.New, New: e.Old})
+	origSnap, err := p.repos.Snapshot(ctx, pl.InstallationID, pl.Repo, orig.BaseSHA)
+	if err != nil {
+		return nil, err
 	}
-	pay.GitDiff = reverseDiff(opay.GitDiff)
-	pay.ClusterDiff = nil
-	pay.Verification = opay.Verification
-	pay.VerificationResult = "revert of verified plan " + orig.Code + ": every file is restored to its content before that plan"
-	pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, "a revert restores objects the cluster ran before"
-	return edits, nil
-}
-
-var hunkHeader = regexp.MustCompile(`^@@ -(\S+) \+(\S+) @@(.*)$`)
-
-// reverseDiff turns a unified diff into the diff of its revert.
-func reverseDiff(diff string) string {
-	lines := strings.Split(diff, "\n")
-	for i, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "--- "):
-			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
-				lines[i], lines[i+1] = "--- "+strings.TrimPrefix(lines[i+1], "+++ "), "+++ "+strings.TrimPrefix(l, "--- ")
-			}
-		case strings.HasPrefix(l, "+++ "):
-		case hunkHeader.MatchString(l):
-			m := hunkHeader.FindStringSubmatch(l)
-			lines[i] = "@@ -" + m[2] + " +" + m[1] + " @@" + m[3]
-		case strings.HasPrefix(l, "+"):
-			lines[i] = "-" + l[1:]
-		case strings.HasPrefix(l, "-"):
-			lines[i] = "+" + l[1:]
-		}
+	defer origSnap.Release()
+	apps, err := p.cluster.Applications(ctx, clusterOf(pl))
+	if err != nil {
+		return nil, fmt.Errorf("list Applications of %s: %w", pl.Cluster, err)
 	}
-	return strings.Join(lines, "\n")
+	appKey, rapps, home, err := p.appsToVerify(ctx, pl, pay, apps, branch.Name)
+	if err != nil {
+		return nil, err
+	}
+	edits := make([]render.FileEdit, len(opay.Edits))
+	for i, e := range opay.Edits {
+		edits[i] = render.FileEdit{Path: e.Path, Old: e.Old, New: e.New, Created: e.Created}
+	}
+	res, err := p.render.Revert(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, Commit{Repo: pl.Repo, SHA: orig.BaseSHA}, render.RevertRequest{
+		RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey,
+		OriginalDir: origSnap.Dir, OriginalTreeID: pl.Repo + "@" + orig.BaseSHA, Edits: edits,
+	})
+	var ref *render.Refusal
+	switch {
+	case errors.As(err, &ref) && ref.Code == render.CodeNoLongerApplies:
+		return nil, &Error{Code: CodeEditNoLongerApplies, Reason: fmt.Sprintf("plan %s cannot be reverted on %s: %s", orig.Code, branch.SHA, ref.Reason), Details: ref}
+	case errors.As(err, &ref):
+		return nil, &Error{Code: CodeRefused, Reason: fmt.Sprintf("the revert of plan %s is refused: %s", orig.Code, ref.Reason), Details: ref}
+	case err != nil:
+		return nil, fmt.Errorf("render the revert of plan %s: %w", orig.Code, err)
+	}
+	stored, err := p.recordVerified(ctx, pl, pay, res, home)
+	if err != nil {
+		return nil, err
+	}
+	pay.VerificationResult = "revert of plan " + orig.Code + " " + pay.VerificationResult
+	return stored, nil
 }
 
 // stepTrackDeploy reads the Application and the target once; it returns done when

@@ -59,12 +59,20 @@ func gitDiff(edits []FileEdit, roles map[string]sourceRole) string {
 	for _, e := range edits {
 		role := roles[e.Path]
 		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", e.Path, e.Path)
-		if e.Created {
+		switch {
+		case e.Created:
 			b.WriteString("new file mode 100644\n--- /dev/null\n")
-		} else {
+		case e.New == nil:
+			b.WriteString("deleted file mode 100644\n")
+			fmt.Fprintf(&b, "--- a/%s\n", e.Path)
+		default:
 			fmt.Fprintf(&b, "--- a/%s\n", e.Path)
 		}
-		fmt.Fprintf(&b, "+++ b/%s\n", e.Path)
+		if e.New == nil && !e.Created {
+			b.WriteString("+++ /dev/null\n")
+		} else {
+			fmt.Fprintf(&b, "+++ b/%s\n", e.Path)
+		}
 		unifiedHunks(&b, maskFileLines(e.Old, role), maskFileLines(e.New, role))
 	}
 	return b.String()

@@ -121,6 +121,17 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 	if err := req.Change.validate(); err != nil {
 		return nil, refuse(CodeInvalidRequest, "%v", err)
 	}
+	if req.Change.NewResource == nil {
+		if req.Target.APIVersion == "" || req.Target.Kind == "" || req.Target.Name == "" {
+			return nil, refuse(CodeInvalidRequest, "the target needs apiVersion, kind and name")
+		}
+	}
+	return openPlanner(ctx, req)
+}
+
+// openPlanner checks the Applications of req and opens its tree; the change is
+// the caller's (Plan's, or a revert's).
+func openPlanner(ctx context.Context, req Request) (*planner, error) {
 	if len(req.Apps) == 0 {
 		return nil, refuse(CodeInvalidRequest, "no Application given")
 	}
@@ -152,11 +163,6 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 		primary = &req.Apps[0]
 	default:
 		return nil, refuse(CodeInvalidRequest, "several Applications given; name the one that manages the target")
-	}
-	if req.Change.NewResource == nil {
-		if req.Target.APIVersion == "" || req.Target.Kind == "" || req.Target.Name == "" {
-			return nil, refuse(CodeInvalidRequest, "the target needs apiVersion, kind and name")
-		}
 	}
 	t, err := openTree(req.RepoDir)
 	if err != nil {

@@ -395,7 +395,8 @@ func (t *tree) reachableDirs(root string) []string {
 // canonical path, so a replacement is read under every name of the file.
 type view struct {
 	t *tree
-	// files replaces or adds file contents by canonical relative path.
+	// files replaces or adds file contents by canonical relative path; a nil
+	// content removes the file (a revert of a created file).
 	files map[string][]byte
 	// budget, when set, counts this render's reads (see metered).
 	budget *readBudget
@@ -458,12 +459,15 @@ func (v *view) kind(rel string) (nodeKind, error) {
 	if st.err != nil {
 		return kindNone, st.err
 	}
-	if _, ok := v.files[st.canon]; ok {
+	if b, ok := v.files[st.canon]; ok {
+		if b == nil {
+			return kindNone, nil
+		}
 		return kindFile, nil
 	}
 	if st.kind == kindNone {
-		for f := range v.files {
-			if strings.HasPrefix(f, st.canon+"/") || st.canon == "." {
+		for f, b := range v.files {
+			if b != nil && (strings.HasPrefix(f, st.canon+"/") || st.canon == ".") {
 				return kindDir, nil
 			}
 		}
@@ -481,6 +485,9 @@ func (v *view) read(rel string) ([]byte, error) {
 	}
 	var e fileEntry
 	if b, ok := v.files[canon]; ok {
+		if b == nil {
+			return nil, fmt.Errorf("read %s: %w", rel, fs.ErrNotExist)
+		}
 		e.data, e.scan = b, scanYAML(canon, b)
 		e.err = e.scan.err
 	} else {
@@ -515,10 +522,15 @@ func (v *view) list(rel string) ([]string, error) {
 	if rel == "." {
 		prefix = ""
 	}
-	for f := range v.files {
+	for f, b := range v.files {
 		if rest, ok := strings.CutPrefix(f, prefix); ok {
-			first, _, _ := strings.Cut(rest, "/")
-			names[first] = true
+			first, deeper, _ := strings.Cut(rest, "/")
+			switch {
+			case b != nil:
+				names[first] = true
+			case deeper == "":
+				delete(names, first) // removed in this view
+			}
 		}
 	}
 	if len(names) == 0 && err != nil {
@@ -641,7 +653,7 @@ func (v *view) ReadFile(p string) ([]byte, error) {
 
 // WriteFile stores data in this view only; the repository is never written.
 func (v *view) WriteFile(p string, data []byte) error {
-	v.files[v.t.key(v.rel(p))] = append([]byte(nil), data...)
+	v.files[v.t.key(v.rel(p))] = append([]byte{}, data...) // never nil: nil removes
 	return nil
 }
 

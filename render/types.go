@@ -215,7 +215,8 @@ type ChangedObject struct {
 	Object map[string]any
 }
 
-// FileEdit is the new content of one file. Old is nil for a created file.
+// FileEdit is the new content of one file. Old is nil for a created file; New is
+// nil for a removed one (only a revert removes files).
 type FileEdit struct {
 	Path    string `json:"path"`
 	Old     []byte `json:"-"`
@@ -319,6 +320,9 @@ const (
 	CodeTooLarge = "input_too_large"
 	// CodeTimeout: rendering did not finish within Timeout.
 	CodeTimeout = "render_timeout"
+	// CodeNoLongerApplies: a revert finds the files or the objects its change wrote
+	// changed since, so undoing the change would undo those changes too.
+	CodeNoLongerApplies = "no_longer_applies"
 )
 
 // Refusal is a plan that makes no edit, with the reason. It is returned as an error;

@@ -1,0 +1,177 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// flakyCommits fails commits while fail is set, as a GitHub outage would.
+type flakyCommits struct {
+	plan.GitHubRepos
+	fail atomic.Bool
+}
+
+func (f *flakyCommits) CreateCommit(ctx context.Context, inst int64, repo, baseSHA, message string, files []github.FileChange) (github.CommitInfo, error) {
+	if f.fail.Load() {
+		return github.CommitInfo{}, errors.New("POST git/commits: 503 Service Unavailable")
+	}
+	return f.GitHubRepos.CreateCommit(ctx, inst, repo, baseSHA, message, files)
+}
+
+// deployScale takes scale(4) through merge to deployed and returns the plan.
+func (e *env) deployScale(ctx context.Context, p *plan.Pipeline) store.Plan {
+	e.t.Helper()
+	pl := e.submitOpen(ctx, p, scale(4, "to-roll-back"))
+	mergeSHA := e.gh.Merge(e.t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
+	e.pullMerged(ctx, p, pl, mergeSHA)
+	e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+	return e.waitStatus(pl.Code, plan.StatusDeployed)
+}
+
+// TestRollbackIsRenderedVerifiedAndDryRun: a revert goes through the same steps as
+// any change. The base moved since the merge (a field added below the changed
+// line): the revert keeps that, renders the result, proves that only spec.replicas
+// goes back, dry-runs it against the cluster and says so in its check run.
+func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.deployScale(ctx, p)
+
+		scaled, _ := e.gh.FileAt(t, repoName, "main", webFile)
+		e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: scaled + "  minReadySeconds: 10\n"}, githubtest.DefaultAuthor)
+		dryRuns := e.cluster.dryRuns
+
+		rb, err := p.Rollback(plan.WithActor(ctx, "team:shop"), e.team.ID, pl.Code, "bob", "error rate up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb = e.waitStatus(rb.Code, plan.StatusPROpen)
+		if got, _ := e.gh.FileAt(t, repoName, rb.Branch, webFile); got != webYAML+"  minReadySeconds: 10\n" {
+			t.Errorf("revert branch file:\n%s\nwant the replicas back and the later field kept", got)
+		}
+		if e.render.reverts != 1 {
+			t.Errorf("%d reverts rendered, want 1", e.render.reverts)
+		}
+		if e.cluster.dryRuns != dryRuns+1 {
+			t.Errorf("%d dry-runs for the revert, want 1", e.cluster.dryRuns-dryRuns)
+		}
+		pay, err := plan.PayloadOf(rb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pay.ClusterCheck != plan.ClusterCheckPassed {
+			t.Errorf("cluster check %q (%s), want passed", pay.ClusterCheck, pay.ClusterCheckNote)
+		}
+		if len(pay.ClusterDiff) != 1 || len(pay.ClusterDiff[0].Changes) != 1 || pay.ClusterDiff[0].Changes[0].Path != "spec.replicas" ||
+			pay.ClusterDiff[0].Changes[0].Before != "4" || pay.ClusterDiff[0].Changes[0].After != "3" {
+			t.Errorf("revert cluster diff %+v, want spec.replicas 4 → 3", pay.ClusterDiff)
+		}
+		if pay.Verification == nil || !pay.Verification.Verified || !strings.HasPrefix(pay.VerificationResult, "revert of plan "+pl.Code+" verified") {
+			t.Errorf("verification %+v: %s", pay.Verification, pay.VerificationResult)
+		}
+		if !strings.Contains(pay.GitDiff, "-  replicas: 4\n+  replicas: 3\n") {
+			t.Errorf("revert git diff:\n%s", pay.GitDiff)
+		}
+		runs := e.gh.CheckRuns(t, repoName, rb.HeadSHA)
+		if len(runs) != 1 || runs[0].GetConclusion() != "success" {
+			t.Fatalf("check runs on the revert head: %v", runs)
+		}
+		if text := runs[0].GetOutput().GetText(); !strings.Contains(text, "-  replicas: 4") || !strings.Contains(text, "+  replicas: 3") {
+			t.Errorf("check run does not show the revert's own diff:\n%s", text)
+		}
+	})
+}
+
+// TestRollbackCanBeRequestedAgain: a revert that was refused, failed or closed
+// gives way to a new one on the next request; while one is under way, a request
+// returns it.
+func TestRollbackCanBeRequestedAgain(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := plan.WithActor(context.Background(), "team:shop")
+		repos := &flakyCommits{GitHubRepos: e.repos}
+		p := plan.New(e.db, e.cluster, e.render, repos, e.conns, plan.Config{BotLogin: e.gh.BotLogin()}, plan.Hooks{})
+		t.Cleanup(p.Close)
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pl := e.deployScale(ctx, p)
+		rollback := func() store.Plan {
+			t.Helper()
+			rb, err := p.Rollback(ctx, e.team.ID, pl.Code, "bob", "error rate up")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rb.RollbackOf != pl.Code {
+				t.Fatalf("rollback returned plan %s, a revert of %q", rb.Code, rb.RollbackOf)
+			}
+			return rb
+		}
+		seen := map[string]bool{}
+		fresh := func(rb store.Plan) {
+			t.Helper()
+			if seen[rb.Code] {
+				t.Fatalf("the request returned the ended revert %s again", rb.Code)
+			}
+			seen[rb.Code] = true
+		}
+
+		// Someone scaled by hand on the line the change wrote: refused.
+		scaled, _ := e.gh.FileAt(t, repoName, "main", webFile)
+		e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: strings.Replace(scaled, "replicas: 4", "replicas: 6", 1)}, githubtest.DefaultAuthor)
+		refused := rollback()
+		fresh(refused)
+		refused = e.waitStatus(refused.Code, plan.StatusRefused)
+		if refused.ErrorCode != plan.CodeEditNoLongerApplies || !strings.Contains(refused.StatusReason, webFile) {
+			t.Fatalf("refused with %s: %s", refused.ErrorCode, refused.StatusReason)
+		}
+
+		// Put back; GitHub fails the revert's commit.
+		e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: scaled}, githubtest.DefaultAuthor)
+		repos.fail.Store(true)
+		failed := rollback()
+		fresh(failed)
+		failed = e.waitStatus(failed.Code, plan.StatusFailed)
+
+		// GitHub is back: a new revert, and the failed one is closed so that no
+		// retry makes a second one.
+		repos.fail.Store(false)
+		open := rollback()
+		fresh(open)
+		if got, err := db.PlanByCode(ctx, failed.Code); err != nil || got.Status != string(plan.StatusClosed) {
+			t.Fatalf("failed revert is %s (%v), want closed", got.Status, err)
+		}
+		open = e.waitStatus(open.Code, plan.StatusPROpen)
+		if again := rollback(); again.Code != open.Code {
+			t.Fatalf("a request while revert %s is open made %s", open.Code, again.Code)
+		}
+
+		// The revert's pull request is closed unmerged: the next request opens another.
+		if _, err := p.Cancel(ctx, e.team.ID, open.Code); err != nil {
+			t.Fatal(err)
+		}
+		last := rollback()
+		fresh(last)
+		last = e.waitStatus(last.Code, plan.StatusPROpen)
+		revertSHA := e.gh.Merge(t, repoName, int(last.PRNumber), githubtest.MergeCommit)
+		e.pullMerged(ctx, p, last, revertSHA)
+		e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
+		e.waitStatus(last.Code, plan.StatusDeployed)
+		e.waitStatus(pl.Code, plan.StatusRolledBack)
+		if got, _ := e.gh.FileAt(t, repoName, "main", webFile); got != webYAML {
+			t.Errorf("main after the revert:\n%s", got)
+		}
+	})
+}
