@@ -58,6 +58,9 @@ func PRBody(pl store.Plan, pay Payload) string {
 }
 
 func verbOf(pl store.Plan) string {
+	if pl.RollbackOf != "" {
+		return "Revert the change of plan `" + pl.RollbackOf + "` to"
+	}
 	if c, err := ChangeOf(pl); err == nil {
 		v := Verb(c)
 		return strings.ToUpper(v[:1]) + v[1:]

@@ -20,6 +20,11 @@
 // command both use it. An Application render cannot render as Argo CD does keeps
 // its reach and carries the reason: Plan refuses only an edit that reaches it.
 //
+// [Revert] undoes an earlier change on the tree as it is now (the lines it replaced
+// come back, lines others changed since stay) and proves it the same way: each
+// object the change touched renders as it did before the change, nothing else
+// differs; a revert that would also undo later changes is refused.
+//
 // [Render] renders one Application without planning anything; its output may be
 // kept (for example by commit, through [EncodeObjects]) and handed back to Plan as
 // the before-render through [Request].BeforeRender.
