@@ -45,8 +45,16 @@ type RevertRequest struct {
 //
 // When the lines, files or fields the change wrote have been changed since, the
 // revert would undo those changes too: it is refused (CodeNoLongerApplies) naming
-// the place.
+// the place. Like Plan, Revert runs under Timeout and within the bounds on what it
+// reads.
 func Revert(ctx context.Context, req RevertRequest) (*Result, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	res, err := revert(ctx, req)
+	return res, timedOut(ctx, err)
+}
+
+func revert(ctx context.Context, req RevertRequest) (*Result, error) {
 	if len(req.Edits) == 0 {
 		return nil, refuse(CodeInvalidRequest, "the change to revert edited no file")
 	}
