@@ -243,7 +243,7 @@ func touches(changed []string, pay Payload) bool {
 // own kukie branch (never any other).
 func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base github.Branch) error {
 	newPay := pay
-	edits, err := p.prepareEdit(ctx, pl, &newPay, base)
+	edits, err := p.prepareChange(ctx, pl, &newPay, base)
 	if err != nil {
 		e, ok := AsError(err)
 		if !ok {

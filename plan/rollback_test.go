@@ -41,7 +41,8 @@ func (e *env) deployScale(ctx context.Context, p *plan.Pipeline) store.Plan {
 // TestRollbackIsRenderedVerifiedAndDryRun: a revert goes through the same steps as
 // any change. The base moved since the merge (a field added below the changed
 // line): the revert keeps that, renders the result, proves that only spec.replicas
-// goes back, dry-runs it against the cluster and says so in its check run.
+// goes back, dry-runs it against the cluster and says so in its check run. When the
+// base moves again under the open revert, it is rebuilt as a revert.
 func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
@@ -90,6 +91,23 @@ func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 		}
 		if text := runs[0].GetOutput().GetText(); !strings.Contains(text, "-  replicas: 4") || !strings.Contains(text, "+  replicas: 3") {
 			t.Errorf("check run does not show the revert's own diff:\n%s", text)
+		}
+
+		// The base moves under the open revert: it is rebuilt as a revert again.
+		moved, _ := e.gh.FileAt(t, repoName, "main", webFile)
+		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: strings.Replace(moved, "minReadySeconds: 10", "minReadySeconds: 20", 1)}, githubtest.DefaultAuthor)
+		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+			t.Fatal(err)
+		}
+		rb, err = db.PlanByCode(ctx, rb.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.gh.FileAt(t, repoName, rb.Branch, webFile); rb.BaseSHA != after || got != webYAML+"  minReadySeconds: 20\n" {
+			t.Errorf("revert rebuilt on %s (want %s) with:\n%s", rb.BaseSHA, after, got)
+		}
+		if runs := e.gh.CheckRuns(t, repoName, rb.HeadSHA); len(runs) != 1 || runs[0].GetConclusion() != "success" {
+			t.Errorf("check runs on the rebuilt revert: %v", runs)
 		}
 	})
 }

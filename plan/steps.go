@@ -175,12 +175,7 @@ func (p *Pipeline) stepPrepare(ctx context.Context, pl store.Plan) (store.Plan, 
 	case err != nil:
 		return p.stop(ctx, pl, pay, err, "prepare")
 	}
-	var edits []StoredEdit
-	if pl.RollbackOf != "" {
-		edits, err = p.prepareRevert(ctx, pl, &pay, branch)
-	} else {
-		edits, err = p.prepareEdit(ctx, pl, &pay, branch)
-	}
+	edits, err := p.prepareChange(ctx, pl, &pay, branch)
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "prepare")
 	}
@@ -252,6 +247,15 @@ func deploysFrom(src argocd.AppSource, repo, branch string) bool {
 		return false
 	}
 	return argocd.DeploysBranch(src.TargetRevision, branch)
+}
+
+// prepareChange computes and verifies the plan's edit on branch: the requested
+// change, or for a rollback the revert of its plan.
+func (p *Pipeline) prepareChange(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
+	if pl.RollbackOf != "" {
+		return p.prepareRevert(ctx, pl, pay, branch)
+	}
+	return p.prepareEdit(ctx, pl, pay, branch)
 }
 
 func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload, branch github.Branch) ([]StoredEdit, error) {
