@@ -187,11 +187,40 @@ func (p *Pipeline) BasePushed(ctx context.Context, repo, branch, after string, c
 		} else if !open {
 			continue
 		}
-		if err := p.rebase(ctx, pl, pay, github.Branch{Name: branch, SHA: after}); err != nil {
+		if err := p.rebaseClaimed(ctx, pl.Code, github.Branch{Name: branch, SHA: after}); err != nil {
 			errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rebaseClaimed rebases a plan under its claim, so that its writes are fenced like
+// the steps of the plan's own run and never interleave with another worker's. A plan
+// another worker holds is an error: the push is handled again when it is retried.
+func (p *Pipeline) rebaseClaimed(ctx context.Context, code string, base github.Branch) error {
+	hctx, held, ok, err := p.hold(ctx, code)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("another worker is running the plan; its base move to %s is handled when the push is retried", base.SHA)
+	}
+	err = func() error {
+		pl, err := p.db.PlanByCode(hctx, code)
+		if err != nil || Status(pl.Status) != StatusPROpen || pl.BaseSHA == base.SHA {
+			return err // moved on while the claim was taken
+		}
+		pay, err := decodePayload(pl)
+		if err != nil {
+			return err
+		}
+		return p.rebase(hctx, pl, pay, base)
+	}()
+	held.end(ctx, true)
+	// The plan's own run publishes the verdict on its head; a kick made while this
+	// call held the claim could not start it.
+	p.Kick(code)
+	return err
 }
 
 // pullStillOpen reports whether the plan's pull request is still open and its head
@@ -250,6 +279,9 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 			return err
 		}
 		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
+		if err := p.fence(ctx, pl.Code); err != nil {
+			return err
+		}
 		ref, perr := p.publishCheck(ctx, pl, report)
 		if perr != nil {
 			return perr
@@ -294,8 +326,14 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 		files[i] = github.FileChange{Path: e.Path, Content: e.New}
 	}
 	pl.BaseSHA = base.SHA
+	if err := p.fence(ctx, pl.Code); err != nil {
+		return err
+	}
 	ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, base.SHA, commitMessage(pl), files)
 	if err != nil {
+		return err
+	}
+	if err := p.fence(ctx, pl.Code); err != nil {
 		return err
 	}
 	if err := p.repos.SetBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch, ci.SHA); err != nil {
@@ -312,6 +350,9 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	}
 	// The plan's run verifies and publishes on the new head (see HeadPushed).
 	p.Kick(saved.Code)
+	if err := p.fence(ctx, saved.Code); err != nil {
+		return err
+	}
 	return p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved), PRBody(saved, newPay))
 }
 
