@@ -55,6 +55,17 @@ func TestPlanRefusesOnlyEditsThatReachAnUnsupportedApp(t *testing.T) {
 			t.Fatalf("verification %+v, want a alone", res.Verification)
 		}
 	})
+	t.Run("refreshed by the edit but not reading it", func(t *testing.T) {
+		refreshed := other
+		refreshed.ManifestGeneratePaths = "/"
+		res, err := Plan(context.Background(), Request{RepoDir: shared, Apps: []Application{plain, refreshed}, App: "plain", Target: web, Change: scale})
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		if len(res.Verification.Apps) != 1 || res.Verification.Apps[0].App != "plain" {
+			t.Fatalf("verification %+v, want plain alone", res.Verification)
+		}
+	})
 	t.Run("reached by every location", func(t *testing.T) {
 		_, err := Plan(context.Background(), Request{RepoDir: shared, Apps: []Application{plain, everything}, App: "plain", Target: web, Change: scale})
 		var ref *Refusal
