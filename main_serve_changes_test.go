@@ -57,7 +57,19 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 func TestServeWithoutGitHubAppSaysWhyThePipelineIsUnavailable(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv("KUKIE_AUTH_DEV_TEAM", "dev")
+	t.Setenv("KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", "dev")
 	addr, logs, stop := serveInProcess(t)
+
+	// The cluster exists, so the only reason left to refuse the change is the
+	// missing pipeline (a cluster the team lacks is 404 cluster_not_found first).
+	reg, err := http.Post("http://"+addr+"/api/v1/clusters", "application/json", strings.NewReader(`{"name":"prod","in_cluster":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Body.Close()
+	if reg.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /api/v1/clusters = %d, want 201", reg.StatusCode)
+	}
 
 	body := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
 		`"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
