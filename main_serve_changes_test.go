@@ -10,6 +10,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/plan"
 )
 
@@ -43,6 +44,9 @@ func TestPipelineSettingsComeFromConfig(t *testing.T) {
 func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	if got := config.Default().GitHub.RequestTimeout; got != github.DefaultTimeout {
 		t.Errorf("config's GitHub request timeout %s differs from the github package's %s", got, github.DefaultTimeout)
+	}
+	if got := config.Default().Webhooks.Retention; got != handler.DefaultRetention {
+		t.Errorf("config's webhook retention %s differs from the handler package's %s", got, handler.DefaultRetention)
 	}
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {

@@ -128,7 +128,7 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	for i, build := range webhookHandlers {
 		handlers[i] = build(base)
 	}
-	inbox, err := handler.NewInbox(env.DB, handler.InboxOptions{}, handlers...)
+	inbox, err := handler.NewInbox(env.DB, handler.InboxOptions{Retention: cfg.Webhooks.Retention}, handlers...)
 	if err != nil {
 		return nil, err
 	}

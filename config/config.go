@@ -68,6 +68,14 @@ type Config struct {
 	Log        Log        `yaml:"log" json:"log"`
 	Pipeline   Pipeline   `yaml:"pipeline" json:"pipeline"`
 	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
+	Webhooks   Webhooks   `yaml:"webhooks" json:"webhooks"`
+}
+
+// Webhooks tunes the durable webhook inbox.
+type Webhooks struct {
+	// Retention is how long a processed (done) delivery is kept before it is
+	// deleted; failed and waiting deliveries are kept whatever their age.
+	Retention time.Duration `yaml:"retention" json:"retention"`
 }
 
 // Server holds HTTP settings; zero durations take the server package's defaults.
@@ -203,6 +211,9 @@ const (
 	// DefaultGitHubRequestTimeout equals the github package's default timeout (a
 	// test in package main checks that).
 	DefaultGitHubRequestTimeout = 30 * time.Second
+	// DefaultWebhookRetention equals the handler package's default (a test in
+	// package main checks that).
+	DefaultWebhookRetention = 30 * 24 * time.Hour
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -217,6 +228,7 @@ func Default() Config {
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
+		Webhooks: Webhooks{Retention: DefaultWebhookRetention},
 	}
 }
 

@@ -173,6 +173,15 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"webhook retention: 30 days by default, from yaml, environment wins": {
+			yaml: "webhooks:\n  retention: 48h\n",
+			env:  map[string]string{"KUKIE_WEBHOOKS_RETENTION": "72h"},
+			check: func(t *testing.T, c Config) {
+				if c.Webhooks.Retention != 72*time.Hour || Default().Webhooks.Retention != 720*time.Hour {
+					t.Fatalf("retention = %s (default %s), want 72h (720h)", c.Webhooks.Retention, Default().Webhooks.Retention)
+				}
+			},
+		},
 		"in-cluster teams from yaml, environment wins": {
 			yaml: "clusters:\n  in_cluster_teams: [platform]\n",
 			env:  map[string]string{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS": " platform, payments ,"},
@@ -420,6 +429,12 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.GitHub.RequestTimeout = 0 },
 			want:    []string{"github.request_timeout must be a positive duration"},
+			count:   1,
+		},
+		"zero webhook retention": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Webhooks.Retention = 0 },
+			want:    []string{"webhooks.retention must be a positive duration"},
 			count:   1,
 		},
 		"archive cache too small": {

@@ -98,6 +98,7 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployTimeout })},
 	{"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployPollInterval })},
 	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
+	{"KUKIE_WEBHOOKS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Webhooks.Retention })},
 	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -22,6 +23,10 @@ const (
 	DefaultMaxAttempts  = 8
 	DefaultRetryBase    = 2 * time.Second
 	DefaultRetryCap     = 10 * time.Minute
+	// DefaultRetention is how long done deliveries are kept before they are pruned.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultPruneInterval is how often the inbox prunes done deliveries.
+	DefaultPruneInterval = time.Hour
 
 	// claimBatch is how many deliveries a worker leases at once. Small, so a slow
 	// delivery does not hold others hostage behind it in one worker.
@@ -46,6 +51,9 @@ type InboxOptions struct {
 	MaxAttempts int
 	// RetryBase and RetryCap shape the exponential backoff between attempts.
 	RetryBase, RetryCap time.Duration
+	// Retention is how long a done delivery is kept; older ones are deleted every
+	// PruneInterval. Failed and waiting deliveries are kept whatever their age.
+	Retention, PruneInterval time.Duration
 }
 
 func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
@@ -70,6 +78,12 @@ func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 	if o.RetryCap <= 0 {
 		o.RetryCap = DefaultRetryCap
 	}
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.PruneInterval <= 0 {
+		o.PruneInterval = DefaultPruneInterval
+	}
 	return o
 }
 
@@ -77,8 +91,12 @@ func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 // (several replicas may share one PostgreSQL inbox), dispatch each to the handler of
 // its event, and record the outcome. A failed delivery is retried with exponential
 // backoff and parked as failed, with its error, after MaxAttempts; one its handler
-// skipped (Skip) is done at once, with the reason. A delivery whose
-// worker dies is claimed again when its lease runs out, so a restart resumes.
+// skipped (Skip) is done at once, with the reason. A delivery GitHub's rate limit
+// stopped waits until the time GitHub named and that attempt does not count toward
+// MaxAttempts: the delivery did not fail, GitHub asked for a pause, and rate limits
+// end (an hour at most for the primary limit), so such a delivery is never parked for
+// it. A delivery whose worker dies is claimed again when its lease runs out, so a
+// restart resumes. Done deliveries are pruned after Retention.
 type Inbox struct {
 	db       *store.DB
 	opts     InboxOptions
@@ -121,7 +139,37 @@ func (in *Inbox) Run(ctx context.Context) {
 			in.work(logger.WithContext(ctx))
 		}(i)
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		in.pruneEvery(ctx)
+	}()
 	wg.Wait()
+}
+
+// pruneEvery prunes done deliveries now and then every PruneInterval until ctx ends.
+// Replicas prune concurrently without harm: a row is deleted once.
+func (in *Inbox) pruneEvery(ctx context.Context) {
+	t := time.NewTicker(in.opts.PruneInterval)
+	defer t.Stop()
+	for {
+		if n, err := in.Prune(ctx); err != nil && ctx.Err() == nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("Pruning done webhook deliveries failed")
+		} else if n > 0 {
+			zerolog.Ctx(ctx).Info().Int64("deleted", n).Dur("retention", in.opts.Retention).Msg("Pruned done webhook deliveries")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Prune deletes the done deliveries that finished more than Retention ago and
+// returns how many.
+func (in *Inbox) Prune(ctx context.Context) (int64, error) {
+	return in.db.PruneWebhookDeliveries(ctx, time.Now().Add(-in.opts.Retention))
 }
 
 func (in *Inbox) work(ctx context.Context) {
@@ -218,11 +266,24 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 		return nil
 	}
 	reason := truncate(err.Error(), maxErrorLength)
-	if IsPermanent(err) || d.Attempts >= in.opts.MaxAttempts {
+	if IsPermanent(err) {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
 		return in.record(ctx, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
-	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, d.Attempts)
+	now := time.Now()
+	if at, ok := github.RetryAt(err, now); ok {
+		// Never before GitHub's time; plus a base delay with jitter, so a Retry-After
+		// of 0 cannot spin and replicas do not all come back in the same second.
+		at = maxTime(at, now).Add(retryDelay(in.opts.RetryBase, in.opts.RetryCap, 1))
+		logger.Warn().Err(err).Time("retry_at", at).Msg("Webhook delivery rate limited by GitHub; will retry after the limit")
+		return in.record(ctx, in.db.DeferWebhookDeliveryUntil(ctx, d.Claim(), reason, at))
+	}
+	counted := d.Attempts - d.FreeAttempts
+	if counted >= in.opts.MaxAttempts {
+		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
+		return in.record(ctx, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
+	}
+	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, counted)
 	logger.Warn().Err(err).Dur("retry_in", delay).Msg("Webhook delivery failed; will retry")
 	return in.record(ctx, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
 }
@@ -267,6 +328,13 @@ func retryDelay(base, cap time.Duration, attempts int) time.Duration {
 		d = b.Step()
 	}
 	return d
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func truncate(s string, n int) string {

@@ -29,7 +29,11 @@ type WebhookDelivery struct {
 	Payload        []byte
 	State          DeliveryState
 	Attempts       int
-	LastError      string
+	// FreeAttempts are the attempts that do not count toward giving up: those GitHub's
+	// rate limits deferred, and those before a redelivery or replay of a failed
+	// delivery. Attempts - FreeAttempts is what the inbox's limit applies to.
+	FreeAttempts int
+	LastError    string
 	// SkipReason says why a done delivery was not acted on; empty when it was.
 	SkipReason     string
 	ReceivedAt     time.Time
@@ -45,6 +49,7 @@ type webhookRow struct {
 	Payload        string        `db:"payload"`
 	State          string        `db:"state"`
 	Attempts       int           `db:"attempts"`
+	FreeAttempts   int           `db:"free_attempts"`
 	LastError      string        `db:"last_error"`
 	SkipReason     string        `db:"skip_reason"`
 	ReceivedAt     int64         `db:"received_at"`
@@ -52,7 +57,7 @@ type webhookRow struct {
 	FinishedAt     sql.NullInt64 `db:"finished_at"`
 }
 
-const webhookColumns = `delivery_id, event, action, installation_id, payload, state, attempts, last_error,
+const webhookColumns = `delivery_id, event, action, installation_id, payload, state, attempts, free_attempts, last_error,
 	skip_reason, received_at, lease_expires_at, finished_at`
 
 func (r webhookRow) delivery() WebhookDelivery {
@@ -64,6 +69,7 @@ func (r webhookRow) delivery() WebhookDelivery {
 		Payload:        []byte(r.Payload),
 		State:          DeliveryState(r.State),
 		Attempts:       r.Attempts,
+		FreeAttempts:   r.FreeAttempts,
 		LastError:      r.LastError,
 		SkipReason:     r.SkipReason,
 		ReceivedAt:     fromMillis(r.ReceivedAt),
@@ -73,7 +79,8 @@ func (r webhookRow) delivery() WebhookDelivery {
 }
 
 // InsertWebhookDelivery stores a verified delivery as pending. A delivery id seen
-// before is ErrConflict, which is how redeliveries are recognised.
+// before is ErrConflict, which is how redeliveries are recognised (see
+// RequeueFailedWebhookDelivery for one that had failed).
 func (db *DB) InsertWebhookDelivery(ctx context.Context, d WebhookDelivery) error {
 	switch {
 	case d.DeliveryID == "":
@@ -234,7 +241,8 @@ func (db *DB) checkClaimed(ctx context.Context, res sql.Result, err error, claim
 	if n > 0 {
 		return nil
 	}
-	// Deliveries are never deleted, so a row seen now existed at the UPDATE too.
+	// Only done deliveries are ever deleted (pruned), never claimed ones, so a row
+	// seen now existed at the UPDATE too.
 	var state string
 	var attempts int
 	err = db.QueryRowxContext(ctx, db.Rebind(`SELECT state, attempts FROM webhook_deliveries WHERE delivery_id = ?`),

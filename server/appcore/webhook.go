@@ -30,7 +30,8 @@ const maxDeliveryIDLength = 100
 // checked before anything else; an unverified delivery is neither parsed, nor
 // stored, nor run. A verified one is stored under its delivery id and answered 202:
 // the work happens later in the inbox workers, so GitHub's 10-second limit is never
-// at risk and a crash loses nothing.
+// at risk and a crash loses nothing. A delivery id seen before is answered 409,
+// unless that delivery failed: GitHub's "Redeliver" of it is queued again.
 func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 	if !a.WebhookSecret.IsSet() {
 		server.WriteError(w, http.StatusServiceUnavailable, "webhook_secret_missing",
@@ -75,15 +76,30 @@ func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	err = a.Store.InsertWebhookDelivery(r.Context(), store.WebhookDelivery{
+	delivery := store.WebhookDelivery{
 		DeliveryID: deliveryID, Event: event, Action: envelope.Action,
 		InstallationID: envelope.Installation.ID, Payload: body,
-	})
+	}
+	err = a.Store.InsertWebhookDelivery(r.Context(), delivery)
+	status := "queued"
+	if errors.Is(err, store.ErrConflict) {
+		// GitHub's "Redeliver" reuses the delivery id: a delivery that failed is
+		// taken again; one pending, running or done is a duplicate.
+		var requeued bool
+		if requeued, err = a.Store.RequeueFailedWebhookDelivery(r.Context(), delivery); err == nil && requeued {
+			logger(r).Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Redelivery of a failed webhook delivery queued again")
+			a.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery_requeued", SubjectType: "webhook_delivery",
+				SubjectID: deliveryID, Detail: mustJSON(map[string]string{"event": event, "action": envelope.Action})})
+			status = "requeued"
+		} else if err == nil {
+			err = store.ErrConflict
+		}
+	}
 	if errors.Is(err, store.ErrConflict) {
 		logger(r).Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Webhook redelivery ignored")
 		a.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery", SubjectType: "webhook_delivery",
 			SubjectID: deliveryID, Detail: mustJSON(map[string]string{"event": event, "action": envelope.Action})})
-		server.WriteError(w, http.StatusConflict, "duplicate_delivery", "this delivery was already received; it is processed once")
+		server.WriteError(w, http.StatusConflict, "duplicate_delivery", "this delivery was already received and is queued, running or done; it is processed once")
 		return
 	}
 	if err != nil {
@@ -95,7 +111,7 @@ func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 	if a.Inbox != nil {
 		a.Inbox.Wake()
 	}
-	server.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": deliveryID, "status": "queued"})
+	server.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": deliveryID, "status": status})
 }
 
 // verifySignature checks GitHub's X-Hub-Signature-256 ("sha256=<hex HMAC of the
