@@ -99,10 +99,8 @@ func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
-		rb, err = db.PlanByCode(ctx, rb.Code)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The plan's own run publishes the check run of the rebuilt head.
+		rb = e.waitFor(rb.Code, "rebuilt and checked", func(p store.Plan) bool { return p.BaseSHA == after && p.CheckRunID != 0 })
 		if got, _ := e.gh.FileAt(t, repoName, rb.Branch, webFile); rb.BaseSHA != after || got != webYAML+"  minReadySeconds: 20\n" {
 			t.Errorf("revert rebuilt on %s (want %s) with:\n%s", rb.BaseSHA, after, got)
 		}
