@@ -1,7 +1,8 @@
 // Package handler owns the reactions to GitHub webhook events: one go-githubapp
 // EventHandler per event family, each embedding Base, and the Inbox whose workers
 // take verified deliveries from the store and dispatch them to those handlers with
-// retries. Handlers never see an unverified delivery and ignore the App's own events.
+// retries (waiting out GitHub's rate limits by the times GitHub names), and prunes
+// the done ones after their retention. Handlers never see an unverified delivery and ignore the App's own events.
 // Each decodes only the payload fields it reads (payload.go), so a field it does not
 // read cannot drop a delivery, and a payload without the object it acts on is
 // skipped with a reason (Skip) rather than acted on or retried.

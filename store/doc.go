@@ -28,5 +28,6 @@
 // already-applied migration is detected instead of silently diverging.
 // Reserved numbers: 0001 foundation (teams, api_tokens, webhook_deliveries,
 // audit_events), 0002 GitHub App core, 0003 change pipeline, 0004 plan claim
-// fencing, 0005 skipped webhook deliveries.
+// fencing, 0005 skipped webhook deliveries, 0006 webhook redeliveries (free attempts,
+// pruning by finish time).
 package store
