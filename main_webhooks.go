@@ -68,8 +68,12 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "DELIVERY\tEVENT\tACTION\tSTATE\tATTEMPTS\tRECEIVED\tLAST ERROR")
 		for _, d := range list {
+			note := d.LastError
+			if d.SkipReason != "" {
+				note = "skipped: " + d.SkipReason // done without being acted on
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.DeliveryID, d.Event, d.Action, d.State,
-				strconv.Itoa(d.Attempts-d.FreeAttempts), d.ReceivedAt.UTC().Format(time.RFC3339), oneLineOf(d.LastError, 120))
+				strconv.Itoa(d.Attempts-d.FreeAttempts), d.ReceivedAt.UTC().Format(time.RFC3339), oneLineOf(note, 120))
 		}
 		_ = tw.Flush()
 		return 0

@@ -10,20 +10,27 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// TestWebhooksListAndReplay: an operator lists the failed deliveries and replays one;
-// it is pending again with a fresh budget, audited, and a pending one is refused.
-func TestWebhooksListAndReplay(t *testing.T) {
+// commandDB opens a migrated SQLite database that the commands run by runCmd use.
+func commandDB(t *testing.T) *store.DB {
+	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "k.db")
 	t.Setenv("KUKIE_DATABASE_URL", "sqlite:"+dbPath)
-	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite:"+dbPath)
+	db, err := store.Open(context.Background(), "sqlite:"+dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// TestWebhooksListAndReplay: an operator lists the failed deliveries and replays one;
+// it is pending again with a fresh budget, audited, and a pending one is refused.
+func TestWebhooksListAndReplay(t *testing.T) {
+	ctx := context.Background()
+	db := commandDB(t)
 	for _, id := range []string{"gave-up", "waiting"} {
 		if err := db.InsertWebhookDelivery(ctx, store.WebhookDelivery{DeliveryID: id, Event: "push", Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
@@ -63,5 +70,26 @@ func TestWebhooksListAndReplay(t *testing.T) {
 	events, err := db.ListAuditEvents(ctx, store.AuditFilter{SubjectType: "webhook_delivery", SubjectID: "gave-up"})
 	if err != nil || len(events) != 1 || events[0].Action != "webhook.replay" || events[0].Actor != cliActor {
 		t.Fatalf("audit = %+v, %v; want one webhook.replay by the cli", events, err)
+	}
+}
+
+// TestWebhooksListShowsWhyADeliveryWasSkipped: a delivery finished without being
+// acted on lists the reason its handler gave.
+func TestWebhooksListShowsWhyADeliveryWasSkipped(t *testing.T) {
+	ctx := context.Background()
+	db := commandDB(t)
+	if err := db.InsertWebhookDelivery(ctx, store.WebhookDelivery{DeliveryID: "no-issue", Event: "issue_comment", Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := db.ClaimWebhookDeliveries(ctx, 1, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim = %+v, %v", claimed, err)
+	}
+	if err := db.SkipWebhookDelivery(ctx, claimed[0].Claim(), "issue_comment event payload has no issue object"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "webhooks", "list", "--state", "done")
+	if code != 0 || !strings.Contains(out, "no-issue") || !strings.Contains(out, "skipped: issue_comment event payload has no issue object") {
+		t.Fatalf("webhooks list --state done: exit %d\n%s%s", code, out, errOut)
 	}
 }
