@@ -26,7 +26,7 @@ import (
 func (s *suite) testAppListAndDetail(t *testing.T) {
 	const healthy, drift, broken = "list-checkout", "list-drift", "list-broken"
 	s.deployApp(t, argocdharness.Application{Name: healthy, Path: "apps/checkout", DestinationNamespace: "e2e-list-checkout", Automated: true})
-	s.argo.PlayKubelet(t, "e2e-list-checkout", "checkout", true)
+	s.argo.PlayKubelet(t, "e2e-list-checkout", "checkout", argocdharness.RolloutComplete)
 	s.argo.WaitApplication(t, argocdharness.Namespace, healthy, syncTimeout, "health Healthy", func(u *unstructured.Unstructured) bool {
 		return argocdharness.Health(u) == argocd.HealthHealthy
 	})

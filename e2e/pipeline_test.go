@@ -71,14 +71,15 @@ const (
 )
 
 // testPipeline runs the scenarios of the change pipeline against one service: the
-// full loop, its rollback, and a deployment Argo CD cannot apply.
+// full loop, its rollback, a deployment Argo CD cannot apply, and a rollout whose new
+// pods never become available.
 func (s *suite) testPipeline(t *testing.T) {
 	svc := s.startService(t)
 	// The Applications exist before the service first reads the cluster: it shares
 	// Application reads for 10 s, and these scenarios are not about that cache.
 	s.deployApp(t, argocdharness.Application{Name: ordersApp, Path: "apps/orders", DestinationNamespace: ordersNamespace, Automated: true, SelfHeal: true})
 	// Running, as on a real cluster: the Deployment reports the generation it observed.
-	s.argo.PlayKubelet(t, ordersNamespace, "orders", true)
+	s.argo.PlayKubelet(t, ordersNamespace, "orders", argocdharness.RolloutComplete)
 	// Argo CD retries a failed automated sync five times over about five minutes
 	// before calling it Failed; one quick retry keeps the failure scenario short.
 	oneRetry := int64(1)
@@ -88,11 +89,13 @@ func (s *suite) testPipeline(t *testing.T) {
 	t.Run("FullLoop", func(t *testing.T) { deployed = s.testFullLoop(t, svc) })
 	t.Run("Rollback", func(t *testing.T) { s.testRollback(t, svc, deployed) })
 	t.Run("FailedDeployment", func(t *testing.T) { s.testFailedDeployment(t, svc) })
+	t.Run("CrashingRollout", func(t *testing.T) { s.testCrashingRollout(t, svc) })
 }
 
 // testFullLoop: chat request → PR with a verified check run → merge in the fake GitHub
-// → Argo CD syncs the merge commit → the plan is deployed, judged from the real
-// Application status and the Deployment's observedGeneration, and the cluster runs the
+// → Argo CD syncs the merge commit → the plan stays deploying through the rollout and
+// is deployed once it ends, judged from the real Application status and the
+// Deployment's rollout, and the cluster runs the
 // requested replicas. It returns the deployed plan's code.
 func (s *suite) testFullLoop(t *testing.T, svc *service) string {
 	requested := time.Now()
@@ -173,6 +176,67 @@ func (s *suite) testFailedDeployment(t *testing.T, svc *service) {
 	}
 }
 
+// testCrashingRollout: a change whose new pods crash. Argo CD syncs it and the
+// Deployment's rollout starts, but its new pod never becomes available; the plan
+// stays deploying through that and ends deploy_failed, with the Deployment's message,
+// once the Deployment reports its progress deadline exceeded. It is never deployed.
+func (s *suite) testCrashingRollout(t *testing.T, svc *service) {
+	submitted := s.submitReplicas(t, svc, ordersNamespace, "orders", 3, "orders-scale-3-crashing")
+	opened := s.waitChecked(t, svc, submitted.Code)
+	if opened.CheckRun.Conclusion != "success" {
+		t.Fatalf("check run concluded %q, want success: %s", opened.CheckRun.Conclusion, opened)
+	}
+	mergeSHA := s.github.Merge(t, gitopsRepo, opened.PullRequest.Number, githubtest.MergeCommit)
+	s.argo.HardRefresh(t, argocdharness.Namespace, ordersApp)
+	s.waitSynced(t, argocdharness.Namespace, ordersApp, mergeSHA, 2*time.Minute)
+	s.playRollout(t, svc, submitted.Code, mergeSHA, ordersNamespace, "orders", argocdharness.RolloutStarted)
+
+	s.argo.PlayKubelet(t, ordersNamespace, "orders", argocdharness.RolloutDeadlineExceeded)
+	failed := s.waitPlan(t, svc, submitted.Code, time.Minute, "deploy_failed")
+	if failed.Deployment == nil || failed.Deployment.State != "failed" ||
+		!strings.HasPrefix(failed.Deployment.Message, "Deployment/orders failed: Progress deadline exceeded: ") ||
+		!strings.Contains(failed.Deployment.Message, "has timed out progressing") {
+		t.Fatalf("deploy_failed without the Deployment's progress deadline: %s", failed)
+	}
+	for _, h := range failed.History {
+		if h.To == "deployed" {
+			t.Fatalf("the plan of a rollout that never finished was deployed on the way: %s", failed)
+		}
+	}
+}
+
+// playRollout follows a synced merge commit through the rollout of deployment: the
+// plan must first be seen deploying while the controller has not observed the new
+// generation, then, for each moment the kubelet's part is played at, deploying with
+// that moment in its deployment message. A plan that ends (deployed) on the way fails
+// the test at once.
+func (s *suite) playRollout(t *testing.T, svc *service, code, mergeSHA, namespace, deployment string, moments ...argocdharness.Rollout) {
+	t.Helper()
+	s.waitPlanUntil(t, svc, code, time.Minute, "deploying until the controller observes the synced generation", func(c change) bool {
+		return c.Status == "deploying" && c.Deployment != nil && c.Deployment.SyncRevision == mergeSHA && c.Deployment.Phase == "Succeeded" &&
+			strings.Contains(c.Deployment.Message, "latest observed generation")
+	})
+	n, err := s.replicas(context.Background(), namespace, deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[argocdharness.Rollout]string{
+		argocdharness.RolloutStarted: fmt.Sprintf("Updated: 1/%d", n),
+		argocdharness.RolloutUpdated: fmt.Sprintf("Available: %d/%d", n-1, n),
+	}
+	for _, m := range moments {
+		progress, ok := want[m]
+		if !ok {
+			t.Fatalf("playRollout plays only the moments before a rollout ends, not %d", m)
+		}
+		s.argo.PlayKubelet(t, namespace, deployment, m)
+		msg := "Deployment/" + deployment + " is rolling out: " + progress
+		s.waitPlanUntil(t, svc, code, time.Minute, "deploying with "+msg, func(c change) bool {
+			return c.Status == "deploying" && c.Deployment != nil && c.Deployment.Message == msg
+		})
+	}
+}
+
 // submitReplicas asks for a replicas change as the chat integration does.
 func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name string, replicas int, key string) change {
 	t.Helper()
@@ -194,8 +258,9 @@ func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name strin
 // its check run on the fake GitHub, merges, lets Argo CD sync the merge commit
 // (refreshed at once, as Argo CD's own GitHub webhook would), plays the kubelet for
 // the changed Deployment, and waits for the plan to be deployed. With awaitRollout the
-// plan must first be seen waiting for the Deployment to observe its new generation:
-// a sync alone does not make a change deployed.
+// kubelet's part is played step by step (playRollout) and the plan must be seen
+// deploying at each step: a sync alone, or a rollout under way, does not make a
+// change deployed.
 func (s *suite) shipChange(t *testing.T, svc *service, submitted change, requested time.Time, namespace, app, deployment string, awaitRollout bool) change {
 	t.Helper()
 	opened := s.waitChecked(t, svc, submitted.Code)
@@ -219,11 +284,9 @@ func (s *suite) shipChange(t *testing.T, svc *service, submitted change, request
 	_, synced := s.waitSynced(t, argocdharness.Namespace, app, mergeSHA, 2*time.Minute)
 	t.Logf("e2e: argo cd synced merge commit %s %s after the merge", mergeSHA[:8], synced.Round(time.Millisecond))
 	if awaitRollout {
-		s.waitPlanUntil(t, svc, submitted.Code, time.Minute, "the plan waiting for the rollout of the synced merge commit", func(c change) bool {
-			return c.Status == "deploying" && c.Deployment != nil && c.Deployment.SyncRevision == mergeSHA && c.Deployment.Phase == "Succeeded"
-		})
+		s.playRollout(t, svc, submitted.Code, mergeSHA, namespace, deployment, argocdharness.RolloutStarted, argocdharness.RolloutUpdated)
 	}
-	s.argo.PlayKubelet(t, namespace, deployment, true)
+	s.argo.PlayKubelet(t, namespace, deployment, argocdharness.RolloutComplete)
 	deployed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deployed")
 	if deployed.MergeSHA != mergeSHA {
 		t.Errorf("plan records merge commit %s, the fake github merged %s", deployed.MergeSHA, mergeSHA)

@@ -157,10 +157,27 @@ func (a *ArgoCD) HardRefresh(t testing.TB, namespace, name string) {
 	a.mergePatch(t, ApplicationResource, namespace, name, patch, "")
 }
 
-// PlayKubelet writes the status a Deployment would get from its controllers and
-// kubelets, which the test control plane does not run: all replicas available when
-// healthy, a progress deadline exceeded otherwise.
-func (a *ArgoCD) PlayKubelet(t testing.TB, namespace, name string, healthy bool) {
+// Rollout is a moment of a Deployment's rollout, as PlayKubelet writes it.
+type Rollout int
+
+const (
+	// RolloutStarted: the controller observed the new generation and surged one pod
+	// of the new ReplicaSet, not available yet; the old pods still serve, so no
+	// condition is False.
+	RolloutStarted Rollout = iota
+	// RolloutUpdated: every pod is of the new ReplicaSet, one not available yet.
+	RolloutUpdated
+	// RolloutComplete: every pod updated and available, no old one left.
+	RolloutComplete
+	// RolloutDeadlineExceeded: the new pod kept crashing until the Deployment's
+	// progress deadline passed; the old pods still serve.
+	RolloutDeadlineExceeded
+)
+
+// PlayKubelet writes, through the status subresource, the status a Deployment has at
+// moment r of rolling out its current generation, which the test control plane's
+// missing Deployment controller and kubelets would otherwise never write.
+func (a *ArgoCD) PlayKubelet(t testing.TB, namespace, name string, r Rollout) {
 	t.Helper()
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -169,29 +186,36 @@ func (a *ArgoCD) PlayKubelet(t testing.TB, namespace, name string, healthy bool)
 	if err != nil {
 		t.Fatalf("read deployment %s/%s: %v", namespace, name, err)
 	}
-	replicas, found, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	desired, found, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 	if !found {
-		replicas = 1
+		desired = 1
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
-	progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-		"message": "ReplicaSet has successfully progressed.", "lastUpdateTime": now, "lastTransitionTime": now}
-	available := map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-		"message": "Deployment has minimum availability.", "lastUpdateTime": now, "lastTransitionTime": now}
-	ready := replicas
-	if !healthy {
-		progressing = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-			"message": fmt.Sprintf("ReplicaSet %q has timed out progressing.", name), "lastUpdateTime": now, "lastTransitionTime": now}
-		available["status"], available["reason"], available["message"] = "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."
-		ready = 0
+	condition := func(typ, status, reason, message string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": message, "lastUpdateTime": now, "lastTransitionTime": now}
+	}
+	newRS := fmt.Sprintf("%s-%d", name, d.GetGeneration())
+	progressing := condition("Progressing", "True", "ReplicaSetUpdated", fmt.Sprintf("ReplicaSet %q is progressing.", newRS))
+	available := condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+	// Pods in all, of the new ReplicaSet, and available.
+	pods, updated, ready := desired+1, int64(1), desired
+	switch r {
+	case RolloutUpdated:
+		pods, updated, ready = desired, desired, desired-1
+	case RolloutComplete:
+		pods, updated, ready = desired, desired, desired
+		progressing = condition("Progressing", "True", "NewReplicaSetAvailable", fmt.Sprintf("ReplicaSet %q has successfully progressed.", newRS))
+	case RolloutDeadlineExceeded:
+		progressing = condition("Progressing", "False", "ProgressDeadlineExceeded", fmt.Sprintf("ReplicaSet %q has timed out progressing.", newRS))
 	}
 	status := map[string]any{"status": map[string]any{
-		"observedGeneration": d.GetGeneration(),
-		"replicas":           replicas,
-		"updatedReplicas":    replicas,
-		"readyReplicas":      ready,
-		"availableReplicas":  ready,
-		"conditions":         []any{progressing, available},
+		"observedGeneration":  d.GetGeneration(),
+		"replicas":            pods,
+		"updatedReplicas":     updated,
+		"readyReplicas":       ready,
+		"availableReplicas":   ready,
+		"unavailableReplicas": pods - ready,
+		"conditions":          []any{progressing, available},
 	}}
 	a.mergePatch(t, deployments, namespace, name, status, "status")
 }
