@@ -520,11 +520,10 @@ func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.A
 	default:
 		return false, false, name + " is rolling out: " + r.Message
 	}
-	health := app.Status.Health
 	if !app.Status.HealthAssessedAfterSync() {
 		return false, false, name + " has rolled out; waiting for Argo CD to assess the Application's health after the sync"
 	}
-	switch health.Status {
+	switch app.Status.Health.Status {
 	case argocd.HealthDegraded:
 		return true, true, appHealthMessage(app)
 	case argocd.HealthProgressing, argocd.HealthMissing:
