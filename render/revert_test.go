@@ -120,6 +120,26 @@ func TestRevertRestoresWhatTheChangeReplaced(t *testing.T) {
 		}
 	})
 
+	t.Run("image, other container changed since", func(t *testing.T) {
+		c := scaleWeb
+		c.change = Change{Image: &Image{Container: "web", Tag: "1.1.0"}}
+		c.later = func(files map[string]string) {
+			files["apps/web/deployment.yaml"] = strings.Replace(files["apps/web/deployment.yaml"], "sidecar:1.0.0", "sidecar:2.0.0", 1)
+		}
+		_, _, res, err := c.run(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Replace(twoContainerDeployment, "sidecar:1.0.0", "sidecar:2.0.0", 1)
+		if got, _ := reverted(t, res, "apps/web/deployment.yaml"); got != want {
+			t.Errorf("reverted file:\n%s\nwant:\n%s", got, want)
+		}
+		if len(res.ClusterDiff) != 1 || len(res.ClusterDiff[0].Changes) != 1 ||
+			res.ClusterDiff[0].Changes[0].Path != "spec.template.spec.containers[name=web].image" {
+			t.Errorf("cluster diff %+v, want the web image only", res.ClusterDiff)
+		}
+	})
+
 	t.Run("new resource", func(t *testing.T) {
 		c := revertCase{files: map[string]string{"apps/web/deployment.yaml": twoContainerDeployment}, apps: directory,
 			change: Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\ndata:\n  beta: \"on\"\n"}}}
