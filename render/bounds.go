@@ -46,6 +46,10 @@ const (
 	// MaxPlanBytes is how many bytes one plan may read from the repository,
 	// each file counted once.
 	MaxPlanBytes = 64 << 20
+	// MaxPlanRenderBytes is how many bytes all renders of one plan may read
+	// together, each render counted like MaxRenderBytes: every render keeps
+	// what it decoded until the plan ends.
+	MaxPlanRenderBytes = 64 << 20
 	// MaxKustomizations is how many kustomizations one build may pass through: a
 	// base included by two overlays of the build is built, and counted, twice.
 	MaxKustomizations = 200
@@ -203,6 +207,8 @@ func (c *nodeCounter) measure(n *yaml.Node) nodeSize {
 // cancelled, but it stops at its next read).
 type readBudget struct {
 	ctx context.Context
+	// plan counts the reads of every render of the plan.
+	plan *tree
 
 	mu                 sync.Mutex
 	bytes, docs, nodes int
@@ -211,8 +217,8 @@ type readBudget struct {
 	failure error
 }
 
-func newReadBudget(ctx context.Context) *readBudget {
-	return &readBudget{ctx: ctx}
+func newReadBudget(ctx context.Context, plan *tree) *readBudget {
+	return &readBudget{ctx: ctx, plan: plan}
 }
 
 // take accounts for one read of file whose own check gave s and err.
@@ -233,6 +239,8 @@ func (b *readBudget) take(file string, size int, s yamlScan, err error) error {
 			err = refuse(CodeTooLarge, "reading %s: the render reads more than %d YAML documents, at most %d", file, MaxRenderDocuments, MaxRenderDocuments)
 		case b.nodes > MaxRenderNodes:
 			err = refuse(CodeTooLarge, "reading %s: the render reads more than %d YAML nodes, at most %d", file, MaxRenderNodes, MaxRenderNodes)
+		case b.plan.rendered(size) > MaxPlanRenderBytes:
+			err = refuse(CodeTooLarge, "reading %s: the plan's renders read more than %d bytes together, at most %d", file, MaxPlanRenderBytes, MaxPlanRenderBytes)
 		}
 	}
 	var ref *Refusal

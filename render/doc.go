@@ -44,7 +44,7 @@
 // graph walk), passes one bounded reader that checks it against [MaxFileSize],
 // [MaxAliasNodes], [MaxDepth], [MaxMappingKeys] and counts it against the bounds of
 // one render and one plan ([MaxRenderDocuments], [MaxRenderNodes], [MaxRenderBytes],
-// [MaxPlanBytes]) before any decoder or kustomize sees its bytes; the kustomization
+// [MaxPlanBytes], [MaxPlanRenderBytes]) before any decoder or kustomize sees its bytes; the kustomization
 // graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
 // runs. Plan and Render run under [Timeout]: a kustomize build, which cannot be
 // cancelled, is abandoned when it passes, and its reads fail from then on.

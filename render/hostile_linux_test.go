@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 // hostileSpec is what a child plans.
 type hostileSpec struct {
 	Repo string
-	App  Application
+	// Apps are the repository's Applications, the one that manages the target first.
+	Apps []Application
 }
 
 // hostileOutcome is what the child reports on stdout.
@@ -86,7 +87,7 @@ func runHostileChild(spec string) int {
 	}
 	start := time.Now()
 	_, err = Plan(context.Background(), Request{
-		RepoDir: s.Repo, Apps: []Application{s.App},
+		RepoDir: s.Repo, Apps: s.Apps, App: s.Apps[0].Name,
 		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Replicas: &Replicas{Count: 3}},
 	})
@@ -123,9 +124,9 @@ func peakRSS() int64 {
 
 // planInChild plans the app of repo in a child process under the hard limits and
 // returns its outcome; a child killed by a limit fails the test.
-func planInChild(t *testing.T, repo string, app Application) hostileOutcome {
+func planInChild(t *testing.T, repo string, apps []Application) hostileOutcome {
 	t.Helper()
-	spec, err := json.Marshal(hostileSpec{Repo: repo, App: app})
+	spec, err := json.Marshal(hostileSpec{Repo: repo, Apps: apps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func planInChild(t *testing.T, repo string, app Application) hostileOutcome {
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		t.Fatalf("child planning %s did not finish within its limits (%v):\n%s", app.Path, err, tail)
+		t.Fatalf("child planning %s did not finish within its limits (%v):\n%s", apps[0].Path, err, tail)
 	}
 	wall := time.Since(start)
 	var out hostileOutcome
@@ -210,8 +211,11 @@ func TestHostileRepositoriesAreRefusedWithinBounds(t *testing.T) {
 	cases := map[string]struct {
 		files  func() map[string]string
 		app    Application
+		others []Application // more Applications of the repository
 		code   string
 		reason string
+		// reasonHas, when set, is a part of the reason instead of all of it.
+		reasonHas string
 	}{
 		"alias bomb as a kustomize resource": {
 			files: func() map[string]string {
@@ -306,6 +310,32 @@ func TestHostileRepositoriesAreRefusedWithinBounds(t *testing.T) {
 			},
 			app: kust("app"), code: CodeTooLarge, reason: "reading app/big03.yaml: the render reads more than 16777216 bytes, at most 16777216",
 		},
+		"five apps reading 14.7 MB each": {
+			files: func() map[string]string {
+				files := map[string]string{"deploy.yaml": twoContainerDeployment}
+				for a := 1; a <= 5; a++ {
+					for f := 1; f <= 3; f++ {
+						// Read, counted, and skipped as Argo CD skips them: the
+						// bound is on what is read, whatever the content.
+						files[fmt.Sprintf("b%d%d.yaml", a, f)] = "# +argocd:skip-file-rendering\n" + strings.Repeat("x", 4_900_000) + "\n"
+					}
+				}
+				return files
+			},
+			// Each reads the deployment and its own three files, within the bound
+			// of one render; the plan renders all five, as the edit reaches them.
+			app: Application{Name: "a1", Path: ".", SourceType: SourceDirectory, Namespace: "web", Directory: DirectoryOptions{Include: "{deploy.yaml,b1*.yaml}"}},
+			others: func() []Application {
+				var apps []Application
+				for a := 2; a <= 5; a++ {
+					apps = append(apps, Application{Name: fmt.Sprintf("a%d", a), Path: ".", SourceType: SourceDirectory, Namespace: "web", Directory: DirectoryOptions{Include: fmt.Sprintf("{deploy.yaml,b%d*.yaml}", a)}})
+				}
+				return apps
+			}(),
+			// The edit changes the other apps' deployment too, so the refusal
+			// also says so; the bound is what stops the third app.
+			code: CodeLeak, reasonHas: "application a3 also reads the edited files but cannot be rendered: reading b32.yaml: the plan's renders read more than 67108864 bytes together, at most 67108864",
+		},
 		"kustomization graph too large": {
 			files: func() map[string]string {
 				// Each level includes both directories of the next: kustomize
@@ -334,7 +364,13 @@ func TestHostileRepositoriesAreRefusedWithinBounds(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			repo := writeRepo(t, tc.files())
-			out := planInChild(t, repo, tc.app)
+			out := planInChild(t, repo, append([]Application{tc.app}, tc.others...))
+			if tc.reasonHas != "" {
+				if out.Code != tc.code || !strings.Contains(out.Reason, tc.reasonHas) {
+					t.Fatalf("got %s\nwant refused (%s) with: %s", out.describe(), tc.code, tc.reasonHas)
+				}
+				return
+			}
 			if out.Code != tc.code || out.Reason != tc.reason {
 				t.Fatalf("got %s\nwant refused (%s): %s", out.describe(), tc.code, tc.reason)
 			}

@@ -38,8 +38,17 @@ type tree struct {
 	kusts map[string]*kustNode
 	// lookups counts, per directory not yet listed, the names looked up in it.
 	lookups map[string]int
-	// bytesRead counts the bytes of every file read, against MaxPlanBytes.
-	bytesRead int
+	// bytesRead counts the bytes of every file read, against MaxPlanBytes, and
+	// renderedBytes those read by every render, against MaxPlanRenderBytes.
+	bytesRead, renderedBytes int
+}
+
+// rendered counts n more bytes read by a render and returns the total.
+func (t *tree) rendered(n int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.renderedBytes += n
+	return t.renderedBytes
 }
 
 type fileEntry struct {
@@ -415,7 +424,7 @@ func newView(t *tree, files map[string][]byte) *view {
 // metered returns the view as one render under ctx reads it: every read counts
 // against the bounds of one render, and fails once ctx is done.
 func (v *view) metered(ctx context.Context) *view {
-	return &view{t: v.t, files: v.files, budget: newReadBudget(ctx)}
+	return &view{t: v.t, files: v.files, budget: newReadBudget(ctx, v.t)}
 }
 
 // with returns a view that also holds files, reading under the same budget.
