@@ -68,8 +68,11 @@ const maxFileNodeEstimate = 2 * MaxRenderNodes
 // stops the plan, not the clock.
 var timeout = Timeout
 
-// errTimeout is the cause of a context that reached its Timeout.
-var errTimeout = errors.New("render timeout")
+// timeoutCause is the cause of a context that reached its timeout, which it
+// names: reading the timeout in force later could name a newer one.
+type timeoutCause struct{ after time.Duration }
+
+func (c timeoutCause) Error() string { return "render timeout after " + c.after.String() }
 
 // yamlScan is what a file holds as YAML: documents and nodes (aliases expanded),
 // up to the first thing that does not parse. A file that is not YAML at all (a
@@ -262,7 +265,8 @@ func (b *readBudget) exceeded() error {
 
 // withTimeout bounds a Plan or Render call by Timeout.
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, timeout, errTimeout)
+	d := timeout
+	return context.WithTimeoutCause(ctx, d, timeoutCause{after: d})
 }
 
 // contextError is the error a render returns once ctx is done: a refusal when its
@@ -272,8 +276,9 @@ func contextError(ctx context.Context) error {
 	if ctx == nil || ctx.Err() == nil {
 		return nil
 	}
-	if errors.Is(context.Cause(ctx), errTimeout) {
-		return refuse(CodeTimeout, "rendering took longer than %s; the work was stopped", timeout)
+	var cause timeoutCause
+	if errors.As(context.Cause(ctx), &cause) {
+		return refuse(CodeTimeout, "rendering took longer than %s; the work was stopped", cause.after)
 	}
 	return ctx.Err()
 }
