@@ -141,8 +141,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if target.Namespace == "" {
 		target.Namespace = primary.Namespace
 	}
-	res, err := planInterruptibly(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
-	if errors.Is(err, errInterrupted) {
+	// Plan returns as soon as ctx is done: the first SIGINT or SIGTERM stops it,
+	// even inside a kustomize build, which cannot be cancelled (it is abandoned
+	// and dies with the process). Nothing has been written then.
+	res, err := render.Plan(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
+	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "kukie-gitops plan: interrupted; nothing written")
 		return 1
 	}
@@ -170,35 +173,6 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printResult(stdout, primary, target, change, res, notes, f.write)
 	return 0
-}
-
-// errInterrupted: the plan was stopped by a signal.
-var errInterrupted = errors.New("interrupted")
-
-// planInterruptibly plans req and returns errInterrupted as soon as ctx is done
-// (the first SIGINT or SIGTERM). Render checks ctx between steps
-// and at every file read, but a kustomize build cannot be cancelled: rather than
-// wait for the build to notice, the command stops at once and the process exits
-// with the build still running. Nothing has been written at that point.
-func planInterruptibly(ctx context.Context, req render.Request) (*render.Result, error) {
-	type planned struct {
-		res *render.Result
-		err error
-	}
-	done := make(chan planned, 1)
-	go func() {
-		res, err := render.Plan(ctx, req)
-		done <- planned{res: res, err: err}
-	}()
-	select {
-	case p := <-done:
-		if ctx.Err() != nil {
-			return nil, errInterrupted
-		}
-		return p.res, p.err
-	case <-ctx.Done():
-		return nil, errInterrupted
-	}
 }
 
 // planApplications builds the Applications of the request from the flags. The

@@ -30,12 +30,27 @@ const (
 // failures to read the repository. The repository directory is never modified.
 //
 // Every Plan runs under Timeout and within the bounds on what it reads (see
-// MaxRenderDocuments and the others): past either it is refused.
+// MaxRenderDocuments and the others): past either it is refused. It returns as
+// soon as ctx is done or Timeout passes, whatever step the plan is in; the work
+// left stops at its next read or check of the context.
 func Plan(ctx context.Context, req Request) (*Result, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	res, err := plan(ctx, req)
-	return res, timedOut(ctx, err)
+	type planned struct {
+		res *Result
+		err error
+	}
+	done := make(chan planned, 1)
+	go func() {
+		res, err := plan(ctx, req)
+		done <- planned{res: res, err: err}
+	}()
+	select {
+	case p := <-done:
+		return p.res, timedOut(ctx, p.err)
+	case <-ctx.Done():
+		return nil, contextError(ctx)
+	}
 }
 
 func plan(ctx context.Context, req Request) (*Result, error) {

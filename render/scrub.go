@@ -157,9 +157,24 @@ func (t *tree) secretValues() []string {
 // mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
 // a Secret or ConfigMap, a generator, or a name that looks secret.
 func mayHoldSecrets(data []byte) bool {
-	return bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
-		bytes.Contains(data, []byte("Generator")) || secretLookingName.Match(data)
+	if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
+		bytes.Contains(data, []byte("Generator")) {
+		return true
+	}
+	// Every name secretLookingName matches holds one of these words, in any
+	// case; looking for the words instead of running the regular expression
+	// over megabytes of manifests keeps a plan within its time.
+	lower := bytes.ToLower(data)
+	for _, w := range secretNameWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
+
+// secretNameWords are words one of which every secret-looking name contains.
+var secretNameWords = []string{"passw", "pwd", "secret", "token", "credential", "auth", "key", "dsn", "connection"}
 
 // fileSecretValues returns the secret values of one file read as role.
 func fileSecretValues(data []byte, role sourceRole) []string {
