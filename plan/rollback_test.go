@@ -191,3 +191,89 @@ func TestRollbackCanBeRequestedAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestRollbackDeploysOnlyOnceTheRevertRollsOut: a merged revert is judged like any
+// change. While the target rolls the revert out the revert is deploying and the
+// reverted plan stays deployed; a rollout past its progress deadline fails the
+// revert with the Deployment's reason and leaves the plan deployed; an Application
+// still Progressing waits, and only a Healthy one makes the plan rolled_back.
+func TestRollbackDeploysOnlyOnceTheRevertRollsOut(t *testing.T) {
+	deadline := rolloutStatus(2, 5, 1, 4)
+	deadline["conditions"].([]any)[0] = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+		"message": `ReplicaSet "web-5f6b" has timed out progressing.`}
+	tests := map[string]struct {
+		then    func(c *fakeCluster) // once the revert is seen rolling out
+		waiting string               // then the revert is seen deploying with this message ("": none)
+		last    func(c *fakeCluster) // after that
+		want    plan.Status          // of the revert
+		message string               // the revert's final deployment message
+	}{
+		"revert rollout fails": {
+			then:    func(c *fakeCluster) { c.setTargetStatus(deadline) },
+			want:    plan.StatusDeployFailed,
+			message: `Deployment/web failed: Progress deadline exceeded: ReplicaSet "web-5f6b" has timed out progressing.`,
+		},
+		"application progressing, then healthy": {
+			then: func(c *fakeCluster) {
+				c.setTargetStatus(nil)
+				c.assess(argocd.AppHealth{Status: argocd.HealthProgressing, Message: "waiting for the canary"}, true)
+			},
+			waiting: "Deployment/web has rolled out; Argo CD reports the Application Progressing: waiting for the canary",
+			last:    func(c *fakeCluster) { c.assess(argocd.AppHealth{Status: argocd.HealthHealthy}, true) },
+			want:    plan.StatusDeployed,
+			message: "synced and running",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				e := newEnv(t, db)
+				ctx := plan.WithActor(context.Background(), "team:shop")
+				p := e.startedPipeline(ctx, plan.Hooks{})
+				pl := e.deployScale(ctx, p)
+				rb, err := p.Rollback(ctx, e.team.ID, pl.Code, "bob", "error rate up")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb = e.waitStatus(rb.Code, plan.StatusPROpen)
+				revertSHA := e.gh.Merge(t, repoName, int(rb.PRNumber), githubtest.MergeCommit)
+				e.cluster.setTargetStatus(rolloutStatus(2, 4, 1, 3))
+				e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
+				e.pullMerged(ctx, p, rb, revertSHA)
+
+				deploying := func(msg string) {
+					t.Helper()
+					cur := e.waitFor(rb.Code, "deploying with "+msg, func(cur store.Plan) bool {
+						pay, err := plan.PayloadOf(cur)
+						return cur.Status != string(plan.StatusDeploying) && cur.Status != string(plan.StatusMerged) ||
+							err == nil && pay.Deployment != nil && pay.Deployment.Message == msg
+					})
+					if cur.Status != string(plan.StatusDeploying) {
+						t.Fatalf("revert is %s (%s), want deploying with %q", cur.Status, cur.StatusReason, msg)
+					}
+					if orig, err := db.PlanByCode(ctx, pl.Code); err != nil || orig.Status != string(plan.StatusDeployed) {
+						t.Fatalf("reverted plan is %s (%v) while its revert is deploying, want deployed", orig.Status, err)
+					}
+				}
+				deploying("Deployment/web is rolling out: Updated: 1/4")
+				tc.then(e.cluster)
+				if tc.waiting != "" {
+					deploying(tc.waiting)
+					tc.last(e.cluster)
+				}
+
+				done := e.waitStatus(rb.Code, tc.want)
+				wantState, wantOrig := plan.DeploySucceeded, plan.StatusRolledBack
+				if tc.want == plan.StatusDeployFailed {
+					wantState, wantOrig = plan.DeployFailed, plan.StatusDeployed
+				}
+				if pay, _ := plan.PayloadOf(done); pay.Deployment == nil || pay.Deployment.State != wantState || pay.Deployment.Message != tc.message {
+					t.Fatalf("revert deployment %+v, want %s with %q", pay.Deployment, wantState, tc.message)
+				}
+				if orig := e.waitStatus(pl.Code, wantOrig); orig.RolledBackBy != rb.Code {
+					t.Errorf("reverted plan names revert %q, want %s", orig.RolledBackBy, rb.Code)
+				}
+			})
+		})
+	}
+}

@@ -464,14 +464,14 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 		dep.Message = runningSyncMessage(op)
 		return dep, false
 	}
-	if pl.RollbackOf == "" {
-		if final, failed, msg := p.judgeRollout(ctx, pl, app); !final || failed {
-			dep.Message = msg
-			if failed {
-				dep.State = DeployFailed
-			}
-			return dep, final
+	// A revert is judged like any change: the plan it reverts is rolled_back only
+	// once the revert runs.
+	if final, failed, msg := p.judgeRollout(ctx, pl, app); !final || failed {
+		dep.Message = msg
+		if failed {
+			dep.State = DeployFailed
 		}
+		return dep, final
 	}
 	dep.State, dep.Message = DeploySucceeded, "synced and running"
 	return dep, true
