@@ -261,3 +261,102 @@ func TestCheckRunRefusedMarksActionRequired(t *testing.T) {
 		}
 	})
 }
+
+// TestRebaseUnderGitHubFaults moves the base under an open plan so that its edit must
+// be rebuilt, and fails each GitHub call of the rebuild in each way GitHub fails: the
+// archive of the new base, the commit on it and the move of the plan's branch. The
+// push is not handled while GitHub fails (its delivery is retried), no commit the
+// rebuild made carries a successful run, and once the fault is gone the retried push
+// leaves the plan pr_open on the new base with one commit, one pull request and one
+// successful run on its head.
+func TestRebaseUnderGitHubFaults(t *testing.T) {
+	steps := []struct {
+		name, method, path string
+		stored             int // commits the rebuild left on the new base before the fault
+	}{
+		{name: "new base tarball", method: http.MethodGet, path: tarballRoute},
+		{name: "commit", method: http.MethodPost, path: "/repos/*/*/git/commits"},
+		{name: "ref update", method: http.MethodPatch, path: "/repos/*/*/git/refs/**", stored: 1},
+	}
+	for _, step := range steps {
+		for faultName, fault := range githubFaults() {
+			t.Run(step.name+"/"+faultName, func(t *testing.T) {
+				t.Parallel()
+				storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+					e := newFaultEnv(t, db)
+					ctx := context.Background()
+					p := e.startedPipeline(ctx, plan.Hooks{})
+					pl := e.submitOpen(ctx, p, scale(4, ""))
+					oldHead := pl.HeadSHA
+
+					moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
+					after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
+					remove := e.gh.InjectFault(fault().On(step.method, step.path))
+					if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err == nil {
+						t.Fatal("the base push was handled while GitHub failed the rebase, want an error so it is retried")
+					}
+					if e.gh.FaultHits(step.method, step.path) == 0 {
+						t.Fatalf("the rebase never called %s %s", step.method, step.path)
+					}
+					cur, err := db.PlanByCode(ctx, pl.Code)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if cur.Status != string(plan.StatusPROpen) || cur.BaseSHA != pl.BaseSHA || cur.HeadSHA != oldHead {
+						t.Fatalf("plan is %s on %s at %s while GitHub fails its rebase, want pr_open as it was", cur.Status, cur.BaseSHA, cur.HeadSHA)
+					}
+					if head := e.gh.Head(t, repoName, pl.Branch); head != oldHead {
+						t.Fatalf("branch moved to %s while GitHub failed the rebase", head)
+					}
+					rebuilt := commitsOver(t, e, after)
+					if len(rebuilt) != step.stored {
+						t.Fatalf("%d commits on the new base before the fault ended (%v), want %d", len(rebuilt), rebuilt, step.stored)
+					}
+					noSuccessOn(t, e, rebuilt...)
+
+					remove()
+					retryBasePush(t, p, after)
+					pl = e.waitFor(pl.Code, "verified on the new base", func(p store.Plan) bool {
+						return p.BaseSHA == after && p.Status == string(plan.StatusPROpen) && p.CheckRunID != 0
+					})
+					wantOneOfEach(t, e, pl, "success")
+					if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != strings.Replace(moved, "replicas: 3", "replicas: 4", 1) {
+						t.Fatalf("rebased branch file:\n%s", got)
+					}
+				})
+			})
+		}
+	}
+}
+
+// commitsOver lists every commit of the repository whose parent is base, on a
+// branch or not (a commit GitHub stored before the branch move failed).
+func commitsOver(t *testing.T, e *env, base string) []string {
+	t.Helper()
+	dir := e.gh.GitDir(t, repoName)
+	var out []string
+	objects := gitLines(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname):%(objecttype)")
+	for _, o := range objects {
+		sha, kind, _ := strings.Cut(o, ":")
+		if kind != "commit" {
+			continue
+		}
+		if parents := gitLines(t, dir, "show", "-s", "--format=%P", sha); len(parents) == 1 && parents[0] == base {
+			out = append(out, sha)
+		}
+	}
+	return out
+}
+
+// retryBasePush hands the push to the pipeline until it is handled, as the webhook
+// inbox delivers it again; the plan's own run may hold the claim for a while.
+func retryBasePush(t *testing.T, p *plan.Pipeline, after string) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err = p.BasePushed(context.Background(), repoName, "main", after, []string{webFile}); err == nil {
+			return
+		}
+	}
+	t.Fatalf("base push never handled: %v", err)
+}
