@@ -202,32 +202,25 @@ func TestForeignPushReverifiedDuringTarballOutage(t *testing.T) {
 // GitHub fails meanwhile.
 func TestForeignPushReverifiedUnderEachFault(t *testing.T) {
 	for faultName, fault := range githubFaults() {
-		t.Run(faultName, func(t *testing.T) {
-			t.Parallel()
-			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-				e := newFaultEnv(t, db)
-				ctx := context.Background()
-				p := e.startedPipeline(ctx, plan.Hooks{})
-				pl := e.submitOpen(ctx, p, scale(4, ""))
-				content, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile)
+		underFault(t, faultName, func(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan) {
+			content, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile)
 
-				remove := e.gh.InjectFault(fault().On(http.MethodGet, tarballRoute))
-				pushed := pushedByOthers(t, e, p, pl, map[string]string{webFile: content})
-				e.waitFor(pl.Code, "retried", func(store.Plan) bool {
-					return e.gh.FaultHits(http.MethodGet, tarballRoute) >= 2 || concluded(t, e, pushed)
-				})
-				noSuccessOn(t, e, pushed)
-
-				remove()
-				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
-				if pl.HeadSHA != pushed {
-					t.Fatalf("plan head %s, want the pushed %s", pl.HeadSHA, pushed)
-				}
-				runs := e.gh.CheckRuns(t, repoName, pushed)
-				if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "success" {
-					t.Fatalf("runs on the pushed head: %v, want one success once compared", runs)
-				}
+			remove := e.gh.InjectFault(fault().On(http.MethodGet, tarballRoute))
+			pushed := pushedByOthers(t, e, p, pl, map[string]string{webFile: content})
+			e.waitFor(pl.Code, "retried", func(store.Plan) bool {
+				return e.gh.FaultHits(http.MethodGet, tarballRoute) >= 2 || concluded(t, e, pushed)
 			})
+			noSuccessOn(t, e, pushed)
+
+			remove()
+			pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+			if pl.HeadSHA != pushed {
+				t.Fatalf("plan head %s, want the pushed %s", pl.HeadSHA, pushed)
+			}
+			runs := e.gh.CheckRuns(t, repoName, pushed)
+			if len(runs) != 1 || runs[0].GetID() != pl.CheckRunID || runs[0].GetConclusion() != "success" {
+				t.Fatalf("runs on the pushed head: %v, want one success once compared", runs)
+			}
 		})
 	}
 }
@@ -280,50 +273,45 @@ func TestRebaseUnderGitHubFaults(t *testing.T) {
 	}
 	for _, step := range steps {
 		for faultName, fault := range githubFaults() {
-			t.Run(step.name+"/"+faultName, func(t *testing.T) {
-				t.Parallel()
-				storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-					e := newFaultEnv(t, db)
-					ctx := context.Background()
-					p := e.startedPipeline(ctx, plan.Hooks{})
-					pl := e.submitOpen(ctx, p, scale(4, ""))
-					oldHead := pl.HeadSHA
+			underFault(t, step.name+"/"+faultName, func(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan) {
+				ctx := context.Background()
+				db := e.db
+				oldHead := pl.HeadSHA
 
-					moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
-					after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
-					remove := e.gh.InjectFault(fault().On(step.method, step.path))
-					if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err == nil {
-						t.Fatal("the base push was handled while GitHub failed the rebase, want an error so it is retried")
-					}
-					if e.gh.FaultHits(step.method, step.path) == 0 {
-						t.Fatalf("the rebase never called %s %s", step.method, step.path)
-					}
-					cur, err := db.PlanByCode(ctx, pl.Code)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if cur.Status != string(plan.StatusPROpen) || cur.BaseSHA != pl.BaseSHA || cur.HeadSHA != oldHead {
-						t.Fatalf("plan is %s on %s at %s while GitHub fails its rebase, want pr_open as it was", cur.Status, cur.BaseSHA, cur.HeadSHA)
-					}
-					if head := e.gh.Head(t, repoName, pl.Branch); head != oldHead {
-						t.Fatalf("branch moved to %s while GitHub failed the rebase", head)
-					}
-					rebuilt := commitsOver(t, e, after)
-					if len(rebuilt) != step.stored {
-						t.Fatalf("%d commits on the new base before the fault ended (%v), want %d", len(rebuilt), rebuilt, step.stored)
-					}
-					noSuccessOn(t, e, rebuilt...)
+				moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
+				after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
+				remove := e.gh.InjectFault(fault().On(step.method, step.path))
+				if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err == nil {
+					t.Fatal("the base push was handled while GitHub failed the rebase, want an error so it is retried")
+				}
+				if e.gh.FaultHits(step.method, step.path) == 0 {
+					t.Fatalf("the rebase never called %s %s", step.method, step.path)
+				}
+				cur, err := db.PlanByCode(ctx, pl.Code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cur.Status != string(plan.StatusPROpen) || cur.BaseSHA != pl.BaseSHA || cur.HeadSHA != oldHead {
+					t.Fatalf("plan is %s on %s at %s while GitHub fails its rebase, want pr_open as it was", cur.Status, cur.BaseSHA, cur.HeadSHA)
+				}
+				if head := e.gh.Head(t, repoName, pl.Branch); head != oldHead {
+					t.Fatalf("branch moved to %s while GitHub failed the rebase", head)
+				}
+				rebuilt := commitsOver(t, e, after)
+				if len(rebuilt) != step.stored {
+					t.Fatalf("%d commits on the new base before the fault ended (%v), want %d", len(rebuilt), rebuilt, step.stored)
+				}
+				noSuccessOn(t, e, rebuilt...)
 
-					remove()
-					retryBasePush(t, p, after)
-					pl = e.waitFor(pl.Code, "verified on the new base", func(p store.Plan) bool {
-						return p.BaseSHA == after && p.Status == string(plan.StatusPROpen) && p.CheckRunID != 0
-					})
-					wantOneOfEach(t, e, pl, "success")
-					if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != strings.Replace(moved, "replicas: 3", "replicas: 4", 1) {
-						t.Fatalf("rebased branch file:\n%s", got)
-					}
+				remove()
+				retryBasePush(t, p, after)
+				pl = e.waitFor(pl.Code, "verified on the new base", func(p store.Plan) bool {
+					return p.BaseSHA == after && p.Status == string(plan.StatusPROpen) && p.CheckRunID != 0
 				})
+				wantOneOfEach(t, e, pl, "success")
+				if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != strings.Replace(moved, "replicas: 3", "replicas: 4", 1) {
+					t.Fatalf("rebased branch file:\n%s", got)
+				}
 			})
 		}
 	}
@@ -359,4 +347,18 @@ func retryBasePush(t *testing.T, p *plan.Pipeline, after string) {
 		}
 	}
 	t.Fatalf("base push never handled: %v", err)
+}
+
+// underFault runs a case in parallel on each database with a plan whose pull request
+// is open and a GitHub whose hung requests fail after faultTimeout.
+func underFault(t *testing.T, name string, run func(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan)) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel() // each case has its own GitHub and databases; most of it is waiting
+		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			e := newFaultEnv(t, db)
+			ctx := context.Background()
+			p := e.startedPipeline(ctx, plan.Hooks{})
+			run(t, e, p, e.submitOpen(ctx, p, scale(4, "")))
+		})
+	})
 }
