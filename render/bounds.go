@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -63,10 +64,17 @@ const (
 // that counts them exactly from costing the memory it guards against.
 const maxFileNodeEstimate = 2 * MaxRenderNodes
 
-// timeout is the Timeout in force. Only tests change it: under the race detector,
-// which makes parsing many times slower, the bound a test is about must be what
-// stops the plan, not the clock.
-var timeout = Timeout
+// timeout is the Timeout in force, in nanoseconds. Only tests change it: under the
+// race detector, which makes parsing many times slower, the bound a test is about
+// must be what stops the plan, not the clock. It is atomic because a build
+// abandoned at its deadline may still be reading it when a test sets a new one.
+var timeout = newAtomicDuration(Timeout)
+
+func newAtomicDuration(d time.Duration) *atomic.Int64 {
+	v := new(atomic.Int64)
+	v.Store(int64(d))
+	return v
+}
 
 // timeoutCause is the cause of a context that reached its timeout, which it
 // names: reading the timeout in force later could name a newer one.
@@ -265,7 +273,7 @@ func (b *readBudget) exceeded() error {
 
 // withTimeout bounds a Plan or Render call by Timeout.
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := timeout
+	d := time.Duration(timeout.Load())
 	return context.WithTimeoutCause(ctx, d, timeoutCause{after: d})
 }
 

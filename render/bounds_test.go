@@ -128,16 +128,16 @@ func TestPlanOutlastingItsTimeoutIsRefused(t *testing.T) {
 	repo := slowKustomization(t)
 	app := Application{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"}
 	req := Request{RepoDir: repo, Apps: []Application{app}, Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}}
-	saved := timeout
-	t.Cleanup(func() { timeout = saved })
-	timeout = 20 * time.Millisecond
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	timeout.Store(int64(20 * time.Millisecond))
 	_, err := Plan(context.Background(), req)
 	var ref *Refusal
 	if !errors.As(err, &ref) || ref.Code != CodeTimeout {
 		t.Fatalf("got %v, want a %s refusal", err, CodeTimeout)
 	}
 	// Generous: this plan first waits for the abandoned build to stop.
-	timeout = 10 * time.Minute
+	timeout.Store(int64(10 * time.Minute))
 	small := writeRepo(t, map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deploy.yaml\n"})
 	req.RepoDir = small
 	if _, err := Plan(context.Background(), req); err != nil {

@@ -74,7 +74,7 @@ func runHostileChild(spec string) int {
 	headroom := uint64(childMemory)
 	if raceEnabled {
 		headroom *= 6
-		timeout = 10 * Timeout
+		timeout.Store(int64(10 * Timeout))
 	}
 	as := pages*uint64(os.Getpagesize()) + headroom
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
