@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -105,4 +106,48 @@ func rebases(t *testing.T, db *store.DB, code, base string) int {
 		}
 	}
 	return n
+}
+
+// TestBasePushRefusedOnTheNewBase moves the base under an open plan to where the
+// change has nothing left to do (someone scaled by hand to the same count). The head
+// keeps one run, published by the plan's own run: action_required with the reason,
+// never the earlier success; the plan stays pr_open on its base.
+func TestBasePushRefusedOnTheNewBase(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.submitOpen(ctx, p, scale(4, ""))
+		published := pl.CheckRunID
+
+		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: strings.Replace(webYAML, "replicas: 3", "replicas: 4", 1)}, githubtest.DefaultAuthor)
+		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+			t.Fatal(err)
+		}
+		const reason = "web already renders that way: there is nothing to change"
+		cur := e.waitFor(pl.Code, "checked as refused on the new base", func(p store.Plan) bool {
+			pay, err := plan.PayloadOf(p)
+			return p.CheckRunID != 0 && err == nil && pay.CheckConclusion == github.ConclusionActionRequired
+		})
+		if cur.Status != string(plan.StatusPROpen) || cur.BaseSHA != pl.BaseSHA || cur.HeadSHA != pl.HeadSHA {
+			t.Fatalf("plan is %s on %s at %s, want pr_open as it was", cur.Status, cur.BaseSHA, cur.HeadSHA)
+		}
+		runs := e.gh.CheckRuns(t, repoName, cur.HeadSHA)
+		if len(runs) != 1 || runs[0].GetID() != cur.CheckRunID || runs[0].GetID() != published ||
+			runs[0].GetConclusion() != github.ConclusionActionRequired || !strings.Contains(runs[0].GetOutput().GetSummary(), after) ||
+			!strings.Contains(runs[0].GetOutput().GetSummary(), reason) {
+			t.Fatalf("runs on the head: %v, want the plan's one run asking for action on %s: %s", runs, after, reason)
+		}
+		if pay, _ := plan.PayloadOf(cur); !strings.Contains(pay.VerificationResult, reason) {
+			t.Errorf("verification result %q, want the refusal on the new base", pay.VerificationResult)
+		}
+		// The plan's own run published it (its check run step records the conclusion).
+		events, err := db.PlanEvents(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := events[len(events)-1]; last.Message != "check run "+github.ConclusionActionRequired {
+			t.Fatalf("last event %s: %s, want the plan's check run step", last.Step, last.Message)
+		}
+	})
 }

@@ -155,7 +155,8 @@ func notCheckedLine(pay Payload) string {
 // CheckReport builds the kukie/render check run of pl's head. failure, when set, is
 // the reason a re-verification failed. Without a failure it concludes success only
 // for the head the payload records as verified (Payload.VerifiedHead); any other head
-// gets an in-progress run saying it was not compared yet.
+// gets an in-progress run saying it was not compared yet. A change refused on the
+// base its branch moved to (Payload.BaseRefusal) asks for action with the reason.
 func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
 	if failure == "" && pay.VerifiedHead != pl.HeadSHA {
 		return p.unverifiedReport(pl, "the comparison of commit "+pl.HeadSHA+" with the verified change has not completed", true)
@@ -166,6 +167,9 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", failure)
+	case pay.BaseRefusal != "":
+		r.Conclusion, r.Title = github.ConclusionActionRequired, "Refused on the new base"
+		fmt.Fprintf(&b, "**%s.** The branch still holds the change as verified on its old base; close the change or ask for it again.\n\n", strings.TrimSuffix(pay.BaseRefusal, "."))
 	case pay.ClusterCheck == ClusterCheckUnreachable:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
 		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", pay.ClusterCheckNote)

@@ -190,6 +190,10 @@ type Payload struct {
 	// with them completed and matched. Only a check run on this commit may conclude
 	// success; a head pushed by someone else is compared before anything is said.
 	VerifiedHead string `json:"verified_head,omitempty"`
+	// BaseRefusal says why the change is refused on the base its branch last moved
+	// to; the head is then never called verified, only asked to be acted on. A rebase
+	// that succeeds clears it.
+	BaseRefusal string `json:"base_refusal,omitempty"`
 }
 
 // DecisionInfo is the path decision as stored with the plan.

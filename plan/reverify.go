@@ -278,26 +278,22 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 		if !ok {
 			return err
 		}
-		report := p.CheckReport(pl, pay, "On the new base "+base.SHA+" the change is refused: "+e.Reason)
-		if err := p.fence(ctx, pl.Code); err != nil {
-			return err
-		}
-		ref, perr := p.publishCheck(ctx, pl, report)
-		if perr != nil {
-			return perr
-		}
+		// The head stays what was verified on the old base; the plan's own run says on
+		// it that the change is refused on the new one (see Reverify).
 		_, err = p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
-			pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
-			pay.CheckConclusion, pay.VerifiedHead = report.Conclusion, ""
+			pl.CheckRunID, pl.CheckRunURL = 0, ""
+			pay.BaseRefusal = "On the new base " + base.SHA + " the change is refused: " + e.Reason
 			pay.VerificationResult = "not verified on the new base: " + e.Reason
 			return Status(pl.Status), "rebase", e.Reason, nil
 		})
-		return err
+		return err // rebaseClaimed starts the plan's run once the claim is free
 	}
+	newPay.BaseRefusal = ""
 	if sameEdits(edits, pay.Edits) {
 		// The committed edit still applies as it is; say so on the head.
 		_, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 			pay.VerificationResult = newPay.VerificationResult + " on base " + base.SHA
+			pay.BaseRefusal = ""
 			return Status(pl.Status), "rebase", "edit still applies on " + base.SHA, nil
 		})
 		if err != nil {

@@ -513,7 +513,7 @@ func withComparison(pl store.Plan, pay Payload, failure string) Payload {
 		return pay
 	}
 	pay.VerifiedHead = pl.HeadSHA
-	if strings.HasPrefix(pay.VerificationResult, "not verified") && pay.Verification != nil {
+	if strings.HasPrefix(pay.VerificationResult, "not verified") && pay.Verification != nil && pay.BaseRefusal == "" {
 		pay.VerificationResult = verificationSummary(*pay.Verification) // an earlier head failed; this one matches
 	}
 	return pay
