@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/config"
@@ -34,6 +35,9 @@ type serveEnv struct {
 	DB      *store.DB
 	Server  *server.Server
 	Logger  zerolog.Logger
+	// Metrics is the registry GET /metrics exposes; components register what they
+	// record on it instead of on a process-wide default.
+	Metrics *prometheus.Registry
 }
 
 // serveComponent is a feature that mounts routes on the server and may run work in
@@ -186,7 +190,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
 	var f commonFlags
 	var addr string
 	fs := newFlagSet("serve", "serve [flags]",
-		"Runs the HTTP service: GitHub webhooks, the team API, /healthz and /readyz.\n"+
+		"Runs the HTTP service: GitHub webhooks, the team API, /healthz, /readyz and /metrics.\n"+
 			"With no configuration it starts in the dev profile on SQLite (./kukie.db) at "+server.DefaultAddress+",\n"+
 			"applying database migrations first. SIGTERM or SIGINT stops it gracefully: it stops\n"+
 			"accepting connections, lets in-flight requests finish, then closes the database.", stderr)
@@ -274,9 +278,18 @@ func serve(ctx context.Context, cfg config.Config, profile config.Profile, log z
 		return err
 	}
 
-	env := serveEnv{Config: cfg, Profile: profile, DB: db, Server: srv, Logger: log}
+	metrics, serveMetricsApart, releaseMetrics, err := mountMetrics(ctx, cfg, srv)
+	if err != nil {
+		return err
+	}
+	// Closing a listener the metrics server already closed is harmless.
+	defer releaseMetrics()
+	env := serveEnv{Config: cfg, Profile: profile, DB: db, Server: srv, Logger: log, Metrics: metrics}
 	var background []func(context.Context) error
 	var names []string
+	if serveMetricsApart != nil {
+		background, names = append(background, serveMetricsApart), append(names, "metrics listener")
+	}
 	for _, c := range serveComponents {
 		bg, err := c.Mount(ctx, env)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/palantir/go-githubapp/githubapp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
@@ -96,7 +95,7 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 		log.Warn().Msg("No GitHub App configured: installation, repository and token endpoints answer that GitHub is not configured")
 		api.GitHub = unconfiguredGitHub{}
 	} else {
-		cc, err := github.NewClientCreator(ghCfg, prometheus.DefaultRegisterer)
+		cc, err := github.NewClientCreator(ghCfg, env.Metrics)
 		if err != nil {
 			return nil, err
 		}

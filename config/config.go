@@ -69,6 +69,15 @@ type Config struct {
 	Pipeline   Pipeline   `yaml:"pipeline" json:"pipeline"`
 	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
 	Webhooks   Webhooks   `yaml:"webhooks" json:"webhooks"`
+	Metrics    Metrics    `yaml:"metrics" json:"metrics"`
+}
+
+// Metrics configures where the Prometheus exposition is served.
+type Metrics struct {
+	// Address, when set, serves GET /metrics on a listener of its own (host:port), so
+	// it can bind where only the monitoring system reaches; empty serves it on the
+	// main listener. It never requires a team token either way.
+	Address string `yaml:"address" json:"address"`
 }
 
 // Webhooks tunes the durable webhook inbox.

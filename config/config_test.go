@@ -182,6 +182,15 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"metrics: on the main listener by default, address from yaml, environment wins": {
+			yaml: "metrics:\n  address: 127.0.0.1:9090\n",
+			env:  map[string]string{"KUKIE_METRICS_ADDRESS": "0.0.0.0:9100"},
+			check: func(t *testing.T, c Config) {
+				if c.Metrics.Address != "0.0.0.0:9100" || Default().Metrics.Address != "" {
+					t.Fatalf("metrics.address = %q (default %q), want 0.0.0.0:9100 (empty)", c.Metrics.Address, Default().Metrics.Address)
+				}
+			},
+		},
 		"in-cluster teams from yaml, environment wins": {
 			yaml: "clusters:\n  in_cluster_teams: [platform]\n",
 			env:  map[string]string{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS": " platform, payments ,"},
@@ -429,6 +438,12 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.GitHub.RequestTimeout = 0 },
 			want:    []string{"github.request_timeout must be a positive duration"},
+			count:   1,
+		},
+		"metrics address not host:port": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Metrics.Address = "9090" },
+			want:    []string{`metrics.address "9090" is not host:port`},
 			count:   1,
 		},
 		"zero webhook retention": {

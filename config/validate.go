@@ -41,6 +41,11 @@ func (c Config) Validate(profile Profile) error {
 			add("server.address %q is not host:port: %v", c.Server.Address, err)
 		}
 	}
+	if c.Metrics.Address != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Address); err != nil {
+			add("metrics.address %q is not host:port: %v", c.Metrics.Address, err)
+		}
+	}
 	if c.Server.PublicURL != "" {
 		if err := checkURL(c.Server.PublicURL, false); err != nil {
 			add("server.public_url: %v", err)

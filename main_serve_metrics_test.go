@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestServeExposesMetricsWithoutAToken(t *testing.T) {
+	t.Chdir(t.TempDir())
+	addr, logs, stop := serveInProcess(t)
+	status, body := get(t, "http://"+addr+"/metrics", "")
+	if status != 200 {
+		t.Fatalf("GET /metrics without a token = %d %s, want 200", status, body)
+	}
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds"} {
+		if !strings.Contains(body, "\n"+name+" ") {
+			t.Errorf("/metrics lacks %s:\n%s", name, body)
+		}
+	}
+	if status, _ := get(t, "http://"+addr+"/test/whoami", ""); status != 401 {
+		t.Fatalf("API without a token = %d, want 401: /metrics must not open the API", status)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, logs)
+	}
+}
+
+func TestServeMetricsOnTheirOwnListener(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("KUKIE_METRICS_ADDRESS", "127.0.0.1:0")
+	addr, logs, stop := serveInProcess(t)
+	metricsAddr := logs.waitFor(t, "Serving metrics")["address"].(string)
+	if metricsAddr == addr {
+		t.Fatalf("metrics listen on the main address %s", addr)
+	}
+	if status, body := get(t, "http://"+metricsAddr+"/metrics", ""); status != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("GET /metrics on the metrics listener = %d %s", status, body)
+	}
+	if status, _ := get(t, "http://"+addr+"/metrics", ""); status != 404 {
+		t.Fatalf("GET /metrics on the main listener = %d, want 404 once metrics.address is set", status)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, logs)
+	}
+}
