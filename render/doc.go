@@ -4,8 +4,9 @@
 //
 // It owns the steps "locate + edit" and "verify" of the change pipeline: given a
 // repository tree on disk, the Argo CD Applications that deploy from it, a target
-// resource and a change, [Plan] finds where the change belongs (a kustomization
-// entry, an existing patch, the resource's own document, or a new patch), edits only
+// resource and a change, [Plan] finds where the change belongs (a kustomization's
+// replicas or images entry, an existing patch, the resource's own document, a new
+// replicas or images entry, or a new patch), edits only
 // the bytes of that spot (through package render/yamledit), renders every affected
 // Application before and after exactly as Argo CD would (kustomize through krusty
 // with Argo CD's default options; plain directories as their parsed documents), and

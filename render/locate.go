@@ -19,13 +19,15 @@ import (
 
 // Strategies, in the order they are tried.
 const (
-	strategyReplicasEntry = "replicas entry"
-	strategyImagesEntry   = "images entry"
-	strategyExistingPatch = "existing patch"
-	strategyInlinePatch   = "existing inline patch"
-	strategyInPlace       = "in place"
-	strategyNewPatch      = "new patch"
-	strategyNewFile       = "new file"
+	strategyReplicasEntry    = "replicas entry"
+	strategyImagesEntry      = "images entry"
+	strategyExistingPatch    = "existing patch"
+	strategyInlinePatch      = "existing inline patch"
+	strategyNewReplicasEntry = "new replicas entry"
+	strategyNewImagesEntry   = "new images entry"
+	strategyInPlace          = "in place"
+	strategyNewPatch         = "new patch"
+	strategyNewFile          = "new file"
 )
 
 func (p *planner) planChange(ctx context.Context) (*Result, error) {
@@ -457,22 +459,26 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 		}}
 	}
 
-	// (1) The overlay already sets the field.
+	// (1) The overlay already sets the field: its replicas or images entry, then a
+	// patch that sets it (a new transformer entry would leave that patch's value
+	// dead, since kustomize runs the transformers after the patches).
+	var entries []candidateBuilder
 	if c.Replicas != nil {
 		for _, r := range root.k.Replicas {
 			if r.Name == sourceName || r.Name == target.name {
-				builders = append(builders, kustEdit(strategyReplicasEntry, yamledit.Op{
-					Path: yamledit.Path{yamledit.K("replicas"), yamledit.M("name", r.Name), yamledit.K("count")}, Kind: yamledit.OpSet, Value: c.Replicas.Count,
-				}))
+				entries = append(entries, kustEdit(strategyReplicasEntry, replicasCountOp(r.Name, c.Replicas.Count)))
 			}
 		}
 	}
 	if c.Image != nil {
-		builders = append(builders, p.imagesEntryBuilders(root, target, src, kustEdit)...)
+		entries = append(entries, p.imagesEntryBuilders(root, target, src, kustEdit)...)
 	}
-	builders = append(builders, p.patchBuilders(root, target, src, expected)...)
+	builders = append(builders, entries...)
+	setting, others := p.patchBuilders(root, target, src, expected)
+	builders = append(builders, setting...)
 
-	// (2) The resource's document lives in the overlay's own folder.
+	// (2) The resource's document lives in the overlay's own folder: editing it
+	// leaves no value that a later layer overrides.
 	if src != nil && (root.dir == "." || strings.HasPrefix(src.file, root.dir+"/")) {
 		builders = append(builders, candidateBuilder{strategy: strategyInPlace, files: []string{src.file}, build: func() (*candidate, error) {
 			ops, err := changeOps(src.obj, target.kind, c, inPlace, target.body, expected)
@@ -483,7 +489,15 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 		}})
 	}
 
-	// (3) A new strategic-merge patch in the overlay with an explicit target.
+	// (3) A new replicas or images entry, when the overlay has none for the target:
+	// the transformer applies to every object of the kustomization with that name
+	// or image, so verification keeps it only when nothing else changes.
+	if len(entries) == 0 {
+		builders = append(builders, p.newEntryBuilders(target, sourceName, kustEdit)...)
+	}
+	builders = append(builders, others...)
+
+	// (4) A new patch in the overlay with an explicit target.
 	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, expected))
 	return builders, nil
 }
@@ -530,9 +544,48 @@ func (p *planner) imagesEntryBuilders(root *kustNode, target *object, src *sourc
 	return out
 }
 
-// patchBuilders offers the overlay's existing patches of the target, those that
-// already set the field first.
-func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, expected map[string]any) []candidateBuilder {
+func replicasCountOp(name string, count int64) yamledit.Op {
+	return yamledit.Op{Path: yamledit.Path{yamledit.K("replicas"), yamledit.M("name", name), yamledit.K("count")}, Kind: yamledit.OpSet, Value: count}
+}
+
+// newEntryBuilders add a replicas or images entry for the target to the overlay's
+// kustomization (creating the list when there is none), as kustomize edit set
+// replicas / set image would: replicas by the name the object has where the
+// overlay's transformers see it (its source name, else its rendered name), images
+// by the name the container's image has there, with newTag or digest.
+func (p *planner) newEntryBuilders(target *object, sourceName string, kustEdit func(string, ...yamledit.Op) candidateBuilder) []candidateBuilder {
+	c := p.req.Change
+	switch {
+	case c.Replicas != nil:
+		out := []candidateBuilder{kustEdit(strategyNewReplicasEntry, replicasCountOp(sourceName, c.Replicas.Count))}
+		if target.name != sourceName {
+			out = append(out, kustEdit(strategyNewReplicasEntry, replicasCountOp(target.name, c.Replicas.Count)))
+		}
+		return out
+	case c.Image != nil:
+		rct, ok := findContainer(target.body, target.kind, c.Image.Container)
+		if !ok {
+			return nil
+		}
+		img, _ := rct.body["image"].(string)
+		name := parseImageRef(img).name
+		if name == "" {
+			return nil
+		}
+		field, value := "newTag", c.Image.Tag
+		if c.Image.Digest != "" {
+			field, value = "digest", c.Image.Digest
+		}
+		return []candidateBuilder{kustEdit(strategyNewImagesEntry, yamledit.Op{
+			Path: yamledit.Path{yamledit.K("images"), yamledit.M("name", name), yamledit.K(field)}, Kind: yamledit.OpSet, Value: scalar(value),
+		})}
+	}
+	return nil
+}
+
+// patchBuilders offers the overlay's existing patches of the target: first those
+// that already set the field, then the others.
+func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, expected map[string]any) (setting, others []candidateBuilder) {
 	type scored struct {
 		b     candidateBuilder
 		score int
@@ -594,11 +647,14 @@ func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, 
 		}
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].score < found[j].score })
-	out := make([]candidateBuilder, 0, len(found))
 	for _, f := range found {
-		out = append(out, f.b)
+		if f.score == 0 {
+			setting = append(setting, f.b)
+		} else {
+			others = append(others, f.b)
+		}
 	}
-	return out
+	return setting, others
 }
 
 func looksLikeJSONPatch(data []byte) bool {

@@ -132,8 +132,9 @@ func TestEditThroughSymlinkIsMadeToTheRealFile(t *testing.T) {
 	}{
 		"file symlink": {fileLinkedApp, []string{"bases/web/deployment.yaml"}},
 		"path symlink": {pathLinkedApp, []string{"bases/web/deployment.yaml"}},
-		// The base is not the overlay's own folder, whatever its name: a patch.
-		"directory symlink": {dirLinkedApp, []string{"apps/dir-linked/kukie-deployment-web.yaml", "apps/dir-linked/kustomization.yaml"}},
+		// The base is not the overlay's own folder, whatever its name: a replicas
+		// entry in the overlay.
+		"directory symlink": {dirLinkedApp, []string{"apps/dir-linked/kustomization.yaml"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -190,7 +190,7 @@ type Request struct {
 type Result struct {
 	// App is the Application the change was made for.
 	App string `json:"app"`
-	// Strategy says where the edit went, e.g. "images entry", "in place", "new patch".
+	// Strategy says where the edit went, e.g. "images entry", "new images entry", "in place", "new patch".
 	Strategy string     `json:"strategy"`
 	Edits    []FileEdit `json:"edits"`
 	// GitDiff is a unified diff in git's format, with secret values masked.

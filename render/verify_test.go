@@ -292,7 +292,7 @@ func TestConcurrentPlans(t *testing.T) {
 			res, err := Plan(context.Background(), Request{RepoDir: repo,
 				Apps:   []Application{{Name: name, Path: name, SourceType: SourceKustomize, Namespace: name}},
 				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: name + "-web"}, Change: Change{Replicas: &Replicas{Count: int64(3 + i)}}})
-			if err == nil && res.Strategy != strategyNewPatch {
+			if err == nil && res.Strategy != strategyNewReplicasEntry {
 				err = errors.New("unexpected strategy " + res.Strategy)
 			}
 			errs <- err
