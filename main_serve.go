@@ -14,6 +14,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/logging"
+	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -278,13 +279,16 @@ func serve(ctx context.Context, cfg config.Config, profile config.Profile, log z
 		return err
 	}
 
-	metrics, serveMetricsApart, releaseMetrics, err := mountMetrics(ctx, cfg, srv)
+	registry, serveMetricsApart, releaseMetrics, err := mountMetrics(ctx, cfg, srv)
 	if err != nil {
 		return err
 	}
+	if err := registry.Register(metrics.StoreCollector{Store: db}); err != nil {
+		return fmt.Errorf("register store metrics: %w", err)
+	}
 	// Closing a listener the metrics server already closed is harmless.
 	defer releaseMetrics()
-	env := serveEnv{Config: cfg, Profile: profile, DB: db, Server: srv, Logger: log, Metrics: metrics}
+	env := serveEnv{Config: cfg, Profile: profile, DB: db, Server: srv, Logger: log, Metrics: registry}
 	var background []func(context.Context) error
 	var names []string
 	if serveMetricsApart != nil {

@@ -12,7 +12,7 @@ func TestServeExposesMetricsWithoutAToken(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /metrics without a token = %d %s, want 200", status, body)
 	}
-	for _, name := range []string{"go_goroutines", "process_start_time_seconds"} {
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds"} {
 		if !strings.Contains(body, "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s:\n%s", name, body)
 		}
