@@ -181,18 +181,16 @@ func compareValues(segs []string, want, got any, out *[]difference, limit int) {
 
 // comparer compares two normalized values field by field. Lists whose items all
 // carry a unique name (containers, env, ports, volumes) are compared by name, and
-// their order is part of the comparison; floating names (new env entries that
-// reference no other variable) may sit anywhere, since a strategic-merge patch
-// cannot choose where a new entry lands.
+// their order is part of the comparison (env order decides what $(VAR) references
+// see).
 type comparer struct {
-	limit    int
-	floating map[string]bool
+	limit int
 }
 
 // compare walks both values depth first; segs is the path so far, shared between
 // calls and copied only into a recorded difference.
 func (c comparer) compare(segs []string, want, got any, out *[]difference) {
-	if len(*out) >= c.limit || (c.floating == nil && equalValues(want, got)) {
+	if len(*out) >= c.limit || equalValues(want, got) {
 		return
 	}
 	child := func(s string) []string { return append(segs, s) }
@@ -316,11 +314,10 @@ func (c comparer) compareNamed(segs []string, wl, gl []any, wn, gn []string, out
 			*out = append(*out, difference{segs: clonePath(child("[name=" + n + "]")), want: absent{}, got: gl[j]})
 		}
 	}
-	isEnv := len(segs) > 0 && segs[len(segs)-1] == "env"
 	order := func(names []string, other map[string]int) []string {
 		var kept []string
 		for _, n := range names {
-			if _, both := other[n]; both && !(isEnv && c.floating[n]) {
+			if _, both := other[n]; both {
 				kept = append(kept, n)
 			}
 		}

@@ -27,6 +27,7 @@ const (
 	strategyNewImagesEntry   = "new images entry"
 	strategyInPlace          = "in place"
 	strategyNewPatch         = "new patch"
+	strategyNewJSONPatch     = "new JSON 6902 patch"
 	strategyNewFile          = "new file"
 )
 
@@ -53,7 +54,7 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if deepEqual(target.body, expected) {
 		return nil, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): there is nothing to change", p.req.Target, p.req.Change.describe())}
 	}
-	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected, floating: floatingEnv(target, p.req.Change)}
+	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected}
 
 	var builders []candidateBuilder
 	switch app.SourceType {
@@ -497,8 +498,20 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	}
 	builders = append(builders, others...)
 
-	// (4) A new patch in the overlay with an explicit target.
-	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, expected))
+	// (4) A new patch in the overlay with an explicit target: strategic merge, and
+	// for env a JSON 6902 patch after it, since a strategic-merge patch puts the
+	// entries it names first while existing entries keep their place and new ones go
+	// last (env order decides what $(VAR) references see).
+	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewPatch, func() ([]byte, error) {
+		return strategicMergePatch(target.apiVersion, target.kind, sourceName, c, target.body, expected)
+	}))
+	if c.Env != nil {
+		if ct, ok := findContainer(target.body, target.kind, c.Env.Container); ok && len(envList(ct.body)) > 0 {
+			builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewJSONPatch, func() ([]byte, error) {
+				return envJSONPatch(target.kind, ct, c.Env)
+			}))
+		}
+	}
 	return builders, nil
 }
 
@@ -702,10 +715,12 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 	return candidateBuilder{}, false
 }
 
-func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName string, expected map[string]any) candidateBuilder {
+// newPatchBuilder writes the patch content makes as a new file of the overlay,
+// listed in its patches with an explicit target.
+func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName, strategy string, content func() ([]byte, error)) candidateBuilder {
 	fname := newPatchFileName(target.kind, sourceName)
 	file := path.Join(root.dir, fname)
-	return candidateBuilder{strategy: strategyNewPatch, files: []string{file, root.file}, build: func() (*candidate, error) {
+	return candidateBuilder{strategy: strategy, files: []string{file, root.file}, build: func() (*candidate, error) {
 		st := p.t.stat(file)
 		if st.err != nil {
 			return nil, st.err
@@ -718,7 +733,7 @@ func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc
 			}
 			return nil, notApplicable("%s already exists but %s does not list it; rename or list it first", file, root.file)
 		}
-		content, err := strategicMergePatch(target.apiVersion, target.kind, sourceName, p.req.Change, target.body, expected)
+		data, err := content()
 		if err != nil {
 			return nil, err
 		}
@@ -744,8 +759,8 @@ func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc
 			return nil, err
 		}
 		return &candidate{
-			strategy: strategyNewPatch,
-			files:    map[string][]byte{file: content, root.file: kust},
+			strategy: strategy,
+			files:    map[string][]byte{file: data, root.file: kust},
 			created:  map[string]bool{file: true},
 			warnings: ws,
 		}, nil
@@ -762,24 +777,4 @@ func (p *planner) patchTargetNamespace(root *kustNode, target *object, src *sour
 		return src.namespace
 	}
 	return ""
-}
-
-// floatingEnv lists the env entries a change adds that reference no other variable:
-// their position does not change what the container sees, and a strategic-merge
-// patch cannot choose it.
-func floatingEnv(target *object, c Change) map[string]bool {
-	if c.Env == nil {
-		return nil
-	}
-	ct, ok := findContainer(target.body, target.kind, c.Env.Container)
-	if !ok {
-		return nil
-	}
-	out := map[string]bool{}
-	for name, value := range c.Env.Set {
-		if _, exists := envEntry(ct.body, name); !exists && !strings.Contains(value, "$(") {
-			out[name] = true
-		}
-	}
-	return out
 }

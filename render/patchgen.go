@@ -3,6 +3,8 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -125,4 +127,69 @@ func strategicMergePatch(apiVersion, kind, name string, c Change, rendered, expe
 	}
 	doc := mapNode("apiVersion", apiVersion, "kind", kind, "metadata", meta, "spec", spec)
 	return encodeNode(doc)
+}
+
+func envList(ct map[string]any) []any {
+	env, _ := ct["env"].([]any)
+	return env
+}
+
+// envJSONPatch writes a JSON 6902 patch that makes env change e to container ct of
+// a kind object: changed entries replaced where they are, removed ones removed, new
+// ones appended in name order. Every entry addressed by index is first tested to
+// carry its name, so the patch fails instead of changing another variable when the
+// base's env order changes.
+func envJSONPatch(kind string, ct container, e *Env) ([]byte, error) {
+	base := "/" + strings.Join(podSpecPath(kind), "/") + "/" + ct.list + "/" + strconv.Itoa(ct.index) + "/env"
+	at := map[string]int{}
+	for i, it := range envList(ct.body) {
+		if m, ok := it.(map[string]any); ok {
+			if n, ok := m["name"].(string); ok {
+				at[n] = i
+			}
+		}
+	}
+	var tests, replaces, removes, adds []*yaml.Node
+	op := func(kind, pointer string, value ...*yaml.Node) *yaml.Node {
+		n := mapNode("op", kind, "path", pointer)
+		if len(value) == 1 {
+			n.Content = append(n.Content, strNode("value"), value[0])
+		}
+		return n
+	}
+	var touched []int
+	for _, n := range sortedKeys(e.Set) {
+		entry := mapNode("name", n, "value", e.Set[n])
+		if i, ok := at[n]; ok {
+			touched = append(touched, i)
+			replaces = append(replaces, op("replace", base+"/"+strconv.Itoa(i), entry))
+		} else {
+			adds = append(adds, op("add", base+"/-", entry))
+		}
+	}
+	var gone []int
+	for _, n := range e.Unset {
+		if i, ok := at[n]; ok {
+			touched = append(touched, i)
+			gone = append(gone, i)
+		}
+	}
+	sort.Ints(touched)
+	names := make(map[int]string, len(at))
+	for n, i := range at {
+		names[i] = n
+	}
+	for _, i := range touched {
+		tests = append(tests, op("test", base+"/"+strconv.Itoa(i)+"/name", strNode(names[i])))
+	}
+	// Removed from the last, so the indexes of the others hold.
+	sort.Sort(sort.Reverse(sort.IntSlice(gone)))
+	for _, i := range gone {
+		removes = append(removes, op("remove", base+"/"+strconv.Itoa(i)))
+	}
+	ops := append(append(append(tests, replaces...), removes...), adds...)
+	if len(ops) == 0 {
+		return nil, notApplicable("the env change names no variable of container %s", ct.body["name"])
+	}
+	return encodeNode(seqNode(ops...))
 }

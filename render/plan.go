@@ -526,11 +526,7 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 			default:
 				var diffs []difference
 				wb, gb := forComparison(w), forComparison(g)
-				cmp := comparer{limit: maxReportedDifferences}
-				if ce, ok := exp.(*changeExpectation); ok && app.Name == p.primary.Name && k == ce.target {
-					cmp.floating = ce.floating
-				}
-				cmp.compare(nil, wb, gb, &diffs)
+				compareValues(nil, wb, gb, &diffs, maxReportedDifferences)
 				if len(diffs) > 0 {
 					lines = append(lines, k.String()+": "+strings.Join(describeDifferences(w, diffs), ", "))
 				}
@@ -639,8 +635,6 @@ type changeExpectation struct {
 	primary  string
 	target   objKey
 	expected map[string]any
-	// floating are new env entries whose position in the list does not matter.
-	floating map[string]bool
 }
 
 func (e *changeExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {

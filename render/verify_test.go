@@ -139,7 +139,7 @@ func expectationFor(t *testing.T, p *planner) *changeExpectation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &changeExpectation{primary: p.primary.Name, target: target.key(p.primary.Namespace), expected: expected, floating: floatingEnv(target, p.req.Change)}
+	return &changeExpectation{primary: p.primary.Name, target: target.key(p.primary.Namespace), expected: expected}
 }
 
 // TestRefusalsFromTheFilesystem covers refusals that need files a golden case
