@@ -14,6 +14,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -159,9 +160,15 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	observer, err := metrics.NewPipeline(env.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
+	cfg := pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID())
+	cfg.Observer = observer
 	return plan.New(env.DB, w.clusters, plan.RenderEngine{Renders: renders}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
-		plan.StoreConnections{DB: env.DB}, pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID()), plan.Hooks{}), nil
+		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
 }
 
 // pipelineConfig is the pipeline's configuration from the service's (validated) one.

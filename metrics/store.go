@@ -1,7 +1,3 @@
-// Package metrics holds the service's Prometheus collectors that are not recorded
-// where the work happens: gauges of what the database holds (plans by state, the
-// webhook inbox), read at scrape time so every replica reports the same shared
-// truth without keeping counts of its own in step.
 package metrics
 
 import (

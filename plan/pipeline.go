@@ -35,6 +35,9 @@ type Config struct {
 	PublicURL string
 	// BotLogin is the App's own login ("<slug>[bot]"); its pushes are not "someone else".
 	BotLogin string
+	// Observer is told of transitions, steps, refusals and deploys, for metrics;
+	// nil observes nothing.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -49,6 +52,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeployPoll <= 0 {
 		c.DeployPoll = DefaultDeployPoll
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	return c
 }
@@ -222,6 +228,7 @@ func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request
 	if !created {
 		return stored, false, nil
 	}
+	p.cfg.Observer.Transition("", StatusDeciding)
 	if hctx, held, ok, err := p.hold(ctx, stored.Code); err == nil && ok {
 		decided, derr := p.stepDecide(hctx, stored, req.ExpectedPath)
 		held.end(ctx, true)
@@ -301,7 +308,11 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 // step runs the next step of pl and reports whether the run is done.
 func (p *Pipeline) step(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
 	var err error
-	switch Status(pl.Status) {
+	state := Status(pl.Status)
+	if state != StatusPROpen || pl.CheckRunID == 0 {
+		defer func(start time.Time) { p.cfg.Observer.Step(state, time.Since(start)) }(time.Now())
+	}
+	switch state {
 	case StatusDeciding:
 		pl, err = p.stepDecide(ctx, pl, "")
 	case StatusPreparing:
@@ -362,6 +373,7 @@ func (p *Pipeline) save(ctx context.Context, pl store.Plan, pay Payload, to Stat
 		return pl, err
 	}
 	zerolog.Ctx(ctx).Info().Str("plan", pl.Code).Str("from", string(from)).Str("to", string(to)).Str("step", step).Msg("Plan step recorded")
+	p.observeSaved(ctx, from, saved)
 	if len(released) > 0 {
 		p.wakeWaiters(ctx, saved.Code)
 	}

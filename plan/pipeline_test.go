@@ -264,6 +264,8 @@ type env struct {
 	engine plan.Renderer
 	conns  *connections
 	repos  plan.GitHubRepos
+	// observer, when set, is the pipeline's.
+	observer plan.Observer
 }
 
 // newEnv builds a fake GitHub with the repository installed, a team and a pipeline's
@@ -300,7 +302,7 @@ func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	}
 	p := plan.New(e.db, e.cluster, r, e.repos, e.conns, plan.Config{
 		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
-		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), Observer: e.observer,
 	}, hooks)
 	e.t.Cleanup(p.Close)
 	return p

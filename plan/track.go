@@ -280,6 +280,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 		return stored, err
 	}
 	if created {
+		p.cfg.Observer.Transition("", StatusDeciding)
 		if _, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 			pl.RolledBackBy = stored.Code
 			return Status(pl.Status), "rollback", "revert opened as plan " + stored.Code, nil

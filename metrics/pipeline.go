@@ -1,0 +1,73 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukie/kukie-gitops/plan"
+)
+
+// Pipeline records what the change pipeline does; it is the pipeline's
+// plan.Observer. Its labels are states, step states and error codes: fixed sets.
+type Pipeline struct {
+	transitions *prometheus.CounterVec
+	steps       *prometheus.HistogramVec
+	refusals    *prometheus.CounterVec
+	deploy      prometheus.Histogram
+}
+
+// NewPipeline registers the pipeline's metrics on reg.
+func NewPipeline(reg prometheus.Registerer) (*Pipeline, error) {
+	m := &Pipeline{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_plan_transitions_total",
+			Help: `Recorded moves of plans between states; from is "new" for a plan created.`,
+		}, []string{"from", "to"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kukie_plan_step_duration_seconds",
+			Help: "Duration of one run of a pipeline step, by the state it runs in (deciding, preparing, committing, pr_open, merged, deploying).",
+			// Steps span a decision (milliseconds) to a render of a large repository or
+			// a wait on GitHub (minutes).
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10),
+		}, []string{"step"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_plan_refusals_total",
+			Help: "Plans refused, by error code.",
+		}, []string{"code"}),
+		deploy: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kukie_plan_deploy_latency_seconds",
+			Help:    "Time from a plan's merge to its being deployed (healthy in the cluster).",
+			Buckets: []float64{5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600},
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.transitions, m.steps, m.refusals, m.deploy} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register pipeline metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Transition implements plan.Observer.
+func (m *Pipeline) Transition(from, to plan.Status) {
+	f := string(from)
+	if f == "" {
+		f = "new"
+	}
+	m.transitions.WithLabelValues(f, string(to)).Inc()
+}
+
+// Step implements plan.Observer.
+func (m *Pipeline) Step(state plan.Status, d time.Duration) {
+	m.steps.WithLabelValues(string(state)).Observe(d.Seconds())
+}
+
+// Refused implements plan.Observer.
+func (m *Pipeline) Refused(code string) { m.refusals.WithLabelValues(code).Inc() }
+
+// Deployed implements plan.Observer.
+func (m *Pipeline) Deployed(d time.Duration) { m.deploy.Observe(d.Seconds()) }
+
+var _ plan.Observer = (*Pipeline)(nil)

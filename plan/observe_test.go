@@ -1,0 +1,115 @@
+package plan_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// recorder is an observer that keeps what it was told.
+type recorder struct {
+	mu          sync.Mutex
+	transitions []string
+	steps       []plan.Status
+	refused     []string
+	deployed    []time.Duration
+}
+
+func (r *recorder) Transition(from, to plan.Status) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.transitions = append(r.transitions, fmt.Sprintf("%s>%s", from, to))
+}
+
+func (r *recorder) Step(state plan.Status, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d < 0 {
+		panic("negative step duration")
+	}
+	r.steps = append(r.steps, state)
+}
+
+func (r *recorder) Refused(code string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused = append(r.refused, code)
+}
+
+func (r *recorder) Deployed(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deployed = append(r.deployed, d)
+}
+
+func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		rec := &recorder{}
+		e.observer = rec
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl := e.submitOpen(ctx, p, scale(4, "k1"))
+		mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
+		e.pullMerged(ctx, p, pl, mergeSHA)
+		e.waitStatus(pl.Code, plan.StatusDeploying)
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		e.waitStatus(pl.Code, plan.StatusDeployed)
+		p.Close()
+
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		want := ">deciding deciding>preparing preparing>committing committing>pr_open pr_open>merged merged>deploying deploying>deployed"
+		if got := strings.Join(rec.transitions, " "); got != want {
+			t.Errorf("transitions %s, want %s", got, want)
+		}
+		for _, s := range []plan.Status{plan.StatusPreparing, plan.StatusCommitting, plan.StatusMerged, plan.StatusDeploying} {
+			if !slices.Contains(rec.steps, s) {
+				t.Errorf("no step observed in %s; observed %v", s, rec.steps)
+			}
+		}
+		if len(rec.deployed) != 1 {
+			t.Fatalf("deploys observed %v, want one", rec.deployed)
+		}
+		if len(rec.refused) != 0 {
+			t.Errorf("refusals %v, want none", rec.refused)
+		}
+	})
+}
+
+func TestPipelineObserverSeesRefusalsByCode(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		rec := &recorder{}
+		e.observer = rec
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		req := scale(2, "")
+		req.Target.Name = "adhoc"
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(pl.Code, plan.StatusRefused)
+		p.Close()
+
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if fmt.Sprint(rec.refused) != fmt.Sprint([]string{plan.CodeNotGitOpsManaged}) {
+			t.Errorf("refusals %v, want [%s]", rec.refused, plan.CodeNotGitOpsManaged)
+		}
+		if got := strings.Join(rec.transitions, " "); got != ">deciding deciding>refused" {
+			t.Errorf("transitions %s", got)
+		}
+	})
+}
