@@ -682,6 +682,8 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 	var pointer string
 	var value any
 	switch {
+	case c.Env != nil:
+		return p.jsonPatchEnvBuilder(root, ref, data, target)
 	case c.Replicas != nil:
 		pointer, value = "/spec/replicas", c.Replicas.Count
 	case c.Image != nil:
@@ -717,6 +719,32 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 
 // newPatchBuilder writes the patch content makes as a new file of the overlay,
 // listed in its patches with an explicit target.
+// jsonPatchEnvBuilder appends the operations of an env change to a JSON 6902 patch
+// file of the target: they run after the patch's own operations, on the env those
+// leave, which is the env rendered now. An inline patch is left to a new patch.
+func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
+	ct, ok := findContainer(target.body, target.kind, p.req.Change.Env.Container)
+	if ref.inline != "" || !ok || len(envList(ct.body)) == 0 {
+		return candidateBuilder{}, false
+	}
+	var ops []any
+	if err := yaml.Unmarshal(data, &ops); err != nil || len(ops) == 0 || strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
+		return candidateBuilder{}, false
+	}
+	return candidateBuilder{strategy: strategyExistingPatch, files: []string{ref.file}, build: func() (*candidate, error) {
+		more, err := envJSONPatch(target.kind, ct, p.req.Change.Env)
+		if err != nil {
+			return nil, err
+		}
+		out := append([]byte{}, data...)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		out = append(out, more...)
+		return &candidate{strategy: strategyExistingPatch, files: map[string][]byte{ref.file: out}}, nil
+	}}, true
+}
+
 func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName, strategy string, content func() ([]byte, error)) candidateBuilder {
 	fname := newPatchFileName(target.kind, sourceName)
 	file := path.Join(root.dir, fname)
