@@ -47,6 +47,19 @@ func NewPipeline(reg prometheus.Registerer) (*Pipeline, error) {
 			return nil, fmt.Errorf("register pipeline metrics: %w", err)
 		}
 	}
+	// Every move the state machine allows and every step is reported from the start,
+	// at zero, so rates and alerts have a series before the first occurrence.
+	m.transitions.WithLabelValues("new", string(plan.StatusDeciding))
+	for _, from := range plan.AllStatuses {
+		for _, to := range plan.AllStatuses {
+			if from != to && plan.CanMove(from, to) {
+				m.transitions.WithLabelValues(string(from), string(to))
+			}
+		}
+	}
+	for _, s := range plan.StepStates {
+		m.steps.WithLabelValues(string(s))
+	}
 	return m, nil
 }
 

@@ -305,6 +305,10 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 	}
 }
 
+// StepStates are the states a plan is in when the pipeline runs a step of its own
+// (see step); the others wait for a person, a webhook or another plan.
+var StepStates = []Status{StatusDeciding, StatusPreparing, StatusCommitting, StatusPROpen, StatusMerged, StatusDeploying}
+
 // step runs the next step of pl and reports whether the run is done.
 func (p *Pipeline) step(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
 	var err error
