@@ -10,6 +10,7 @@ import (
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
@@ -127,7 +128,11 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	for i, build := range webhookHandlers {
 		handlers[i] = build(base)
 	}
-	inbox, err := handler.NewInbox(env.DB, handler.InboxOptions{Retention: cfg.Webhooks.Retention}, handlers...)
+	inboxMetrics, err := metrics.NewInbox(env.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	inbox, err := handler.NewInbox(env.DB, handler.InboxOptions{Retention: cfg.Webhooks.Retention, Outcome: inboxMetrics.Outcome}, handlers...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
@@ -55,7 +56,8 @@ func exportedNames(t *testing.T, exposition string) map[string]bool {
 // TestMonitoringFilesUseOnlyExportedMetrics checks the Grafana dashboard and the
 // alerting rules against what the service exports: /metrics of a service started
 // with a GitHub App (so the GitHub client and the pipeline register theirs), plus the
-// refusal counter, whose series exist only once a plan was refused with a code.
+// refusal and webhook outcome counters, whose series exist only once a plan was
+// refused or a delivery attempted.
 func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 	queries, alerts := dashboardQueries(t), alertRules(t)
 	t.Chdir(t.TempDir())
@@ -79,13 +81,19 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		}
 	}
 
-	// A refusal, as the pipeline reports it, on the metrics the service uses.
+	// A refusal and a webhook outcome, as the pipeline and the inbox report them, on
+	// the constructors the service uses.
 	reg := prometheus.NewRegistry()
 	m, err := metrics.NewPipeline(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Refused(plan.CodeNotGitOpsManaged)
+	inbox, err := metrics.NewInbox(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox.Outcome("push", handler.OutcomeProcessed)
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

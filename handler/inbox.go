@@ -54,7 +54,21 @@ type InboxOptions struct {
 	// Retention is how long a done delivery is kept; older ones are deleted every
 	// PruneInterval. Failed and waiting deliveries are kept whatever their age.
 	Retention, PruneInterval time.Duration
+	// Outcome, when set, is told each recorded outcome of an attempt (one of the
+	// Outcome* values), for metrics. event is the delivery's event type when a
+	// handler takes it and "other" otherwise, so its values stay a fixed set.
+	Outcome func(event, outcome string)
 }
+
+// Outcomes of one attempt at a delivery, as InboxOptions.Outcome is told them.
+const (
+	OutcomeProcessed   = "processed"    // handled, done
+	OutcomeIgnored     = "ignored"      // no handler takes the event, done
+	OutcomeSkipped     = "skipped"      // the handler cannot act on it, done with a reason
+	OutcomeFailed      = "failed"       // given up: a permanent error or attempts used up
+	OutcomeRateLimited = "rate_limited" // deferred until GitHub's rate limit resets
+	OutcomeRetried     = "retried"      // failed, will be tried again after a backoff
+)
 
 func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 	if o.Workers <= 0 {
@@ -238,7 +252,7 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 
 	h, ok := in.handlers[d.Event]
 	if !ok {
-		return in.record(ctx, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
+		return in.finish(ctx, d, OutcomeIgnored, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
 	}
 	// Finish well inside the lease, so no other worker can claim the delivery while
 	// this one still works on it. The deadline counts from the claim, not from now:
@@ -255,11 +269,11 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 	cancel()
 	if err == nil {
 		logger.Debug().Msg("Webhook delivery processed")
-		return in.record(ctx, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
+		return in.finish(ctx, d, OutcomeProcessed, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
 	}
 	if reason, ok := SkipReason(err); ok {
 		logger.Warn().Str("reason", reason).Msg("Webhook delivery skipped")
-		return in.record(ctx, in.db.SkipWebhookDelivery(ctx, d.Claim(), truncate(reason, maxErrorLength)))
+		return in.finish(ctx, d, OutcomeSkipped, in.db.SkipWebhookDelivery(ctx, d.Claim(), truncate(reason, maxErrorLength)))
 	}
 	if ctx.Err() != nil {
 		// Shutting down: leave the delivery leased; it is claimed again later.
@@ -268,7 +282,7 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 	reason := truncate(err.Error(), maxErrorLength)
 	if IsPermanent(err) {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
-		return in.record(ctx, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
+		return in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
 	now := time.Now()
 	if at, ok := github.RetryAt(err, now); ok {
@@ -276,16 +290,32 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 		// of 0 cannot spin and replicas do not all come back in the same second.
 		at = maxTime(at, now).Add(retryDelay(in.opts.RetryBase, in.opts.RetryCap, 1))
 		logger.Warn().Err(err).Time("retry_at", at).Msg("Webhook delivery rate limited by GitHub; will retry after the limit")
-		return in.record(ctx, in.db.DeferWebhookDeliveryUntil(ctx, d.Claim(), reason, at))
+		return in.finish(ctx, d, OutcomeRateLimited, in.db.DeferWebhookDeliveryUntil(ctx, d.Claim(), reason, at))
 	}
 	counted := d.Attempts - d.FreeAttempts
 	if counted >= in.opts.MaxAttempts {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
-		return in.record(ctx, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
+		return in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
 	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, counted)
 	logger.Warn().Err(err).Dur("retry_in", delay).Msg("Webhook delivery failed; will retry")
-	return in.record(ctx, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
+	return in.finish(ctx, d, OutcomeRetried, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
+}
+
+// finish records the outcome of an attempt at d (see record) and, once the store has
+// taken it, reports it to InboxOptions.Outcome.
+func (in *Inbox) finish(ctx context.Context, d store.WebhookDelivery, outcome string, err error) error {
+	if err != nil {
+		return in.record(ctx, err)
+	}
+	if in.opts.Outcome != nil {
+		event := "other"
+		if _, ok := in.handlers[d.Event]; ok {
+			event = d.Event
+		}
+		in.opts.Outcome(event, outcome)
+	}
+	return nil
 }
 
 // record checks the store's answer to a delivery's outcome. ErrLeaseLost means this
