@@ -164,10 +164,14 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	renderMetrics, err := metrics.NewRender(env.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	cfg := pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID())
 	cfg.Observer = observer
-	return plan.New(env.DB, w.clusters, plan.RenderEngine{Renders: renders}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+	return plan.New(env.DB, w.clusters, plan.RenderEngine{Renders: renders, Observer: renderMetrics}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
 		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 )
 
 const (
@@ -56,8 +57,8 @@ func exportedNames(t *testing.T, exposition string) map[string]bool {
 // TestMonitoringFilesUseOnlyExportedMetrics checks the Grafana dashboard and the
 // alerting rules against what the service exports: /metrics of a service started
 // with a GitHub App (so the GitHub client and the pipeline register theirs), plus the
-// refusal and webhook outcome counters, whose series exist only once a plan was
-// refused or a delivery attempted.
+// refusal, webhook outcome and render metrics, whose series exist only once a plan
+// was refused, a delivery attempted or an Application rendered.
 func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 	queries, alerts := dashboardQueries(t), alertRules(t)
 	t.Chdir(t.TempDir())
@@ -81,8 +82,8 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		}
 	}
 
-	// A refusal and a webhook outcome, as the pipeline and the inbox report them, on
-	// the constructors the service uses.
+	// A refusal, a webhook outcome and a render, as the pipeline, the inbox and the
+	// render engine report them, on the constructors the service uses.
 	reg := prometheus.NewRegistry()
 	m, err := metrics.NewPipeline(reg)
 	if err != nil {
@@ -94,6 +95,11 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	inbox.Outcome("push", handler.OutcomeProcessed)
+	renders, err := metrics.NewRender(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renders.Rendered(render.SourceKustomize, time.Second, 3, nil)
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

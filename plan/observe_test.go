@@ -12,6 +12,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -110,6 +111,37 @@ func TestPipelineObserverSeesRefusalsByCode(t *testing.T) {
 		}
 		if got := strings.Join(rec.transitions, " "); got != ">deciding deciding>refused" {
 			t.Errorf("transitions %s", got)
+		}
+	})
+}
+
+// renders is a render.Observer that counts successful renders by source type.
+type renders struct {
+	mu sync.Mutex
+	ok map[render.SourceType]int
+}
+
+func (r *renders) Rendered(st render.SourceType, _ time.Duration, objects int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil && objects > 0 {
+		r.ok[st]++
+	}
+}
+
+func TestRenderEngineObserverSeesThePlansRenders(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		rec := &renders{ok: map[render.SourceType]int{}}
+		e.engine = plan.RenderEngine{Observer: rec}
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		e.submitOpen(ctx, p, scale(4, "k1"))
+		p.Close()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.ok[render.SourceDirectory] == 0 {
+			t.Fatalf("renders observed %v, want the Directory app's", rec.ok)
 		}
 	})
 }

@@ -15,10 +15,13 @@ type RenderEngine struct {
 	// second plan on the same commit (another change, a retry, a re-prepare) does
 	// not build the unchanged tree again. Every edited tree is still rendered fresh.
 	Renders *github.RenderCache
+	// Observer, when set, is told of every Application render, for metrics.
+	Observer render.Observer
 }
 
 // Plan implements Renderer.
 func (e RenderEngine) Plan(ctx context.Context, at Commit, req render.Request) (*render.Result, error) {
+	ctx = e.observed(ctx)
 	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
 		req.BeforeRender = e.cachedBefore(at, req.RepoDir)
 	}
@@ -27,6 +30,7 @@ func (e RenderEngine) Plan(ctx context.Context, at Commit, req render.Request) (
 
 // Revert implements Renderer.
 func (e RenderEngine) Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error) {
+	ctx = e.observed(ctx)
 	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
 		req.BeforeRender = e.cachedBefore(at, req.RepoDir)
 	}
@@ -34,6 +38,14 @@ func (e RenderEngine) Revert(ctx context.Context, at, original Commit, req rende
 		req.OriginalRender = e.cachedBefore(original, req.OriginalDir)
 	}
 	return render.Revert(ctx, req)
+}
+
+// observed is ctx carrying the engine's observer, if it has one.
+func (e RenderEngine) observed(ctx context.Context) context.Context {
+	if e.Observer == nil {
+		return ctx
+	}
+	return render.WithObserver(ctx, e.Observer)
 }
 
 // cachedBefore renders apps of the tree of at (in dir) through the cache. A cache

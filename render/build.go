@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -100,7 +101,14 @@ func renderApp(ctx context.Context, v *view, app Application, origin bool) ([]*o
 	if err := contextError(ctx); err != nil {
 		return nil, err
 	}
-	v = v.metered(ctx)
+	start := time.Now()
+	objs, err := renderSource(ctx, v.metered(ctx), app, origin)
+	observeRender(ctx, app, start, len(objs), err)
+	return objs, err
+}
+
+// renderSource renders app by its source type.
+func renderSource(ctx context.Context, v *view, app Application, origin bool) ([]*object, error) {
 	switch app.SourceType {
 	case SourceDirectory:
 		return renderDirectory(v, app)
