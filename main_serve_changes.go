@@ -123,7 +123,11 @@ func (w *changeWiring) kubeClusters(env serveEnv) (plan.KubeClusters, error) {
 			return plan.KubeClusters{}, err
 		}
 	}
-	w.clusters = plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{}), Credentials: box,
+	reads, err := metrics.NewCluster(env.Metrics)
+	if err != nil {
+		return plan.KubeClusters{}, err
+	}
+	w.clusters = plan.KubeClusters{DB: env.DB, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: box,
 		InClusterTeams: env.Config.Clusters.InClusterTeams}
 	w.clustersBuilt = true
 	return w.clusters, nil

@@ -57,8 +57,9 @@ func exportedNames(t *testing.T, exposition string) map[string]bool {
 // TestMonitoringFilesUseOnlyExportedMetrics checks the Grafana dashboard and the
 // alerting rules against what the service exports: /metrics of a service started
 // with a GitHub App (so the GitHub client and the pipeline register theirs), plus the
-// refusal, webhook outcome and render metrics, whose series exist only once a plan
-// was refused, a delivery attempted or an Application rendered.
+// refusal, webhook outcome, render and cluster read metrics, whose series exist only
+// once a plan was refused, a delivery attempted, an Application rendered or a
+// cluster read.
 func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 	queries, alerts := dashboardQueries(t), alertRules(t)
 	t.Chdir(t.TempDir())
@@ -82,8 +83,9 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		}
 	}
 
-	// A refusal, a webhook outcome and a render, as the pipeline, the inbox and the
-	// render engine report them, on the constructors the service uses.
+	// A refusal, a webhook outcome, a render and a cluster read, as the pipeline, the
+	// inbox, the render engine and the cluster registry report them, on the
+	// constructors the service uses.
 	reg := prometheus.NewRegistry()
 	m, err := metrics.NewPipeline(reg)
 	if err != nil {
@@ -100,6 +102,11 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	renders.Rendered(render.SourceKustomize, time.Second, 3, nil)
+	clusters, err := metrics.NewCluster(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters.Read("resource", "ok")
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -49,8 +49,9 @@ func (c *Cluster) applications(ctx context.Context, mode ReadMode) (*appSnapshot
 		return c.listApplications(ctx)
 	})
 	if err != nil {
-		return nil, notInstalledIfNotFound(err)
+		return nil, c.observeRead("applications", notInstalledIfNotFound(err))
 	}
+	_ = c.observeRead("applications", nil)
 	return v.(*appSnapshot), nil
 }
 
@@ -119,10 +120,11 @@ func (c *Cluster) GetApplication(ctx context.Context, namespace, name string, mo
 	})
 	if err != nil {
 		if apierrors.IsNotFound(err) && !c.servesApplications(ctx) {
-			return argocd.Application{}, notInstalledIfNotFound(err)
+			return argocd.Application{}, c.observeRead("application", notInstalledIfNotFound(err))
 		}
-		return argocd.Application{}, err
+		return argocd.Application{}, c.observeRead("application", err)
 	}
+	_ = c.observeRead("application", nil)
 	return v.(argocd.Application), nil
 }
 

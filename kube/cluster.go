@@ -26,6 +26,7 @@
 // left), and waiting for one of the cluster's Options.Concurrency slots counts against
 // it. Errors are *Error values classified as argocd.FailureNotInstalled, Forbidden,
 // Unreachable, NotFound or Other by client-go and net error types.
+// Options.Observer, when set, is told each read's outcome class, for metrics.
 //
 // Cache: identical reads of one cluster within Options.CacheTTL share one API call and
 // concurrent identical reads wait on a single request; a Refresh read re-reads only if
@@ -100,6 +101,34 @@ type Options struct {
 	Clock clock.PassiveClock
 	// WrapTransport wraps the HTTP transport, for metrics or request counting.
 	WrapTransport transport.WrapperFunc
+	// Observer, when set, is told the outcome of every read, for metrics.
+	Observer ReadObserver
+}
+
+// ReadObserver is told of each read of a cluster: read is "applications" (the
+// list), "application" or "resource"; outcome is "ok" or the read's failure class
+// (not_installed, forbidden, unreachable, not_found, error). Both are fixed sets.
+// Calls must not block.
+type ReadObserver interface {
+	Read(read, outcome string)
+}
+
+// observeRead reports a read's outcome to the observer and returns err unchanged.
+func (c *Cluster) observeRead(read string, err error) error {
+	if c.opts.Observer == nil {
+		return err
+	}
+	outcome := "ok"
+	if err != nil {
+		var ke *Error
+		if errors.As(err, &ke) {
+			outcome = string(ke.Class)
+		} else {
+			outcome = string(Classify(err))
+		}
+	}
+	c.opts.Observer.Read(read, outcome)
+	return err
 }
 
 func (o Options) withDefaults() Options {

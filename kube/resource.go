@@ -25,7 +25,8 @@ func (c *Cluster) GetResource(ctx context.Context, ref argocd.ResourceRef, mode 
 
 // getResource returns the shared cached object (read-only) and ref completed with its
 // version and scope.
-func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode ReadMode) (*unstructured.Unstructured, argocd.ResourceRef, error) {
+func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode ReadMode) (_ *unstructured.Unstructured, _ argocd.ResourceRef, err error) {
+	defer func() { err = c.observeRead("resource", err) }()
 	kind, err := c.mapKind(ctx, ref.GroupKind(), ref.Version)
 	if err != nil {
 		return nil, ref, err
