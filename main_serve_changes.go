@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -167,6 +168,9 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 	observer, err := metrics.NewPipeline(env.Metrics)
 	if err != nil {
 		return nil, err
+	}
+	if err := env.Metrics.Register(metrics.CacheCollector{"archive": archives, "render": renders}); err != nil {
+		return nil, fmt.Errorf("register cache metrics: %w", err)
 	}
 	renderMetrics, err := metrics.NewRender(env.Metrics)
 	if err != nil {

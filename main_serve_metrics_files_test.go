@@ -77,7 +77,7 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		t.Fatalf("GET /metrics = %d %s", status, body)
 	}
 	exported := exportedNames(t, body)
-	for _, name := range []string{"kukie_github_requests_total", "kukie_plan_transitions_total", "kukie_plan_step_duration_seconds", "kukie_plans"} {
+	for _, name := range []string{"kukie_github_requests_total", "kukie_plan_transitions_total", "kukie_plan_step_duration_seconds", "kukie_plans", "kukie_cache_lookups_total"} {
 		if !exported[name] {
 			t.Fatalf("the service does not export %s:\n%s", name, body)
 		}

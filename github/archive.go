@@ -71,6 +71,8 @@ type ArchiveCache struct {
 	limits ArchiveLimits
 	lru    *diskLRU
 	flight singleflight.Group
+
+	hits, misses atomic.Int64
 }
 
 // NewArchiveCache opens (creating if needed) a cache under dir holding at most
@@ -98,8 +100,11 @@ func (c *ArchiveCache) Get(ctx context.Context, repo, sha string, fetch Fetcher)
 	}
 	key := repo + "@" + sha
 	if snap := c.acquire(key, repo, sha); snap != nil {
+		c.hits.Add(1)
 		return snap, nil
 	}
+	// A miss whether this call downloads or waits on another's download.
+	c.misses.Add(1)
 	_, err, _ := c.flight.Do(key, func() (any, error) {
 		if c.lru.has(key) {
 			return nil, nil
@@ -467,14 +472,20 @@ func (c *RenderCache) Store(key string, out []byte) error {
 	return nil
 }
 
-// RenderCacheStats counts lookups since the cache was opened.
-type RenderCacheStats struct {
+// CacheStats counts a cache's lookups since it was opened.
+type CacheStats struct {
 	Hits, Misses int64
 }
 
 // Stats returns the lookups answered from the cache and those that were not.
-func (c *RenderCache) Stats() RenderCacheStats {
-	return RenderCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+func (c *RenderCache) Stats() CacheStats {
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+}
+
+// Stats returns the lookups answered from the cache and those that were not (a
+// download, or a wait on a download in flight).
+func (c *ArchiveCache) Stats() CacheStats {
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
 }
 
 // diskLRU tracks files or folders on disk by key and removes the least recently used

@@ -69,6 +69,11 @@ func TestArchiveCacheDownloadsOncePerCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap.Release()
+	// The eight racing lookups missed (one downloaded, the rest waited on it) unless
+	// one came after the download; the last one was a hit.
+	if st := cache.Stats(); st.Hits+st.Misses != 9 || st.Misses == 0 || st.Hits == 0 {
+		t.Fatalf("stats %+v, want 9 lookups, the first a miss and the last a hit", st)
+	}
 }
 
 func tarball(t *testing.T, entries []tar.Header, contents map[string]string) []byte {
