@@ -53,13 +53,19 @@ func (r *recorder) Deployed(d time.Duration) {
 	r.deployed = append(r.deployed, d)
 }
 
+// observedPipeline starts a pipeline whose observer is the returned recorder.
+func observedPipeline(t *testing.T, db *store.DB) (*env, *recorder, *plan.Pipeline) {
+	t.Helper()
+	e := newEnv(t, db)
+	rec := &recorder{}
+	e.observer = rec
+	return e, rec, e.startedPipeline(context.Background(), plan.Hooks{})
+}
+
 func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		rec := &recorder{}
-		e.observer = rec
+		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
-		p := e.startedPipeline(ctx, plan.Hooks{})
 		pl := e.submitOpen(ctx, p, scale(4, "k1"))
 		mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
 		e.pullMerged(ctx, p, pl, mergeSHA)
@@ -90,11 +96,8 @@ func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 
 func TestPipelineObserverSeesRefusalsByCode(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		rec := &recorder{}
-		e.observer = rec
+		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
-		p := e.startedPipeline(ctx, plan.Hooks{})
 		req := scale(2, "")
 		req.Target.Name = "adhoc"
 		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", req)
