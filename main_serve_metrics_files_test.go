@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/metrics"
@@ -57,9 +59,9 @@ func exportedNames(t *testing.T, exposition string) map[string]bool {
 // TestMonitoringFilesUseOnlyExportedMetrics checks the Grafana dashboard and the
 // alerting rules against what the service exports: /metrics of a service started
 // with a GitHub App (so the GitHub client and the pipeline register theirs), plus the
-// refusal, webhook outcome, render and cluster read metrics, whose series exist only
-// once a plan was refused, a delivery attempted, an Application rendered or a
-// cluster read.
+// refusal, webhook outcome, render, cluster read and rate-limit metrics, whose series
+// exist only once a plan was refused, a delivery attempted, an Application
+// rendered, a cluster read or a rate limit reported.
 func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 	queries, alerts := dashboardQueries(t), alertRules(t)
 	t.Chdir(t.TempDir())
@@ -107,6 +109,22 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusters.Read("resource", "ok")
+	// The rate-limit gauge of an installation appears with GitHub's first report,
+	// which the fake sends on a rate-limited answer.
+	cc, err := github.NewClientCreator(github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL()}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh.CreateRepo(t, "acme", "deploy", map[string]string{"a": "1\n"}, "main")
+	inst := gh.CreateInstallation(t, "acme", "deploy")
+	gh.InjectFault(githubtest.PrimaryRateLimit(time.Now().Add(time.Hour)).On("GET", "/repos/acme/deploy"))
+	client, err := cc.NewInstallationClient(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := client.Repositories.Get(context.Background(), "acme", "deploy"); err == nil {
+		t.Fatal("the rate-limited read succeeded")
+	}
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

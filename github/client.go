@@ -9,13 +9,17 @@ package github
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	gogithub "github.com/google/go-github/v62/github"
 	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/shurcooL/githubv4"
+	"golang.org/x/oauth2"
 
 	"github.com/kukie/kukie-gitops/secret"
 )
@@ -115,28 +119,64 @@ func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCr
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client: %w", err)
 	}
-	var ghc githubapp.Config
-	ghc.WebURL = cfg.WebURL
-	ghc.V3APIURL = cfg.APIURL
-	ghc.V4APIURL = cfg.GraphQLURL
-	ghc.App.IntegrationID = cfg.AppID
-	ghc.App.PrivateKey = cfg.PrivateKey.Reveal()
-
-	cc, err := githubapp.NewDefaultCachingClientCreator(ghc,
-		githubapp.WithClientUserAgent(cfg.UserAgent),
-		githubapp.WithClientTimeout(cfg.Timeout),
-		githubapp.WithClientCaching(true, func() httpcache.Cache {
-			return newBoundedCache(cacheMaxBytes, cacheMaxEntryBytes)
-		}),
-		githubapp.WithClientMiddleware(
-			// Paths and status codes only: request and response bodies may carry
-			// installation tokens and are never logged.
-			githubapp.ClientLogging(zerolog.DebugLevel),
-			metrics.middleware,
-		),
-	)
+	// One delegate per rate limit, each counting its clients' requests under its
+	// own label: the App's own (JWT) requests, people's tokens, and each
+	// installation's. Delegates only hold settings; the clients they create are
+	// cached by installation below.
+	creator := func(label string) githubapp.ClientCreator {
+		return githubapp.NewClientCreator(cfg.APIURL, cfg.GraphQLURL, cfg.AppID, []byte(cfg.PrivateKey.Reveal()),
+			githubapp.WithClientUserAgent(cfg.UserAgent),
+			githubapp.WithClientTimeout(cfg.Timeout),
+			githubapp.WithClientCaching(true, func() httpcache.Cache {
+				return newBoundedCache(cacheMaxBytes, cacheMaxEntryBytes)
+			}),
+			githubapp.WithClientMiddleware(
+				// Paths and status codes only: request and response bodies may carry
+				// installation tokens and are never logged.
+				githubapp.ClientLogging(zerolog.DebugLevel),
+				metrics.middleware(label),
+			),
+		)
+	}
+	cc, err := githubapp.NewCachingClientCreator(byRateLimit{app: creator("app"), user: creator("user"), installation: creator},
+		githubapp.DefaultCachingClientCapacity)
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client: %w", err)
 	}
 	return cc, nil
+}
+
+// byRateLimit creates each client with the delegate of its rate limit, so the
+// rate-limit gauge is reported per installation.
+type byRateLimit struct {
+	app, user    githubapp.ClientCreator
+	installation func(label string) githubapp.ClientCreator
+}
+
+func (c byRateLimit) NewAppClient() (*gogithub.Client, error) { return c.app.NewAppClient() }
+
+func (c byRateLimit) NewAppV4Client() (*githubv4.Client, error) { return c.app.NewAppV4Client() }
+
+func (c byRateLimit) NewInstallationClient(id int64) (*gogithub.Client, error) {
+	return c.installation(strconv.FormatInt(id, 10)).NewInstallationClient(id)
+}
+
+func (c byRateLimit) NewInstallationV4Client(id int64) (*githubv4.Client, error) {
+	return c.installation(strconv.FormatInt(id, 10)).NewInstallationV4Client(id)
+}
+
+func (c byRateLimit) NewTokenSourceClient(ts oauth2.TokenSource) (*gogithub.Client, error) {
+	return c.user.NewTokenSourceClient(ts)
+}
+
+func (c byRateLimit) NewTokenSourceV4Client(ts oauth2.TokenSource) (*githubv4.Client, error) {
+	return c.user.NewTokenSourceV4Client(ts)
+}
+
+func (c byRateLimit) NewTokenClient(token string) (*gogithub.Client, error) {
+	return c.user.NewTokenClient(token)
+}
+
+func (c byRateLimit) NewTokenV4Client(token string) (*githubv4.Client, error) {
+	return c.user.NewTokenV4Client(token)
 }

@@ -17,7 +17,7 @@ import (
 type clientMetrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	remaining prometheus.Gauge
+	remaining *prometheus.GaugeVec
 }
 
 func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
@@ -31,10 +31,10 @@ func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
 			Help:    "Duration of requests to the GitHub API.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method"}),
-		remaining: prometheus.NewGauge(prometheus.GaugeOpts{
+		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kukie_github_rate_limit_remaining",
-			Help: "Requests left in the current rate limit window, as last reported by GitHub.",
-		}),
+			Help: "Requests left in the current rate limit window, as last reported by GitHub, per installation id (\"app\": the App's own requests, \"user\": people's tokens).",
+		}, []string{"installation"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -54,7 +54,18 @@ func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
 	return m, nil
 }
 
-func (m *clientMetrics) middleware(next http.RoundTripper) http.RoundTripper {
+// middleware counts the requests of clients of one rate limit: an installation's
+// id, "app" or "user". Each installation has a limit of its own, so one gauge for
+// all would jump between them.
+func (m *clientMetrics) middleware(installation string) githubapp.ClientMiddleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return m.count(installation, next)
+	}
+}
+
+// count measures the requests through next. The rate-limit series of installation
+// appears with GitHub's first report, never as a 0 nobody reported.
+func (m *clientMetrics) count(installation string, next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		start := time.Now()
 		res, err := next.RoundTrip(r)
@@ -66,7 +77,7 @@ func (m *clientMetrics) middleware(next http.RoundTripper) http.RoundTripper {
 				cached = "true"
 			}
 			if v, perr := strconv.ParseFloat(res.Header.Get("X-RateLimit-Remaining"), 64); perr == nil {
-				m.remaining.Set(v)
+				m.remaining.WithLabelValues(installation).Set(v)
 			}
 		}
 		m.requests.WithLabelValues(r.Method, status, cached).Inc()
@@ -90,5 +101,3 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-var _ githubapp.ClientMiddleware = (&clientMetrics{}).middleware
