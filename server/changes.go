@@ -412,6 +412,9 @@ func (a *ChangesAPI) listApps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !a.clusterExists(w, r, t, r.PathValue("cluster")) {
+		return
+	}
 	list, err := a.Apps.AppList(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: r.PathValue("cluster")})
 	if err != nil {
 		writeClusterError(w, err)
@@ -432,6 +435,9 @@ func (a *ChangesAPI) getApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cluster, ns, name := r.PathValue("cluster"), r.PathValue("namespace"), r.PathValue("name")
+	if !a.clusterExists(w, r, t, cluster) {
+		return
+	}
 	detail, err := a.Apps.AppDetail(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: cluster}, ns, name)
 	if err != nil {
 		writeClusterError(w, err)

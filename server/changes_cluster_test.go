@@ -68,6 +68,27 @@ func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
 				})
 			}
 		}
+		for _, cluster := range []string{"nowhere", "staging"} {
+			for route, docPath := range map[string]string{
+				"/api/v1/clusters/" + cluster + "/argocd/apps":            "/api/v1/clusters/{cluster}/argocd/apps",
+				"/api/v1/clusters/" + cluster + "/argocd/apps/argocd/web": "/api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}",
+			} {
+				t.Run("GET "+route, func(t *testing.T) {
+					status, answer := callAs(srv, token, "GET", route, "")
+					if status != http.StatusNotFound {
+						t.Fatalf("GET %s = %d, want 404: %s", route, status, answer)
+					}
+					wantCode(t, answer, CodeClusterNotFound)
+					resp, ok := doc.Paths[docPath]["get"].Responses[fmt.Sprint(status)]
+					if !ok {
+						t.Fatalf("404 of GET %s is not documented", docPath)
+					}
+					if err := doc.conforms(resp.Content["application/json"].Schema, answer); err != nil {
+						t.Errorf("answer does not match the document: %v\n%s", err, answer)
+					}
+				})
+			}
+		}
 		plans, err := db.ListPlans(ctx, store.PlanFilter{TeamID: shop.ID})
 		if err != nil {
 			t.Fatal(err)
