@@ -155,12 +155,14 @@ func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
 	}
-	if out.Verdict != "verified" || !out.Written || out.Result.Strategy != "existing patch" {
+	// The overlay sets no replicas yet, and its one patch is about logging: the
+	// change goes into a replicas: entry of the overlay's kustomization.
+	if out.Verdict != "verified" || !out.Written || out.Result.Strategy != "new replicas entry" {
 		t.Fatalf("unexpected result: %+v", out)
 	}
-	patch, err := os.ReadFile(filepath.Join(repo, "apps/web-staging/debug-logging.yaml"))
-	if err != nil || !strings.Contains(string(patch), "replicas: 2") {
-		t.Fatalf("edit not written: %v\n%s", err, patch)
+	kustomization, err := os.ReadFile(filepath.Join(repo, "apps/web-staging/kustomization.yaml"))
+	if err != nil || !strings.Contains(string(kustomization), "replicas:\n  - name: web\n    count: 2\n") {
+		t.Fatalf("edit not written: %v\n%s", err, kustomization)
 	}
 	// Planning again on the written tree finds nothing left to do.
 	code, _, stderr = runPlanCmd(t, "--repo", repo, "--app", "apps/web-staging", "--type", "Kustomize", "--namespace", "web-staging",
