@@ -47,7 +47,9 @@ func (p *Pipeline) observeSaved(ctx context.Context, from Status, saved store.Pl
 	}
 	// The merge is the last move into merged: a plan redeployed after deploy_failed
 	// is measured from its merge, like the first attempt.
-	events, err := p.db.PlanEvents(ctx, saved.Code)
+	// The move is recorded already; a shutdown that cancels ctx right after it must
+	// not lose its measurement, so the short history read does not follow ctx.
+	events, err := p.db.PlanEvents(context.WithoutCancel(ctx), saved.Code)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", saved.Code).Msg("Reading the plan's history for the deploy latency failed")
 		return
