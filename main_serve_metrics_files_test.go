@@ -156,7 +156,7 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 			t.Errorf("%s uses %s, which the service does not export", strings.Join(slices.Compact(where), ", "), name)
 		}
 	}
-	for _, want := range []string{"KukieWebhookInboxBacklogGrowing", "KukieWebhookDeliveriesFailing", "KukieGitHubRateLimitNearZero", "KukieDeploysFailing"} {
+	for _, want := range []string{"KukieWebhookInboxBacklogGrowing", "KukieWebhookDeliveriesFailing", "KukieGitHubRateLimitNearZero", "KukieDeployTimeouts", "KukieDeploysFailing"} {
 		if _, ok := alerts[want]; !ok {
 			t.Errorf("%s has no alert %s", rulesFile, want)
 		}

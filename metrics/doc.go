@@ -2,7 +2,8 @@
 // the serve wiring builds (never the process-wide default):
 //
 //   - Pipeline is the change pipeline's plan.Observer: transitions, step durations,
-//     refusals by code and the deploy latency from merge, counted where they happen.
+//     refusals by code, the deploy latency from merge and deploy timeouts, counted
+//     where they happen.
 //   - StoreCollector reads gauges of what the database holds (plans by state, the
 //     webhook inbox's depth and oldest pending age) at scrape time, so every replica
 //     reports the same shared truth without keeping counts of its own in step.

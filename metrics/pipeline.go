@@ -16,6 +16,7 @@ type Pipeline struct {
 	steps       *prometheus.HistogramVec
 	refusals    *prometheus.CounterVec
 	deploy      prometheus.Histogram
+	timeouts    prometheus.Counter
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -41,8 +42,15 @@ func NewPipeline(reg prometheus.Registerer) (*Pipeline, error) {
 			Help:    "Time from a plan's merge to its being deployed (healthy in the cluster).",
 			Buckets: []float64{5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600},
 		}),
+		// Apart from the deploying -> deploy_failed transitions, which also count
+		// rollouts that failed: a timeout points at Argo CD not syncing (or a slow
+		// rollout), a failure at the change itself.
+		timeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kukie_plan_deploy_timeouts_total",
+			Help: "Merged plans that ended deploy_failed because they were not deployed within pipeline.deploy_timeout.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.transitions, m.steps, m.refusals, m.deploy} {
+	for _, c := range []prometheus.Collector{m.transitions, m.steps, m.refusals, m.deploy, m.timeouts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register pipeline metrics: %w", err)
 		}
@@ -82,5 +90,8 @@ func (m *Pipeline) Refused(code string) { m.refusals.WithLabelValues(code).Inc()
 
 // Deployed implements plan.Observer.
 func (m *Pipeline) Deployed(d time.Duration) { m.deploy.Observe(d.Seconds()) }
+
+// DeployTimedOut implements plan.Observer.
+func (m *Pipeline) DeployTimedOut() { m.timeouts.Inc() }
 
 var _ plan.Observer = (*Pipeline)(nil)

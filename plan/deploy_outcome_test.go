@@ -15,12 +15,14 @@ import (
 
 // TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout follows merged plans whose
 // deployment does not succeed: a failed sync ends deploy_failed with Argo CD's message,
-// and a sync that never comes ends deploy_failed once the configured timeout passes.
+// and a sync that never comes ends deploy_failed once the configured timeout passes;
+// only the latter is reported to the observer as a deploy timeout.
 func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 	tests := map[string]struct {
-		timeout time.Duration
-		argo    func(c *fakeCluster, mergeSHA string)
-		want    string // in the deployment message
+		timeout  time.Duration
+		argo     func(c *fakeCluster, mergeSHA string)
+		want     string // in the deployment message
+		timedOut bool   // observed as a deploy timeout
 	}{
 		"sync failed": {
 			timeout: time.Minute,
@@ -33,9 +35,10 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 			want:    "Argo CD sync Error: sync Error",
 		},
 		"never synced within the timeout": {
-			timeout: 300 * time.Millisecond,
-			argo:    func(*fakeCluster, string) {},
-			want:    "not deployed within 300ms: Argo CD has not synced the merge commit yet",
+			timeout:  300 * time.Millisecond,
+			argo:     func(*fakeCluster, string) {},
+			want:     "not deployed within 300ms: Argo CD has not synced the merge commit yet",
+			timedOut: true,
 		},
 	}
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
@@ -43,9 +46,10 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, db)
 				ctx := context.Background()
+				rec := &recorder{}
 				p := plan.New(db, e.cluster, e.render, e.repos, e.conns, plan.Config{
 					ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: tc.timeout,
-					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), Observer: rec,
 				}, plan.Hooks{})
 				t.Cleanup(p.Close)
 				pl := e.submitOpen(ctx, p, scale(4, "deploy-"+name))
@@ -75,6 +79,12 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 				}
 				if moved == nil || !strings.Contains(moved.Message, tc.want) {
 					t.Errorf("no deploy_failed event carrying %q in %+v", tc.want, events)
+				}
+				p.Close() // the observer is told after the move is recorded
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				if want := map[bool]int{true: 1}[tc.timedOut]; rec.timeouts != want {
+					t.Errorf("%d deploy timeouts observed, want %d", rec.timeouts, want)
 				}
 			})
 		}

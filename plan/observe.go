@@ -22,6 +22,9 @@ type Observer interface {
 	Refused(code string)
 	// Deployed is a plan that reached deployed, d after it was merged.
 	Deployed(d time.Duration)
+	// DeployTimedOut is a plan moved to deploy_failed because it was not deployed
+	// within the deploy timeout, as opposed to a rollout that failed.
+	DeployTimedOut()
 }
 
 // nopObserver is the observer of a pipeline configured without one.
@@ -31,6 +34,7 @@ func (nopObserver) Transition(Status, Status)  {}
 func (nopObserver) Step(Status, time.Duration) {}
 func (nopObserver) Refused(string)             {}
 func (nopObserver) Deployed(time.Duration)     {}
+func (nopObserver) DeployTimedOut()            {}
 
 // observeSaved reports a recorded move of saved from from.
 func (p *Pipeline) observeSaved(ctx context.Context, from Status, saved store.Plan) {

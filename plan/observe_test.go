@@ -24,6 +24,7 @@ type recorder struct {
 	steps       []plan.Status
 	refused     []string
 	deployed    []time.Duration
+	timeouts    int
 }
 
 func (r *recorder) Transition(from, to plan.Status) {
@@ -51,6 +52,12 @@ func (r *recorder) Deployed(d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deployed = append(r.deployed, d)
+}
+
+func (r *recorder) DeployTimedOut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.timeouts++
 }
 
 // observedPipeline starts a pipeline whose observer is the returned recorder.
@@ -90,6 +97,9 @@ func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 		}
 		if len(rec.refused) != 0 {
 			t.Errorf("refusals %v, want none", rec.refused)
+		}
+		if rec.timeouts != 0 {
+			t.Errorf("%d deploy timeouts observed for a plan deployed in time", rec.timeouts)
 		}
 	})
 }

@@ -389,6 +389,9 @@ func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Pl
 		dep.Message = fmt.Sprintf("not deployed within %s: %s", p.cfg.DeployTimeout, dep.Message)
 		pay.Deployment = &dep
 		saved, err := p.save(ctx, pl, pay, StatusDeployFailed, "system", "deploy", dep.Message)
+		if err == nil {
+			p.cfg.Observer.DeployTimedOut()
+		}
 		return saved, true, err
 	}
 	if pay.Deployment == nil || *pay.Deployment != dep {
