@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -239,7 +240,7 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		// As the service does: the apps that deploy the tree being edited, the
 		// same repository at the same branch.
 		sameTree := func(src argocd.AppSource) bool {
-			return (repoURL == "" || src.RepoURL == "" || normalizeRepoURL(src.RepoURL) == normalizeRepoURL(repoURL)) &&
+			return (repoURL == "" || src.RepoURL == "" || github.SameRepo(src.RepoURL, repoURL)) &&
 				argocd.DeploysBranch(src.TargetRevision, revision)
 		}
 		for _, o := range others {
@@ -325,21 +326,6 @@ func readApplications(p string) ([]argocd.Application, error) {
 		return nil, fmt.Errorf("no Argo CD Application found in %s", p)
 	}
 	return apps, nil
-}
-
-// normalizeRepoURL gives the spellings of one repository URL (https, ssh,
-// scp-like, with or without .git, any case) one form.
-func normalizeRepoURL(u string) string {
-	s := strings.ToLower(strings.TrimSpace(u))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
-	for _, prefix := range []string{"https://", "http://", "ssh://", "git://"} {
-		s = strings.TrimPrefix(s, prefix)
-	}
-	s = strings.TrimPrefix(s, "git@")
-	if host, rest, ok := strings.Cut(s, ":"); ok && !strings.Contains(host, "/") {
-		s = host + "/" + rest
-	}
-	return s
 }
 
 // kindAliases maps kubectl-style kind names to apiVersion and kind.

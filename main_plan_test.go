@@ -324,3 +324,50 @@ func TestPlanCommandLogsKustomizeWarnings(t *testing.T) {
 		}
 	}
 }
+
+// The apps the command verifies are those that deploy the edited tree: the same
+// repository however its URL is spelled, at the same branch. An edit of the base that
+// the staging overlay also builds leaks into the staging app when that app deploys
+// the same repository, and does not when it deploys another.
+func TestPlanCommandVerifiesTheAppsOfTheSameRepositoryHoweverSpelled(t *testing.T) {
+	cases := map[string]struct {
+		repoURL string
+		checked bool
+	}{
+		"same spelling":          {repoURL: "https://github.com/example/deploy.git", checked: true},
+		"scp-like, another case": {repoURL: "git@github.com:Example/Deploy.git", checked: true},
+		"ssh with a port":        {repoURL: "ssh://git@github.com:22/example/deploy", checked: true},
+		"another repository":     {repoURL: "https://github.com/example/other.git", checked: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			apps := t.TempDir()
+			// The primary app deploys the base itself, so its edit reaches the
+			// staging overlay's app too.
+			for file, edit := range map[string][2]string{
+				"web.yaml":         {"path: apps/web", "path: bases/web"},
+				"web-staging.yaml": {"https://github.com/example/deploy.git", tc.repoURL},
+			} {
+				data, err := os.ReadFile(filepath.Join(sampleRepo, "argocd", file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				data = []byte(strings.Replace(string(data), edit[0], edit[1], 1))
+				if err := os.WriteFile(filepath.Join(apps, file), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, stdout, stderr := runPlanCmd(t, "--repo", sampleRepo, "--application", filepath.Join(apps, "web.yaml"), "--applications", apps,
+				"set-resources", "deployment/web", "-c", "web", "--requests", "cpu=300m")
+			if tc.checked {
+				if code != 2 || !strings.Contains(stderr, "Refused (change_leaks)") || !strings.Contains(stderr, "application argocd/web-staging") {
+					t.Fatalf("web-staging (repoURL %s) not verified: exit %d, want 2 with the leak into it\nstdout:\n%s\nstderr:\n%s", tc.repoURL, code, stdout, stderr)
+				}
+				return
+			}
+			if code != 0 || strings.Contains(stdout, "web-staging") {
+				t.Fatalf("web-staging (repoURL %s) of another repository verified: exit %d\nstdout:\n%s\nstderr:\n%s", tc.repoURL, code, stdout, stderr)
+			}
+		})
+	}
+}

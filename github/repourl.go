@@ -46,6 +46,23 @@ func NormalizeRepoURL(raw string) (string, error) {
 	return r.URL(), nil
 }
 
+// SameRepo reports whether two repository URLs name one repository, however each is
+// spelled (see ParseRepoURL). A URL that does not parse as a repository names
+// nothing this package can normalize, so it is the same only as its own spelling.
+func SameRepo(a, b string) bool {
+	ra, errA := ParseRepoURL(a)
+	rb, errB := ParseRepoURL(b)
+	if errA != nil || errB != nil {
+		return strings.TrimSpace(a) == strings.TrimSpace(b)
+	}
+	return ra == rb
+}
+
+// NormalizeFullName returns the key of a repository that a webhook payload or the
+// API spells "owner/name": the lower-case form Repo.FullName gives, under which
+// plans, locks and connections name it.
+func NormalizeFullName(fullName string) string { return strings.ToLower(fullName) }
+
 // ParseRepoURL reads a repository URL as Argo CD and git clients spell it and returns
 // the repository it names. These all name one repository:
 //

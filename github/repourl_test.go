@@ -67,6 +67,44 @@ func TestParseRepoURL(t *testing.T) {
 	}
 }
 
+func TestSameRepo(t *testing.T) {
+	cases := map[string]struct {
+		a, b string
+		want bool
+	}{
+		"https and scp-like":               {a: "https://github.com/Org/Repo.git", b: "git@github.com:org/repo", want: true},
+		"ssh with port and trailing slash": {a: "ssh://git@github.com:22/org/repo.git", b: "https://github.com/org/repo/", want: true},
+		"another repository":               {a: "https://github.com/org/repo", b: "https://github.com/org/other", want: false},
+		"another owner":                    {a: "https://github.com/org/repo", b: "https://github.com/else/repo", want: false},
+		"another host":                     {a: "https://github.com/org/repo", b: "https://ghe.example.com/org/repo", want: false},
+		"unparsed, same spelling":          {a: "https://git.example.com/group/sub/repo", b: " https://git.example.com/group/sub/repo", want: true},
+		"unparsed, other spelling":         {a: "https://git.example.com/group/sub/repo", b: "https://git.example.com/group/sub/repo.git", want: false},
+		"unparsed against parsed":          {a: "https://github.com/org/repo/tree/main", b: "https://github.com/org/repo", want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := SameRepo(tc.a, tc.b); got != tc.want {
+				t.Errorf("SameRepo(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+			if got := SameRepo(tc.b, tc.a); got != tc.want {
+				t.Errorf("SameRepo(%q, %q) = %v, want %v", tc.b, tc.a, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeFullNameIsTheFullNameOfTheParsedRepo(t *testing.T) {
+	for _, full := range []string{"Org/Repo", "org/repo", "My-Org/my_repo.v2"} {
+		r, err := ParseRepoURL("https://github.com/" + full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NormalizeFullName(full); got != r.FullName() {
+			t.Errorf("NormalizeFullName(%q) = %q, want %q as ParseRepoURL names it", full, got, r.FullName())
+		}
+	}
+}
+
 func TestRepoFullName(t *testing.T) {
 	r, err := ParseRepoURL("git@github.com:Org/Repo.git")
 	if err != nil {

@@ -23,7 +23,7 @@ type Pipeline interface {
 }
 
 // repoName is the pipeline's name of a payload's repository.
-func repoName(r repoRef) string { return strings.ToLower(r.FullName) }
+func repoName(r repoRef) string { return github.NormalizeFullName(r.FullName) }
 
 // isPlanBranch reports whether a pull request head is a kukie branch of the same
 // repository (a fork's branch of that name is someone else's).

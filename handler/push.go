@@ -33,7 +33,7 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if !ok || event.Deleted || strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil
 	}
-	return h.Pipeline.BasePushed(ctx, strings.ToLower(event.Repo.FullName), branch, event.After, changedFiles(event))
+	return h.Pipeline.BasePushed(ctx, github.NormalizeFullName(event.Repo.FullName), branch, event.After, changedFiles(event))
 }
 
 // changedFiles lists the files a push touched, or nil when they are unknown (the

@@ -383,7 +383,7 @@ func (p *Pipeline) ConnectionsRevoked(ctx context.Context, revoked []store.RepoC
 		if err != nil {
 			continue
 		}
-		plans, err := p.db.ListPlans(ctx, store.PlanFilter{TeamID: cl.TeamID, Cluster: cl.Name, Repo: strings.ToLower(r.FullName()),
+		plans, err := p.db.ListPlans(ctx, store.PlanFilter{TeamID: cl.TeamID, Cluster: cl.Name, Repo: r.FullName(),
 			Statuses: []string{string(StatusDeciding), string(StatusPreparing), string(StatusWaiting), string(StatusCommitting), string(StatusPROpen), string(StatusFailed)}})
 		if err != nil {
 			errs = append(errs, err)

@@ -89,7 +89,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 	if err != nil {
 		return p.stop(ctx, pl, pay, refusal(CodeUnsupportedSource, "the Application's source %q is not a GitHub repository this service can write to: %v", app.RepoURL, err), "decide")
 	}
-	pl.Repo = strings.ToLower(repo.FullName())
+	pl.Repo = repo.FullName()
 	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, app.RepoURL)
 	if errors.Is(err, ErrRepoNotConnected) {
 		return p.stop(ctx, pl, pay, refusal(CodeRepoNotConnected,
