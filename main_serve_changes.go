@@ -10,6 +10,7 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	changesapi "github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
@@ -17,7 +18,6 @@ import (
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
-	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
@@ -72,7 +72,7 @@ func mountChanges(ctx context.Context, env serveEnv) (func(context.Context) erro
 	if err != nil {
 		return nil, err
 	}
-	api := &server.ChangesAPI{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
+	api := &changesapi.API{Store: env.DB, Pipeline: lazyPipeline{}, Apps: clusters}
 	api.Mount(env.Server)
 	return func(ctx context.Context) error {
 		p, buildErr := changes.state()

@@ -7,11 +7,12 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/metrics"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
@@ -79,13 +80,12 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	if err != nil {
 		return nil, err
 	}
-	api := &appcore.API{
+	api := &setup.API{
 		Store:          env.DB,
 		WebHost:        webHost,
-		WebhookSecret:  cfg.GitHub.WebhookSecret,
 		Credentials:    credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams,
-		AppRepos:       appcore.ApplicationRepos{Clusters: clusters},
+		AppRepos:       setup.ApplicationRepos{Clusters: clusters},
 	}
 	base := handler.Base{Store: env.DB, WebHost: webHost, Revocations: lazyPipeline{}}
 
@@ -136,8 +136,8 @@ func mountGitHubApp(ctx context.Context, env serveEnv) (func(context.Context) er
 	if err != nil {
 		return nil, err
 	}
-	api.Inbox = inbox
 	api.Mount(env.Server)
+	(&webhook.Receiver{Store: env.DB, Secret: cfg.GitHub.WebhookSecret, Inbox: inbox}).Mount(env.Server)
 	return func(ctx context.Context) error {
 		inbox.Run(ctx)
 		return nil

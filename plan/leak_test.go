@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/internal/leakscan"
@@ -86,7 +87,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		(&server.ChangesAPI{Store: db, Pipeline: p}).Mount(srv)
+		(&changes.API{Store: db, Pipeline: p}).Mount(srv)
 		api := httptest.NewServer(srv.Handler())
 		t.Cleanup(api.Close)
 

@@ -1,7 +1,12 @@
 // Package server owns the HTTP front of the service: the net/http server with its
 // timeouts and body limits, the middleware every request passes (request id, request
 // log, panic recovery, team authentication), the health endpoints, JSON answers and
-// errors, and graceful shutdown. It holds no business logic.
+// errors, and graceful shutdown.
+//
+// It is the framework only: it must not hold an endpoint of the service's own
+// (those live in the api/ packages, which mount themselves here), nor reach the
+// database, GitHub or a cluster other than through the Authenticator and the
+// readiness checks it is given.
 //
 // # Mounting routes
 //

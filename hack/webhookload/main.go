@@ -40,10 +40,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -146,8 +146,7 @@ func runInProcess(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	api := &appcore.API{Store: db, WebhookSecret: hookSecret}
-	api.Mount(srv)
+	(&webhook.Receiver{Store: db, Secret: hookSecret}).Mount(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -157,7 +156,7 @@ func runInProcess(ctx context.Context, o options, out io.Writer) error {
 	go func() { served <- srv.Serve(serveCtx, ln) }()
 	defer func() { stop(); <-served }()
 
-	target := "http://" + ln.Addr().String() + appcore.WebhookPath
+	target := "http://" + ln.Addr().String() + webhook.Path
 	res := send(ctx, o, target, hookSecret)
 	res.print(out, fmt.Sprintf("in-process route on %s", db.Dialect()))
 

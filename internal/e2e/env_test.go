@@ -25,6 +25,9 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/kukie/kukie-gitops/api/changes"
+	setupapi "github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -34,7 +37,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,12 +148,13 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&appcore.API{Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
-		WebhookSecret: s.gh.WebhookSecret(), Credentials: box, Inbox: inbox, Installer: installer}).Mount(srv)
-	(&server.ChangesAPI{Store: db, Pipeline: s.pipeline, Apps: clusters}).Mount(srv)
+	(&setupapi.API{Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
+		Credentials: box, Installer: installer}).Mount(srv)
+	(&webhook.Receiver{Store: db, Secret: s.gh.WebhookSecret(), Inbox: inbox}).Mount(srv)
+	(&changes.API{Store: db, Pipeline: s.pipeline, Apps: clusters}).Mount(srv)
 	s.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(s.http.Close)
-	s.gh.SetWebhookURL(s.http.URL + appcore.WebhookPath)
+	s.gh.SetWebhookURL(s.http.URL + webhook.Path)
 
 	runCtx, stop := context.WithCancel(logger.WithContext(ctx))
 	s.runCtx = runCtx
@@ -179,7 +182,7 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	s.mustJSON("POST", "/api/v1/installations/state", nil, http.StatusCreated, &state)
 	setup := url.Values{"installation_id": {strconv.FormatInt(installation, 10)}, "setup_action": {"install"},
 		"state": {state.State}, "code": {s.gh.AuthorizationCode(t, "installer")}}
-	if status, body := s.do("GET", appcore.SetupPath+"?"+setup.Encode(), nil); status != http.StatusOK {
+	if status, body := s.do("GET", setupapi.CallbackPath+"?"+setup.Encode(), nil); status != http.StatusOK {
 		t.Fatalf("setup callback: %d %s", status, body)
 	}
 	s.kubeconfig = s.kube.Kubeconfig

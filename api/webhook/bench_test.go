@@ -1,4 +1,4 @@
-package appcore_test
+package webhook_test
 
 import (
 	"bytes"
@@ -17,9 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/server"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -34,12 +33,11 @@ func BenchmarkWebhookAccept(b *testing.B) {
 			if _, err := db.Migrate(b.Context()); err != nil {
 				b.Fatal(err)
 			}
-			hookSecret := secret.New("bench-secret")
 			srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.New(io.Discard), Auth: db})
 			if err != nil {
 				b.Fatal(err)
 			}
-			(&appcore.API{Store: db, WebhookSecret: hookSecret}).Mount(srv)
+			(&webhook.Receiver{Store: db, Secret: hookSecret}).Mount(srv)
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -55,7 +53,7 @@ func BenchmarkWebhookAccept(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					req, _ := http.NewRequest("POST", ts.URL+appcore.WebhookPath, bytes.NewReader(body))
+					req, _ := http.NewRequest("POST", ts.URL+webhook.Path, bytes.NewReader(body))
 					req.Header.Set("X-GitHub-Event", "push")
 					req.Header.Set("X-GitHub-Delivery", uuid.NewString())
 					req.Header.Set("X-Hub-Signature-256", sig)

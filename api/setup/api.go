@@ -1,9 +1,14 @@
-// Package appcore serves the GitHub App's core endpoints: the installation state and
-// setup callback that bind an installation to a team, the webhook receiver that
-// verifies deliveries and stores them in the durable inbox, clusters and the
-// repositories connected to them, and repository-scoped installation tokens for
-// agents. Mount adds them to a server.Server.
-package appcore
+// Package setup serves what a team sets up before changes can flow, and the tokens
+// its agents then use: the installation state and the setup callback that bind a
+// GitHub App installation to the team, the team's clusters (with their sealed
+// credentials) and the repositories connected to them, and repository-scoped
+// installation tokens for agents. Mount adds the routes to a server.Server.
+//
+// It must not change anything on GitHub or in a cluster, and must not act on
+// webhook deliveries (package webhook stores them, package handler runs them); it
+// reads GitHub only to confirm what a caller claims, and clusters only to suggest
+// repositories.
+package setup
 
 import (
 	"context"
@@ -20,17 +25,13 @@ import (
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
-// Route paths.
-const (
-	WebhookPath = "/webhooks/github"
-	SetupPath   = "/github/setup"
-)
+// CallbackPath is where GitHub sends the browser back after an installation (the
+// App's setup URL).
+const CallbackPath = "/github/setup"
 
 const (
 	// DefaultStateTTL is how long an install link stays valid.
 	DefaultStateTTL = 10 * time.Minute
-	// MaxWebhookBytes is GitHub's cap on a webhook payload.
-	MaxWebhookBytes = 25 << 20
 )
 
 // GitHubApps is what the endpoints ask GitHub; github.Installations implements it.
@@ -58,9 +59,6 @@ type ApplicationRepoLister interface {
 	RepoURLs(ctx context.Context, cluster store.Cluster) ([]string, error)
 }
 
-// Waker is told that a webhook delivery was stored; *handler.Inbox implements it.
-type Waker interface{ Wake() }
-
 // API holds the endpoints' collaborators.
 type API struct {
 	Store  *store.DB
@@ -74,17 +72,12 @@ type API struct {
 	App github.App
 	// WebHost is the GitHub host repositories must live on.
 	WebHost string
-	// WebhookSecret verifies deliveries. Unset, the webhook route refuses every
-	// delivery: unsigned deliveries are never accepted, in any profile.
-	WebhookSecret secret.Secret
 	// Credentials seals cluster kubeconfigs; without a key, kubeconfig
 	// registration is refused.
 	Credentials *sealed.Box
 	// InClusterTeams names the teams that may register a cluster reached with the
 	// service's own service account (in_cluster); empty refuses it to every team.
 	InClusterTeams []string
-	// Inbox, when set, is woken for each stored delivery.
-	Inbox Waker
 	// AppRepos reads the clusters' Applications for repository suggestions
 	// (ApplicationRepos); without it the suggestions endpoint answers 503.
 	AppRepos ApplicationRepoLister
@@ -94,8 +87,7 @@ type API struct {
 
 // Mount adds the endpoints to srv.
 func (a *API) Mount(srv *server.Server) {
-	srv.HandleFunc("POST "+WebhookPath, a.receiveWebhook, server.MaxBody(MaxWebhookBytes))
-	srv.HandleFunc("GET "+SetupPath, a.setup)
+	srv.HandleFunc("GET "+CallbackPath, a.setup)
 	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, server.TeamAuth())
 	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, server.TeamAuth())
 	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, server.TeamAuth())

@@ -1,4 +1,4 @@
-package appcore_test
+package setup_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/secret"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -87,7 +87,7 @@ func TestRegisterClusters(t *testing.T) {
 
 func TestKubeconfigRefusedWithoutKey(t *testing.T) {
 	db := storetest.SQLite(t)
-	e := newEnv(t, db, func(a *appcore.API) { a.Credentials = &sealed.Box{} })
+	e := newEnv(t, db, func(a *setup.API) { a.Credentials = &sealed.Box{} })
 	status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": kubeconfig})
 	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "credentials_key_missing") {
 		t.Fatalf("= %d %s, want 503 credentials_key_missing", status, body)

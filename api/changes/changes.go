@@ -1,4 +1,13 @@
-package server
+// Package changes serves the change API to chat integrations and agents: submitting,
+// reading, cancelling, retrying and rolling back changes, deciding a resource's path,
+// and reading a cluster's Argo CD Applications, each for the caller's team, plus the
+// OpenAPI document that describes these routes (openapi.json, checked against them
+// by a test). Mount adds the routes to a server.Server.
+//
+// It translates HTTP to the pipeline and back, and nothing more: it must not decide a
+// path, edit or render files, or call GitHub or a cluster itself; the pipeline
+// (package plan) does, behind the Pipeline and AppReader interfaces.
+package changes
 
 import (
 	"context"
@@ -15,6 +24,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -24,9 +34,9 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
-// ChangePipeline is what the change API asks of the pipeline; *plan.Pipeline
+// Pipeline is what the change API asks of the pipeline; *plan.Pipeline
 // implements it.
-type ChangePipeline interface {
+type Pipeline interface {
 	Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error)
 	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
 	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
@@ -41,15 +51,15 @@ type AppReader interface {
 	AppDetail(ctx context.Context, cluster plan.ClusterRef, namespace, name string) (argocd.AppDetail, error)
 }
 
-// ChangesAPI serves the change pipeline to the chat integration.
-type ChangesAPI struct {
+// API serves the change pipeline to the chat integration.
+type API struct {
 	Store    *store.DB
-	Pipeline ChangePipeline
+	Pipeline Pipeline
 	Apps     AppReader
 }
 
 // changeRoutes are the routes Mount adds; the OpenAPI test walks the same table.
-func (a *ChangesAPI) changeRoutes() map[string]http.HandlerFunc {
+func (a *API) changeRoutes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"POST /api/v1/changes":                                          a.createChange,
 		"GET /api/v1/changes":                                           a.listChanges,
@@ -64,9 +74,9 @@ func (a *ChangesAPI) changeRoutes() map[string]http.HandlerFunc {
 }
 
 // Mount adds the change API (team-authenticated) and its OpenAPI document to srv.
-func (a *ChangesAPI) Mount(srv *Server) {
+func (a *API) Mount(srv *server.Server) {
 	for pattern, h := range a.changeRoutes() {
-		srv.HandleFunc(pattern, h, TeamAuth())
+		srv.HandleFunc(pattern, h, server.TeamAuth())
 	}
 	srv.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -180,12 +190,12 @@ type changeError struct {
 
 func writePlanError(w http.ResponseWriter, err error) {
 	if errors.Is(err, store.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, plan.CodeNotFound, "no such change for this team")
+		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, "no such change for this team")
 		return
 	}
 	e, ok := plan.AsError(err)
 	if !ok {
-		WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
+		server.WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
 		return
 	}
 	status := http.StatusUnprocessableEntity
@@ -197,13 +207,13 @@ func writePlanError(w http.ResponseWriter, err error) {
 	case plan.CodePipelineUnavailable:
 		status = http.StatusServiceUnavailable
 	}
-	WriteJSON(w, status, changeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
+	server.WriteJSON(w, status, changeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
 }
 
 func teamOf(w http.ResponseWriter, r *http.Request) (store.Team, bool) {
-	t, ok := TeamFrom(r.Context())
+	t, ok := server.TeamFrom(r.Context())
 	if !ok {
-		WriteError(w, http.StatusUnauthorized, "unauthorized", "an API token is required")
+		server.WriteError(w, http.StatusUnauthorized, "unauthorized", "an API token is required")
 	}
 	return t, ok
 }
@@ -217,16 +227,16 @@ const CodeClusterNotFound = "cluster_not_found"
 // clusterExists answers 404 cluster_not_found unless the team has a cluster named
 // name. A change naming another team's cluster, or none, is not a change the
 // pipeline refuses (no plan is stored for it) and has no path to decide.
-func (a *ChangesAPI) clusterExists(w http.ResponseWriter, r *http.Request, t store.Team, name string) bool {
+func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, t store.Team, name string) bool {
 	_, err := a.Store.ClusterByName(r.Context(), t.ID, name)
 	if errors.Is(err, store.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, CodeClusterNotFound,
+		server.WriteError(w, http.StatusNotFound, CodeClusterNotFound,
 			"your team has no cluster named "+strconv.Quote(name)+"; register it with POST /api/v1/clusters")
 		return false
 	}
 	if err != nil {
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("Reading the team's cluster failed")
-		WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
+		server.WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
 		return false
 	}
 	return true
@@ -239,13 +249,13 @@ var decidedRefusals = map[string]bool{
 	plan.CodeAppNotFound: true, plan.CodeUnsupportedSource: true, plan.CodeInvalidRequest: true,
 }
 
-func (a *ChangesAPI) createChange(w http.ResponseWriter, r *http.Request) {
+func (a *API) createChange(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
 	}
 	var req plan.Request
-	if !DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Cluster != "" && !a.clusterExists(w, r, t, req.Cluster) {
@@ -263,7 +273,7 @@ func (a *ChangesAPI) createChange(w http.ResponseWriter, r *http.Request) {
 		if view.Problem != nil {
 			body.Details = view.Problem.Details
 		}
-		WriteJSON(w, http.StatusUnprocessableEntity, body)
+		server.WriteJSON(w, http.StatusUnprocessableEntity, body)
 		return
 	}
 	status := http.StatusAccepted
@@ -271,10 +281,10 @@ func (a *ChangesAPI) createChange(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	w.Header().Set("Location", "/api/v1/changes/"+p.Code)
-	WriteJSON(w, status, view)
+	server.WriteJSON(w, status, view)
 }
 
-func (a *ChangesAPI) getChange(w http.ResponseWriter, r *http.Request) {
+func (a *API) getChange(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
@@ -293,7 +303,7 @@ func (a *ChangesAPI) getChange(w http.ResponseWriter, r *http.Request) {
 	for _, e := range events {
 		view.History = append(view.History, EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
 	}
-	WriteJSON(w, http.StatusOK, view)
+	server.WriteJSON(w, http.StatusOK, view)
 }
 
 // changeList is the answer of GET /api/v1/changes.
@@ -301,7 +311,7 @@ type changeList struct {
 	Changes []ChangeView `json:"changes"`
 }
 
-func (a *ChangesAPI) listChanges(w http.ResponseWriter, r *http.Request) {
+func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
@@ -310,7 +320,7 @@ func (a *ChangesAPI) listChanges(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("status"); s != "" {
 		for _, one := range strings.Split(s, ",") {
 			if !plan.Status(one).Valid() {
-				WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "unknown status "+one)
+				server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "unknown status "+one)
 				return
 			}
 			f.Statuses = append(f.Statuses, one)
@@ -325,16 +335,16 @@ func (a *ChangesAPI) listChanges(w http.ResponseWriter, r *http.Request) {
 	for i, p := range plans {
 		out.Changes[i] = viewOf(p)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	server.WriteJSON(w, http.StatusOK, out)
 }
 
-func (a *ChangesAPI) cancelChange(w http.ResponseWriter, r *http.Request) {
+func (a *API) cancelChange(w http.ResponseWriter, r *http.Request) {
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
 		return a.Pipeline.Cancel(ctx, t.ID, code)
 	}, http.StatusOK)
 }
 
-func (a *ChangesAPI) retryChange(w http.ResponseWriter, r *http.Request) {
+func (a *API) retryChange(w http.ResponseWriter, r *http.Request) {
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
 		return a.Pipeline.Retry(ctx, t.ID, code)
 	}, http.StatusAccepted)
@@ -346,9 +356,9 @@ type rollbackRequest struct {
 	RequestedBy string `json:"requested_by"`
 }
 
-func (a *ChangesAPI) rollbackChange(w http.ResponseWriter, r *http.Request) {
+func (a *API) rollbackChange(w http.ResponseWriter, r *http.Request) {
 	var body rollbackRequest
-	if r.ContentLength != 0 && !DecodeJSON(w, r, &body) {
+	if r.ContentLength != 0 && !server.DecodeJSON(w, r, &body) {
 		return
 	}
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
@@ -356,7 +366,7 @@ func (a *ChangesAPI) rollbackChange(w http.ResponseWriter, r *http.Request) {
 	}, http.StatusAccepted)
 }
 
-func (a *ChangesAPI) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (store.Plan, error), status int) {
+func (a *API) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (store.Plan, error), status int) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
@@ -366,7 +376,7 @@ func (a *ChangesAPI) act(w http.ResponseWriter, r *http.Request, fn func(context
 		writePlanError(w, err)
 		return
 	}
-	WriteJSON(w, status, viewOf(p))
+	server.WriteJSON(w, status, viewOf(p))
 }
 
 // decideRequest is the body of POST /api/v1/decide.
@@ -386,28 +396,28 @@ type decideResponse struct {
 	Decision argocd.Decision     `json:"decision"`
 }
 
-func (a *ChangesAPI) decide(w http.ResponseWriter, r *http.Request) {
+func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
 	}
 	var req decideRequest
-	if !DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
 	if req.Cluster == "" || req.Target.Kind == "" || req.Target.Name == "" || req.Target.APIVersion == "" {
-		WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "cluster and target {apiVersion, kind, name} are required")
+		server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "cluster and target {apiVersion, kind, name} are required")
 		return
 	}
 	if !a.clusterExists(w, r, t, req.Cluster) {
 		return
 	}
 	d := a.Pipeline.Decide(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: req.Cluster}, req.Target)
-	WriteJSON(w, http.StatusOK, decideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
+	server.WriteJSON(w, http.StatusOK, decideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
 		Failure: d.Failure, ArgoCD: d.Payload(), Decision: d})
 }
 
-func (a *ChangesAPI) listApps(w http.ResponseWriter, r *http.Request) {
+func (a *API) listApps(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
@@ -420,7 +430,7 @@ func (a *ChangesAPI) listApps(w http.ResponseWriter, r *http.Request) {
 		writeClusterError(w, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, list)
+	server.WriteJSON(w, http.StatusOK, list)
 }
 
 // appDetailView is an Application with the plans that changed it through kukie.
@@ -429,7 +439,7 @@ type appDetailView struct {
 	Changes []ChangeView `json:"changes"`
 }
 
-func (a *ChangesAPI) getApp(w http.ResponseWriter, r *http.Request) {
+func (a *API) getApp(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
@@ -455,14 +465,14 @@ func (a *ChangesAPI) getApp(w http.ResponseWriter, r *http.Request) {
 			out.Changes = append(out.Changes, viewOf(p))
 		}
 	}
-	WriteJSON(w, http.StatusOK, out)
+	server.WriteJSON(w, http.StatusOK, out)
 }
 
 func writeClusterError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, plan.ErrObjectNotFound), errors.Is(err, store.ErrNotFound):
-		WriteError(w, http.StatusNotFound, plan.CodeNotFound, err.Error())
+		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, err.Error())
 	default:
-		WriteError(w, http.StatusBadGateway, "cluster_unavailable", "the cluster could not be read: "+err.Error())
+		server.WriteError(w, http.StatusBadGateway, "cluster_unavailable", "the cluster could not be read: "+err.Error())
 	}
 }

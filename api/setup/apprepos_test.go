@@ -1,4 +1,4 @@
-package appcore_test
+package setup_test
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/kube/kubetest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
@@ -28,8 +28,8 @@ func TestSuggestionsFromClusterApplications(t *testing.T) {
 	db := storetest.SQLite(t)
 	// Repositories live on github.com while the API is the fake, as with a GitHub
 	// Enterprise web host: Argo CD's ssh spellings carry no port.
-	e := newEnv(t, db, func(a *appcore.API) { a.WebHost = "github.com" })
-	lister := appcore.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: e.api.Credentials}}
+	e := newEnv(t, db, func(a *setup.API) { a.WebHost = "github.com" })
+	lister := setup.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: e.api.Credentials}}
 	e.api.AppRepos = lister
 
 	ns := k.Namespace(t, "argocd")

@@ -1,4 +1,4 @@
-package appcore_test
+package setup_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/plan"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -101,7 +101,7 @@ func TestStoredClusterRefusedAtUse(t *testing.T) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 		}))
 		t.Cleanup(team.Close)
-		e.api.AppRepos = appcore.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}),
+		e.api.AppRepos = setup.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}),
 			Credentials: e.api.Credentials, InClusterTeams: e.api.InClusterTeams}}
 
 		dir := t.TempDir()

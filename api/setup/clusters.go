@@ -1,4 +1,4 @@
-package appcore
+package setup
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package appcore_test
+package setup_test
 
 import (
 	"bytes"
@@ -13,24 +13,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
-	"github.com/kukie/kukie-gitops/server/appcore"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
-// env is the service's GitHub App core running against a fake GitHub and a real
+// env is the setup API and the webhook route running against a fake GitHub and a real
 // database, with two teams.
 type env struct {
 	t       *testing.T
 	gh      *githubtest.Server
 	db      *store.DB
-	api     *appcore.API
+	api     *setup.API
+	hooks   *webhook.Receiver
 	inbox   *handler.Inbox
 	http    *httptest.Server
 	logs    *servicetest.SyncBuffer
@@ -40,7 +42,7 @@ type env struct {
 	tokenA, tokenB secret.Secret
 }
 
-type envOption func(*appcore.API)
+type envOption func(*setup.API)
 
 func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	t.Helper()
@@ -72,10 +74,10 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.api = &appcore.API{
+	e.api = &setup.API{
 		Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
-		WebhookSecret: e.gh.WebhookSecret(), Credentials: box, Inbox: e.inbox,
-		Installer: e.installerCheck(e.gh.ClientSecret()),
+		Credentials: box,
+		Installer:   e.installerCheck(e.gh.ClientSecret()),
 		// The two teams below may use in-cluster access; tests of its refusal use
 		// another team.
 		InClusterTeams: []string{"team-a", "team-b"},
@@ -83,14 +85,16 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(e.api)
 	}
+	e.hooks = &webhook.Receiver{Store: db, Secret: e.gh.WebhookSecret(), Inbox: e.inbox}
 	srv, err := server.New(server.Config{}, server.Deps{Logger: logger, Auth: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.api.Mount(srv)
+	e.hooks.Mount(srv)
 	e.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(e.http.Close)
-	e.gh.SetWebhookURL(e.http.URL + appcore.WebhookPath)
+	e.gh.SetWebhookURL(e.http.URL + webhook.Path)
 
 	e.teamA, e.tokenA = e.team("team-a")
 	e.teamB, e.tokenB = e.team("team-b")
@@ -101,7 +105,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 
 // installerCheck checks installers against the fake with the App's client id and
 // clientSecret.
-func (e *env) installerCheck(clientSecret secret.Secret) appcore.InstallerCheck {
+func (e *env) installerCheck(clientSecret secret.Secret) setup.InstallerCheck {
 	e.t.Helper()
 	cfg := github.Config{AppID: e.gh.AppID(), PrivateKey: e.gh.PrivateKeyPEM(), APIURL: e.gh.APIURL(), WebURL: e.gh.URL(),
 		ClientID: e.gh.ClientID(), ClientSecret: clientSecret}
@@ -115,7 +119,7 @@ func (e *env) installerCheck(clientSecret secret.Secret) appcore.InstallerCheck 
 // withoutInstallerCheck runs the API as a dev run without the App's client
 // credentials does.
 func withoutInstallerCheck() envOption {
-	return func(api *appcore.API) { api.Installer = nil }
+	return func(api *setup.API) { api.Installer = nil }
 }
 
 // installer is the GitHub login of the person of a team (by its API token) who
@@ -179,7 +183,7 @@ func (e *env) state(token secret.Secret) string {
 // callback plays the browser coming back from GitHub.
 func (e *env) callback(query string) (int, string) {
 	e.t.Helper()
-	status, body := e.do("GET", appcore.SetupPath+"?"+query, "", nil)
+	status, body := e.do("GET", setup.CallbackPath+"?"+query, "", nil)
 	return status, string(body)
 }
 

@@ -1,4 +1,9 @@
-package appcore
+// Package webhook owns the GitHub webhook route, POST /webhooks/github: it verifies
+// each delivery's signature over the raw body and stores the delivery in the durable
+// inbox, answering 202 before any work is done. It must not parse an unverified
+// delivery, act on a delivery itself or call GitHub: the inbox's handlers (package
+// handler) do the work, later and with retries.
+package webhook
 
 import (
 	"crypto/hmac"
@@ -11,9 +16,36 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
+
+// Path is the route GitHub delivers to.
+const Path = "/webhooks/github"
+
+// MaxBytes is GitHub's cap on a webhook payload.
+const MaxBytes = 25 << 20
+
+// Waker is told that a delivery was stored; *handler.Inbox implements it.
+type Waker interface{ Wake() }
+
+// Receiver serves the webhook route.
+type Receiver struct {
+	Store *store.DB
+	// Secret verifies deliveries. Unset, the route refuses every delivery: unsigned
+	// deliveries are never accepted, in any profile.
+	Secret secret.Secret
+	// Inbox, when set, is woken for each stored delivery.
+	Inbox Waker
+}
+
+// Mount adds the route to srv, with GitHub's body limit.
+func (rc *Receiver) Mount(srv *server.Server) {
+	srv.HandleFunc("POST "+Path, rc.receive, server.MaxBody(MaxBytes))
+}
 
 // GitHub's webhook headers.
 const (
@@ -26,14 +58,15 @@ const (
 // UUIDs.
 const maxDeliveryIDLength = 100
 
-// receiveWebhook answers POST /webhooks/github. The signature over the raw body is
+// receive answers POST /webhooks/github. The signature over the raw body is
 // checked before anything else; an unverified delivery is neither parsed, nor
 // stored, nor run. A verified one is stored under its delivery id and answered 202:
 // the work happens later in the inbox workers, so GitHub's 10-second limit is never
 // at risk and a crash loses nothing. A delivery id seen before is answered 409,
 // unless that delivery failed: GitHub's "Redeliver" of it is queued again.
-func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
-	if !a.WebhookSecret.IsSet() {
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
+	log := zerolog.Ctx(r.Context())
+	if !rc.Secret.IsSet() {
 		server.WriteError(w, http.StatusServiceUnavailable, "webhook_secret_missing",
 			"no webhook secret is configured, so deliveries cannot be verified and none is accepted")
 		return
@@ -48,8 +81,8 @@ func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusBadRequest, "unreadable_body", "the delivery body could not be read")
 		return
 	}
-	if code, reason := verifySignature(a.WebhookSecret.Reveal(), r.Header.Get(headerSignature), body); code != "" {
-		logger(r).Warn().Str("reason", code).Str("delivery_id", truncate(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
+	if code, reason := verifySignature(rc.Secret.Reveal(), r.Header.Get(headerSignature), body); code != "" {
+		log.Warn().Str("reason", code).Str("delivery_id", truncate(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
 			Msg("Webhook delivery refused: signature")
 		server.WriteError(w, http.StatusUnauthorized, code, reason)
 		return
@@ -80,36 +113,36 @@ func (a *API) receiveWebhook(w http.ResponseWriter, r *http.Request) {
 		DeliveryID: deliveryID, Event: event, Action: envelope.Action,
 		InstallationID: envelope.Installation.ID, Payload: body,
 	}
-	err = a.Store.InsertWebhookDelivery(r.Context(), delivery)
+	err = rc.Store.InsertWebhookDelivery(r.Context(), delivery)
 	status := "queued"
 	if errors.Is(err, store.ErrConflict) {
 		// GitHub's "Redeliver" reuses the delivery id: a delivery that failed is
 		// taken again; one pending, running or done is a duplicate.
 		var requeued bool
-		if requeued, err = a.Store.RequeueFailedWebhookDelivery(r.Context(), delivery); err == nil && requeued {
-			logger(r).Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Redelivery of a failed webhook delivery queued again")
-			a.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery_requeued", SubjectType: "webhook_delivery",
-				SubjectID: deliveryID, Detail: mustJSON(map[string]string{"event": event, "action": envelope.Action})})
+		if requeued, err = rc.Store.RequeueFailedWebhookDelivery(r.Context(), delivery); err == nil && requeued {
+			log.Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Redelivery of a failed webhook delivery queued again")
+			rc.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery_requeued", SubjectType: "webhook_delivery",
+				SubjectID: deliveryID, Detail: detail(map[string]string{"event": event, "action": envelope.Action})})
 			status = "requeued"
 		} else if err == nil {
 			err = store.ErrConflict
 		}
 	}
 	if errors.Is(err, store.ErrConflict) {
-		logger(r).Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Webhook redelivery ignored")
-		a.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery", SubjectType: "webhook_delivery",
-			SubjectID: deliveryID, Detail: mustJSON(map[string]string{"event": event, "action": envelope.Action})})
+		log.Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Webhook redelivery ignored")
+		rc.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery", SubjectType: "webhook_delivery",
+			SubjectID: deliveryID, Detail: detail(map[string]string{"event": event, "action": envelope.Action})})
 		server.WriteError(w, http.StatusConflict, "duplicate_delivery", "this delivery was already received and is queued, running or done; it is processed once")
 		return
 	}
 	if err != nil {
-		logger(r).Error().Err(err).Str("delivery_id", deliveryID).Msg("Storing webhook delivery failed")
+		log.Error().Err(err).Str("delivery_id", deliveryID).Msg("Storing webhook delivery failed")
 		// 503 makes GitHub show the failure; a redelivery will be accepted.
 		server.WriteError(w, http.StatusServiceUnavailable, "store_unavailable", "the delivery could not be stored; redeliver it later")
 		return
 	}
-	if a.Inbox != nil {
-		a.Inbox.Wake()
+	if rc.Inbox != nil {
+		rc.Inbox.Wake()
 	}
 	server.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": deliveryID, "status": status})
 }
@@ -141,4 +174,18 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// audit records an event; a failure is logged, not answered, since the delivery it
+// describes has already been handled.
+func (rc *Receiver) audit(r *http.Request, e store.AuditEvent) {
+	if _, err := rc.Store.RecordAuditEvent(r.Context(), e); err != nil {
+		zerolog.Ctx(r.Context()).Error().Err(err).Str("action", e.Action).Msg("Recording audit event failed")
+	}
+}
+
+// detail encodes an audit detail; a map of strings always encodes.
+func detail(m map[string]string) json.RawMessage {
+	b, _ := json.Marshal(m)
+	return b
 }

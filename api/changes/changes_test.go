@@ -1,4 +1,4 @@
-package server
+package changes
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -168,7 +169,7 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 		}
 	}
 	mounted := map[string]bool{"GET /api/v1/openapi.json": true}
-	for pattern := range (&ChangesAPI{}).changeRoutes() {
+	for pattern := range (&API{}).changeRoutes() {
 		mounted[pattern] = true
 	}
 	for route := range mounted {
@@ -274,7 +275,7 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 
 // changesServer serves the changes API with pipeline on a server authenticating
 // against db, where team shop holds the returned token and has cluster prod.
-func changesServer(t *testing.T, db *store.DB, pipeline ChangePipeline) (*Server, secret.Secret) {
+func changesServer(t *testing.T, db *store.DB, pipeline Pipeline) (*server.Server, secret.Secret) {
 	t.Helper()
 	ctx := context.Background()
 	team, err := db.CreateTeam(ctx, "shop")
@@ -288,17 +289,17 @@ func changesServer(t *testing.T, db *store.DB, pipeline ChangePipeline) (*Server
 	if _, err := db.CreateCluster(ctx, store.Cluster{TeamID: team.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{}, Deps{Logger: zerolog.Nop(), Auth: db})
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&ChangesAPI{Store: db, Pipeline: pipeline, Apps: stubApps{}}).Mount(srv)
+	(&API{Store: db, Pipeline: pipeline, Apps: stubApps{}}).Mount(srv)
 	return srv, token
 }
 
 // callAs sends a JSON request to srv with token and returns the answer's status
 // and body.
-func callAs(srv *Server, token secret.Secret, method, path, body string) (int, []byte) {
+func callAs(srv *server.Server, token secret.Secret, method, path, body string) (int, []byte) {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token.Reveal())
 	req.Header.Set("Content-Type", "application/json")

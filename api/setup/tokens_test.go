@@ -1,4 +1,4 @@
-package appcore_test
+package setup_test
 
 import (
 	"context"

@@ -1,0 +1,149 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+func sign(key secret.Secret, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(key.Reveal()))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// env is the webhook route on a server over a real database, verifying with
+// hookSecret unless the test says otherwise.
+type env struct {
+	t    *testing.T
+	http *httptest.Server
+}
+
+var hookSecret = secret.New("webhook-test-secret")
+
+func newEnv(t *testing.T, db *store.DB, opts ...func(*webhook.Receiver)) *env {
+	t.Helper()
+	rc := &webhook.Receiver{Store: db, Secret: hookSecret}
+	for _, o := range opts {
+		o(rc)
+	}
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Mount(srv)
+	e := &env{t: t, http: httptest.NewServer(srv.Handler())}
+	t.Cleanup(e.http.Close)
+	return e
+}
+
+func (e *env) postHook(id, event, signature string, body []byte) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.http.URL+webhook.Path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", id)
+	if signature != "" {
+		req.Header.Set("X-Hub-Signature-256", signature)
+	}
+	res, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(res.Body)
+	return res.StatusCode, buf.String()
+}
+
+func TestWebhookSignatureIsCheckedFirst(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		body := []byte(`{"action":"created","installation":{"id":1}}`)
+		good := sign(hookSecret, body)
+		other := sign(secret.New("not-the-secret"), body)
+		cases := map[string]struct {
+			signature string
+			body      []byte
+			wantCode  string
+		}{
+			"missing":            {signature: "", body: body, wantCode: "missing_signature"},
+			"wrong secret":       {signature: other, body: body, wantCode: "invalid_signature"},
+			"body changed":       {signature: good, body: []byte(`{"action":"deleted","installation":{"id":1}}`), wantCode: "invalid_signature"},
+			"sha1 scheme":        {signature: "sha1=" + strings.TrimPrefix(good, "sha256="), body: body, wantCode: "invalid_signature"},
+			"not hex":            {signature: "sha256=zz", body: body, wantCode: "invalid_signature"},
+			"truncated":          {signature: good[:len(good)-2], body: body, wantCode: "invalid_signature"},
+			"signature of empty": {signature: sign(hookSecret, nil), body: body, wantCode: "invalid_signature"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				id := "bad-" + strings.ReplaceAll(name, " ", "-")
+				status, resp := e.postHook(id, "installation", tc.signature, tc.body)
+				if status != http.StatusUnauthorized || !strings.Contains(resp, tc.wantCode) {
+					t.Errorf("= %d %s, want 401 %s", status, resp, tc.wantCode)
+				}
+				if _, err := db.WebhookDeliveryByID(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("a refused delivery was stored: %v", err)
+				}
+			})
+		}
+		status, resp := e.postHook("good-1", "installation", good, body)
+		if status != http.StatusAccepted {
+			t.Fatalf("signed delivery = %d %s, want 202", status, resp)
+		}
+		d, err := db.WebhookDeliveryByID(context.Background(), "good-1")
+		if err != nil || d.Event != "installation" || d.Action != "created" || d.InstallationID != 1 || !bytes.Equal(d.Payload, body) {
+			t.Errorf("stored delivery = %+v, %v", d, err)
+		}
+		status, resp = e.postHook("good-2", "installation", sign(hookSecret, []byte(`[1,2]`)), []byte(`[1,2]`))
+		if status != http.StatusBadRequest || !strings.Contains(resp, "invalid_payload") {
+			t.Errorf("signed non-object = %d %s, want 400 invalid_payload", status, resp)
+		}
+		status, resp = e.postHook("", "installation", good, body)
+		if status != http.StatusBadRequest || !strings.Contains(resp, "missing_header") {
+			t.Errorf("no delivery id = %d %s, want 400 missing_header", status, resp)
+		}
+	})
+}
+
+func TestWebhookWithoutSecretRefusesEverything(t *testing.T) {
+	db := storetest.SQLite(t)
+	e := newEnv(t, db, func(rc *webhook.Receiver) { rc.Secret = "" })
+	body := []byte(`{"action":"created"}`)
+	for name, sig := range map[string]string{
+		"unsigned":             "",
+		"signed with nothing":  sign("", body),
+		"signed by the test's": sign(hookSecret, body),
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, resp := e.postHook("d-"+strings.ReplaceAll(name, " ", "-"), "installation", sig, body)
+			if status != http.StatusServiceUnavailable || !strings.Contains(resp, "webhook_secret_missing") {
+				t.Errorf("= %d %s, want 503 webhook_secret_missing", status, resp)
+			}
+		})
+	}
+	list, err := db.ListAuditEvents(context.Background(), store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.WebhookDeliveryByID(context.Background(), "d-unsigned"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("delivery stored without a secret: %v (audit %v)", err, list)
+	}
+}
