@@ -440,8 +440,9 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan.New(db, cluster, plan.RenderEngine{}, plan.GitHubRepos{Clients: cc, Archives: archives}, parityConnections{inst: inst},
-		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()}, plan.Hooks{})
+	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{},
+		Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, Connections: parityConnections{inst: inst}},
+		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()})
 	t.Cleanup(p.Close)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)

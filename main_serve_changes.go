@@ -177,10 +177,14 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	cfg := pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID())
-	cfg.Observer = observer
-	return plan.New(env.DB, w.clusters, plan.RenderEngine{Renders: renders, Observer: renderMetrics}, plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
-		plan.StoreConnections{DB: env.DB}, cfg, plan.Hooks{}), nil
+	return plan.New(plan.Deps{
+		Store:       env.DB,
+		Clusters:    w.clusters,
+		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
+		Repos:       plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+		Connections: plan.StoreConnections{DB: env.DB},
+		Observer:    observer,
+	}, pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID())), nil
 }
 
 // pipelineConfig is the pipeline's configuration from the service's (validated) one.

@@ -215,8 +215,9 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 		b.Fatal(err)
 	}
 	tm := &timed{}
-	p := plan.New(db, newBenchCluster(), timedRenderer{t: tm}, timedRepos{Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, t: tm},
-		&connections{inst: inst, connected: true}, plan.Config{ClaimTTL: time.Minute}, plan.Hooks{})
+	p := plan.New(plan.Deps{Store: db, Clusters: newBenchCluster(), Renderer: timedRenderer{t: tm},
+		Repos: timedRepos{Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, t: tm}, Connections: &connections{inst: inst, connected: true}},
+		plan.Config{ClaimTTL: time.Minute})
 	defer p.Close()
 
 	latencies := make([]time.Duration, 0, requests)

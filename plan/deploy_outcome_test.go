@@ -47,10 +47,10 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 				e := newEnv(t, db)
 				ctx := context.Background()
 				rec := &recorder{}
-				p := plan.New(db, e.cluster, e.render, e.repos, e.conns, plan.Config{
+				p := plan.New(plan.Deps{Store: db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns, Observer: rec}, plan.Config{
 					ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: tc.timeout,
-					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), Observer: rec,
-				}, plan.Hooks{})
+					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+				})
 				t.Cleanup(p.Close)
 				pl := e.submitOpen(ctx, p, scale(4, "deploy-"+name))
 				mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)

@@ -44,7 +44,8 @@ func TestFailedPlanReleasesItsFilesToWaitingPlans(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		repos := &gatedCommits{GitHubRepos: e.repos, reached: make(chan struct{}), release: make(chan struct{})}
-		p := plan.New(e.db, e.cluster, e.render, repos, e.conns, plan.Config{ClaimTTL: 5 * time.Second, BotLogin: e.gh.BotLogin()}, plan.Hooks{})
+		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: repos, Connections: e.conns},
+			plan.Config{ClaimTTL: 5 * time.Second, BotLogin: e.gh.BotLogin()})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)

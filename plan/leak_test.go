@@ -65,9 +65,10 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		logger := zerolog.New(logs).Level(zerolog.DebugLevel)
 		ctx := logger.WithContext(context.Background())
 
-		p := plan.New(db, cluster, plan.RenderEngine{Renders: renders}, plan.GitHubRepos{Clients: cc, Archives: archives},
-			&connections{inst: inst, connected: true}, plan.Config{ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond,
-				DeployTimeout: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: gh.BotLogin()}, plan.Hooks{})
+		p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{Renders: renders},
+			Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, Connections: &connections{inst: inst, connected: true}},
+			plan.Config{ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond,
+				DeployTimeout: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: gh.BotLogin()})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)

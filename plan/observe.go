@@ -42,9 +42,9 @@ func (p *Pipeline) observeSaved(ctx context.Context, from Status, saved store.Pl
 	if to == from {
 		return
 	}
-	p.cfg.Observer.Transition(from, to)
+	p.observer.Transition(from, to)
 	if to == StatusRefused {
-		p.cfg.Observer.Refused(saved.ErrorCode)
+		p.observer.Refused(saved.ErrorCode)
 	}
 	if to != StatusDeployed {
 		return
@@ -68,6 +68,6 @@ func (p *Pipeline) observeSaved(ctx context.Context, from Status, saved store.Pl
 		}
 	}
 	if !merged.IsZero() && !deployed.IsZero() {
-		p.cfg.Observer.Deployed(max(deployed.Sub(merged), 0))
+		p.observer.Deployed(max(deployed.Sub(merged), 0))
 	}
 }

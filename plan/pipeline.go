@@ -35,9 +35,6 @@ type Config struct {
 	PublicURL string
 	// BotLogin is the App's own login ("<slug>[bot]"); its pushes are not "someone else".
 	BotLogin string
-	// Observer is told of transitions, steps, refusals and deploys, for metrics;
-	// nil observes nothing.
-	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -52,9 +49,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeployPoll <= 0 {
 		c.DeployPoll = DefaultDeployPoll
-	}
-	if c.Observer == nil {
-		c.Observer = nopObserver{}
 	}
 	return c
 }
@@ -72,16 +66,37 @@ type Hooks struct {
 // recordHook names the boundary between a step's write to GitHub and its record.
 func recordHook(step string) string { return "record_" + step }
 
+// Deps are what a pipeline works through. The pipeline holds no client, credential
+// or cache of its own: each is built by the service's wiring and handed in here.
+type Deps struct {
+	// Store keeps the plans, their claims, locks and history.
+	Store *store.DB
+	// Clusters reads (and dry-runs against) the team's clusters.
+	Clusters Cluster
+	// Renderer locates, edits and verifies changes.
+	Renderer Renderer
+	// Repos is every read and write on GitHub.
+	Repos Repos
+	// Connections says through which installation a repository is reached.
+	Connections Connections
+	// Observer is told of transitions, steps, refusals and deploys, for metrics;
+	// nil observes nothing.
+	Observer Observer
+	// Hooks stop the pipeline between steps in tests; the zero value stops nowhere.
+	Hooks Hooks
+}
+
 // Pipeline runs plans. Create one per process with New; Start resumes unfinished
 // plans and Close waits for running steps.
 type Pipeline struct {
-	db      *store.DB
-	cluster Cluster
-	render  Renderer
-	repos   Repos
-	conns   Connections
-	cfg     Config
-	hooks   Hooks
+	db       *store.DB
+	cluster  Cluster
+	render   Renderer
+	repos    Repos
+	conns    Connections
+	observer Observer
+	cfg      Config
+	hooks    Hooks
 
 	baseCtx context.Context
 	cancel  context.CancelFunc
@@ -93,11 +108,17 @@ type Pipeline struct {
 	running map[string]bool
 }
 
-// New builds a pipeline.
-func New(db *store.DB, cluster Cluster, r Renderer, repos Repos, conns Connections, cfg Config, hooks Hooks) *Pipeline {
+// New builds a pipeline working through deps, tuned by cfg (its zero fields take
+// the defaults).
+func New(deps Deps, cfg Config) *Pipeline {
 	ctx, cancel := context.WithCancel(context.Background())
+	observer := deps.Observer
+	if observer == nil {
+		observer = nopObserver{}
+	}
 	return &Pipeline{
-		db: db, cluster: cluster, render: r, repos: repos, conns: conns, cfg: cfg.withDefaults(), hooks: hooks,
+		db: deps.Store, cluster: deps.Clusters, render: deps.Renderer, repos: deps.Repos, conns: deps.Connections,
+		observer: observer, cfg: cfg.withDefaults(), hooks: deps.Hooks,
 		baseCtx: ctx, cancel: cancel, running: map[string]bool{},
 	}
 }
@@ -228,7 +249,7 @@ func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request
 	if !created {
 		return stored, false, nil
 	}
-	p.cfg.Observer.Transition("", StatusDeciding)
+	p.observer.Transition("", StatusDeciding)
 	if hctx, held, ok, err := p.hold(ctx, stored.Code); err == nil && ok {
 		decided, derr := p.stepDecide(hctx, stored, req.ExpectedPath)
 		held.end(ctx, true)
@@ -314,7 +335,7 @@ func (p *Pipeline) step(ctx context.Context, pl store.Plan) (store.Plan, bool, e
 	var err error
 	state := Status(pl.Status)
 	if state != StatusPROpen || pl.CheckRunID == 0 {
-		defer func(start time.Time) { p.cfg.Observer.Step(state, time.Since(start)) }(time.Now())
+		defer func(start time.Time) { p.observer.Step(state, time.Since(start)) }(time.Now())
 	}
 	switch state {
 	case StatusDeciding:

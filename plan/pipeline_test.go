@@ -300,10 +300,10 @@ func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	if e.engine != nil {
 		r = e.engine
 	}
-	p := plan.New(e.db, e.cluster, r, e.repos, e.conns, plan.Config{
+	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: r, Repos: e.repos, Connections: e.conns, Observer: e.observer, Hooks: hooks}, plan.Config{
 		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
-		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), Observer: e.observer,
-	}, hooks)
+		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+	})
 	e.t.Cleanup(p.Close)
 	return p
 }
@@ -556,7 +556,7 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 				// plan so the next one does not wait on its file lock.
 				var code string
 				t.Cleanup(func() {
-					p := plan.New(db, e.cluster, e.render, e.repos, e.conns, plan.Config{}, plan.Hooks{})
+					p := plan.New(plan.Deps{Store: db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns}, plan.Config{})
 					defer p.Close()
 					if _, err := p.Cancel(ctx, e.team.ID, code); err != nil {
 						t.Errorf("cancel plan %s: %v", code, err)

@@ -39,10 +39,10 @@ func sortedSteps() []string {
 
 // worker builds a pipeline named id, as one replica of the service.
 func (e *env) worker(id string, hooks plan.Hooks) *plan.Pipeline {
-	p := plan.New(e.db, e.cluster, e.render, e.repos, e.conns, plan.Config{
+	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns, Hooks: hooks}, plan.Config{
 		WorkerID: id, ClaimTTL: replicaClaimTTL, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
 		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
-	}, hooks)
+	})
 	e.t.Cleanup(p.Close)
 	return p
 }
@@ -51,7 +51,7 @@ func (e *env) worker(id string, hooks plan.Hooks) *plan.Pipeline {
 // repository path, and an open plan would hold the next case's file lock.
 func (e *env) cancelAtEnd(code *string) {
 	e.t.Cleanup(func() {
-		p := plan.New(e.db, e.cluster, e.render, e.repos, e.conns, plan.Config{}, plan.Hooks{})
+		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns}, plan.Config{})
 		defer p.Close()
 		if _, err := p.Cancel(context.Background(), e.team.ID, *code); err != nil {
 			e.t.Errorf("cancel plan %s: %v", *code, err)

@@ -118,7 +118,7 @@ func TestRollbackCanBeRequestedAgain(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := plan.WithActor(context.Background(), "team:shop")
 		repos := &flakyCommits{GitHubRepos: e.repos}
-		p := plan.New(e.db, e.cluster, e.render, repos, e.conns, plan.Config{BotLogin: e.gh.BotLogin()}, plan.Hooks{})
+		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: repos, Connections: e.conns}, plan.Config{BotLogin: e.gh.BotLogin()})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)

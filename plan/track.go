@@ -280,7 +280,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 		return stored, err
 	}
 	if created {
-		p.cfg.Observer.Transition("", StatusDeciding)
+		p.observer.Transition("", StatusDeciding)
 		if _, err := p.update(ctx, code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
 			pl.RolledBackBy = stored.Code
 			return Status(pl.Status), "rollback", "revert opened as plan " + stored.Code, nil
@@ -390,7 +390,7 @@ func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Pl
 		pay.Deployment = &dep
 		saved, err := p.save(ctx, pl, pay, StatusDeployFailed, "system", "deploy", dep.Message)
 		if err == nil {
-			p.cfg.Observer.DeployTimedOut()
+			p.observer.DeployTimedOut()
 		}
 		return saved, true, err
 	}

@@ -25,7 +25,7 @@ func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
 		ctx := context.Background()
 		doc := loadDoc(t)
 		clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: &sealed.Box{}, InClusterTeams: []string{"shop"}}
-		p := plan.New(db, clusters, nil, nil, nil, plan.Config{}, plan.Hooks{})
+		p := plan.New(plan.Deps{Store: db, Clusters: clusters}, plan.Config{})
 		t.Cleanup(p.Close)
 		srv, token := changesServer(t, db, p)
 		shop, err := db.TeamByName(ctx, "shop")

@@ -32,7 +32,7 @@ func (directCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTa
 func TestChangeWithAnotherExpectedPathIsRefusedWithTheDecision(t *testing.T) {
 	doc := loadDoc(t)
 	db := storetest.SQLite(t)
-	p := plan.New(db, directCluster{}, nil, nil, nil, plan.Config{}, plan.Hooks{})
+	p := plan.New(plan.Deps{Store: db, Clusters: directCluster{}}, plan.Config{})
 	t.Cleanup(p.Close)
 	srv, token := changesServer(t, db, p)
 
