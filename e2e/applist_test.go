@@ -28,11 +28,11 @@ func (s *suite) testAppListAndDetail(t *testing.T) {
 	s.deployApp(t, argocdharness.Application{Name: healthy, Path: "apps/checkout", DestinationNamespace: "e2e-list-checkout", Automated: true})
 	s.argo.PlayKubelet(t, "e2e-list-checkout", "checkout", argocdharness.RolloutComplete)
 	s.argo.WaitApplication(t, argocdharness.Namespace, healthy, syncTimeout, "health Healthy", func(u *unstructured.Unstructured) bool {
-		return argocdharness.Health(u) == argocd.HealthHealthy
+		return argocdharness.AppStatus(u).Health.Status == argocd.HealthHealthy
 	})
 	s.argo.CreateApplication(t, argocdharness.Application{Name: drift, RepoURL: s.repoURL, Path: "apps/checkout", TargetRevision: "main", DestinationNamespace: "e2e-list-drift"})
 	s.argo.WaitApplication(t, argocdharness.Namespace, drift, syncTimeout, "OutOfSync", func(u *unstructured.Unstructured) bool {
-		return argocdharness.SyncStatus(u) == argocd.SyncOutOfSync
+		return argocdharness.AppStatus(u).Sync.Status == argocd.SyncOutOfSync
 	})
 	s.argo.CreateApplication(t, argocdharness.Application{Name: broken, RepoURL: s.repoURL, Path: "apps/does-not-exist", TargetRevision: "main", DestinationNamespace: "e2e-list-broken"})
 	s.argo.WaitApplication(t, argocdharness.Namespace, broken, syncTimeout, "a ComparisonError condition", func(u *unstructured.Unstructured) bool {

@@ -47,9 +47,9 @@ func (s *suite) waitSynced(t *testing.T, namespace, name, revision string, timeo
 		what += " to " + revision
 	}
 	return s.argo.WaitApplication(t, namespace, name, timeout, what, func(app *unstructured.Unstructured) bool {
-		return argocdharness.SyncStatus(app) == argocd.SyncSynced &&
+		return argocdharness.AppStatus(app).Sync.Status == argocd.SyncSynced &&
 			argocdharness.OperationPhase(app) == "Succeeded" &&
-			(revision == "" || argocdharness.SyncRevision(app) == revision)
+			(revision == "" || argocdharness.AppStatus(app).Sync.Revision == revision)
 	})
 }
 
@@ -70,7 +70,7 @@ func (s *suite) deployApp(t *testing.T, app argocdharness.Application) *unstruct
 	if !app.Automated {
 		// A manual app compares first, then syncs on request.
 		s.argo.WaitApplication(t, app.Namespace, app.Name, syncTimeout, "comparison", func(u *unstructured.Unstructured) bool {
-			return argocdharness.SyncStatus(u) == argocd.SyncOutOfSync
+			return argocdharness.AppStatus(u).Sync.Status == argocd.SyncOutOfSync
 		})
 		s.argo.Sync(t, app.Namespace, app.Name, app.TargetRevision)
 	}

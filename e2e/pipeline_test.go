@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/e2e/argocdharness"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 )
@@ -163,8 +164,8 @@ func (s *suite) testFailedDeployment(t *testing.T, svc *service) {
 	mergeSHA := s.github.Merge(t, gitopsRepo, opened.PullRequest.Number, githubtest.MergeCommit)
 	s.argo.HardRefresh(t, argocdharness.Namespace, app)
 	s.argo.WaitApplication(t, argocdharness.Namespace, app, 2*time.Minute, "failed sync of the merge commit", func(u *unstructured.Unstructured) bool {
-		rev, _, _ := unstructured.NestedString(u.Object, "status", "operationState", "syncResult", "revision")
-		return rev == mergeSHA && argocdharness.OperationPhase(u) == "Failed"
+		op := argocdharness.AppStatus(u).OperationState
+		return op != nil && op.SyncResult != nil && op.SyncResult.Revision == mergeSHA && op.Phase == argocd.PhaseFailed
 	})
 	failed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deploy_failed")
 	if failed.Deployment == nil || !strings.Contains(failed.Deployment.Message, policyMessage) {

@@ -65,7 +65,7 @@ func (s *suite) testSelfHealAndManualDrift(t *testing.T) {
 
 		s.scale(t, ns, name, 3)
 		_, took := s.argo.WaitApplication(t, argocdharness.Namespace, name, time.Minute, "OutOfSync after the direct change", func(u *unstructured.Unstructured) bool {
-			return argocdharness.SyncStatus(u) == argocd.SyncOutOfSync
+			return argocdharness.AppStatus(u).Sync.Status == argocd.SyncOutOfSync
 		})
 		t.Logf("e2e: manual app reported OutOfSync %s after a direct scale", took.Round(time.Millisecond))
 

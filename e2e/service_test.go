@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/e2e/argocdharness"
-	"github.com/kukie/kukie-gitops/kube/kubetest"
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 const (
@@ -46,7 +46,7 @@ type service struct {
 // the team, registers the cluster and connects the gitops repository to it.
 func (s *suite) startService(t *testing.T) *service {
 	t.Helper()
-	root, err := kubetest.ModuleRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		t.Fatal(err)
 	}

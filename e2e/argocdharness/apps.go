@@ -11,9 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kukie/kukie-gitops/argocd"
 )
 
-// Application describes an Argo CD Application a test creates.
+// Application describes an Argo CD Application a test creates: what CreateApplication
+// writes, not a model of what Argo CD returns (AppStatus reads that with package
+// argocd).
 type Application struct {
 	Name string
 	// Namespace defaults to Namespace; another one needs Options.ApplicationNamespaces.
@@ -237,28 +241,24 @@ func (a *ArgoCD) mergePatch(t testing.TB, gvr schema.GroupVersionResource, names
 	}
 }
 
-// SyncStatus reads status.sync.status (Synced, OutOfSync, Unknown).
-func SyncStatus(app *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "status")
-	return s
+// AppStatus decodes the Application's status with the service's own model
+// (argocd.ParseApplication), so waits read Argo CD's fields the way the service does.
+// A status that does not decode reads as empty, which no wait accepts.
+func AppStatus(app *unstructured.Unstructured) argocd.AppStatus {
+	a, err := argocd.ParseApplication(app.Object)
+	if err != nil {
+		return argocd.AppStatus{}
+	}
+	return a.Status
 }
 
-// SyncRevision reads status.sync.revision, the commit the Application is compared to.
-func SyncRevision(app *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(app.Object, "status", "sync", "revision")
-	return s
-}
-
-// Health reads status.health.status.
-func Health(app *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(app.Object, "status", "health", "status")
-	return s
-}
-
-// OperationPhase reads status.operationState.phase of the last or running sync.
+// OperationPhase is the phase of the Application's last or running sync operation, ""
+// before the first.
 func OperationPhase(app *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(app.Object, "status", "operationState", "phase")
-	return s
+	if op := AppStatus(app).OperationState; op != nil {
+		return op.Phase
+	}
+	return ""
 }
 
 // StatusSummary renders the parts of an Application status that explain a wait.

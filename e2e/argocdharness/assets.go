@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 const (
@@ -64,7 +66,7 @@ func argocdDir() (string, error) {
 // runBuildScript runs hack/<name> from the repository root and returns the directory
 // it prints.
 func runBuildScript(name string) (string, error) {
-	root, err := repoRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		return "", err
 	}
@@ -88,23 +90,4 @@ func runBuildScript(name string) (string, error) {
 		return "", fmt.Errorf("hack/%s printed no directory", name)
 	}
 	return dir, nil
-}
-
-// repoRoot finds the module root above the working directory (go test runs in the
-// package directory).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -1,10 +1,11 @@
 package githubtest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 // FixtureDir is where webhook payload fixtures live, relative to the module root.
@@ -14,7 +15,7 @@ const FixtureDir = "testdata/webhooks"
 // root, found by walking up from the test's working directory to go.mod.
 func Fixture(t testing.TB, event, name string) []byte {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		t.Fatalf("find module root: %v", err)
 	}
@@ -23,21 +24,4 @@ func Fixture(t testing.TB, event, name string) []byte {
 		t.Fatalf("read webhook fixture %s/%s: %v", event, name, err)
 	}
 	return b
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-github/v62/github"
+
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 // TestWebhookFixturesParse proves every fixture is something go-github parses into
@@ -33,7 +35,7 @@ func TestWebhookFixturesParse(t *testing.T) {
 		"push/merge_to_main":                    &github.PushEvent{},
 		"issue_comment/created":                 &github.IssueCommentEvent{},
 	}
-	root, err := moduleRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		t.Fatal(err)
 	}

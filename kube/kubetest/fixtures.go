@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 // Objects reads the YAML documents of a file under the module root (for example
@@ -20,7 +22,7 @@ import (
 // without a value is a test failure.
 func Objects(tb testing.TB, path string, vars map[string]string) []*unstructured.Unstructured {
 	tb.Helper()
-	root, err := ModuleRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		tb.Fatal(err)
 	}

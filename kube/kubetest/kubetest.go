@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
 
 // AssetsEnv names the environment variable pointing at a directory holding
@@ -143,7 +145,7 @@ var quietControllerRuntime sync.Once
 
 func start(opts Options) (*Env, error) {
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
-	root, err := ModuleRoot()
+	root, err := moduleroot.Find()
 	if err != nil {
 		return nil, err
 	}
@@ -248,25 +250,6 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// ModuleRoot returns the directory of the module's go.mod, found upwards from the
-// working directory (a package directory under go test).
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Stop stops the API server. It is safe to call more than once; tests call it to
