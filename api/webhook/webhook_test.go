@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,9 +25,13 @@ import (
 )
 
 func sign(key secret.Secret, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(key.Reveal()))
+	return signWith(sha256.New, "sha256=", key, body)
+}
+
+func signWith(h func() hash.Hash, prefix string, key secret.Secret, body []byte) string {
+	mac := hmac.New(h, []byte(key.Reveal()))
 	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	return prefix + hex.EncodeToString(mac.Sum(nil))
 }
 
 // env is the webhook route on a server over a real database, verifying with
@@ -91,6 +98,10 @@ func TestWebhookSignatureIsCheckedFirst(t *testing.T) {
 			"not hex":            {signature: "sha256=zz", body: body, wantCode: "invalid_signature"},
 			"truncated":          {signature: good[:len(good)-2], body: body, wantCode: "invalid_signature"},
 			"signature of empty": {signature: sign(hookSecret, nil), body: body, wantCode: "invalid_signature"},
+			// Valid HMACs in schemes other than the header's own are refused too.
+			"true sha1 HMAC":   {signature: signWith(sha1.New, "sha1=", hookSecret, body), body: body, wantCode: "invalid_signature"},
+			"true sha512 HMAC": {signature: signWith(sha512.New, "sha512=", hookSecret, body), body: body, wantCode: "invalid_signature"},
+			"no scheme":        {signature: strings.TrimPrefix(good, "sha256="), body: body, wantCode: "invalid_signature"},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
