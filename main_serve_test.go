@@ -61,7 +61,7 @@ func init() {
 			env.Server.HandleFunc("GET /test/whoami", func(w http.ResponseWriter, r *http.Request) {
 				team, _ := server.TeamFrom(r.Context())
 				server.WriteJSON(w, http.StatusOK, map[string]string{"team": team.Name})
-			}, server.TeamAuth())
+			}, server.TeamAuth(store.ScopeRead))
 			return nil, nil
 		},
 	})

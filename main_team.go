@@ -23,7 +23,7 @@ func init() {
 	})
 	register(command{
 		Name:    "token",
-		Summary: "manage team API tokens: token create --team NAME | token list --team NAME | token revoke ID",
+		Summary: "manage team API tokens: token create --team NAME [--scope read,change,admin] | token list --team NAME | token revoke ID",
 		Run:     runToken,
 	})
 }
@@ -155,13 +155,13 @@ func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops token create --team NAME [--name LABEL]   make a token; it is printed once\n  kukie-gitops token list --team NAME                    list a team's tokens (never their values)\n  kukie-gitops token revoke ID                           make a token unusable\n\nRun 'kukie-gitops token create --help' for the flags.")
+		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops token create --team NAME [--name LABEL] [--scope LIST]   make a token; it is printed once\n  kukie-gitops token list --team NAME                    list a team's tokens (never their values)\n  kukie-gitops token revoke ID                           make a token unusable\n\nRun 'kukie-gitops token create --help' for the flags.")
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
-	var teamName, label string
+	var teamName, label, scopeList string
 	// teamGiven is the argument check of the subcommands acting on one team.
 	teamGiven := func(fs *flag.FlagSet) func() error {
 		return func() error {
@@ -174,12 +174,24 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	sub := args[0]
 	switch sub {
 	case "create":
-		fs := newFlagSet("token create", "token create --team NAME [--name LABEL] [flags]",
+		fs := newFlagSet("token create", "token create --team NAME [--name LABEL] [--scope LIST] [flags]",
 			"Creates an API token for a team and prints it once on standard output. Only its\n"+
-				"SHA-256 is stored: a lost token cannot be shown again; revoke it and make another.", stderr)
+				"SHA-256 is stored: a lost token cannot be shown again; revoke it and make another.\n"+
+				"Scopes: read (apps, decisions, changes), change (request, cancel, retry, roll\n"+
+				"back changes), admin (clusters, repository connections, installations,\n"+
+				"repository tokens). None implies another.", stderr)
 		fs.StringVar(&teamName, "team", "", "team the token acts as (required)")
 		fs.StringVar(&label, "name", "", "label to tell tokens apart, e.g. the client using it")
-		db, code, ok := openAdminCommand(ctx, fs, args[1:], teamGiven(fs), stderr)
+		fs.StringVar(&scopeList, "scope", "read,change,admin", "comma-separated scopes the token has: read, change, admin")
+		var scopes store.Scopes
+		db, code, ok := openAdminCommand(ctx, fs, args[1:], func() error {
+			if err := teamGiven(fs)(); err != nil {
+				return err
+			}
+			var err error
+			scopes, err = store.ParseScopes(scopeList)
+			return err
+		}, stderr)
 		if !ok {
 			return code
 		}
@@ -193,20 +205,20 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
 			return 1
 		}
-		tok, clear, err := db.CreateAPIToken(ctx, team.ID, label)
+		tok, clear, err := db.CreateAPIToken(ctx, team.ID, label, scopes...)
 		if err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
 			return 1
 		}
-		if err := audit(ctx, db, team.ID, "token.create", "api_token", tok.ID, map[string]string{"name": label}); err != nil {
+		if err := audit(ctx, db, team.ID, "token.create", "api_token", tok.ID, map[string]string{"name": label, "scopes": tok.Scopes.String()}); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "Created token %s for team %s. It is shown once; store it now.\n", tok.ID, team.Name)
+		fmt.Fprintf(stderr, "Created token %s for team %s with scopes %s. It is shown once; store it now.\n", tok.ID, team.Name, tok.Scopes)
 		fmt.Fprintln(stdout, clear.Reveal())
 		return 0
 	case "list":
-		fs := newFlagSet("token list", "token list --team NAME [flags]", "Lists a team's tokens: id, label, created, revoked. Token values are never shown.", stderr)
+		fs := newFlagSet("token list", "token list --team NAME [flags]", "Lists a team's tokens: id, label, scopes, created, revoked. Token values are never shown.", stderr)
 		fs.StringVar(&teamName, "team", "", "team whose tokens to list (required)")
 		db, code, ok := openAdminCommand(ctx, fs, args[1:], teamGiven(fs), stderr)
 		if !ok {
@@ -224,13 +236,13 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 1
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCREATED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tREVOKED")
 		for _, t := range tokens {
 			revoked := "-"
 			if !t.RevokedAt.IsZero() {
 				revoked = t.RevokedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), revoked)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scopes, t.CreatedAt.Format(time.RFC3339), revoked)
 		}
 		_ = tw.Flush()
 		return 0

@@ -154,3 +154,40 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 		t.Errorf("version: exit %d %s", code, out)
 	}
 }
+
+func TestTokenCreateScopes(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "k.db")
+	t.Setenv("KUKIE_DATABASE_URL", "sqlite:"+dbPath)
+	ctx := context.Background()
+	if code, _, errOut := runCmd(t, "team", "create", "payments"); code != 0 {
+		t.Fatalf("team create: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "token", "create", "--team", "payments", "--scope", "read,write"); code != 2 || !strings.Contains(errOut, `unknown scope "write"`) {
+		t.Fatalf("unknown scope: exit %d, %s; want 2 naming the scope", code, errOut)
+	}
+	code, out, errOut := runCmd(t, "token", "create", "--team", "payments", "--name", "chat", "--scope", "change,read")
+	if code != 0 || !strings.Contains(errOut, "with scopes read,change") {
+		t.Fatalf("token create --scope: exit %d, %s", code, errOut)
+	}
+	scoped := secret.New(strings.TrimSpace(out))
+	code, out, errOut = runCmd(t, "token", "create", "--team", "payments", "--name", "ops")
+	if code != 0 {
+		t.Fatalf("token create: exit %d, %s", code, errOut)
+	}
+	unscoped := secret.New(strings.TrimSpace(out))
+
+	db, err := store.Open(ctx, "sqlite:"+dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for tok, want := range map[secret.Secret]string{scoped: "read,change", unscoped: "read,change,admin"} {
+		auth, err := db.AuthenticateAPIToken(ctx, tok)
+		if err != nil || auth.Scopes.String() != want {
+			t.Fatalf("token scopes = %v, %v; want %s", auth.Scopes, err, want)
+		}
+	}
+	if code, out, _ := runCmd(t, "token", "list", "--team", "payments"); code != 0 || !strings.Contains(out, "SCOPES") || !strings.Contains(out, " read,change ") {
+		t.Fatalf("token list does not show scopes: exit %d\n%s", code, out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -48,6 +49,21 @@ func TeamFrom(ctx context.Context) (store.Team, bool) {
 // WithTeam returns ctx carrying team, for tests of handlers mounted with TeamAuth.
 func WithTeam(ctx context.Context, team store.Team) context.Context {
 	return context.WithValue(ctx, teamKey{}, team)
+}
+
+type scopesKey struct{}
+
+// ScopesFrom returns the scopes of the token that authenticated the request (see
+// TeamAuth); none outside an authenticated request.
+func ScopesFrom(ctx context.Context) store.Scopes {
+	s, _ := ctx.Value(scopesKey{}).(store.Scopes)
+	return s
+}
+
+// WithScopes returns ctx carrying a token's scopes, for tests of handlers mounted
+// with TeamAuth.
+func WithScopes(ctx context.Context, scopes store.Scopes) context.Context {
+	return context.WithValue(ctx, scopesKey{}, scopes)
 }
 
 // RequestID returns the id of the request ctx belongs to, or "".
@@ -171,15 +187,16 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// requireTeam authenticates the caller by bearer token.
-func (s *Server) requireTeam(next http.Handler) http.Handler {
+// requireTeam authenticates the caller by bearer token and requires scope.
+func (s *Server) requireTeam(scope store.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log := zerolog.Ctx(r.Context())
 		header := r.Header.Get("Authorization")
 		var team store.Team
+		var scopes store.Scopes
 		switch {
 		case header == "" && s.deps.DevTeam != nil:
-			team = *s.deps.DevTeam
+			team, scopes = *s.deps.DevTeam, store.AllScopes
 		case header == "":
 			unauthorized(w, "missing_token", "this endpoint needs an API token: Authorization: Bearer <token>")
 			return
@@ -189,7 +206,7 @@ func (s *Server) requireTeam(next http.Handler) http.Handler {
 				unauthorized(w, "invalid_token", "the Authorization header must be 'Bearer <token>'")
 				return
 			}
-			found, err := s.deps.Auth.TeamForAPIToken(r.Context(), secret.New(strings.TrimSpace(token)))
+			found, err := s.deps.Auth.AuthenticateAPIToken(r.Context(), secret.New(strings.TrimSpace(token)))
 			if errors.Is(err, store.ErrNotFound) {
 				unauthorized(w, "invalid_token", "the API token is unknown or revoked")
 				return
@@ -199,15 +216,34 @@ func (s *Server) requireTeam(next http.Handler) http.Handler {
 				WriteError(w, http.StatusServiceUnavailable, "auth_unavailable", "cannot check the API token right now; retry later")
 				return
 			}
-			team = found
+			team, scopes = found.Team, found.Scopes
 		}
 		if st, ok := r.Context().Value(requestStateKey{}).(*requestState); ok {
 			st.team = team.Name
 		}
-		ctx := WithTeam(r.Context(), team)
+		if !scopes.Has(scope) {
+			insufficientScope(w, scope, scopes)
+			return
+		}
+		ctx := WithScopes(WithTeam(r.Context(), team), scopes)
 		l := log.With().Str(logKeyTeam, team.Name).Logger()
 		next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
 	})
+}
+
+// insufficientScope answers a valid token that may not use the route, in RFC 6750's
+// terms (error="insufficient_scope" and the scope needed) as well as the API's.
+func insufficientScope(w http.ResponseWriter, need store.Scope, have store.Scopes) {
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="kukie-gitops", error="insufficient_scope", scope=%q`, need))
+	WriteError(w, http.StatusForbidden, "insufficient_scope",
+		fmt.Sprintf("this endpoint needs a token with the %s scope; this token has %s (make one with 'kukie-gitops token create --scope %s')", need, describeScopes(have), need))
+}
+
+func describeScopes(s store.Scopes) string {
+	if len(s) == 0 {
+		return "no scopes"
+	}
+	return s.String()
 }
 
 func unauthorized(w http.ResponseWriter, code, reason string) {

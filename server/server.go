@@ -14,14 +14,15 @@
 // method-and-path patterns:
 //
 //	srv, err := server.New(cfg, deps)
-//	srv.Handle("POST /api/v1/changes", changes, server.TeamAuth())
+//	srv.Handle("POST /api/v1/changes", changes, server.TeamAuth(store.ScopeChange))
 //	srv.Handle("POST /webhooks/github", webhooks, server.MaxBody(25<<20))
 //	err = srv.Run(ctx) // returns after ctx is cancelled and in-flight requests drained
 //
 // Every route gets the request id, request log and panic recovery, and the body
 // limit of Config.MaxBodyBytes unless MaxBody says otherwise. TeamAuth makes a route
-// require an API token (Authorization: Bearer kuk_...); the handler then reads the
-// caller's team with TeamFrom. Errors are answered with WriteError, which writes
+// require an API token (Authorization: Bearer kuk_...) with the scope the route
+// needs; the handler then reads the caller's team with TeamFrom and the token's
+// scopes with ScopesFrom. Errors are answered with WriteError, which writes
 // {"error": "<stable_code>", "reason": "<human text>"}.
 package server
 
@@ -91,10 +92,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Authenticator resolves an API token to the team it belongs to. A token that is
-// unknown or revoked must be reported as store.ErrNotFound. *store.DB implements it.
+// Authenticator resolves an API token to the team it belongs to and its scopes. A
+// token that is unknown or revoked must be reported as store.ErrNotFound.
+// *store.DB implements it.
 type Authenticator interface {
-	TeamForAPIToken(ctx context.Context, token secret.Secret) (store.Team, error)
+	AuthenticateAPIToken(ctx context.Context, token secret.Secret) (store.APITokenAuth, error)
 }
 
 // Check is one readiness condition, such as "the database answers".
@@ -108,9 +110,10 @@ type Deps struct {
 	Logger zerolog.Logger
 	// Auth resolves bearer tokens; required, so the API can never run unauthenticated.
 	Auth Authenticator
-	// DevTeam, when set, is the team of requests that carry no token at all. For the
-	// dev profile only: it makes the API usable without creating tokens, and is
-	// logged as insecure at startup. A request with a bad token is still refused.
+	// DevTeam, when set, is the team of requests that carry no token at all, with
+	// every scope. For the dev profile only: it makes the API usable without creating
+	// tokens, and is logged as insecure at startup. A request with a bad token is
+	// still refused.
 	DevTeam *store.Team
 	// Ready lists what /readyz checks.
 	Ready []Check
@@ -151,10 +154,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // RouteOption changes how one route is served.
 type RouteOption func(s *Server, h http.Handler) http.Handler
 
-// TeamAuth requires a valid API token (or, in the dev profile, no token at all) and
-// puts the caller's team into the request context.
-func TeamAuth() RouteOption {
-	return func(s *Server, h http.Handler) http.Handler { return s.requireTeam(h) }
+// TeamAuth requires a valid API token (or, in the dev profile, no token at all)
+// that has scope, and puts the caller's team and the token's scopes into the
+// request context. A valid token without the scope is answered 403
+// insufficient_scope naming the scope needed.
+func TeamAuth(scope store.Scope) RouteOption {
+	return func(s *Server, h http.Handler) http.Handler { return s.requireTeam(scope, h) }
 }
 
 // MaxBody replaces the default request body limit for one route, such as webhooks,

@@ -23,8 +23,8 @@ import (
 
 type fakeAuth struct{ err error }
 
-func (f fakeAuth) TeamForAPIToken(context.Context, secret.Secret) (store.Team, error) {
-	return store.Team{}, f.err
+func (f fakeAuth) AuthenticateAPIToken(context.Context, secret.Secret) (store.APITokenAuth, error) {
+	return store.APITokenAuth{}, f.err
 }
 
 func newServer(t *testing.T, cfg server.Config, deps server.Deps) (*server.Server, *servicetest.SyncBuffer) {
@@ -145,15 +145,35 @@ func TestTeamAuth(t *testing.T) {
 	if _, err := db.RevokeAPIToken(ctx, revokedTok.ID); err != nil {
 		t.Fatal(err)
 	}
+	_, readOnly, err := db.CreateAPIToken(ctx, team.ID, "private chat", store.ScopeRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, changeOnly, err := db.CreateAPIToken(ctx, team.ID, "writer", store.ScopeChange)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cases := map[string]struct {
 		auth       server.Authenticator
 		devTeam    *store.Team
 		header     string
+		scope      store.Scope // the route's; read unless set
 		wantStatus int
 		wantCode   string
 		wantTeam   string
+		wantReason string
 	}{
+		"all-scope token on a change route": {header: "Bearer " + valid.Reveal(), scope: store.ScopeChange, wantStatus: 200, wantTeam: "payments"},
+		"all-scope token on an admin route": {header: "Bearer " + valid.Reveal(), scope: store.ScopeAdmin, wantStatus: 200, wantTeam: "payments"},
+		"read token on a read route":        {header: "Bearer " + readOnly.Reveal(), wantStatus: 200, wantTeam: "payments"},
+		"read token on a change route": {header: "Bearer " + readOnly.Reveal(), scope: store.ScopeChange, wantStatus: 403, wantCode: "insufficient_scope",
+			wantReason: "needs a token with the change scope; this token has read"},
+		"read token on an admin route": {header: "Bearer " + readOnly.Reveal(), scope: store.ScopeAdmin, wantStatus: 403, wantCode: "insufficient_scope",
+			wantReason: "needs a token with the admin scope"},
+		"change does not imply read": {header: "Bearer " + changeOnly.Reveal(), wantStatus: 403, wantCode: "insufficient_scope",
+			wantReason: "needs a token with the read scope; this token has change"},
+		"dev team has every scope":     {devTeam: &dev, scope: store.ScopeAdmin, wantStatus: 200, wantTeam: "dev"},
 		"valid token":                  {header: "Bearer " + valid.Reveal(), wantStatus: 200, wantTeam: "payments"},
 		"scheme is case-insensitive":   {header: "bearer " + valid.Reveal(), wantStatus: 200, wantTeam: "payments"},
 		"no header":                    {wantStatus: 401, wantCode: "missing_token"},
@@ -172,14 +192,21 @@ func TestTeamAuth(t *testing.T) {
 			if auth == nil {
 				auth = db
 			}
+			scope := tc.scope
+			if scope == "" {
+				scope = store.ScopeRead
+			}
 			s, _ := newServer(t, server.Config{}, server.Deps{Auth: auth, DevTeam: tc.devTeam})
 			s.HandleFunc("GET /api/v1/whoami", func(w http.ResponseWriter, r *http.Request) {
 				team, ok := server.TeamFrom(r.Context())
 				if !ok {
 					t.Error("handler ran without a team in the context")
 				}
+				if !server.ScopesFrom(r.Context()).Has(scope) {
+					t.Errorf("handler ran with scopes %v, without the route's %s", server.ScopesFrom(r.Context()), scope)
+				}
 				server.WriteJSON(w, 200, map[string]string{"team": team.Name})
-			}, server.TeamAuth())
+			}, server.TeamAuth(scope))
 			req := httptest.NewRequest("GET", "/api/v1/whoami", nil)
 			if tc.header != "" {
 				req.Header.Set("Authorization", tc.header)
@@ -193,6 +220,12 @@ func TestTeamAuth(t *testing.T) {
 			}
 			if tc.wantStatus == 401 && rec.Header().Get("WWW-Authenticate") == "" {
 				t.Fatal("401 without WWW-Authenticate")
+			}
+			if tc.wantStatus == 403 && !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="insufficient_scope", scope="`+string(scope)+`"`) {
+				t.Fatalf("403 WWW-Authenticate %q, want insufficient_scope naming %s", rec.Header().Get("WWW-Authenticate"), scope)
+			}
+			if !strings.Contains(body.Reason, tc.wantReason) {
+				t.Fatalf("reason %q, want it to contain %q", body.Reason, tc.wantReason)
 			}
 			if tc.wantTeam != "" && !strings.Contains(rec.Body.String(), `"team":"`+tc.wantTeam+`"`) {
 				t.Fatalf("body %s, want team %s", rec.Body, tc.wantTeam)
@@ -216,7 +249,7 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	s.HandleFunc("POST /api/v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		zerolog.Ctx(r.Context()).Info().Msg("Handling")
 		server.WriteJSON(w, 200, map[string]string{"ok": "yes"})
-	}, server.TeamAuth())
+	}, server.TeamAuth(store.ScopeRead))
 	const stateSecret = "one-time-install-state-0123456789"
 	for _, header := range []string{"Bearer " + token.Reveal(), "Bearer kuk_notvalid_but_secret_looking"} {
 		req := httptest.NewRequest("POST", "/api/v1/echo?state="+stateSecret, strings.NewReader(`{}`))

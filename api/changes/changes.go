@@ -58,25 +58,32 @@ type API struct {
 	Apps     AppReader
 }
 
-// changeRoutes are the routes Mount adds; the OpenAPI test walks the same table.
-func (a *API) changeRoutes() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"POST /api/v1/changes":                                          a.createChange,
-		"GET /api/v1/changes":                                           a.listChanges,
-		"GET /api/v1/changes/{code}":                                    a.getChange,
-		"POST /api/v1/changes/{code}/cancel":                            a.cancelChange,
-		"POST /api/v1/changes/{code}/rollback":                          a.rollbackChange,
-		"POST /api/v1/changes/{code}/retry":                             a.retryChange,
-		"POST /api/v1/decide":                                           a.decide,
-		"GET /api/v1/clusters/{cluster}/argocd/apps":                    a.listApps,
-		"GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}": a.getApp,
+// changeRoute is one route of the change API and the token scope it needs.
+type changeRoute struct {
+	handler http.HandlerFunc
+	scope   store.Scope
+}
+
+// changeRoutes are the routes Mount adds, each with the scope it needs; the OpenAPI
+// test walks the same table.
+func (a *API) changeRoutes() map[string]changeRoute {
+	return map[string]changeRoute{
+		"POST /api/v1/changes":                                          {a.createChange, store.ScopeChange},
+		"GET /api/v1/changes":                                           {a.listChanges, store.ScopeRead},
+		"GET /api/v1/changes/{code}":                                    {a.getChange, store.ScopeRead},
+		"POST /api/v1/changes/{code}/cancel":                            {a.cancelChange, store.ScopeChange},
+		"POST /api/v1/changes/{code}/rollback":                          {a.rollbackChange, store.ScopeChange},
+		"POST /api/v1/changes/{code}/retry":                             {a.retryChange, store.ScopeChange},
+		"POST /api/v1/decide":                                           {a.decide, store.ScopeRead},
+		"GET /api/v1/clusters/{cluster}/argocd/apps":                    {a.listApps, store.ScopeRead},
+		"GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}": {a.getApp, store.ScopeRead},
 	}
 }
 
 // Mount adds the change API (team-authenticated) and its OpenAPI document to srv.
 func (a *API) Mount(srv *server.Server) {
-	for pattern, h := range a.changeRoutes() {
-		srv.HandleFunc(pattern, h, server.TeamAuth())
+	for pattern, route := range a.changeRoutes() {
+		srv.HandleFunc(pattern, route.handler, server.TeamAuth(route.scope))
 	}
 	srv.HandleFunc("GET /api/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

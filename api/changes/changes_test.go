@@ -100,6 +100,7 @@ type openAPIDoc struct {
 }
 
 type operation struct {
+	Scope     string `json:"x-required-scope"`
 	Responses map[string]struct {
 		Content map[string]struct {
 			Schema  schema          `json:"schema"`
@@ -169,8 +170,16 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 		}
 	}
 	mounted := map[string]bool{"GET /api/v1/openapi.json": true}
-	for pattern := range (&API{}).changeRoutes() {
+	for pattern, route := range (&API{}).changeRoutes() {
 		mounted[pattern] = true
+		method, path, _ := strings.Cut(pattern, " ")
+		op, ok := doc.Paths[path][strings.ToLower(method)]
+		if ok && op.Scope != string(route.scope) {
+			t.Errorf("%s needs the %s scope, openapi.json says %q", pattern, route.scope, op.Scope)
+		}
+		if _, documented := op.Responses["403"]; ok && !documented {
+			t.Errorf("openapi.json does not document the 403 insufficient_scope of %s", pattern)
+		}
 	}
 	for route := range mounted {
 		if !documented[route] {
@@ -313,5 +322,47 @@ func wantCode(t *testing.T, body []byte, code string) {
 	var e struct{ Error, Reason string }
 	if err := json.Unmarshal(body, &e); err != nil || e.Error != code || e.Reason == "" {
 		t.Errorf("error body %s, want code %s with a reason", body, code)
+	}
+}
+
+// Reading needs the read scope and acting on changes the change scope, as the issue
+// of token scopes defines them; the list is written out here rather than taken from
+// the route table, so a route mounted with the wrong scope fails.
+func TestChangeRoutesNeedTheirScope(t *testing.T) {
+	db := storetest.SQLite(t)
+	srv, _ := changesServer(t, db, stubPipeline{db})
+	team, err := db.TeamByName(context.Background(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[store.Scope]secret.Secret{}
+	for _, sc := range store.AllScopes {
+		if _, tokens[sc], err = db.CreateAPIToken(context.Background(), team.ID, string(sc), sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes := map[string]store.Scope{
+		"POST /api/v1/changes":                             store.ScopeChange,
+		"POST /api/v1/changes/web1/cancel":                 store.ScopeChange,
+		"POST /api/v1/changes/web1/rollback":               store.ScopeChange,
+		"POST /api/v1/changes/web1/retry":                  store.ScopeChange,
+		"GET /api/v1/changes":                              store.ScopeRead,
+		"GET /api/v1/changes/web1":                         store.ScopeRead,
+		"POST /api/v1/decide":                              store.ScopeRead,
+		"GET /api/v1/clusters/prod/argocd/apps":            store.ScopeRead,
+		"GET /api/v1/clusters/prod/argocd/apps/argocd/web": store.ScopeRead,
+	}
+	for route, need := range routes {
+		method, path, _ := strings.Cut(route, " ")
+		for _, have := range store.AllScopes {
+			status, body := callAs(srv, tokens[have], method, path, "{}")
+			refused := status == http.StatusForbidden && bytes.Contains(body, []byte(`"insufficient_scope"`))
+			if refused != (have != need) {
+				t.Errorf("%s with a %s token = %d %s; the route needs %s", route, have, status, body, need)
+			}
+			if refused && !bytes.Contains(body, []byte("the "+string(need)+" scope")) {
+				t.Errorf("%s refusal does not name the %s scope: %s", route, need, body)
+			}
+		}
 	}
 }

@@ -85,18 +85,21 @@ type API struct {
 	StateTTL time.Duration
 }
 
-// Mount adds the endpoints to srv.
+// Mount adds the endpoints to srv. Everything a team does here administers it
+// (installations, clusters, repository connections, repository tokens), so every
+// authenticated route needs the admin scope.
 func (a *API) Mount(srv *server.Server) {
+	admin := server.TeamAuth(store.ScopeAdmin)
 	srv.HandleFunc("GET "+CallbackPath, a.setup)
-	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, server.TeamAuth())
-	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, server.TeamAuth())
-	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, server.TeamAuth())
-	srv.HandleFunc("GET /api/v1/clusters", a.listClusters, server.TeamAuth())
-	srv.HandleFunc("POST /api/v1/clusters/{cluster}/repos", a.connectRepo, server.TeamAuth())
-	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos", a.listRepos, server.TeamAuth())
-	srv.HandleFunc("DELETE /api/v1/clusters/{cluster}/repos", a.disconnectRepo, server.TeamAuth())
-	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos/suggestions", a.suggestRepos, server.TeamAuth())
-	srv.HandleFunc("POST /api/v1/internal/tokens", a.issueToken, server.TeamAuth())
+	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, admin)
+	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, admin)
+	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, admin)
+	srv.HandleFunc("GET /api/v1/clusters", a.listClusters, admin)
+	srv.HandleFunc("POST /api/v1/clusters/{cluster}/repos", a.connectRepo, admin)
+	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos", a.listRepos, admin)
+	srv.HandleFunc("DELETE /api/v1/clusters/{cluster}/repos", a.disconnectRepo, admin)
+	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos/suggestions", a.suggestRepos, admin)
+	srv.HandleFunc("POST /api/v1/internal/tokens", a.issueToken, admin)
 }
 
 // team returns the caller's team; TeamAuth guarantees one.
