@@ -441,7 +441,7 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 		t.Fatal(err)
 	}
 	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{},
-		Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, Connections: parityConnections{inst: inst}},
+		Repos: github.Repos{Clients: cc, Archives: archives}, Connections: parityConnections{inst: inst}},
 		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()})
 	t.Cleanup(p.Close)
 	if err := p.Start(ctx); err != nil {

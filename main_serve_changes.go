@@ -181,7 +181,7 @@ func (w *changeWiring) build(b handler.Base) (*plan.Pipeline, error) {
 		Store:       env.DB,
 		Clusters:    w.clusters,
 		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
-		Repos:       plan.GitHubRepos{Clients: b.ClientCreator, Archives: archives},
+		Repos:       github.Repos{Clients: b.ClientCreator, Archives: archives},
 		Connections: plan.StoreConnections{DB: env.DB},
 		Observer:    observer,
 	}, pipelineConfig(env.Config, b.App.BotLogin(), host+"-"+store.NewID())), nil

@@ -216,7 +216,7 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 	}
 	tm := &timed{}
 	p := plan.New(plan.Deps{Store: db, Clusters: newBenchCluster(), Renderer: timedRenderer{t: tm},
-		Repos: timedRepos{Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, t: tm}, Connections: &connections{inst: inst, connected: true}},
+		Repos: timedRepos{Repos: github.Repos{Clients: cc, Archives: archives}, t: tm}, Connections: &connections{inst: inst, connected: true}},
 		plan.Config{ClaimTTL: time.Minute})
 	defer p.Close()
 

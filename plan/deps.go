@@ -105,3 +105,7 @@ type Connections interface {
 // ErrRepoNotConnected: the repository is not connected to the cluster (or its
 // connection was revoked).
 var ErrRepoNotConnected = errors.New("repository not connected to the cluster")
+
+// The production implementations, checked here since their packages do not import
+// this one.
+var _ Repos = github.Repos{}

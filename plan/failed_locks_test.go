@@ -17,7 +17,7 @@ import (
 // gatedCommits fails the first commit after holding it until the test lets it go,
 // the way a GitHub outage fails a plan that already holds its file.
 type gatedCommits struct {
-	plan.GitHubRepos
+	github.Repos
 	reached chan struct{} // closed when the first commit is attempted
 	release chan struct{} // closed by the test to let that commit fail
 	once    sync.Once
@@ -31,7 +31,7 @@ func (g *gatedCommits) CreateCommit(ctx context.Context, inst int64, repo, baseS
 		<-g.release
 		return github.CommitInfo{}, errors.New("POST git/commits: 502 Bad Gateway")
 	}
-	return g.GitHubRepos.CreateCommit(ctx, inst, repo, baseSHA, message, files)
+	return g.Repos.CreateCommit(ctx, inst, repo, baseSHA, message, files)
 }
 
 // TestFailedPlanReleasesItsFilesToWaitingPlans: a plan that fails after taking its
@@ -43,7 +43,7 @@ func TestFailedPlanReleasesItsFilesToWaitingPlans(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		repos := &gatedCommits{GitHubRepos: e.repos, reached: make(chan struct{}), release: make(chan struct{})}
+		repos := &gatedCommits{Repos: e.repos, reached: make(chan struct{}), release: make(chan struct{})}
 		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: repos, Connections: e.conns},
 			plan.Config{ClaimTTL: 5 * time.Second, BotLogin: e.gh.BotLogin()})
 		t.Cleanup(p.Close)

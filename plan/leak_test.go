@@ -66,7 +66,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		ctx := logger.WithContext(context.Background())
 
 		p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{Renders: renders},
-			Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, Connections: &connections{inst: inst, connected: true}},
+			Repos: github.Repos{Clients: cc, Archives: archives}, Connections: &connections{inst: inst, connected: true}},
 			plan.Config{ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond,
 				DeployTimeout: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: gh.BotLogin()})
 		t.Cleanup(p.Close)

@@ -263,7 +263,7 @@ type env struct {
 	// engine, when set, renders instead of render.
 	engine plan.Renderer
 	conns  *connections
-	repos  plan.GitHubRepos
+	repos  github.Repos
 	// observer, when set, is the pipeline's.
 	observer plan.Observer
 }
@@ -292,7 +292,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...func(*github.Config)) *env {
 		t.Fatal(err)
 	}
 	return &env{t: t, gh: s, db: db, team: team, cluster: newFakeCluster(), render: &lineRenderer{},
-		conns: &connections{inst: inst, connected: true}, repos: plan.GitHubRepos{Clients: cc, Archives: archives}}
+		conns: &connections{inst: inst, connected: true}, repos: github.Repos{Clients: cc, Archives: archives}}
 }
 
 func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {

@@ -17,7 +17,7 @@ import (
 
 // flakyCommits fails commits while fail is set, as a GitHub outage would.
 type flakyCommits struct {
-	plan.GitHubRepos
+	github.Repos
 	fail atomic.Bool
 }
 
@@ -25,7 +25,7 @@ func (f *flakyCommits) CreateCommit(ctx context.Context, inst int64, repo, baseS
 	if f.fail.Load() {
 		return github.CommitInfo{}, errors.New("POST git/commits: 503 Service Unavailable")
 	}
-	return f.GitHubRepos.CreateCommit(ctx, inst, repo, baseSHA, message, files)
+	return f.Repos.CreateCommit(ctx, inst, repo, baseSHA, message, files)
 }
 
 // deployScale takes scale(4) through merge to deployed and returns the plan.
@@ -117,7 +117,7 @@ func TestRollbackCanBeRequestedAgain(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := plan.WithActor(context.Background(), "team:shop")
-		repos := &flakyCommits{GitHubRepos: e.repos}
+		repos := &flakyCommits{Repos: e.repos}
 		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: repos, Connections: e.conns}, plan.Config{BotLogin: e.gh.BotLogin()})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {

@@ -126,7 +126,7 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
 	s.newPipeline = func(hooks plan.Hooks) *plan.Pipeline {
 		p := plan.New(plan.Deps{Store: db, Clusters: clusters, Renderer: plan.RenderEngine{Renders: s.renders},
-			Repos: plan.GitHubRepos{Clients: cc, Archives: archives}, Connections: plan.StoreConnections{DB: db}, Hooks: hooks},
+			Repos: github.Repos{Clients: cc, Archives: archives}, Connections: plan.StoreConnections{DB: db}, Hooks: hooks},
 			plan.Config{
 				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 2 * time.Minute,
 				PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
