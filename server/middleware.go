@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/hlog"
 
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
@@ -30,13 +29,6 @@ const (
 )
 
 var wellFormedRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-type requestStateKey struct{}
-
-// requestState lets inner middleware tell the request log what it learned.
-type requestState struct {
-	team string
-}
 
 type teamKey struct{}
 
@@ -68,64 +60,67 @@ func WithScopes(ctx context.Context, scopes store.Scopes) context.Context {
 
 // RequestID returns the id of the request ctx belongs to, or "".
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if id, ok := ctx.Value(callerRequestIDKey{}).(string); ok {
+		return id
+	}
+	if id, ok := hlog.IDFromCtx(ctx); ok {
+		return id.String()
+	}
+	return ""
 }
 
-type requestIDKey struct{}
+// callerRequestIDKey holds a request id the caller sent; ids this service makes
+// are hlog's.
+type callerRequestIDKey struct{}
 
-// observe gives each request an id and a logger carrying it, and logs one line per
-// request. Only the path is logged: query strings may carry one-time secrets (the
-// installation state), and headers may carry tokens.
+// observe gives each request its own logger, an id carried by that logger and the
+// X-Request-Id answer, and one log line when it is answered. Only the path is
+// logged: query strings may carry one-time secrets (the installation state), and
+// headers may carry tokens.
 func (s *Server) observe(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+	logged := hlog.AccessHandler(logRequest)(next)
+	newID := hlog.RequestIDHandler(logKeyRequestID, RequestIDHeader)(logged)
+	withID := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
 		if !wellFormedRequestID.MatchString(id) {
-			id = newRequestID()
+			newID.ServeHTTP(w, r)
+			return
 		}
+		zerolog.Ctx(r.Context()).UpdateContext(func(c zerolog.Context) zerolog.Context {
+			return c.Str(logKeyRequestID, id)
+		})
 		w.Header().Set(RequestIDHeader, id)
-		log := s.deps.Logger.With().Str(logKeyRequestID, id).Logger()
-		state := &requestState{}
-		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-		ctx = context.WithValue(ctx, requestStateKey{}, state)
-		ctx = log.WithContext(ctx)
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r.WithContext(ctx))
-
-		status := rec.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		ev := log.Info()
-		if status >= 500 {
-			ev = log.Error()
-		}
-		if state.team != "" {
-			ev = ev.Str(logKeyTeam, state.team)
-		}
-		ev.Str("method", r.Method).
-			Str("path", r.URL.Path).
-			Int("status", status).
-			Int64("bytes", rec.bytes).
-			Dur("duration", time.Since(start)).
-			Str("remote", r.RemoteAddr).
-			Msg("Request")
+		logged.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerRequestIDKey{}, id)))
 	})
+	return hlog.NewHandler(s.deps.Logger)(withID)
 }
 
-func newRequestID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// logRequest writes the request's log line, an error for a 5xx answer. The
+// request's logger names the request id and, once TeamAuth found it, the team.
+func logRequest(r *http.Request, status, size int, duration time.Duration) {
+	if status == 0 {
+		// Nothing written: net/http answers 200.
+		status = http.StatusOK
+	}
+	log := zerolog.Ctx(r.Context())
+	ev := log.Info()
+	if status >= 500 {
+		ev = log.Error()
+	}
+	ev.Str("method", r.Method).
+		Str("path", r.URL.Path).
+		Int("status", status).
+		Int("bytes", size).
+		Dur("duration", duration).
+		Str("remote", r.RemoteAddr).
+		Msg("Request")
 }
 
-// statusRecorder remembers the status and size of a response. Unwrap lets
+// statusRecorder remembers whether a response has begun. Unwrap lets
 // http.ResponseController reach Flush and deadlines of the real writer.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
-	bytes  int64
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -139,9 +134,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
+	return r.ResponseWriter.Write(b)
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -218,16 +211,14 @@ func (s *Server) requireTeam(scope store.Scope, next http.Handler) http.Handler 
 			}
 			team, scopes = found.Team, found.Scopes
 		}
-		if st, ok := r.Context().Value(requestStateKey{}).(*requestState); ok {
-			st.team = team.Name
-		}
+		// The request's own logger learns the team, so that every later line of the
+		// request names it, its log line included (also when the scope is refused).
+		log.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str(logKeyTeam, team.Name) })
 		if !scopes.Has(scope) {
 			insufficientScope(w, scope, scopes)
 			return
 		}
-		ctx := WithScopes(WithTeam(r.Context(), team), scopes)
-		l := log.With().Str(logKeyTeam, team.Name).Logger()
-		next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
+		next.ServeHTTP(w, r.WithContext(WithScopes(WithTeam(r.Context(), team), scopes)))
 	})
 }
 

@@ -234,7 +234,10 @@ func TestTeamAuth(t *testing.T) {
 	}
 }
 
-func TestLogsCarryNoSecrets(t *testing.T) {
+// paymentsServer is a server authenticating against a real database in which team
+// payments holds the returned token.
+func paymentsServer(t *testing.T) (*server.Server, *servicetest.SyncBuffer, secret.Secret) {
+	t.Helper()
 	db := storetest.SQLite(t)
 	ctx := context.Background()
 	team, err := db.CreateTeam(ctx, "payments")
@@ -246,6 +249,11 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, logs := newServer(t, server.Config{}, server.Deps{Auth: db})
+	return s, logs, token
+}
+
+func TestLogsCarryNoSecrets(t *testing.T) {
+	s, logs, token := paymentsServer(t)
 	s.HandleFunc("POST /api/v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		zerolog.Ctx(r.Context()).Info().Msg("Handling")
 		server.WriteJSON(w, 200, map[string]string{"ok": "yes"})
@@ -484,5 +492,57 @@ func TestReadyzFailsWhileDraining(t *testing.T) {
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRequestLogLine: each request is logged once with the request id, the team once
+// authenticated, method, path, status, size, duration and remote address; a 5xx is
+// logged as an error. A team learned by one request never reaches another's lines.
+func TestRequestLogLine(t *testing.T) {
+	s, logs, token := paymentsServer(t)
+	s.HandleFunc("GET /api/v1/fail", func(w http.ResponseWriter, r *http.Request) {
+		zerolog.Ctx(r.Context()).Info().Msg("Handling")
+		server.WriteError(w, http.StatusBadGateway, "upstream", "upstream failed")
+	}, server.TeamAuth(store.ScopeRead))
+
+	req := httptest.NewRequest("GET", "/api/v1/fail", nil)
+	req.Header.Set("Authorization", "Bearer "+token.Reveal())
+	req.Header.Set(server.RequestIDHeader, "req-1")
+	rec, _ := do(t, s.Handler(), req)
+	do(t, s.Handler(), httptest.NewRequest("GET", "/healthz", nil))
+
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want the handler's and two request lines:\n%s", len(lines), logs)
+	}
+	handling, failed, health := lines[0], lines[1], lines[2]
+	if handling["message"] != "Handling" || handling["request_id"] != "req-1" || handling["team"] != "payments" {
+		t.Errorf("the handler's line = %v, want request_id req-1 and team payments", handling)
+	}
+	want := map[string]any{"level": "error", "message": "Request", "request_id": "req-1", "team": "payments",
+		"method": "GET", "path": "/api/v1/fail", "status": float64(502), "bytes": float64(rec.Body.Len()), "remote": req.RemoteAddr}
+	for k, v := range want {
+		if failed[k] != v {
+			t.Errorf("request line %s = %v, want %v (line %v)", k, failed[k], v, failed)
+		}
+	}
+	if _, ok := failed["duration"].(float64); !ok {
+		t.Errorf("request line without a duration: %v", failed)
+	}
+	if health["level"] != "info" || health["status"] != float64(200) || health["path"] != "/healthz" {
+		t.Errorf("health request line = %v, want info 200 /healthz", health)
+	}
+	if _, ok := health["team"]; ok {
+		t.Errorf("another request's team reached the health request's line: %v", health)
+	}
+	if id, _ := health["request_id"].(string); id == "" || id == "req-1" {
+		t.Errorf("health request id = %q, want its own", id)
 	}
 }
