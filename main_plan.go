@@ -21,6 +21,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/logging"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -347,8 +348,8 @@ var kindAliases = map[string][2]string{
 }
 
 // parseChange parses "<verb> KIND/NAME [flags] [args]" into a target and a change.
-func parseChange(args []string) (render.Target, render.Change, error) {
-	var target render.Target
+func parseChange(args []string) (objref.Target, render.Change, error) {
+	var target objref.Target
 	var change render.Change
 	verb, rest := args[0], args[1:]
 	var ref string
@@ -580,7 +581,7 @@ func printNotes(w io.Writer, notes []string) {
 	}
 }
 
-func printResult(w io.Writer, app render.Application, target render.Target, change render.Change, res *render.Result, notes []string, written bool) {
+func printResult(w io.Writer, app render.Application, target objref.Target, change render.Change, res *render.Result, notes []string, written bool) {
 	printNotes(w, notes)
 	fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
 	if app.Namespace != "" {

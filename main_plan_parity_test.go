@@ -21,6 +21,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -35,7 +36,7 @@ type parityCase struct {
 	name   string
 	files  map[string]string
 	apps   []map[string]any // Application manifests, the primary first
-	target render.Target
+	target objref.Target
 	change render.Change
 	// want is the verdict render's golden expects.
 	want string
@@ -45,7 +46,7 @@ type parityCase struct {
 type goldenRequest struct {
 	App    string               `json:"app"`
 	Apps   []render.Application `json:"apps"`
-	Target render.Target        `json:"target"`
+	Target objref.Target        `json:"target"`
 	Change render.Change        `json:"change"`
 }
 
@@ -380,7 +381,7 @@ func (c *parityCluster) teamApps(team string) []argocd.Application {
 	return c.apps[team]
 }
 
-func (c *parityCluster) Decide(_ context.Context, ref plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+func (c *parityCluster) Decide(_ context.Context, ref plan.ClusterRef, t objref.Target) argocd.Decision {
 	app := c.teamApps(ref.TeamID)[0]
 	target := argocd.ResourceRef{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelManual, Reason: "tracked"}
@@ -405,7 +406,7 @@ func (c *parityCluster) Application(_ context.Context, ref plan.ClusterRef, ns, 
 	return argocd.Application{}, plan.ErrObjectNotFound
 }
 
-func (c *parityCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+func (c *parityCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
 	return nil, plan.ErrObjectNotFound
 }
 
@@ -470,11 +471,11 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 		cluster.apps[team.ID] = apps
 		cluster.mu.Unlock()
 		req := plan.Request{Cluster: "prod", Change: c.change, Reason: "parity", RequestedBy: "test",
-			Target: store.PlanTarget{APIVersion: c.target.APIVersion, Kind: c.target.Kind, Namespace: c.target.Namespace, Name: c.target.Name}}
+			Target: c.target}
 		if c.change.NewResource != nil {
 			req.Application = &plan.AppRef{Namespace: apps[0].Namespace, Name: apps[0].Name}
 			// A new resource names no target; the request still carries one.
-			req.Target = store.PlanTarget{APIVersion: "v1", Kind: "ConfigMap", Name: "new"}
+			req.Target = objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "new"}
 		}
 		pl, _, err := p.Submit(ctx, team.ID, "team:test", req)
 		if err != nil {

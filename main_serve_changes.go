@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/metrics"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
@@ -267,7 +268,7 @@ func (lazyPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, rea
 	return p.Rollback(ctx, teamID, code, requestedBy, reason)
 }
 
-func (lazyPipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target store.PlanTarget) argocd.Decision {
+func (lazyPipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target objref.Target) argocd.Decision {
 	changes.mu.Lock()
 	clusters := changes.clusters
 	changes.mu.Unlock()

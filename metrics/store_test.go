@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kukie/kukie-gitops/metrics"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -24,7 +25,7 @@ func TestStoreCollectorReportsPlansAndInbox(t *testing.T) {
 		}
 		for i, status := range []string{"pr_open", "pr_open", "deploying", "from_a_newer_version"} {
 			p := store.Plan{Code: "p" + string(rune('a'+i)), TeamID: team.ID, IdempotencyKey: "k" + string(rune('a'+i)), Cluster: "prod",
-				Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "api"},
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "api"},
 				Change: []byte(`{}`), RequestedBy: "alice", Status: status}
 			if _, _, err := db.CreatePlan(ctx, p, store.PlanEvent{ToStatus: status}); err != nil {
 				t.Fatal(err)

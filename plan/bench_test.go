@@ -14,6 +14,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -76,7 +77,7 @@ func newBenchCluster() *benchCluster {
 	}, Status: argocd.AppStatus{SourceType: "Kustomize"}}}
 }
 
-func (c *benchCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+func (c *benchCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
 	app := c.app
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelManual, Reason: "tracked"}
@@ -96,7 +97,7 @@ func (c *benchCluster) Application(context.Context, plan.ClusterRef, string, str
 	return c.app, nil
 }
 
-func (c *benchCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+func (c *benchCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
 	return nil, plan.ErrObjectNotFound
 }
 
@@ -224,7 +225,7 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 	var mu sync.Mutex
 	one := func(i int) {
 		name := fmt.Sprintf("svc%02d", i%benchDeployments)
-		req := plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: name},
+		req := plan.Request{Cluster: "prod", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: name},
 			Change: render.Change{Replicas: &render.Replicas{Count: int64(3 + i%5)}}, Reason: "load", RequestedBy: "bench"}
 		start := time.Now()
 		pl, _, err := p.Submit(ctx, team.ID, "bench", req)

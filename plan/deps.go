@@ -6,8 +6,8 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
-	"github.com/kukie/kukie-gitops/store"
 )
 
 // ClusterRef names a team's cluster (names are unique per team).
@@ -20,7 +20,7 @@ type ClusterRef struct {
 type Cluster interface {
 	// Decide runs the path decision for one target; it never fails, a failed read is
 	// a Decision with Known=false.
-	Decide(ctx context.Context, cluster ClusterRef, target store.PlanTarget) argocd.Decision
+	Decide(ctx context.Context, cluster ClusterRef, target objref.Target) argocd.Decision
 	// Applications lists the cluster's Argo CD Applications.
 	Applications(ctx context.Context, cluster ClusterRef) ([]argocd.Application, error)
 	// Clusters names the team's registered clusters. Their Applications may deploy
@@ -32,7 +32,7 @@ type Cluster interface {
 	// server at the time of the call, never from a cache: the deployment verdict reads
 	// it after the Application that reports the sync, and an older copy would show the
 	// object before Argo CD applied the change.
-	Object(ctx context.Context, cluster ClusterRef, target store.PlanTarget) (map[string]any, error)
+	Object(ctx context.Context, cluster ClusterRef, target objref.Target) (map[string]any, error)
 	// DryRun sends objects as a server-side dry-run apply. A rejection by the API
 	// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
 	DryRun(ctx context.Context, cluster ClusterRef, objects []map[string]any) error

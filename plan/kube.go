@@ -11,6 +11,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
@@ -70,7 +71,7 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 }
 
 // Decide implements Cluster.
-func (k KubeClusters) Decide(ctx context.Context, ref ClusterRef, t store.PlanTarget) argocd.Decision {
+func (k KubeClusters) Decide(ctx context.Context, ref ClusterRef, t objref.Target) argocd.Decision {
 	target, err := argocd.RefFromAPIVersion(t.APIVersion, t.Kind, t.Namespace, t.Name)
 	if err != nil {
 		return argocd.Decision{Path: argocd.PathDirect, Known: false, Level: argocd.LevelUnknown, Failure: argocd.FailureOther,
@@ -120,7 +121,7 @@ func (k KubeClusters) Application(ctx context.Context, ref ClusterRef, namespace
 }
 
 // Object implements Cluster.
-func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t store.PlanTarget) (map[string]any, error) {
+func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t objref.Target) (map[string]any, error) {
 	target, err := argocd.RefFromAPIVersion(t.APIVersion, t.Kind, t.Namespace, t.Name)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/internal/leakscan"
 	"github.com/kukie/kukie-gitops/internal/servicetest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
@@ -92,7 +93,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		api := httptest.NewServer(srv.Handler())
 		t.Cleanup(api.Close)
 
-		target := store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+		target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
 		submit := func(key string, change render.Change) string {
 			t.Helper()
 			status, body := servicetest.Do(t, api, "POST", "/api/v1/changes", token, plan.Request{Cluster: "prod", Target: target,

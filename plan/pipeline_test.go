@@ -19,6 +19,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -75,7 +76,7 @@ func (c *fakeCluster) application() argocd.Application {
 	return a
 }
 
-func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	if t.Name != "web" {
 		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
@@ -149,7 +150,7 @@ func (c *fakeCluster) assess(health argocd.AppHealth, afterSync bool, resources 
 	}
 }
 
-func (c *fakeCluster) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+func (c *fakeCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	status := c.targetStatus
@@ -354,7 +355,7 @@ func (e *env) mergeWakes(ctx context.Context, p *plan.Pipeline, holder store.Pla
 }
 
 func scale(n int64, key string) plan.Request {
-	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+	return plan.Request{Cluster: "prod", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 		Change: render.Change{Replicas: &render.Replicas{Count: n}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: key}
 }
 

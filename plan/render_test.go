@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -51,7 +52,7 @@ func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
 		{Name: "argocd/web", Path: "apps/web", SourceType: render.SourceDirectory, Namespace: "shop"},
 	}
 	req := render.Request{RepoDir: dir, Apps: apps, App: "argocd/api",
-		Target: render.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
 		Change: render.Change{Replicas: &render.Replicas{Count: 3}}}
 	at := plan.Commit{Repo: "acme/deploy", SHA: strings.Repeat("a", 40)}
 	ctx := context.Background()
@@ -110,7 +111,7 @@ func TestRenderEngineRendersAgainWhenTheCacheIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := render.Request{RepoDir: dir, Apps: []render.Application{app},
-		Target: render.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"},
+		Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"},
 		Change: render.Change{NewResource: &render.NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\n"}}}
 	res, err := plan.RenderEngine{Renders: cache}.Plan(context.Background(), at, req)
 	if err != nil {
@@ -145,7 +146,7 @@ func BenchmarkRenderEngine(b *testing.B) {
 		}
 	}
 	req := render.Request{RepoDir: dir, Apps: []render.Application{{Name: "api", Path: "apps/api/prod", SourceType: render.SourceKustomize, Namespace: "shop"}},
-		Target: render.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "svc07"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "svc07"},
 		Change: render.Change{Replicas: &render.Replicas{Count: 3}}}
 	at := plan.Commit{Repo: "acme/deploy", SHA: strings.Repeat("d", 40)}
 	cache, err := github.NewRenderCache(b.TempDir(), 64<<20)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -41,9 +42,9 @@ type AppRef struct {
 
 // Request is one change request from the chat integration.
 type Request struct {
-	Cluster string           `json:"cluster"`
-	Target  store.PlanTarget `json:"target"`
-	Change  render.Change    `json:"change"`
+	Cluster string        `json:"cluster"`
+	Target  objref.Target `json:"target"`
+	Change  render.Change `json:"change"`
 	// Application names the Application that receives a new_resource change.
 	Application    *AppRef `json:"application,omitempty"`
 	Reason         string  `json:"reason"`

@@ -277,7 +277,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, err
 	}
 	req := render.Request{RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey, Change: change,
-		Target: render.Target{APIVersion: pl.Target.APIVersion, Kind: pl.Target.Kind, Namespace: pl.Target.Namespace, Name: pl.Target.Name}}
+		Target: pl.Target}
 	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal
 	if errors.As(err, &ref) {

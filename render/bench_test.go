@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // The benchmarks generate repositories and time a full Plan (locate, edit, render
@@ -149,7 +151,7 @@ func reportCLIRatio(b *testing.B, dir string) {
 func BenchmarkPlanOverlay30(b *testing.B) {
 	repo, apps := monorepo(b, 1, 1, 30, 0)
 	req := Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc03"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc03"},
 		Change: Change{Replicas: &Replicas{Count: 5}}}
 	benchPlan(b, req, "")
 	reportCLIRatio(b, filepath.Join(repo, apps[0].Path))
@@ -163,7 +165,7 @@ func BenchmarkPlanMonorepo(b *testing.B) {
 		b.Run(fmt.Sprintf("apps=%d", size.bases*size.overlays+size.plain), func(b *testing.B) {
 			repo, all := monorepo(b, size.bases, size.overlays, 12, size.plain)
 			req := Request{RepoDir: repo, Apps: all, App: all[0].Name,
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
 				Change: Change{Image: &Image{Container: "svc01", Tag: "2.0.0"}}}
 			benchPlan(b, req, "")
 			reportCLIRatio(b, filepath.Join(repo, all[0].Path))
@@ -179,7 +181,7 @@ func BenchmarkPlanMonorepoSameCommit(b *testing.B) {
 		b.Run(fmt.Sprintf("apps=%d", size.bases*size.overlays+size.plain), func(b *testing.B) {
 			repo, all := monorepo(b, size.bases, size.overlays, 12, size.plain)
 			req := Request{RepoDir: repo, TreeID: "monorepo@" + b.Name(), Apps: all, App: all[0].Name,
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
 				Change: Change{Image: &Image{Container: "svc01", Tag: "2.0.0"}}}
 			if _, err := Plan(context.Background(), req); err != nil {
 				b.Fatalf("Plan: %v", err)
@@ -207,7 +209,7 @@ func BenchmarkPlanSharedFolder200(b *testing.B) {
 	}
 	// The overlay's images entry is shared by all 200: editing it reaches them all.
 	req := Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc00"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc00"},
 		Change: Change{Image: &Image{Container: "svc00", Tag: "9.9.9"}}}
 	benchPlan(b, req, CodeLeak)
 	reportCLIRatio(b, filepath.Join(repo, apps[0].Path))
@@ -218,7 +220,7 @@ func BenchmarkPlanSharedFolder200(b *testing.B) {
 func BenchmarkVerify(b *testing.B) {
 	repo, apps := monorepo(b, 1, 1, 30, 0)
 	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc03"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc03"},
 		Change: Change{Replicas: &Replicas{Count: 5}}})
 	if err != nil {
 		b.Fatal(err)
@@ -258,7 +260,7 @@ func BenchmarkVerify(b *testing.B) {
 // BenchmarkCompare times the field-by-field comparison alone.
 func BenchmarkCompare(b *testing.B) {
 	repo, apps := monorepo(b, 1, 1, 30, 0)
-	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name, Target: Target{APIVersion: "v1", Kind: "x", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name, Target: objref.Target{APIVersion: "v1", Kind: "x", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 	if err != nil {
 		b.Fatal(err)
 	}

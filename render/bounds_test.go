@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // parsedNodes counts the nodes yaml.v3 builds for data, aliases not followed.
@@ -127,7 +129,7 @@ func slowKustomization(t *testing.T) string {
 func TestPlanOutlastingItsTimeoutIsRefused(t *testing.T) {
 	repo := slowKustomization(t)
 	app := Application{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"}
-	req := Request{RepoDir: repo, Apps: []Application{app}, Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}}
+	req := Request{RepoDir: repo, Apps: []Application{app}, Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}}
 	saved := timeout.Load()
 	t.Cleanup(func() { timeout.Store(saved) })
 	timeout.Store(int64(20 * time.Millisecond))
@@ -152,7 +154,7 @@ func TestPlanCancelledByItsCallerIsNoRefusal(t *testing.T) {
 	app := Application{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Plan(ctx, Request{RepoDir: repo, Apps: []Application{app}, Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+	_, err := Plan(ctx, Request{RepoDir: repo, Apps: []Application{app}, Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
 	var ref *Refusal
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ref) {
 		t.Fatalf("got %v, want context.Canceled", err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 const envBaseDeployment = `apiVersion: apps/v1
@@ -39,7 +41,7 @@ func TestEnvJSONPatchRefusesAReorderedBase(t *testing.T) {
 	})
 	app := Application{Name: "api-prod", Path: "overlays/prod", SourceType: SourceKustomize, Namespace: "api-prod"}
 	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{app},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"},
 		Change: Change{Env: &Env{Container: "api", Set: map[string]string{"LOG_LEVEL": "debug"}}}})
 	if err != nil {
 		t.Fatal(err)

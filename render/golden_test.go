@@ -15,6 +15,7 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -26,7 +27,7 @@ const goldenRoot = "../testdata/render"
 type goldenRequest struct {
 	App    string        `json:"app"`
 	Apps   []Application `json:"apps"`
-	Target Target        `json:"target"`
+	Target objref.Target `json:"target"`
 	Change Change        `json:"change"`
 }
 

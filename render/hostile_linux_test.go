@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // hostileChildEnv makes the test binary plan one repository as a child process
@@ -88,7 +90,7 @@ func runHostileChild(spec string) int {
 	start := time.Now()
 	_, err = Plan(context.Background(), Request{
 		RepoDir: s.Repo, Apps: s.Apps, App: s.Apps[0].Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Replicas: &Replicas{Count: 3}},
 	})
 	out := hostileOutcome{Verified: err == nil, Elapsed: time.Since(start), PeakRSS: peakRSS()}

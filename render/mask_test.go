@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 const secretsNearby = `apiVersion: v1
@@ -72,7 +74,7 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	repo := writeRepo(t, map[string]string{"apps/web/all.yaml": content})
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Image: &Image{Container: "web", Tag: "1.0.1"}}})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
@@ -218,7 +220,7 @@ func requireNoSecret(t *testing.T, what, text string, values []string) {
 func TestKustomizeSecretsNeverShown(t *testing.T) {
 	repo := writeRepo(t, kustomizeSecrets)
 	app := []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}}
-	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	for name, tc := range map[string]struct {
 		change Change
 		shows  []string // masked lines the diff must show, so the test sees the secrets' context
@@ -333,7 +335,7 @@ func TestRefusalsDoNotQuoteSecrets(t *testing.T) {
 	repo := writeRepo(t, files)
 	_, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Image: &Image{Container: "web", Tag: "1.0.1"}}})
 	var ref *Refusal
 	if !errors.As(err, &ref) || ref.Code != CodeRenderFailed || !strings.Contains(ref.Reason, "invalid literal source") {
@@ -361,7 +363,7 @@ func TestMaskTextMasksTheValuesOfTheObjects(t *testing.T) {
 	repo := writeRepo(t, kustomizeSecrets)
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Env: &Env{Container: "web", Set: map[string]string{"LOG_FORMAT": "text"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +393,7 @@ func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
 	_, err := Plan(ctx, Request{RepoDir: repo, App: "web",
 		Apps: []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"},
 			{Name: "other", Path: "apps/other", SourceType: SourceKustomize, Namespace: "other"}},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Image: &Image{Container: "web", Tag: "1.0.1"}}})
 	if !strings.Contains(logs.String(), "cannot be rendered") {
 		t.Fatalf("no log line about the app that cannot render (Plan: %v):\n%s", err, logs.String())

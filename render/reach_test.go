@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 func configMap(name string) string {
@@ -171,7 +173,7 @@ func TestReachNeverMissesAnAffectedApp(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/padded=%v", name, padded), func(t *testing.T) {
 				files, apps, repo := repoCase.setUp(t, padded)
 				p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[0].Name,
-					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+					Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -330,7 +332,7 @@ func TestAffectedNamesEveryReader(t *testing.T) {
 		for name, tc := range cases {
 			t.Run(fmt.Sprintf("%s/padded=%v", name, padded), func(t *testing.T) {
 				p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: "prod",
-					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+					Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // newTestPlanner opens a planner on repo with the reaches of every app computed,
@@ -18,7 +20,7 @@ import (
 func newTestPlanner(t *testing.T, repo, treeID string, apps []Application) *planner {
 	t.Helper()
 	p, err := newPlanner(context.Background(), Request{RepoDir: repo, TreeID: treeID, Apps: apps, App: apps[0].Name,
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+		Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestPlanWithTreeIDMatchesPlanWithout(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := Request{RepoDir: repo, Apps: apps, App: tc.app,
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 				Change: Change{Replicas: &Replicas{Count: tc.replica}}}
 			wantRes, wantErr := Plan(context.Background(), req)
 			var ref *Refusal
@@ -215,7 +217,7 @@ func TestRememberedReachesConcurrentPlans(t *testing.T) {
 	for i := range reaches {
 		wg.Go(func() {
 			p, err := newPlanner(context.Background(), Request{RepoDir: repo, TreeID: treeID, Apps: apps, App: apps[0].Name,
-				Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+				Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 			if err != nil {
 				t.Error(err)
 				return

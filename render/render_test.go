@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // overlayRepo is a Kustomize overlay (with a Secret and fields of every value
@@ -60,7 +62,7 @@ func TestRenderMatchesPlansBeforeRenderAndSurvivesEncoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: []Application{app},
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "x"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +112,7 @@ func TestDecodeObjectsRefusesGarbage(t *testing.T) {
 func TestPlanUsesBeforeRenderAndKeepsItsResult(t *testing.T) {
 	repo := writeRepo(t, overlayRepo)
 	req := Request{RepoDir: repo, Apps: []Application{overlayApp, webApp}, App: "api",
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
 		Change: Change{Resources: &Resources{Container: "api", Requests: map[string]string{"memory": "256Mi"}}}}
 	fresh, err := Plan(context.Background(), req)
 	if err != nil {
@@ -158,7 +160,7 @@ func TestResultCarriesChangedObjectsButNeverPrintsThem(t *testing.T) {
 		check    func(t *testing.T, obj map[string]any)
 	}{
 		"kustomize resources": {
-			req: Request{RepoDir: repo, Apps: []Application{overlayApp}, Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
+			req: Request{RepoDir: repo, Apps: []Application{overlayApp}, Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
 				Change: Change{Resources: &Resources{Container: "api", Limits: map[string]string{"memory": "1Gi"}}}},
 			wantKind: "Deployment", wantName: "prod-api",
 			check: func(t *testing.T, obj map[string]any) {
@@ -183,7 +185,7 @@ func TestResultCarriesChangedObjectsButNeverPrintsThem(t *testing.T) {
 			},
 		},
 		"directory replicas": {
-			req: Request{RepoDir: repo, Apps: []Application{webApp}, Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			req: Request{RepoDir: repo, Apps: []Application{webApp}, Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 				Change: Change{Replicas: &Replicas{Count: 5}}},
 			wantKind: "Deployment", wantName: "web",
 			check: func(t *testing.T, obj map[string]any) {

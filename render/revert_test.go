@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 const revertKustomization = "resources:\n  - deployment.yaml\n"
@@ -33,7 +35,7 @@ spec:
 type revertCase struct {
 	files  map[string]string
 	apps   []Application
-	target Target
+	target objref.Target
 	change Change
 	later  func(files map[string]string)
 }
@@ -76,7 +78,7 @@ func TestRevertRestoresWhatTheChangeReplaced(t *testing.T) {
 	directory := []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "shop"}}
 	scaleWeb := revertCase{
 		files: map[string]string{"apps/web/deployment.yaml": twoContainerDeployment}, apps: directory,
-		target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, change: Change{Replicas: &Replicas{Count: 5}},
+		target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, change: Change{Replicas: &Replicas{Count: 5}},
 	}
 
 	t.Run("unchanged since", func(t *testing.T) {
@@ -172,7 +174,7 @@ func TestRevertRefusesWhatChangedSince(t *testing.T) {
 	kustomize := []Application{{Name: "api", Path: "apps/api", SourceType: SourceKustomize, Namespace: "shop"}}
 	scaleAPI := revertCase{
 		files: map[string]string{"apps/api/kustomization.yaml": revertKustomization, "apps/api/deployment.yaml": revertDeployment},
-		apps:  kustomize, target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, change: Change{Replicas: &Replicas{Count: 3}},
+		apps:  kustomize, target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, change: Change{Replicas: &Replicas{Count: 3}},
 	}
 	cases := map[string]struct {
 		later    func(files map[string]string)
@@ -230,7 +232,7 @@ func TestRevertRefusesWhatChangedSince(t *testing.T) {
 func TestRevertNeverWritesTheRepository(t *testing.T) {
 	c := revertCase{files: map[string]string{"apps/web/deployment.yaml": twoContainerDeployment},
 		apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory}},
-		target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, change: Change{Replicas: &Replicas{Count: 5}}}
+		target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, change: Change{Replicas: &Replicas{Count: 5}}}
 	orig, now, _, err := c.run(t)
 	if err != nil {
 		t.Fatal(err)

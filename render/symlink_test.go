@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // writeLinks adds symlinks to a repository written by writeRepo: each key is the
@@ -88,7 +90,7 @@ func TestEditThroughSymlinkReachesEveryAlias(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			repo := writeSymlinkedBaseRepo(t)
 			res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{tc.primary, tc.other}, App: tc.primary.Name,
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 4}}})
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 4}}})
 			var attempts []Attempt
 			var ref *Refusal
 			switch {
@@ -140,7 +142,7 @@ func TestEditThroughSymlinkIsMadeToTheRealFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			repo := writeSymlinkedBaseRepo(t)
 			res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{tc.app},
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 4}}})
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 4}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +166,7 @@ func TestAffectedByAnyNameOfAFile(t *testing.T) {
 	repo := writeSymlinkedBaseRepo(t)
 	apps := []Application{baseApp, dirLinkedApp, fileLinkedApp, pathLinkedApp, chartApp}
 	p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: baseApp.Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func TestRenderAndPlanAgreeThroughSymlinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: []Application{app},
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}})
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}})
 			if err != nil {
 				t.Fatal(err)
 			}

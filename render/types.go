@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // SourceType is the format of an Application's source as Argo CD reports it in
@@ -71,23 +73,6 @@ type DirectoryOptions struct {
 	// ("*" crosses "/", "{a,b}" alternates), as in Argo CD.
 	Include string `json:"include,omitempty"`
 	Exclude string `json:"exclude,omitempty"`
-}
-
-// Target identifies one Kubernetes object. An empty Namespace means the
-// Application's destination namespace.
-type Target struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-func (t Target) String() string {
-	ns := t.Namespace
-	if ns != "" {
-		ns += "/"
-	}
-	return fmt.Sprintf("%s %s %s%s", t.APIVersion, t.Kind, ns, t.Name)
 }
 
 // Change is the one change a plan makes. Exactly one field is set.
@@ -177,7 +162,7 @@ type Request struct {
 	// It may be empty when Apps holds exactly one Application.
 	App string
 	// Target is the object to change; ignored for NewResource.
-	Target Target
+	Target objref.Target
 	Change Change
 	// BeforeRender, when set, supplies the render of an Application from RepoDir as
 	// given (before the edit), for example from a cache keyed by commit. It must

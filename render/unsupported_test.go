@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 const unsupportedPatches = "it sets spec.source.kustomize options that are not supported yet (patches)"
@@ -30,7 +32,7 @@ func TestPlanRefusesOnlyEditsThatReachAnUnsupportedApp(t *testing.T) {
 	everything := Application{Name: "everything", Path: ".", SourceType: SourceDirectory, Namespace: "all",
 		Directory: DirectoryOptions{Recurse: true}, Unsupported: unsupportedPatches}
 	scale := Change{Replicas: &Replicas{Count: 5}}
-	web := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	web := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 
 	t.Run("unreached unsupported apps are ignored", func(t *testing.T) {
 		res, err := Plan(context.Background(), Request{RepoDir: shared, Apps: []Application{plain, other, b}, App: "plain", Target: web, Change: scale})

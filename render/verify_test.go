@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // writeRepo writes files (relative path → content) into a new temporary repository.
@@ -85,7 +87,7 @@ func TestVerifyCatchesWrongEdits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps[:1], App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: tc.change})
+			p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps[:1], App: "web-eu", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: tc.change})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +110,7 @@ func TestVerifyCatchesWrongEdits(t *testing.T) {
 	}
 
 	t.Run("other app", func(t *testing.T) {
-		p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: "web-eu", Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+		p, err := newPlanner(context.Background(), Request{RepoDir: repo, Apps: apps, App: "web-eu", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +147,7 @@ func expectationFor(t *testing.T, p *planner) *changeExpectation {
 // TestRefusalsFromTheFilesystem covers refusals that need files a golden case
 // cannot hold: symlinks leaving the tree and files over the size limit.
 func TestRefusalsFromTheFilesystem(t *testing.T) {
-	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	change := Change{Replicas: &Replicas{Count: 3}}
 	cases := map[string]struct {
 		setup func(t *testing.T, repo string)
@@ -230,7 +232,7 @@ func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
 	}
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}},
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 3}}})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
@@ -242,7 +244,7 @@ func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
 func TestInvalidRequests(t *testing.T) {
 	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
 	app := Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}
-	target := Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	cases := map[string]struct {
 		req  Request
 		code string
@@ -257,7 +259,7 @@ func TestInvalidRequests(t *testing.T) {
 		"already so":           {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 2}}}, CodeNoChange},
 		"image name mismatch":  {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Name: "nginx", Tag: "2"}}}, CodeInvalidRequest},
 		"env set and unset":    {Request{Apps: []Application{app}, Target: target, Change: Change{Env: &Env{Container: "web", Set: map[string]string{"A": "1"}, Unset: []string{"A"}}}}, CodeInvalidRequest},
-		"target without kind":  {Request{Apps: []Application{app}, Target: Target{Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"target without kind":  {Request{Apps: []Application{app}, Target: objref.Target{Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
 		"duplicate app names":  {Request{Apps: []Application{app, app}, App: "web", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
 		"ambiguous app choice": {Request{Apps: []Application{app, {Name: "other", Path: "apps/web", SourceType: SourceDirectory}}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
 	}
@@ -291,7 +293,7 @@ func TestConcurrentPlans(t *testing.T) {
 			name := []string{"a", "b"}[i%2]
 			res, err := Plan(context.Background(), Request{RepoDir: repo,
 				Apps:   []Application{{Name: name, Path: name, SourceType: SourceKustomize, Namespace: name}},
-				Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: name + "-web"}, Change: Change{Replicas: &Replicas{Count: int64(3 + i)}}})
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: name + "-web"}, Change: Change{Replicas: &Replicas{Count: int64(3 + i)}}})
 			if err == nil && res.Strategy != strategyNewReplicasEntry {
 				err = errors.New("unexpected strategy " + res.Strategy)
 			}
@@ -323,7 +325,7 @@ func TestManyAppsOnlyAffectedRendered(t *testing.T) {
 	}
 	repo := writeRepo(t, files)
 	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[7].Name,
-		Target: Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 9}}})
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 9}}})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}

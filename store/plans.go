@@ -10,19 +10,13 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // ErrStale is returned when a plan was changed by someone else since it was read;
 // the caller re-reads the plan and decides again.
 var ErrStale = errors.New("plan changed concurrently")
-
-// PlanTarget names the Kubernetes object a plan changes.
-type PlanTarget struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
 
 // Plan is one change request and everything the pipeline learned and did for it.
 // Status values and their meaning belong to package plan; the store only keeps them.
@@ -31,7 +25,7 @@ type Plan struct {
 	TeamID         string
 	IdempotencyKey string
 	Cluster        string
-	Target         PlanTarget
+	Target         objref.Target
 	Change         json.RawMessage
 	Reason         string
 	RequestedBy    string
@@ -175,7 +169,7 @@ func (db *DB) planOf(r planRow) (Plan, error) {
 func (r planRow) plan() Plan {
 	return Plan{
 		Code: r.Code, TeamID: r.TeamID, IdempotencyKey: r.IdempotencyKey.String, Cluster: r.Cluster,
-		Target: PlanTarget{APIVersion: r.TargetAPIVersion, Kind: r.TargetKind, Namespace: r.TargetNamespace, Name: r.TargetName},
+		Target: objref.Target{APIVersion: r.TargetAPIVersion, Kind: r.TargetKind, Namespace: r.TargetNamespace, Name: r.TargetName},
 		Change: json.RawMessage(r.ChangeJSON),
 		Reason: r.Reason, RequestedBy: r.RequestedBy, Path: r.Path, Status: r.Status,
 		StatusReason: r.StatusReason, ErrorCode: r.ErrorCode, FailedStep: r.FailedStep,
@@ -316,7 +310,7 @@ type PlanFilter struct {
 	WaitingOn string
 	// Target matches plans on this object (all four fields compared; an empty
 	// namespace matches only an empty namespace).
-	Target *PlanTarget
+	Target *objref.Target
 	Limit  int // default 100, at most 1000
 }
 

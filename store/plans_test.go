@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -15,7 +16,7 @@ import (
 func newPlan(teamID, code, key string) store.Plan {
 	return store.Plan{
 		Code: code, TeamID: teamID, IdempotencyKey: key, Cluster: "prod",
-		Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "api"},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "api"},
 		Change: []byte(`{"replicas":{"count":4}}`), Reason: "load", RequestedBy: "alice", Status: "deciding",
 	}
 }

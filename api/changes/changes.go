@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
@@ -41,7 +42,7 @@ type Pipeline interface {
 	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
 	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
 	Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error)
-	Decide(ctx context.Context, cluster plan.ClusterRef, target store.PlanTarget) argocd.Decision
+	Decide(ctx context.Context, cluster plan.ClusterRef, target objref.Target) argocd.Decision
 }
 
 // AppReader reads the Argo CD Applications of a team's cluster for people. A missing
@@ -98,7 +99,7 @@ type ChangeView struct {
 	Status             string               `json:"status"`
 	Path               string               `json:"path"`
 	Cluster            string               `json:"cluster"`
-	Target             store.PlanTarget     `json:"target"`
+	Target             objref.Target        `json:"target"`
 	Change             json.RawMessage      `json:"change"`
 	Reason             string               `json:"reason"`
 	RequestedBy        string               `json:"requested_by"`
@@ -388,8 +389,8 @@ func (a *API) act(w http.ResponseWriter, r *http.Request, fn func(context.Contex
 
 // decideRequest is the body of POST /api/v1/decide.
 type decideRequest struct {
-	Cluster string           `json:"cluster"`
-	Target  store.PlanTarget `json:"target"`
+	Cluster string        `json:"cluster"`
+	Target  objref.Target `json:"target"`
 }
 
 // decideResponse is the decision and the Argo CD payload.

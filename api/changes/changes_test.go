@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
@@ -69,7 +70,7 @@ func (s stubPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, r
 	return out, err
 }
 
-func (s stubPipeline) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+func (s stubPipeline) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
 	return argocd.Decision{Path: argocd.PathDirect, Known: true, Level: argocd.LevelNone, Reason: "No Application tracks " + t.Name + "."}
 }
 
