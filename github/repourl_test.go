@@ -118,35 +118,6 @@ func TestRepoFullName(t *testing.T) {
 	}
 }
 
-func TestBoundedCacheEvictsOldestAndSkipsLargeEntries(t *testing.T) {
-	c := newBoundedCache(10, 6)
-	c.Set("a", []byte("aaaa"))
-	c.Set("b", []byte("bbbb"))
-	if _, ok := c.Get("a"); !ok { // a is now the most recently used
-		t.Fatal("a missing")
-	}
-	c.Set("c", []byte("cccc")) // 12 bytes > 10: evicts b, the least recently used
-	if _, ok := c.Get("b"); ok {
-		t.Error("b still cached, want evicted")
-	}
-	for _, k := range []string{"a", "c"} {
-		if _, ok := c.Get(k); !ok {
-			t.Errorf("%s evicted, want kept", k)
-		}
-	}
-	c.Set("big", []byte("0123456789"))
-	if _, ok := c.Get("big"); ok {
-		t.Error("entry above the per-entry limit was cached")
-	}
-	c.Delete("a")
-	if _, ok := c.Get("a"); ok {
-		t.Error("a still cached after Delete")
-	}
-	if c.size != 4 {
-		t.Errorf("size = %d, want 4", c.size)
-	}
-}
-
 func TestAppInstallURLAndBotLogin(t *testing.T) {
 	a := App{Slug: "kukie", HTMLURL: "https://ghe.example.com/github-apps/kukie"}
 	if got, want := a.BotLogin(), "kukie[bot]"; got != want {
