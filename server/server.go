@@ -3,10 +3,11 @@
 // log, panic recovery, team authentication), the health endpoints, JSON answers and
 // errors, and graceful shutdown.
 //
-// It is the framework only: it must not hold an endpoint of the service's own
-// (those live in the api/ packages, which mount themselves here), nor reach the
-// database, GitHub or a cluster other than through the Authenticator and the
-// readiness checks it is given.
+// It is the framework only: the service's endpoints live in the api/ packages
+// (changes, setup, webhook), which mount themselves here; health and readiness are
+// its only routes. It must not hold business logic, nor reach the database, GitHub
+// or a cluster other than through the Authenticator and the readiness checks it is
+// given.
 //
 // # Mounting routes
 //
@@ -14,8 +15,8 @@
 // method-and-path patterns:
 //
 //	srv, err := server.New(cfg, deps)
-//	srv.Handle("POST /api/v1/changes", changes, server.TeamAuth(store.ScopeChange))
-//	srv.Handle("POST /webhooks/github", webhooks, server.MaxBody(25<<20))
+//	srv.Handle("POST /api/v1/changes", createChange, server.TeamAuth(store.ScopeChange))
+//	srv.Handle("POST /webhooks/github", receive, server.MaxBody(25<<20))
 //	err = srv.Run(ctx) // returns after ctx is cancelled and in-flight requests drained
 //
 // Every route gets the request id, request log and panic recovery, and the body

@@ -4,10 +4,11 @@
 // credentials) and the repositories connected to them, and repository-scoped
 // installation tokens for agents. Mount adds the routes to a server.Server.
 //
-// It must not change anything on GitHub or in a cluster, and must not act on
-// webhook deliveries (package webhook stores them, package handler runs them); it
-// reads GitHub only to confirm what a caller claims, and clusters only to suggest
-// repositories.
+// It must not write to a repository or a cluster, and must not act on webhook
+// deliveries (package webhook stores them, package handler runs them). It asks
+// GitHub only to confirm what a caller claims (the installation, the installer, its
+// repositories) and for the repository-scoped tokens it hands out, and reads a
+// cluster only for its Applications' repositories, to suggest which to connect.
 package setup
 
 import (
