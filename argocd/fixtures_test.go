@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // Namespaces the fixtures are placed in by the tests of this package.
@@ -61,7 +63,7 @@ func fixtureResources(t *testing.T) map[string]Resource {
 	out := map[string]Resource{}
 	for _, obj := range fixture(t, "resources.yaml") {
 		md := obj["metadata"].(map[string]any)
-		ref, err := RefFromAPIVersion(obj["apiVersion"].(string), obj["kind"].(string), md["namespace"].(string), md["name"].(string))
+		ref, err := RefOf(objref.Target{APIVersion: obj["apiVersion"].(string), Kind: obj["kind"].(string), Namespace: md["namespace"].(string), Name: md["name"].(string)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,10 +5,15 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
-// ResourceRef names one Kubernetes object. Version is optional: tracking ids and
-// ownership compare group, kind, namespace and name only.
+// ResourceRef names one Kubernetes object as the cluster and Argo CD identify it:
+// group and version apart, as tracking ids and status.resources spell them. Version
+// is optional: tracking ids and ownership compare group, kind, namespace and name
+// only. A change names its object as an objref.Target; RefOf resolves one into the
+// other.
 type ResourceRef struct {
 	Group     string `json:"group"`
 	Version   string `json:"version,omitempty"`
@@ -17,16 +22,18 @@ type ResourceRef struct {
 	Name      string `json:"name"`
 }
 
-// RefFromAPIVersion builds a ResourceRef from the fields of a manifest.
-func RefFromAPIVersion(apiVersion, kind, namespace, name string) (ResourceRef, error) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
+// RefOf resolves a change target (apiVersion as written) into the object identity the
+// cluster and Argo CD compare: group and version apart. A malformed apiVersion, or a
+// target without kind or name, is an error naming what is wrong.
+func RefOf(t objref.Target) (ResourceRef, error) {
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
 	if err != nil {
-		return ResourceRef{}, fmt.Errorf("apiVersion %q: %w", apiVersion, err)
+		return ResourceRef{}, fmt.Errorf("apiVersion %q: %w", t.APIVersion, err)
 	}
-	if kind == "" || name == "" {
-		return ResourceRef{}, fmt.Errorf("resource %s %s/%s: kind and name are required", apiVersion, namespace, name)
+	if t.Kind == "" || t.Name == "" {
+		return ResourceRef{}, fmt.Errorf("resource %s %s/%s: kind and name are required", t.APIVersion, t.Namespace, t.Name)
 	}
-	return ResourceRef{Group: gv.Group, Version: gv.Version, Kind: kind, Namespace: namespace, Name: name}, nil
+	return ResourceRef{Group: gv.Group, Version: gv.Version, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}, nil
 }
 
 // GroupKind returns the ref's group and kind.

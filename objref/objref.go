@@ -3,9 +3,9 @@
 // is the one type the change API decodes, the store persists and render locates; it
 // imports nothing of the project, so every layer can use it. Resolving it against a
 // cluster (group and version apart, as Argo CD's tracking ids and status.resources
-// spell them) is argocd.RefFromAPIVersion's job; this package does not parse or
-// validate the apiVersion, since a request naming a malformed one must still be
-// recorded and refused with its reason.
+// spell them) is argocd.RefOf's job. This package neither parses nor validates the
+// apiVersion: a request naming a malformed one is still recorded, and refused with
+// its reason.
 package objref
 
 import "fmt"

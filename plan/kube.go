@@ -72,7 +72,7 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 
 // Decide implements Cluster.
 func (k KubeClusters) Decide(ctx context.Context, ref ClusterRef, t objref.Target) argocd.Decision {
-	target, err := argocd.RefFromAPIVersion(t.APIVersion, t.Kind, t.Namespace, t.Name)
+	target, err := argocd.RefOf(t)
 	if err != nil {
 		return argocd.Decision{Path: argocd.PathDirect, Known: false, Level: argocd.LevelUnknown, Failure: argocd.FailureOther,
 			Reason: "The target is not a valid Kubernetes object reference: " + err.Error()}
@@ -122,7 +122,7 @@ func (k KubeClusters) Application(ctx context.Context, ref ClusterRef, namespace
 
 // Object implements Cluster.
 func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t objref.Target) (map[string]any, error) {
-	target, err := argocd.RefFromAPIVersion(t.APIVersion, t.Kind, t.Namespace, t.Name)
+	target, err := argocd.RefOf(t)
 	if err != nil {
 		return nil, err
 	}
