@@ -18,7 +18,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/go/build-cache \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/kukie-gitops .
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/kukie/kukie-gitops/service.Version=${VERSION}" -o /out/kukie-gitops .
 
 # distroless/static: no shell, no package manager, CA certificates included, runs as
 # uid 65532 (nonroot).

@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 ## build: a static binary in $(BIN)
 build:
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN) .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/kukie/kukie-gitops/service.Version=$(VERSION)" -o $(BIN) .
 
 ## test: lint, then every test with -race against a throwaway PostgreSQL and a real kube-apiserver
 test:

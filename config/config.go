@@ -211,17 +211,17 @@ func (c Config) EncryptionKey() ([]byte, error) {
 }
 
 // Pipeline defaults. They equal the plan package's own fallbacks (a test in package
-// main checks that); config does not import plan so that reading configuration stays
+// service checks that); config does not import plan so that reading configuration stays
 // free of the pipeline's dependencies.
 const (
 	DefaultDeployTimeout      = 15 * time.Minute
 	DefaultDeployPollInterval = 5 * time.Second
 	DefaultClaimTTL           = 2 * time.Minute
 	// DefaultGitHubRequestTimeout equals the github package's default timeout (a
-	// test in package main checks that).
+	// test in package service checks that).
 	DefaultGitHubRequestTimeout = 30 * time.Second
 	// DefaultWebhookRetention equals the handler package's default (a test in
-	// package main checks that).
+	// package service checks that).
 	DefaultWebhookRetention = 30 * 24 * time.Hour
 )
 

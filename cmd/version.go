@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"context"
@@ -6,18 +6,9 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/kukie/kukie-gitops/service"
 )
-
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
-
-func init() {
-	register(command{
-		Name:    "version",
-		Summary: "print the version, commit and Go version of this binary",
-		Run:     runVersion,
-	})
-}
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("version", "version", "Prints the version, the VCS commit it was built from and the Go version.", stderr)
@@ -38,6 +29,6 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if modified {
 		commit += " (modified)"
 	}
-	fmt.Fprintf(stdout, "kukie-gitops %s\ncommit: %s\ngo: %s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "kukie-gitops %s\ncommit: %s\ngo: %s %s/%s\n", service.Version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return 0
 }

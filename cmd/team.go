@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"context"
@@ -14,19 +14,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/store"
 )
-
-func init() {
-	register(command{
-		Name:    "team",
-		Summary: "manage teams: team create NAME | team list",
-		Run:     runTeam,
-	})
-	register(command{
-		Name:    "token",
-		Summary: "manage team API tokens: token create --team NAME [--scope read,change,admin] | token list --team NAME | token revoke ID",
-		Run:     runToken,
-	})
-}
 
 // cliActor is the audit actor of administrative commands, which run with direct
 // database access and so act for the operator, not for a team.

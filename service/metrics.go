@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -13,45 +13,52 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
-	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/server"
 )
 
-// metricsPath is where the Prometheus exposition is served, on either listener.
-const metricsPath = "/metrics"
+// MetricsPath is where the Prometheus exposition is served, on either listener.
+const MetricsPath = "/metrics"
 
-// mountMetrics builds the registry every component records on and serves it at
-// GET /metrics: on the main server when metrics.address is empty, otherwise on a
-// listener of its own, opened here so a bad address stops the start. The returned
-// function (nil on the main server) serves that listener until its context ends;
-// release closes the listener if that function never runs (a later step of the
-// start failed) and does nothing otherwise.
-// The route never asks for a team token: Prometheus scrapes without one, and where
-// that matters the operator binds metrics.address where only it reaches.
-func mountMetrics(ctx context.Context, cfg config.Config, srv *server.Server) (reg *prometheus.Registry, serveApart func(context.Context) error, release func(), err error) {
-	reg = prometheus.NewRegistry()
+// newRegistry is the registry every part of the service records on (never the
+// process-wide default), with the Go runtime and process collectors.
+func newRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
-		return nil, nil, nil, fmt.Errorf("register Go runtime metrics: %w", err)
+		return nil, fmt.Errorf("register Go runtime metrics: %w", err)
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, nil, nil, fmt.Errorf("register process metrics: %w", err)
+		return nil, fmt.Errorf("register process metrics: %w", err)
 	}
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	return reg, nil
+}
+
+// metricsExposition serves the registry at GET /metrics: on the main server when
+// address is empty, otherwise on a listener of its own. The route never asks for a
+// team token: Prometheus scrapes without one, and where that matters the operator
+// binds metrics.address where only it reaches.
+type metricsExposition struct {
+	handler http.Handler
+	address string
+}
+
+func newMetricsExposition(ctx context.Context, reg *prometheus.Registry, address string) *metricsExposition {
+	return &metricsExposition{address: address, handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            promErrorLog{zerolog.Ctx(ctx)},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             30 * time.Second,
-	})
-	if cfg.Metrics.Address == "" {
-		srv.Handle("GET "+metricsPath, h)
-		return reg, nil, func() {}, nil
-	}
-	ln, err := net.Listen("tcp", cfg.Metrics.Address)
+	})}
+}
+
+// listen opens the metrics listener, so a bad address stops the start, and returns
+// the function that serves it until its context ends.
+func (m *metricsExposition) listen(ctx context.Context) (func(context.Context) error, error) {
+	ln, err := net.Listen("tcp", m.address)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listen for metrics on %s: %w", cfg.Metrics.Address, err)
+		return nil, fmt.Errorf("listen for metrics on %s: %w", m.address, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+metricsPath, h)
+	mux.Handle("GET "+MetricsPath, m.handler)
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
@@ -60,7 +67,7 @@ func mountMetrics(ctx context.Context, cfg config.Config, srv *server.Server) (r
 		IdleTimeout:       server.DefaultIdleTimeout,
 	}
 	zerolog.Ctx(ctx).Info().Str("address", ln.Addr().String()).Msg("Serving metrics")
-	return reg, func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		stopped := make(chan struct{})
 		go func() {
 			defer close(stopped)
@@ -74,7 +81,7 @@ func mountMetrics(ctx context.Context, cfg config.Config, srv *server.Server) (r
 			return nil
 		}
 		return fmt.Errorf("serve metrics: %w", err)
-	}, func() { _ = ln.Close() }, nil
+	}, nil
 }
 
 // promErrorLog sends the exposition handler's errors (a collector that failed during a

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -24,14 +24,6 @@ import (
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
-
-func init() {
-	register(command{
-		Name:    "plan",
-		Summary: "plan and verify one change against a local manifest repository (offline)",
-		Run:     runPlan,
-	})
-}
 
 const planUsage = `Usage: kukie-gitops plan --repo DIR (--app PATH | --application FILE) [flags] <change>
 

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"context"
@@ -7,14 +7,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/store"
 )
-
-func init() {
-	register(command{
-		Name:    "migrate",
-		Summary: "apply pending database migrations, or show their status",
-		Run:     runMigrate,
-	})
-}
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f commonFlags

@@ -1,58 +1,13 @@
-package main
+package cmd
 
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/kukie/kukie-gitops/config"
-	"github.com/kukie/kukie-gitops/github"
-	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/plan"
 )
-
-func TestPipelineSettingsComeFromConfig(t *testing.T) {
-	vars := map[string]string{
-		"KUKIE_PIPELINE_DEPLOY_TIMEOUT":       "42m",
-		"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL": "3s",
-		"KUKIE_PIPELINE_CLAIM_TTL":            "90s",
-		"KUKIE_PIPELINE_CACHE_DIR":            "/srv/cache",
-	}
-	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(config.Dev); err != nil {
-		t.Fatal(err)
-	}
-	got := pipelineConfig(cfg, "kukie[bot]", "worker-1")
-	if got.DeployTimeout != 42*time.Minute || got.DeployPoll != 3*time.Second || got.ClaimTTL != 90*time.Second ||
-		got.BotLogin != "kukie[bot]" || got.WorkerID != "worker-1" {
-		t.Errorf("pipeline config = %+v", got)
-	}
-	if dir := archiveCacheDir(cfg.Pipeline); dir != "/srv/cache" {
-		t.Errorf("archive cache dir = %q, want /srv/cache", dir)
-	}
-	if dir := archiveCacheDir(config.Pipeline{}); filepath.Base(dir) != "kukie-gitops" {
-		t.Errorf("default archive cache dir = %q, want a kukie-gitops directory", dir)
-	}
-}
-
-func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
-	if got := config.Default().GitHub.RequestTimeout; got != github.DefaultTimeout {
-		t.Errorf("config's GitHub request timeout %s differs from the github package's %s", got, github.DefaultTimeout)
-	}
-	if got := config.Default().Webhooks.Retention; got != handler.DefaultRetention {
-		t.Errorf("config's webhook retention %s differs from the handler package's %s", got, handler.DefaultRetention)
-	}
-	d := config.Default().Pipeline
-	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
-		t.Fatalf("config defaults %+v differ from plan's (%v, %v, %v)", d, plan.DefaultDeployTimeout, plan.DefaultDeployPoll, plan.DefaultClaimTTL)
-	}
-}
 
 // TestServeWithoutGitHubAppSaysWhyThePipelineIsUnavailable: a development start
 // without a GitHub App logs once, at warn level, why the change pipeline does not run

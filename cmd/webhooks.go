@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"context"
@@ -15,14 +15,6 @@ import (
 // Webhook deliveries belong to an installation of the App, not to a team, so they are
 // managed from the command line with the database, as teams and tokens are, and not
 // through the team API: no team token can list or replay them.
-func init() {
-	register(command{
-		Name:    "webhooks",
-		Summary: "inspect and replay webhook deliveries: webhooks list [--state failed] | webhooks replay ID",
-		Run:     runWebhooks,
-	})
-}
-
 func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, "Usage:\n  kukie-gitops webhooks list [--state STATE] [--limit N]   list deliveries, newest first\n"+

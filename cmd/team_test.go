@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/service"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -150,7 +151,7 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 	if code, out, errOut := runCmd(t); code != 2 || out != "" || !strings.Contains(errOut, "Commands:") {
 		t.Errorf("no command: exit %d, stdout %q; want 2 and the usage on stderr", code, out)
 	}
-	if code, out, _ := runCmd(t, "version"); code != 0 || !strings.Contains(out, "kukie-gitops "+version) {
+	if code, out, _ := runCmd(t, "version"); code != 0 || !strings.Contains(out, "kukie-gitops "+service.Version) {
 		t.Errorf("version: exit %d %s", code, out)
 	}
 }

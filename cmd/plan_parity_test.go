@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
-const renderGoldens = "testdata/render"
+const renderGoldens = "../testdata/render"
 
 // parityCase is one fixture run through the command and through the service: a
 // repository, the Argo CD Applications that deploy from it, and one change.

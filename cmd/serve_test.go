@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bufio"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/service"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -37,34 +38,33 @@ const runAsBinaryEnv = "KUKIE_TEST_RUN_AS_BINARY"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsBinaryEnv) == "1" {
-		main()
-		return
+		os.Exit(testProgram.main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
 
-// Test-only routes: a request whose body arrives slowly (to be in flight at
-// SIGTERM), and one that shows which team authenticated.
-func init() {
-	registerServeComponent(serveComponent{
-		Name: "test routes",
-		Mount: func(_ context.Context, env serveEnv) (func(context.Context) error, error) {
-			env.Server.HandleFunc("POST /test/upload", func(w http.ResponseWriter, r *http.Request) {
-				zerolog.Ctx(r.Context()).Info().Msg("Test upload started")
-				n, err := io.Copy(io.Discard, r.Body)
-				if err != nil {
-					server.WriteError(w, http.StatusBadRequest, "read_failed", err.Error())
-					return
-				}
-				server.WriteJSON(w, http.StatusOK, map[string]int64{"received": n})
-			})
-			env.Server.HandleFunc("GET /test/whoami", func(w http.ResponseWriter, r *http.Request) {
-				team, _ := server.TeamFrom(r.Context())
-				server.WriteJSON(w, http.StatusOK, map[string]string{"team": team.Name})
-			}, server.TeamAuth(store.ScopeRead))
-			return nil, nil
-		},
-	})
+// testProgram is the command line with test-only routes: a request whose body
+// arrives slowly (to be in flight at SIGTERM), and one that shows which team
+// authenticated.
+var testProgram = program{extraRoutes: func(svc *service.Service) {
+	svc.Handle("POST /test/upload", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zerolog.Ctx(r.Context()).Info().Msg("Test upload started")
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			server.WriteError(w, http.StatusBadRequest, "read_failed", err.Error())
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]int64{"received": n})
+	}))
+	svc.Handle("GET /test/whoami", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		team, _ := server.TeamFrom(r.Context())
+		server.WriteJSON(w, http.StatusOK, map[string]string{"team": team.Name})
+	}), server.TeamAuth(store.ScopeRead))
+}}
+
+// run runs the command line as the tests' binary does.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return testProgram.run(ctx, args, stdout, stderr)
 }
 
 // logLines collects JSON log lines and lets a test wait for one.
@@ -253,7 +253,7 @@ func TestServeWithZeroConfiguration(t *testing.T) {
 	if _, err := os.Stat("kukie.db"); err != nil {
 		t.Fatalf("the default SQLite database was not created in the working directory: %v", err)
 	}
-	if line := logs.waitFor(t, "Starting kukie-gitops "+version); line["profile"] != "dev" {
+	if line := logs.waitFor(t, "Starting kukie-gitops "+service.Version); line["profile"] != "dev" {
 		t.Fatalf("profile %v, want dev", line["profile"])
 	}
 }
@@ -381,4 +381,22 @@ func randomBytes(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestServeProductionRefusesDevAuthentication: dev authentication in production is
+// refused by the configuration's validation before anything starts (serve has no
+// check of its own to fall back on).
+func TestServeProductionRefusesDevAuthentication(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("KUKIE_AUTH_DEV_TEAM", "dev")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--profile", "production"}, io.Discard, &stderr); code == 0 {
+		t.Fatal("production started with dev authentication")
+	}
+	if !strings.Contains(stderr.String(), "auth.dev_team must be empty") {
+		t.Errorf("refusal does not name auth.dev_team:\n%s", stderr.String())
+	}
+	if _, err := os.Stat("kukie.db"); err == nil {
+		t.Fatal("a refused start still created a database")
+	}
 }

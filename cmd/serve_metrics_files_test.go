@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bufio"
@@ -25,8 +25,8 @@ import (
 )
 
 const (
-	dashboardFile = "deploy/grafana/kukie-gitops.json"
-	rulesFile     = "deploy/prometheus/kukie-gitops-rules.yml"
+	dashboardFile = "../deploy/grafana/kukie-gitops.json"
+	rulesFile     = "../deploy/prometheus/kukie-gitops-rules.yml"
 )
 
 // kukieName finds metric names in PromQL; a histogram's series (_bucket, _sum,

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 )
 
 // secretsRepo plants a secret in every shape the plan output masks (see leakscan).
-const secretsRepo = "testdata/secrets-repo"
+const secretsRepo = "../testdata/secrets-repo"
 
 // TestPlanCommandNeverPrintsSecrets plans changes whose diffs show secret lines as
 // context, in text and JSON, and requires that no planted value is printed.

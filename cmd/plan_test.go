@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/render"
 )
 
-const sampleRepo = "testdata/sample-repo"
+const sampleRepo = "../testdata/sample-repo"
 
 func runPlanCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -85,7 +85,7 @@ func TestPlanCommand(t *testing.T) {
 			stderrHas: []string{"give --api-version"},
 		},
 		"error: repository missing": {
-			args:      []string{"--repo", "testdata/no-such-repo", "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
+			args:      []string{"--repo", "../testdata/no-such-repo", "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
 			code:      1,
 			stderrHas: []string{"no-such-repo"},
 		},

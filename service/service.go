@@ -1,0 +1,399 @@
+// Package service builds the kukie-gitops service in one place, New, in the order its
+// parts need each other: the metrics registry, the GitHub App's client creator and
+// identity, cluster access, the change pipeline, the webhook handlers and inbox, and
+// then every route, listed in one table (routes). It owns that wiring and the running
+// of the background work (inbox workers, pipeline, metrics listener).
+//
+// It holds no business logic, reads no flags or files and validates no configuration:
+// the caller (cmd's serve, the tests) hands it a configuration that config.Check has
+// accepted for the caller's profile, and an open, migrated database. Profile rules
+// (what production refuses) live in config only. Nothing here is global: two services
+// in one process share nothing.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	changesapi "github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/config"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/metrics"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+// Version is this build's version, set when linking
+// (-ldflags "-X github.com/kukie/kukie-gitops/service.Version=v1.2.3"). The service
+// names itself with it to GitHub (User-Agent) and in its start log.
+var Version = "dev"
+
+// Service is the wired service. Handler serves its routes; Run (or Serve, which also
+// listens) runs its background work.
+type Service struct {
+	log    zerolog.Logger
+	server *server.Server
+	inbox  *handler.Inbox
+	// pipeline is the running pipeline, nil when it is unavailable (then
+	// unavailable says why).
+	pipeline    *plan.Pipeline
+	unavailable *unavailablePipeline
+	metrics     *metricsExposition
+}
+
+// Option adjusts New for a test.
+type Option func(*options)
+
+type options struct{ hooks plan.Hooks }
+
+// WithPipelineHooks passes hooks to the pipeline, so a test can stop a plan at a step
+// as a crash would.
+func WithPipelineHooks(h plan.Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// New builds the service on db (open and migrated) from cfg (validated). It calls
+// GitHub once (GET /app) when an App is configured, to learn the App's identity.
+func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Logger, opts ...Option) (*Service, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx = logger.WithContext(ctx)
+	s := &Service{log: logger}
+
+	// 1. Metrics: one registry every part records on; GET /metrics exposes it.
+	registry, err := newRegistry()
+	if err != nil {
+		return nil, err
+	}
+	if err := registry.Register(metrics.StoreCollector{Store: db}); err != nil {
+		return nil, fmt.Errorf("register store metrics: %w", err)
+	}
+	s.metrics = newMetricsExposition(ctx, registry, cfg.Metrics.Address)
+
+	// 2. GitHub: the App's client creator and identity, or none in a dev run without
+	// an App.
+	gh, err := connectGitHub(ctx, cfg, registry)
+	if err != nil {
+		return nil, err
+	}
+
+	// 3. Cluster access: one credentials box and one registry of cluster clients,
+	// shared by the cluster API, the repository suggestions and the pipeline, so one
+	// cluster has one client set, rate limit and read cache.
+	credentials, err := credentialsBox(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Encryption.Key.IsSet() {
+		logger.Warn().Msg("No encryption key configured: clusters can be registered in-cluster only, not by kubeconfig")
+	}
+	if len(cfg.Clusters.InClusterTeams) > 0 {
+		logger.Warn().Strs("teams", cfg.Clusters.InClusterTeams).
+			Msg("In-cluster access is on: these teams may reach this cluster with the service's own service account")
+	}
+	reads, err := metrics.NewCluster(registry)
+	if err != nil {
+		return nil, err
+	}
+	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: credentials,
+		InClusterTeams: cfg.Clusters.InClusterTeams}
+
+	// 4. The change pipeline, or the one stand-in that says why it does not run.
+	var pipeline Pipeline
+	if gh.clients == nil {
+		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errNoGitHubApp}
+		pipeline = s.unavailable
+	} else if s.pipeline, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
+		// The service still serves everything else; the change API says why it
+		// cannot take changes.
+		logger.Error().Err(err).Msg("Change pipeline not available")
+		s.unavailable = &unavailablePipeline{clusters: clusters, reason: fmt.Errorf("the change pipeline could not be built: %w", err)}
+		pipeline = s.unavailable
+	} else {
+		pipeline = s.pipeline
+	}
+
+	// 5. Webhook handlers, one per event family, and the inbox that feeds them.
+	if !cfg.GitHub.WebhookSecret.IsSet() {
+		logger.Warn().Msg("No webhook secret configured: every webhook delivery is refused (503)")
+	}
+	base := handler.Base{ClientCreator: gh.clients, Store: db, App: gh.app, WebHost: gh.webHost, Revocations: pipeline}
+	inboxMetrics, err := metrics.NewInbox(registry)
+	if err != nil {
+		return nil, err
+	}
+	s.inbox, err = handler.NewInbox(db, handler.InboxOptions{Retention: cfg.Webhooks.Retention, Outcome: inboxMetrics.Outcome},
+		&handler.Installation{Base: base},
+		&handler.InstallationRepositories{Base: base},
+		&handler.PullRequest{Base: base, Pipeline: pipeline},
+		&handler.Push{Base: base, Pipeline: pipeline},
+		&handler.CheckRun{Base: base, Pipeline: pipeline},
+		&handler.CheckSuite{Base: base, Pipeline: pipeline},
+		&handler.IssueComment{Base: base, Pipeline: pipeline, Access: handler.GitHubWriteAccess{Base: base}},
+	)
+	if err != nil {
+		return nil, err
+	}
+
+	// 6. The HTTP server and every route.
+	var devTeam *store.Team
+	if cfg.Auth.DevTeam != "" {
+		t, err := db.EnsureTeam(ctx, cfg.Auth.DevTeam)
+		if err != nil {
+			return nil, fmt.Errorf("dev team: %w", err)
+		}
+		devTeam = &t
+		logger.Warn().Str("team", t.Name).Msg("INSECURE: dev authentication is on; requests without a token act as this team")
+	}
+	s.server, err = server.New(server.Config{
+		Address:           cfg.Server.Address,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ShutdownTimeout:   cfg.Server.ShutdownTimeout,
+		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
+	}, server.Deps{
+		Logger:  logger,
+		Auth:    db,
+		DevTeam: devTeam,
+		Ready: []server.Check{
+			{Name: "database", Check: db.PingContext},
+			{Name: "migrations", Check: db.CheckSchema},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	routes(s.server, s.metrics,
+		&webhook.Receiver{Store: db, Secret: cfg.GitHub.WebhookSecret, Inbox: s.inbox},
+		&setup.API{
+			Store:          db,
+			GitHub:         gh.installations,
+			Installer:      gh.installer,
+			App:            gh.app,
+			WebHost:        gh.webHost,
+			Credentials:    credentials,
+			InClusterTeams: cfg.Clusters.InClusterTeams,
+			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
+		},
+		&changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters})
+	return s, nil
+}
+
+// routes mounts every route of the service on srv (server.New has mounted
+// GET /healthz and GET /readyz, which answer without a token).
+//
+//	POST   /webhooks/github                              GitHub's deliveries (signed; no token)
+//	GET    /github/setup                                 GitHub's setup callback (one-time state; no token)
+//	POST   /api/v1/installations/state                   install link for the team
+//	GET    /api/v1/installations                         the team's installations
+//	POST   /api/v1/clusters                              register a cluster
+//	GET    /api/v1/clusters                              the team's clusters
+//	POST   /api/v1/clusters/{cluster}/repos              connect a repository
+//	GET    /api/v1/clusters/{cluster}/repos              connected repositories
+//	DELETE /api/v1/clusters/{cluster}/repos              disconnect a repository
+//	GET    /api/v1/clusters/{cluster}/repos/suggestions  repositories the cluster's Applications use
+//	POST   /api/v1/internal/tokens                       a repository-scoped installation token
+//	POST   /api/v1/changes                               submit a change
+//	GET    /api/v1/changes                               the team's changes
+//	GET    /api/v1/changes/{code}                        one change
+//	POST   /api/v1/changes/{code}/cancel                 cancel it
+//	POST   /api/v1/changes/{code}/rollback               revert it
+//	POST   /api/v1/changes/{code}/retry                  retry it
+//	POST   /api/v1/decide                                the path decision alone
+//	GET    /api/v1/clusters/{cluster}/argocd/apps        the cluster's Applications
+//	GET    /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}  one Application
+//	GET    /api/v1/openapi.json                          the change API's description (no token)
+//	GET    /metrics                                      Prometheus (no token; here unless metrics.address is set)
+//
+// Every /api/v1 route but openapi.json requires a team token.
+func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API) {
+	hooks.Mount(srv)
+	app.Mount(srv)
+	changes.Mount(srv)
+	if m.address == "" {
+		srv.Handle("GET "+MetricsPath, m.handler)
+	}
+}
+
+// Handler serves every route of the service, with the server's middleware.
+func (s *Service) Handler() http.Handler { return s.server.Handler() }
+
+// Handle mounts one more route beside the route table, with the server's middleware
+// (tests mount probes this way).
+func (s *Service) Handle(pattern string, h http.Handler, opts ...server.RouteOption) {
+	s.server.Handle(pattern, h, opts...)
+}
+
+// Serve runs the service on its configured address: the background work, and the
+// HTTP server until ctx is cancelled. Then the server stops accepting connections and
+// drains in-flight requests, and only after that is background work stopped and
+// waited for, so the caller may close the database once Serve returns.
+func (s *Service) Serve(ctx context.Context) error {
+	stop, err := s.start(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.server.Run(ctx)
+	// The server may also have failed to start; background work stops either way.
+	stop()
+	return err
+}
+
+// Addr is the address the HTTP server listens on once Serve does; nil before.
+func (s *Service) Addr() net.Addr { return s.server.Addr() }
+
+// Run runs the background work (webhook inbox workers, the pipeline, the metrics
+// listener when metrics.address is set) until ctx is cancelled, and returns once all
+// of it has stopped. For callers that serve Handler themselves.
+func (s *Service) Run(ctx context.Context) error {
+	stop, err := s.start(ctx)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	return nil
+}
+
+// start starts the background work and returns the function that stops it and waits
+// for it. A metrics address that cannot be listened on stops the start.
+func (s *Service) start(ctx context.Context) (stop func(), err error) {
+	ctx = s.log.WithContext(ctx)
+	type task struct {
+		name string
+		run  func(context.Context) error
+	}
+	background := []task{
+		{"webhook inbox", func(ctx context.Context) error { s.inbox.Run(ctx); return nil }},
+		{"change pipeline", s.runPipeline},
+	}
+	if s.metrics.address != "" {
+		serveMetrics, err := s.metrics.listen(ctx)
+		if err != nil {
+			return nil, err
+		}
+		background = append(background, task{"metrics listener", serveMetrics})
+	}
+	bgCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, t := range background {
+		wg.Go(func() {
+			if err := t.run(bgCtx); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Error().Err(err).Str("component", t.name).Msg("Background work stopped with an error")
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// runPipeline runs the pipeline until ctx is cancelled.
+func (s *Service) runPipeline(ctx context.Context) error {
+	if s.pipeline == nil {
+		// Expected in a development setup without an App: the service runs, and the
+		// change API answers 503 pipeline_unavailable with the same reason. A build
+		// that failed for another reason was logged as an error already.
+		if errors.Is(s.unavailable.reason, errNoGitHubApp) {
+			s.log.Warn().Str("reason", errNoGitHubApp.Error()).Msg("Change pipeline not available")
+		}
+		<-ctx.Done()
+		return nil
+	}
+	if err := s.pipeline.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.pipeline.Close()
+	return nil
+}
+
+// credentialsBox is the box sealing stored cluster credentials: the configured
+// encryption key's, or an empty box that refuses to seal without one.
+func credentialsBox(cfg config.Config) (*sealed.Box, error) {
+	if !cfg.Encryption.Key.IsSet() {
+		return &sealed.Box{}, nil
+	}
+	key, err := cfg.EncryptionKey()
+	if err != nil {
+		return nil, err
+	}
+	return sealed.New(key)
+}
+
+// newPipeline builds the change pipeline over the App's clients, with its archive and
+// render caches.
+func newPipeline(cfg config.Config, db *store.DB, clusters plan.KubeClusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, error) {
+	archives, err := github.NewArchiveCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, github.DefaultArchiveLimits)
+	if err != nil {
+		return nil, err
+	}
+	// Before-renders are kept beside the archives, in a quarter of their budget: an
+	// app's render is much smaller than its repository.
+	renders, err := github.NewRenderCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes/4)
+	if err != nil {
+		return nil, err
+	}
+	observer, err := metrics.NewPipeline(registry)
+	if err != nil {
+		return nil, err
+	}
+	if err := registry.Register(metrics.CacheCollector{"archive": archives, "render": renders}); err != nil {
+		return nil, fmt.Errorf("register cache metrics: %w", err)
+	}
+	renderMetrics, err := metrics.NewRender(registry)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return plan.New(plan.Deps{
+		Store:       db,
+		Clusters:    clusters,
+		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
+		Repos:       github.Repos{Clients: gh.clients, Archives: archives},
+		Connections: plan.StoreConnections{DB: db},
+		Observer:    observer,
+		Hooks:       hooks,
+	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), nil
+}
+
+// pipelineConfig is the pipeline's configuration from the service's (validated) one.
+func pipelineConfig(cfg config.Config, botLogin, workerID string) plan.Config {
+	return plan.Config{
+		WorkerID:      workerID,
+		ClaimTTL:      cfg.Pipeline.ClaimTTL,
+		DeployTimeout: cfg.Pipeline.DeployTimeout,
+		DeployPoll:    cfg.Pipeline.DeployPollInterval,
+		PublicURL:     cfg.Server.PublicURL,
+		BotLogin:      botLogin,
+	}
+}
+
+// archiveCacheDir is pipeline.cache_dir, or kukie-gitops in the user's cache
+// directory (the temporary directory when there is none, as for a user without a
+// home).
+func archiveCacheDir(p config.Pipeline) string {
+	if p.CacheDir != "" {
+		return p.CacheDir
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "kukie-gitops")
+}
