@@ -115,12 +115,12 @@ func (s Installations) Repositories(ctx context.Context, installationID int64, w
 			return nil, fmt.Errorf("list repositories of installation %d: %w", installationID, err)
 		}
 		for _, r := range page.Repositories {
-			owner, name, ok := strings.Cut(r.GetFullName(), "/")
+			owner, name, ok := strings.Cut(NormalizeFullName(r.GetFullName()), "/")
 			if !ok {
 				return nil, fmt.Errorf("list repositories of installation %d: malformed full name %q", installationID, r.GetFullName())
 			}
 			out = append(out, RepoRef{ID: r.GetID(), Repo: Repo{
-				Host: webHost, Owner: strings.ToLower(owner), Name: strings.ToLower(name),
+				Host: webHost, Owner: owner, Name: name,
 			}})
 		}
 		if res.NextPage == 0 {

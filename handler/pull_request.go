@@ -28,7 +28,7 @@ func repoName(r repoRef) string { return github.NormalizeFullName(r.FullName) }
 // isPlanBranch reports whether a pull request head is a kukie branch of the same
 // repository (a fork's branch of that name is someone else's).
 func isPlanBranch(head, base branchRef) bool {
-	return strings.HasPrefix(head.Ref, github.BranchPrefix) && strings.EqualFold(head.Repo.FullName, base.Repo.FullName)
+	return strings.HasPrefix(head.Ref, github.BranchPrefix) && repoName(head.Repo) == repoName(base.Repo)
 }
 
 // PullRequest moves plans when their pull requests close (merged or not) and
