@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 )
 
 // Application is the part of an Argo CD Application (argoproj.io/v1alpha1) that the
@@ -50,10 +51,69 @@ type AppSource struct {
 	// renders the source.
 	Kustomize *AppSourceKustomize `json:"kustomize,omitempty"`
 	Directory *AppSourceDirectory `json:"directory,omitempty"`
-	// Helm and Plugin are read for their presence only: like the kustomize and
-	// directory blocks, they name the source type before Argo CD reports it.
-	Helm   *struct{} `json:"helm,omitempty"`
+	// Helm holds the options Argo CD passes to "helm template".
+	Helm *AppSourceHelm `json:"helm,omitempty"`
+	// Plugin is read for its presence only: like the other blocks, it names the
+	// source type before Argo CD reports it.
 	Plugin *struct{} `json:"plugin,omitempty"`
+}
+
+// AppSourceHelm is spec.source.helm: what Argo CD turns into the flags of "helm
+// template".
+type AppSourceHelm struct {
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Namespace, when set, replaces the destination namespace as the release's.
+	Namespace string `json:"namespace,omitempty"`
+	// ValueFiles are relative to the source path (or absolute from the repository
+	// root, or "$ref/..." in a multi-source Application), merged in order.
+	ValueFiles              []string `json:"valueFiles,omitempty"`
+	IgnoreMissingValueFiles bool     `json:"ignoreMissingValueFiles,omitempty"`
+	// Values is a YAML document of values; ValuesObject, when set, replaces it.
+	Values       string          `json:"values,omitempty"`
+	ValuesObject json.RawMessage `json:"valuesObject,omitempty"`
+	// Parameters are "--set" (or, with ForceString, "--set-string") values.
+	Parameters     []AppHelmParameter     `json:"parameters,omitempty"`
+	FileParameters []AppHelmFileParameter `json:"fileParameters,omitempty"`
+	SkipCrds       bool                   `json:"skipCrds,omitempty"`
+	SkipTests      bool                   `json:"skipTests,omitempty"`
+	// SkipSchemaValidation skips the chart's values.schema.json.
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+	// KubeVersion and APIVersions replace what the destination cluster reports
+	// as .Capabilities.
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
+	// Version picks the chart version of a chart from a Helm repository, and
+	// PassCredentials passes credentials to other hosts: neither changes what a
+	// chart in a Git repository renders.
+	Version         string `json:"version,omitempty"`
+	PassCredentials bool   `json:"passCredentials,omitempty"`
+}
+
+// AppHelmParameter is one entry of spec.source.helm.parameters.
+type AppHelmParameter struct {
+	Name        string `json:"name,omitempty"`
+	Value       string `json:"value,omitempty"`
+	ForceString bool   `json:"forceString,omitempty"`
+}
+
+// AppHelmFileParameter is one entry of spec.source.helm.fileParameters: the value
+// is the content of the file at Path.
+type AppHelmFileParameter struct {
+	Name string `json:"name,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+// ValuesYAML returns the values Argo CD writes to the extra values file it passes
+// last: valuesObject (as YAML) when set, else values. It is empty when neither is.
+func (h *AppSourceHelm) ValuesYAML() ([]byte, error) {
+	if raw := strings.TrimSpace(string(h.ValuesObject)); raw != "" && raw != "null" {
+		b, err := yaml.JSONToYAML(h.ValuesObject)
+		if err != nil {
+			return nil, fmt.Errorf("spec.source.helm.valuesObject: %w", err)
+		}
+		return b, nil
+	}
+	return []byte(h.Values), nil
 }
 
 // ManifestGeneratePathsAnnotation is Argo CD's annotation naming the paths an

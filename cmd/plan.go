@@ -32,6 +32,18 @@ bytes, renders the affected applications before and after as Argo CD would, and
 prints the git diff, what will change in the cluster, warnings and the verdict.
 Nothing is written unless --write is given.
 
+Helm apps are rendered in process as Argo CD runs "helm template" (release name,
+namespace, values files in order, values/valuesObject, parameters, file
+parameters, skipCrds, skipTests, kubeVersion, apiVersions), from a chart in the
+repository whose dependencies are vendored under charts/. The edit is found by
+rendering: the values key (in the app's values files, the last one first) that
+holds the value the chart renders now; a value only the chart's defaults hold is
+added to the app's last values file. A value the Application itself sets
+(parameters, values, valuesObject) is refused: the Application is not in the
+repository. Refused by name: dependencies not vendored (Chart.lock resolution),
+charts from Helm repositories, remote or globbed values files, multi-source
+values ($ref), build environment variables in values paths or parameters.
+
 Changes:
   scale KIND/NAME --replicas N
   set-image KIND/NAME CONTAINER=[IMAGE]:TAG | CONTAINER=[IMAGE]@DIGEST
@@ -64,7 +76,19 @@ type planFlags struct {
 	application, applications                  string
 	write                                      bool
 	output                                     string
+	// Helm: the values files and release name of an app given by --app, and the
+	// destination cluster's version and API versions for every Helm app that
+	// does not set its own.
+	valueFiles               stringList
+	releaseName, kubeVersion string
+	apiVersions              string
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f planFlags
@@ -77,6 +101,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.name, "name", "", "the application's name (default: from --application, else the path's last element)")
 	fs.StringVar(&f.application, "application", "", "Argo CD Application manifest giving path, type, destination and options")
 	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified)")
+	fs.Var(&f.valueFiles, "values", "a Helm values file of the --app chart, relative to its path (repeatable, merged in order)")
+	fs.StringVar(&f.releaseName, "release-name", "", "the Helm release name (default: from --application, else the app's name)")
+	fs.StringVar(&f.kubeVersion, "kube-version", "", "the destination cluster's Kubernetes version, as Helm charts see it (default: the Application's, else Helm's)")
+	fs.StringVar(&f.apiVersions, "api-versions", "", "the destination cluster's API versions, comma-separated, as Helm charts see them (default: the Application's)")
 	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
 	printUsage := func(w io.Writer) {
@@ -224,6 +252,15 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		primary.SourceType = t
 		notes = append(notes, fmt.Sprintf("source type %s detected from the files at %s, as Argo CD's repo server does (pass --type or --application to say it)", t, primary.Path))
 	}
+	if len(f.valueFiles) > 0 {
+		primary.Helm.ValueFiles = append(primary.Helm.ValueFiles, f.valueFiles...)
+	}
+	if f.releaseName != "" {
+		primary.Helm.ReleaseName = f.releaseName
+	}
+	if primary.SourceType == render.SourceHelm && primary.Helm.ReleaseName == "" {
+		primary.Helm.ReleaseName = primary.Name
+	}
 	apps := []render.Application{primary}
 	if f.applications != "" {
 		others, err := readApplications(f.applications)
@@ -254,7 +291,18 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 			}
 		}
 	}
-	return apps, primary, notes, nil
+	for i := range apps {
+		if apps[i].SourceType != render.SourceHelm {
+			continue
+		}
+		if apps[i].Helm.KubeVersion == "" {
+			apps[i].Helm.KubeVersion = f.kubeVersion
+		}
+		if len(apps[i].Helm.APIVersions) == 0 && f.apiVersions != "" {
+			apps[i].Helm.APIVersions = strings.Split(f.apiVersions, ",")
+		}
+	}
+	return apps, apps[0], notes, nil
 }
 
 func parseSourceType(s string) (render.SourceType, error) {

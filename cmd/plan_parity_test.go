@@ -213,6 +213,9 @@ func applicationManifest(a render.Application) map[string]any {
 	if d := a.Directory; d != (render.DirectoryOptions{}) {
 		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude}
 	}
+	if h := a.Helm; a.SourceType == render.SourceHelm {
+		src["helm"] = helmManifest(h)
+	}
 	meta := map[string]any{"name": a.Name}
 	if a.ManifestGeneratePaths != "" {
 		meta["annotations"] = map[string]any{argocd.ManifestGeneratePathsAnnotation: a.ManifestGeneratePaths}
@@ -220,6 +223,49 @@ func applicationManifest(a render.Application) map[string]any {
 	return map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta,
 		"spec":   map[string]any{"source": src, "destination": map[string]any{"namespace": a.Namespace}},
 		"status": map[string]any{"sourceType": string(a.SourceType)}}
+}
+
+// helmManifest is spec.source.helm for a golden's Helm options.
+func helmManifest(h render.HelmOptions) map[string]any {
+	m := map[string]any{"releaseName": h.ReleaseName, "namespace": h.Namespace, "ignoreMissingValueFiles": h.IgnoreMissingValueFiles,
+		"skipCrds": h.SkipCrds, "skipTests": h.SkipTests, "skipSchemaValidation": h.SkipSchemaValidation, "kubeVersion": h.KubeVersion}
+	if len(h.ValueFiles) > 0 {
+		m["valueFiles"] = h.ValueFiles
+	}
+	if len(h.APIVersions) > 0 {
+		m["apiVersions"] = h.APIVersions
+	}
+	if h.Values != "" {
+		m[cmpOr(h.ValuesField, "values")] = h.Values
+		if h.ValuesField == "valuesObject" {
+			var obj map[string]any
+			if err := sigsyaml.Unmarshal([]byte(h.Values), &obj); err == nil {
+				m["valuesObject"] = obj
+			}
+		}
+	}
+	var params []any
+	for _, p := range h.Parameters {
+		params = append(params, map[string]any{"name": p.Name, "value": p.Value, "forceString": p.ForceString})
+	}
+	if params != nil {
+		m["parameters"] = params
+	}
+	var files []any
+	for _, p := range h.FileParameters {
+		files = append(files, map[string]any{"name": p.Name, "path": p.Path})
+	}
+	if files != nil {
+		m["fileParameters"] = files
+	}
+	return m
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func readTree(t *testing.T, root string) map[string]string {

@@ -172,7 +172,7 @@ func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
 	}
 }
 
-func TestPlanCommandDetectsHelmAndRefuses(t *testing.T) {
+func TestPlanCommandPlansHelmThroughValues(t *testing.T) {
 	repo := t.TempDir()
 	chart := filepath.Join(repo, "charts", "web")
 	if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o755); err != nil {
@@ -181,32 +181,43 @@ func TestPlanCommandDetectsHelmAndRefuses(t *testing.T) {
 	for name, content := range map[string]string{
 		"Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 		"values.yaml":           "replicas: 1\n",
-		"templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+		"values-prod.yaml":      "# prod\nreplicas: 2 # busy\n",
+		"templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
 	} {
 		if err := os.WriteFile(filepath.Join(chart, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--output", "json", "scale", "deployment/web", "--replicas", "2")
-	if code != 2 {
-		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--values", "values-prod.yaml", "--release-name", "api",
+		"--output", "json", "scale", "deployment/api", "--replicas", "3")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	var out struct {
 		Verdict string   `json:"verdict"`
 		Notes   []string `json:"notes"`
-		Refusal struct {
-			Code   string `json:"error"`
-			Reason string `json:"reason"`
-		} `json:"refusal"`
+		Result  struct {
+			Strategy string `json:"strategy"`
+			GitDiff  string `json:"git_diff"`
+		} `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
 	}
-	if out.Verdict != "refused" || out.Refusal.Code != "helm_unsupported" || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "source type Helm detected") {
+	if out.Verdict != "verified" || out.Result.Strategy != "values key" || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "source type Helm detected") {
 		t.Fatalf("unexpected output: %+v", out)
 	}
-	if !strings.Contains(stderr, "Refused (helm_unsupported)") || !strings.Contains(stderr, "source type Helm detected") {
-		t.Fatalf("stderr lacks the reason or the detection note:\n%s", stderr)
+	if !strings.Contains(out.Result.GitDiff, "-replicas: 2 # busy\n+replicas: 3 # busy\n") {
+		t.Fatalf("the edit is not the prod values key:\n%s", out.Result.GitDiff)
+	}
+
+	// A dependency that is not vendored is refused by name, as in the service.
+	if err := os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: 1.x\n  repository: https://charts.example.com\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--values", "values-prod.yaml", "scale", "deployment/web", "--replicas", "3")
+	if code != 2 || !strings.Contains(stderr, "Refused (helm_unsupported)") || !strings.Contains(stderr, "missing in charts/ directory: redis") {
+		t.Fatalf("exit %d, want a helm_unsupported refusal\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
 

@@ -47,6 +47,10 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			app.SourceType = SourceType(a.SourceType())
 		}
 		convertOptions(&app, src)
+		if app.SourceType == SourceHelm && app.Helm.ReleaseName == "" {
+			// Argo CD names the release after the Application, without its namespace.
+			app.Helm.ReleaseName = a.Name
+		}
 		out = append(out, app)
 	}
 	return out
@@ -95,6 +99,38 @@ func convertOptions(app *Application, src argocd.AppSource) {
 	if d := src.Directory; d != nil {
 		app.Directory = DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
 	}
+	if src.Chart != "" {
+		app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("it deploys chart %s from the Helm repository %s, not from a Git repository", src.Chart, src.RepoURL))
+	}
+	if h := src.Helm; h != nil {
+		convertHelm(app, h)
+	}
+}
+
+// convertHelm copies spec.source.helm. Version and passCredentials only matter
+// for a chart fetched from a Helm repository and are not carried.
+func convertHelm(app *Application, h *argocd.AppSourceHelm) {
+	o := HelmOptions{ReleaseName: h.ReleaseName, Namespace: h.Namespace, ValueFiles: h.ValueFiles,
+		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles, SkipCrds: h.SkipCrds, SkipTests: h.SkipTests,
+		SkipSchemaValidation: h.SkipSchemaValidation, KubeVersion: h.KubeVersion, APIVersions: h.APIVersions}
+	values, err := h.ValuesYAML()
+	if err != nil {
+		app.Unsupported = joinReasons(app.Unsupported, err.Error())
+	}
+	o.Values = string(values)
+	if o.Values != "" {
+		o.ValuesField = "values"
+		if raw := strings.TrimSpace(string(h.ValuesObject)); raw != "" && raw != "null" {
+			o.ValuesField = "valuesObject"
+		}
+	}
+	for _, p := range h.Parameters {
+		o.Parameters = append(o.Parameters, HelmParameter{Name: p.Name, Value: p.Value, ForceString: p.ForceString})
+	}
+	for _, p := range h.FileParameters {
+		o.FileParameters = append(o.FileParameters, HelmFileParameter{Name: p.Name, Path: p.Path})
+	}
+	app.Helm = o
 }
 
 func joinReasons(a, b string) string {

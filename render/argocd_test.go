@@ -77,9 +77,49 @@ spec:
   - {repoURL: r, path: p, plugin: {name: cmp}}
   - {repoURL: https://charts.example, chart: redis, targetRevision: 1.0.0}
 `,
-			want: []Application{{Name: "m", Path: "h", SourceType: SourceHelm}, {Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
-				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm}},
+			want: []Application{{Name: "m", Path: "h", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m", ValueFiles: []string{"a.yaml"}}},
+				{Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
+				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"}}},
 			unsupported: []string{"multi-source", "multi-source", "multi-source"},
+		},
+		"helm options as Argo CD passes them to helm template": {
+			manifest: `
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  source:
+    repoURL: r
+    path: charts/web
+    helm:
+      namespace: web-system
+      valueFiles: [values-prod.yaml, /shared/values.yaml]
+      ignoreMissingValueFiles: true
+      values: "ignored: true"
+      valuesObject: {replicaCount: 3}
+      parameters: [{name: image.tag, value: "1.2"}, {name: port, value: "80", forceString: true}]
+      fileParameters: [{name: config, path: files/config.txt}]
+      skipCrds: true
+      skipTests: true
+      kubeVersion: "1.31"
+      apiVersions: [monitoring.coreos.com/v1]
+  destination: {namespace: web}
+`,
+			want: []Application{{Name: "argocd/web", Path: "charts/web", SourceType: SourceHelm, Namespace: "web", Helm: HelmOptions{
+				ReleaseName: "web", Namespace: "web-system", ValueFiles: []string{"values-prod.yaml", "/shared/values.yaml"},
+				IgnoreMissingValueFiles: true, Values: "replicaCount: 3\n", ValuesField: "valuesObject",
+				Parameters:     []HelmParameter{{Name: "image.tag", Value: "1.2"}, {Name: "port", Value: "80", ForceString: true}},
+				FileParameters: []HelmFileParameter{{Name: "config", Path: "files/config.txt"}},
+				SkipCrds:       true, SkipTests: true, KubeVersion: "1.31", APIVersions: []string{"monitoring.coreos.com/v1"}}}},
+		},
+		"a chart from a Helm repository is kept, and not rendered": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {releaseName: cache}}
+`,
+			want:        []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "cache"}}},
+			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
 		},
 		"multi-source: the sources keep selects, each with its status type": {
 			manifest: `

@@ -15,9 +15,10 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 )
 
-// kustomizeSlot serialises kustomize builds: krusty sets a process-wide OpenAPI
-// schema during Run, so two builds at once could see each other's schema. It is a
-// channel, not a mutex, so that waiting for it ends with the waiter's context.
+// kustomizeSlot serialises kustomize builds and Helm renders: krusty sets a
+// process-wide OpenAPI schema during Run, so two builds at once could see each
+// other's schema, and Helm renders from the same kyaml and apimachinery state. It
+// is a channel, not a mutex, so that waiting for it ends with the waiter's context.
 var kustomizeSlot = make(chan struct{}, 1)
 
 const (
@@ -61,13 +62,26 @@ func newRenderer(ctx context.Context) *renderer {
 	return &renderer{ctx: ctx, cache: map[renderKey]renderResult{}}
 }
 
+// helmKey is what a Helm render depends on besides the chart's files.
+type helmKey struct {
+	Options            HelmOptions
+	Release, Namespace string
+}
+
 func sourceKey(app Application) string {
-	b, _ := json.Marshal(struct {
+	key := struct {
 		T SourceType
 		P string
 		K KustomizeOptions
 		D DirectoryOptions
-	}{app.SourceType, path.Clean(app.Path), app.Kustomize, app.Directory})
+		H *helmKey `json:",omitempty"`
+	}{T: app.SourceType, P: path.Clean(app.Path), K: app.Kustomize, D: app.Directory}
+	if app.SourceType == SourceHelm {
+		// A chart sees its release name and namespace: Applications of one chart
+		// render alike only when these are the same too.
+		key.H = &helmKey{Options: app.Helm, Release: cmpOr(app.Helm.ReleaseName, app.Name), Namespace: app.Namespace}
+	}
+	b, _ := json.Marshal(key)
 	return string(b)
 }
 
@@ -115,9 +129,9 @@ func renderSource(ctx context.Context, v *view, app Application, origin bool) ([
 	case SourceKustomize:
 		return renderKustomize(ctx, v, app, origin)
 	case SourceHelm:
-		return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s is a Helm app; Helm sources are not supported yet", app.Name)}
+		return renderHelm(ctx, v, app)
 	default:
-		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s has source type %q; only Directory and Kustomize are supported", app.Name, app.SourceType)}
+		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s has source type %q; only Directory, Kustomize and Helm are supported", app.Name, app.SourceType)}
 	}
 }
 
@@ -182,19 +196,28 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	return objs, nil
 }
 
-// runKustomize builds the kustomization at dir. Krusty cannot be cancelled, so the
-// build runs on its own goroutine and is abandoned when ctx is done: the caller
-// returns at once, and the build stops at its next read of the view (which fails
-// from then on) or when it finishes, bounded by what the view let it read; only
-// then does the next build start. A panic in kustomize is an error of this build.
+// runKustomize builds the kustomization at dir (see runInSlot).
 func runKustomize(ctx context.Context, fs *view, dir string) (resmap.ResMap, error) {
+	return runInSlot(ctx, "kustomize", func() (resmap.ResMap, error) {
+		return krusty.MakeKustomizer(argoKustomizeOptions()).Run(fs, dir)
+	})
+}
+
+// runInSlot runs one build of a tool that cannot be cancelled (krusty, Helm's
+// template engine) in the one build slot. The build runs on its own goroutine and
+// is abandoned when ctx is done: the caller returns at once, and the build stops
+// at its next read of the view (which fails from then on) or when it finishes,
+// bounded by what the view let it read; only then does the next build start. A
+// panic in the tool is an error of this build.
+func runInSlot[T any](ctx context.Context, tool string, build func() (T, error)) (T, error) {
+	var zero T
 	select {
 	case kustomizeSlot <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return zero, ctx.Err()
 	}
 	type built struct {
-		m   resmap.ResMap
+		v   T
 		err error
 	}
 	done := make(chan built, 1)
@@ -202,17 +225,17 @@ func runKustomize(ctx context.Context, fs *view, dir string) (resmap.ResMap, err
 		defer func() { <-kustomizeSlot }()
 		defer func() {
 			if r := recover(); r != nil {
-				done <- built{err: fmt.Errorf("kustomize failed: %v", r)}
+				done <- built{err: fmt.Errorf("%s failed: %v", tool, r)}
 			}
 		}()
-		m, err := krusty.MakeKustomizer(argoKustomizeOptions()).Run(fs, dir)
-		done <- built{m: m, err: err}
+		v, err := build()
+		done <- built{v: v, err: err}
 	}()
 	select {
 	case b := <-done:
-		return b.m, b.err
+		return b.v, b.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return zero, ctx.Err()
 	}
 }
 

@@ -9,7 +9,9 @@
 // replicas or images entry, or a new patch), edits only
 // the bytes of that spot (through package render/yamledit), renders every affected
 // Application before and after exactly as Argo CD would (kustomize through krusty
-// with Argo CD's default options; plain directories as their parsed documents), and
+// with Argo CD's default options; Helm charts through the Helm SDK with the flags
+// Argo CD passes to "helm template", a values key found by rendering being the
+// edit; plain directories as their parsed documents), and
 // accepts the edit only when each rendered object equals the before-render plus the
 // requested change, field by field. Otherwise it returns a [*Refusal] with a stable
 // code and a reason. A verified [Result] also carries the after-render of the
@@ -45,7 +47,9 @@
 // graph walk), passes one bounded reader that checks it against [MaxFileSize],
 // [MaxAliasNodes], [MaxDepth], [MaxMappingKeys] and counts it against the bounds of
 // one render and one plan ([MaxRenderDocuments], [MaxRenderNodes], [MaxRenderBytes],
-// [MaxPlanBytes], [MaxPlanRenderBytes]) before any decoder or kustomize sees its bytes; the kustomization
+// [MaxPlanBytes], [MaxPlanRenderBytes]) before any decoder, kustomize or Helm sees its bytes (a
+// chart is further bounded by [MaxChartFiles], [MaxChartArchiveBytes] and
+// [MaxHelmOutputBytes]); the kustomization
 // graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
 // runs. Plan and Render run under [Timeout]: a kustomize build, which cannot be
 // cancelled, is abandoned when it passes, and its reads fail from then on.

@@ -65,12 +65,22 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+	case SourceHelm:
+		builders, err = p.helmBuilders(target, expected)
+		if err != nil {
+			return nil, err
+		}
 	}
 	out, err := p.tryCandidates(ctx, builders, exp)
 	if err != nil {
 		return nil, err
 	}
 	if out.winner == nil {
+		if app.SourceType == SourceHelm {
+			if where := helmOverride(app, target.body, expected); where != "" {
+				return nil, p.refusal(CodeAppOverride, fmt.Sprintf("no values file edit for %s verifies: %s; the Application is not in this repository, so change it where it is defined", p.req.Target, where), out.attempts)
+			}
+		}
 		return nil, p.noVerifiedEdit(target, out)
 	}
 	return p.result(out.winner, out.verified, out.attempts)

@@ -117,11 +117,15 @@ type appReach struct {
 	// linked are the files a Directory app reads under another name (through a
 	// symlink), by canonical path.
 	linked map[string]bool
-	// root is the app's directory; under is, for an app whose reach is unknown,
-	// every directory reachable below root, symlinks followed.
+	// root is the app's directory; under is, for an app whose reach is unknown
+	// and for a Helm app (a chart reads everything below its directory), every
+	// directory reachable below root, symlinks followed.
 	root  string
 	under []string
-	err   error
+	// helmFiles are the files a Helm app reads outside its chart (values files
+	// and file parameters elsewhere in the repository), by canonical path.
+	helmFiles map[string]bool
+	err       error
 }
 
 // reachCall computes one Application's reach once, whoever asks first.
@@ -230,11 +234,31 @@ func (p *planner) computeReach(app Application) *appReach {
 		r.kust, r.err = p.t.reachKustomization(lexical, app.Kustomize.Components)
 	case SourceDirectory:
 		r.dir, r.linked, r.err = p.directoryReach(app, r.root)
+	case SourceHelm:
+		r.helmFiles, r.err = p.helmReach(app, lexical)
 	}
 	if r.err != nil || (r.kust == nil && r.dir == nil) {
 		r.under = p.t.reachableDirs(r.root)
 	}
 	return r
+}
+
+// helmReach returns the files a Helm app reads besides its chart directory: its
+// values files and file parameters, wherever they are in the repository.
+func (p *planner) helmReach(app Application, root string) (map[string]bool, error) {
+	out := map[string]bool{}
+	paths := slices.Clone(app.Helm.ValueFiles)
+	for _, fp := range app.Helm.FileParameters {
+		paths = append(paths, fp.Path)
+	}
+	for _, f := range paths {
+		rel, err := resolveHelmPath(root, f)
+		if err != nil {
+			return nil, refuse(CodePathEscape, "application %s: %q: %v", app.Name, f, err)
+		}
+		out[p.t.key(rel)] = true
+	}
+	return out, nil
 }
 
 // directoryReach returns the matcher of a Directory app's files, rooted at the
@@ -302,8 +326,11 @@ func (p *planner) precomputeReaches() (stop func()) {
 func (p *planner) reaches(app Application, f string) bool {
 	r := p.reach(app)
 	switch {
+	case r.helmFiles[f]:
+		return true
 	case r.err != nil || (app.SourceType != SourceKustomize && app.SourceType != SourceDirectory):
-		// Unknown reach: anything under the app's path counts, symlinks followed.
+		// Unknown reach, or a chart: anything under the app's path counts,
+		// symlinks followed.
 		for _, d := range r.under {
 			if d == "." || strings.HasPrefix(f, d+"/") {
 				return true

@@ -57,9 +57,10 @@ func render(ctx context.Context, repoDir string, app Application) ([]Object, err
 }
 
 // SourceID identifies everything an Application's render depends on besides the
-// repository tree: its format, path and source options. Applications with the same
-// SourceID render the same objects from the same tree (the destination namespace is
-// applied after rendering), so a render may be shared or cached under it.
+// repository tree: its format, path and source options (for a Helm app also the
+// release name and namespace, which templates read). Applications with the same
+// SourceID render the same objects from the same tree (otherwise the destination
+// namespace is applied after rendering), so a render may be shared or cached under it.
 func (a Application) SourceID() string { return sourceKey(a) }
 
 func exportObjects(objs []*object) []Object {

@@ -35,6 +35,8 @@ type Application struct {
 	Kustomize KustomizeOptions `json:"kustomize,omitempty"`
 	// Directory holds spec.source.directory.
 	Directory DirectoryOptions `json:"directory,omitempty"`
+	// Helm holds spec.source.helm.
+	Helm HelmOptions `json:"helm,omitempty"`
 	// ManifestGeneratePaths is the argocd.argoproj.io/manifest-generate-paths
 	// annotation, verbatim (";"-separated paths, relative to Path or absolute from the
 	// repository root).

@@ -1,0 +1,621 @@
+package render
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/ignore"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// Bounds of a Helm render beyond those of every read (see MaxFileSize and the
+// per-render bounds, which chart files, values files and file parameters count
+// against like any file).
+const (
+	// MaxChartFiles is how many files one chart (its subcharts included) may hold.
+	MaxChartFiles = 2_000
+	// MaxChartArchiveBytes is how many bytes the vendored chart archives of one
+	// render may expand to together.
+	MaxChartArchiveBytes = 16 << 20
+	// MaxHelmOutputBytes is how many bytes of manifests one chart may render.
+	MaxHelmOutputBytes = 16 << 20
+	// maxTemplateList bounds what one call of the list-making template functions
+	// (until, untilStep, repeat) may make: those allocate in one step whatever a
+	// value asks for, before any output is written.
+	maxTemplateList = 100_000
+)
+
+// HelmOptions are spec.source.helm settings, applied the way Argo CD turns them
+// into flags of "helm template".
+type HelmOptions struct {
+	// ReleaseName is the release name: spec.source.helm.releaseName, else the
+	// Application's own name.
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Namespace is the release namespace when it is not the destination's.
+	Namespace string `json:"namespace,omitempty"`
+	// ValueFiles are "--values" files relative to the app path (absolute from the
+	// repository root when they start with "/"), in order.
+	ValueFiles              []string `json:"valueFiles,omitempty"`
+	IgnoreMissingValueFiles bool     `json:"ignoreMissingValueFiles,omitempty"`
+	// Values is the YAML of spec.source.helm.values or valuesObject, passed after
+	// every values file; ValuesField names which of the two it came from.
+	Values      string `json:"values,omitempty"`
+	ValuesField string `json:"valuesField,omitempty"`
+	// Parameters are "--set" values ("--set-string" with ForceString), FileParameters
+	// "--set-file" values read from files of the repository.
+	Parameters     []HelmParameter     `json:"parameters,omitempty"`
+	FileParameters []HelmFileParameter `json:"fileParameters,omitempty"`
+	SkipCrds       bool                `json:"skipCrds,omitempty"`
+	SkipTests      bool                `json:"skipTests,omitempty"`
+	// SkipSchemaValidation skips the chart's values.schema.json.
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+	// KubeVersion and APIVersions are .Capabilities: the Application's own, else
+	// the destination cluster's; empty means Helm's defaults.
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
+}
+
+// HelmParameter is one spec.source.helm.parameters entry.
+type HelmParameter struct {
+	Name        string `json:"name"`
+	Value       string `json:"value"`
+	ForceString bool   `json:"forceString,omitempty"`
+}
+
+// HelmFileParameter is one spec.source.helm.fileParameters entry.
+type HelmFileParameter struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// renderHelm renders a Helm app the way Argo CD's repo server runs "helm
+// template": the chart at the app path (its subcharts vendored under charts/),
+// the values files in order, then values or valuesObject, then the parameters,
+// with CRDs unless skipCrds and hooks but tests when skipTests; the output split
+// into objects as Argo CD splits it (Lists flattened, empty documents dropped).
+func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error) {
+	lexical, ok := cleanRel(app.Path)
+	if !ok {
+		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
+	}
+	root, err := v.t.canonical(lexical)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	if err := checkHelmOptions(app); err != nil {
+		return nil, err
+	}
+	ch, err := loadChart(v, root)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
+		if err := action.CheckDependencies(ch, toDependencies(deps)); err != nil {
+			return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf(
+				"application %s: chart %s: %v; Argo CD would run \"helm dependency build\" to fetch them from the chart repositories Chart.lock names, which render does not do: vendor the dependencies under charts/",
+				app.Name, root, err)}
+		}
+	}
+	files, err := helmValueFiles(v, app, lexical)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	vals, err := helmValues(v, app, lexical, files)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	out, err := runHelm(ctx, ch, vals, app)
+	if err := contextError(ctx); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		if exceeded := v.budget.exceeded(); exceeded != nil {
+			return nil, withApp(exceeded, app.Name)
+		}
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			return nil, withApp(err, app.Name)
+		}
+		return nil, refuse(CodeRenderFailed, "application %s: helm template %s: %v", app.Name, root, err)
+	}
+	return helmObjects(app, root, out)
+}
+
+// checkHelmOptions refuses by name what Argo CD applies and render does not.
+func checkHelmOptions(app Application) error {
+	h := app.Helm
+	var unsupported []string
+	for _, f := range h.ValueFiles {
+		switch {
+		case strings.HasPrefix(f, "$"):
+			unsupported = append(unsupported, fmt.Sprintf("the values file %q of another source (multi-source Applications are not supported yet)", f))
+		case strings.Contains(f, "://"):
+			unsupported = append(unsupported, fmt.Sprintf("the remote values file %q (render reads only the repository)", f))
+		case strings.ContainsAny(f, "*?["):
+			unsupported = append(unsupported, fmt.Sprintf("the values file glob %q", f))
+		case strings.Contains(f, "$"):
+			unsupported = append(unsupported, fmt.Sprintf("the values file %q, which names a build environment variable", f))
+		}
+	}
+	for _, p := range h.Parameters {
+		if strings.Contains(p.Value, "$") {
+			unsupported = append(unsupported, fmt.Sprintf("the parameter %s, whose value names a build environment variable", p.Name))
+		}
+	}
+	for _, p := range h.FileParameters {
+		if strings.Contains(p.Path, "$") || strings.Contains(p.Path, "://") {
+			unsupported = append(unsupported, fmt.Sprintf("the file parameter %s from %q, outside the repository or naming a build environment variable", p.Name, p.Path))
+		}
+	}
+	if len(unsupported) > 0 {
+		return &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s sets Helm options render does not apply: %s", app.Name, strings.Join(unsupported, "; "))}
+	}
+	return nil
+}
+
+func toDependencies(deps []*chart.Dependency) []ci.Dependency {
+	out := make([]ci.Dependency, 0, len(deps))
+	for _, d := range deps {
+		out = append(out, d)
+	}
+	return out
+}
+
+// helmFileInfo is what .helmignore rules look at: the name and whether it is a
+// directory.
+type helmFileInfo struct {
+	name string
+	dir  bool
+}
+
+func (i helmFileInfo) Name() string { return path.Base(i.name) }
+func (i helmFileInfo) Size() int64  { return 0 }
+func (i helmFileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir
+	}
+	return 0
+}
+func (i helmFileInfo) ModTime() time.Time { return time.Time{} }
+func (i helmFileInfo) IsDir() bool        { return i.dir }
+func (i helmFileInfo) Sys() any           { return nil }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// loadChart loads the chart in directory root the way Helm loads a chart
+// directory (.helmignore honoured, a BOM dropped), every file read through the
+// view's bounded reader, vendored chart archives expanded under a bound first.
+func loadChart(v *view, root string) (*chart.Chart, error) {
+	if k, err := v.kind(path.Join(root, "Chart.yaml")); err != nil {
+		return nil, err
+	} else if k != kindFile {
+		return nil, refuse(CodeRenderFailed, "%s has no Chart.yaml", root)
+	}
+	rules := ignore.Empty()
+	if k, _ := v.kind(path.Join(root, ignore.HelmIgnore)); k == kindFile {
+		data, err := v.read(path.Join(root, ignore.HelmIgnore))
+		if err != nil {
+			return nil, err
+		}
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, refuse(CodeRenderFailed, "%s: %v", path.Join(root, ignore.HelmIgnore), err)
+		}
+	}
+	rules.AddDefaults()
+	var files []*archive.BufferedFile
+	archiveBudget := int64(MaxChartArchiveBytes)
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		names, err := v.list(dir)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			p := path.Join(dir, n)
+			rel := strings.TrimPrefix(p, root+"/")
+			if root == "." {
+				rel = p
+			}
+			k, err := v.kind(p)
+			if err != nil {
+				return err
+			}
+			if rules.Ignore(rel, helmFileInfo{name: rel, dir: k == kindDir}) {
+				continue
+			}
+			switch k {
+			case kindDir:
+				if err := walk(p); err != nil {
+					return err
+				}
+			case kindFile:
+				if len(files) >= MaxChartFiles {
+					return refuse(CodeTooLarge, "chart %s holds more than %d files, at most %d", root, MaxChartFiles, MaxChartFiles)
+				}
+				data, err := v.read(p)
+				if err != nil {
+					return err
+				}
+				if strings.HasPrefix(rel, "charts/") && strings.HasSuffix(rel, ".tgz") {
+					if err := checkChartArchive(p, data, &archiveBudget); err != nil {
+						return err
+					}
+				}
+				files = append(files, &archive.BufferedFile{Name: rel, Data: bytes.TrimPrefix(data, utf8BOM)})
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, refuse(CodeRenderFailed, "load chart %s: %v", root, err)
+	}
+	return ch, nil
+}
+
+// checkChartArchive expands a vendored chart archive without keeping it, to
+// bound what Helm's loader will expand: the archive's own bytes passed the
+// reader's bounds, what they decompress to has not. It counts against budget.
+func checkChartArchive(file string, data []byte, budget *int64) error {
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
+	}
+	tr := tar.NewReader(gz)
+	entries := 0
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
+		}
+		entries++
+		if entries > MaxChartFiles {
+			return refuse(CodeTooLarge, "%s holds more than %d files, at most %d", file, MaxChartFiles, MaxChartFiles)
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(tr, *budget+1))
+		if err != nil {
+			return refuse(CodeRenderFailed, "%s: %s: %v", file, h.Name, err)
+		}
+		*budget -= n
+		if *budget < 0 {
+			return refuse(CodeTooLarge, "%s: the chart archives of the render expand to more than %d bytes, at most %d", file, MaxChartArchiveBytes, MaxChartArchiveBytes)
+		}
+	}
+}
+
+// helmValueFiles resolves the values files as Argo CD does: relative to the app
+// path, or to the repository root when absolute, never outside it; each once, at
+// its first place; a missing one skipped with ignoreMissingValueFiles.
+func helmValueFiles(v *view, app Application, root string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range app.Helm.ValueFiles {
+		p, err := resolveHelmPath(root, f)
+		if err != nil {
+			return nil, refuse(CodePathEscape, "values file %q: %v", f, err)
+		}
+		k, err := v.kind(p)
+		if err != nil {
+			return nil, err
+		}
+		if k != kindFile {
+			if app.Helm.IgnoreMissingValueFiles && k == kindNone {
+				continue
+			}
+			return nil, refuse(CodeRenderFailed, "values file %s (%q) does not exist", p, f)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// resolveHelmPath resolves a path of spec.source.helm against the app path.
+func resolveHelmPath(root, p string) (string, error) {
+	var joined string
+	if strings.HasPrefix(p, "/") {
+		joined = path.Clean(strings.TrimPrefix(p, "/"))
+	} else {
+		joined = path.Join(root, p)
+	}
+	rel, ok := cleanRel(joined)
+	if !ok || strings.HasPrefix(joined, "../") || joined == ".." {
+		return "", errors.New("it leaves the repository")
+	}
+	return rel, nil
+}
+
+// helmValues merges the values as "helm template" does with Argo CD's flags:
+// the values files in order, then values or valuesObject, then parameters,
+// string parameters and file parameters.
+func helmValues(v *view, app Application, root string, files []string) (map[string]any, error) {
+	base := map[string]any{}
+	for _, f := range files {
+		data, err := v.read(f)
+		if err != nil {
+			return nil, err
+		}
+		m, err := loader.LoadValues(bytes.NewReader(data))
+		if err != nil {
+			return nil, refuse(CodeRenderFailed, "values file %s: %v", f, err)
+		}
+		base = loader.MergeMaps(base, m)
+	}
+	if app.Helm.Values != "" {
+		field := "spec.source.helm." + cmpOr(app.Helm.ValuesField, "values")
+		scan := scanYAML(field, []byte(app.Helm.Values))
+		if err := v.budget.take(field, len(app.Helm.Values), scan, scan.err); err != nil {
+			return nil, err
+		}
+		m, err := loader.LoadValues(strings.NewReader(app.Helm.Values))
+		if err != nil {
+			return nil, refuse(CodeRenderFailed, "%s: %v", field, err)
+		}
+		base = loader.MergeMaps(base, m)
+	}
+	var set, setString []string
+	for _, p := range uniqueParameters(app.Helm.Parameters) {
+		arg := p.Name + "=" + cleanSetParameter(p.Value)
+		if p.ForceString {
+			setString = append(setString, arg)
+		} else {
+			set = append(set, arg)
+		}
+	}
+	for _, s := range set {
+		if err := strvals.ParseInto(s, base); err != nil {
+			return nil, refuse(CodeRenderFailed, "parameter %s: %v", s, err)
+		}
+	}
+	for _, s := range setString {
+		if err := strvals.ParseIntoString(s, base); err != nil {
+			return nil, refuse(CodeRenderFailed, "parameter %s: %v", s, err)
+		}
+	}
+	for _, p := range app.Helm.FileParameters {
+		f, err := resolveHelmPath(root, p.Path)
+		if err != nil {
+			return nil, refuse(CodePathEscape, "file parameter %s (%q): %v", p.Name, p.Path, err)
+		}
+		reader := func(rs []rune) (any, error) {
+			data, err := v.read(f)
+			if err != nil {
+				return nil, err
+			}
+			return string(data), nil
+		}
+		if err := strvals.ParseIntoFile(p.Name+"="+cleanSetParameter(f), base, reader); err != nil {
+			var ref *Refusal
+			if errors.As(err, &ref) {
+				return nil, err
+			}
+			return nil, refuse(CodeRenderFailed, "file parameter %s (%s): %v", p.Name, f, err)
+		}
+	}
+	return base, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// uniqueParameters keeps the last value of each parameter name: Argo CD collects
+// parameters by name before it passes them.
+func uniqueParameters(params []HelmParameter) []HelmParameter {
+	last := map[string]int{}
+	for i, p := range params {
+		last[p.Name] = i
+	}
+	var out []HelmParameter
+	for i, p := range params {
+		if last[p.Name] == i {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cleanSetParameter escapes commas the way Argo CD does before it passes a
+// parameter to --set: a value in braces is a Helm list and is kept.
+func cleanSetParameter(val string) string {
+	if strings.HasPrefix(val, "{") && strings.HasSuffix(val, "}") {
+		return val
+	}
+	var b strings.Builder
+	var prev rune
+	for _, r := range val {
+		if r == ',' && prev != '\\' {
+			b.WriteString(`\,`)
+		} else {
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
+}
+
+// boundedTemplateFuncs replace the template functions that allocate what a value
+// asks for in one call, so a chart cannot ask for gigabytes with one number.
+func boundedTemplateFuncs() map[string]any {
+	listOf := func(n int) error {
+		if n > maxTemplateList || n < -maxTemplateList {
+			return fmt.Errorf("a list of %d elements is more than the %d render allows", n, maxTemplateList)
+		}
+		return nil
+	}
+	untilStep := func(start, stop, step int) ([]int, error) {
+		if step == 0 {
+			return []int{}, nil
+		}
+		if err := listOf((stop - start) / step); err != nil {
+			return nil, err
+		}
+		var out []int
+		for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+			out = append(out, i)
+		}
+		if out == nil {
+			out = []int{}
+		}
+		return out, nil
+	}
+	return map[string]any{
+		"until": func(n int) ([]int, error) {
+			step := 1
+			if n < 0 {
+				step = -1
+			}
+			return untilStep(0, n, step)
+		},
+		"untilStep": untilStep,
+		"repeat": func(n int, s string) (string, error) {
+			if n > 0 && len(s) > 0 && n > MaxHelmOutputBytes/len(s) {
+				return "", fmt.Errorf("repeat of %d times %d bytes is more than the %d bytes render allows", n, len(s), MaxHelmOutputBytes)
+			}
+			return strings.Repeat(s, max(n, 0)), nil
+		},
+	}
+}
+
+// runHelm renders the chart as "helm template" does, in the build slot (see
+// runInSlot): the template engine cannot be cancelled.
+func runHelm(ctx context.Context, ch *chart.Chart, vals map[string]any, app Application) (string, error) {
+	h := app.Helm
+	cfg := action.NewConfiguration()
+	cfg.CustomTemplateFuncs = boundedTemplateFuncs()
+	inst := action.NewInstall(cfg)
+	inst.DryRunStrategy = action.DryRunClient
+	inst.Replace = true
+	inst.ReleaseName = cmpOr(h.ReleaseName, app.Name)
+	// Without --namespace, helm takes the namespace of its kube context, which
+	// is "default" on Argo CD's repo server.
+	inst.Namespace = cmpOr(cmpOr(h.Namespace, app.Namespace), "default")
+	inst.IncludeCRDs = !h.SkipCrds
+	inst.SkipSchemaValidation = h.SkipSchemaValidation
+	inst.APIVersions = common.VersionSet(h.APIVersions)
+	if h.KubeVersion != "" {
+		kv, err := common.ParseKubeVersion(h.KubeVersion)
+		if err != nil {
+			return "", refuse(CodeRenderFailed, "kube version %q: %v", h.KubeVersion, err)
+		}
+		inst.KubeVersion = kv
+	}
+	return runInSlot(ctx, "helm", func() (string, error) {
+		rel, err := inst.RunWithContext(ctx, ch, vals)
+		if err != nil {
+			return "", err
+		}
+		r, ok := rel.(*release.Release)
+		if !ok {
+			return "", fmt.Errorf("helm returned a release of type %T", rel)
+		}
+		return templateOutput(r, h.SkipTests), nil
+	})
+}
+
+// templateOutput is what "helm template" prints for a release: its manifest,
+// then each hook (tests left out with skipTests).
+func templateOutput(r *release.Release, skipTests bool) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(r.Manifest))
+	b.WriteString("\n")
+	for _, hook := range r.Hooks {
+		if skipTests && slices.Contains(hook.Events, release.HookTest) {
+			continue
+		}
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", hook.Path, hook.Manifest)
+	}
+	return b.String()
+}
+
+// helmObjects splits the output of "helm template" into objects as Argo CD does:
+// empty documents dropped, the items of a document with an items list (a List)
+// flattened, a List with null items dropped. The output is checked against
+// the bounds of a file (aliases, depth, width) before it is decoded.
+func helmObjects(app Application, root, out string) ([]*object, error) {
+	if len(out) > MaxHelmOutputBytes {
+		return nil, refuse(CodeTooLarge, "application %s: chart %s renders more than %d bytes, at most %d", app.Name, root, MaxHelmOutputBytes, MaxHelmOutputBytes)
+	}
+	where := "the output of chart " + root
+	if s := scanYAML(where, []byte(out)); s.err != nil {
+		return nil, withApp(s.err, app.Name)
+	}
+	docs, err := yamledit.Documents([]byte(out))
+	if err != nil {
+		if errors.Is(err, yamledit.ErrAliasBomb) {
+			return nil, refuse(CodeAliasBomb, "application %s: %s: YAML aliases expand beyond the allowed bound", app.Name, where)
+		}
+		return nil, refuse(CodeRenderFailed, "application %s: %s does not parse: %v", app.Name, where, err)
+	}
+	var objs []*object
+	add := func(m map[string]any, doc int) error {
+		o, ok := newObject(m)
+		if !ok {
+			return refuse(CodeRenderFailed, "application %s: %s: document %d has no apiVersion or kind", app.Name, where, doc+1)
+		}
+		objs = append(objs, o)
+		return nil
+	}
+	for _, d := range docs {
+		if d.Empty || d.Object == nil {
+			continue
+		}
+		if list, isList := d.Object["items"].([]any); isList {
+			for _, it := range list {
+				m, ok := it.(map[string]any)
+				if !ok {
+					return nil, refuse(CodeRenderFailed, "application %s: %s: document %d: a List item is not an object", app.Name, where, d.Index+1)
+				}
+				if err := add(m, d.Index); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if isNullList(d.Object) {
+			continue
+		}
+		if err := add(d.Object, d.Index); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+// isNullList reports a List whose items are null, which Argo CD drops.
+func isNullList(m map[string]any) bool {
+	_, spec := m["spec"]
+	_, status := m["status"]
+	items, ok := m["items"]
+	return !spec && !status && ok && items == nil
+}

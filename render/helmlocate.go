@@ -1,0 +1,443 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// Strategies of a Helm app.
+const (
+	strategyValuesKey    = "values key"
+	strategyNewValuesKey = "new values key"
+)
+
+// maxHelmCandidates bounds how many values keys one change tries: each try
+// renders every app the values file reaches, twice.
+const maxHelmCandidates = 24
+
+// fieldChange is one subtree of the target that the change alters: old is what
+// the chart renders there now (nil when the field is new), new what it must.
+type fieldChange struct {
+	path     []string
+	old, new any
+}
+
+// targetChanges lists the smallest subtrees where before and after differ, each
+// with its enclosing subtrees (innermost first): a values key may hold the field
+// itself or a structure around it (a resources block, an env list).
+func targetChanges(before, after any, at []string, out *[][]fieldChange) {
+	bm, bok := before.(map[string]any)
+	am, aok := after.(map[string]any)
+	if bok && aok {
+		for _, k := range unionStrings(sortedKeys(bm), sortedKeys(am)) {
+			if !equalValues(bm[k], am[k]) {
+				targetChanges(bm[k], am[k], append(append([]string(nil), at...), k), out)
+			}
+		}
+		return
+	}
+	bl, bok := before.([]any)
+	al, aok := after.([]any)
+	if bok && aok && len(bl) == len(al) {
+		for i := range bl {
+			if !equalValues(bl[i], al[i]) {
+				targetChanges(bl[i], al[i], append(append([]string(nil), at...), strconv.Itoa(i)), out)
+			}
+		}
+		return
+	}
+	*out = append(*out, []fieldChange{{path: at, old: before, new: after}})
+}
+
+func unionStrings(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(a, b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// withEnclosing adds to each change the subtrees that enclose it, up to the
+// container (or the spec) that holds it.
+func withEnclosing(target, expected map[string]any, chains [][]fieldChange) [][]fieldChange {
+	for i, chain := range chains {
+		p := chain[0].path
+		for depth := len(p) - 1; depth >= 1; depth-- {
+			up := p[:depth]
+			last := up[len(up)-1]
+			if last == "containers" || last == "initContainers" || last == "spec" || last == "template" {
+				break
+			}
+			chain = append(chain, fieldChange{path: up, old: lookupPath(target, up), new: lookupPath(expected, up)})
+			if _, isIndex := strconv.Atoi(last); isIndex == nil {
+				break // a container: the keys inside it are values of their own
+			}
+		}
+		chains[i] = chain
+	}
+	return chains
+}
+
+func lookupPath(v any, p []string) any {
+	for _, s := range p {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// valuesLeaf is one node of a values file.
+type valuesLeaf struct {
+	file  string
+	doc   int
+	path  yamledit.Path
+	value any
+	text  string // a scalar's text, as written
+	node  *yaml.Node
+}
+
+// valuesLeaves lists every node of a values file with its path, in document order.
+func valuesLeaves(file string, data []byte) ([]valuesLeaf, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []valuesLeaf
+	for doc := 0; ; doc++ {
+		var root yaml.Node
+		if err := dec.Decode(&root); err != nil {
+			break
+		}
+		if len(root.Content) == 0 {
+			continue
+		}
+		var walk func(n *yaml.Node, p yamledit.Path, depth int)
+		walk = func(n *yaml.Node, p yamledit.Path, depth int) {
+			if depth > MaxDepth {
+				return
+			}
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return
+			}
+			l := valuesLeaf{file: file, doc: doc, path: append(yamledit.Path(nil), p...), value: normalize(v), node: n}
+			if n.Kind == yaml.ScalarNode {
+				l.text = n.Value
+			}
+			out = append(out, l)
+			switch n.Kind {
+			case yaml.MappingNode:
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					walk(n.Content[i+1], append(p, yamledit.K(n.Content[i].Value)), depth+1)
+				}
+			case yaml.SequenceNode:
+				for i, c := range n.Content {
+					walk(c, append(p, yamledit.I(i)), depth+1)
+				}
+			case yaml.AliasNode:
+				// An alias repeats its anchor: the anchor is the place to edit.
+			}
+		}
+		walk(root.Content[0], nil, 0)
+	}
+	return out, nil
+}
+
+// sameValue reports whether a values node holds what the chart renders: equal
+// structures, or a scalar whose text is the rendered scalar (a tag written 1.25
+// renders as "1.25").
+func sameValue(l valuesLeaf, rendered any) bool {
+	if rendered == nil || len(l.path) == 0 {
+		return false
+	}
+	if l.node.Kind == yaml.ScalarNode {
+		switch r := rendered.(type) {
+		case map[string]any, []any:
+			return false
+		case string:
+			return l.text == r
+		default:
+			return l.text == fmt.Sprint(r) || equalValues(l.value, rendered)
+		}
+	}
+	return equalValues(l.value, rendered)
+}
+
+// helmValueSet is one candidate edit of a values file.
+type helmValueSet struct {
+	file  string
+	doc   int
+	path  yamledit.Path
+	value any
+	fresh bool // the key is new in the file
+}
+
+// helmBuilders finds the values keys that render the target's changed fields:
+// nodes of the app's values files (the last file first) that hold what the chart
+// renders there now, set to what it must render; for an image, the keys of the
+// chart's split (a tag or digest of its own). A value the values files do not
+// hold but the chart's defaults do is added to the app's last values file at the
+// defaults' key. Each candidate is verified by rendering.
+func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {
+	app := p.primary
+	root, _ := cleanRel(app.Path)
+	files, err := helmValueFiles(p.before, app, root)
+	if err != nil {
+		return nil, withApp(err, app.Name)
+	}
+	defaults := path.Join(root, "values.yaml")
+	if canon, err := p.t.canonical(defaults); err == nil {
+		defaults = canon
+	}
+	editable := files
+	if len(editable) == 0 {
+		// With no values file of its own, the chart's values are the app's.
+		if k, _ := p.before.kind(defaults); k == kindFile {
+			editable = []string{defaults}
+		}
+	}
+	var chains [][]fieldChange
+	targetChanges(target.body, expected, nil, &chains)
+	chains = withEnclosing(target.body, expected, chains)
+
+	leavesOf := map[string][]valuesLeaf{}
+	readLeaves := func(f string) ([]valuesLeaf, error) {
+		if l, ok := leavesOf[f]; ok {
+			return l, nil
+		}
+		data, err := p.before.read(f)
+		if err != nil {
+			return nil, err
+		}
+		l, err := valuesLeaves(f, data)
+		leavesOf[f] = l
+		return l, err
+	}
+
+	// Each chain is one changed field: all of them must change, so a candidate
+	// sets one key per chain; with several chains (an env change of several
+	// variables) the keys found first for each are combined.
+	var perChain [][]helmValueSet
+	for _, chain := range chains {
+		var sets []helmValueSet
+		for _, fc := range chain {
+			for i := len(editable) - 1; i >= 0; i-- {
+				leaves, err := readLeaves(editable[i])
+				if err != nil {
+					return nil, withApp(err, app.Name)
+				}
+				sets = append(sets, matchLeaves(leaves, fc)...)
+			}
+		}
+		if len(editable) > 0 && (len(editable) > 1 || editable[0] != defaults) {
+			if k, _ := p.before.kind(defaults); k == kindFile {
+				leaves, err := readLeaves(defaults)
+				if err != nil {
+					return nil, withApp(err, app.Name)
+				}
+				last := editable[len(editable)-1]
+				for _, fc := range chain {
+					for _, s := range matchLeaves(leaves, fc) {
+						s.file, s.doc, s.fresh = last, 0, true
+						sets = append(sets, s)
+					}
+				}
+			}
+		}
+		perChain = append(perChain, dedupeSets(sets))
+	}
+	var builders []candidateBuilder
+	if len(perChain) == 0 {
+		return nil, nil
+	}
+	// One builder per candidate of the first chain, the other chains taking their
+	// first candidate: the common case is a single chain.
+	for _, first := range perChain[0] {
+		sets := []helmValueSet{first}
+		ok := true
+		for _, others := range perChain[1:] {
+			if len(others) == 0 {
+				ok = false
+				break
+			}
+			sets = append(sets, others[0])
+		}
+		if !ok {
+			break
+		}
+		builders = append(builders, p.valuesBuilder(sets))
+		if len(builders) >= maxHelmCandidates {
+			break
+		}
+	}
+	return builders, nil
+}
+
+// matchLeaves returns the edits that set the leaves holding fc.old to fc.new,
+// and, for an image, the tag, digest or repository keys of the chart's split.
+func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	var out []helmValueSet
+	for _, l := range leaves {
+		if sameValue(l, fc.old) {
+			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: fc.new})
+		}
+	}
+	if len(fc.path) == 0 || fc.path[len(fc.path)-1] != "image" {
+		return out
+	}
+	oldImg, ok1 := fc.old.(string)
+	newImg, ok2 := fc.new.(string)
+	if !ok1 || !ok2 {
+		return out
+	}
+	o, n := parseImageRef(oldImg), parseImageRef(newImg)
+	for _, l := range leaves {
+		if l.node.Kind != yaml.ScalarNode || len(l.path) == 0 {
+			continue
+		}
+		key := l.path[len(l.path)-1].Key
+		parent := l.path[:len(l.path)-1]
+		switch {
+		case o.tag != "" && l.text == o.tag && n.tag != "":
+			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: n.tag})
+		case o.digest != "" && l.text == o.digest && n.digest != "":
+			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: n.digest})
+		case (key == "repository" || key == "image" || key == "name") && o.name != "" &&
+			(l.text == o.name || strings.HasSuffix(o.name, "/"+l.text)):
+			// The chart's own default tag (often its appVersion): the tag or
+			// digest key beside the repository is new.
+			if n.tag != "" && o.tag != n.tag {
+				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: append(append(yamledit.Path(nil), parent...), yamledit.K("tag")), value: n.tag, fresh: true})
+			}
+			if n.digest != "" && o.digest != n.digest {
+				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: append(append(yamledit.Path(nil), parent...), yamledit.K("digest")), value: n.digest, fresh: true})
+			}
+		}
+	}
+	return out
+}
+
+func dedupeSets(sets []helmValueSet) []helmValueSet {
+	seen := map[string]bool{}
+	var out []helmValueSet
+	for _, s := range sets {
+		k := fmt.Sprintf("%s\x00%d\x00%s\x00%v", s.file, s.doc, s.path, s.value)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// valuesBuilder edits the values files of sets, each key set byte-minimally.
+func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
+	strategy := strategyValuesKey
+	var files []string
+	for _, s := range sets {
+		if s.fresh {
+			strategy = strategyNewValuesKey
+		}
+		files = append(files, s.file)
+	}
+	return candidateBuilder{
+		strategy: strategy,
+		files:    files,
+		build: func() (*candidate, error) {
+			c := &candidate{strategy: strategy, files: map[string][]byte{}}
+			for _, s := range sets {
+				v := p.before
+				if len(c.files) > 0 {
+					v = p.before.with(c.files)
+				}
+				out, ws, err := p.editFile(v, s.file, s.doc, yamledit.Set(s.path, valuesValue(s.value)))
+				if err != nil {
+					return nil, err
+				}
+				c.files[s.file] = out
+				c.warnings = append(c.warnings, ws...)
+			}
+			return c, nil
+		},
+	}
+}
+
+// valuesValue is a rendered value as the YAML editor writes it.
+func valuesValue(v any) any {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = valuesValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = valuesValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// helmOverride says where the Application itself sets a value the target
+// renders, when no values file edit verified: Argo CD passes values,
+// valuesObject and parameters after every values file, so they win.
+func helmOverride(app Application, target, expected map[string]any) string {
+	var chains [][]fieldChange
+	targetChanges(target, expected, nil, &chains)
+	var olds []string
+	for _, c := range chains {
+		fc := c[0]
+		switch v := fc.old.(type) {
+		case string:
+			olds = append(olds, v)
+			if len(fc.path) > 0 && fc.path[len(fc.path)-1] == "image" {
+				if r := parseImageRef(v); r.tag != "" {
+					olds = append(olds, r.tag)
+				}
+			}
+		case int64, float64, bool:
+			olds = append(olds, fmt.Sprint(v))
+		}
+	}
+	for _, prm := range app.Helm.Parameters {
+		for _, o := range olds {
+			if prm.Value == o {
+				return fmt.Sprintf("the Application sets it in spec.source.helm.parameters (%s=%s), which Argo CD applies after every values file", prm.Name, prm.Value)
+			}
+		}
+	}
+	if app.Helm.Values != "" {
+		leaves, _ := valuesLeaves("spec.source.helm."+app.Helm.ValuesField, []byte(app.Helm.Values))
+		for _, l := range leaves {
+			for _, o := range olds {
+				if l.node.Kind == yaml.ScalarNode && l.text == o {
+					return fmt.Sprintf("the Application sets it in spec.source.helm.%s (%s), which Argo CD applies after every values file", app.Helm.ValuesField, l.path)
+				}
+			}
+		}
+	}
+	return ""
+}
