@@ -2,7 +2,9 @@
 // Application and resource objects handed to it: tracking ids and instance names,
 // who manages a resource, how strongly Argo CD defends it (the warning level), the
 // Git-or-direct path decision with its plan payload, and the app summaries shown to
-// people. It performs no I/O; reading clusters is the job of package kube.
+// people. It holds the one model of an Application and its one decoder, whether the
+// Application comes from the API server (unstructured or JSON) or from a manifest
+// file. It performs no I/O; reading clusters is the job of package kube.
 package argocd
 
 import (

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-	"gopkg.in/yaml.v3"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
@@ -340,28 +339,11 @@ func readApplications(p string) ([]argocd.Application, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read applications: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("parse %s: %w", file, err)
-			}
-			if obj == nil || obj["kind"] != "Application" {
-				continue
-			}
-			doc, err := json.Marshal(obj)
-			if err != nil {
-				return nil, fmt.Errorf("parse %s: %w", file, err)
-			}
-			a, err := argocd.DecodeApplication(doc)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
-			}
-			apps = append(apps, a)
+		found, err := argocd.DecodeApplicationsYAML(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
+		apps = append(apps, found...)
 	}
 	if len(apps) == 0 {
 		return nil, fmt.Errorf("no Argo CD Application found in %s", p)
