@@ -7,6 +7,7 @@ import (
 	changesapi "github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -16,6 +17,7 @@ import (
 // *plan.Pipeline, or unavailablePipeline when there is none.
 type Pipeline interface {
 	changesapi.Pipeline
+	mcp.Trees
 	handler.Pipeline
 	handler.RevocationListener
 }
@@ -60,6 +62,10 @@ func (u *unavailablePipeline) Rollback(context.Context, string, string, string, 
 
 func (u *unavailablePipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target objref.Target) argocd.Decision {
 	return u.clusters.Decide(ctx, cluster, target)
+}
+
+func (u *unavailablePipeline) AppTree(context.Context, plan.ClusterRef, string, string) (*plan.AppTree, error) {
+	return nil, u.refusal()
 }
 
 func (u *unavailablePipeline) PlanForPull(context.Context, string, string) (store.Plan, bool, error) {

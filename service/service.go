@@ -31,6 +31,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
@@ -180,6 +181,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters}
 	routes(s.server, s.metrics,
 		&webhook.Receiver{Store: db, Secret: cfg.GitHub.WebhookSecret, Inbox: s.inbox},
 		&setup.API{
@@ -192,7 +194,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			InClusterTeams: cfg.Clusters.InClusterTeams,
 			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
 		},
-		&changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters})
+		changes,
+		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}))
 	return s, nil
 }
 
@@ -220,13 +223,15 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 //	GET    /api/v1/clusters/{cluster}/argocd/apps        the cluster's Applications
 //	GET    /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}  one Application
 //	GET    /api/v1/openapi.json                          the change API's description (no token)
+//	       /mcp                                          the MCP tool server over the change API (read scope)
 //	GET    /metrics                                      Prometheus (no token; here unless metrics.address is set)
 //
 // Every /api/v1 route but openapi.json requires a team token.
-func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API) {
+func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server) {
 	hooks.Mount(srv)
 	app.Mount(srv)
 	changes.Mount(srv)
+	tools.Mount(srv)
 	if m.address == "" {
 		srv.Handle("GET "+MetricsPath, m.handler)
 	}

@@ -2,9 +2,10 @@
 // reading, cancelling, retrying and rolling back changes, deciding a resource's path,
 // and reading a cluster's Argo CD Applications, each for the caller's team, plus the
 // OpenAPI document that describes these routes (openapi.json, checked against them
-// by a test). Mount adds the routes to a server.Server.
+// by a test). Mount adds the routes to a server.Server; the same operations (ops.go)
+// are exported for the MCP tool server, so both answer from one code path.
 //
-// It translates HTTP to the pipeline and back, and nothing more: it must not decide a
+// It translates requests to the pipeline and back, and nothing more: it must not decide a
 // path, edit or render files, or call GitHub or a cluster itself; the pipeline
 // (package plan) does, behind the Pipeline and AppReader interfaces.
 package changes
@@ -15,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -157,7 +157,8 @@ type EventView struct {
 	Message string    `json:"message,omitempty"`
 }
 
-func viewOf(p store.Plan) ChangeView {
+// View is how the API shows a plan, over HTTP and MCP alike.
+func View(p store.Plan) ChangeView {
 	v := ChangeView{
 		Code: p.Code, Status: p.Status, Path: p.Path, Cluster: p.Cluster, Target: p.Target, Change: p.Change,
 		Reason: p.Reason, RequestedBy: p.RequestedBy, IdempotencyKey: p.IdempotencyKey, Repo: p.Repo,
@@ -187,22 +188,28 @@ func viewOf(p store.Plan) ChangeView {
 	return v
 }
 
-// changeError is the body of a refused request: the stable code, the reason, the
-// structured details (the current decision for not_gitops_managed) and the plan.
-type changeError struct {
-	Error   string      `json:"error"`
-	Reason  string      `json:"reason"`
-	Details any         `json:"details,omitempty"`
-	Plan    *ChangeView `json:"plan,omitempty"`
-}
-
-func writePlanError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrNotFound) {
+// writeError answers an error of one of the operations (see ops.go) with its
+// status and stable code.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var noCluster *ClusterNotFoundError
+	var unreadable *ClusterReadError
+	switch {
+	case errors.As(err, &noCluster):
+		server.WriteError(w, http.StatusNotFound, CodeClusterNotFound, noCluster.Error())
+		return
+	case errors.As(err, &unreadable) && (errors.Is(err, plan.ErrObjectNotFound) || errors.Is(err, store.ErrNotFound)):
+		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, unreadable.Err.Error())
+		return
+	case errors.As(err, &unreadable):
+		server.WriteError(w, http.StatusBadGateway, "cluster_unavailable", "the cluster could not be read: "+unreadable.Err.Error())
+		return
+	case errors.Is(err, store.ErrNotFound):
 		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, "no such change for this team")
 		return
 	}
 	e, ok := plan.AsError(err)
 	if !ok {
+		zerolog.Ctx(r.Context()).Error().Err(err).Msg("Change API request failed")
 		server.WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
 		return
 	}
@@ -215,7 +222,7 @@ func writePlanError(w http.ResponseWriter, err error) {
 	case plan.CodePipelineUnavailable:
 		status = http.StatusServiceUnavailable
 	}
-	server.WriteJSON(w, status, changeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
+	server.WriteJSON(w, status, ChangeError{Error: e.Code, Reason: e.Reason, Details: e.Details})
 }
 
 func teamOf(w http.ResponseWriter, r *http.Request) (store.Team, bool) {
@@ -224,37 +231,6 @@ func teamOf(w http.ResponseWriter, r *http.Request) (store.Team, bool) {
 		server.WriteError(w, http.StatusUnauthorized, "unauthorized", "an API token is required")
 	}
 	return t, ok
-}
-
-func actor(t store.Team) string { return "team:" + t.Name }
-
-// CodeClusterNotFound answers a request naming a cluster the team has not
-// registered.
-const CodeClusterNotFound = "cluster_not_found"
-
-// clusterExists answers 404 cluster_not_found unless the team has a cluster named
-// name. A change naming another team's cluster, or none, is not a change the
-// pipeline refuses (no plan is stored for it) and has no path to decide.
-func (a *API) clusterExists(w http.ResponseWriter, r *http.Request, t store.Team, name string) bool {
-	_, err := a.Store.ClusterByName(r.Context(), t.ID, name)
-	if errors.Is(err, store.ErrNotFound) {
-		server.WriteError(w, http.StatusNotFound, CodeClusterNotFound,
-			"your team has no cluster named "+strconv.Quote(name)+"; register it with POST /api/v1/clusters")
-		return false
-	}
-	if err != nil {
-		zerolog.Ctx(r.Context()).Error().Err(err).Msg("Reading the team's cluster failed")
-		server.WriteError(w, http.StatusInternalServerError, "internal", "the request failed; it can be retried")
-		return false
-	}
-	return true
-}
-
-// decidedRefusals are refusals known as soon as the path is decided; POST answers
-// them directly with the plan attached.
-var decidedRefusals = map[string]bool{
-	plan.CodeNotGitOpsManaged: true, plan.CodeRepoNotConnected: true, plan.CodePathMismatch: true,
-	plan.CodeAppNotFound: true, plan.CodeUnsupportedSource: true, plan.CodeInvalidRequest: true,
 }
 
 func (a *API) createChange(w http.ResponseWriter, r *http.Request) {
@@ -266,21 +242,12 @@ func (a *API) createChange(w http.ResponseWriter, r *http.Request) {
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
-	if req.Cluster != "" && !a.clusterExists(w, r, t, req.Cluster) {
-		return
-	}
-	ctx := plan.WithActor(r.Context(), actor(t))
-	p, created, err := a.Pipeline.Submit(ctx, t.ID, actor(t), req)
+	p, created, err := a.CreateChange(r.Context(), t, req)
 	if err != nil {
-		writePlanError(w, err)
+		writeError(w, r, err)
 		return
 	}
-	view := viewOf(p)
-	if p.Status == string(plan.StatusRefused) && decidedRefusals[p.ErrorCode] {
-		body := changeError{Error: p.ErrorCode, Reason: p.StatusReason, Plan: &view}
-		if view.Problem != nil {
-			body.Details = view.Problem.Details
-		}
+	if body, refused := DecidedRefusal(p); refused {
 		server.WriteJSON(w, http.StatusUnprocessableEntity, body)
 		return
 	}
@@ -289,7 +256,7 @@ func (a *API) createChange(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	w.Header().Set("Location", "/api/v1/changes/"+p.Code)
-	server.WriteJSON(w, status, view)
+	server.WriteJSON(w, status, View(p))
 }
 
 func (a *API) getChange(w http.ResponseWriter, r *http.Request) {
@@ -297,19 +264,10 @@ func (a *API) getChange(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := a.Store.TeamPlan(r.Context(), t.ID, r.PathValue("code"))
+	view, err := a.Change(r.Context(), t, r.PathValue("code"))
 	if err != nil {
-		writePlanError(w, err)
+		writeError(w, r, err)
 		return
-	}
-	view := viewOf(p)
-	events, err := a.Store.PlanEvents(r.Context(), p.Code)
-	if err != nil {
-		writePlanError(w, err)
-		return
-	}
-	for _, e := range events {
-		view.History = append(view.History, EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
 	}
 	server.WriteJSON(w, http.StatusOK, view)
 }
@@ -336,25 +294,26 @@ func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 	}
 	plans, err := a.Store.ListPlans(r.Context(), f)
 	if err != nil {
-		writePlanError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	out := changeList{Changes: make([]ChangeView, len(plans))}
 	for i, p := range plans {
-		out.Changes[i] = viewOf(p)
+		out.Changes[i] = View(p)
 	}
 	server.WriteJSON(w, http.StatusOK, out)
 }
 
 func (a *API) cancelChange(w http.ResponseWriter, r *http.Request) {
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
-		return a.Pipeline.Cancel(ctx, t.ID, code)
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+		return a.CancelChange(ctx, t, code)
 	}, http.StatusOK)
 }
 
 func (a *API) retryChange(w http.ResponseWriter, r *http.Request) {
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
-		return a.Pipeline.Retry(ctx, t.ID, code)
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+		p, err := a.Pipeline.Retry(plan.WithActor(ctx, actor(t)), t.ID, code)
+		return View(p), err
 	}, http.StatusAccepted)
 }
 
@@ -369,39 +328,28 @@ func (a *API) rollbackChange(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !server.DecodeJSON(w, r, &body) {
 		return
 	}
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (store.Plan, error) {
-		return a.Pipeline.Rollback(ctx, t.ID, code, body.RequestedBy, body.Reason)
+	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+		return a.RollbackChange(ctx, t, code, body.RequestedBy, body.Reason)
 	}, http.StatusAccepted)
 }
 
-func (a *API) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (store.Plan, error), status int) {
+func (a *API) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (ChangeView, error), status int) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
 	}
-	p, err := fn(plan.WithActor(r.Context(), actor(t)), t, r.PathValue("code"))
+	view, err := fn(r.Context(), t, r.PathValue("code"))
 	if err != nil {
-		writePlanError(w, err)
+		writeError(w, r, err)
 		return
 	}
-	server.WriteJSON(w, status, viewOf(p))
+	server.WriteJSON(w, status, view)
 }
 
 // decideRequest is the body of POST /api/v1/decide.
 type decideRequest struct {
 	Cluster string        `json:"cluster"`
 	Target  objref.Target `json:"target"`
-}
-
-// decideResponse is the decision and the Argo CD payload.
-type decideResponse struct {
-	Path     argocd.Path         `json:"path"`
-	Known    bool                `json:"known"`
-	Reason   string              `json:"reason"`
-	Level    argocd.Level        `json:"level"`
-	Failure  argocd.FailureClass `json:"failure,omitempty"`
-	ArgoCD   argocd.Payload      `json:"argocd"`
-	Decision argocd.Decision     `json:"decision"`
 }
 
 func (a *API) decide(w http.ResponseWriter, r *http.Request) {
@@ -413,16 +361,12 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
-	if req.Cluster == "" || req.Target.Kind == "" || req.Target.Name == "" || req.Target.APIVersion == "" {
-		server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "cluster and target {apiVersion, kind, name} are required")
+	d, err := a.Decide(r.Context(), t, req.Cluster, req.Target)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
-	if !a.clusterExists(w, r, t, req.Cluster) {
-		return
-	}
-	d := a.Pipeline.Decide(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: req.Cluster}, req.Target)
-	server.WriteJSON(w, http.StatusOK, decideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
-		Failure: d.Failure, ArgoCD: d.Payload(), Decision: d})
+	server.WriteJSON(w, http.StatusOK, d)
 }
 
 func (a *API) listApps(w http.ResponseWriter, r *http.Request) {
@@ -430,21 +374,12 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !a.clusterExists(w, r, t, r.PathValue("cluster")) {
-		return
-	}
-	list, err := a.Apps.AppList(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: r.PathValue("cluster")})
+	list, err := a.AppList(r.Context(), t, r.PathValue("cluster"))
 	if err != nil {
-		writeClusterError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, list)
-}
-
-// appDetailView is an Application with the plans that changed it through kukie.
-type appDetailView struct {
-	argocd.AppDetail
-	Changes []ChangeView `json:"changes"`
 }
 
 func (a *API) getApp(w http.ResponseWriter, r *http.Request) {
@@ -452,35 +387,10 @@ func (a *API) getApp(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cluster, ns, name := r.PathValue("cluster"), r.PathValue("namespace"), r.PathValue("name")
-	if !a.clusterExists(w, r, t, cluster) {
-		return
-	}
-	detail, err := a.Apps.AppDetail(r.Context(), plan.ClusterRef{TeamID: t.ID, Name: cluster}, ns, name)
+	out, err := a.AppDetail(r.Context(), t, r.PathValue("cluster"), r.PathValue("namespace"), r.PathValue("name"))
 	if err != nil {
-		writeClusterError(w, err)
+		writeError(w, r, err)
 		return
-	}
-	plans, err := a.Store.ListPlans(r.Context(), store.PlanFilter{TeamID: t.ID, Cluster: cluster, Limit: 1000})
-	if err != nil {
-		writePlanError(w, err)
-		return
-	}
-	out := appDetailView{AppDetail: detail, Changes: []ChangeView{}}
-	for _, p := range plans {
-		pay, err := plan.PayloadOf(p)
-		if err == nil && pay.App != nil && pay.App.Namespace == ns && pay.App.Name == name {
-			out.Changes = append(out.Changes, viewOf(p))
-		}
 	}
 	server.WriteJSON(w, http.StatusOK, out)
-}
-
-func writeClusterError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, plan.ErrObjectNotFound), errors.Is(err, store.ErrNotFound):
-		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, err.Error())
-	default:
-		server.WriteError(w, http.StatusBadGateway, "cluster_unavailable", "the cluster could not be read: "+err.Error())
-	}
 }

@@ -106,7 +106,7 @@ func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
 		}
 		leaks := []string{prod.ID, "KUBERNETES_SERVICE", "/var/run/secrets"}
 		status, answer := callAs(srv, token, "POST", "/api/v1/decide", decide("prod"))
-		var d decideResponse
+		var d DecideResponse
 		if status != http.StatusOK || json.Unmarshal(answer, &d) != nil || d.Known || !strings.Contains(d.Reason, "cluster prod") {
 			t.Fatalf("decide on the team's unreadable cluster = %d %s, want 200 unknown naming cluster prod", status, answer)
 		}

@@ -1,0 +1,191 @@
+package changes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// The operations below are the change API without its transport: the HTTP handlers
+// and the MCP tools both call them, so a change asked for either way takes the same
+// path through the pipeline and is answered from the same views. Errors are a
+// *ClusterNotFoundError, a *ClusterReadError, store.ErrNotFound (no such change for
+// the team), a *plan.Error with its stable code, or an internal failure.
+
+// CodeClusterNotFound answers a request naming a cluster the team has not
+// registered.
+const CodeClusterNotFound = "cluster_not_found"
+
+// ClusterNotFoundError: the team has no cluster of that name. A change naming
+// another team's cluster, or none, is not a change the pipeline refuses (no plan is
+// stored for it) and has no path to decide.
+type ClusterNotFoundError struct{ Name string }
+
+func (e *ClusterNotFoundError) Error() string {
+	return "your team has no cluster named " + strconv.Quote(e.Name) + "; register it with POST /api/v1/clusters"
+}
+
+// ClusterReadError: the team's cluster could not be read (Err wraps
+// plan.ErrObjectNotFound for a missing Application).
+type ClusterReadError struct{ Err error }
+
+func (e *ClusterReadError) Error() string { return "read cluster: " + e.Err.Error() }
+func (e *ClusterReadError) Unwrap() error { return e.Err }
+
+// ChangeError is the body of a refused request: the stable code, the reason, the
+// structured details (the current decision for not_gitops_managed) and the plan.
+type ChangeError struct {
+	Error   string      `json:"error"`
+	Reason  string      `json:"reason"`
+	Details any         `json:"details,omitempty"`
+	Plan    *ChangeView `json:"plan,omitempty"`
+}
+
+// DecideResponse is the decision and the Argo CD payload.
+type DecideResponse struct {
+	Path     argocd.Path         `json:"path"`
+	Known    bool                `json:"known"`
+	Reason   string              `json:"reason"`
+	Level    argocd.Level        `json:"level"`
+	Failure  argocd.FailureClass `json:"failure,omitempty"`
+	ArgoCD   argocd.Payload      `json:"argocd"`
+	Decision argocd.Decision     `json:"decision"`
+}
+
+// AppDetailView is an Application with the plans that changed it through kukie.
+type AppDetailView struct {
+	argocd.AppDetail
+	Changes []ChangeView `json:"changes"`
+}
+
+func actor(t store.Team) string { return "team:" + t.Name }
+
+// decidedRefusals are refusals known as soon as the path is decided; a request is
+// answered with them directly, the plan attached.
+var decidedRefusals = map[string]bool{
+	plan.CodeNotGitOpsManaged: true, plan.CodeRepoNotConnected: true, plan.CodePathMismatch: true,
+	plan.CodeAppNotFound: true, plan.CodeUnsupportedSource: true, plan.CodeInvalidRequest: true,
+}
+
+// DecidedRefusal is the refusal of a plan refused as soon as its path was decided
+// (not managed by Argo CD, repository not connected, path mismatch, ...), with the
+// plan and the decision's details; ok is false for any other plan.
+func DecidedRefusal(p store.Plan) (body ChangeError, ok bool) {
+	if p.Status != string(plan.StatusRefused) || !decidedRefusals[p.ErrorCode] {
+		return ChangeError{}, false
+	}
+	view := View(p)
+	body = ChangeError{Error: p.ErrorCode, Reason: p.StatusReason, Plan: &view}
+	if view.Problem != nil {
+		body.Details = view.Problem.Details
+	}
+	return body, true
+}
+
+// CheckCluster returns a *ClusterNotFoundError unless the team has a cluster named
+// name.
+func (a *API) CheckCluster(ctx context.Context, t store.Team, name string) error {
+	_, err := a.Store.ClusterByName(ctx, t.ID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return &ClusterNotFoundError{Name: name}
+	}
+	if err != nil {
+		return fmt.Errorf("read cluster %s of team %s: %w", name, t.Name, err)
+	}
+	return nil
+}
+
+// CreateChange submits req as team t; created is false when the idempotency key
+// named an existing change. A plan refused at once is returned, not an error (see
+// DecidedRefusal).
+func (a *API) CreateChange(ctx context.Context, t store.Team, req plan.Request) (p store.Plan, created bool, err error) {
+	if req.Cluster != "" {
+		if err := a.CheckCluster(ctx, t, req.Cluster); err != nil {
+			return store.Plan{}, false, err
+		}
+	}
+	return a.Pipeline.Submit(plan.WithActor(ctx, actor(t)), t.ID, actor(t), req)
+}
+
+// Change is one of the team's changes with its history.
+func (a *API) Change(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+	p, err := a.Store.TeamPlan(ctx, t.ID, code)
+	if err != nil {
+		return ChangeView{}, err
+	}
+	view := View(p)
+	events, err := a.Store.PlanEvents(ctx, p.Code)
+	if err != nil {
+		return ChangeView{}, err
+	}
+	for _, e := range events {
+		view.History = append(view.History, EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
+	}
+	return view, nil
+}
+
+// CancelChange closes the change's pull request and releases its files.
+func (a *API) CancelChange(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+	p, err := a.Pipeline.Cancel(plan.WithActor(ctx, actor(t)), t.ID, code)
+	return View(p), err
+}
+
+// RollbackChange starts (or returns the running) revert of the change.
+func (a *API) RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (ChangeView, error) {
+	p, err := a.Pipeline.Rollback(plan.WithActor(ctx, actor(t)), t.ID, code, requestedBy, reason)
+	return View(p), err
+}
+
+// Decide is the path decision for one target on the team's cluster.
+func (a *API) Decide(ctx context.Context, t store.Team, cluster string, target objref.Target) (DecideResponse, error) {
+	if cluster == "" || target.Kind == "" || target.Name == "" || target.APIVersion == "" {
+		return DecideResponse{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: "cluster and target {apiVersion, kind, name} are required"}
+	}
+	if err := a.CheckCluster(ctx, t, cluster); err != nil {
+		return DecideResponse{}, err
+	}
+	d := a.Pipeline.Decide(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster}, target)
+	return DecideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
+		Failure: d.Failure, ArgoCD: d.Payload(), Decision: d}, nil
+}
+
+// AppList is the overview of the cluster's Argo CD Applications, problem apps first.
+func (a *API) AppList(ctx context.Context, t store.Team, cluster string) (argocd.AppList, error) {
+	if err := a.CheckCluster(ctx, t, cluster); err != nil {
+		return argocd.AppList{}, err
+	}
+	list, err := a.Apps.AppList(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster})
+	if err != nil {
+		return argocd.AppList{}, &ClusterReadError{Err: err}
+	}
+	return list, nil
+}
+
+// AppDetail is one Application with the team's changes that touched it.
+func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (AppDetailView, error) {
+	if err := a.CheckCluster(ctx, t, cluster); err != nil {
+		return AppDetailView{}, err
+	}
+	detail, err := a.Apps.AppDetail(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster}, namespace, name)
+	if err != nil {
+		return AppDetailView{}, &ClusterReadError{Err: err}
+	}
+	plans, err := a.Store.ListPlans(ctx, store.PlanFilter{TeamID: t.ID, Cluster: cluster, Limit: 1000})
+	if err != nil {
+		return AppDetailView{}, err
+	}
+	out := AppDetailView{AppDetail: detail, Changes: []ChangeView{}}
+	for _, p := range plans {
+		pay, err := plan.PayloadOf(p)
+		if err == nil && pay.App != nil && pay.App.Namespace == namespace && pay.App.Name == name {
+			out.Changes = append(out.Changes, View(p))
+		}
+	}
+	return out, nil
+}

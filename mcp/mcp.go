@@ -1,0 +1,188 @@
+// Package mcp serves the change API to assistants as Model Context Protocol tools
+// over streamable HTTP at /mcp, authenticated with the team's bearer token like the
+// rest of the API.
+//
+// Every tool is a thin layer over the code the HTTP API runs (package
+// api/changes for apps, decisions and changes; the pipeline's AppTree and render's
+// masking for the repository), so an assistant and the HTTP API are always answered
+// alike. The rules the tools keep:
+//
+//   - The tool list is the same for every caller and every connection state, so an
+//     assistant's cached prompt prefix stays valid. A tool that cannot act answers a
+//     tool error whose text is the current decision and what the user can do.
+//   - Code decides the route: propose_git_change asks for the Git path, and a target
+//     the decision sends elsewhere is refused with that decision.
+//   - Every result carries a one-line ownership note ("managed by Argo CD app X with
+//     self-heal"), so the model knows who owns a resource before it proposes a change.
+//   - The change tools need a token with the change scope; with a read token they
+//     answer a tool error saying so.
+//   - Repository content is masked (Secrets and secret-looking values) and cut at
+//     MaxResultChars with a note.
+//
+// The server is stateless (no MCP session is kept between requests), so every call
+// is authenticated on its own and any replica can answer it.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Path is where the tool server is mounted.
+const Path = "/mcp"
+
+// MaxResultChars bounds the text of a repository tool's result; what is cut is said
+// in a note, so the model does not take a partial file for a whole one.
+const MaxResultChars = 24000
+
+// Changes is the change API's operations (*changes.API implements it).
+type Changes interface {
+	CreateChange(ctx context.Context, t store.Team, req plan.Request) (store.Plan, bool, error)
+	Change(ctx context.Context, t store.Team, code string) (changes.ChangeView, error)
+	CancelChange(ctx context.Context, t store.Team, code string) (changes.ChangeView, error)
+	RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (changes.ChangeView, error)
+	Decide(ctx context.Context, t store.Team, cluster string, target objref.Target) (changes.DecideResponse, error)
+	AppList(ctx context.Context, t store.Team, cluster string) (argocd.AppList, error)
+	AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (changes.AppDetailView, error)
+	CheckCluster(ctx context.Context, t store.Team, name string) error
+}
+
+// Trees opens an Application's repository at its revision (*plan.Pipeline
+// implements it).
+type Trees interface {
+	AppTree(ctx context.Context, cluster plan.ClusterRef, namespace, name string) (*plan.AppTree, error)
+}
+
+// Deps are what the tools call.
+type Deps struct {
+	Changes Changes
+	Trees   Trees
+	// Version is the service's version, told to clients at initialization.
+	Version string
+}
+
+// Server is the MCP tool server.
+type Server struct {
+	deps    Deps
+	server  *sdk.Server
+	handler http.Handler
+}
+
+// New builds the tool server with every tool registered.
+func New(deps Deps) *Server {
+	s := &Server{deps: deps}
+	s.server = sdk.NewServer(&sdk.Implementation{Name: "kukie-gitops", Version: deps.Version}, &sdk.ServerOptions{
+		Instructions: "Tools of kukie-gitops: it turns a change request for a Kubernetes resource into a verified pull request " +
+			"on the Git repository Argo CD deploys it from. Decide the path with decide_path before proposing; code decides the route, " +
+			"not the request. Every result starts with who owns the resource.",
+	})
+	s.addTools()
+	s.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
+		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	return s
+}
+
+// Mount adds the tool server to srv. Listing and reading need the read scope, which
+// the route asks for; the change tools check the change scope themselves, so a read
+// token sees the same tool list and is told why a change tool refuses.
+func (s *Server) Mount(srv *server.Server) {
+	srv.Handle(Path, s.handler, server.TeamAuth(store.ScopeRead))
+}
+
+// Handler is the tool server without authentication, for embedding behind it.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// caller is the authenticated team of a tool call. The server is stateless, so the
+// context of each call is the context of its own HTTP request.
+func caller(ctx context.Context) (store.Team, error) {
+	t, ok := server.TeamFrom(ctx)
+	if !ok {
+		return store.Team{}, errors.New("this call carries no authenticated team; send the team's API token as a bearer token")
+	}
+	return t, nil
+}
+
+// needChange refuses a change tool called with a token lacking the change scope.
+func needChange(ctx context.Context, tool string) error {
+	if server.ScopesFrom(ctx).Has(store.ScopeChange) {
+		return nil
+	}
+	return fmt.Errorf("%s needs a token with the change scope; this token has %s. Reading tools still work; "+
+		"ask for a token with the change scope (kukie-gitops token create --scope read,change) to request, cancel or roll back changes", tool, scopesText(server.ScopesFrom(ctx)))
+}
+
+func scopesText(s store.Scopes) string {
+	if len(s) == 0 {
+		return "no scopes"
+	}
+	return "only " + s.String()
+}
+
+// toolError turns what the change API answered into the text of a tool error: the
+// code, the reason (which says what the user can do) and, when known, the current
+// decision with its ownership note.
+func toolError(err error) error {
+	var noCluster *changes.ClusterNotFoundError
+	var unreadable *changes.ClusterReadError
+	switch {
+	case errors.As(err, &noCluster):
+		return fmt.Errorf("cluster_not_found: %s", noCluster.Error())
+	case errors.As(err, &unreadable) && errors.Is(err, plan.ErrObjectNotFound):
+		return fmt.Errorf("not_found: %s", unreadable.Err.Error())
+	case errors.As(err, &unreadable):
+		return fmt.Errorf("cluster_unavailable: the cluster could not be read (%s); check its registration and network, then try again", unreadable.Err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		return errors.New("not_found: no such change for this team; list_apps and describe_app show the changes that touched an app")
+	}
+	if e, ok := plan.AsError(err); ok {
+		return errors.New(refusalText(e.Code, e.Reason, nil))
+	}
+	return errors.New("internal: the request failed; it can be retried")
+}
+
+// refusalText is a refusal as a model should read it: code and reason (which says
+// what the user can do) first, then the decision that caused it, when the refused
+// plan is at hand, with its ownership note.
+func refusalText(code, reason string, view *changes.ChangeView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", code, reason)
+	if view != nil && view.Decision != nil {
+		d := view.Decision
+		fmt.Fprintf(&b, "\nCurrent decision: path %s (level %s). %s", d.Path, d.Level, d.Reason)
+	}
+	if view != nil {
+		fmt.Fprintf(&b, "\nOwnership: %s", changeOwnership(*view))
+	}
+	return b.String()
+}
+
+// changeOwnership is the ownership note of a change, from the decision recorded
+// with it.
+func changeOwnership(v changes.ChangeView) string {
+	switch {
+	case v.Decision != nil && !v.Decision.Known:
+		return argocd.Decision{Known: false, Failure: v.Decision.Failure}.OwnershipNote()
+	case v.Application != nil:
+		level := argocd.LevelUnknown
+		if v.Decision != nil {
+			level = v.Decision.Level
+		}
+		return argocd.OwnershipNote(argocd.AppKey{Namespace: v.Application.Namespace, Name: v.Application.Name}, level)
+	case v.Path == string(argocd.PathDirect):
+		return argocd.OwnershipNote(argocd.AppKey{}, argocd.LevelNone)
+	default:
+		return "ownership not decided yet: get_change shows it once the path is decided"
+	}
+}

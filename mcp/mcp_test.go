@@ -1,0 +1,539 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/mcp"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+const (
+	connectedRepo   = "https://github.com/acme/deploy"
+	unconnectedRepo = "https://github.com/acme/elsewhere"
+	deployedSHA     = "0123456789abcdef0123456789abcdef01234567"
+	// plantedSecret is a value the repository fixture hides in a Secret; no tool
+	// result may carry it.
+	plantedSecret = "kkPlantedSecret1"
+)
+
+func application(name, repo, revision, syncedSHA string, selfHeal bool) argocd.Application {
+	a := argocd.Application{Name: name, Namespace: "argocd", Spec: argocd.AppSpec{
+		Source: &argocd.AppSource{RepoURL: repo, Path: "apps/" + name, TargetRevision: revision}},
+		Status: argocd.AppStatus{Sync: argocd.AppSyncStatus{Status: "Synced", Revision: syncedSHA}, Health: argocd.AppHealth{Status: "Healthy"}}}
+	if selfHeal {
+		a.Spec.SyncPolicy = &argocd.AppSyncPolicy{Automated: &argocd.AppSyncAutomated{SelfHeal: true}}
+	}
+	return a
+}
+
+// fakeCluster is a cluster whose Argo CD has three Applications: web (self-heal,
+// from a connected repository, synced to deployedSHA), tagged (deploys a tag and has
+// not synced yet) and other (from a repository that is not connected).
+type fakeCluster struct{ apps []argocd.Application }
+
+func newFakeCluster() *fakeCluster {
+	return &fakeCluster{apps: []argocd.Application{
+		application("web", connectedRepo, "main", deployedSHA, true),
+		application("tagged", connectedRepo, "v1.2.0", "", false),
+		application("other", unconnectedRepo, "main", deployedSHA, false),
+	}}
+}
+
+func (c *fakeCluster) app(namespace, name string) (*argocd.Application, bool) {
+	for i := range c.apps {
+		if c.apps[i].Namespace == namespace && c.apps[i].Name == name {
+			return &c.apps[i], true
+		}
+	}
+	return nil, false
+}
+
+// Decide: a Deployment named after an Application carries that Application's
+// tracking id; any other carries none. The decision is argocd's own.
+func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+	ref := argocd.ResourceRef{Group: "apps", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	res := &argocd.Resource{Ref: ref, Annotations: map[string]string{}}
+	if _, ok := c.app("argocd", t.Name); ok {
+		res.Annotations[argocd.TrackingIDAnnotation] = t.Name + ":apps/" + t.Kind + ":" + t.Namespace + "/" + t.Name
+	}
+	return argocd.Decide(argocd.DecideInput{Apps: argocd.NewAppIndex(c.apps), Targets: []argocd.TargetRead{{Ref: ref, Resource: res}}})
+}
+
+func (c *fakeCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+	return c.apps, nil
+}
+
+func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
+	return []string{"prod"}, nil
+}
+
+func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, namespace, name string) (argocd.Application, error) {
+	if a, ok := c.app(namespace, name); ok {
+		return *a, nil
+	}
+	return argocd.Application{}, plan.ErrObjectNotFound
+}
+
+func (c *fakeCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
+	return nil, errors.New("no live objects in this test")
+}
+
+func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {
+	return errors.New("no dry-run in this test")
+}
+
+func (c *fakeCluster) AppList(context.Context, plan.ClusterRef) (argocd.AppList, error) {
+	return argocd.SummarizeApps(c.apps), nil
+}
+
+func (c *fakeCluster) AppDetail(_ context.Context, _ plan.ClusterRef, namespace, name string) (argocd.AppDetail, error) {
+	if a, ok := c.app(namespace, name); ok {
+		return argocd.DescribeApp(*a), nil
+	}
+	return argocd.AppDetail{}, plan.ErrObjectNotFound
+}
+
+// fakeRepos serves one repository tree at any commit; the pipeline is never
+// started, so only the reads the tools make are implemented.
+type fakeRepos struct {
+	plan.Repos
+	dir       string
+	snapshots []string
+}
+
+func (r *fakeRepos) ResolveRevision(_ context.Context, _ int64, _, revision string) (github.Branch, error) {
+	if strings.HasPrefix(revision, "v") {
+		return github.Branch{}, github.ErrNotABranch
+	}
+	return github.Branch{Name: revision, SHA: strings.Repeat("b", 40)}, nil
+}
+
+func (r *fakeRepos) Snapshot(_ context.Context, _ int64, repo, sha string) (*github.Snapshot, error) {
+	r.snapshots = append(r.snapshots, sha)
+	return &github.Snapshot{Dir: r.dir, Repo: repo, SHA: sha}, nil
+}
+
+type fakeConnections struct{}
+
+func (fakeConnections) RepoInstallation(_ context.Context, _, _, repoURL string) (int64, error) {
+	if repoURL == connectedRepo {
+		return 1, nil
+	}
+	return 0, plan.ErrRepoNotConnected
+}
+
+type env struct {
+	db      *store.DB
+	repos   *fakeRepos
+	url     string
+	team    store.Team
+	read    secret.Secret // read scope only
+	change  secret.Secret // read and change
+	outside string        // a file next to the repository that no tool may reach
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	e := &env{db: storetest.SQLite(t)}
+	var err error
+	if e.team, err = e.db.CreateTeam(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.CreateCluster(ctx, store.Cluster{TeamID: e.team.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
+		t.Fatal(err)
+	}
+	if _, e.read, err = e.db.CreateAPIToken(ctx, e.team.ID, "private chat", store.ScopeRead); err != nil {
+		t.Fatal(err)
+	}
+	if _, e.change, err = e.db.CreateAPIToken(ctx, e.team.ID, "shared chat", store.ScopeRead, store.ScopeChange); err != nil {
+		t.Fatal(err)
+	}
+
+	base := t.TempDir()
+	e.outside = filepath.Join(base, "outside.txt")
+	writeFile(t, e.outside, "outside the repository\n")
+	repo := filepath.Join(base, "repo")
+	writeFile(t, filepath.Join(repo, "apps/web/kustomization.yaml"), "resources:\n- deployment.yaml\n- secret.yaml\n")
+	writeFile(t, filepath.Join(repo, "apps/web/deployment.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n")
+	writeFile(t, filepath.Join(repo, "apps/web/secret.yaml"), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: "+plantedSecret+"\n")
+	writeFile(t, filepath.Join(repo, "apps/web/big.yaml"), "# "+strings.Repeat("x", 30000)+"\n")
+	writeFile(t, filepath.Join(repo, "README.md"), "deploy repo\n")
+	if err := os.Symlink(e.outside, filepath.Join(repo, "apps/web/escape.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	e.repos = &fakeRepos{dir: repo}
+
+	cluster := newFakeCluster()
+	pipeline := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Repos: e.repos, Connections: fakeConnections{}}, plan.Config{})
+	// Closed before any plan runs: Submit still decides at once, as it does in
+	// service, and nothing later than the decision runs in the background.
+	pipeline.Close()
+
+	api := &changes.API{Store: e.db, Pipeline: pipeline, Apps: cluster}
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: e.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcp.New(mcp.Deps{Changes: api, Trees: pipeline, Version: "test"}).Mount(srv)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	e.url = hs.URL + mcp.Path
+	return e
+}
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type bearer struct{ token secret.Secret }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token.Reveal())
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connect opens a session with the SDK's own client, as an assistant would.
+func (e *env) connect(t *testing.T, token secret.Secret) *sdk.ClientSession {
+	t.Helper()
+	cs, err := e.dial(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func (e *env) dial(token secret.Secret) (*sdk.ClientSession, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "assistant", Version: "test"}, nil)
+	return client.Connect(context.Background(), &sdk.StreamableClientTransport{
+		Endpoint: e.url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1, DisableStandaloneSSE: true,
+	}, nil)
+}
+
+// call calls a tool and returns its structured result, or the text of its tool
+// error.
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args any) (map[string]any, string) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", tool, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if strings.Contains(text.String(), plantedSecret) {
+		t.Fatalf("%s answered the planted secret:\n%s", tool, text.String())
+	}
+	if res.IsError {
+		return nil, text.String()
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: structured content %s: %v", tool, raw, err)
+	}
+	if note, _ := out["ownership"].(string); note == "" {
+		t.Fatalf("%s result has no ownership note: %s", tool, raw)
+	}
+	return out, ""
+}
+
+func mustOK(t *testing.T, cs *sdk.ClientSession, tool string, args any) map[string]any {
+	t.Helper()
+	out, errText := call(t, cs, tool, args)
+	if out == nil {
+		t.Fatalf("%s: tool error %s", tool, errText)
+	}
+	return out
+}
+
+func mustRefuse(t *testing.T, cs *sdk.ClientSession, tool string, args any, wants ...string) string {
+	t.Helper()
+	out, errText := call(t, cs, tool, args)
+	if out != nil {
+		t.Fatalf("%s = %v, want a tool error", tool, out)
+	}
+	for _, w := range wants {
+		if !strings.Contains(errText, w) {
+			t.Fatalf("%s tool error %q does not say %q", tool, errText, w)
+		}
+	}
+	return errText
+}
+
+var webTarget = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "web"}
+
+func TestToolListIsTheSameForEveryToken(t *testing.T) {
+	e := newEnv(t)
+	want := []string{"cancel_change", "decide_path", "describe_app", "get_change", "list_apps", "list_repo_files",
+		"propose_git_change", "read_repo_file", "rollback_change"}
+	for name, token := range map[string]secret.Secret{"read": e.read, "change": e.change} {
+		res, err := e.connect(t, token).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tool := range res.Tools {
+			got = append(got, tool.Name)
+			if tool.Description == "" || tool.InputSchema == nil {
+				t.Errorf("tool %s has no description or input schema", tool.Name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s token lists %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestToolServerNeedsTheTeamsToken(t *testing.T) {
+	e := newEnv(t)
+	for name, token := range map[string]secret.Secret{"none": "", "unknown": secret.New("kuk_unknown")} {
+		if _, err := e.dial(token); err == nil {
+			t.Errorf("%s token: the session was opened", name)
+		}
+		req, _ := http.NewRequest("POST", e.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := (&http.Client{Transport: bearer{token}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s token: %d, want 401", name, resp.StatusCode)
+		}
+	}
+	// A token of another scope set without read is refused before any tool runs.
+	_, adminOnly, err := e.db.CreateAPIToken(context.Background(), e.team.ID, "ops", store.ScopeAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dial(adminOnly); err == nil {
+		t.Error("an admin-only token opened a session; the tools need the read scope")
+	}
+}
+
+func TestAppAndDecisionTools(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+
+	list := mustOK(t, cs, mcp.ToolListApps, map[string]any{"cluster": "prod"})
+	apps, _ := list["apps"].([]any)
+	if len(apps) != 3 {
+		t.Fatalf("list_apps apps = %v, want 3", list["apps"])
+	}
+	notes := map[string]string{}
+	for _, a := range apps {
+		m := a.(map[string]any)
+		notes[m["name"].(string)], _ = m["ownership"].(string)
+	}
+	if notes["web"] != "managed by Argo CD app argocd/web with self-heal" || notes["other"] != "managed by Argo CD app argocd/other with manual sync" {
+		t.Errorf("per-app ownership notes = %v", notes)
+	}
+	mustRefuse(t, cs, mcp.ToolListApps, map[string]any{"cluster": "staging"}, "cluster_not_found", `"staging"`)
+
+	app := mustOK(t, cs, mcp.ToolDescribeApp, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"})
+	if app["ownership"] != "managed by Argo CD app argocd/web with self-heal" || app["revision"] != deployedSHA {
+		t.Errorf("describe_app = %v", app)
+	}
+	mustRefuse(t, cs, mcp.ToolDescribeApp, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "gone"}, "not_found")
+
+	d := mustOK(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": webTarget})
+	if d["path"] != "git" || d["level"] != "self_heal" || d["ownership"] != "managed by Argo CD app argocd/web with self-heal" || d["argocd"] == nil {
+		t.Errorf("decide_path web = %v", d)
+	}
+	adhoc := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "adhoc"}
+	d = mustOK(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": adhoc})
+	if d["path"] != "direct" || d["ownership"] != "not managed by Argo CD: a direct change stays as made" {
+		t.Errorf("decide_path adhoc = %v", d)
+	}
+	mustRefuse(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": map[string]any{"kind": "Deployment"}}, "missing properties")
+}
+
+func TestChangeToolsNeedTheChangeScope(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+	scale := map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 4}},
+		"reason": "traffic", "requested_by": "alice"}
+	for tool, args := range map[string]any{
+		mcp.ToolProposeGitChange: scale,
+		mcp.ToolCancelChange:     map[string]any{"code": "anything"},
+		mcp.ToolRollbackChange:   map[string]any{"code": "anything"},
+	} {
+		mustRefuse(t, cs, tool, args, tool+" needs a token with the change scope", "this token has only read")
+	}
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("plans after refused change tools = %v, %v; want none", plans, err)
+	}
+}
+
+func TestChangeTools(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cs := e.connect(t, e.change)
+	request := func(target map[string]any) map[string]any {
+		return map[string]any{"cluster": "prod", "target": target, "change": map[string]any{"replicas": map[string]any{"count": 4}},
+			"reason": "traffic", "requested_by": "alice", "idempotency_key": target["name"]}
+	}
+
+	proposed := mustOK(t, cs, mcp.ToolProposeGitChange, request(webTarget))
+	code, _ := proposed["code"].(string)
+	if code == "" || proposed["status"] != "preparing" || proposed["ownership"] != "managed by Argo CD app argocd/web with self-heal" {
+		t.Fatalf("propose_git_change = %v", proposed)
+	}
+
+	// Code decides the route: a resource no Application manages is refused with the
+	// decision, though the tool asks for Git.
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, request(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "adhoc"}),
+		"path_mismatch", "Current decision: path direct", "Ownership: not managed by Argo CD")
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, request(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "other"}),
+		"repo_not_connected", "connect it with POST /api/v1/clusters/prod/repos", "Ownership: managed by Argo CD app argocd/other")
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{}, "reason": "x", "requested_by": "alice"},
+		"invalid_request", "exactly one of")
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "staging", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 1}}, "reason": "x", "requested_by": "alice"},
+		"cluster_not_found")
+
+	// Once the pipeline has opened the pull request, get_change carries its URL.
+	p, err := e.db.PlanByCode(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status, p.PRNumber, p.PRURL = string(plan.StatusPROpen), 7, "https://github.com/acme/deploy/pull/7"
+	if p, err = e.db.UpdatePlan(ctx, p, store.PlanEvent{Actor: "system", Step: "pull_request"}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustOK(t, cs, mcp.ToolGetChange, map[string]any{"code": code})
+	if got["pull_request_url"] != p.PRURL || got["status"] != "pr_open" || got["ownership"] != "managed by Argo CD app argocd/web with self-heal" {
+		t.Fatalf("get_change = %v", got)
+	}
+	mustRefuse(t, cs, mcp.ToolGetChange, map[string]any{"code": "nope"}, "not_found")
+
+	// Rollback is for merged changes; cancel for open ones.
+	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code}, "conflict", "only merged plans can be rolled back")
+	p.Status, p.PRNumber, p.MergeSHA = string(plan.StatusMerged), 0, strings.Repeat("c", 40)
+	if _, err := e.db.UpdatePlan(ctx, p, store.PlanEvent{Actor: "system", Step: "merged"}); err != nil {
+		t.Fatal(err)
+	}
+	rb := mustOK(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code, "reason": "errors", "requested_by": "bob"})
+	change, _ := rb["change"].(map[string]any)
+	if rb["code"] == code || change["rollback_of"] != code {
+		t.Fatalf("rollback_change = %v", rb)
+	}
+	cancelled := mustOK(t, cs, mcp.ToolCancelChange, map[string]any{"code": rb["code"]})
+	if cancelled["status"] != "closed" {
+		t.Fatalf("cancel_change = %v", cancelled)
+	}
+	mustRefuse(t, cs, mcp.ToolCancelChange, map[string]any{"code": rb["code"]}, "conflict", "can no longer be cancelled")
+}
+
+func TestRepositoryTools(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+	web := func(path string) map[string]any {
+		return map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": path}
+	}
+
+	files := mustOK(t, cs, mcp.ToolListRepoFiles, web(""))
+	if files["sha"] != deployedSHA || files["path"] != "apps/web" || files["ownership"] != "managed by Argo CD app argocd/web with self-heal" {
+		t.Fatalf("list_repo_files = %v", files)
+	}
+	var names []string
+	for _, f := range files["files"].([]any) {
+		names = append(names, f.(string))
+	}
+	if !slices.Contains(names, "apps/web/deployment.yaml") || slices.Contains(names, "README.md") {
+		t.Fatalf("files of the app's folder = %v", names)
+	}
+	root := mustOK(t, cs, mcp.ToolListRepoFiles, web("/"))
+	if !slices.Contains(root["files"].([]any), any("README.md")) {
+		t.Fatalf("files of the repository root = %v", root["files"])
+	}
+
+	secretFile := mustOK(t, cs, mcp.ToolReadRepoFile, web("apps/web/secret.yaml"))
+	if content := secretFile["content"].(string); !strings.Contains(content, "kind: Secret") || !strings.Contains(content, "password:") {
+		t.Fatalf("masked Secret = %q", content)
+	}
+	deploy := mustOK(t, cs, mcp.ToolReadRepoFile, web("apps/web/deployment.yaml"))
+	if !strings.Contains(deploy["content"].(string), "replicas: 2") || deploy["note"] != nil {
+		t.Fatalf("deployment = %v", deploy)
+	}
+	big := mustOK(t, cs, mcp.ToolReadRepoFile, web("apps/web/big.yaml"))
+	if n := len([]rune(big["content"].(string))); n != mcp.MaxResultChars || !strings.Contains(big["note"].(string), "cut at 24000 characters") {
+		t.Fatalf("big file: %d characters, note %v", n, big["note"])
+	}
+
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, web("apps/web/missing.yaml"), "not_found")
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, web("apps/web"), "is a folder")
+	// Paths stay inside the repository: dot-dots are cleaned away, and a symbolic
+	// link that leads out is not followed.
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, web("../outside.txt"), "not_found")
+	if text := mustRefuse(t, cs, mcp.ToolReadRepoFile, web("apps/web/escape.yaml")); strings.Contains(text, "outside the repository") {
+		t.Fatalf("the link out of the repository was followed: %s", text)
+	}
+
+	// A tool that cannot act says why and what the user can do.
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "tagged"},
+		"revision_not_a_branch", `"v1.2.0"`)
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "other"},
+		"repo_not_connected", "connect it")
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "gone"}, "application_not_found")
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "staging", "namespace": "argocd", "name": "web", "path": "README.md"}, "cluster_not_found")
+}
+
+// Each call acts as the team of its own token: the server keeps no session in
+// which one caller's team could answer another's call.
+func TestEachCallActsAsItsTokensTeam(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	other, err := e.db.CreateTeam(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherToken, err := e.db.CreateAPIToken(ctx, other.ID, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop, elsewhere := e.connect(t, e.read), e.connect(t, otherToken)
+	for i := 0; i < 3; i++ {
+		mustOK(t, shop, mcp.ToolListApps, map[string]any{"cluster": "prod"})
+		mustRefuse(t, elsewhere, mcp.ToolListApps, map[string]any{"cluster": "prod"}, "cluster_not_found")
+	}
+}

@@ -1,0 +1,32 @@
+package render
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/konfig"
+)
+
+// MaskedFile reads name from the repository tree fsys with its secret values
+// masked as a git diff masks them: Secret data, secret-looking keys and values,
+// and whatever a kustomize secretGenerator (or a secret-looking configMapGenerator
+// key) reads from the file, judged by the kustomizations in its directory and above.
+// Line counts stay, so a reader can still point at a line.
+func MaskedFile(fsys fs.FS, name string) (string, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	roles := generatorRoles([]string{name}, func(dir string) [][]byte {
+		var out [][]byte
+		for _, k := range konfig.RecognizedKustomizationFileNames() {
+			if kust, err := fs.ReadFile(fsys, path.Join(dir, k)); err == nil {
+				out = append(out, kust)
+			}
+		}
+		return out
+	})
+	return strings.Join(maskFileLines(data, roles[name]), ""), nil
+}
