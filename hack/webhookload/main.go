@@ -3,9 +3,10 @@
 // latency of the 202 answer (p50, p99), then how fast the inbox workers drain the
 // backlog.
 //
-// By default it starts the service's webhook route in-process on a loopback port,
-// over the database given with -db (a temporary SQLite file when none is given; for
-// PostgreSQL pass a throwaway database, as the deliveries stay in it). With -target
+// By default it builds the service in-process (service.New, as serve does) and serves
+// its routes on a loopback port, over the database given with -db (a temporary SQLite
+// file when none is given; for PostgreSQL pass a throwaway database, as the
+// deliveries stay in it). With -target
 // it sends to an already running server instead (then only acceptance is measured).
 // Targets must be on loopback, and both the count and the duration are bounded.
 //
@@ -41,9 +42,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/service"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -141,20 +144,23 @@ func runInProcess(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 
+	// The service as serve builds it (dev profile, no GitHub App), with only its
+	// handler serving: its own inbox does not run, so the backlog stays for the drain.
 	hookSecret := secret.New(randomHex(20))
-	srv, err := server.New(server.Config{Address: "127.0.0.1:0"}, server.Deps{Logger: zerolog.New(io.Discard), Auth: db})
+	cfg := config.Default()
+	cfg.GitHub.WebhookSecret = hookSecret
+	svc, err := service.New(ctx, cfg, db, zerolog.New(io.Discard))
 	if err != nil {
 		return err
 	}
-	(&webhook.Receiver{Store: db, Secret: hookSecret}).Mount(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	serveCtx, stop := context.WithCancel(ctx)
+	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, ln) }()
-	defer func() { stop(); <-served }()
+	go func() { served <- hs.Serve(ln) }()
+	defer func() { _ = hs.Close(); <-served }()
 
 	target := "http://" + ln.Addr().String() + webhook.Path
 	res := send(ctx, o, target, hookSecret)

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -13,10 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,20 +27,17 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/kukie/kukie-gitops/api/changes"
 	setupapi "github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
-	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/internal/servicetest"
-	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/kube/kubetest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
-	"github.com/kukie/kukie-gitops/server"
+	kukie "github.com/kukie/kukie-gitops/service"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/sealed"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,17 +48,22 @@ var (
 	deployGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
-// service is the whole service as `serve` wires it, against envtest and the fake.
+// service is the whole service as `serve` wires it (service.New), against envtest
+// and the fake GitHub.
 type service struct {
-	t        *testing.T
-	gh       *githubtest.Server
-	kube     *kubetest.Env
-	db       *store.DB
-	http     *httptest.Server
-	pipeline *plan.Pipeline
-	// renders caches before-renders by commit, as serve does.
-	renders *github.RenderCache
-	logs    *servicetest.SyncBuffer
+	t    *testing.T
+	gh   *githubtest.Server
+	kube *kubetest.Env
+	db   *store.DB
+	http *httptest.Server
+	// cfg is the service's configuration, for a restart on the same database.
+	cfg    config.Config
+	logger zerolog.Logger
+	// handler routes s.http to the running process's handler; a restart swaps it.
+	handler atomic.Pointer[http.Handler]
+	// stop kills the running process: its background work stops and is waited for.
+	stop func()
+	logs *servicetest.SyncBuffer
 	// answers records every API answer body, for the secret scan.
 	answers *servicetest.SyncBuffer
 
@@ -71,10 +75,6 @@ type service struct {
 	repo       string // owner/name
 	repoURL    string // canonical URL
 	kubeconfig []byte
-	// newPipeline builds another pipeline process on the same database and services,
-	// for restart tests.
-	newPipeline func(plan.Hooks) *plan.Pipeline
-	runCtx      context.Context
 }
 
 func newService(t *testing.T, db *store.DB) *service {
@@ -87,87 +87,33 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	ctx := context.Background()
 	s := &service{t: t, gh: githubtest.New(t), kube: kubetest.Start(t), db: db, logs: &servicetest.SyncBuffer{}, answers: &servicetest.SyncBuffer{},
 		cluster: "prod", repo: "acme/deploy"}
-	logger := zerolog.New(s.logs).Level(zerolog.DebugLevel)
+	s.logger = zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
 	s.gh.CreateRepo(t, "acme", "deploy", repoFiles(t), "main")
 	installation := s.gh.CreateInstallation(t, "acme", "deploy")
 	// The person who comments commands may push; everyone else only reads.
 	s.gh.SetPermission(t, s.repo, githubtest.DefaultAuthor.Login, githubtest.RoleWrite)
 
-	cfg := github.Config{AppID: s.gh.AppID(), PrivateKey: s.gh.PrivateKeyPEM(), APIURL: s.gh.APIURL(), WebURL: s.gh.URL(),
-		ClientID: s.gh.ClientID(), ClientSecret: s.gh.ClientSecret()}
-	cc, err := github.NewClientCreator(cfg, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	installer, err := github.NewUserInstallations(cfg, cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := github.LoadApp(logger.WithContext(ctx), cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webHost, err := cfg.WebHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := sealed.New(bytes.Repeat([]byte{9}, sealed.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := github.NewArchiveCache(t.TempDir(), 256<<20, github.DefaultArchiveLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.renders, err = github.NewRenderCache(t.TempDir(), 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: box}
-	s.newPipeline = func(hooks plan.Hooks) *plan.Pipeline {
-		p := plan.New(plan.Deps{Store: db, Clusters: clusters, Renderer: plan.RenderEngine{Renders: s.renders},
-			Repos: github.Repos{Clients: cc, Archives: archives}, Connections: plan.StoreConnections{DB: db}, Hooks: hooks},
-			plan.Config{
-				ClaimTTL: 2 * time.Second, DeployPoll: 50 * time.Millisecond, DeployTimeout: 2 * time.Minute,
-				PublicURL: "https://kukie.example", BotLogin: app.BotLogin(),
-			})
-		t.Cleanup(p.Close)
-		return p
-	}
-	s.pipeline = s.newPipeline(hooks)
+	// The configuration serve would load, pointing at the fake GitHub, with a
+	// pipeline that claims, polls and times out at test speed.
+	s.cfg = config.Default()
+	s.cfg.Server.PublicURL = "https://kukie.example"
+	s.cfg.GitHub.AppID, s.cfg.GitHub.PrivateKey = s.gh.AppID(), s.gh.PrivateKeyPEM()
+	s.cfg.GitHub.APIURL, s.cfg.GitHub.WebURL = s.gh.APIURL(), s.gh.URL()
+	s.cfg.GitHub.ClientID, s.cfg.GitHub.ClientSecret = s.gh.ClientID(), s.gh.ClientSecret()
+	s.cfg.GitHub.WebhookSecret = s.gh.WebhookSecret()
+	s.cfg.Encryption.Key = secret.New(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, config.EncryptionKeyBytes)))
+	s.cfg.Pipeline.ClaimTTL, s.cfg.Pipeline.DeployPollInterval, s.cfg.Pipeline.DeployTimeout = 2*time.Second, 50*time.Millisecond, 2*time.Minute
+	s.cfg.Pipeline.CacheDir, s.cfg.Pipeline.ArchiveCacheBytes = t.TempDir(), 256<<20
 
-	base := handler.Base{ClientCreator: cc, Store: db, App: app, WebHost: webHost, Revocations: s.pipeline}
-	inbox, err := handler.NewInbox(db, handler.InboxOptions{}, &handler.Installation{Base: base},
-		&handler.InstallationRepositories{Base: base}, &handler.PullRequest{Base: base, Pipeline: s.pipeline},
-		&handler.Push{Base: base, Pipeline: s.pipeline}, &handler.CheckRun{Base: base, Pipeline: s.pipeline},
-		&handler.CheckSuite{Base: base, Pipeline: s.pipeline},
-		&handler.IssueComment{Base: base, Pipeline: s.pipeline, Access: handler.GitHubWriteAccess{Base: base}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{}, server.Deps{Logger: logger, Auth: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	(&setupapi.API{Store: db, GitHub: github.Installations{Clients: cc}, App: app, WebHost: webHost,
-		Credentials: box, Installer: installer}).Mount(srv)
-	(&webhook.Receiver{Store: db, Secret: s.gh.WebhookSecret(), Inbox: inbox}).Mount(srv)
-	(&changes.API{Store: db, Pipeline: s.pipeline, Apps: clusters}).Mount(srv)
-	s.http = httptest.NewServer(srv.Handler())
+	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.handler.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(s.http.Close)
 	s.gh.SetWebhookURL(s.http.URL + webhook.Path)
-
-	runCtx, stop := context.WithCancel(logger.WithContext(ctx))
-	s.runCtx = runCtx
-	done := make(chan struct{})
-	go func() { inbox.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
-	if err := s.pipeline.Start(runCtx); err != nil {
-		t.Fatal(err)
-	}
+	s.start(kukie.WithPipelineHooks(hooks))
 
 	// A team binds the installation through the setup flow, registers the cluster by
 	// kubeconfig and connects the repository: the real endpoints, no shortcuts.
+	var err error
 	s.team, err = db.CreateTeam(ctx, "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +144,54 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	s.appNS = s.kube.Namespace(t, "argocd")
 	s.shopNS = s.kube.Namespace(t, "shop")
 	return s
+}
+
+// start runs a service process on the database: service.New, its background work,
+// and its handler behind s.http.
+func (s *service) start(opts ...kukie.Option) {
+	s.t.Helper()
+	ctx, stop := context.WithCancel(s.logger.WithContext(context.Background()))
+	svc, err := kukie.New(ctx, s.cfg, s.db, s.logger, opts...)
+	if err != nil {
+		stop()
+		s.t.Fatal(err)
+	}
+	h := svc.Handler()
+	s.handler.Store(&h)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			stop()
+			if err := <-done; err != nil {
+				s.t.Errorf("service stopped with an error: %v", err)
+			}
+		})
+	}
+	s.t.Cleanup(s.stop)
+}
+
+// renderCacheHits is how often the running process found a before-render in its
+// render cache, as it reports on /metrics.
+func (s *service) renderCacheHits() float64 {
+	s.t.Helper()
+	status, body := servicetest.Do(s.t, s.http, "GET", "/metrics", "", nil)
+	if status != http.StatusOK {
+		s.t.Fatalf("GET /metrics = %d %s", status, body)
+	}
+	const series = `kukie_cache_lookups_total{cache="render",result="hit"} `
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				s.t.Fatalf("%s%s: %v", series, v, err)
+			}
+			return n
+		}
+	}
+	s.t.Fatalf("/metrics has no %s:\n%s", series, body)
+	return 0
 }
 
 func repoFiles(t *testing.T) map[string]string {

@@ -386,17 +386,14 @@ func TestRestartBetweenCommitAndPullRequest(t *testing.T) {
 		var c change
 		s.mustJSON("POST", "/api/v1/changes", s.scale(4, ""), http.StatusAccepted, &c)
 		<-died
-		s.pipeline.Close()
+		s.stop()
 		c = s.get(c.Code)
 		if c.Status != "committing" || c.HeadSHA == "" || len(s.gh.PullRequests(t, s.repo)) != 0 {
 			t.Fatalf("before restart: %s head %q, %d PRs", c.Status, c.HeadSHA, len(s.gh.PullRequests(t, s.repo)))
 		}
 		commits := s.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits")
 
-		restarted := s.newPipeline(plan.Hooks{})
-		if err := restarted.Start(s.runCtx); err != nil {
-			t.Fatal(err)
-		}
+		s.start()
 		c = s.waitStatus(c.Code, "pr_open")
 		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
 			t.Fatalf("%d pull requests after restart", n)
