@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v4"
@@ -152,13 +151,13 @@ func (s *Server) botLocked() *account { return s.accountLocked(s.BotLogin(), "Bo
 // CreateInstallation installs the App on account for the given repositories ("name"
 // or "owner/name"; they must exist) with DefaultPermissions, fires the installation
 // "created" webhook and returns the installation id.
-func (s *Server) CreateInstallation(t testing.TB, accountLogin string, repos ...string) int64 {
+func (s *Server) CreateInstallation(t TB, accountLogin string, repos ...string) int64 {
 	t.Helper()
 	return s.CreateInstallationWithPermissions(t, accountLogin, DefaultPermissions(), repos...)
 }
 
 // CreateInstallationWithPermissions is CreateInstallation with explicit permissions.
-func (s *Server) CreateInstallationWithPermissions(t testing.TB, accountLogin string, perms map[string]string, repos ...string) int64 {
+func (s *Server) CreateInstallationWithPermissions(t TB, accountLogin string, perms map[string]string, repos ...string) int64 {
 	t.Helper()
 	s.mu.Lock()
 	acc := s.accountLocked(accountLogin, "Organization")
@@ -190,7 +189,7 @@ func (s *Server) CreateInstallationWithPermissions(t testing.TB, accountLogin st
 }
 
 // InstallationID returns the id of the (not deleted) installation on account.
-func (s *Server) InstallationID(t testing.TB, accountLogin string) int64 {
+func (s *Server) InstallationID(t TB, accountLogin string) int64 {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,19 +204,19 @@ func (s *Server) InstallationID(t testing.TB, accountLogin string) int64 {
 
 // AddInstallationRepos gives the installation access to more repositories and fires
 // installation_repositories "added".
-func (s *Server) AddInstallationRepos(t testing.TB, installationID int64, repos ...string) {
+func (s *Server) AddInstallationRepos(t TB, installationID int64, repos ...string) {
 	t.Helper()
 	s.changeInstallationRepos(t, installationID, "added", repos)
 }
 
 // RemoveInstallationRepos takes repositories away from the installation and fires
 // installation_repositories "removed". Tokens already issued lose access at once.
-func (s *Server) RemoveInstallationRepos(t testing.TB, installationID int64, repos ...string) {
+func (s *Server) RemoveInstallationRepos(t TB, installationID int64, repos ...string) {
 	t.Helper()
 	s.changeInstallationRepos(t, installationID, "removed", repos)
 }
 
-func (s *Server) changeInstallationRepos(t testing.TB, id int64, action string, repos []string) {
+func (s *Server) changeInstallationRepos(t TB, id int64, action string, repos []string) {
 	t.Helper()
 	s.mu.Lock()
 	inst, ok := s.installations[id]
@@ -258,7 +257,7 @@ func (s *Server) changeInstallationRepos(t testing.TB, id int64, action string, 
 
 // SuspendInstallation suspends the installation (tokens stop working, no new ones) and
 // fires installation "suspend".
-func (s *Server) SuspendInstallation(t testing.TB, installationID int64) {
+func (s *Server) SuspendInstallation(t TB, installationID int64) {
 	t.Helper()
 	s.installationAction(t, installationID, "suspend", func(inst *installation, now time.Time) {
 		inst.suspendedAt = &now
@@ -266,7 +265,7 @@ func (s *Server) SuspendInstallation(t testing.TB, installationID int64) {
 }
 
 // UnsuspendInstallation lifts a suspension and fires installation "unsuspend".
-func (s *Server) UnsuspendInstallation(t testing.TB, installationID int64) {
+func (s *Server) UnsuspendInstallation(t TB, installationID int64) {
 	t.Helper()
 	s.installationAction(t, installationID, "unsuspend", func(inst *installation, _ time.Time) {
 		inst.suspendedAt = nil
@@ -275,7 +274,7 @@ func (s *Server) UnsuspendInstallation(t testing.TB, installationID int64) {
 
 // DeleteInstallation uninstalls the App (tokens are revoked) and fires installation
 // "deleted".
-func (s *Server) DeleteInstallation(t testing.TB, installationID int64) {
+func (s *Server) DeleteInstallation(t TB, installationID int64) {
 	t.Helper()
 	s.installationAction(t, installationID, "deleted", func(inst *installation, _ time.Time) {
 		inst.deleted = true
@@ -284,14 +283,14 @@ func (s *Server) DeleteInstallation(t testing.TB, installationID int64) {
 
 // AcceptNewPermissions sets the installation's permissions, as an owner accepting the
 // App's new permission request does, and fires installation "new_permissions_accepted".
-func (s *Server) AcceptNewPermissions(t testing.TB, installationID int64, perms map[string]string) {
+func (s *Server) AcceptNewPermissions(t TB, installationID int64, perms map[string]string) {
 	t.Helper()
 	s.installationAction(t, installationID, "new_permissions_accepted", func(inst *installation, _ time.Time) {
 		inst.permissions = copyPerms(perms)
 	})
 }
 
-func (s *Server) installationAction(t testing.TB, id int64, action string, change func(*installation, time.Time)) {
+func (s *Server) installationAction(t TB, id int64, action string, change func(*installation, time.Time)) {
 	t.Helper()
 	s.mu.Lock()
 	inst, ok := s.installations[id]
@@ -321,7 +320,7 @@ func (s *Server) installationEventLocked(inst *installation, action string, send
 
 // InstallationToken mints a token directly (no HTTP request is counted), narrowed to
 // repos and perms when they are given; it is what an access_tokens call would return.
-func (s *Server) InstallationToken(t testing.TB, installationID int64, repos []string, perms map[string]string) secret.Secret {
+func (s *Server) InstallationToken(t TB, installationID int64, repos []string, perms map[string]string) secret.Secret {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

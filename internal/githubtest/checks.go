@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"testing"
 	"time"
 	"unicode/utf8"
 
@@ -460,7 +459,7 @@ func (s *Server) fireCheckSuiteLocked(rp *repo, action, sha, branch string, send
 }
 
 // CheckRuns returns the check runs on a commit (every run, newest first).
-func (s *Server) CheckRuns(t testing.TB, repoName, sha string) []*github.CheckRun {
+func (s *Server) CheckRuns(t TB, repoName, sha string) []*github.CheckRun {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -473,7 +472,7 @@ func (s *Server) CheckRuns(t testing.TB, repoName, sha string) []*github.CheckRu
 }
 
 // CheckRunActions returns the buttons (actions) a check run offers.
-func (s *Server) CheckRunActions(t testing.TB, repoName string, checkRunID int64) []*github.CheckRunAction {
+func (s *Server) CheckRunActions(t TB, repoName string, checkRunID int64) []*github.CheckRunAction {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -485,19 +484,19 @@ func (s *Server) CheckRunActions(t testing.TB, repoName string, checkRunID int64
 }
 
 // RerequestCheckRun fires check_run "rerequested", as a person pressing "Re-run".
-func (s *Server) RerequestCheckRun(t testing.TB, repoName string, checkRunID int64) Delivery {
+func (s *Server) RerequestCheckRun(t TB, repoName string, checkRunID int64) Delivery {
 	t.Helper()
 	return s.checkRunAction(t, repoName, checkRunID, "rerequested", "")
 }
 
 // RequestCheckRunAction fires check_run "requested_action" for one of the run's
 // actions (the identifier must be one the App offered), as a person pressing it.
-func (s *Server) RequestCheckRunAction(t testing.TB, repoName string, checkRunID int64, identifier string) Delivery {
+func (s *Server) RequestCheckRunAction(t TB, repoName string, checkRunID int64, identifier string) Delivery {
 	t.Helper()
 	return s.checkRunAction(t, repoName, checkRunID, "requested_action", identifier)
 }
 
-func (s *Server) checkRunAction(t testing.TB, repoName string, id int64, action, identifier string) Delivery {
+func (s *Server) checkRunAction(t TB, repoName string, id int64, action, identifier string) Delivery {
 	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)
@@ -522,7 +521,7 @@ func (s *Server) checkRunAction(t testing.TB, repoName string, id int64, action,
 
 // RerequestCheckSuite fires check_suite "rerequested" for the commit, as a person
 // pressing "Re-run all checks".
-func (s *Server) RerequestCheckSuite(t testing.TB, repoName, sha string) Delivery {
+func (s *Server) RerequestCheckSuite(t TB, repoName, sha string) Delivery {
 	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)
@@ -536,7 +535,7 @@ func (s *Server) RerequestCheckSuite(t testing.TB, repoName, sha string) Deliver
 	return s.lastDelivery(t, "check_suite")
 }
 
-func (s *Server) lastDelivery(t testing.TB, event string) Delivery {
+func (s *Server) lastDelivery(t TB, event string) Delivery {
 	t.Helper()
 	ds := s.DeliveriesOf(event, "")
 	if len(ds) == 0 {

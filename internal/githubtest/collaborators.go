@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"testing"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -55,7 +54,7 @@ func (s *Server) collaboratorRoutes() []route {
 // who exists has no access to a private repository ("none") and read access to a
 // public one, as on GitHub. A login that no account has is answered with 404 "<login>
 // is not a user". Organization membership and teams are not modelled: give a role.
-func (s *Server) SetPermission(t testing.TB, repoName, login, role string) {
+func (s *Server) SetPermission(t TB, repoName, login, role string) {
 	t.Helper()
 	if _, ok := roleFacts[role]; !ok {
 		t.Fatalf("set permission of %s on %s: unknown role %q", login, repoName, role)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"testing"
 	"time"
 	"unicode/utf8"
 
@@ -174,7 +173,7 @@ func (s *Server) handleUpdateComment(w http.ResponseWriter, r *http.Request, rp 
 
 // CommentOnPullRequest adds a comment as a person (author's login) and fires
 // issue_comment "created"; it returns the comment id.
-func (s *Server) CommentOnPullRequest(t testing.TB, repoName string, number int, author Author, body string) int64 {
+func (s *Server) CommentOnPullRequest(t TB, repoName string, number int, author Author, body string) int64 {
 	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)
@@ -190,7 +189,7 @@ func (s *Server) CommentOnPullRequest(t testing.TB, repoName string, number int,
 }
 
 // IssueComments returns the comments on pull request number, oldest first.
-func (s *Server) IssueComments(t testing.TB, repoName string, number int) []*github.IssueComment {
+func (s *Server) IssueComments(t TB, repoName string, number int) []*github.IssueComment {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

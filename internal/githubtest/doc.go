@@ -1,5 +1,5 @@
-// Package githubtest owns a fake GitHub for tests: one in-process HTTP server that
-// speaks the subset of GitHub's REST API this project uses (Apps, installation tokens,
+// Package githubtest owns a fake GitHub for tests and for the demo (hack/demo): one
+// in-process HTTP server that speaks the subset of GitHub's REST API this project uses (Apps, installation tokens,
 // repositories, git data, tarballs, pull requests, check runs, issue comments,
 // collaborator permissions, and the App's user authorization: the OAuth code exchange
 // and the installations a user can access), backed by real bare git repositories on
@@ -30,6 +30,9 @@
 //	pr := gh.PullRequests(t, "acme/deploy")[0]
 //	gh.Merge(t, "acme/deploy", pr.GetNumber(), githubtest.Squash) // fires push + closed
 //	if gh.TotalRequests() != 0 { ... }
+//
+// Helpers take a TB (the part of testing.TB they use), so the package does not import
+// testing and a program can run the fake too; the service binary never links it.
 //
 // Webhook payload fixtures written after GitHub's documentation live in
 // testdata/webhooks (see Fixture and DeliverPayload).

@@ -3,7 +3,6 @@ package githubtest
 import (
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/kukie/kukie-gitops/internal/moduleroot"
 )
@@ -13,7 +12,7 @@ const FixtureDir = "testdata/webhooks"
 
 // Fixture returns the payload testdata/webhooks/<event>/<name>.json from the module
 // root, found by walking up from the test's working directory to go.mod.
-func Fixture(t testing.TB, event, name string) []byte {
+func Fixture(t TB, event, name string) []byte {
 	t.Helper()
 	root, err := moduleroot.Find()
 	if err != nil {

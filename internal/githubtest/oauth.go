@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -76,7 +75,7 @@ func (s *Server) AddUser(login string) {
 // installation, as owning or being able to access one of its repositories does on
 // GitHub; GET /user/installations then lists it for their user access tokens. Access to
 // an installation is not otherwise inferred: a test says who can see what.
-func (s *Server) GrantInstallationAccess(t testing.TB, login string, installationID int64) {
+func (s *Server) GrantInstallationAccess(t TB, login string, installationID int64) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +94,7 @@ func (s *Server) GrantInstallationAccess(t testing.TB, login string, installatio
 // person login (see AddUser) has authorized the App, e.g. during an installation with
 // "Request user authorization (OAuth) during installation" on. It works once, for ten
 // minutes of the test clock, with the App's client credentials.
-func (s *Server) AuthorizationCode(t testing.TB, login string) string {
+func (s *Server) AuthorizationCode(t TB, login string) string {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -421,7 +420,7 @@ func (s *Server) handlePullFiles(w http.ResponseWriter, r *http.Request, rp *rep
 
 // OpenPullRequest opens a pull request as a person (not the App) would, firing
 // pull_request "opened", and returns its number.
-func (s *Server) OpenPullRequest(t testing.TB, repoName, head, base, title string, author Author) int {
+func (s *Server) OpenPullRequest(t TB, repoName, head, base, title string, author Author) int {
 	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)
@@ -436,7 +435,7 @@ func (s *Server) OpenPullRequest(t testing.TB, repoName, head, base, title strin
 }
 
 // PullRequests returns the repository's pull requests (all states), oldest first.
-func (s *Server) PullRequests(t testing.TB, repoName string) []*github.PullRequest {
+func (s *Server) PullRequests(t TB, repoName string) []*github.PullRequest {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -451,7 +450,7 @@ func (s *Server) PullRequests(t testing.TB, repoName string) []*github.PullReque
 // Merge merges pull request number as a person pressing the button would (a merge
 // commit or a squash, made with real git), moves the base branch, and fires push (to
 // the base) and pull_request "closed" with merged=true. It returns the new base SHA.
-func (s *Server) Merge(t testing.TB, repoName string, number int, method MergeMethod) string {
+func (s *Server) Merge(t TB, repoName string, number int, method MergeMethod) string {
 	t.Helper()
 	s.mu.Lock()
 	rp, pr := s.mustOpenPullLocked(t, "merge", repoName, number)
@@ -512,7 +511,7 @@ func (s *Server) mergeLocked(rp *repo, pr *pull, method MergeMethod, by *account
 
 // mustOpenPullLocked returns the open pull request number of repoName; when there is
 // none it releases s.mu and fails the test, naming what the caller meant to do.
-func (s *Server) mustOpenPullLocked(t testing.TB, verb, repoName string, number int) (*repo, *pull) {
+func (s *Server) mustOpenPullLocked(t TB, verb, repoName string, number int) (*repo, *pull) {
 	t.Helper()
 	rp := s.mustRepoLocked(t, repoName)
 	pr := rp.pullNumber(number)
@@ -525,7 +524,7 @@ func (s *Server) mustOpenPullLocked(t testing.TB, verb, repoName string, number 
 
 // ClosePullRequest closes a pull request without merging, as a person would, and fires
 // pull_request "closed" (merged=false).
-func (s *Server) ClosePullRequest(t testing.TB, repoName string, number int) {
+func (s *Server) ClosePullRequest(t TB, repoName string, number int) {
 	t.Helper()
 	s.mu.Lock()
 	rp, pr := s.mustOpenPullLocked(t, "close", repoName, number)
@@ -538,14 +537,14 @@ func (s *Server) ClosePullRequest(t testing.TB, repoName string, number int) {
 // pushing from their machine would, creating the branch from the default branch if it
 // does not exist. It fires push (and synchronize for pull requests from the branch)
 // and returns the new SHA.
-func (s *Server) PushCommit(t testing.TB, repoName, branch string, files map[string]string, author Author) string {
+func (s *Server) PushCommit(t TB, repoName, branch string, files map[string]string, author Author) string {
 	t.Helper()
 	return s.push(t, repoName, branch, fileChanges(files), author)
 }
 
 // DeleteFiles commits the removal of paths on branch as author and fires the same
 // events as PushCommit.
-func (s *Server) DeleteFiles(t testing.TB, repoName, branch string, author Author, paths ...string) string {
+func (s *Server) DeleteFiles(t TB, repoName, branch string, author Author, paths ...string) string {
 	t.Helper()
 	var changes []fileChange
 	for _, p := range paths {
@@ -554,7 +553,7 @@ func (s *Server) DeleteFiles(t testing.TB, repoName, branch string, author Autho
 	return s.push(t, repoName, branch, changes, author)
 }
 
-func (s *Server) push(t testing.TB, repoName, branch string, changes []fileChange, author Author) string {
+func (s *Server) push(t TB, repoName, branch string, changes []fileChange, author Author) string {
 	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -64,7 +63,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // CreateRepo creates a private repository owner/name whose default branch holds one
 // commit with files (path → content); with no files the repository is empty. It
 // returns the commit SHA ("" for an empty repository).
-func (s *Server) CreateRepo(t testing.TB, owner, name string, files map[string]string, defaultBranch string) string {
+func (s *Server) CreateRepo(t TB, owner, name string, files map[string]string, defaultBranch string) string {
 	t.Helper()
 	sha, err := s.createRepo(owner, name, files, defaultBranch)
 	if err != nil {
@@ -123,7 +122,7 @@ func (s *Server) createRepo(owner, name string, files map[string]string, default
 
 // SetPrivate changes a repository's visibility; public repositories can be read
 // without credentials.
-func (s *Server) SetPrivate(t testing.TB, repoName string, private bool) {
+func (s *Server) SetPrivate(t TB, repoName string, private bool) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,7 +143,7 @@ func (s *Server) cloneURL(rp *repo) string { return s.htmlURL("%s.git", rp.fullN
 
 // GitDir is the path of the repository's bare git directory, for tests that inspect it
 // with the git CLI.
-func (s *Server) GitDir(t testing.TB, repoName string) string {
+func (s *Server) GitDir(t TB, repoName string) string {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,7 +151,7 @@ func (s *Server) GitDir(t testing.TB, repoName string) string {
 }
 
 // Head returns the SHA a branch points at ("" when the branch does not exist).
-func (s *Server) Head(t testing.TB, repoName, branch string) string {
+func (s *Server) Head(t TB, repoName, branch string) string {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,7 +164,7 @@ func (s *Server) Head(t testing.TB, repoName, branch string) string {
 }
 
 // FileAt returns the content of path at ref (branch, tag or SHA) and whether it exists.
-func (s *Server) FileAt(t testing.TB, repoName, ref, path string) (string, bool) {
+func (s *Server) FileAt(t TB, repoName, ref, path string) (string, bool) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,18 +192,18 @@ func (s *Server) FileAt(t testing.TB, repoName, ref, path string) (string, bool)
 }
 
 // CreateBranch creates branch at ref without firing events (setup, not activity).
-func (s *Server) CreateBranch(t testing.TB, repoName, branch, ref string) string {
+func (s *Server) CreateBranch(t TB, repoName, branch, ref string) string {
 	t.Helper()
 	return s.createRef(t, repoName, plumbing.NewBranchReferenceName(branch), ref)
 }
 
 // CreateTag creates a lightweight tag at ref.
-func (s *Server) CreateTag(t testing.TB, repoName, tag, ref string) string {
+func (s *Server) CreateTag(t TB, repoName, tag, ref string) string {
 	t.Helper()
 	return s.createRef(t, repoName, plumbing.NewTagReferenceName(tag), ref)
 }
 
-func (s *Server) createRef(t testing.TB, repoName string, name plumbing.ReferenceName, ref string) string {
+func (s *Server) createRef(t TB, repoName string, name plumbing.ReferenceName, ref string) string {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,7 +228,7 @@ func (s *Server) TarballDownloads(repoName string) int {
 	return 0
 }
 
-func (s *Server) mustRepoLocked(t testing.TB, name string) *repo {
+func (s *Server) mustRepoLocked(t TB, name string) *repo {
 	t.Helper()
 	rp := s.repos[strings.ToLower(name)]
 	if rp == nil {

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 )
 
 const (
@@ -71,7 +70,7 @@ type Server struct {
 }
 
 // New starts a fake GitHub that is closed when the test ends.
-func New(t testing.TB) *Server {
+func New(t TB) *Server {
 	t.Helper()
 	s, err := NewServer()
 	if err != nil {

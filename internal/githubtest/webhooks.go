@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -215,7 +214,7 @@ func (s *Server) WaitForDeliveries() {
 
 // Redeliver sends an earlier delivery again with the same id and body, as GitHub's
 // "Redeliver" button does, and returns the new attempt.
-func (s *Server) Redeliver(t testing.TB, deliveryID string) Delivery {
+func (s *Server) Redeliver(t TB, deliveryID string) Delivery {
 	t.Helper()
 	var orig *Delivery
 	for _, d := range s.Deliveries() {
@@ -235,7 +234,7 @@ func (s *Server) Redeliver(t testing.TB, deliveryID string) Delivery {
 
 // DeliverPayload signs and delivers a raw payload (e.g. a fixture from
 // testdata/webhooks) under a new delivery id and returns the attempt.
-func (s *Server) DeliverPayload(t testing.TB, event string, payload []byte) Delivery {
+func (s *Server) DeliverPayload(t TB, event string, payload []byte) Delivery {
 	t.Helper()
 	var meta struct {
 		Action       string `json:"action"`
@@ -255,7 +254,7 @@ func (s *Server) DeliverPayload(t testing.TB, event string, payload []byte) Deli
 	})
 }
 
-func (s *Server) deliverAndWait(t testing.TB, d Delivery) Delivery {
+func (s *Server) deliverAndWait(t TB, d Delivery) Delivery {
 	t.Helper()
 	p := &pendingDelivery{d: d, done: make(chan struct{})}
 	s.hooks.push(p)
