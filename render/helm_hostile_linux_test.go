@@ -1,0 +1,121 @@
+package render
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// helmDeployment is a chart template of Deployment web.
+const helmDeployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {{ .Values.replicas }}\n"
+
+// chartArchive is a vendored chart archive whose one template is size bytes of
+// spaces: a few kilobytes that expand to size.
+func chartArchive(t *testing.T, name string, size int) string {
+	t.Helper()
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	add := func(p string, data []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("Chart.yaml", []byte("apiVersion: v2\nname: "+name+"\nversion: 0.1.0\n"))
+	add("templates/padding.yaml", bytes.Repeat([]byte(" "), size))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestHostileChartsAreRefusedWithinBounds plans each hostile chart in a child
+// process under the hard memory limit of the repository cases: each must end with
+// a refusal naming the bound.
+func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
+	app := Application{Name: "web", Path: "chart", SourceType: SourceHelm, Namespace: "web", Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"../env/values.yaml"}}}
+	chart := func(extra map[string]string) func() map[string]string {
+		return func() map[string]string {
+			files := map[string]string{
+				"chart/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+				"chart/values.yaml":           "replicas: 1\n",
+				"chart/templates/deploy.yaml": helmDeployment,
+				"env/values.yaml":             "replicas: 2\n",
+			}
+			for k, v := range extra {
+				files[k] = v
+			}
+			return files
+		}
+	}
+	cases := map[string]struct {
+		files     func() map[string]string
+		code      string
+		reasonHas string
+	}{
+		"alias bomb in a values file": {
+			files: chart(map[string]string{"env/values.yaml": "replicas: 2\nbomb:\n" + aliasBomb("  ")}),
+			code:  CodeAliasBomb, reasonHas: "env/values.yaml: document 1 (line 1): YAML aliases expand to more than 10000 nodes",
+		},
+		"alias bomb in the chart's defaults": {
+			files: chart(map[string]string{"chart/values.yaml": "replicas: 1\nbomb:\n" + aliasBomb("  ")}),
+			code:  CodeAliasBomb, reasonHas: "chart/values.yaml: document 1 (line 1): YAML aliases expand to more than 10000 nodes",
+		},
+		"a template that renders an alias bomb": {
+			// The template holds no anchor itself: the bomb is in its output only.
+			files: chart(map[string]string{"chart/templates/bomb.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n" +
+				strings.ReplaceAll(aliasBomb("  "), "&", `{{ "\x26" }}`)}),
+			// Helm parses each rendered manifest itself, and stops at the aliases.
+			code: CodeRenderFailed, reasonHas: "YAML parse error on web/templates/bomb.yaml: error converting YAML to JSON: yaml: document contains excessive aliasing",
+		},
+		"repeat of a gigabyte": {
+			files: chart(map[string]string{"chart/templates/big.yaml": "# {{ repeat 1000000000 \"x\" }}\n"}),
+			code:  CodeRenderFailed, reasonHas: "repeat of 1000000000 times 1 bytes is more than the 16777216 bytes render allows",
+		},
+		"a loop over a billion numbers": {
+			files: chart(map[string]string{"chart/templates/loop.yaml": "{{ range until 1000000000 }}x{{ end }}\n"}),
+			code:  CodeRenderFailed, reasonHas: "a list of 1000000000 elements is more than the 100000 render allows",
+		},
+		"a vendored chart archive that expands to 64 MiB": {
+			files: func() map[string]string {
+				files := chart(nil)()
+				files["chart/charts/pad-0.1.0.tgz"] = chartArchive(t, "pad", 64<<20)
+				return files
+			},
+			code: CodeTooLarge, reasonHas: "chart/charts/pad-0.1.0.tgz: the chart archives of the render expand to more than 16777216 bytes",
+		},
+		"a chart of 3,000 files": {
+			files: func() map[string]string {
+				files := chart(nil)()
+				for i := range 3000 {
+					files[fmt.Sprintf("chart/files/f%04d.txt", i)] = "x\n"
+				}
+				return files
+			},
+			// Each file counts as a document of the render, so that bound comes first.
+			code: CodeTooLarge, reasonHas: "the render reads more than 1000 YAML documents, at most 1000",
+		},
+		"a template that renders 18 MB": {
+			files: chart(map[string]string{"chart/templates/wide.yaml": "# {{ range until 900 }}{{ repeat 20000 \"x\" }}{{ end }}\n"}),
+			code:  CodeTooLarge, reasonHas: "chart chart renders more than 16777216 bytes, at most 16777216",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := writeRepo(t, tc.files())
+			out := planInChild(t, repo, []Application{app})
+			if out.Code != tc.code || !strings.Contains(out.Reason, tc.reasonHas) {
+				t.Fatalf("got %s\nwant refused (%s) with: %s", out.describe(), tc.code, tc.reasonHas)
+			}
+		})
+	}
+}
