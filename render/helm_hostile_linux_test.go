@@ -1,9 +1,6 @@
 package render
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,26 +13,10 @@ const helmDeployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name
 // spaces: a few kilobytes that expand to size.
 func chartArchive(t *testing.T, name string, size int) string {
 	t.Helper()
-	var b bytes.Buffer
-	gz := gzip.NewWriter(&b)
-	tw := tar.NewWriter(gz)
-	add := func(p string, data []byte) {
-		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(data))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add("Chart.yaml", []byte("apiVersion: v2\nname: "+name+"\nversion: 0.1.0\n"))
-	add("templates/padding.yaml", bytes.Repeat([]byte(" "), size))
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return chartArchiveWith(t, name, map[string]string{
+		"Chart.yaml":             "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+		"templates/padding.yaml": strings.Repeat(" ", size),
+	})
 }
 
 // TestHostileChartsAreRefusedWithinBounds plans each hostile chart in a child

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -193,9 +194,11 @@ type helmValueSet struct {
 // helmBuilders finds the values keys that render the target's changed fields:
 // nodes of the app's values files (the last file first) that hold what the chart
 // renders there now, set to what it must render; for an image, the keys of the
-// chart's split (a tag or digest of its own). A value the values files do not
-// hold but the chart's defaults do is added to the app's last values file at the
-// defaults' key. Each candidate is verified by rendering.
+// chart's split (a tag or digest of its own). A key an earlier values file sets
+// is then tried as a new key of the app's last values file (which wins over it,
+// and which the other apps of a shared file do not read); a value the values
+// files do not hold but the chart's defaults do is added to the app's last values
+// file at the defaults' key. Each candidate is verified by rendering.
 func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {
 	app := p.primary
 	root, _ := cleanRel(app.Path)
@@ -245,6 +248,18 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 					return nil, withApp(err, app.Name)
 				}
 				sets = append(sets, matchLeaves(leaves, fc)...)
+			}
+		}
+		// A key an earlier file sets may be set again in the app's last file,
+		// which wins: the edit then stays with this app when the earlier file is
+		// shared.
+		if len(editable) > 1 {
+			last := editable[len(editable)-1]
+			for _, s := range slices.Clone(sets) {
+				if s.file != last {
+					s.file, s.doc, s.fresh = last, 0, true
+					sets = append(sets, s)
+				}
 			}
 		}
 		if len(editable) > 0 && (len(editable) > 1 || editable[0] != defaults) {
