@@ -19,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/objref"
@@ -427,7 +428,7 @@ func (c *parityCluster) teamApps(team string) []argocd.Application {
 	return c.apps[team]
 }
 
-func (c *parityCluster) Decide(_ context.Context, ref plan.ClusterRef, t objref.Target) argocd.Decision {
+func (c *parityCluster) Decide(_ context.Context, ref clusteraccess.Ref, t objref.Target) argocd.Decision {
 	app := c.teamApps(ref.TeamID)[0]
 	target := argocd.ResourceRef{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelManual, Reason: "tracked"}
@@ -435,7 +436,7 @@ func (c *parityCluster) Decide(_ context.Context, ref plan.ClusterRef, t objref.
 		Targets: []argocd.TargetDecision{{Ref: target, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c *parityCluster) Applications(_ context.Context, ref plan.ClusterRef) ([]argocd.Application, error) {
+func (c *parityCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]argocd.Application, error) {
 	return c.teamApps(ref.TeamID), nil
 }
 
@@ -443,20 +444,22 @@ func (c *parityCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }
 
-func (c *parityCluster) Application(_ context.Context, ref plan.ClusterRef, ns, name string) (argocd.Application, error) {
+func (c *parityCluster) Application(_ context.Context, ref clusteraccess.Ref, ns, name string) (argocd.Application, error) {
 	for _, a := range c.teamApps(ref.TeamID) {
 		if a.Namespace == ns && a.Name == name {
 			return a, nil
 		}
 	}
-	return argocd.Application{}, plan.ErrObjectNotFound
+	return argocd.Application{}, clusteraccess.ErrObjectNotFound
 }
 
-func (c *parityCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
-	return nil, plan.ErrObjectNotFound
+func (c *parityCluster) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
+	return nil, clusteraccess.ErrObjectNotFound
 }
 
-func (c *parityCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error { return nil }
+func (c *parityCluster) DryRun(context.Context, clusteraccess.Ref, []map[string]any) error {
+	return nil
+}
 
 type parityConnections struct{ inst int64 }
 

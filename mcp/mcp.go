@@ -34,6 +34,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
@@ -62,7 +63,7 @@ type Changes interface {
 // Trees opens an Application's repository at its revision (*plan.Pipeline
 // implements it).
 type Trees interface {
-	AppTree(ctx context.Context, cluster plan.ClusterRef, namespace, name string) (*plan.AppTree, error)
+	AppTree(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (*plan.AppTree, error)
 }
 
 // Deps are what the tools call.
@@ -139,7 +140,7 @@ func toolError(err error) error {
 	switch {
 	case errors.As(err, &noCluster):
 		return fmt.Errorf("cluster_not_found: %s", noCluster.Error())
-	case errors.As(err, &unreadable) && errors.Is(err, plan.ErrObjectNotFound):
+	case errors.As(err, &unreadable) && errors.Is(err, clusteraccess.ErrObjectNotFound):
 		return fmt.Errorf("not_found: %s", unreadable.Err.Error())
 	case errors.As(err, &unreadable):
 		return fmt.Errorf("cluster_unavailable: the cluster could not be read (%s); check its registration and network, then try again", unreadable.Err.Error())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
@@ -70,7 +71,7 @@ func (c *fakeCluster) app(namespace, name string) (*argocd.Application, bool) {
 
 // Decide: a Deployment named after an Application carries that Application's
 // tracking id; any other carries none. The decision is argocd's own.
-func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	ref := argocd.ResourceRef{Group: "apps", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	res := &argocd.Resource{Ref: ref, Annotations: map[string]string{}}
 	if _, ok := c.app("argocd", t.Name); ok {
@@ -79,7 +80,7 @@ func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Targ
 	return argocd.Decide(argocd.DecideInput{Apps: argocd.NewAppIndex(c.apps), Targets: []argocd.TargetRead{{Ref: ref, Resource: res}}})
 }
 
-func (c *fakeCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+func (c *fakeCluster) Applications(context.Context, clusteraccess.Ref) ([]argocd.Application, error) {
 	return c.apps, nil
 }
 
@@ -87,30 +88,30 @@ func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }
 
-func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, namespace, name string) (argocd.Application, error) {
+func (c *fakeCluster) Application(_ context.Context, _ clusteraccess.Ref, namespace, name string) (argocd.Application, error) {
 	if a, ok := c.app(namespace, name); ok {
 		return *a, nil
 	}
-	return argocd.Application{}, plan.ErrObjectNotFound
+	return argocd.Application{}, clusteraccess.ErrObjectNotFound
 }
 
-func (c *fakeCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
+func (c *fakeCluster) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
 	return nil, errors.New("no live objects in this test")
 }
 
-func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {
+func (c *fakeCluster) DryRun(context.Context, clusteraccess.Ref, []map[string]any) error {
 	return errors.New("no dry-run in this test")
 }
 
-func (c *fakeCluster) AppList(context.Context, plan.ClusterRef) (argocd.AppList, error) {
+func (c *fakeCluster) AppList(context.Context, clusteraccess.Ref) (argocd.AppList, error) {
 	return argocd.SummarizeApps(c.apps), nil
 }
 
-func (c *fakeCluster) AppDetail(_ context.Context, _ plan.ClusterRef, namespace, name string) (argocd.AppDetail, error) {
+func (c *fakeCluster) AppDetail(_ context.Context, _ clusteraccess.Ref, namespace, name string) (argocd.AppDetail, error) {
 	if a, ok := c.app(namespace, name); ok {
 		return argocd.DescribeApp(*a), nil
 	}
-	return argocd.AppDetail{}, plan.ErrObjectNotFound
+	return argocd.AppDetail{}, clusteraccess.ErrObjectNotFound
 }
 
 // fakeRepos serves one repository tree at any commit; the pipeline is never
@@ -139,7 +140,7 @@ func (fakeConnections) RepoInstallation(_ context.Context, _, _, repoURL string)
 	if repoURL == connectedRepo {
 		return 1, nil
 	}
-	return 0, plan.ErrRepoNotConnected
+	return 0, clusteraccess.ErrRepoNotConnected
 }
 
 type env struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -316,7 +317,7 @@ func (s *Server) openTree(ctx context.Context, in repoInput) (*plan.AppTree, err
 	if err := s.deps.Changes.CheckCluster(ctx, t, in.Cluster); err != nil {
 		return nil, toolError(err)
 	}
-	tree, err := s.deps.Trees.AppTree(ctx, plan.ClusterRef{TeamID: t.ID, Name: in.Cluster}, in.Namespace, in.Name)
+	tree, err := s.deps.Trees.AppTree(ctx, clusteraccess.Ref{TeamID: t.ID, Name: in.Cluster}, in.Namespace, in.Name)
 	if err != nil {
 		return nil, toolError(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 )
 
@@ -45,9 +46,9 @@ var commitSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // comes from the same cache as a plan's, so the same commit is downloaded once.
 // Refusals are *Error: application_not_found, unsupported_source,
 // repo_not_connected, revision_not_a_branch, revision_not_found.
-func (p *Pipeline) AppTree(ctx context.Context, cluster ClusterRef, namespace, name string) (*AppTree, error) {
+func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (*AppTree, error) {
 	app, err := p.cluster.Application(ctx, cluster, namespace, name)
-	if errors.Is(err, ErrObjectNotFound) {
+	if errors.Is(err, clusteraccess.ErrObjectNotFound) {
 		return nil, refusal(CodeAppNotFound, "cluster %s has no Argo CD Application %s/%s", cluster.Name, namespace, name)
 	}
 	if err != nil {
@@ -62,7 +63,7 @@ func (p *Pipeline) AppTree(ctx context.Context, cluster ClusterRef, namespace, n
 		return nil, refusal(CodeUnsupportedSource, "the Application's source %q is not a GitHub repository this service can read: %v", src.RepoURL, err)
 	}
 	inst, err := p.conns.RepoInstallation(ctx, cluster.TeamID, cluster.Name, src.RepoURL)
-	if errors.Is(err, ErrRepoNotConnected) {
+	if errors.Is(err, clusteraccess.ErrRepoNotConnected) {
 		return nil, refusal(CodeRepoNotConnected,
 			"repository %s (source of Application %s/%s) is not connected to cluster %s: connect it with POST /api/v1/clusters/%s/repos", repo.FullName(), namespace, name, cluster.Name, cluster.Name)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/objref"
@@ -77,7 +78,7 @@ func newBenchCluster() *benchCluster {
 	}, Status: argocd.AppStatus{SourceType: "Kustomize"}}}
 }
 
-func (c *benchCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (c *benchCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	app := c.app
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelManual, Reason: "tracked"}
@@ -85,7 +86,7 @@ func (c *benchCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Tar
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c *benchCluster) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+func (c *benchCluster) Applications(context.Context, clusteraccess.Ref) ([]argocd.Application, error) {
 	return []argocd.Application{c.app}, nil
 }
 
@@ -93,15 +94,15 @@ func (c *benchCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }
 
-func (c *benchCluster) Application(context.Context, plan.ClusterRef, string, string) (argocd.Application, error) {
+func (c *benchCluster) Application(context.Context, clusteraccess.Ref, string, string) (argocd.Application, error) {
 	return c.app, nil
 }
 
-func (c *benchCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
-	return nil, plan.ErrObjectNotFound
+func (c *benchCluster) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
+	return nil, clusteraccess.ErrObjectNotFound
 }
 
-func (c *benchCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error { return nil }
+func (c *benchCluster) DryRun(context.Context, clusteraccess.Ref, []map[string]any) error { return nil }
 
 // timed adds up the wall time spent in render and in GitHub calls.
 type timed struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -44,7 +45,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			reads[i].apps, reads[i].err = p.cluster.Applications(ctx, ClusterRef{TeamID: pl.TeamID, Name: name})
+			reads[i].apps, reads[i].err = p.cluster.Applications(ctx, clusteraccess.Ref{TeamID: pl.TeamID, Name: name})
 		})
 	}
 	wg.Wait()

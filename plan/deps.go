@@ -2,57 +2,35 @@ package plan
 
 import (
 	"context"
-	"errors"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
 
-// ClusterRef names a team's cluster (names are unique per team).
-type ClusterRef struct {
-	TeamID string
-	Name   string
-}
-
 // Cluster is what the pipeline reads from (and dry-runs against) a team's cluster.
 type Cluster interface {
 	// Decide runs the path decision for one target; it never fails, a failed read is
 	// a Decision with Known=false.
-	Decide(ctx context.Context, cluster ClusterRef, target objref.Target) argocd.Decision
+	Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision
 	// Applications lists the cluster's Argo CD Applications.
-	Applications(ctx context.Context, cluster ClusterRef) ([]argocd.Application, error)
+	Applications(ctx context.Context, cluster clusteraccess.Ref) ([]argocd.Application, error)
 	// Clusters names the team's registered clusters. Their Applications may deploy
 	// from the repository a change edits, so a plan verifies those too.
 	Clusters(ctx context.Context, teamID string) ([]string, error)
 	// Application reads one Application.
-	Application(ctx context.Context, cluster ClusterRef, namespace, name string) (argocd.Application, error)
-	// Object reads one live object (unstructured), or ErrObjectNotFound, from the API
-	// server at the time of the call, never from a cache: the deployment verdict reads
-	// it after the Application that reports the sync, and an older copy would show the
-	// object before Argo CD applied the change.
-	Object(ctx context.Context, cluster ClusterRef, target objref.Target) (map[string]any, error)
+	Application(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (argocd.Application, error)
+	// Object reads one live object (unstructured), or clusteraccess.ErrObjectNotFound,
+	// from the API server at the time of the call, never from a cache: the deployment
+	// verdict reads it after the Application that reports the sync, and an older copy
+	// would show the object before Argo CD applied the change.
+	Object(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) (map[string]any, error)
 	// DryRun sends objects as a server-side dry-run apply. A rejection by the API
-	// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
-	DryRun(ctx context.Context, cluster ClusterRef, objects []map[string]any) error
-}
-
-// ErrObjectNotFound is returned by Cluster.Object for a missing object.
-var ErrObjectNotFound = errors.New("object not found")
-
-// ErrClusterUnreachable is returned by Cluster.DryRun when the API server could not
-// be asked; the plan goes on, marked "not checked against the cluster".
-var ErrClusterUnreachable = errors.New("cluster unreachable")
-
-// DryRunRejection is the API server's refusal of a changed object.
-type DryRunRejection struct {
-	Object  string // kind namespace/name
-	Message string // the API server's message, verbatim
-}
-
-func (e *DryRunRejection) Error() string {
-	return "the cluster rejects " + e.Object + ": " + e.Message
+	// server is a *clusteraccess.DryRunRejection; an unreachable cluster is
+	// clusteraccess.ErrClusterUnreachable.
+	DryRun(ctx context.Context, cluster clusteraccess.Ref, objects []map[string]any) error
 }
 
 // Renderer locates, edits and verifies a change (package render). The result's
@@ -98,14 +76,14 @@ type Repos interface {
 type Connections interface {
 	// RepoInstallation returns the installation id through which the team reaches a
 	// repository (any spelling of its URL) connected to the cluster, or an error
-	// wrapping ErrRepoNotConnected.
+	// wrapping clusteraccess.ErrRepoNotConnected.
 	RepoInstallation(ctx context.Context, teamID, cluster, repoURL string) (int64, error)
 }
 
-// ErrRepoNotConnected: the repository is not connected to the cluster (or its
-// connection was revoked).
-var ErrRepoNotConnected = errors.New("repository not connected to the cluster")
-
 // The production implementations, checked here since their packages do not import
 // this one.
-var _ Repos = github.Repos{}
+var (
+	_ Repos       = github.Repos{}
+	_ Cluster     = clusteraccess.Clusters{}
+	_ Connections = clusteraccess.Connections{}
+)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/internal/leakscan"
@@ -112,7 +113,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		// An admission policy that quotes the env value it refuses: the refusal
 		// reaches the API, the database and the logs, masked.
 		cluster.mu.Lock()
-		cluster.dryRunErr = &plan.DryRunRejection{Object: "Deployment shop/web",
+		cluster.dryRunErr = &clusteraccess.DryRunRejection{Object: "Deployment shop/web",
 			Message: `admission webhook "policy" denied the request: STRIPE_API_KEY=kkpFvjVD4D3rux must come from a Secret`}
 		cluster.mu.Unlock()
 		rejected := e.waitFor(submit("rejected", render.Change{Replicas: &render.Replicas{Count: 5}}), "refused", func(pl store.Plan) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -448,6 +449,6 @@ func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause e
 
 // Decide runs the path decision alone (for the assistant's tool results); nothing is
 // stored.
-func (p *Pipeline) Decide(ctx context.Context, cluster ClusterRef, target objref.Target) argocd.Decision {
+func (p *Pipeline) Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision {
 	return p.cluster.Decide(ctx, cluster, target)
 }

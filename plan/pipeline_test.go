@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/objref"
@@ -76,7 +77,7 @@ func (c *fakeCluster) application() argocd.Application {
 	return a
 }
 
-func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	if t.Name != "web" {
 		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
@@ -93,7 +94,7 @@ func (c *fakeCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Targ
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c *fakeCluster) Applications(_ context.Context, ref plan.ClusterRef) ([]argocd.Application, error) {
+func (c *fakeCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]argocd.Application, error) {
 	app := c.application()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,9 +120,9 @@ func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
 	return names, nil
 }
 
-func (c *fakeCluster) Application(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.Application, error) {
+func (c *fakeCluster) Application(_ context.Context, _ clusteraccess.Ref, ns, name string) (argocd.Application, error) {
 	if ns != "argocd" || name != "web" {
-		return argocd.Application{}, plan.ErrObjectNotFound
+		return argocd.Application{}, clusteraccess.ErrObjectNotFound
 	}
 	return c.application(), nil
 }
@@ -150,7 +151,7 @@ func (c *fakeCluster) assess(health argocd.AppHealth, afterSync bool, resources 
 	}
 }
 
-func (c *fakeCluster) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
+func (c *fakeCluster) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	status := c.targetStatus
@@ -188,7 +189,7 @@ func rolloutStatus(observed, replicas, updated, available int64) map[string]any 
 	}
 }
 
-func (c *fakeCluster) DryRun(context.Context, plan.ClusterRef, []map[string]any) error {
+func (c *fakeCluster) DryRun(context.Context, clusteraccess.Ref, []map[string]any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dryRuns++
@@ -249,7 +250,7 @@ func (c *connections) RepoInstallation(_ context.Context, _, _, url string) (int
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.connected {
-		return 0, plan.ErrRepoNotConnected
+		return 0, clusteraccess.ErrRepoNotConnected
 	}
 	return c.inst, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -46,7 +47,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 			return p.stop(ctx, pl, pay, refusal(CodeInvalidRequest, "a new_resource change needs the Application that will deploy it"), "decide")
 		}
 		a, err := p.cluster.Application(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
-		if errors.Is(err, ErrObjectNotFound) {
+		if errors.Is(err, clusteraccess.ErrObjectNotFound) {
 			return p.stop(ctx, pl, pay, refusal(CodeAppNotFound, "Application %s/%s does not exist in cluster %s", pay.App.Namespace, pay.App.Name, pl.Cluster), "decide")
 		}
 		if err != nil {
@@ -91,7 +92,7 @@ func (p *Pipeline) stepDecide(ctx context.Context, pl store.Plan, expectedPath s
 	}
 	pl.Repo = repo.FullName()
 	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, app.RepoURL)
-	if errors.Is(err, ErrRepoNotConnected) {
+	if errors.Is(err, clusteraccess.ErrRepoNotConnected) {
 		return p.stop(ctx, pl, pay, refusal(CodeRepoNotConnected,
 			"repository %s (source of Application %s/%s) is not connected to cluster %s: connect it with POST /api/v1/clusters/%s/repos", pl.Repo, app.Namespace, app.Name, pl.Cluster, pl.Cluster), "decide")
 	}
@@ -122,7 +123,9 @@ func unreadApplication(ap argocd.Payload, cluster string) string {
 		"or submit the change again in a few seconds if the Application was just created", what, cluster)
 }
 
-func clusterOf(pl store.Plan) ClusterRef { return ClusterRef{TeamID: pl.TeamID, Name: pl.Cluster} }
+func clusterOf(pl store.Plan) clusteraccess.Ref {
+	return clusteraccess.Ref{TeamID: pl.TeamID, Name: pl.Cluster}
+}
 
 func decisionDetails(pay Payload) map[string]any {
 	return map[string]any{"decision": pay.Decision, "argocd": pay.ArgoCD}
@@ -141,7 +144,7 @@ func (p *Pipeline) checkConnected(ctx context.Context, pl store.Plan, pay Payloa
 		return refusal(CodeAppNotFound, "the plan has no Application")
 	}
 	inst, err := p.conns.RepoInstallation(ctx, pl.TeamID, pl.Cluster, pay.App.RepoURL)
-	if errors.Is(err, ErrRepoNotConnected) {
+	if errors.Is(err, clusteraccess.ErrRepoNotConnected) {
 		return refusal(CodeRepoNotConnected, "repository %s was disconnected from cluster %s while the plan was in progress", pl.Repo, pl.Cluster)
 	}
 	if err != nil {
@@ -336,7 +339,7 @@ func (p *Pipeline) recordVerified(ctx context.Context, pl store.Plan, pay *Paylo
 		pay.ClusterCheck, pay.ClusterCheckNote = ClusterCheckSkipped, "no changed object to send to the cluster"
 	default:
 		derr := p.cluster.DryRun(ctx, clusterOf(pl), objs)
-		var rej *DryRunRejection
+		var rej *clusteraccess.DryRunRejection
 		switch {
 		// The cluster's words may quote the objects sent, Secret values included.
 		case errors.As(derr, &rej):

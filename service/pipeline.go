@@ -6,6 +6,7 @@ import (
 
 	changesapi "github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
@@ -36,7 +37,7 @@ var errNoGitHubApp = errors.New("no GitHub App is configured, and the change pip
 // that needs it is refused as pipeline_unavailable (503) with the reason. The path
 // decision needs only the cluster, so it is still answered.
 type unavailablePipeline struct {
-	clusters plan.KubeClusters
+	clusters clusteraccess.Clusters
 	reason   error
 }
 
@@ -60,11 +61,11 @@ func (u *unavailablePipeline) Rollback(context.Context, string, string, string, 
 	return store.Plan{}, u.refusal()
 }
 
-func (u *unavailablePipeline) Decide(ctx context.Context, cluster plan.ClusterRef, target objref.Target) argocd.Decision {
+func (u *unavailablePipeline) Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision {
 	return u.clusters.Decide(ctx, cluster, target)
 }
 
-func (u *unavailablePipeline) AppTree(context.Context, plan.ClusterRef, string, string) (*plan.AppTree, error) {
+func (u *unavailablePipeline) AppTree(context.Context, clusteraccess.Ref, string, string) (*plan.AppTree, error) {
 	return nil, u.refusal()
 }
 

@@ -27,6 +27,7 @@ import (
 	changesapi "github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
-	clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: credentials,
+	clusters := clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams}
 
 	// 4. The change pipeline, or the one stand-in that says why it does not run.
@@ -343,7 +344,7 @@ func credentialsBox(cfg config.Config) (*sealed.Box, error) {
 
 // newPipeline builds the change pipeline over the App's clients, with its archive and
 // render caches.
-func newPipeline(cfg config.Config, db *store.DB, clusters plan.KubeClusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, error) {
+func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, error) {
 	archives, err := github.NewArchiveCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, github.DefaultArchiveLimits)
 	if err != nil {
 		return nil, err
@@ -371,7 +372,7 @@ func newPipeline(cfg config.Config, db *store.DB, clusters plan.KubeClusters, gh
 		Clusters:    clusters,
 		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
 		Repos:       github.Repos{Clients: gh.clients, Archives: archives},
-		Connections: plan.StoreConnections{DB: db},
+		Connections: clusteraccess.Connections{DB: db},
 		Observer:    observer,
 		Hooks:       hooks,
 	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), nil

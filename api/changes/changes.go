@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -42,14 +43,14 @@ type Pipeline interface {
 	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
 	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
 	Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error)
-	Decide(ctx context.Context, cluster plan.ClusterRef, target objref.Target) argocd.Decision
+	Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision
 }
 
 // AppReader reads the Argo CD Applications of a team's cluster for people. A missing
-// Application (or one whose namespace is gone) is plan.ErrObjectNotFound.
+// Application (or one whose namespace is gone) is clusteraccess.ErrObjectNotFound.
 type AppReader interface {
-	AppList(ctx context.Context, cluster plan.ClusterRef) (argocd.AppList, error)
-	AppDetail(ctx context.Context, cluster plan.ClusterRef, namespace, name string) (argocd.AppDetail, error)
+	AppList(ctx context.Context, cluster clusteraccess.Ref) (argocd.AppList, error)
+	AppDetail(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (argocd.AppDetail, error)
 }
 
 // API serves the change pipeline to the chat integration.
@@ -197,7 +198,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &noCluster):
 		server.WriteError(w, http.StatusNotFound, CodeClusterNotFound, noCluster.Error())
 		return
-	case errors.As(err, &unreadable) && (errors.Is(err, plan.ErrObjectNotFound) || errors.Is(err, store.ErrNotFound)):
+	case errors.As(err, &unreadable) && (errors.Is(err, clusteraccess.ErrObjectNotFound) || errors.Is(err, store.ErrNotFound)):
 		server.WriteError(w, http.StatusNotFound, plan.CodeNotFound, unreadable.Err.Error())
 		return
 	case errors.As(err, &unreadable):

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
@@ -70,19 +71,19 @@ func (s stubPipeline) Rollback(ctx context.Context, teamID, code, requestedBy, r
 	return out, err
 }
 
-func (s stubPipeline) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (s stubPipeline) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	return argocd.Decision{Path: argocd.PathDirect, Known: true, Level: argocd.LevelNone, Reason: "No Application tracks " + t.Name + "."}
 }
 
 type stubApps struct{}
 
-func (stubApps) AppList(context.Context, plan.ClusterRef) (argocd.AppList, error) {
+func (stubApps) AppList(context.Context, clusteraccess.Ref) (argocd.AppList, error) {
 	return argocd.SummarizeApps([]argocd.Application{webApp()}), nil
 }
 
-func (stubApps) AppDetail(_ context.Context, _ plan.ClusterRef, ns, name string) (argocd.AppDetail, error) {
+func (stubApps) AppDetail(_ context.Context, _ clusteraccess.Ref, ns, name string) (argocd.AppDetail, error) {
 	if ns != "argocd" || name != "web" {
-		return argocd.AppDetail{}, plan.ErrObjectNotFound
+		return argocd.AppDetail{}, clusteraccess.ErrObjectNotFound
 	}
 	return argocd.DescribeApp(webApp()), nil
 }

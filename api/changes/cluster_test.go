@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -24,7 +25,7 @@ func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		doc := loadDoc(t)
-		clusters := plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: &sealed.Box{}, InClusterTeams: []string{"shop"}}
+		clusters := clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: &sealed.Box{}, InClusterTeams: []string{"shop"}}
 		p := plan.New(plan.Deps{Store: db, Clusters: clusters}, plan.Config{})
 		t.Cleanup(p.Close)
 		srv, token := changesServer(t, db, p)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -32,7 +33,7 @@ func (e *ClusterNotFoundError) Error() string {
 }
 
 // ClusterReadError: the team's cluster could not be read (Err wraps
-// plan.ErrObjectNotFound for a missing Application).
+// clusteraccess.ErrObjectNotFound for a missing Application).
 type ClusterReadError struct{ Err error }
 
 func (e *ClusterReadError) Error() string { return "read cluster: " + e.Err.Error() }
@@ -150,7 +151,7 @@ func (a *API) Decide(ctx context.Context, t store.Team, cluster string, target o
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return DecideResponse{}, err
 	}
-	d := a.Pipeline.Decide(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster}, target)
+	d := a.Pipeline.Decide(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, target)
 	return DecideResponse{Path: d.Path, Known: d.Known, Reason: d.Reason, Level: d.Level,
 		Failure: d.Failure, ArgoCD: d.Payload(), Decision: d}, nil
 }
@@ -160,7 +161,7 @@ func (a *API) AppList(ctx context.Context, t store.Team, cluster string) (argocd
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return argocd.AppList{}, err
 	}
-	list, err := a.Apps.AppList(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster})
+	list, err := a.Apps.AppList(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster})
 	if err != nil {
 		return argocd.AppList{}, &ClusterReadError{Err: err}
 	}
@@ -172,7 +173,7 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return AppDetailView{}, err
 	}
-	detail, err := a.Apps.AppDetail(ctx, plan.ClusterRef{TeamID: t.ID, Name: cluster}, namespace, name)
+	detail, err := a.Apps.AppDetail(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, namespace, name)
 	if err != nil {
 		return AppDetailView{}, &ClusterReadError{Err: err}
 	}

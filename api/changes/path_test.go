@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -18,7 +19,7 @@ import (
 // nothing else before a path mismatch stops the request.
 type directCluster struct{ plan.Cluster }
 
-func (directCluster) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (directCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	reason := "No Argo CD Application tracks Deployment " + t.Namespace + "/" + t.Name + "."
 	return argocd.Decision{Path: argocd.PathDirect, Known: true, Level: argocd.LevelNone, Reason: reason,

@@ -6,15 +6,15 @@ import (
 	"sort"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
-	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 )
 
 // ClusterApplications reads a registered cluster's Argo CD Applications;
-// plan.KubeClusters implements it with the cluster's stored credentials.
+// clusteraccess.Clusters implements it with the cluster's stored credentials.
 type ClusterApplications interface {
-	Applications(ctx context.Context, cluster plan.ClusterRef) ([]argocd.Application, error)
+	Applications(ctx context.Context, cluster clusteraccess.Ref) ([]argocd.Application, error)
 }
 
 // ApplicationRepos implements ApplicationRepoLister by reading the cluster's
@@ -29,7 +29,7 @@ type ApplicationRepos struct {
 // repositories and are left out; a URL that names no repository is returned as
 // written, for the caller to report.
 func (l ApplicationRepos) RepoURLs(ctx context.Context, cluster store.Cluster) ([]string, error) {
-	apps, err := l.Clusters.Applications(ctx, plan.ClusterRef{TeamID: cluster.TeamID, Name: cluster.Name})
+	apps, err := l.Clusters.Applications(ctx, clusteraccess.Ref{TeamID: cluster.TeamID, Name: cluster.Name})
 	if err != nil {
 		return nil, fmt.Errorf("read applications of cluster %s: %w", cluster.Name, err)
 	}

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/kube/kubetest"
-	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -29,7 +29,7 @@ func TestSuggestionsFromClusterApplications(t *testing.T) {
 	// Repositories live on github.com while the API is the fake, as with a GitHub
 	// Enterprise web host: Argo CD's ssh spellings carry no port.
 	e := newEnv(t, db, func(a *setup.API) { a.WebHost = "github.com" })
-	lister := setup.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: e.api.Credentials}}
+	lister := setup.ApplicationRepos{Clusters: clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{}), Credentials: e.api.Credentials}}
 	e.api.AppRepos = lister
 
 	ns := k.Namespace(t, "argocd")

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/kube"
-	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -101,7 +101,7 @@ func TestStoredClusterRefusedAtUse(t *testing.T) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 		}))
 		t.Cleanup(team.Close)
-		e.api.AppRepos = setup.ApplicationRepos{Clusters: plan.KubeClusters{DB: db, Registry: kube.NewClusters(kube.Options{}),
+		e.api.AppRepos = setup.ApplicationRepos{Clusters: clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{}),
 			Credentials: e.api.Credentials, InClusterTeams: e.api.InClusterTeams}}
 
 		dir := t.TempDir()

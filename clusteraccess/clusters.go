@@ -1,4 +1,16 @@
-package plan
+// Package clusteraccess opens the team's registered clusters for the rest of the
+// service: it reads a cluster's row from the store, opens its kubeconfig with the
+// process's one credentials box (or, for the teams the operator allows, uses the
+// service's own service account) and reaches the cluster through the kube registry,
+// so the pipeline, the change API and the repository suggestions share one client
+// set, rate limit and read cache per cluster. It also answers through which
+// installation of the App a repository connected to a cluster is reached.
+//
+// It owns the access, not the decisions: what a read means (the path decision, the
+// deployment verdict) is argocd's and kube's, what is done with it is plan's. It
+// never writes to a cluster (a dry-run is all it sends) and never returns the
+// credentials it opens.
+package clusteraccess
 
 import (
 	"context"
@@ -16,12 +28,38 @@ import (
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
-// KubeClusters implements Cluster (and the change API's app reader) with the team's
-// registered clusters: credentials are opened from the store for each use and the
-// client sets are shared through the kube registry.
-type KubeClusters struct {
-	DB          *store.DB
-	Registry    *kube.Clusters
+// Ref names a team's cluster (names are unique per team).
+type Ref struct {
+	TeamID string
+	Name   string
+}
+
+// ErrObjectNotFound is returned for a missing object or Application.
+var ErrObjectNotFound = errors.New("object not found")
+
+// ErrClusterUnreachable is returned by DryRun when the API server could not be
+// asked; the pipeline goes on, marked "not checked against the cluster".
+var ErrClusterUnreachable = errors.New("cluster unreachable")
+
+// DryRunRejection is the API server's refusal of a changed object.
+type DryRunRejection struct {
+	Object  string // kind namespace/name
+	Message string // the API server's message, verbatim
+}
+
+func (e *DryRunRejection) Error() string {
+	return "the cluster rejects " + e.Object + ": " + e.Message
+}
+
+// Clusters reaches the team's registered clusters (the pipeline's plan.Cluster, the
+// change API's Application reader, the setup API's repository suggestions):
+// credentials are opened from the store for each use and the client sets are
+// shared through the kube registry.
+type Clusters struct {
+	DB       *store.DB
+	Registry *kube.Clusters
+	// Credentials is the process's one box: the setup API seals kubeconfigs with it
+	// and Clusters opens them with it.
 	Credentials *sealed.Box
 	// InClusterTeams names the teams whose in-cluster clusters may be reached with
 	// the service's own service account. It is checked at every use, so a row
@@ -32,7 +70,7 @@ type KubeClusters struct {
 // ErrInClusterNotAllowed is why a team's in-cluster cluster is not opened.
 var ErrInClusterNotAllowed = errors.New("in-cluster access (the service's own service account) is not allowed for this team by the service's operator (clusters.in_cluster_teams)")
 
-func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluster, error) {
+func (k Clusters) cluster(ctx context.Context, ref Ref) (*kube.Cluster, error) {
 	cl, err := k.DB.ClusterByName(ctx, ref.TeamID, ref.Name)
 	if err != nil {
 		return nil, err // names the cluster already
@@ -70,8 +108,9 @@ func (k KubeClusters) cluster(ctx context.Context, ref ClusterRef) (*kube.Cluste
 	return c, nil
 }
 
-// Decide implements Cluster.
-func (k KubeClusters) Decide(ctx context.Context, ref ClusterRef, t objref.Target) argocd.Decision {
+// Decide runs the path decision for one target; it never fails, a failed read is
+// a Decision with Known=false.
+func (k Clusters) Decide(ctx context.Context, ref Ref, t objref.Target) argocd.Decision {
 	target, err := argocd.RefOf(t)
 	if err != nil {
 		return argocd.Decision{Path: argocd.PathDirect, Known: false, Level: argocd.LevelUnknown, Failure: argocd.FailureOther,
@@ -85,8 +124,8 @@ func (k KubeClusters) Decide(ctx context.Context, ref ClusterRef, t objref.Targe
 	return c.Decide(ctx, []argocd.ResourceRef{target})
 }
 
-// Applications implements Cluster.
-func (k KubeClusters) Applications(ctx context.Context, ref ClusterRef) ([]argocd.Application, error) {
+// Applications lists the cluster's Argo CD Applications.
+func (k Clusters) Applications(ctx context.Context, ref Ref) ([]argocd.Application, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -94,8 +133,8 @@ func (k KubeClusters) Applications(ctx context.Context, ref ClusterRef) ([]argoc
 	return c.ListApplications(ctx, kube.Refresh)
 }
 
-// Clusters implements Cluster.
-func (k KubeClusters) Clusters(ctx context.Context, teamID string) ([]string, error) {
+// Clusters names the team's registered clusters.
+func (k Clusters) Clusters(ctx context.Context, teamID string) ([]string, error) {
 	cls, err := k.DB.ListClusters(ctx, teamID)
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
@@ -107,8 +146,8 @@ func (k KubeClusters) Clusters(ctx context.Context, teamID string) ([]string, er
 	return names, nil
 }
 
-// Application implements Cluster.
-func (k KubeClusters) Application(ctx context.Context, ref ClusterRef, namespace, name string) (argocd.Application, error) {
+// Application reads one Application; a missing one is ErrObjectNotFound.
+func (k Clusters) Application(ctx context.Context, ref Ref, namespace, name string) (argocd.Application, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return argocd.Application{}, err
@@ -120,8 +159,9 @@ func (k KubeClusters) Application(ctx context.Context, ref ClusterRef, namespace
 	return a, err
 }
 
-// Object implements Cluster.
-func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t objref.Target) (map[string]any, error) {
+// Object reads one live object (unstructured) from the API server, never from a
+// cache; a missing one is ErrObjectNotFound.
+func (k Clusters) Object(ctx context.Context, ref Ref, t objref.Target) (map[string]any, error) {
 	target, err := argocd.RefOf(t)
 	if err != nil {
 		return nil, err
@@ -140,8 +180,9 @@ func (k KubeClusters) Object(ctx context.Context, ref ClusterRef, t objref.Targe
 	return obj.Object, nil
 }
 
-// DryRun implements Cluster.
-func (k KubeClusters) DryRun(ctx context.Context, ref ClusterRef, objects []map[string]any) error {
+// DryRun sends objects as a server-side dry-run apply. A rejection by the API
+// server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
+func (k Clusters) DryRun(ctx context.Context, ref Ref, objects []map[string]any) error {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrClusterUnreachable, err)
@@ -168,7 +209,7 @@ func (k KubeClusters) DryRun(ctx context.Context, ref ClusterRef, objects []map[
 }
 
 // AppList lists the cluster's Applications for people.
-func (k KubeClusters) AppList(ctx context.Context, ref ClusterRef) (argocd.AppList, error) {
+func (k Clusters) AppList(ctx context.Context, ref Ref) (argocd.AppList, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return argocd.AppList{}, err
@@ -177,7 +218,7 @@ func (k KubeClusters) AppList(ctx context.Context, ref ClusterRef) (argocd.AppLi
 }
 
 // AppDetail describes one Application for people; a missing one is ErrObjectNotFound.
-func (k KubeClusters) AppDetail(ctx context.Context, ref ClusterRef, namespace, name string) (argocd.AppDetail, error) {
+func (k Clusters) AppDetail(ctx context.Context, ref Ref, namespace, name string) (argocd.AppDetail, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return argocd.AppDetail{}, err

@@ -1,4 +1,4 @@
-package plan
+package clusteraccess
 
 import (
 	"context"
@@ -9,12 +9,19 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// StoreConnections implements Connections with the repository connections and
-// installations in the store.
-type StoreConnections struct{ DB *store.DB }
+// ErrRepoNotConnected: the repository is not connected to the cluster (or its
+// connection was revoked).
+var ErrRepoNotConnected = errors.New("repository not connected to the cluster")
 
-// RepoInstallation implements Connections.
-func (s StoreConnections) RepoInstallation(ctx context.Context, teamID, clusterName, repoURL string) (int64, error) {
+// Connections answers, from the repository connections and installations in the
+// store, whether a repository is connected to a team's cluster and through which
+// installation of the App (the pipeline's plan.Connections).
+type Connections struct{ DB *store.DB }
+
+// RepoInstallation returns the installation id through which the team reaches a
+// repository (any spelling of its URL) connected to the cluster, or an error
+// wrapping ErrRepoNotConnected.
+func (s Connections) RepoInstallation(ctx context.Context, teamID, clusterName, repoURL string) (int64, error) {
 	canonical, err := github.NormalizeRepoURL(repoURL)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrRepoNotConnected, err)
