@@ -4,7 +4,8 @@
 // Git-or-direct path decision with its plan payload, and the app summaries shown to
 // people. It holds the one model of an Application and its one decoder, whether the
 // Application comes from the API server (unstructured or JSON) or from a manifest
-// file. It performs no I/O; reading clusters is the job of package kube.
+// file (ReadApplications, over a file system it is handed). It performs no other
+// I/O; reading clusters is the job of package kube.
 package argocd
 
 import (

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/checkout"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/objref"
@@ -142,7 +142,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageErr("no change given")
 	}
-	target, change, err := parseChange(fs.Args())
+	target, change, err := render.ParseChangeArgs(fs.Args(), readManifest)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -184,7 +184,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "kukie-gitops plan: interrupted; nothing written")
 			return 1
 		}
-		if err := writeEdits(f.repo, res.Edits); err != nil {
+		if err := checkout.WriteEdits(f.repo, res.Edits); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
 			return 1
 		}
@@ -313,263 +313,26 @@ func parseSourceType(s string) (render.SourceType, error) {
 	return "", fmt.Errorf("--type %q is not one of Directory, Kustomize, Helm", s)
 }
 
-// readApplications reads the Application manifests of a file or of the YAML files
-// of a directory (not recursive).
+// readApplications reads the Application manifests of a file, or of the YAML and
+// JSON files of a directory (not recursive).
 func readApplications(p string) ([]argocd.Application, error) {
-	info, err := os.Stat(p)
+	abs, err := filepath.Abs(p)
 	if err != nil {
 		return nil, fmt.Errorf("read applications: %w", err)
 	}
-	files := []string{p}
-	if info.IsDir() {
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf("read applications: %w", err)
-		}
-		files = nil
-		for _, e := range entries {
-			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".json")) {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	var apps []argocd.Application
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("read applications: %w", err)
-		}
-		found, err := argocd.DecodeApplicationsYAML(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		apps = append(apps, found...)
-	}
-	if len(apps) == 0 {
-		return nil, fmt.Errorf("no Argo CD Application found in %s", p)
+	apps, err := argocd.ReadApplications(os.DirFS(filepath.Dir(abs)), filepath.Base(abs))
+	if err != nil {
+		return nil, fmt.Errorf("read applications %s: %w", p, err)
 	}
 	return apps, nil
 }
 
-// kindAliases maps kubectl-style kind names to apiVersion and kind.
-var kindAliases = map[string][2]string{
-	"deployment": {"apps/v1", "Deployment"}, "deploy": {"apps/v1", "Deployment"},
-	"statefulset": {"apps/v1", "StatefulSet"}, "sts": {"apps/v1", "StatefulSet"},
-	"daemonset": {"apps/v1", "DaemonSet"}, "ds": {"apps/v1", "DaemonSet"},
-	"replicaset": {"apps/v1", "ReplicaSet"}, "rs": {"apps/v1", "ReplicaSet"},
-	"cronjob": {"batch/v1", "CronJob"}, "cj": {"batch/v1", "CronJob"},
-	"job": {"batch/v1", "Job"},
-	"pod": {"v1", "Pod"}, "po": {"v1", "Pod"},
-	"service": {"v1", "Service"}, "svc": {"v1", "Service"},
-	"configmap": {"v1", "ConfigMap"}, "cm": {"v1", "ConfigMap"},
-	"secret":         {"v1", "Secret"},
-	"serviceaccount": {"v1", "ServiceAccount"}, "sa": {"v1", "ServiceAccount"},
-	"ingress": {"networking.k8s.io/v1", "Ingress"}, "ing": {"networking.k8s.io/v1", "Ingress"},
-	"horizontalpodautoscaler": {"autoscaling/v2", "HorizontalPodAutoscaler"}, "hpa": {"autoscaling/v2", "HorizontalPodAutoscaler"},
-	"rollout": {"argoproj.io/v1alpha1", "Rollout"},
-}
-
-// parseChange parses "<verb> KIND/NAME [flags] [args]" into a target and a change.
-func parseChange(args []string) (objref.Target, render.Change, error) {
-	var target objref.Target
-	var change render.Change
-	verb, rest := args[0], args[1:]
-	var ref string
-	if verb != "add" {
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return target, change, fmt.Errorf("%s needs KIND/NAME", verb)
-		}
-		ref, rest = rest[0], rest[1:]
+// readManifest reads the manifest of "add -f FILE", standard input for "-".
+func readManifest(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
 	}
-	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var container, namespace, apiVersion, requests, limits, file string
-	replicas := int64(-1)
-	fs.StringVar(&container, "c", "", "")
-	fs.StringVar(&container, "container", "", "")
-	fs.StringVar(&namespace, "n", "", "")
-	fs.StringVar(&namespace, "namespace", "", "")
-	fs.StringVar(&apiVersion, "api-version", "", "")
-	fs.Int64Var(&replicas, "replicas", -1, "")
-	fs.StringVar(&requests, "requests", "", "")
-	fs.StringVar(&limits, "limits", "", "")
-	fs.StringVar(&file, "f", "", "")
-	var positional []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return target, change, fmt.Errorf("%s: %w", verb, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	if verb != "add" {
-		kind, name, ok := strings.Cut(ref, "/")
-		if !ok || kind == "" || name == "" {
-			return target, change, fmt.Errorf("%q is not KIND/NAME", ref)
-		}
-		if alias, ok := kindAliases[strings.ToLower(kind)]; ok {
-			target.APIVersion, target.Kind = alias[0], alias[1]
-		} else {
-			target.Kind = kind
-		}
-		if apiVersion != "" {
-			target.APIVersion = apiVersion
-		}
-		if target.APIVersion == "" {
-			return target, change, fmt.Errorf("kind %q is not known; give --api-version", kind)
-		}
-		target.Name, target.Namespace = name, namespace
-	}
-	switch verb {
-	case "scale":
-		if replicas < 0 {
-			return target, change, fmt.Errorf("scale needs --replicas N")
-		}
-		change.Replicas = &render.Replicas{Count: replicas}
-	case "set-image":
-		if len(positional) != 1 {
-			return target, change, fmt.Errorf("set-image needs one CONTAINER=IMAGE argument")
-		}
-		cname, img, ok := strings.Cut(positional[0], "=")
-		if !ok || cname == "" || img == "" {
-			return target, change, fmt.Errorf("%q is not CONTAINER=IMAGE", positional[0])
-		}
-		change.Image = &render.Image{Container: cname}
-		name, rest := img, ""
-		if i := strings.LastIndexAny(img, ":@"); i >= 0 && !strings.Contains(img[i:], "/") {
-			if at := strings.Index(img, "@"); at >= 0 {
-				i = at
-			}
-			name, rest = img[:i], img[i:]
-		}
-		change.Image.Name = name
-		switch {
-		case strings.HasPrefix(rest, "@"):
-			change.Image.Digest = rest[1:]
-		case strings.HasPrefix(rest, ":"):
-			change.Image.Tag = rest[1:]
-		default:
-			return target, change, fmt.Errorf("%q has no tag or digest", img)
-		}
-	case "set-env":
-		if container == "" || len(positional) == 0 {
-			return target, change, fmt.Errorf("set-env needs -c CONTAINER and KEY=VALUE or KEY- arguments")
-		}
-		change.Env = &render.Env{Container: container, Set: map[string]string{}}
-		for _, a := range positional {
-			if k, v, ok := strings.Cut(a, "="); ok {
-				change.Env.Set[k] = v
-			} else if k, ok := strings.CutSuffix(a, "-"); ok {
-				change.Env.Unset = append(change.Env.Unset, k)
-			} else {
-				return target, change, fmt.Errorf("%q is neither KEY=VALUE nor KEY-", a)
-			}
-		}
-	case "set-resources":
-		if container == "" || (requests == "" && limits == "") {
-			return target, change, fmt.Errorf("set-resources needs -c CONTAINER and --requests or --limits")
-		}
-		req, err := parseQuantities(requests)
-		if err != nil {
-			return target, change, fmt.Errorf("--requests: %w", err)
-		}
-		lim, err := parseQuantities(limits)
-		if err != nil {
-			return target, change, fmt.Errorf("--limits: %w", err)
-		}
-		change.Resources = &render.Resources{Container: container, Requests: req, Limits: lim}
-	case "add":
-		if file == "" {
-			return target, change, fmt.Errorf("add needs -f FILE")
-		}
-		var data []byte
-		var err error
-		if file == "-" {
-			data, err = io.ReadAll(os.Stdin)
-		} else {
-			data, err = os.ReadFile(file)
-		}
-		if err != nil {
-			return target, change, fmt.Errorf("read manifest: %w", err)
-		}
-		change.NewResource = &render.NewResource{Manifest: string(data)}
-	default:
-		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add)", verb)
-	}
-	if verb != "set-image" && verb != "set-env" && len(positional) > 0 {
-		return target, change, fmt.Errorf("%s: unexpected argument %q", verb, positional[0])
-	}
-	return target, change, nil
-}
-
-func parseQuantities(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, part := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not name=quantity", part)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// writeEdits applies verified edits. Every file is checked before any is written,
-// so a file that changed since planning leaves the whole repository untouched.
-func writeEdits(repo string, edits []render.FileEdit) error {
-	modes := make([]os.FileMode, len(edits))
-	for i, e := range edits {
-		full := filepath.Join(repo, filepath.FromSlash(e.Path))
-		modes[i] = 0o644
-		current, err := os.ReadFile(full)
-		switch {
-		case e.Created && err == nil:
-			return fmt.Errorf("write %s: the file appeared since planning; nothing written", e.Path)
-		case e.Created && !errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		case !e.Created && err != nil:
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		case !e.Created && !bytes.Equal(current, e.Old):
-			return fmt.Errorf("write %s: the file changed since planning; nothing written", e.Path)
-		}
-		if info, err := os.Stat(full); err == nil {
-			modes[i] = info.Mode().Perm()
-		}
-	}
-	for i, e := range edits {
-		if err := writeFileAtomic(filepath.Join(repo, filepath.FromSlash(e.Path)), e.New, modes[i]); err != nil {
-			return fmt.Errorf("write %s: %w", e.Path, err)
-		}
-	}
-	return nil
-}
-
-// writeFileAtomic replaces a file by renaming a complete temporary file over it.
-func writeFileAtomic(full string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(full), ".kukie-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), full); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return os.ReadFile(name)
 }
 
 // printRefusal reports a refusal: the reason always on stderr, and the JSON

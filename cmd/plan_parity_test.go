@@ -392,7 +392,7 @@ func changeArgs(t *testing.T, c parityCase) []string {
 	if tg.Namespace != "" {
 		args = append(args, "-n", tg.Namespace)
 	}
-	gotTarget, gotChange, err := parseChange(args)
+	gotTarget, gotChange, err := render.ParseChangeArgs(args, os.ReadFile)
 	if err != nil || gotTarget != tg || !reflect.DeepEqual(gotChange, normalizedChange(ch)) {
 		t.Fatalf("arguments %v parse as %+v %+v (%v), want %+v %+v", args, gotTarget, gotChange, err, tg, ch)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/logging"
-	"github.com/kukie/kukie-gitops/render"
 )
 
 const sampleRepo = "../testdata/sample-repo"
@@ -218,30 +217,6 @@ func TestPlanCommandPlansHelmThroughValues(t *testing.T) {
 	code, stdout, stderr = runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--values", "values-prod.yaml", "scale", "deployment/web", "--replicas", "3")
 	if code != 2 || !strings.Contains(stderr, "Refused (helm_unsupported)") || !strings.Contains(stderr, "missing in charts/ directory: redis") {
 		t.Fatalf("exit %d, want a helm_unsupported refusal\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-}
-
-func TestWriteEditsChecksEveryFileFirst(t *testing.T) {
-	repo := t.TempDir()
-	for name, content := range map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"} {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	edits := []render.FileEdit{
-		{Path: "a.yaml", Old: []byte("a: 1\n"), New: []byte("a: 2\n")},
-		{Path: "b.yaml", Old: []byte("b: 0\n"), New: []byte("b: 2\n")}, // changed since planning
-		{Path: "c.yaml", New: []byte("c: 1\n"), Created: true},
-	}
-	err := writeEdits(repo, edits)
-	if err == nil || !strings.Contains(err.Error(), "b.yaml: the file changed since planning") {
-		t.Fatalf("want a refusal naming b.yaml, got %v", err)
-	}
-	if a, _ := os.ReadFile(filepath.Join(repo, "a.yaml")); string(a) != "a: 1\n" {
-		t.Fatalf("a.yaml was written although b.yaml refused: %q", a)
-	}
-	if _, err := os.Stat(filepath.Join(repo, "c.yaml")); !os.IsNotExist(err) {
-		t.Fatalf("c.yaml was created although b.yaml refused: %v", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,10 +13,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/store"
 )
-
-// cliActor is the audit actor of administrative commands, which run with direct
-// database access and so act for the operator, not for a team.
-const cliActor = "cli"
 
 // adminStore loads the configuration and opens the (migrated) database for an
 // administrative command.
@@ -109,7 +104,7 @@ func runTeam(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
 			return 1
 		}
-		if err := audit(ctx, db, team.ID, "team.create", "team", team.ID, map[string]string{"name": name}); err != nil {
+		if err := db.RecordOperatorAction(ctx, team.ID, "team.create", "team", team.ID, map[string]string{"name": name}); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops team create: %v\n", err)
 			return 1
 		}
@@ -197,7 +192,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
 			return 1
 		}
-		if err := audit(ctx, db, team.ID, "token.create", "api_token", tok.ID, map[string]string{"name": label, "scopes": tok.Scopes.String()}); err != nil {
+		if err := db.RecordOperatorAction(ctx, team.ID, "token.create", "api_token", tok.ID, map[string]string{"name": label, "scopes": tok.Scopes.String()}); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops token create: %v\n", err)
 			return 1
 		}
@@ -249,7 +244,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "kukie-gitops token revoke: %v\n", err)
 			return 1
 		}
-		if err := audit(ctx, db, tok.TeamID, "token.revoke", "api_token", tok.ID, nil); err != nil {
+		if err := db.RecordOperatorAction(ctx, tok.TeamID, "token.revoke", "api_token", tok.ID, nil); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops token revoke: %v\n", err)
 			return 1
 		}
@@ -259,15 +254,4 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "kukie-gitops token: unknown subcommand %q (want create, list or revoke)\n", sub)
 		return 2
 	}
-}
-
-func audit(ctx context.Context, db *store.DB, teamID, action, subjectType, subjectID string, detail map[string]string) error {
-	raw, err := json.Marshal(detail)
-	if err != nil || detail == nil {
-		raw = []byte("{}")
-	}
-	_, err = db.RecordAuditEvent(ctx, store.AuditEvent{
-		TeamID: teamID, Actor: cliActor, Action: action, SubjectType: subjectType, SubjectID: subjectID, Detail: raw,
-	})
-	return err
 }

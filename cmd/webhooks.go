@@ -91,7 +91,7 @@ func runWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stderr, "kukie-gitops webhooks replay: %v\n", err)
 			return 1
 		}
-		if err := audit(ctx, db, "", "webhook.replay", "webhook_delivery", id, map[string]string{"event": d.Event, "action": d.Action}); err != nil {
+		if err := db.RecordOperatorAction(ctx, "", "webhook.replay", "webhook_delivery", id, map[string]string{"event": d.Event, "action": d.Action}); err != nil {
 			fmt.Fprintf(stderr, "kukie-gitops webhooks replay: %v\n", err)
 			return 1
 		}

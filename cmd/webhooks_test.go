@@ -68,7 +68,7 @@ func TestWebhooksListAndReplay(t *testing.T) {
 		t.Fatalf("replay without an id: exit %d, want 2", code)
 	}
 	events, err := db.ListAuditEvents(ctx, store.AuditFilter{SubjectType: "webhook_delivery", SubjectID: "gave-up"})
-	if err != nil || len(events) != 1 || events[0].Action != "webhook.replay" || events[0].Actor != cliActor {
+	if err != nil || len(events) != 1 || events[0].Action != "webhook.replay" || events[0].Actor != store.OperatorActor {
 		t.Fatalf("audit = %+v, %v; want one webhook.replay by the cli", events, err)
 	}
 }

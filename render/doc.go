@@ -28,6 +28,9 @@
 // object the change touched renders as it did before the change, nothing else
 // differs; a revert that would also undo later changes is refused.
 //
+// [ParseChangeArgs] reads a change as the offline plan command spells it
+// ("scale deploy/web --replicas 4") into a Request's target and change.
+//
 // [Render] renders one Application without planning anything; its output may be
 // kept (for example by commit, through [EncodeObjects]) and handed back to Plan as
 // the before-render through [Request].BeforeRender.

@@ -47,6 +47,28 @@ func (db *DB) RecordAuditEvent(ctx context.Context, e AuditEvent) (AuditEvent, e
 	return insertAuditEvent(ctx, db.DB, e)
 }
 
+// OperatorActor is the audit actor of the administrative commands, which run with
+// direct database access and so act for the operator, not for a team.
+const OperatorActor = "cli"
+
+// RecordOperatorAction appends the audit event of an administrative command's
+// action on a subject, as OperatorActor; teamID is empty for an action outside any
+// team (a webhook delivery). detail holds plain strings, never a secret.
+func (db *DB) RecordOperatorAction(ctx context.Context, teamID, action, subjectType, subjectID string, detail map[string]string) error {
+	raw := []byte("{}")
+	if detail != nil {
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return fmt.Errorf("record audit event %s: %w", action, err)
+		}
+		raw = b
+	}
+	_, err := insertAuditEvent(ctx, db.DB, AuditEvent{
+		TeamID: teamID, Actor: OperatorActor, Action: action, SubjectType: subjectType, SubjectID: subjectID, Detail: raw,
+	})
+	return err
+}
+
 // RecordAuditEventTx appends an event inside tx, so that a state change and its audit
 // row commit or roll back together.
 func RecordAuditEventTx(ctx context.Context, tx *sqlx.Tx, e AuditEvent) (AuditEvent, error) {

@@ -1,0 +1,63 @@
+package render
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
+)
+
+func TestParseChangeArgs(t *testing.T) {
+	manifests := map[string]string{"new.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n"}
+	read := func(name string) ([]byte, error) {
+		m, ok := manifests[name]
+		if !ok {
+			return nil, errors.New("no such file " + name)
+		}
+		return []byte(m), nil
+	}
+	web := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	for name, tc := range map[string]struct {
+		args   []string
+		target objref.Target
+		change Change
+		err    string
+	}{
+		"scale by short name": {args: []string{"scale", "deploy/web", "--replicas", "4", "-n", "shop"},
+			target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, change: Change{Replicas: &Replicas{Count: 4}}},
+		"image by digest": {args: []string{"set-image", "deployment/web", "app=registry:5000/web@sha256:abc"},
+			target: web, change: Change{Image: &Image{Container: "app", Name: "registry:5000/web", Digest: "sha256:abc"}}},
+		"env set and unset": {args: []string{"set-env", "deployment/web", "-c", "app", "A=1", "B-"},
+			target: web, change: Change{Env: &Env{Container: "app", Set: map[string]string{"A": "1"}, Unset: []string{"B"}}}},
+		"resources": {args: []string{"set-resources", "deployment/web", "-c", "app", "--requests", "cpu=100m,memory=", "--limits", "cpu=1"},
+			target: web, change: Change{Resources: &Resources{Container: "app", Requests: map[string]string{"cpu": "100m", "memory": ""}, Limits: map[string]string{"cpu": "1"}}}},
+		"a custom kind": {args: []string{"scale", "Widget/w", "--api-version", "example.com/v1", "--replicas", "0"},
+			target: objref.Target{APIVersion: "example.com/v1", Kind: "Widget", Name: "w"}, change: Change{Replicas: &Replicas{Count: 0}}},
+		"add reads the manifest through the reader": {args: []string{"add", "-f", "new.yaml"},
+			change: Change{NewResource: &NewResource{Manifest: manifests["new.yaml"]}}},
+		"nothing":               {args: nil, err: "no change given"},
+		"unknown kind":          {args: []string{"scale", "widget/w", "--replicas", "1"}, err: `kind "widget" is not known`},
+		"no name":               {args: []string{"scale", "--replicas", "1"}, err: "scale needs KIND/NAME"},
+		"scale without a count": {args: []string{"scale", "deploy/web"}, err: "scale needs --replicas N"},
+		"image without a tag":   {args: []string{"set-image", "deploy/web", "app=web"}, err: "has no tag or digest"},
+		"a stray argument":      {args: []string{"scale", "deploy/web", "--replicas", "1", "extra"}, err: `unexpected argument "extra"`},
+		"a bad quantity":        {args: []string{"set-resources", "deploy/web", "-c", "app", "--limits", "cpu"}, err: `--limits: "cpu" is not name=quantity`},
+		"a manifest that fails": {args: []string{"add", "-f", "gone.yaml"}, err: "read manifest: no such file gone.yaml"},
+		"an unknown verb":       {args: []string{"delete", "deploy/web"}, err: `unknown change "delete"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			target, change, err := ParseChangeArgs(tc.args, read)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseChangeArgs(%q) error %v, want one containing %q", tc.args, err, tc.err)
+				}
+				return
+			}
+			if err != nil || target != tc.target || !reflect.DeepEqual(change, tc.change) {
+				t.Fatalf("ParseChangeArgs(%q) = %+v %+v (%v), want %+v %+v", tc.args, target, change, err, tc.target, tc.change)
+			}
+		})
+	}
+}
