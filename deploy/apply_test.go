@@ -97,6 +97,13 @@ func (a dryRunApplier) apply(ctx context.Context, obj *unstructured.Unstructured
 
 func TestChartManifestsPassAServerSideDryRun(t *testing.T) {
 	env := kubetest.Start(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := dc.ServerVersion(); err != nil || v.GitVersion != kubeVersion {
+		t.Fatalf("the API server is %v (%v); render and lint the chart for it: kubeVersion = %q", v, err, kubeVersion)
+	}
 	installServiceMonitorCRD(t, env)
 	a := newDryRunApplier(t, env)
 	ctx := context.Background()
