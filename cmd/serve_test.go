@@ -247,6 +247,9 @@ func TestServeWithZeroConfiguration(t *testing.T) {
 	if status, _ := get(t, "http://"+addr+"/test/whoami", ""); status != 401 {
 		t.Fatalf("API without a token = %d, want 401 (no dev auth unless configured)", status)
 	}
+	if status, body := get(t, "http://"+addr+"/api/v1/notifications/endpoints", ""); status != 401 {
+		t.Fatalf("notification endpoints without a token = %d %s, want 401: they are mounted and authenticated", status, body)
+	}
 	if status, body := get(t, "http://"+addr+"/mcp", ""); status != 401 {
 		t.Fatalf("MCP tool server without a token = %d %s, want 401: it is mounted and authenticated", status, body)
 	}

@@ -70,6 +70,15 @@ type Config struct {
 	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
 	Webhooks   Webhooks   `yaml:"webhooks" json:"webhooks"`
 	Metrics    Metrics    `yaml:"metrics" json:"metrics"`
+	// Notifications are the signed deliveries to teams' webhook endpoints.
+	Notifications Notifications `yaml:"notifications" json:"notifications"`
+}
+
+// Notifications holds the settings of deliveries to teams' endpoints.
+type Notifications struct {
+	// AllowHTTP accepts http:// endpoint URLs, for a receiver on a developer's
+	// machine; the production profile refuses it.
+	AllowHTTP bool `yaml:"allow_http" json:"allow_http"`
 }
 
 // Metrics configures where the Prometheus exposition is served.

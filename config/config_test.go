@@ -182,6 +182,15 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"notifications: https only by default, allow_http from yaml, environment wins": {
+			yaml: "notifications:\n  allow_http: false\n",
+			env:  map[string]string{"KUKIE_NOTIFICATIONS_ALLOW_HTTP": "true"},
+			check: func(t *testing.T, c Config) {
+				if !c.Notifications.AllowHTTP || Default().Notifications.AllowHTTP {
+					t.Fatalf("allow_http = %v (default %v), want true (false)", c.Notifications.AllowHTTP, Default().Notifications.AllowHTTP)
+				}
+			},
+		},
 		"metrics: on the main listener by default, address from yaml, environment wins": {
 			yaml: "metrics:\n  address: 127.0.0.1:9090\n",
 			env:  map[string]string{"KUKIE_METRICS_ADDRESS": "0.0.0.0:9100"},
@@ -355,6 +364,15 @@ func TestValidate(t *testing.T) {
 			profile: Production,
 			edit:    func(c *Config) { c.Auth.DevTeam = "dev" },
 			want:    []string{"auth.dev_team must be empty"},
+		},
+		"production refuses http notification endpoints": {
+			profile: Production,
+			edit:    func(c *Config) { c.Notifications.AllowHTTP = true },
+			want:    []string{"notifications.allow_http must be false"},
+		},
+		"dev allows http notification endpoints": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Notifications.AllowHTTP = true },
 		},
 		"dev allows dev authentication": {
 			profile: Dev,

@@ -50,6 +50,17 @@ func integer(dst func(*Config) *int64) func(*Config, string) error {
 	}
 }
 
+func boolean(dst func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not true or false: %q", v)
+		}
+		*dst(c) = b
+		return nil
+	}
+}
+
 // list reads a comma-separated list; blanks around items are dropped, and an empty
 // value is an empty list.
 func list(dst func(*Config) *[]string) func(*Config, string) error {
@@ -99,6 +110,7 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployPollInterval })},
 	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
 	{"KUKIE_WEBHOOKS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Webhooks.Retention })},
+	{"KUKIE_NOTIFICATIONS_ALLOW_HTTP", boolean(func(c *Config) *bool { return &c.Notifications.AllowHTTP })},
 	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},

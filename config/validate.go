@@ -182,6 +182,9 @@ func (c Config) Validate(profile Profile) error {
 		if c.Auth.DevTeam != "" {
 			add("auth.dev_team must be empty: dev authentication lets anyone act as a team")
 		}
+		if c.Notifications.AllowHTTP {
+			add("notifications.allow_http must be false: notifications carry change details and are sent over https only")
+		}
 	default:
 		add("unknown profile %q", profile)
 	}

@@ -2,7 +2,8 @@
 // parts need each other: the metrics registry, the GitHub App's client creator and
 // identity, cluster access, the change pipeline, the webhook handlers and inbox, and
 // then every route, listed in one table (routes). It owns that wiring and the running
-// of the background work (inbox workers, pipeline, metrics listener).
+// of the background work (inbox workers, pipeline, notification deliveries, metrics
+// listener).
 //
 // It holds no business logic, reads no flags or files and validates no configuration:
 // the caller (cmd's serve, the tests) hands it a configuration that config.Check has
@@ -34,6 +35,7 @@ import (
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/metrics"
+	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -56,6 +58,7 @@ type Service struct {
 	pipeline    *plan.Pipeline
 	unavailable *unavailablePipeline
 	metrics     *metricsExposition
+	notifier    *notify.Worker
 }
 
 // Option adjusts New for a test.
@@ -183,6 +186,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		return nil, err
 	}
 	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters}
+	s.notifier = &notify.Worker{Store: db, Credentials: credentials}
 	routes(s.server, s.metrics,
 		&webhook.Receiver{Store: db, Secret: cfg.GitHub.WebhookSecret, Inbox: s.inbox},
 		&setup.API{
@@ -196,7 +200,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
 		},
 		changes,
-		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}))
+		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),
+		&notify.API{Store: db, Credentials: credentials, AllowHTTP: cfg.Notifications.AllowHTTP})
 	return s, nil
 }
 
@@ -225,14 +230,20 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 //	GET    /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}  one Application
 //	GET    /api/v1/openapi.json                          the change API's description (no token)
 //	       /mcp                                          the MCP tool server over the change API (read scope)
+//	POST   /api/v1/notifications/endpoints               register a notification endpoint (secret shown once)
+//	GET    /api/v1/notifications/endpoints               the team's endpoints
+//	DELETE /api/v1/notifications/endpoints/{id}          remove one
+//	POST   /api/v1/notifications/endpoints/{id}/resume   resume a paused one
+//	GET    /api/v1/notifications/endpoints/{id}/deliveries  its delivery log
 //	GET    /metrics                                      Prometheus (no token; here unless metrics.address is set)
 //
 // Every /api/v1 route but openapi.json requires a team token.
-func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server) {
+func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server, notifications *notify.API) {
 	hooks.Mount(srv)
 	app.Mount(srv)
 	changes.Mount(srv)
 	tools.Mount(srv)
+	notifications.Mount(srv)
 	if m.address == "" {
 		srv.Handle("GET "+MetricsPath, m.handler)
 	}
@@ -289,6 +300,7 @@ func (s *Service) start(ctx context.Context) (stop func(), err error) {
 	background := []task{
 		{"webhook inbox", func(ctx context.Context) error { s.inbox.Run(ctx); return nil }},
 		{"change pipeline", s.runPipeline},
+		{"notifications", func(ctx context.Context) error { s.notifier.Run(ctx); return nil }},
 	}
 	if s.metrics.address != "" {
 		serveMetrics, err := s.metrics.listen(ctx)

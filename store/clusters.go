@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // ClusterAccess says how the service reaches a cluster.
@@ -146,28 +148,44 @@ func (r repoConnectionRow) connection() RepoConnection {
 // already connected repository is not an error: the stored connection gets the new
 // status and is returned, with created reporting whether it is new.
 func (db *DB) ConnectRepo(ctx context.Context, clusterID, repo string, status ConnectionStatus) (conn RepoConnection, created bool, err error) {
-	now := toMillis(time.Now())
-	res, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO repo_connections (`+repoConnectionColumns+`)
-		VALUES (?, ?, ?, ?, '', ?, ?) ON CONFLICT (cluster_id, repo) DO NOTHING`), NewID(), clusterID, repo, status, now, now)
+	now := time.Now()
+	err = db.InTx(ctx, func(tx *sqlx.Tx) error {
+		var prev string
+		perr := tx.GetContext(ctx, &prev, tx.Rebind(`SELECT status FROM repo_connections WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
+		if perr != nil && !errors.Is(perr, sql.ErrNoRows) {
+			return fmt.Errorf("connect %s: %w", repo, perr)
+		}
+		res, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO repo_connections (`+repoConnectionColumns+`)
+			VALUES (?, ?, ?, ?, '', ?, ?) ON CONFLICT (cluster_id, repo) DO NOTHING`), NewID(), clusterID, repo, status, toMillis(now), toMillis(now))
+		if err != nil {
+			return fmt.Errorf("connect %s: %w", repo, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("connect %s: %w", repo, err)
+		}
+		created = n > 0
+		var row repoConnectionRow
+		if created {
+			err = tx.GetContext(ctx, &row, tx.Rebind(`SELECT `+repoConnectionColumns+` FROM repo_connections
+				WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
+		} else {
+			err = tx.GetContext(ctx, &row, tx.Rebind(`UPDATE repo_connections SET status = ?, status_reason = '', updated_at = ?
+				WHERE cluster_id = ? AND repo = ? RETURNING `+repoConnectionColumns), status, toMillis(now), clusterID, repo)
+		}
+		if err != nil {
+			return fmt.Errorf("connect %s: %w", repo, err)
+		}
+		conn = row.connection()
+		if prev != string(status) {
+			return notifyConnectionTx(ctx, tx, clusterID, repo, string(status), "", now)
+		}
+		return nil
+	})
 	if err != nil {
-		return RepoConnection{}, false, fmt.Errorf("connect %s: %w", repo, err)
+		return RepoConnection{}, false, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return RepoConnection{}, false, fmt.Errorf("connect %s: %w", repo, err)
-	}
-	var row repoConnectionRow
-	if n == 0 {
-		err = db.GetContext(ctx, &row, db.Rebind(`UPDATE repo_connections SET status = ?, status_reason = '', updated_at = ?
-			WHERE cluster_id = ? AND repo = ? RETURNING `+repoConnectionColumns), status, now, clusterID, repo)
-	} else {
-		err = db.GetContext(ctx, &row, db.Rebind(`SELECT `+repoConnectionColumns+` FROM repo_connections
-			WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
-	}
-	if err != nil {
-		return RepoConnection{}, false, fmt.Errorf("connect %s: %w", repo, err)
-	}
-	return row.connection(), n > 0, nil
+	return conn, created, nil
 }
 
 // RepoConnectionFor reads the connection of repo to a cluster; ErrNotFound when there is none.
@@ -184,8 +202,13 @@ func (db *DB) ListRepoConnections(ctx context.Context, clusterID string) ([]Repo
 
 // DisconnectRepo removes a connection; ErrNotFound when there was none.
 func (db *DB) DisconnectRepo(ctx context.Context, clusterID, repo string) error {
-	res, err := db.ExecContext(ctx, db.Rebind(`DELETE FROM repo_connections WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
-	return checkOneRow(res, err, "connection of "+repo)
+	return db.InTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM repo_connections WHERE cluster_id = ? AND repo = ?`), clusterID, repo)
+		if err := checkOneRow(res, err, "connection of "+repo); err != nil {
+			return err
+		}
+		return notifyConnectionTx(ctx, tx, clusterID, repo, ConnectionDisconnected, "disconnected by the team", time.Now())
+	})
 }
 
 // ClusterByID reads a cluster by its id; ErrNotFound when there is none.

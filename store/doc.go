@@ -29,5 +29,6 @@
 // Reserved numbers: 0001 foundation (teams, api_tokens, webhook_deliveries,
 // audit_events), 0002 GitHub App core, 0003 change pipeline, 0004 plan claim
 // fencing, 0005 skipped webhook deliveries, 0006 webhook redeliveries (free attempts,
-// pruning by finish time), 0007 API token scopes.
+// pruning by finish time), 0007 API token scopes, 0008 notification endpoints and
+// their outbox of deliveries.
 package store

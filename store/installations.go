@@ -342,6 +342,9 @@ func addInstallationRepos(ctx context.Context, tx *sqlx.Tx, installationID int64
 		}
 		for _, row := range rows {
 			restored = append(restored, row.connection())
+			if err := notifyConnectionTx(ctx, tx, row.ClusterID, row.Repo, row.Status, "", fromMillis(now)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return restored, nil
@@ -376,6 +379,9 @@ func removeInstallationRepos(ctx context.Context, tx *sqlx.Tx, installationID in
 		}
 		for _, row := range rows {
 			revoked = append(revoked, row.connection())
+			if err := notifyConnectionTx(ctx, tx, row.ClusterID, row.Repo, row.Status, reason, fromMillis(now)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return revoked, nil

@@ -235,7 +235,7 @@ func (db *DB) CreatePlan(ctx context.Context, p Plan, ev PlanEvent) (_ Plan, cre
 			return ErrConflict
 		}
 		ev.PlanCode, ev.Seq, ev.ToStatus = p.Code, 1, p.Status
-		return insertPlanEvent(ctx, tx, p.TeamID, ev, now)
+		return insertPlanEvent(ctx, tx, p, ev, now)
 	})
 	if errors.Is(err, ErrConflict) && p.IdempotencyKey != "" {
 		existing, gerr := db.PlanByIdempotencyKey(ctx, p.TeamID, p.IdempotencyKey)
@@ -484,7 +484,7 @@ func (db *DB) updatePlan(ctx context.Context, p Plan, ev PlanEvent, lc LockChang
 		if ev.ToStatus == "" {
 			ev.ToStatus = p.Status
 		}
-		if err := insertPlanEvent(ctx, tx, p.TeamID, ev, now); err != nil {
+		if err := insertPlanEvent(ctx, tx, p, ev, now); err != nil {
 			return err
 		}
 		if lc.ReleaseAll {
@@ -512,7 +512,11 @@ func (db *DB) updatePlan(ctx context.Context, p Plan, ev PlanEvent, lc LockChang
 	return rowOf(p).plan(), released, nil
 }
 
-func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, teamID string, ev PlanEvent, now time.Time) error {
+// insertPlanEvent records ev of plan p. A change of status is also an audit row and
+// a plan.transition notification to each of the team's endpoints, all in the
+// transaction that moves the plan.
+func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, p Plan, ev PlanEvent, now time.Time) error {
+	teamID := p.TeamID
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO plan_events
 		(plan_code, seq, actor, from_status, to_status, step, message, worker, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		ev.PlanCode, ev.Seq, ev.Actor, ev.FromStatus, ev.ToStatus, ev.Step, ev.Message, ev.Worker, toMillis(now)); err != nil {
@@ -532,9 +536,11 @@ func insertPlanEvent(ctx context.Context, tx *sqlx.Tx, teamID string, ev PlanEve
 	if actor == "" {
 		actor = "system"
 	}
-	_, err = RecordAuditEventTx(ctx, tx, AuditEvent{TeamID: teamID, Actor: actor, Action: "plan.transition",
-		SubjectType: "plan", SubjectID: ev.PlanCode, Detail: detail, CreatedAt: now})
-	return err
+	if _, err = RecordAuditEventTx(ctx, tx, AuditEvent{TeamID: teamID, Actor: actor, Action: "plan.transition",
+		SubjectType: "plan", SubjectID: ev.PlanCode, Detail: detail, CreatedAt: now}); err != nil {
+		return err
+	}
+	return notifyPlanTransitionTx(ctx, tx, p, ev, now)
 }
 
 // PlanEvents returns a plan's history, oldest first.

@@ -15,11 +15,13 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
+	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
@@ -181,6 +183,13 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 		}
 		if _, documented := op.Responses["403"]; ok && !documented {
 			t.Errorf("openapi.json does not document the 403 insufficient_scope of %s", pattern)
+		}
+	}
+	for pattern, scope := range notify.Routes {
+		mounted[pattern] = true
+		method, path, _ := strings.Cut(pattern, " ")
+		if op, ok := doc.Paths[path][strings.ToLower(method)]; ok && op.Scope != string(scope) {
+			t.Errorf("%s needs the %s scope, openapi.json says %q", pattern, scope, op.Scope)
 		}
 	}
 	for route := range mounted {
@@ -367,4 +376,48 @@ func TestChangeRoutesNeedTheirScope(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The notification routes answer as the document says.
+func TestNotificationRoutesAnswerAsDocumented(t *testing.T) {
+	doc := loadDoc(t)
+	db := storetest.SQLite(t)
+	srv, token := changesServer(t, db, stubPipeline{db})
+	box, err := sealed.New(bytes.Repeat([]byte{3}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&notify.API{Store: db, Credentials: box}).Mount(srv)
+	call := func(method, path, body string) (int, []byte) { return callAs(srv, token, method, path, body) }
+	check := func(method, docPath string, status int, body []byte) {
+		t.Helper()
+		resp, ok := doc.Paths[docPath][strings.ToLower(method)].Responses[fmt.Sprint(status)]
+		if !ok {
+			t.Fatalf("status %d of %s %s is not documented: %s", status, method, docPath, body)
+		}
+		if c, ok := resp.Content["application/json"]; ok {
+			if err := doc.conforms(c.Schema, body); err != nil {
+				t.Errorf("%s %s %d does not match the document: %v\n%s", method, docPath, status, err, body)
+			}
+		}
+	}
+	const list = "/api/v1/notifications/endpoints"
+	status, body := call("POST", list, `{"url":"https://chat.example.com/kukie","description":"chat"}`)
+	check("POST", list, status, body)
+	var created struct{ ID string }
+	if status != 201 || json.Unmarshal(body, &created) != nil {
+		t.Fatalf("create = %d %s", status, body)
+	}
+	status, body = call("POST", list, `{"url":"http://chat.example.com"}`)
+	check("POST", list, status, body)
+	status, body = call("GET", list, "")
+	check("GET", list, status, body)
+	status, body = call("GET", list+"/"+created.ID+"/deliveries", "")
+	check("GET", list+"/{id}/deliveries", status, body)
+	status, body = call("POST", list+"/"+created.ID+"/resume", "")
+	check("POST", list+"/{id}/resume", status, body)
+	status, body = call("DELETE", list+"/"+created.ID, "")
+	check("DELETE", list+"/{id}", status, body)
+	status, body = call("DELETE", list+"/"+created.ID, "")
+	check("DELETE", list+"/{id}", status, body)
 }

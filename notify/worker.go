@@ -1,0 +1,183 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/sealed"
+)
+
+// Defaults of a Worker's zero fields.
+const (
+	DefaultPauseAfter   = 10
+	DefaultPoll         = 2 * time.Second
+	DefaultLease        = time.Minute
+	DefaultSendTimeout  = 10 * time.Second
+	DefaultFirstBackoff = 5 * time.Second
+	DefaultMaxBackoff   = 10 * time.Minute
+	claimBatch          = 20
+	maxErrorText        = 300
+)
+
+// Worker delivers the outbox: each due delivery is signed and POSTed to its
+// endpoint; a 2xx answer delivers it, anything else is retried with exponential
+// backoff. Deliveries of one plan (or one connection) go in order: the next waits
+// until the one before is delivered. An endpoint that fails PauseAfter times in a
+// row is paused, its deliveries kept until it is resumed. Several workers (replicas)
+// may run: a claimed delivery is leased, and a lease that runs out (a worker died
+// mid-send) frees it again, so a delivery is sent at least once.
+type Worker struct {
+	Store       *store.DB
+	Credentials *sealed.Box
+	// Client sends deliveries; nil uses one with DefaultSendTimeout. Redirects are
+	// never followed: an endpoint answers where it was registered.
+	Client *http.Client
+	// Now is the clock, for tests; nil is time.Now.
+	Now        func() time.Time
+	PauseAfter int
+	Poll       time.Duration
+	Lease      time.Duration
+	// FirstBackoff doubles with each failed attempt up to MaxBackoff.
+	FirstBackoff time.Duration
+	MaxBackoff   time.Duration
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Worker) client() *http.Client {
+	if w.Client != nil {
+		return w.Client
+	}
+	return &http.Client{Timeout: DefaultSendTimeout}
+}
+
+// backoff is the wait before attempt n+1 after n failed attempts.
+func (w *Worker) backoff(failed int) time.Duration {
+	first, limit := w.FirstBackoff, w.MaxBackoff
+	if first <= 0 {
+		first = DefaultFirstBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultMaxBackoff
+	}
+	d := first
+	for i := 1; i < failed && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Run delivers until ctx is cancelled, looking for due deliveries every Poll.
+func (w *Worker) Run(ctx context.Context) {
+	poll := w.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		if _, err := w.Drain(ctx); err != nil && ctx.Err() == nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("Notification delivery failed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Drain sends every delivery due now, in order, and returns how many attempts it
+// made; a delivery that fails is due again only after its backoff.
+func (w *Worker) Drain(ctx context.Context) (int, error) {
+	lease := w.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	pauseAfter := w.PauseAfter
+	if pauseAfter <= 0 {
+		pauseAfter = DefaultPauseAfter
+	}
+	attempts := 0
+	for ctx.Err() == nil {
+		due, err := w.Store.ClaimDueNotifications(ctx, w.now(), lease, claimBatch)
+		if err != nil {
+			return attempts, err
+		}
+		if len(due) == 0 {
+			return attempts, nil
+		}
+		for _, d := range due {
+			a := w.send(ctx, d)
+			if !a.OK {
+				a.NextAttemptAt = w.now().Add(w.backoff(d.Attempts + 1))
+				zerolog.Ctx(ctx).Warn().Str("delivery", d.ID).Str("endpoint", d.EndpointID).Int("status", a.Status).
+					Str("error", a.Error).Time("next_attempt_at", a.NextAttemptAt).Msg("Notification not delivered")
+			}
+			if err := w.Store.RecordNotificationAttempt(ctx, d, a, w.now(), pauseAfter); err != nil {
+				return attempts, err
+			}
+			attempts++
+		}
+	}
+	return attempts, ctx.Err()
+}
+
+// send makes one attempt.
+func (w *Worker) send(ctx context.Context, d store.NotificationDelivery) store.DeliveryAttempt {
+	ep, err := w.Store.NotificationEndpoint(ctx, d.EndpointID)
+	if err != nil {
+		return store.DeliveryAttempt{Error: "read endpoint: " + err.Error()}
+	}
+	key, err := w.Credentials.Open(ep.SealedSecret, associatedData(ep.TeamID, ep.URL))
+	if errors.Is(err, sealed.ErrNoKey) {
+		return store.DeliveryAttempt{Error: "no encryption key is configured to open the endpoint's secret"}
+	}
+	if err != nil {
+		return store.DeliveryAttempt{Error: "open the endpoint's secret: " + err.Error()}
+	}
+	ts := w.now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return store.DeliveryAttempt{Error: "build request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "kukie-gitops-notifications")
+	req.Header.Set(HeaderEvent, d.Event)
+	req.Header.Set(HeaderDelivery, d.ID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(key, ts, d.Payload))
+	client := *w.client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(req)
+	if err != nil {
+		return store.DeliveryAttempt{Error: truncate(err.Error())}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return store.DeliveryAttempt{Status: resp.StatusCode, Error: fmt.Sprintf("the endpoint answered %s", resp.Status)}
+	}
+	return store.DeliveryAttempt{OK: true, Status: resp.StatusCode}
+}
+
+func truncate(s string) string {
+	if len(s) > maxErrorText {
+		return s[:maxErrorText] + "…"
+	}
+	return s
+}
