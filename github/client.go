@@ -63,6 +63,9 @@ type Config struct {
 	// setup callback learns who installed the App (see UserInstallations).
 	ClientID     string
 	ClientSecret secret.Secret
+	// Limits is the budget each installation keeps below GitHub's secondary rate
+	// limits; the zero value takes GitHub's documented ones.
+	Limits Limits
 }
 
 // withDefaults fills unset fields with github.com's values.
@@ -106,7 +109,9 @@ func (c Config) WebHost() (string, error) {
 // (LRU), GET responses go through a bounded HTTP cache that always revalidates with
 // ETags (a 304 is cheap and the pipeline must never act on stale refs), every
 // request is bounded by the timeout, logged at debug level through the logger in its
-// context, and counted in metrics registered on reg (nil: not registered).
+// context, counted in metrics registered on reg (nil: not registered), and paced by
+// each installation's budget (see Limits) so GitHub's secondary rate limits are
+// waited for rather than hit.
 func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCreator, error) {
 	cfg = cfg.withDefaults()
 	if cfg.AppID <= 0 {
@@ -119,6 +124,7 @@ func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCr
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client: %w", err)
 	}
+	budgets := newBudgets(cfg.Limits, metrics)
 	// One delegate per rate limit, each counting its clients' requests under its
 	// own label: the App's own (JWT) requests, people's tokens, and each
 	// installation's. Delegates only hold settings; the clients they create are
@@ -134,6 +140,9 @@ func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCr
 				// Paths and status codes only: request and response bodies may carry
 				// installation tokens and are never logged.
 				githubapp.ClientLogging(zerolog.DebugLevel),
+				// The budget holds a request back before it is counted: the
+				// metrics see each request GitHub sees, resends included.
+				budgets.middleware(label),
 				metrics.middleware(label),
 			),
 		)

@@ -35,8 +35,13 @@ func (e *StatusError) Error() string {
 // or secondary rate limit, as a 403 or a 429) and from when: the X-RateLimit-Reset
 // of a primary limit, the Retry-After of a secondary one, or a minute after now when
 // GitHub names no time. go-github's own refusals before a request (its client
-// remembers the last limit) carry the same times.
+// remembers the last limit) carry the same times, and so does a request the client's
+// budget held back (*BudgetError).
 func RetryAt(err error, now time.Time) (time.Time, bool) {
+	var be *BudgetError
+	if errors.As(err, &be) {
+		return be.Until, true
+	}
 	var rl *gh.RateLimitError
 	if errors.As(err, &rl) {
 		if rl.Rate.Reset.Time.IsZero() {

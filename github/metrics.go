@@ -18,6 +18,11 @@ type clientMetrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	remaining *prometheus.GaugeVec
+	// The budget's own: content-creating requests left, waits and refusals.
+	contentRemaining *prometheus.GaugeVec
+	waits            *prometheus.CounterVec
+	waitSeconds      *prometheus.CounterVec
+	refusals         *prometheus.CounterVec
 }
 
 func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
@@ -35,6 +40,22 @@ func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
 			Name: "kukie_github_rate_limit_remaining",
 			Help: "Requests left in the current rate limit window, as last reported by GitHub, per installation id (\"app\": the App's own requests, \"user\": people's tokens).",
 		}, []string{"installation"}),
+		contentRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kukie_github_content_budget_remaining",
+			Help: "Content-creating requests (POST, PATCH, PUT, DELETE) the client's budget still allows in its tightest window, per installation id.",
+		}, []string{"installation"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_github_rate_limit_waits_total",
+			Help: "Requests the client held back to stay within GitHub's rate limits, per installation id and limit (content, secondary, primary).",
+		}, []string{"installation", "limit"}),
+		waitSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_github_rate_limit_wait_seconds_total",
+			Help: "Time requests spent held back for GitHub's rate limits, per installation id and limit.",
+		}, []string{"installation", "limit"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_github_rate_limit_deferred_total",
+			Help: "Requests not sent because the wait for GitHub's rate limit was longer than a request may be held; their callers wait and try again.",
+		}, []string{"installation", "limit"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -49,6 +70,18 @@ func newClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
 		return nil, err
 	}
 	if m.remaining, err = register(reg, m.remaining); err != nil {
+		return nil, err
+	}
+	if m.contentRemaining, err = register(reg, m.contentRemaining); err != nil {
+		return nil, err
+	}
+	if m.waits, err = register(reg, m.waits); err != nil {
+		return nil, err
+	}
+	if m.waitSeconds, err = register(reg, m.waitSeconds); err != nil {
+		return nil, err
+	}
+	if m.refusals, err = register(reg, m.refusals); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -83,6 +116,19 @@ func (m *clientMetrics) count(installation string, next http.RoundTripper) http.
 		m.requests.WithLabelValues(r.Method, status, cached).Inc()
 		return res, err
 	})
+}
+
+func (m *clientMetrics) waited(installation, limit string, d time.Duration) {
+	m.waits.WithLabelValues(installation, limit).Inc()
+	m.waitSeconds.WithLabelValues(installation, limit).Add(d.Seconds())
+}
+
+func (m *clientMetrics) refused(installation, limit string) {
+	m.refusals.WithLabelValues(installation, limit).Inc()
+}
+
+func (m *clientMetrics) contentLeft(installation string, n int) {
+	m.contentRemaining.WithLabelValues(installation).Set(float64(n))
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

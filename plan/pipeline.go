@@ -322,6 +322,9 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 		if held.lostErr() != nil {
 			continue // reported at the top of the loop
 		}
+		if sleepOutRateLimit(ctx, err) {
+			continue // the claim is kept (and renewed) while the plan waits
+		}
 		if err != nil || done {
 			return err
 		}
@@ -434,7 +437,13 @@ func editPaths(edits []StoredEdit) []string {
 
 // stop moves pl to refused or failed with a problem; for failed the step to retry is
 // kept. Either way the plan's file locks go with the move (see lockChange).
+//
+// A rate limit of GitHub is no failure: the plan records that it waits for it and
+// stays where it is (see waitForRateLimit).
 func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error) {
+	if saved, err, limited := p.waitForRateLimit(ctx, pl, pay, cause, step); limited {
+		return saved, err
+	}
 	e, ok := AsError(cause)
 	to := StatusRefused
 	if !ok {

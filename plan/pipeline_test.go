@@ -277,7 +277,10 @@ func newEnv(t *testing.T, db *store.DB, opts ...func(*github.Config)) *env {
 	s := githubtest.New(t)
 	s.CreateRepo(t, "acme", "deploy", map[string]string{webFile: webYAML, "README.md": "manifests\n"}, "main")
 	inst := s.CreateInstallation(t, "acme", "deploy")
-	cfg := github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}
+	cfg := github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL(),
+		// Fault tests retry writes faster than GitHub's 80 a minute would allow; the
+		// budget has tests of its own.
+		Limits: github.Limits{Content: []github.Window{{Requests: 1 << 20, Per: time.Minute}}}}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/store"
@@ -159,7 +161,7 @@ func notCheckedLine(pay Payload) string {
 // base its branch moved to (Payload.BaseRefusal) asks for action with the reason.
 func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
 	if failure == "" && pay.VerifiedHead != pl.HeadSHA {
-		return p.unverifiedReport(pl, "the comparison of commit "+pl.HeadSHA+" with the verified change has not completed", true)
+		return p.unverifiedReport(pl, errors.New("the comparison of commit "+pl.HeadSHA+" with the verified change has not completed"), true)
 	}
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl)}
 	var b strings.Builder
@@ -214,9 +216,15 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 // unverifiedReport is the run of a head whose comparison with the verified change did
 // not complete: in progress while the service tries again, action_required when it
 // does not. It marks no lines, since nothing about them is known.
-func (p *Pipeline) unverifiedReport(pl store.Plan, reason string, retrying bool) github.CheckReport {
+func (p *Pipeline) unverifiedReport(pl store.Plan, cause error, retrying bool) github.CheckReport {
+	reason := cause.Error()
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl), Title: "Not verified yet"}
 	next := "The service tries again on its own; nothing needs to be done."
+	if at, ok := github.RetryAt(cause, time.Now()); ok {
+		r.Title = "Waiting for GitHub's rate limit"
+		next = "The service is waiting for GitHub's rate limit (until " + at.UTC().Format(time.TimeOnly+" MST") +
+			") and tries again on its own; nothing needs to be done."
+	}
 	if !retrying {
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Could not verify"
 		next = "Retry the change (POST /api/v1/changes/" + pl.Code + "/retry) once the cause is fixed."

@@ -531,6 +531,9 @@ func (p *Pipeline) checkUnfinished(ctx context.Context, pl store.Plan, pay Paylo
 	}
 	transient := github.Transient(cause)
 	p.publishUnverified(ctx, pl, pay, cause, transient)
+	if saved, err, limited := p.waitForRateLimit(ctx, pl, pay, cause, "check_run"); limited {
+		return saved, err
+	}
 	if transient {
 		return pl, fmt.Errorf("check run of plan %s on %s, retried later: %w", pl.Code, pl.HeadSHA, cause)
 	}
@@ -548,7 +551,7 @@ func (p *Pipeline) publishUnverified(ctx context.Context, pl store.Plan, pay Pay
 	if p.fence(ctx, pl.Code) != nil {
 		return // the claim was lost: the plan's new holder speaks for the head
 	}
-	report := p.unverifiedReport(pl, cause.Error(), retrying)
+	report := p.unverifiedReport(pl, cause, retrying)
 	if _, err := p.repos.PublishCheckRun(ctx, pl.InstallationID, pl.Repo, pl.HeadSHA, 0, report); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Str("head", pl.HeadSHA).Msg("Could not mark the head as not verified")
 	}

@@ -12,6 +12,10 @@
 // can assert that some path made no call to GitHub at all. InjectFault makes chosen
 // routes fail as GitHub does on a bad day (5xx, requests that never answer, primary and
 // secondary rate limits with their headers), for a number of requests or until removed.
+// EnforceSecondaryLimits makes it refuse, as GitHub does, whatever goes over GitHub's
+// secondary limits (concurrent and content-creating requests per caller) and counts
+// those refusals. Successful JSON reads carry an ETag and a conditional read of an
+// unchanged resource is answered 304 Not Modified, as GitHub does.
 //
 // Clients use the server as a GitHub Enterprise host: the REST API answers both at the
 // root and under /api/v3/, so go-github's WithEnterpriseURLs(srv.URL(), srv.URL()) and

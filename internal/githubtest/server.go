@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 const (
@@ -46,6 +47,10 @@ type Server struct {
 	archives      map[string]*archiveLink
 	requests      map[string]int
 	totalRequests int
+	// notModified counts 304 answers to conditional requests (see conditional.go).
+	notModified int
+	// limits enforces GitHub's secondary rate limits when a test asks (limits.go).
+	limits limiter
 	// onRequest holds test hooks run before an endpoint is served (see OnRequest).
 	onRequest map[string]func()
 	// faults are the injected faults in injection order (see InjectFault).
@@ -254,6 +259,15 @@ func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = stripAPIPrefix(r)
 		s.record(r)
+		done, retryAfter := s.limits.admit(r, time.Now())
+		if done == nil {
+			s.mu.Lock()
+			s.totalRequests++
+			s.mu.Unlock()
+			refuseOverLimit(w, retryAfter)
+			return
+		}
+		defer done()
 		if f := s.takeFault(r); f != nil && s.serveFault(w, r, f) {
 			return
 		}
@@ -262,7 +276,17 @@ func (s *Server) routes() http.Handler {
 			writeError(w, r, http.StatusNotFound, "Not Found")
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if r.Method != http.MethodGet {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		cw := &conditionalWriter{ResponseWriter: w, ifNoneMatch: r.Header.Get("If-None-Match"), notModified: func() {
+			s.mu.Lock()
+			s.notModified++
+			s.mu.Unlock()
+		}}
+		mux.ServeHTTP(cw, r)
+		cw.finish()
 	})
 }
 

@@ -1,0 +1,215 @@
+package plan_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// manyApps is a cluster of n Applications, app-<i> deploying apps/app-<i> of the
+// repository and managing the Deployment app-<i>.
+type manyApps struct{ n int }
+
+func (c manyApps) app(name string) argocd.Application {
+	return argocd.Application{Name: name, Namespace: "argocd", Spec: argocd.AppSpec{
+		Source:      &argocd.AppSource{RepoURL: repoURL, Path: "apps/" + name, TargetRevision: "main"},
+		Destination: argocd.AppDestination{Namespace: "shop"},
+		SyncPolicy:  &argocd.AppSyncPolicy{Automated: &argocd.AppSyncAutomated{}},
+	}, Status: argocd.AppStatus{SourceType: "Directory"}}
+}
+
+func (c manyApps) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+	app := c.app(t.Name)
+	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelAuto, Reason: "tracked"}
+	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelAuto, Reason: "managed by argocd/" + t.Name,
+		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
+}
+
+func (c manyApps) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+	apps := make([]argocd.Application, c.n)
+	for i := range apps {
+		apps[i] = c.app(fmt.Sprintf("app-%d", i))
+	}
+	return apps, nil
+}
+
+func (c manyApps) Clusters(context.Context, string) ([]string, error) { return []string{"prod"}, nil }
+
+func (c manyApps) Application(_ context.Context, _ plan.ClusterRef, _, name string) (argocd.Application, error) {
+	return c.app(name), nil
+}
+
+func (c manyApps) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+	return nil, plan.ErrObjectNotFound
+}
+
+func (c manyApps) DryRun(context.Context, plan.ClusterRef, []map[string]any) error { return nil }
+
+// appFileRenderer sets the replicas of apps/<target>/deploy.yaml, so each target is
+// a file of its own and plans do not wait on each other's locks.
+type appFileRenderer struct{}
+
+func (appFileRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request) (*render.Result, error) {
+	path := "apps/" + req.Target.Name + "/deploy.yaml"
+	old, err := os.ReadFile(filepath.Join(req.RepoDir, path))
+	if err != nil {
+		return nil, &render.Refusal{Code: render.CodeTargetNotFound, Reason: err.Error()}
+	}
+	now := []byte(strings.Replace(string(old), "replicas: 1", fmt.Sprintf("replicas: %d", req.Change.Replicas.Count), 1))
+	return &render.Result{App: req.App, Strategy: "in place", Edits: []render.FileEdit{{Path: path, Old: old, New: now}},
+		Verification: render.Verification{Verified: true, Apps: []render.AppVerification{{App: req.App, Objects: 1, Changed: 1}}}}, nil
+}
+
+func (appFileRenderer) Revert(context.Context, plan.Commit, plan.Commit, render.RevertRequest) (*render.Result, error) {
+	return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "no reverts in this test"}
+}
+
+// budgetEnv is a fake GitHub enforcing secondary limits and a pipeline over the
+// cluster of n apps whose client keeps to limits.
+func budgetEnv(t *testing.T, db *store.DB, n int, enforced githubtest.SecondaryLimits, limits github.Limits) (*env, *plan.Pipeline) {
+	t.Helper()
+	e := newEnv(t, db, func(c *github.Config) { c.Limits = limits })
+	files := map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("app-%d", i)
+		files["apps/"+name+"/deploy.yaml"] = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  namespace: shop\nspec:\n  replicas: 1\n"
+	}
+	e.gh.PushCommit(t, repoName, "main", files, githubtest.DefaultAuthor)
+	e.gh.EnforceSecondaryLimits(enforced)
+	p := plan.New(e.db, manyApps{n: n}, appFileRenderer{}, e.repos, e.conns, plan.Config{
+		ClaimTTL: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+	}, plan.Hooks{})
+	t.Cleanup(p.Close)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e, p
+}
+
+func scaleApp(i int) plan.Request {
+	name := fmt.Sprintf("app-%d", i)
+	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: name},
+		Change: render.Change{Replicas: &render.Replicas{Count: 2}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: name}
+}
+
+// settle waits until every plan is out of the pipeline's hands: a pull request with
+// its check run, or stopped. It returns the plans.
+func settle(t *testing.T, db *store.DB, codes []string) []store.Plan {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var out []store.Plan
+		for _, code := range codes {
+			pl, err := db.PlanByCode(context.Background(), code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch s := plan.Status(pl.Status); {
+			case s == plan.StatusPROpen && pl.CheckRunID != 0, s == plan.StatusFailed, s == plan.StatusRefused:
+				out = append(out, pl)
+			}
+		}
+		if len(out) == len(codes) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d plans settled", len(out), len(codes))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPipelineKeepsWithinGitHubSecondaryLimits submits 100 changes at once against a
+// GitHub that refuses what goes over its secondary limits (scaled to a window of a
+// second): every change gets its pull request and check run, and GitHub never had to
+// refuse a request.
+func TestPipelineKeepsWithinGitHubSecondaryLimits(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		const n = 100
+		enforced := githubtest.SecondaryLimits{Concurrent: 8, Content: 60, Per: time.Second}
+		e, p := budgetEnv(t, db, n, enforced, github.Limits{
+			Concurrent: 8, Content: []github.Window{{Requests: 60, Per: time.Second}},
+			// Turns further away than this are waited for by the plan.
+			MaxWait: 500 * time.Millisecond,
+		})
+		ctx := context.Background()
+		codes := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scaleApp(i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				codes[i] = pl.Code
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for _, pl := range settle(t, db, codes) {
+			if pl.Status != string(plan.StatusPROpen) {
+				t.Errorf("plan %s is %s: %s %s", pl.Code, pl.Status, pl.ErrorCode, pl.StatusReason)
+			}
+		}
+		if prs := e.gh.PullRequests(t, repoName); len(prs) != n {
+			t.Errorf("%d pull requests, want %d", len(prs), n)
+		}
+		if v := e.gh.LimitViolations(); v != 0 {
+			t.Errorf("%d requests went over GitHub's secondary limits", v)
+		}
+	})
+}
+
+// TestPipelineWaitsOutPrimaryRateLimit: GitHub's primary limit is used up when the
+// plan opens its pull request, until a reset further away than a request may wait
+// in the client. The plan records that it waits, and opens the pull request after
+// the reset instead of failing.
+func TestPipelineWaitsOutPrimaryRateLimit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e, p := budgetEnv(t, db, 1, githubtest.SecondaryLimits{}, github.Limits{MaxWait: 100 * time.Millisecond})
+		reset := time.Now().Add(2 * time.Second)
+		limited := githubtest.PrimaryRateLimit(reset).On("POST", "/repos/acme/deploy/pulls")
+		limited.Times = 1
+		e.gh.InjectFault(limited)
+		pl, _, err := p.Submit(context.Background(), e.team.ID, "team:shop", scaleApp(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := settle(t, db, []string{pl.Code})[0]
+		if got.Status != string(plan.StatusPROpen) {
+			t.Fatalf("plan is %s: %s %s", got.Status, got.ErrorCode, got.StatusReason)
+		}
+		events, err := db.PlanEvents(context.Background(), pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []string
+		for _, ev := range events {
+			if strings.HasPrefix(ev.Message, "waiting for GitHub's rate limit until ") {
+				steps = append(steps, ev.Step+" in "+ev.ToStatus)
+			}
+		}
+		if strings.Join(steps, ",") != "pull_request in committing" {
+			t.Errorf("rate limit waits recorded: %v, want one at the pull request", steps)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// rateLimitWait ends a step that GitHub's rate limit (or the client's budget for it)
+// stopped: the plan did not fail, it waits until until and its run takes the step
+// again. Steps are idempotent, so the repeat finishes what the first try began.
+type rateLimitWait struct {
+	until time.Time
+	cause error
+}
+
+func (e *rateLimitWait) Error() string {
+	return "waiting for GitHub's rate limit until " + e.until.UTC().Format(time.RFC3339) + ": " + e.cause.Error()
+}
+
+func (e *rateLimitWait) Unwrap() error { return e.cause }
+
+// maxRateLimitWait bounds one wait: GitHub's primary limit resets within the hour,
+// and a wait is taken again if the limit still holds after it.
+const maxRateLimitWait = time.Hour
+
+// waitForRateLimit records in pl's history that it waits for GitHub's rate limit,
+// in its current state, and returns the *rateLimitWait its run waits on; ok is false
+// when cause is no rate limit.
+func (p *Pipeline) waitForRateLimit(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error, bool) {
+	if _, own := AsError(cause); own {
+		return pl, nil, false
+	}
+	now := time.Now()
+	until, ok := github.RetryAt(cause, now)
+	if !ok {
+		return pl, nil, false
+	}
+	until = maxTime(until, now)
+	if limit := now.Add(maxRateLimitWait); until.After(limit) {
+		until = limit
+	}
+	wait := &rateLimitWait{until: until, cause: cause}
+	msg := fmt.Sprintf("waiting for GitHub's rate limit until %s", until.UTC().Format(time.TimeOnly+" MST"))
+	saved, err := p.save(ctx, pl, pay, Status(pl.Status), "system", step, msg)
+	if err != nil {
+		return pl, err, true
+	}
+	return saved, wait, true
+}
+
+// sleepOutRateLimit waits for the time err names when it is a *rateLimitWait, and
+// reports whether it was one. It returns early when ctx ends (shutdown, a lost
+// claim).
+func sleepOutRateLimit(ctx context.Context, err error) bool {
+	var w *rateLimitWait
+	if !errors.As(err, &w) {
+		return false
+	}
+	t := time.NewTimer(time.Until(w.until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
