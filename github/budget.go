@@ -135,11 +135,19 @@ func (bs *budgets) middleware(label string) func(http.RoundTripper) http.RoundTr
 	}
 }
 
+// A request refused for a rate limit is sent again at most maxResends times, and
+// never sooner than minResendWait: a Retry-After of 0 must not turn into a loop.
+const (
+	maxResends    = 2
+	minResendWait = time.Second
+)
+
 // roundTrip sends r within the budget. A secondary rate limit answer (or a 429) is
 // waited out and the request sent again when the wait fits; a request refused by a
 // secondary limit was not carried out, so sending it again is safe.
 func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
+	resends := 0
 	for {
 		if err := b.waitUnblocked(ctx); err != nil {
 			return nil, err
@@ -163,13 +171,19 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 		}
 		b.observe(res)
 		at, limited := headersRetryAt(res.StatusCode, res.Header, time.Now())
-		if !limited || r.GetBody == nil && r.Body != nil && r.Body != http.NoBody || !b.fits(ctx, at) {
+		wait := max(time.Until(at), minResendWait)
+		resendable := r.GetBody != nil || r.Body == nil || r.Body == http.NoBody
+		if !limited || !resendable || resends >= maxResends || wait > b.allowed(ctx) {
 			res.Body = &releasingBody{ReadCloser: res.Body, release: func() { b.sem.Release(1) }}
 			return res, nil
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 		_ = res.Body.Close()
 		b.sem.Release(1)
+		resends++
+		if err := b.sleep(ctx, wait, reasonSecondary); err != nil {
+			return nil, err
+		}
 		if r.GetBody != nil {
 			body, err := r.GetBody()
 			if err != nil {
@@ -213,15 +227,6 @@ func (b *budget) allowed(ctx context.Context) time.Duration {
 		d = min(d, time.Until(dl))
 	}
 	return d
-}
-
-// fits reports whether waiting until at fits the request, and waits if so.
-func (b *budget) fits(ctx context.Context, at time.Time) bool {
-	wait := time.Until(at)
-	if wait > b.allowed(ctx) {
-		return false
-	}
-	return b.sleep(ctx, wait, reasonSecondary) == nil
 }
 
 // waitUnblocked waits out a rate limit GitHub reported, or returns a *BudgetError

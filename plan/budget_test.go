@@ -13,6 +13,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -31,7 +32,7 @@ func (c manyApps) app(name string) argocd.Application {
 	}, Status: argocd.AppStatus{SourceType: "Directory"}}
 }
 
-func (c manyApps) Decide(_ context.Context, _ plan.ClusterRef, t store.PlanTarget) argocd.Decision {
+func (c manyApps) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
 	app := c.app(t.Name)
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelAuto, Reason: "tracked"}
@@ -53,7 +54,7 @@ func (c manyApps) Application(_ context.Context, _ plan.ClusterRef, _, name stri
 	return c.app(name), nil
 }
 
-func (c manyApps) Object(context.Context, plan.ClusterRef, store.PlanTarget) (map[string]any, error) {
+func (c manyApps) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
 	return nil, plan.ErrObjectNotFound
 }
 
@@ -90,9 +91,8 @@ func budgetEnv(t *testing.T, db *store.DB, n int, enforced githubtest.SecondaryL
 	}
 	e.gh.PushCommit(t, repoName, "main", files, githubtest.DefaultAuthor)
 	e.gh.EnforceSecondaryLimits(enforced)
-	p := plan.New(e.db, manyApps{n: n}, appFileRenderer{}, e.repos, e.conns, plan.Config{
-		ClaimTTL: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
-	}, plan.Hooks{})
+	p := plan.New(plan.Deps{Store: e.db, Clusters: manyApps{n: n}, Renderer: appFileRenderer{}, Repos: e.repos, Connections: e.conns},
+		plan.Config{ClaimTTL: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin()})
 	t.Cleanup(p.Close)
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func budgetEnv(t *testing.T, db *store.DB, n int, enforced githubtest.SecondaryL
 
 func scaleApp(i int) plan.Request {
 	name := fmt.Sprintf("app-%d", i)
-	return plan.Request{Cluster: "prod", Target: store.PlanTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: name},
+	return plan.Request{Cluster: "prod", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: name},
 		Change: render.Change{Replicas: &render.Replicas{Count: 2}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: name}
 }
 

@@ -70,13 +70,24 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if step.retriedAlone {
+					rateLimited := strings.HasSuffix(faultName, "rate limit")
+					switch {
+					case step.retriedAlone:
 						// Two attempts at least: the resume loop came back after the first.
 						pl = e.waitFor(pl.Code, "retried", func(store.Plan) bool { return e.gh.FaultHits(step.method, step.path) >= 3 })
 						if plan.Status(pl.Status) != plan.StatusPROpen || pl.CheckRunID != 0 {
 							t.Fatalf("plan is %s with check run %d while GitHub fails, want pr_open with none recorded", pl.Status, pl.CheckRunID)
 						}
-					} else {
+					case rateLimited:
+						// A rate limit is waited for, not failed on: the plan says so in
+						// its history and goes on by itself once GitHub allows it.
+						pl = e.waitFor(pl.Code, "waiting for the rate limit", func(p store.Plan) bool {
+							return e.gh.FaultHits(step.method, step.path) >= 3 && waitsForRateLimit(t, db, p.Code)
+						})
+						if plan.Status(pl.Status) == plan.StatusFailed {
+							t.Fatalf("plan failed on GitHub's rate limit: %s", pl.StatusReason)
+						}
+					default:
 						pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
 						if pl.ErrorCode != plan.CodeRemoteError || pl.StatusReason == "" {
 							t.Fatalf("failed with %q (%s), want a remote error with its reason", pl.ErrorCode, pl.StatusReason)
@@ -95,6 +106,26 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 			})
 		}
 	}
+}
+
+// waitsForRateLimit reports whether the plan's history holds exactly one entry saying
+// it waits for GitHub's rate limit (a wait that goes on is recorded once).
+func waitsForRateLimit(t *testing.T, db *store.DB, code string) bool {
+	t.Helper()
+	events, err := db.PlanEvents(context.Background(), code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range events {
+		if strings.HasPrefix(ev.Message, "waiting for GitHub's rate limit until ") {
+			n++
+		}
+	}
+	if n > 1 {
+		t.Fatalf("%d history entries for one rate limit wait, want 1", n)
+	}
+	return n == 1
 }
 
 // noSuccessOn checks that none of the commits carries a successful run.

@@ -3,7 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -19,7 +19,7 @@ type rateLimitWait struct {
 }
 
 func (e *rateLimitWait) Error() string {
-	return "waiting for GitHub's rate limit until " + e.until.UTC().Format(time.RFC3339) + ": " + e.cause.Error()
+	return rateLimitMessage + e.until.UTC().Format(time.RFC3339) + ": " + e.cause.Error()
 }
 
 func (e *rateLimitWait) Unwrap() error { return e.cause }
@@ -40,17 +40,38 @@ func (p *Pipeline) waitForRateLimit(ctx context.Context, pl store.Plan, pay Payl
 	if !ok {
 		return pl, nil, false
 	}
-	until = maxTime(until, now)
+	until = maxTime(until, now.Add(minRateLimitWait))
 	if limit := now.Add(maxRateLimitWait); until.After(limit) {
 		until = limit
 	}
 	wait := &rateLimitWait{until: until, cause: cause}
-	msg := fmt.Sprintf("waiting for GitHub's rate limit until %s", until.UTC().Format(time.TimeOnly+" MST"))
+	if p.alreadyWaiting(ctx, pl.Code, step) {
+		return pl, wait, true // one history entry for a wait that goes on
+	}
+	msg := rateLimitMessage + until.UTC().Format(time.TimeOnly+" MST")
 	saved, err := p.save(ctx, pl, pay, Status(pl.Status), "system", step, msg)
 	if err != nil {
 		return pl, err, true
 	}
 	return saved, wait, true
+}
+
+// rateLimitMessage starts the history entry of a plan waiting for GitHub.
+const rateLimitMessage = "waiting for GitHub's rate limit until "
+
+// minRateLimitWait is the shortest wait: a limit that names no time, or a time now,
+// must not turn into a loop of attempts.
+const minRateLimitWait = time.Second
+
+// alreadyWaiting reports whether the plan's latest history entry says that step
+// waits for GitHub's rate limit: the step was tried again and is still limited.
+func (p *Pipeline) alreadyWaiting(ctx context.Context, code, step string) bool {
+	events, err := p.db.PlanEvents(ctx, code)
+	if err != nil || len(events) == 0 {
+		return false
+	}
+	last := events[len(events)-1]
+	return last.Step == step && strings.HasPrefix(last.Message, rateLimitMessage)
 }
 
 // sleepOutRateLimit waits for the time err names when it is a *rateLimitWait, and
