@@ -23,7 +23,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,25 +144,12 @@ func runInProcess(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 
-	// The service as serve builds it (dev profile, no GitHub App), with only its
-	// handler serving: its own inbox does not run, so the backlog stays for the drain.
 	hookSecret := secret.New(randomHex(20))
-	cfg := config.Default()
-	cfg.GitHub.WebhookSecret = hookSecret
-	svc, err := service.New(ctx, cfg, db, zerolog.New(io.Discard))
+	target, stop, err := serveRoute(ctx, db, hookSecret)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	defer func() { _ = hs.Close(); <-served }()
-
-	target := "http://" + ln.Addr().String() + webhook.Path
+	defer stop()
 	res := send(ctx, o, target, hookSecret)
 	res.print(out, fmt.Sprintf("in-process route on %s", db.Dialect()))
 
@@ -191,6 +178,27 @@ func runInProcess(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "drain: %d deliveries in %s with %d worker(s) = %.0f deliveries/s\n",
 		noop.count.Load(), elapsed.Round(time.Millisecond), workers, float64(noop.count.Load())/elapsed.Seconds())
 	return nil
+}
+
+// serveRoute serves the service as serve builds it (dev profile, no GitHub App) over
+// db on a loopback port, with only its handler serving: its own inbox does not run, so
+// the backlog stays for the drain. It returns the webhook URL and the function that
+// stops the server.
+func serveRoute(ctx context.Context, db *store.DB, hookSecret secret.Secret) (string, func(), error) {
+	cfg := config.Default()
+	cfg.GitHub.WebhookSecret = hookSecret
+	svc, err := service.New(ctx, cfg, db, zerolog.New(io.Discard))
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	return "http://" + ln.Addr().String() + webhook.Path, func() { _ = hs.Close(); <-served }, nil
 }
 
 type noopHandler struct{ count atomic.Int64 }
@@ -254,7 +262,7 @@ func send(ctx context.Context, o options, target string, hookSecret secret.Secre
 					"ref": "refs/heads/main", "after": randomHex(20),
 					"installation": map[string]int64{"id": 1}, "sequence": i, "padding": pad,
 				})
-				took, err := deliver(ctx, client, target, hookSecret, body)
+				took, err := deliver(ctx, client, target, hookSecret, uuid.NewString(), body)
 				mu.Lock()
 				if err != nil {
 					res.failed++
@@ -274,7 +282,8 @@ func send(ctx context.Context, o options, target string, hookSecret secret.Secre
 	return res
 }
 
-func deliver(ctx context.Context, client *http.Client, target string, hookSecret secret.Secret, body []byte) (time.Duration, error) {
+// deliver sends one signed push delivery with the id and answers how long its 202 took.
+func deliver(ctx context.Context, client *http.Client, target string, hookSecret secret.Secret, id string, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -283,7 +292,7 @@ func deliver(ctx context.Context, client *http.Client, target string, hookSecret
 	mac.Write(body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", uuid.NewString())
+	req.Header.Set("X-GitHub-Delivery", id)
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	start := time.Now()
 	res, err := client.Do(req)
@@ -294,9 +303,16 @@ func deliver(ctx context.Context, client *http.Client, target string, hookSecret
 	res.Body.Close()
 	took := time.Since(start)
 	if res.StatusCode != http.StatusAccepted {
-		return 0, errors.New("status " + res.Status)
+		return 0, &statusError{status: res.StatusCode}
 	}
 	return took, nil
+}
+
+// statusError is an answer other than 202.
+type statusError struct{ status int }
+
+func (e *statusError) Error() string {
+	return "status " + strconv.Itoa(e.status) + " " + http.StatusText(e.status)
 }
 
 func randomHex(n int) string {
