@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/objref"
@@ -32,7 +33,7 @@ func (c manyApps) app(name string) argocd.Application {
 	}, Status: argocd.AppStatus{SourceType: "Directory"}}
 }
 
-func (c manyApps) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) argocd.Decision {
+func (c manyApps) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
 	app := c.app(t.Name)
 	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
 	own := argocd.Ownership{Managed: true, App: app.Key(), Application: &app, Level: argocd.LevelAuto, Reason: "tracked"}
@@ -40,7 +41,7 @@ func (c manyApps) Decide(_ context.Context, _ plan.ClusterRef, t objref.Target) 
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
 }
 
-func (c manyApps) Applications(context.Context, plan.ClusterRef) ([]argocd.Application, error) {
+func (c manyApps) Applications(context.Context, clusteraccess.Ref) ([]argocd.Application, error) {
 	apps := make([]argocd.Application, c.n)
 	for i := range apps {
 		apps[i] = c.app(fmt.Sprintf("app-%d", i))
@@ -50,15 +51,15 @@ func (c manyApps) Applications(context.Context, plan.ClusterRef) ([]argocd.Appli
 
 func (c manyApps) Clusters(context.Context, string) ([]string, error) { return []string{"prod"}, nil }
 
-func (c manyApps) Application(_ context.Context, _ plan.ClusterRef, _, name string) (argocd.Application, error) {
+func (c manyApps) Application(_ context.Context, _ clusteraccess.Ref, _, name string) (argocd.Application, error) {
 	return c.app(name), nil
 }
 
-func (c manyApps) Object(context.Context, plan.ClusterRef, objref.Target) (map[string]any, error) {
-	return nil, plan.ErrObjectNotFound
+func (c manyApps) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
+	return nil, clusteraccess.ErrObjectNotFound
 }
 
-func (c manyApps) DryRun(context.Context, plan.ClusterRef, []map[string]any) error { return nil }
+func (c manyApps) DryRun(context.Context, clusteraccess.Ref, []map[string]any) error { return nil }
 
 // appFileRenderer sets the replicas of apps/<target>/deploy.yaml, so each target is
 // a file of its own and plans do not wait on each other's locks.
