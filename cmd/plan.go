@@ -39,9 +39,12 @@ rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now; a value only the chart's defaults hold is
 added to the app's last values file. A value the Application itself sets
 (parameters, values, valuesObject) is refused: the Application is not in the
-repository. Refused by name: dependencies not vendored (Chart.lock resolution),
-charts from Helm repositories, remote or globbed values files, multi-source
-values ($ref), build environment variables in values paths or parameters.
+repository. Each source of a multi-source Application renders on its own;
+"$ref/..." values files resolve from this repository when the ref source is this
+repository at the same revision. Refused by name: dependencies not vendored
+(Chart.lock resolution), charts from Helm repositories, remote or globbed values
+files, "$ref" values files of another repository or revision, build environment
+variables in values paths or parameters.
 
 Changes:
   scale KIND/NAME --replicas N

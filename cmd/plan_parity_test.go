@@ -71,6 +71,7 @@ func TestPlanCommandAndServiceAgree(t *testing.T) {
 		t.Fatalf("found %d golden cases, expected the full set", len(cases))
 	}
 	cases = append(cases, unsupportedVariants(t, cases)...)
+	cases = append(cases, multiSourceVariants(t, cases)...)
 
 	service := servicePaths(t, cases)
 	for _, c := range cases {
@@ -153,6 +154,45 @@ func unsupportedVariants(t *testing.T, cases []parityCase) []parityCase {
 		out = append(out, own, unrelated, branch)
 	}
 	return out
+}
+
+// multiSourceVariants are copies of a Helm golden whose Applications take their
+// values files from a ref source: of the same repository and revision (the same
+// verdict as the golden), then of another repository (refused: render does not
+// read it).
+func multiSourceVariants(t *testing.T, cases []parityCase) []parityCase {
+	t.Helper()
+	var base *parityCase
+	for i := range cases {
+		if cases[i].name == "helm-values-replicas" {
+			base = &cases[i]
+		}
+	}
+	if base == nil {
+		t.Fatal("golden helm-values-replicas is missing")
+	}
+	toSources := func(c parityCase, refRepo string) {
+		for _, app := range c.apps {
+			spec := app["spec"].(map[string]any)
+			src := spec["source"].(map[string]any)
+			helm := src["helm"].(map[string]any)
+			var files []any
+			for _, f := range helm["valueFiles"].([]any) {
+				// The goldens' values files are under envs/, outside the chart.
+				_, rest, _ := strings.Cut(f.(string), "envs/")
+				files = append(files, "$values/envs/"+rest)
+			}
+			helm["valueFiles"] = files
+			delete(spec, "source")
+			spec["sources"] = []any{src, map[string]any{"repoURL": refRepo, "targetRevision": "main", "ref": "values"}}
+		}
+	}
+	same := cloneCase(t, *base, base.name+"+multi-source-ref")
+	toSources(same, parityRepoURL)
+	other := cloneCase(t, *base, base.name+"+multi-source-ref-elsewhere")
+	toSources(other, "https://github.com/example/elsewhere.git")
+	other.want = verdictOf(false, render.CodeUnsupportedSource)
+	return []parityCase{same, other}
 }
 
 func cloneCase(t *testing.T, c parityCase, name string) parityCase {
@@ -556,7 +596,17 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 func withRepo(t *testing.T, m map[string]any, url string) map[string]any {
 	t.Helper()
 	c := cloneCase(t, parityCase{apps: []map[string]any{m}}, "").apps[0]
-	c["spec"].(map[string]any)["source"].(map[string]any)["repoURL"] = url
+	spec := c["spec"].(map[string]any)
+	if src, ok := spec["source"].(map[string]any); ok {
+		src["repoURL"] = url
+		return c
+	}
+	// Multi-source: the sources of the fixture's repository move with it.
+	for _, s := range spec["sources"].([]any) {
+		if src := s.(map[string]any); src["repoURL"] == parityRepoURL {
+			src["repoURL"] = url
+		}
+	}
 	return c
 }
 

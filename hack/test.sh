@@ -180,6 +180,12 @@ case "$mode" in
     else
       warn "hack/kustomize-cli.sh failed; the render benchmarks run without the CLI comparison"
     fi
+    # The Helm benchmarks compare with two "helm template" runs the same way.
+    if helm_bin="$(bash hack/helm-cli.sh)"; then
+      export KUKIE_HELM_BIN="$helm_bin"
+    else
+      warn "hack/helm-cli.sh failed; the Helm benchmarks run without the CLI comparison"
+    fi
     say "go test -run '^\$' -bench . -benchmem ./..."
     go test -run '^$' -bench . -benchmem -timeout 30m ./...
     ;;

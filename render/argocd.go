@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -16,8 +17,16 @@ import (
 // A source render cannot mirror still converts, with Unsupported saying why: its
 // path (and so its reach) is known, and Plan refuses only an edit that reaches it.
 // That covers spec.source.kustomize options render does not apply, a kustomize
-// replicas count that is not an integer, and every source of a multi-source
-// Application (Argo CD renders them together, render one at a time).
+// replicas count that is not an integer, a chart from a Helm repository, and a
+// values file from a ref source of another repository or revision.
+//
+// Each source of a multi-source Application converts to an Application of its
+// own, as Argo CD renders each source on its own before it concatenates them;
+// ref-only sources render nothing and do not convert. "$ref/path" values files of
+// a ref source that keep accepts (it deploys the same tree) become paths from the
+// repository root. A source keep rejects that reads such values files converts
+// too, unsupported, reaching their directory: an edit there changes what it
+// deploys and cannot be verified.
 //
 // The source type is status.sourceType (status.sourceTypes for several sources),
 // else the source's explicit kustomize, directory, helm or plugin block, as Argo CD
@@ -25,9 +34,31 @@ import (
 // a chart deploys from a Helm repository, never from a Git tree, and is Helm.
 func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Application {
 	sources := a.Sources()
+	kept := func(src argocd.AppSource) bool { return keep == nil || keep(src) }
+	// Without keep (one Application read on its own), a ref source is the same
+	// tree as the source reading it when it names the same repository and revision.
+	refKept := func(src, ref argocd.AppSource) bool {
+		if keep != nil {
+			return keep(ref)
+		}
+		same := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(u), "/"), ".git") }
+		return same(src.RepoURL) == same(ref.RepoURL) && src.TargetRevision == ref.TargetRevision
+	}
+	refs := map[string]argocd.AppSource{}
+	for _, src := range sources {
+		if src.Ref != "" {
+			refs["$"+src.Ref] = src
+		}
+	}
 	var out []Application
 	for i, src := range sources {
-		if keep != nil && !keep(src) {
+		if len(sources) > 1 && src.Ref != "" && src.Path == "" && src.Chart == "" {
+			// A ref-only source: Argo CD renders nothing from it, other sources
+			// read values files from it.
+			continue
+		}
+		readsKept := readsKeptRef(src, refs, refKept)
+		if !kept(src) && !readsKept {
 			continue
 		}
 		app := Application{Name: a.Key().String(), Path: src.Path, Namespace: a.Spec.Destination.Namespace,
@@ -42,7 +73,6 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			if i < len(a.Status.SourceTypes) {
 				app.SourceType = SourceType(a.Status.SourceTypes[i])
 			}
-			app.Unsupported = "multi-source Applications are not supported yet: Argo CD renders their sources together"
 		} else {
 			app.SourceType = SourceType(a.SourceType())
 		}
@@ -51,9 +81,64 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			// Argo CD names the release after the Application, without its namespace.
 			app.Helm.ReleaseName = a.Name
 		}
+		resolveRefValueFiles(&app, src, refs, refKept)
+		if !kept(src) {
+			// Its chart is elsewhere, its values here: an edit of those values
+			// changes what it deploys, and render cannot render it. It reaches
+			// the directories of those files, so such an edit is refused.
+			if src.Chart == "" {
+				app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("it renders %s from %s, which is not the repository and revision being changed", src.Path, src.RepoURL))
+			}
+			app.Path = refValuesDir(app)
+		}
 		out = append(out, app)
 	}
 	return out
+}
+
+// readsKeptRef reports whether a source reads values files from a ref source that
+// keep accepts.
+func readsKeptRef(src argocd.AppSource, refs map[string]argocd.AppSource, kept func(src, ref argocd.AppSource) bool) bool {
+	if src.Helm == nil {
+		return false
+	}
+	for _, f := range src.Helm.ValueFiles {
+		name, _, _ := strings.Cut(f, "/")
+		if ref, ok := refs[name]; ok && kept(src, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveRefValueFiles turns "$ref/path" values files of a ref source that
+// deploys from the same tree into paths from the repository root, as Argo CD
+// reads them from that source's checkout; one from elsewhere makes the app
+// unsupported.
+func resolveRefValueFiles(app *Application, src argocd.AppSource, refs map[string]argocd.AppSource, kept func(src, ref argocd.AppSource) bool) {
+	for i, f := range app.Helm.ValueFiles {
+		name, rest, _ := strings.Cut(f, "/")
+		ref, ok := refs[name]
+		if !ok || !strings.HasPrefix(f, "$") {
+			continue
+		}
+		if !kept(src, ref) {
+			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its values file %s comes from %s at %s, which is not the repository and revision being changed", f, ref.RepoURL, cmpOr(ref.TargetRevision, "HEAD")))
+			continue
+		}
+		app.Helm.ValueFiles[i] = "/" + rest
+	}
+}
+
+// refValuesDir is the directory of the first values file an app reads from the
+// repository (the repository root when there is none).
+func refValuesDir(app Application) string {
+	for _, f := range app.Helm.ValueFiles {
+		if strings.HasPrefix(f, "/") {
+			return path.Dir(strings.TrimPrefix(f, "/"))
+		}
+	}
+	return "."
 }
 
 // convertOptions copies a source's kustomize and directory options, and takes the

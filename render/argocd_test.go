@@ -80,7 +80,7 @@ spec:
 			want: []Application{{Name: "m", Path: "h", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m", ValueFiles: []string{"a.yaml"}}},
 				{Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
 				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"}}},
-			unsupported: []string{"multi-source", "multi-source", "multi-source"},
+			unsupported: []string{"", "", "deploys chart redis from the Helm repository https://charts.example"},
 		},
 		"helm options as Argo CD passes them to helm template": {
 			manifest: `
@@ -133,7 +133,45 @@ status:
 			keep: func(s argocd.AppSource) bool { return s.RepoURL == "a" },
 			want: []Application{{Name: "argocd/m", Path: "p1", SourceType: SourceDirectory},
 				{Name: "argocd/m (source 3)", Path: "p3", SourceType: SourceKustomize}},
-			unsupported: []string{"multi-source", "multi-source"},
+		},
+		"multi-source: values files of a ref source of the same tree resolve from the repository root": {
+			manifest: `
+kind: Application
+metadata: {name: web}
+spec:
+  sources:
+  - {repoURL: https://github.com/o/deploy.git, targetRevision: main, path: charts/web, helm: {valueFiles: [$values/envs/prod.yaml, values.yaml]}}
+  - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}
+`,
+			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"/envs/prod.yaml", "values.yaml"}}}},
+		},
+		"multi-source: a ref source of another repository is not read": {
+			manifest: `
+kind: Application
+metadata: {name: web}
+spec:
+  sources:
+  - {repoURL: https://github.com/o/deploy, targetRevision: main, path: charts/web, helm: {valueFiles: [$cfg/prod.yaml]}}
+  - {repoURL: https://github.com/o/config, targetRevision: v2, ref: cfg}
+`,
+			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"$cfg/prod.yaml"}}}},
+			unsupported: []string{"its values file $cfg/prod.yaml comes from https://github.com/o/config at v2"},
+		},
+		"multi-source: a chart from a Helm repository with values of the changed tree reaches their directory": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {valueFiles: [$values/envs/redis/prod.yaml]}}
+  - {repoURL: deploy, targetRevision: main, ref: values}
+`,
+			keep: func(s argocd.AppSource) bool { return s.RepoURL == "deploy" },
+			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}}}},
+			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
 		},
 		"kustomize options render does not apply": {
 			manifest: `
