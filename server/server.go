@@ -34,6 +34,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,7 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	addr     atomic.Value // net.Addr once listening
+	patterns []string     // every pattern mounted, in mount order
 }
 
 // New builds a server with /healthz and /readyz mounted.
@@ -143,6 +145,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.handler = s.observe(s.recoverPanics(s.limitBody(s.mux)))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.patterns = []string{"GET /healthz", "GET /readyz"}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -183,7 +186,13 @@ func (s *Server) Handle(pattern string, h http.Handler, opts ...RouteOption) {
 		h = opts[i](s, h)
 	}
 	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
 }
+
+// Patterns lists the patterns of every route mounted with Handle or HandleFunc, in
+// the order they were mounted (the health endpoints first), so a service can check
+// its own route table against what it serves.
+func (s *Server) Patterns() []string { return slices.Clone(s.patterns) }
 
 // HandleFunc is Handle for a function.
 func (s *Server) HandleFunc(pattern string, h http.HandlerFunc, opts ...RouteOption) {

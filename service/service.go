@@ -1,15 +1,15 @@
 // Package service builds the kukie-gitops service in one place, New, in the order its
 // parts need each other: the metrics registry, the GitHub App's client creator and
 // identity, cluster access, the change pipeline, the webhook handlers and inbox, and
-// then every route, listed in one table (routes). It owns that wiring and the running
+// then every route, listed in one table (Routes). It owns that wiring and the running
 // of the background work (inbox workers, pipeline, notification deliveries, metrics
 // listener).
 //
-// It holds no business logic, reads no flags or files and validates no configuration:
-// the caller (cmd's serve, the tests) hands it a configuration that config.Check has
-// accepted for the caller's profile, and an open, migrated database. Profile rules
-// (what production refuses) live in config only. Nothing here is global: two services
-// in one process share nothing.
+// It holds no business logic, reads no flags or configuration files and validates no
+// configuration: the caller (cmd's serve, the tests) hands it a configuration that
+// config.Check has accepted for the caller's profile, and an open, migrated database. Profile rules
+// (what production refuses) live in config only. Nothing here is global but Version,
+// set at link time: two services in one process share nothing.
 package service
 
 import (
@@ -205,39 +205,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	return s, nil
 }
 
-// routes mounts every route of the service on srv (server.New has mounted
-// GET /healthz and GET /readyz, which answer without a token).
-//
-//	POST   /webhooks/github                              GitHub's deliveries (signed; no token)
-//	GET    /github/setup                                 GitHub's setup callback (one-time state; no token)
-//	POST   /api/v1/installations/state                   install link for the team
-//	GET    /api/v1/installations                         the team's installations
-//	POST   /api/v1/clusters                              register a cluster
-//	GET    /api/v1/clusters                              the team's clusters
-//	POST   /api/v1/clusters/{cluster}/repos              connect a repository
-//	GET    /api/v1/clusters/{cluster}/repos              connected repositories
-//	DELETE /api/v1/clusters/{cluster}/repos              disconnect a repository
-//	GET    /api/v1/clusters/{cluster}/repos/suggestions  repositories the cluster's Applications use
-//	POST   /api/v1/internal/tokens                       a repository-scoped installation token
-//	POST   /api/v1/changes                               submit a change
-//	GET    /api/v1/changes                               the team's changes
-//	GET    /api/v1/changes/{code}                        one change
-//	POST   /api/v1/changes/{code}/cancel                 cancel it
-//	POST   /api/v1/changes/{code}/rollback               revert it
-//	POST   /api/v1/changes/{code}/retry                  retry it
-//	POST   /api/v1/decide                                the path decision alone
-//	GET    /api/v1/clusters/{cluster}/argocd/apps        the cluster's Applications
-//	GET    /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}  one Application
-//	GET    /api/v1/openapi.json                          the change API's description (no token)
-//	       /mcp                                          the MCP tool server over the change API (read scope)
-//	POST   /api/v1/notifications/endpoints               register a notification endpoint (secret shown once)
-//	GET    /api/v1/notifications/endpoints               the team's endpoints
-//	DELETE /api/v1/notifications/endpoints/{id}          remove one
-//	POST   /api/v1/notifications/endpoints/{id}/resume   resume a paused one
-//	GET    /api/v1/notifications/endpoints/{id}/deliveries  its delivery log
-//	GET    /metrics                                      Prometheus (no token; here unless metrics.address is set)
-//
-// Every /api/v1 route but openapi.json requires a team token.
+// routes mounts every route of Routes on srv: each API mounts its own, with the
+// scope each needs, and server.New has mounted the health endpoints.
 func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server, notifications *notify.API) {
 	hooks.Mount(srv)
 	app.Mount(srv)
