@@ -288,11 +288,16 @@ func (s *suite) shipChange(t *testing.T, svc *service, submitted change, request
 		s.playRollout(t, svc, submitted.Code, mergeSHA, namespace, deployment, argocdharness.RolloutStarted, argocdharness.RolloutUpdated)
 	}
 	s.argo.PlayKubelet(t, namespace, deployment, argocdharness.RolloutComplete)
+	// From here the Application reports the merge synced and the target is current:
+	// what remains is the service noticing (the deploy latency).
+	current := time.Now()
 	deployed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deployed")
 	if deployed.MergeSHA != mergeSHA {
 		t.Errorf("plan records merge commit %s, the fake github merged %s", deployed.MergeSHA, mergeSHA)
 	}
 	t.Logf("e2e: plan %s deployed %s after the merge", deployed.Code, time.Since(merged).Round(time.Millisecond))
+	t.Logf("e2e: deploy latency %s: plan %s deployed after the Application reported the merge synced and the rollout complete",
+		time.Since(current).Round(time.Millisecond), deployed.Code)
 	return deployed
 }
 
