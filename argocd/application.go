@@ -132,6 +132,9 @@ type AppSourceKustomize struct {
 	Images     []string               `json:"images,omitempty"`
 	Replicas   []AppKustomizeReplicas `json:"replicas,omitempty"`
 	Components []string               `json:"components,omitempty"`
+	// Patches are kustomization patches entries (path, patch, target, options)
+	// that Argo CD appends to the kustomization's own before building.
+	Patches []map[string]any `json:"patches,omitempty"`
 	// Unsupported names the options set on the Application that this package does
 	// not read (patches, forceCommonLabels, …). Argo CD applies them at render time,
 	// so a render that ignored them would verify something Argo CD never deploys:
@@ -144,7 +147,7 @@ type AppSourceKustomize struct {
 // change what the build means, so it is read and ignored.
 var kustomizeOptionsRead = map[string]bool{
 	"namePrefix": true, "nameSuffix": true, "namespace": true, "commonLabels": true,
-	"commonAnnotations": true, "images": true, "replicas": true, "components": true, "version": true,
+	"commonAnnotations": true, "images": true, "replicas": true, "components": true, "patches": true, "version": true,
 }
 
 // UnmarshalJSON decodes the options and records every other option that is set.

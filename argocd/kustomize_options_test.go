@@ -17,9 +17,9 @@ func TestKustomizeOptionsNotReadAreRecorded(t *testing.T) {
 		"options written but not in effect": {
 			kustomize: `{"namePrefix":"a-","forceCommonLabels":false,"patches":[],"commonAnnotationsEnvsubst":null}`,
 		},
-		"patches and forced labels": {
+		"patches are read, forced labels are not": {
 			kustomize: `{"namePrefix":"a-","patches":[{"patch":"- op: remove\n  path: /spec/replicas"}],"forceCommonLabels":true}`,
-			want:      []string{"forceCommonLabels", "patches"},
+			want:      []string{"forceCommonLabels"},
 		},
 	}
 	for name, tc := range cases {

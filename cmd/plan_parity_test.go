@@ -241,6 +241,7 @@ func applicationManifest(a render.Application) map[string]any {
 	set("commonAnnotations", o.CommonAnnotations, len(o.CommonAnnotations) == 0)
 	set("images", o.Images, len(o.Images) == 0)
 	set("components", o.Components, len(o.Components) == 0)
+	set("patches", o.Patches, len(o.Patches) == 0)
 	if len(o.Replicas) > 0 {
 		var rs []any
 		for _, name := range slices.Sorted(maps.Keys(o.Replicas)) {

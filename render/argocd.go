@@ -160,6 +160,15 @@ func convertOptions(app *Application, src argocd.AppSource) {
 		app.Kustomize = KustomizeOptions{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace,
 			CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations, Images: k.Images, Components: k.Components}
 		var problems []string
+		for _, patch := range k.Patches {
+			if p, ok := patch["path"]; ok && p != "" {
+				// The file is the repository's, read by a build render does not
+				// trace: its edits would go unseen.
+				problems = append(problems, fmt.Sprintf("its spec.source.kustomize.patches entry reads the file %v; only inline patches are supported", p))
+				continue
+			}
+			app.Kustomize.Patches = append(app.Kustomize.Patches, patch)
+		}
 		if len(k.Unsupported) > 0 {
 			problems = append(problems, fmt.Sprintf("it sets spec.source.kustomize options that are not supported yet (%s); "+
 				"Argo CD applies them when it renders, so no change it renders can be verified as Argo CD will deploy it",

@@ -357,6 +357,16 @@ func prepareKustomization(data []byte, opts KustomizeOptions, origin bool) ([]by
 	for _, name := range sortedKeys(opts.Replicas) {
 		upsertNamed(k, "replicas", map[string]any{"name": name, "count": opts.Replicas[name]})
 	}
+	if len(opts.Patches) > 0 {
+		list, ok := k["patches"].([]any)
+		if _, set := k["patches"]; set && !ok {
+			return nil, fmt.Errorf("patches is not a list")
+		}
+		for _, p := range opts.Patches {
+			list = append(list, p)
+		}
+		k["patches"] = list
+	}
 	if len(opts.Components) > 0 {
 		list, _ := k["components"].([]any)
 		for _, c := range opts.Components {

@@ -60,12 +60,15 @@ type KustomizeOptions struct {
 	// Replicas override spec.replicas by resource name.
 	Replicas   map[string]int64 `json:"replicas,omitempty"`
 	Components []string         `json:"components,omitempty"`
+	// Patches are inline patches entries (patch, target, options) appended to
+	// the kustomization's patches, as Argo CD appends them.
+	Patches []map[string]any `json:"patches,omitempty"`
 }
 
 func (o KustomizeOptions) empty() bool {
 	return o.NamePrefix == "" && o.NameSuffix == "" && o.Namespace == "" &&
 		len(o.CommonLabels) == 0 && len(o.CommonAnnotations) == 0 && len(o.Images) == 0 &&
-		len(o.Replicas) == 0 && len(o.Components) == 0
+		len(o.Replicas) == 0 && len(o.Components) == 0 && len(o.Patches) == 0
 }
 
 // DirectoryOptions are spec.source.directory settings.
