@@ -12,10 +12,10 @@ import (
 // The App's permissions and events, as the service needs them. app.yml and the
 // README's tables must both say exactly this.
 var (
-	wantPermissions = map[string]string{"contents": "write", "pull_requests": "write", "checks": "write", "metadata": "read"}
+	wantPermissions = map[string]string{"contents": "write", "pull_requests": "write", "checks": "write", "metadata": "read", "merge_queues": "read"}
 	// GitHub delivers these to every App and rejects manifests that list them.
 	implicitEvents   = []string{"installation", "installation_repositories"}
-	subscribedEvents = []string{"pull_request", "check_run", "check_suite", "push", "issue_comment"}
+	subscribedEvents = []string{"pull_request", "check_run", "check_suite", "merge_group", "push", "issue_comment"}
 )
 
 func TestAppManifestMatchesTheService(t *testing.T) {

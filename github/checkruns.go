@@ -26,6 +26,7 @@ const (
 	ConclusionFailure        = "failure"
 	ConclusionActionRequired = "action_required"
 	ConclusionNeutral        = "neutral"
+	ConclusionCancelled      = "cancelled"
 )
 
 // Annotation marks lines of a file in the PR's diff view.

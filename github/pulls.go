@@ -38,6 +38,7 @@ type PullRequest struct {
 	HeadRef  string
 	HeadSHA  string
 	BaseRef  string
+	BaseSHA  string
 	Body     string
 }
 
@@ -45,7 +46,7 @@ func pullOf(p *gh.PullRequest) PullRequest {
 	return PullRequest{
 		Number: int64(p.GetNumber()), URL: p.GetHTMLURL(), State: p.GetState(), Merged: p.GetMerged(),
 		MergeSHA: p.GetMergeCommitSHA(), HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
-		BaseRef: p.GetBase().GetRef(), Body: p.GetBody(),
+		BaseRef: p.GetBase().GetRef(), BaseSHA: p.GetBase().GetSHA(), Body: p.GetBody(),
 	}
 }
 

@@ -2,17 +2,22 @@ package handler
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
 )
 
-// CheckRun re-verifies a plan when a person asks GitHub to re-run kukie/render or
-// presses its "Re-render" button.
+// CheckRun re-verifies a plan, or checks a pull request again, when a person asks
+// GitHub to re-run kukie/render or presses its "Re-render" button.
 type CheckRun struct {
 	Base
 	Pipeline Pipeline
+	// Checks, when set, runs again the check of a pull request the service did not
+	// open (its run's external id names the pull request).
+	Checks PullChecker
 }
 
 // Handles implements githubapp.EventHandler.
@@ -41,7 +46,17 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		return nil
 	}
 	code := run.ExternalID
-	if code == "" {
+	switch {
+	case code == "":
+		return nil
+	case strings.HasPrefix(code, pullKeyPrefix):
+		n, err := strconv.ParseInt(strings.TrimPrefix(code, pullKeyPrefix), 10, 64)
+		if err != nil || h.Checks == nil {
+			return nil
+		}
+		return h.recheckPull(ctx, h.Checks, event.Installation.ID, event.Repo, n)
+	case strings.HasPrefix(code, mergeGroupKeyPrefix):
+		// A group's checks run again when the queue builds the group again.
 		return nil
 	}
 	return h.Pipeline.Reverify(ctx, code)

@@ -14,6 +14,9 @@ import (
 type CheckSuite struct {
 	Base
 	Pipeline Pipeline
+	// Checks, when set, checks again the pull requests of a re-requested suite's
+	// head that the service did not open.
+	Checks PullChecker
 }
 
 // Handles implements githubapp.EventHandler.
@@ -41,6 +44,16 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 	}
 	branch := suite.HeadBranch
 	if !strings.HasPrefix(branch, github.BranchPrefix) {
+		// "requested" comes with every push, which pull_request synchronize
+		// already answers; only a person's re-run is acted on.
+		if event.Action != "rerequested" || h.Checks == nil {
+			return nil
+		}
+		for _, pr := range suite.PullRequests {
+			if err := h.recheckPull(ctx, h.Checks, event.Installation.ID, event.Repo, pr.Number); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	pl, ok, err := h.Pipeline.PlanForPull(ctx, repoName(event.Repo), branch)

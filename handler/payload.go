@@ -40,11 +40,14 @@ type checkRunEvent struct {
 	CheckRun *struct {
 		Name       string `json:"name"`
 		ExternalID string `json:"external_id"`
+		HeadSHA    string `json:"head_sha"`
 	} `json:"check_run"`
 	RequestedAction *struct {
 		Identifier string `json:"identifier"`
 	} `json:"requested_action"`
-	Sender userRef `json:"sender"`
+	Repo         repoRef         `json:"repository"`
+	Installation installationRef `json:"installation"`
+	Sender       userRef         `json:"sender"`
 }
 
 type checkSuiteEvent struct {
@@ -52,9 +55,15 @@ type checkSuiteEvent struct {
 	CheckSuite *struct {
 		HeadBranch string `json:"head_branch"`
 		HeadSHA    string `json:"head_sha"`
+		// PullRequests lists the open pull requests of the head, those from forks
+		// left out (as GitHub does).
+		PullRequests []struct {
+			Number int64 `json:"number"`
+		} `json:"pull_requests"`
 	} `json:"check_suite"`
-	Repo   repoRef `json:"repository"`
-	Sender userRef `json:"sender"`
+	Repo         repoRef         `json:"repository"`
+	Installation installationRef `json:"installation"`
+	Sender       userRef         `json:"sender"`
 }
 
 type branchRef struct {
@@ -72,8 +81,22 @@ type pullRequestEvent struct {
 		Head           branchRef `json:"head"`
 		Base           branchRef `json:"base"`
 	} `json:"pull_request"`
-	Repo   repoRef `json:"repository"`
-	Sender userRef `json:"sender"`
+	Repo         repoRef         `json:"repository"`
+	Installation installationRef `json:"installation"`
+	Sender       userRef         `json:"sender"`
+}
+
+type mergeGroupEvent struct {
+	Action     string `json:"action"`
+	MergeGroup *struct {
+		HeadSHA string `json:"head_sha"`
+		HeadRef string `json:"head_ref"`
+		BaseSHA string `json:"base_sha"`
+		BaseRef string `json:"base_ref"`
+	} `json:"merge_group"`
+	Repo         repoRef         `json:"repository"`
+	Installation installationRef `json:"installation"`
+	Sender       userRef         `json:"sender"`
 }
 
 type pushCommit struct {

@@ -32,10 +32,13 @@ func isPlanBranch(head, base branchRef) bool {
 }
 
 // PullRequest moves plans when their pull requests close (merged or not) and
-// re-verifies when someone else pushes to a plan's branch.
+// re-verifies when someone else pushes to a plan's branch; every other pull
+// request's head is checked by Checks (see checkPullEvent).
 type PullRequest struct {
 	Base
 	Pipeline Pipeline
+	// Checks, when set, checks the pull requests the service did not open.
+	Checks PullChecker
 }
 
 // Handles implements githubapp.EventHandler.
@@ -52,7 +55,7 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 		return missing(eventType, "pull_request")
 	}
 	if !isPlanBranch(pr.Head, pr.Base) {
-		return nil
+		return h.checkPullEvent(ctx, event)
 	}
 	repo := repoName(event.Repo)
 	logger := zerolog.Ctx(ctx).With().Str(LogKeyAction, event.Action).Int64("pr", pr.Number).Logger()

@@ -234,14 +234,14 @@ func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder 
 func renderApps(apps []argocd.Application, repo, branch string) []render.Application {
 	var out []render.Application
 	for _, a := range apps {
-		out = append(out, render.FromArgoCD(a, func(src argocd.AppSource) bool { return deploysFrom(src, repo, branch) })...)
+		out = append(out, render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })...)
 	}
 	return out
 }
 
-// deploysFrom reports whether a source deploys the tree of repo ("owner/name") at
-// branch.
-func deploysFrom(src argocd.AppSource, repo, branch string) bool {
+// DeploysFrom reports whether a source deploys the tree of repo ("owner/name") at
+// branch: such an Application changes when the branch does.
+func DeploysFrom(src argocd.AppSource, repo, branch string) bool {
 	if src.Chart != "" {
 		return false
 	}

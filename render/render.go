@@ -34,11 +34,13 @@ type Object struct {
 func Render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	objs, err := render(ctx, repoDir, app)
+	objs, err := render(ctx, repoDir, app, false)
 	return objs, timedOut(ctx, err)
 }
 
-func render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
+// render renders app from repoDir; with scrub, an error's text is scrubbed of the
+// secret values of the files the render read (see RenderScrubbed).
+func render(ctx context.Context, repoDir string, app Application, scrub bool) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -51,6 +53,9 @@ func render(ctx context.Context, repoDir string, app Application) ([]Object, err
 	}
 	objs, err := renderApp(ctx, newView(t, nil), app, true)
 	if err != nil {
+		if scrub {
+			return nil, newScrubber(t.secretValues()).err(timedOut(ctx, err))
+		}
 		return nil, err
 	}
 	return exportObjects(objs), nil

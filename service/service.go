@@ -28,6 +28,7 @@ import (
 	changesapi "github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/api/webhook"
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
@@ -37,6 +38,7 @@ import (
 	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
@@ -118,12 +120,15 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	clusters := clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams}
 
-	// 4. The change pipeline, or the one stand-in that says why it does not run.
+	// 4. The change pipeline, or the one stand-in that says why it does not run, and
+	// the checks of pull requests the pipeline did not open, through the same
+	// repository snapshots.
 	var pipeline Pipeline
+	var repos github.Repos
 	if gh.clients == nil {
 		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errNoGitHubApp}
 		pipeline = s.unavailable
-	} else if s.pipeline, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
+	} else if s.pipeline, repos, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
 		// The service still serves everything else; the change API says why it
 		// cannot take changes.
 		logger.Error().Err(err).Msg("Change pipeline not available")
@@ -131,6 +136,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		pipeline = s.unavailable
 	} else {
 		pipeline = s.pipeline
+	}
+	var checks handler.PullChecker
+	if s.pipeline != nil {
+		checks = &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters}}
 	}
 
 	// 5. Webhook handlers, one per event family, and the inbox that feeds them.
@@ -145,10 +154,11 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	s.inbox, err = handler.NewInbox(db, handler.InboxOptions{Retention: cfg.Webhooks.Retention, Outcome: inboxMetrics.Outcome},
 		&handler.Installation{Base: base},
 		&handler.InstallationRepositories{Base: base},
-		&handler.PullRequest{Base: base, Pipeline: pipeline},
+		&handler.PullRequest{Base: base, Pipeline: pipeline, Checks: checks},
 		&handler.Push{Base: base, Pipeline: pipeline},
-		&handler.CheckRun{Base: base, Pipeline: pipeline},
-		&handler.CheckSuite{Base: base, Pipeline: pipeline},
+		&handler.CheckRun{Base: base, Pipeline: pipeline, Checks: checks},
+		&handler.CheckSuite{Base: base, Pipeline: pipeline, Checks: checks},
+		&handler.MergeGroup{Base: base, Checks: checks},
 		&handler.IssueComment{Base: base, Pipeline: pipeline, Access: handler.GitHubWriteAccess{Base: base}},
 	)
 	if err != nil {
@@ -325,38 +335,39 @@ func credentialsBox(cfg config.Config) (*sealed.Box, error) {
 
 // newPipeline builds the change pipeline over the App's clients, with its archive and
 // render caches.
-func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, error) {
+func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, github.Repos, error) {
 	archives, err := github.NewArchiveCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, github.DefaultArchiveLimits)
 	if err != nil {
-		return nil, err
+		return nil, github.Repos{}, err
 	}
+	repos := github.Repos{Clients: gh.clients, Archives: archives}
 	// Before-renders are kept beside the archives, in a quarter of their budget: an
 	// app's render is much smaller than its repository.
 	renders, err := github.NewRenderCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes/4)
 	if err != nil {
-		return nil, err
+		return nil, github.Repos{}, err
 	}
 	observer, err := metrics.NewPipeline(registry)
 	if err != nil {
-		return nil, err
+		return nil, github.Repos{}, err
 	}
 	if err := registry.Register(metrics.CacheCollector{"archive": archives, "render": renders}); err != nil {
-		return nil, fmt.Errorf("register cache metrics: %w", err)
+		return nil, github.Repos{}, fmt.Errorf("register cache metrics: %w", err)
 	}
 	renderMetrics, err := metrics.NewRender(registry)
 	if err != nil {
-		return nil, err
+		return nil, github.Repos{}, err
 	}
 	host, _ := os.Hostname()
 	return plan.New(plan.Deps{
 		Store:       db,
 		Clusters:    clusters,
 		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
-		Repos:       github.Repos{Clients: gh.clients, Archives: archives},
+		Repos:       repos,
 		Connections: clusteraccess.Connections{DB: db},
 		Observer:    observer,
 		Hooks:       hooks,
-	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), nil
+	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), repos, nil
 }
 
 // pipelineConfig is the pipeline's configuration from the service's (validated) one.
@@ -383,4 +394,12 @@ func archiveCacheDir(p config.Pipeline) string {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "kukie-gitops")
+}
+
+// clusterApplications reads a team's cluster's Applications for the pull request
+// checks through the pipeline's cluster access.
+type clusterApplications struct{ clusters clusteraccess.Clusters }
+
+func (c clusterApplications) Applications(ctx context.Context, teamID, cluster string) ([]argocd.Application, error) {
+	return c.clusters.Applications(ctx, clusteraccess.Ref{TeamID: teamID, Name: cluster})
 }

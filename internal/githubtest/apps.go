@@ -49,6 +49,7 @@ func DefaultPermissions() map[string]string {
 		"checks":        PermWrite,
 		"contents":      PermWrite,
 		"issues":        PermWrite,
+		"merge_queues":  PermRead,
 		"metadata":      PermRead,
 		"pull_requests": PermWrite,
 	}
@@ -57,7 +58,7 @@ func DefaultPermissions() map[string]string {
 // DefaultEvents are the webhook events the fake App is subscribed to (installation
 // events are always delivered to an App, as on GitHub).
 func DefaultEvents() []string {
-	return []string{"check_run", "check_suite", "issue_comment", "pull_request", "push"}
+	return []string{"check_run", "check_suite", "issue_comment", "merge_group", "pull_request", "push"}
 }
 
 var permLevels = map[string]int{PermRead: 1, PermWrite: 2, PermAdmin: 3}

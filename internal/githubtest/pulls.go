@@ -23,13 +23,16 @@ const (
 )
 
 type pull struct {
-	id        int64
-	number    int
-	title     string
-	body      string
-	state     string // open, closed
-	draft     bool
-	head      string // branch in the same repository
+	id     int64
+	number int
+	title  string
+	body   string
+	state  string // open, closed
+	draft  bool
+	head   string // branch in the same repository, or in fork
+	// fork, when set, is the owner of the fork the head branch lives in; GitHub
+	// keeps the head commit in the base repository as refs/pull/<number>/head.
+	fork      *account
 	base      string
 	headSHA   string
 	baseSHA   string
@@ -69,6 +72,15 @@ func (s *Server) pullFromPath(w http.ResponseWriter, r *http.Request, rp *repo) 
 	return found(w, r, pr)
 }
 
+// headRef is where the base repository holds the pull request's head: its branch,
+// or for a fork's pull request refs/pull/<number>/head.
+func (pr *pull) headRef() plumbing.ReferenceName {
+	if pr.fork != nil {
+		return plumbing.ReferenceName(fmt.Sprintf("refs/pull/%d/head", pr.number))
+	}
+	return plumbing.NewBranchReferenceName(pr.head)
+}
+
 func (rp *repo) pullNumber(n int) *pull {
 	for _, pr := range rp.pulls {
 		if pr.number == n {
@@ -83,7 +95,7 @@ func (rp *repo) liveSHAs(pr *pull) {
 	if pr.state != "open" {
 		return
 	}
-	if h, ok := rp.refHash(plumbing.NewBranchReferenceName(pr.head)); ok {
+	if h, ok := rp.refHash(pr.headRef()); ok {
 		pr.headSHA = h.String()
 	}
 	if h, ok := rp.refHash(plumbing.NewBranchReferenceName(pr.base)); ok {
@@ -145,6 +157,13 @@ func (s *Server) pullJSON(rp *repo, pr *pull) *github.PullRequest {
 			Repo:  repoJSON,
 			User:  s.userJSON(rp.owner),
 		},
+	}
+	if pr.fork != nil {
+		fork := *repoJSON
+		fork.ID, fork.Name, fork.FullName = ptr(rp.id+1_000_000), ptr(rp.name), ptr(pr.fork.login+"/"+rp.name)
+		fork.Owner, fork.Fork = s.userJSON(pr.fork), ptr(true)
+		fork.URL, fork.HTMLURL = ptr(s.apiURL("repos/%s/%s", pr.fork.login, rp.name)), ptr(s.htmlURL("%s/%s", pr.fork.login, rp.name))
+		out.Head.Label, out.Head.Repo, out.Head.User = ptr(pr.fork.login+":"+pr.head), &fork, s.userJSON(pr.fork)
 	}
 	if pr.closedAt != nil {
 		out.ClosedAt = ts(*pr.closedAt)
@@ -422,16 +441,97 @@ func (s *Server) handlePullFiles(w http.ResponseWriter, r *http.Request, rp *rep
 // pull_request "opened", and returns its number.
 func (s *Server) OpenPullRequest(t TB, repoName, head, base, title string, author Author) int {
 	t.Helper()
+	return s.openPull(t, repoName, head, base, title, author, false)
+}
+
+// OpenDraftPullRequest is OpenPullRequest for a draft.
+func (s *Server) OpenDraftPullRequest(t TB, repoName, head, base, title string, author Author) int {
+	t.Helper()
+	return s.openPull(t, repoName, head, base, title, author, true)
+}
+
+func (s *Server) openPull(t TB, repoName, head, base, title string, author Author, draft bool) int {
+	t.Helper()
 	s.mu.Lock()
 	rp := s.mustRepoLocked(t, repoName)
 	if _, ok := rp.refHash(plumbing.NewBranchReferenceName(head)); !ok {
 		s.mu.Unlock()
 		t.Fatalf("open pull request: no branch %s", head)
 	}
-	pr := s.openPullLocked(rp, head, base, title, "", false, s.personLocked(author))
+	pr := s.openPullLocked(rp, head, base, title, "", draft, s.personLocked(author))
 	s.mu.Unlock()
 	s.WaitForDeliveries()
 	return pr.number
+}
+
+// OpenForkPullRequest opens a pull request from branch of forkOwner's fork of
+// repoName into base, as that person would: the fork's commit (files on top of
+// base) is kept in the base repository as refs/pull/<number>/head, as GitHub keeps
+// it, and head.repo names the fork. It fires pull_request "opened" and returns the
+// number.
+func (s *Server) OpenForkPullRequest(t TB, repoName, forkOwner, branch, base, title string, files map[string]string) int {
+	t.Helper()
+	s.mu.Lock()
+	rp := s.mustRepoLocked(t, repoName)
+	parent, ok := rp.refHash(plumbing.NewBranchReferenceName(base))
+	if !ok {
+		s.mu.Unlock()
+		t.Fatalf("open fork pull request: no branch %s", base)
+	}
+	author := Author{Login: forkOwner, Name: forkOwner, Email: forkOwner + "@example.com"}
+	h, err := s.commitFilesLocked(rp, parent, fileChanges(files), "Update from a fork", author)
+	if err != nil {
+		s.mu.Unlock()
+		t.Fatalf("open fork pull request: %v", err)
+	}
+	now := s.clock.Now()
+	rp.nextNumber++
+	person := s.personLocked(author)
+	pr := &pull{id: s.newID(), number: rp.nextNumber, title: title, state: "open", head: branch, base: base,
+		fork: person, user: person, createdAt: now, updatedAt: now}
+	if err := rp.setRef(pr.headRef(), h); err != nil {
+		s.mu.Unlock()
+		t.Fatalf("open fork pull request: %v", err)
+	}
+	rp.liveSHAs(pr)
+	rp.pulls = append(rp.pulls, pr)
+	done := s.firePullLocked(rp, pr, "opened", person, nil)
+	s.mu.Unlock()
+	<-done
+	return pr.number
+}
+
+// ReopenPullRequest reopens a closed pull request, as a person would, firing
+// pull_request "reopened".
+func (s *Server) ReopenPullRequest(t TB, repoName string, number int) {
+	t.Helper()
+	s.mu.Lock()
+	rp := s.mustRepoLocked(t, repoName)
+	pr := rp.pullNumber(number)
+	if pr == nil || pr.state != "closed" || pr.merged {
+		s.mu.Unlock()
+		t.Fatalf("reopen %s#%d: not a closed, unmerged pull request", repoName, number)
+	}
+	pr.state, pr.closedAt, pr.updatedAt = "open", nil, s.clock.Now()
+	done := s.firePullLocked(rp, pr, "reopened", s.personLocked(DefaultAuthor), nil)
+	s.mu.Unlock()
+	<-done
+}
+
+// MarkReadyForReview turns a draft pull request into one ready for review, firing
+// pull_request "ready_for_review".
+func (s *Server) MarkReadyForReview(t TB, repoName string, number int) {
+	t.Helper()
+	s.mu.Lock()
+	rp, pr := s.mustOpenPullLocked(t, "mark ready", repoName, number)
+	if !pr.draft {
+		s.mu.Unlock()
+		t.Fatalf("mark %s#%d ready: not a draft", repoName, number)
+	}
+	pr.draft, pr.updatedAt = false, s.clock.Now()
+	done := s.firePullLocked(rp, pr, "ready_for_review", s.personLocked(DefaultAuthor), nil)
+	s.mu.Unlock()
+	<-done
 }
 
 // PullRequests returns the repository's pull requests (all states), oldest first.

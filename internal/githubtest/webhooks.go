@@ -334,7 +334,7 @@ func (s *Server) refUpdatedLocked(rp *repo, name plumbing.ReferenceName, before,
 		done = append(done, s.fireCheckSuiteLocked(rp, "requested", after.String(), branch, sender))
 	}
 	for _, pr := range rp.pulls {
-		if pr.state != "open" || pr.head != branch {
+		if pr.state != "open" || pr.head != branch || pr.fork != nil {
 			continue
 		}
 		if after.IsZero() {

@@ -1,0 +1,106 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+)
+
+// MaxComparedFiles is the most files GitHub lists in a comparison of two commits;
+// a comparison that lists this many may have more.
+const MaxComparedFiles = 300
+
+// Comparison is what changed from a base commit to a head, as GitHub's compare
+// endpoint (base...head, from their merge base) reports it.
+type Comparison struct {
+	// MergeBase is the commit the head's changes are counted from.
+	MergeBase string
+	Files     []ChangedFile
+	// Complete is false when GitHub may have listed only some of the files.
+	Complete bool
+}
+
+// ChangedFile is one file a comparison changes.
+type ChangedFile struct {
+	Path string
+	// PreviousPath is the file's name before a rename.
+	PreviousPath string
+	// Status is GitHub's: added, removed, modified, renamed, copied, changed.
+	Status string
+	// Lines are the ranges of lines of the head's file that the change adds or
+	// replaces, first to last (each [first, last], counted from 1); empty when
+	// GitHub shows no patch (a binary or very large file) or only lines went.
+	Lines [][2]int
+}
+
+// Compare lists the files changed from base to head (three dots: the head's own
+// changes since the merge base).
+func Compare(ctx context.Context, c *gh.Client, owner, repo, base, head string) (Comparison, error) {
+	cmp, _, err := c.Repositories.CompareCommits(ctx, owner, repo, base, head, &gh.ListOptions{PerPage: 1})
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare %s...%s: %w", base, head, err)
+	}
+	out := Comparison{MergeBase: cmp.GetMergeBaseCommit().GetSHA(), Complete: len(cmp.Files) < MaxComparedFiles}
+	for _, f := range cmp.Files {
+		out.Files = append(out.Files, ChangedFile{Path: f.GetFilename(), PreviousPath: f.GetPreviousFilename(),
+			Status: f.GetStatus(), Lines: AddedLines(f.GetPatch())})
+	}
+	return out, nil
+}
+
+// AddedLines returns the ranges of new-side lines a unified diff's hunks add, as
+// [first, last] pairs counted from 1.
+func AddedLines(patch string) [][2]int {
+	var out [][2]int
+	line, inHunk := 0, false
+	open := func(n int) {
+		if k := len(out); k > 0 && out[k-1][1] == n-1 {
+			out[k-1][1] = n
+			return
+		}
+		out = append(out, [2]int{n, n})
+	}
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			start, ok := hunkNewStart(l)
+			line, inHunk = start, ok
+		case !inHunk:
+		case strings.HasPrefix(l, "+"):
+			open(line)
+			line++
+		case strings.HasPrefix(l, "-"), strings.HasPrefix(l, `\`):
+		default:
+			line++
+		}
+	}
+	return out
+}
+
+// hunkNewStart reads the new side's first line from a hunk header
+// "@@ -a,b +c,d @@".
+func hunkNewStart(header string) (int, bool) {
+	_, rest, ok := strings.Cut(header, " +")
+	if !ok {
+		return 0, false
+	}
+	num, _, _ := strings.Cut(rest, " ")
+	num, _, _ = strings.Cut(num, ",")
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// Compare is the package function Compare through the installation's client.
+func (g Repos) Compare(ctx context.Context, inst int64, repo, base, head string) (Comparison, error) {
+	c, owner, name, err := g.client(inst, repo)
+	if err != nil {
+		return Comparison{}, err
+	}
+	return Compare(ctx, c, owner, name, base, head)
+}

@@ -1,0 +1,130 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/prcheck"
+)
+
+// PullChecker checks the heads of pull requests and merge groups the service did
+// not open; *prcheck.Checker implements it.
+type PullChecker interface {
+	Check(ctx context.Context, h prcheck.Head) error
+	Cancel(key string)
+}
+
+// Check run external ids of the heads PullChecker checks (a plan's run carries the
+// plan code instead).
+const (
+	pullKeyPrefix       = "pull/"
+	mergeGroupKeyPrefix = "merge_group/"
+)
+
+func pullKey(number int64) string { return pullKeyPrefix + strconv.FormatInt(number, 10) }
+
+// pullHead is the head to check of a pull request into repo (the payload's base
+// repository).
+func (b *Base) pullHead(inst int64, repo repoRef, number int64, baseRef, baseSHA, headSHA string) (prcheck.Head, error) {
+	r, err := b.Repo(repo.FullName)
+	if err != nil {
+		return prcheck.Head{}, Permanent(err)
+	}
+	return prcheck.Head{InstallationID: inst, Repo: repoName(repo), RepoURL: r.URL(), BaseBranch: baseRef,
+		BaseSHA: baseSHA, HeadSHA: headSHA, Key: pullKey(number)}, nil
+}
+
+// checkPullEvent runs the check of a pull request someone else opened: on every
+// new head (opened, synchronize, reopened) and when a draft becomes ready. Drafts
+// are checked too (a render costs little, and early is when it helps); a closed
+// pull request's running check stops. Pull requests from forks are checked: the
+// head is only rendered, and GitHub serves a fork's head from the base repository.
+func (h *PullRequest) checkPullEvent(ctx context.Context, event pullRequestEvent) error {
+	if h.Checks == nil || h.IsOwnEvent(event.Sender.Login) {
+		return nil
+	}
+	pr := event.PullRequest
+	switch event.Action {
+	case "opened", "synchronize", "reopened", "ready_for_review":
+	case "closed":
+		h.Checks.Cancel(pullKey(pr.Number))
+		return nil
+	default:
+		return nil
+	}
+	head, err := h.pullHead(event.Installation.ID, event.Repo, pr.Number, pr.Base.Ref, pr.Base.SHA, pr.Head.SHA)
+	if err != nil {
+		return err
+	}
+	return h.Checks.Check(ctx, head)
+}
+
+// recheckPull checks a pull request's current head again (the Re-run buttons),
+// read from GitHub: a re-run names the pull request, not its base.
+func (b *Base) recheckPull(ctx context.Context, checks PullChecker, inst int64, repo repoRef, number int64) error {
+	owner, name, ok := strings.Cut(repoName(repo), "/")
+	if !ok {
+		return Permanent(fmt.Errorf("repository %q in payload has no owner/name", repo.FullName))
+	}
+	c, err := b.ClientCreator.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("client for installation %d: %w", inst, err)
+	}
+	pr, err := github.GetPull(ctx, c, owner, name, number)
+	if err != nil {
+		return err
+	}
+	if pr.State != "open" {
+		return nil
+	}
+	head, err := b.pullHead(inst, repo, number, pr.BaseRef, pr.BaseSHA, pr.HeadSHA)
+	if err != nil {
+		return err
+	}
+	return checks.Check(ctx, head)
+}
+
+// MergeGroup reports kukie/render on a merge queue's group head, so a queue that
+// requires the check can merge.
+type MergeGroup struct {
+	Base
+	Checks PullChecker
+}
+
+// Handles implements githubapp.EventHandler.
+func (h *MergeGroup) Handles() []string { return []string{"merge_group"} }
+
+// Handle implements githubapp.EventHandler.
+func (h *MergeGroup) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var event mergeGroupEvent
+	if err := parse(eventType, payload, &event); err != nil {
+		return err
+	}
+	if event.Action != "checks_requested" {
+		if event.Action == "destroyed" && event.MergeGroup != nil && h.Checks != nil {
+			h.Checks.Cancel(mergeGroupKeyPrefix + event.MergeGroup.HeadRef)
+		}
+		return nil
+	}
+	g := event.MergeGroup
+	if g == nil {
+		return missing(eventType, "merge_group")
+	}
+	if h.Checks == nil {
+		return nil
+	}
+	r, err := h.Repo(event.Repo.FullName)
+	if err != nil {
+		return Permanent(err)
+	}
+	return h.Checks.Check(ctx, prcheck.Head{InstallationID: event.Installation.ID, Repo: repoName(event.Repo), RepoURL: r.URL(),
+		BaseBranch: strings.TrimPrefix(g.BaseRef, "refs/heads/"), BaseSHA: g.BaseSHA, HeadSHA: g.HeadSHA,
+		Key: mergeGroupKeyPrefix + g.HeadRef})
+}
+
+var _ githubapp.EventHandler = &MergeGroup{}

@@ -1,0 +1,352 @@
+package prcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+)
+
+// Head is one commit to check: a pull request's head, or a merge group's.
+type Head struct {
+	InstallationID int64
+	// Repo is the base repository, "owner/name"; RepoURL its canonical URL, as
+	// connections name it.
+	Repo    string
+	RepoURL string
+	// BaseBranch is the branch the change goes into; Applications deploying it are
+	// the ones checked.
+	BaseBranch string
+	BaseSHA    string
+	HeadSHA    string
+	// Key names what the head belongs to ("pull/12", "merge_group/<ref>"). It is the
+	// check run's external id, and a newer check of the same key supersedes a
+	// running one.
+	Key string
+}
+
+// GitHub is what a check reads from and writes to GitHub (github.Repos).
+type GitHub interface {
+	Compare(ctx context.Context, inst int64, repo, base, head string) (github.Comparison, error)
+	Snapshot(ctx context.Context, inst int64, repo, sha string) (*github.Snapshot, error)
+	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
+}
+
+// Connections names the team that the App's installation belongs to and that
+// team's clusters a repository (canonical URL) is connected to.
+type Connections interface {
+	ConnectedClusters(ctx context.Context, installationID int64, repoURL string) (teamID string, clusters []string, err error)
+}
+
+// Applications lists the Argo CD Applications of a team's cluster.
+type Applications interface {
+	Applications(ctx context.Context, teamID, cluster string) ([]argocd.Application, error)
+}
+
+// Checker runs the checks. Its zero value is not usable; set every field but
+// DetailsURL.
+type Checker struct {
+	GitHub       GitHub
+	Connections  Connections
+	Applications Applications
+	// Workers bounds the Applications rendered at once; 0 means the number of cores.
+	Workers int
+
+	mu      sync.Mutex
+	running map[string]*run
+}
+
+// run is a check in progress.
+type run struct {
+	sha    string
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// supersededError is the cause a check stops with when a newer one takes its key.
+type supersededError struct{ by string }
+
+func (e supersededError) Error() string { return "superseded by a newer check of " + short(e.by) }
+
+// publishTimeout bounds the last word of a check that was stopped.
+const publishTimeout = 30 * time.Second
+
+// Check checks h and publishes the kukie/render check run on its head. A
+// repository no cluster of the team is connected to gets no check run. A check
+// superseded by a newer one of the same key returns nil once it has stopped.
+func (c *Checker) Check(ctx context.Context, h Head) error {
+	ctx, end, err := c.begin(ctx, h)
+	if err != nil {
+		return err
+	}
+	defer end()
+	err = c.check(ctx, h)
+	var sup supersededError
+	if errors.As(context.Cause(ctx), &sup) {
+		zerolog.Ctx(ctx).Info().Str("key", h.Key).Str("head", h.HeadSHA).Str("by", sup.by).Msg("Check superseded by a newer head")
+		return nil
+	}
+	return err
+}
+
+// begin takes h's key: a check of the key still running is cancelled and waited
+// for, so two checks of one key never publish at once and the older never
+// publishes after the newer.
+func (c *Checker) begin(ctx context.Context, h Head) (context.Context, func(), error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	me := &run{sha: h.HeadSHA, cancel: cancel, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.running == nil {
+		c.running = map[string]*run{}
+	}
+	prev := c.running[h.Key]
+	c.running[h.Key] = me
+	c.mu.Unlock()
+	if prev != nil {
+		prev.cancel(supersededError{by: h.HeadSHA})
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			cancel(nil)
+			close(me.done)
+			return nil, nil, ctx.Err()
+		}
+	}
+	return ctx, func() {
+		c.mu.Lock()
+		if c.running[h.Key] == me {
+			delete(c.running, h.Key)
+		}
+		c.mu.Unlock()
+		cancel(nil)
+		close(me.done)
+	}, nil
+}
+
+// Cancel stops a running check of key (a pull request that closed), which says so
+// on its head.
+func (c *Checker) Cancel(key string) {
+	c.mu.Lock()
+	r := c.running[key]
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel(supersededError{by: "closed"})
+	}
+}
+
+func (c *Checker) check(ctx context.Context, h Head) error {
+	team, clusters, err := c.Connections.ConnectedClusters(ctx, h.InstallationID, h.RepoURL)
+	if err != nil {
+		return err
+	}
+	if len(clusters) == 0 {
+		return nil
+	}
+	ref, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
+		ExternalID: h.Key, Title: "Rendering the Applications this change reaches",
+		Summary: fmt.Sprintf("Rendering %s at %s against %s.", h.Repo, short(h.HeadSHA), h.BaseBranch)})
+	if err != nil {
+		return err
+	}
+	rep, err := c.evaluate(ctx, h, team, clusters)
+	if err != nil {
+		if ctx.Err() != nil {
+			c.stopped(ctx, h, ref.ID)
+			return ctx.Err()
+		}
+		return err
+	}
+	if ctx.Err() != nil {
+		c.stopped(ctx, h, ref.ID)
+		return ctx.Err()
+	}
+	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, rep.checkReport(h))
+	return err
+}
+
+// stopped concludes the run of a check that was stopped, on the check's own head,
+// unless a newer check of the same head took it over.
+func (c *Checker) stopped(ctx context.Context, h Head, id int64) {
+	var sup supersededError
+	if !errors.As(context.Cause(ctx), &sup) || sup.by == h.HeadSHA {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	reason := "A newer commit (" + short(sup.by) + ") was pushed; it is checked instead."
+	if sup.by == "closed" {
+		reason = "The pull request was closed."
+	}
+	if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, id, github.CheckReport{
+		ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Msg("Could not conclude a superseded check run")
+	}
+}
+
+// appInfo is what the report says of an Application besides its render.
+type appInfo struct {
+	cluster string
+	level   argocd.Level
+}
+
+// evaluate renders what the change reaches.
+func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []string) (*report, error) {
+	rep := &report{repo: h.Repo, branch: h.BaseBranch}
+	cmp, err := c.GitHub.Compare(ctx, h.InstallationID, h.Repo, h.BaseSHA, h.HeadSHA)
+	if err != nil {
+		return nil, err
+	}
+	rep.files = cmp.Files
+	rep.incomplete = !cmp.Complete
+	base := cmp.MergeBase
+	if base == "" {
+		base = h.BaseSHA
+	}
+	apps, info := c.apps(ctx, h, team, clusters, rep)
+	if len(apps) == 0 {
+		return rep, nil
+	}
+	rep.deploying = len(apps)
+	var files []string
+	for _, f := range cmp.Files {
+		files = append(files, f.Path)
+		if f.PreviousPath != "" {
+			files = append(files, f.PreviousPath)
+		}
+	}
+	baseSnap, err := c.GitHub.Snapshot(ctx, h.InstallationID, h.Repo, base)
+	if err != nil {
+		return nil, err
+	}
+	defer baseSnap.Release()
+	var reached []render.Reached
+	if cmp.Complete {
+		if reached, err = render.Affected(ctx, baseSnap.Dir, h.Repo+"@"+base, apps, files); err != nil {
+			return nil, fmt.Errorf("find the Applications the change reaches: %w", err)
+		}
+	} else {
+		// GitHub listed only part of the change: every app may be reached.
+		for _, a := range apps {
+			reached = append(reached, render.Reached{App: a})
+		}
+	}
+	if len(reached) == 0 {
+		return rep, nil
+	}
+	headSnap, err := c.GitHub.Snapshot(ctx, h.InstallationID, h.Repo, h.HeadSHA)
+	if err != nil {
+		return nil, err
+	}
+	defer headSnap.Release()
+	rep.apps = make([]appResult, len(reached))
+	workers := c.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(reached)) {
+		wg.Go(func() {
+			for i := range next {
+				r := reached[i]
+				rep.apps[i] = compareApp(ctx, baseSnap.Dir, headSnap.Dir, r, info[r.App.Name])
+			}
+		})
+	}
+	for i := range reached {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return rep, ctx.Err()
+}
+
+// apps lists render's view of the Applications of the team's clusters that
+// deploy from the repository at the base branch, each named "<app> (cluster
+// <name>)"; clusters that cannot be read are noted in rep.
+func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []string, rep *report) ([]render.Application, map[string]appInfo) {
+	sort.Strings(clusters)
+	type read struct {
+		apps []argocd.Application
+		err  error
+	}
+	reads := make([]read, len(clusters))
+	var wg sync.WaitGroup
+	for i, name := range clusters {
+		wg.Go(func() { reads[i].apps, reads[i].err = c.Applications.Applications(ctx, team, name) })
+	}
+	wg.Wait()
+	var out []render.Application
+	info := map[string]appInfo{}
+	for i, name := range clusters {
+		if err := reads[i].err; err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", name).Msg("Could not read the Applications of a cluster; the change is not checked there")
+			rep.notChecked = append(rep.notChecked, fmt.Sprintf("cluster %s: its Applications could not be read", name))
+			continue
+		}
+		for _, a := range reads[i].apps {
+			for _, ra := range render.FromArgoCD(a, func(src argocd.AppSource) bool { return plan.DeploysFrom(src, h.Repo, h.BaseBranch) }) {
+				ra.Name += " (cluster " + name + ")"
+				info[ra.Name] = appInfo{cluster: name, level: a.Level()}
+				out = append(out, ra)
+			}
+		}
+	}
+	return out, info
+}
+
+// compareApp renders one reached Application at the base and the head.
+func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, info appInfo) appResult {
+	res := appResult{name: r.App.Name, cluster: info.cluster, level: info.level, files: r.Files}
+	if r.App.Unsupported != "" {
+		res.notChecked = r.App.Unsupported
+		return res
+	}
+	after, err := render.RenderScrubbed(ctx, headDir, r.App)
+	if err != nil {
+		res.failed = reasonOf(err)
+		return res
+	}
+	before, err := render.RenderScrubbed(ctx, baseDir, r.App)
+	if err != nil {
+		// It did not render before and does now: every object is new to compare.
+		res.brokenBefore = reasonOf(err)
+		before = nil
+	}
+	diffs, err := render.CompareRenders(r.App, before, after)
+	if err != nil {
+		res.failed = reasonOf(err)
+		return res
+	}
+	res.diffs = diffs
+	return res
+}
+
+// reasonOf is what a check run says of a failed render: a refusal's reason.
+func reasonOf(err error) string {
+	var ref *render.Refusal
+	if errors.As(err, &ref) {
+		return ref.Reason
+	}
+	return err.Error()
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

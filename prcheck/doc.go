@@ -1,0 +1,17 @@
+// Package prcheck owns the kukie/render check run on the pull requests the service
+// did not open and on merge queue groups: for a head commit of a repository
+// connected to one of a team's clusters, it finds the Applications of all the
+// team's clusters that deploy from the repository at the base branch and whose
+// render reads a changed file (render's reach, the one a plan proves an edit with),
+// renders each at the merge base and at the head, and publishes what would change
+// in each cluster: a per-app table, masked diffs within GitHub's limits, and
+// annotations on the changed lines that cause a change or a failure.
+//
+// It reads repositories, clusters and the store and writes check runs, nothing
+// else: it never edits a repository, never runs a plan and never sends a
+// repository's objects to a cluster. A pull request's head is only rendered (pure,
+// bounded, no plugins, no network), so a fork's commit, which GitHub serves from
+// the base repository, is checked like any other. A newer head of the same pull
+// request or queue entry supersedes a check still running: that one stops and
+// says so on its own head, never on the new one.
+package prcheck
