@@ -539,6 +539,28 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 		t.Fatal(err)
 	}
 	codes := map[string]string{}
+	verdicts := map[string]string{}
+	deadline := time.Now().Add(3 * time.Minute)
+	waitVerdict := func(name, code string) string {
+		for {
+			pl, err := db.PlanByCode(ctx, code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, done := serviceVerdict(t, pl); done {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: plan %s is still %s", name, code, pl.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// A few plans at a time: each render has its own timeout, and a plan waiting
+	// for the one kustomize build slot behind all the others (as under the race
+	// detector on a busy machine) would run out of it.
+	const inFlight = 4
+	var pending []string
 	for i, c := range cases {
 		team, err := db.EnsureTeam(ctx, fmt.Sprintf("team-%d", i))
 		if err != nil {
@@ -572,24 +594,14 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 			t.Fatalf("%s: submit: %v", c.name, err)
 		}
 		codes[c.name] = pl.Code
-	}
-	verdicts := map[string]string{}
-	deadline := time.Now().Add(3 * time.Minute)
-	for name, code := range codes {
-		for {
-			pl, err := db.PlanByCode(ctx, code)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v, done := serviceVerdict(t, pl); done {
-				verdicts[name] = v
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: plan %s is still %s", name, code, pl.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
+		pending = append(pending, c.name)
+		if len(pending) == inFlight {
+			verdicts[pending[0]] = waitVerdict(pending[0], codes[pending[0]])
+			pending = pending[1:]
 		}
+	}
+	for _, name := range pending {
+		verdicts[name] = waitVerdict(name, codes[name])
 	}
 	return verdicts
 }

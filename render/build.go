@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -15,11 +16,14 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 )
 
-// kustomizeSlot serialises kustomize builds and Helm renders: krusty sets a
-// process-wide OpenAPI schema during Run, so two builds at once could see each
-// other's schema, and Helm renders from the same kyaml and apimachinery state. It
-// is a channel, not a mutex, so that waiting for it ends with the waiter's context.
+// kustomizeSlot serialises kustomize builds: krusty sets a process-wide OpenAPI
+// schema during Run, so two builds at once could see each other's schema. It is a
+// channel, not a mutex, so that waiting for it ends with the waiter's context.
 var kustomizeSlot = make(chan struct{}, 1)
+
+// helmSlots bound the Helm renders that run at once, one per core: a chart's
+// templates share no state with another's, but each holds its output in memory.
+var helmSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 const (
 	originAnnotation          = "config.kubernetes.io/origin"
@@ -198,21 +202,21 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 
 // runKustomize builds the kustomization at dir (see runInSlot).
 func runKustomize(ctx context.Context, fs *view, dir string) (resmap.ResMap, error) {
-	return runInSlot(ctx, "kustomize", func() (resmap.ResMap, error) {
+	return runInSlot(ctx, kustomizeSlot, "kustomize", func() (resmap.ResMap, error) {
 		return krusty.MakeKustomizer(argoKustomizeOptions()).Run(fs, dir)
 	})
 }
 
 // runInSlot runs one build of a tool that cannot be cancelled (krusty, Helm's
-// template engine) in the one build slot. The build runs on its own goroutine and
+// template engine) in one of its slots. The build runs on its own goroutine and
 // is abandoned when ctx is done: the caller returns at once, and the build stops
 // at its next read of the view (which fails from then on) or when it finishes,
 // bounded by what the view let it read; only then does the next build start. A
 // panic in the tool is an error of this build.
-func runInSlot[T any](ctx context.Context, tool string, build func() (T, error)) (T, error) {
+func runInSlot[T any](ctx context.Context, slots chan struct{}, tool string, build func() (T, error)) (T, error) {
 	var zero T
 	select {
-	case kustomizeSlot <- struct{}{}:
+	case slots <- struct{}{}:
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
@@ -222,7 +226,7 @@ func runInSlot[T any](ctx context.Context, tool string, build func() (T, error))
 	}
 	done := make(chan built, 1)
 	go func() {
-		defer func() { <-kustomizeSlot }()
+		defer func() { <-slots }()
 		defer func() {
 			if r := recover(); r != nil {
 				done <- built{err: fmt.Errorf("%s failed: %v", tool, r)}

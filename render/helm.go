@@ -507,7 +507,7 @@ func boundedTemplateFuncs() map[string]any {
 	}
 }
 
-// runHelm renders the chart as "helm template" does, in the build slot (see
+// runHelm renders the chart as "helm template" does, in a Helm slot (see
 // runInSlot): the template engine cannot be cancelled.
 func runHelm(ctx context.Context, ch *chart.Chart, vals map[string]any, app Application) (string, error) {
 	h := app.Helm
@@ -530,7 +530,7 @@ func runHelm(ctx context.Context, ch *chart.Chart, vals map[string]any, app Appl
 		}
 		inst.KubeVersion = kv
 	}
-	return runInSlot(ctx, "helm", func() (string, error) {
+	return runInSlot(ctx, helmSlots, "helm", func() (string, error) {
 		rel, err := inst.RunWithContext(ctx, ch, vals)
 		if err != nil {
 			return "", err
