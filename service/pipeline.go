@@ -33,6 +33,11 @@ var (
 var errNoGitHubApp = errors.New("no GitHub App is configured, and the change pipeline writes through one: " +
 	"set github.app_id and github.private_key_file (or KUKIE_GITHUB_APP_ID and KUKIE_GITHUB_PRIVATE_KEY) and restart")
 
+// errPipelineNotBuilt is why the change pipeline does not run when building it failed
+// (its caches could not be made, say); the error is in the log.
+var errPipelineNotBuilt = errors.New("the change pipeline could not be built at startup; the service's log has the error, " +
+	"and the service needs a restart once it is fixed")
+
 // unavailablePipeline stands in for a pipeline that cannot run: every request
 // that needs it is refused as pipeline_unavailable (503) with the reason. The path
 // decision needs only the cluster, so it is still answered.

@@ -129,10 +129,11 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errNoGitHubApp}
 		pipeline = s.unavailable
 	} else if s.pipeline, repos, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
-		// The service still serves everything else; the change API says why it
-		// cannot take changes.
+		// The service still serves everything else, and the change API says it
+		// cannot take changes; the error itself (paths of this host) goes only to the
+		// operator's log.
 		logger.Error().Err(err).Msg("Change pipeline not available")
-		s.unavailable = &unavailablePipeline{clusters: clusters, reason: fmt.Errorf("the change pipeline could not be built: %w", err)}
+		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errPipelineNotBuilt}
 		pipeline = s.unavailable
 	} else {
 		pipeline = s.pipeline
