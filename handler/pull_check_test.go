@@ -52,8 +52,15 @@ func (f fixedApplications) Applications(context.Context, string, string) ([]argo
 
 func newCheckEnv(t *testing.T) *checkEnv {
 	t.Helper()
+	return newCheckEnvOf(t, checkFiles, []string{"web", "api", "solo"})
+}
+
+// newCheckEnvOf is a checkEnv of files, with one Kustomize Application at apps/<name>
+// for each of names.
+func newCheckEnvOf(t testing.TB, files map[string]string, names []string) *checkEnv {
+	t.Helper()
 	s := githubtest.New(t)
-	s.CreateRepo(t, "acme", "deploy", checkFiles, "main")
+	s.CreateRepo(t, "acme", "deploy", files, "main")
 	inst := s.CreateInstallation(t, "acme", "deploy")
 	cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}, prometheus.NewRegistry())
 	if err != nil {
@@ -65,7 +72,7 @@ func newCheckEnv(t *testing.T) *checkEnv {
 	}
 	host := strings.TrimPrefix(s.URL(), "http://")
 	var apps []argocd.Application
-	for _, name := range []string{"web", "api", "solo"} {
+	for _, name := range names {
 		apps = append(apps, argocd.Application{Name: name, Namespace: "argocd", Spec: argocd.AppSpec{
 			Source:      &argocd.AppSource{RepoURL: "https://" + host + "/acme/deploy.git", Path: "apps/" + name, TargetRevision: "main"},
 			Destination: argocd.AppDestination{Namespace: name}}, Status: argocd.AppStatus{SourceType: "Kustomize"}})
@@ -81,7 +88,7 @@ func newCheckEnv(t *testing.T) *checkEnv {
 }
 
 // deliver hands the last delivery of event/action to h, as the inbox would.
-func (e *checkEnv) deliver(t *testing.T, h interface {
+func (e *checkEnv) deliver(t testing.TB, h interface {
 	Handle(context.Context, string, string, []byte) error
 }, event, action string) {
 	t.Helper()
@@ -96,7 +103,7 @@ func (e *checkEnv) deliver(t *testing.T, h interface {
 }
 
 // run is the one kukie/render run on sha.
-func (e *checkEnv) run(t *testing.T, sha string) *gh.CheckRun {
+func (e *checkEnv) run(t testing.TB, sha string) *gh.CheckRun {
 	t.Helper()
 	var found []*gh.CheckRun
 	for _, r := range e.gh.CheckRuns(t, checkRepo, sha) {
