@@ -3,10 +3,13 @@ package main
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/web"
 )
 
 // The App's permissions and events, as the service needs them. app.yml and the
@@ -28,6 +31,7 @@ func TestAppManifestMatchesTheService(t *testing.T) {
 		URL            string            `yaml:"url"`
 		HookAttributes map[string]any    `yaml:"hook_attributes"`
 		SetupURL       string            `yaml:"setup_url"`
+		CallbackURLs   []string          `yaml:"callback_urls"`
 		Permissions    map[string]string `yaml:"default_permissions"`
 		Events         []string          `yaml:"default_events"`
 	}
@@ -47,6 +51,9 @@ func TestAppManifestMatchesTheService(t *testing.T) {
 	}
 	if !strings.HasSuffix(m.HookAttributes["url"].(string), "/webhooks/github") || !strings.HasSuffix(m.SetupURL, "/github/setup") {
 		t.Errorf("webhook url %v / setup url %q do not point at the service's routes", m.HookAttributes["url"], m.SetupURL)
+	}
+	if !slices.ContainsFunc(m.CallbackURLs, func(u string) bool { return strings.HasSuffix(u, web.CallbackPath) }) {
+		t.Errorf("callback_urls %v lack the change page's sign-in callback %s", m.CallbackURLs, web.CallbackPath)
 	}
 
 	readme, err := os.ReadFile("README.md")

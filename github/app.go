@@ -187,7 +187,4 @@ func (s Installations) MintRepoToken(ctx context.Context, installationID int64, 
 	}, nil
 }
 
-func isNotFound(err error) bool {
-	var rerr *gh.ErrorResponse
-	return errors.As(err, &rerr) && rerr.Response != nil && rerr.Response.StatusCode == http.StatusNotFound
-}
+func isNotFound(err error) bool { return isStatus(err, http.StatusNotFound) }

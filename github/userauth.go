@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
@@ -98,8 +99,7 @@ func (u *UserInstallations) CanAccessInstallation(ctx context.Context, userToken
 	for {
 		page, res, err := client.Apps.ListUserInstallations(ctx, opts)
 		if err != nil {
-			var rerr *gh.ErrorResponse
-			if errors.As(err, &rerr) && rerr.Response != nil && rerr.Response.StatusCode == http.StatusUnauthorized {
+			if isStatus(err, http.StatusUnauthorized) {
 				return false, fmt.Errorf("list the user's installations: %w", ErrUserTokenRejected)
 			}
 			return false, fmt.Errorf("list the user's installations: %w", err)
@@ -128,4 +128,65 @@ func (t jsonTokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Accept", "application/json")
 	r.Header.Set("User-Agent", t.userAgent)
 	return t.base.RoundTrip(r)
+}
+
+// AuthCodeURL is GitHub's authorize page for the App, where a browser goes to sign a
+// person in: GitHub sends it back to redirectURI (one of the App's callback URLs)
+// with a code and state unchanged.
+func (u *UserInstallations) AuthCodeURL(state, redirectURI string) string {
+	c := u.oauth
+	c.RedirectURL = redirectURI
+	return c.AuthCodeURL(state)
+}
+
+// UserLogin is the login of the user access token's person (GET /user).
+func (u *UserInstallations) UserLogin(ctx context.Context, userToken secret.Secret) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	client, err := u.clients.NewTokenClient(userToken.Reveal())
+	if err != nil {
+		return "", fmt.Errorf("read the signed-in user: %w", err)
+	}
+	user, _, err := client.Users.Get(ctx, "")
+	if err != nil {
+		if isStatus(err, http.StatusUnauthorized) {
+			return "", fmt.Errorf("read the signed-in user: %w", ErrUserTokenRejected)
+		}
+		return "", fmt.Errorf("read the signed-in user: %w", err)
+	}
+	return user.GetLogin(), nil
+}
+
+// CanReadRepository reports whether the user access token's person can read the
+// repository ("owner/name"), as GitHub itself decides: GET /repos/{owner}/{repo}
+// with their token. A GitHub App's user token reaches only what both the person and
+// the App can, and GitHub answers 404 for a repository it does not reach; the
+// answer's permissions.pull then says whether the person may read it.
+func (u *UserInstallations) CanReadRepository(ctx context.Context, userToken secret.Secret, fullName string) (bool, error) {
+	owner, name, ok := strings.Cut(fullName, "/")
+	if !ok || owner == "" || name == "" {
+		return false, fmt.Errorf("check read access: %q is not owner/name", fullName)
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	client, err := u.clients.NewTokenClient(userToken.Reveal())
+	if err != nil {
+		return false, fmt.Errorf("check read access to %s: %w", fullName, err)
+	}
+	repo, _, err := client.Repositories.Get(ctx, owner, name)
+	switch {
+	case isStatus(err, http.StatusNotFound):
+		return false, nil
+	case isStatus(err, http.StatusUnauthorized):
+		return false, fmt.Errorf("check read access to %s: %w", fullName, ErrUserTokenRejected)
+	case err != nil:
+		return false, fmt.Errorf("check read access to %s: %w", fullName, err)
+	}
+	return repo.GetPermissions()["pull"], nil
+}
+
+// isStatus reports whether err is GitHub's answer with that status.
+func isStatus(err error, status int) bool {
+	var rerr *gh.ErrorResponse
+	return errors.As(err, &rerr) && rerr.Response != nil && rerr.Response.StatusCode == status
 }

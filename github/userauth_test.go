@@ -113,3 +113,52 @@ func TestExchangeCodeRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestUserInstallationsAsksGitHubWhoCanReadARepository(t *testing.T) {
+	ctx := context.Background()
+	s := githubtest.New(t)
+	s.CreateRepo(t, "acme", "deploy", nil, "main")
+	s.CreateInstallation(t, "acme", "deploy")
+	s.AddUser("alice")
+	s.AddUser("mallory")
+	s.SetPermission(t, "acme/deploy", "alice", githubtest.RoleTriage)
+	u := userInstallations(t, s, s.ClientSecret())
+	token := func(login string) secret.Secret {
+		tok, err := u.ExchangeCode(ctx, secret.New(s.AuthorizationCode(t, login)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	alice, mallory := token("alice"), token("mallory")
+	if login, err := u.UserLogin(ctx, alice); err != nil || login != "alice" {
+		t.Errorf("UserLogin = %q, %v", login, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		token secret.Secret
+		repo  string
+		want  bool
+	}{
+		{"a reader", alice, "acme/deploy", true},
+		{"a reader, other case", alice, "ACME/Deploy", true},
+		{"no role on a private repository", mallory, "acme/deploy", false},
+		{"a repository that does not exist", alice, "acme/nothing", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := u.CanReadRepository(ctx, tc.token, tc.repo)
+			if err != nil || got != tc.want {
+				t.Errorf("CanReadRepository = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := u.CanReadRepository(ctx, secret.New("ghu_notatoken"), "acme/deploy"); !errors.Is(err, github.ErrUserTokenRejected) {
+		t.Errorf("a token GitHub does not know: %v, want ErrUserTokenRejected", err)
+	}
+	if _, err := u.UserLogin(ctx, secret.New("ghu_notatoken")); !errors.Is(err, github.ErrUserTokenRejected) {
+		t.Errorf("UserLogin with a token GitHub does not know: %v", err)
+	}
+	if _, err := u.CanReadRepository(ctx, alice, "deploy"); err == nil {
+		t.Error("a name without owner was accepted")
+	}
+}

@@ -420,7 +420,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 		if len(runs) != 1 || runs[0].GetConclusion() != "success" || runs[0].GetName() != "kukie/render" {
 			t.Fatalf("check runs on head: %d %v", len(runs), runs)
 		}
-		if !strings.HasSuffix(runs[0].GetDetailsURL(), "/api/v1/changes/"+pl.Code) {
+		if !strings.HasSuffix(runs[0].GetDetailsURL(), "/changes/"+pl.Code) || strings.Contains(runs[0].GetDetailsURL(), "/api/") {
 			t.Errorf("details url %q", runs[0].GetDetailsURL())
 		}
 

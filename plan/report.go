@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -256,9 +257,14 @@ func annotationsFor(e StoredEdit) []github.Annotation {
 	return out
 }
 
+// ChangePagePath is the path of a change's web page (package web serves it) before
+// the change's code: the check run's details link, which a person on GitHub opens in
+// a browser and signs in to, where the token-protected API would answer 401.
+const ChangePagePath = "/changes/"
+
 func (p *Pipeline) detailsURL(pl store.Plan) string {
 	if p.cfg.PublicURL == "" {
 		return ""
 	}
-	return strings.TrimSuffix(p.cfg.PublicURL, "/") + "/api/v1/changes/" + pl.Code
+	return strings.TrimSuffix(p.cfg.PublicURL, "/") + ChangePagePath + url.PathEscape(pl.Code)
 }

@@ -25,6 +25,9 @@ type gitHub struct {
 	installations setup.GitHubApps
 	// installer is nil without the App's client credentials.
 	installer setup.InstallerCheck
+	// userAuth is the App's OAuth client, nil without its client credentials: the
+	// installer check and the web pages' sign-in.
+	userAuth *github.UserInstallations
 }
 
 // connectGitHub builds the App's client creator and reads the App's identity
@@ -66,9 +69,10 @@ func connectGitHub(ctx context.Context, cfg config.Config, registry *prometheus.
 	log.Info().Int64("app_id", app.ID).Str("bot", app.BotLogin()).Msg("GitHub App identified")
 	gh.clients, gh.app, gh.installations = cc, app, github.Installations{Clients: cc}
 	if cfg.GitHub.UserAuthorization() {
-		if gh.installer, err = github.NewUserInstallations(ghCfg, cc); err != nil {
+		if gh.userAuth, err = github.NewUserInstallations(ghCfg, cc); err != nil {
 			return gitHub{}, err
 		}
+		gh.installer = gh.userAuth
 	} else {
 		log.Warn().Msg("INSECURE: no GitHub App client id and secret configured: the setup callback binds installations " +
 			"without checking that the installer can access them; anyone with an install link could bind another's installation")

@@ -21,6 +21,9 @@ const (
 	accessRead   = "token, read scope"
 	accessChange = "token, change scope"
 	accessAdmin  = "token, admin scope"
+	// accessSignIn: a person signed in with GitHub who can read the change's
+	// repository (package web checks with GitHub).
+	accessSignIn = "GitHub sign-in, read access to the repository"
 )
 
 // Routes is every route the service serves: New mounts exactly these (GET /metrics
@@ -57,4 +60,8 @@ var Routes = []Route{
 	{"POST /api/v1/notifications/endpoints/{id}/resume", "notify", accessAdmin, "resume a paused endpoint"},
 	{"GET /api/v1/notifications/endpoints/{id}/deliveries", "notify", accessAdmin, "an endpoint's delivery log"},
 	{"GET " + MetricsPath, "service", accessAnyone, "Prometheus metrics"},
+	{"GET /changes/{code}", "web", accessSignIn, "a change's web page for people, the check run's details link"},
+	{"GET /auth/github/callback", "web", accessGitHub, "GitHub's redirect back after sign-in (state bound to the browser)"},
+	{"POST /auth/signout", "web", accessAnyone, "sign out of the web pages"},
+	{"GET /assets/style.css", "web", accessAnyone, "the web pages' stylesheet"},
 }

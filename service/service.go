@@ -42,6 +42,7 @@ import (
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
+	"github.com/kukie/kukie-gitops/web"
 )
 
 // Version is this build's version, set when linking
@@ -198,6 +199,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	}
 	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters}
 	s.notifier = &notify.Worker{Store: db, Credentials: credentials}
+	pages, err := newPages(cfg, db, gh)
+	if err != nil {
+		return nil, err
+	}
 	routes(s.server, s.metrics,
 		&webhook.Receiver{Store: db, Secret: cfg.GitHub.WebhookSecret, Inbox: s.inbox},
 		&setup.API{
@@ -212,18 +217,34 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		},
 		changes,
 		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),
-		&notify.API{Store: db, Credentials: credentials, AllowHTTP: cfg.Notifications.AllowHTTP})
+		&notify.API{Store: db, Credentials: credentials, AllowHTTP: cfg.Notifications.AllowHTTP},
+		pages)
 	return s, nil
+}
+
+// newPages builds the web pages, signing people in through the App's OAuth client
+// when it is configured (the pages say sign-in is not set up otherwise).
+func newPages(cfg config.Config, db *store.DB, gh gitHub) (*web.Pages, error) {
+	deps := web.Deps{Plans: db, PublicURL: cfg.Server.PublicURL}
+	if gh.userAuth != nil {
+		key, err := web.SessionKey(cfg.GitHub.ClientSecret)
+		if err != nil {
+			return nil, err
+		}
+		deps.SignIn, deps.SessionKey = gh.userAuth, key
+	}
+	return web.New(deps)
 }
 
 // routes mounts every route of Routes on srv: each API mounts its own, with the
 // scope each needs, and server.New has mounted the health endpoints.
-func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server, notifications *notify.API) {
+func routes(srv *server.Server, m *metricsExposition, hooks *webhook.Receiver, app *setup.API, changes *changesapi.API, tools *mcp.Server, notifications *notify.API, pages *web.Pages) {
 	hooks.Mount(srv)
 	app.Mount(srv)
 	changes.Mount(srv)
 	tools.Mount(srv)
 	notifications.Mount(srv)
+	pages.Mount(srv)
 	if m.address == "" {
 		srv.Handle("GET "+MetricsPath, m.handler)
 	}

@@ -746,6 +746,20 @@ func (s *Server) authorizeRepoLocked(w http.ResponseWriter, r *http.Request, a a
 		}
 		writeError(w, r, http.StatusForbidden, "Resource not accessible by integration")
 		return nil
+	case s.userOfTokenLocked(raw) != nil:
+		// A person's token reaches only what they and the App both can, and GitHub
+		// answers a repository either cannot see as missing. Writes with a user token
+		// are not modelled.
+		rp := s.repoFromPath(r)
+		if rp == nil || !s.userCanReadLocked(s.userOfTokenLocked(raw), rp) {
+			writeError(w, r, http.StatusNotFound, "Not Found")
+			return nil
+		}
+		if a.level != PermRead {
+			writeError(w, r, http.StatusForbidden, "Resource not accessible by integration")
+			return nil
+		}
+		return rp
 	default:
 		var status int
 		var msg string

@@ -1,8 +1,10 @@
 // Package githubtest owns a fake GitHub for tests and for the demo (hack/demo): one
 // in-process HTTP server that speaks the subset of GitHub's REST API this project uses (Apps, installation tokens,
 // repositories, git data, tarballs, pull requests, check runs, issue comments,
-// collaborator permissions, and the App's user authorization: the OAuth code exchange
-// and the installations a user can access), backed by real bare git repositories on
+// collaborator permissions, and the App's user authorization: the web flow's authorize
+// page, the OAuth code exchange, the installations a user can access, GET /user, and
+// repository reads with a user's token, which reach what both the person and the App
+// can), backed by real bare git repositories on
 // disk, and that delivers signed webhooks the way GitHub does.
 //
 // The fake is faithful where the service could go wrong: installation tokens expire

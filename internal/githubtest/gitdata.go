@@ -64,7 +64,12 @@ var (
 )
 
 func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request, rp *repo) {
-	writeJSON(w, http.StatusOK, s.repoJSON(rp))
+	out := s.repoJSON(rp)
+	// For a person's token GitHub adds what that person may do.
+	if user := s.userOfTokenLocked(credentials(r)); user != nil {
+		out.Permissions = roleFacts[rp.roleLocked(user)].flags
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // --- refs ---

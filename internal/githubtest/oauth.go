@@ -32,6 +32,8 @@ type oauthState struct {
 	codes  map[string]*authorizationCode
 	// userTokens maps a user access token to the lower-cased login it acts for.
 	userTokens map[string]string
+	// callbackURLs are the App's registered callback URLs (AddCallbackURL).
+	callbackURLs []string
 }
 
 type authorizationCode struct {
@@ -102,12 +104,21 @@ func (s *Server) AuthorizationCode(t TB, login string) string {
 	if !ok || acc.kind != "User" {
 		t.Fatalf("authorization code: %s is not a user; call AddUser first", login)
 	}
-	code, err := randomToken(10)
+	code, err := s.newAuthorizationCodeLocked(login)
 	if err != nil {
 		t.Fatalf("authorization code: %v", err)
 	}
-	s.oauth.codes[code] = &authorizationCode{login: strings.ToLower(login), expiresAt: s.clock.Now().Add(authorizationCodeLifetime)}
 	return code
+}
+
+// newAuthorizationCodeLocked issues a one-time code for login.
+func (s *Server) newAuthorizationCodeLocked(login string) (string, error) {
+	code, err := randomToken(10)
+	if err != nil {
+		return "", err
+	}
+	s.oauth.codes[code] = &authorizationCode{login: strings.ToLower(login), expiresAt: s.clock.Now().Add(authorizationCodeLifetime)}
+	return code, nil
 }
 
 func (s *Server) oauthRoutes() []route {

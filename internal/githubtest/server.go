@@ -242,6 +242,7 @@ func (s *Server) routeTable() []route {
 	routes = append(routes, s.archiveRoutes()...)
 	routes = append(routes, s.smartHTTPRoutes()...)
 	routes = append(routes, s.oauthRoutes()...)
+	routes = append(routes, s.webFlowRoutes()...)
 	return routes
 }
 

@@ -1,0 +1,147 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+	"github.com/kukie/kukie-gitops/web"
+)
+
+const (
+	repoName = "acme/deploy"
+	// plantedSecret is a Secret value of the form leakscan recognises: were it on a
+	// page, leakscan.Matches would find it.
+	plantedSecret = "kkQ7w2Zp4Lm9Rx"
+	// gitDiffLine is a line of the change's git diff a page must show.
+	gitDiffLine = "+    newTag: v1.4.2"
+	reader      = "alice"
+	outsider    = "mallory"
+)
+
+// env is the service's pages on a real server and store, signing in against the fake
+// GitHub, where reader can read repoName (private) and outsider cannot.
+type env struct {
+	gh    *githubtest.Server
+	db    *store.DB
+	srv   *httptest.Server
+	code  string
+	clock *clock
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	gh := githubtest.New(t)
+	gh.CreateRepo(t, "acme", "deploy", map[string]string{"apps/web/kustomization.yaml": "resources: [deploy.yaml]\n"}, "main")
+	gh.CreateInstallation(t, "acme", "deploy")
+	gh.AddUser(reader)
+	gh.AddUser(outsider)
+	gh.SetPermission(t, repoName, reader, githubtest.RoleRead)
+
+	db := storetest.SQLite(t)
+	e := &env{gh: gh, db: db, clock: &clock{now: time.Now()}}
+	e.code = createPlan(t, db)
+
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pages need the address they are served on (their public URL), so they
+	// are mounted once the listener is up.
+	e.srv = httptest.NewServer(srv.Handler())
+	t.Cleanup(e.srv.Close)
+	gh.AddCallbackURL(e.srv.URL + web.CallbackPath)
+
+	cfg := github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL(),
+		ClientID: gh.ClientID(), ClientSecret: gh.ClientSecret()}
+	cc, err := github.NewClientCreator(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn, err := github.NewUserInstallations(cfg, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := web.SessionKey(gh.ClientSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := web.New(web.Deps{Plans: db, SignIn: signIn, PublicURL: e.srv.URL, SessionKey: key, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages.Mount(srv)
+	return e
+}
+
+// createPlan stores a verified change of repoName whose cluster diff has a
+// Deployment and a Secret, and returns its code.
+func createPlan(t *testing.T, db *store.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	team, err := db.EnsureTeam(ctx, "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := plan.Payload{
+		Decision: &plan.DecisionInfo{Path: argocd.PathGit, Known: true, Reason: "the Application syncs from Git automatically"},
+		GitDiff: "diff --git a/apps/web/kustomization.yaml b/apps/web/kustomization.yaml\n" +
+			"--- a/apps/web/kustomization.yaml\n+++ b/apps/web/kustomization.yaml\n@@ -3,2 +3,2 @@\n" +
+			"   - name: web\n-    newTag: v1.4.1\n" + gitDiffLine + "\n",
+		Warnings: []string{"the image tag is not pinned by digest"},
+		ClusterDiff: []render.ObjectDiff{
+			{App: "web", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "web", Action: "modified",
+				Changes: []render.FieldChange{{Path: "spec.template.spec.containers[0].image", Before: "web:v1.4.1", After: "web:v1.4.2"}},
+				Diff:    "--- web/Deployment/web\n+++ web/Deployment/web\n@@ -1 +1 @@\n-        image: web:v1.4.1\n+        image: web:v1.4.2\n"},
+			// A Secret whose value reached the payload unmasked: the page must still
+			// not show it.
+			{App: "web", APIVersion: "v1", Kind: "Secret", Namespace: "web", Name: "web-db", Action: "modified",
+				Changes: []render.FieldChange{{Path: "stringData.password", Before: "old" + plantedSecret, After: plantedSecret}},
+				Diff:    "-  password: old" + plantedSecret + "\n+  password: " + plantedSecret + "\n"},
+		},
+		Verification: &render.Verification{Verified: true, Apps: []render.AppVerification{{App: "web", Objects: 4, Changed: 2}}},
+		Deployment:   &plan.Deployment{State: "synced", SyncRevision: "abc123", Health: "Healthy"},
+	}
+	raw, err := json.Marshal(pay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := store.Plan{Code: "K7PX2M", TeamID: team.ID, Cluster: "prod", Status: "deployed", Path: "git",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "web"},
+		Change: json.RawMessage(`{"type":"image","image":{"name":"web","tag":"v1.4.2"}}`), Reason: "release 1.4.2",
+		RequestedBy: "chat:bob", Repo: repoName, BaseBranch: "main", Branch: "kukie/K7PX2M", Payload: raw}
+	created, _, err := db.CreatePlan(ctx, p, store.PlanEvent{Actor: "chat:bob", Message: "requested"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.Code
+}
+
+// noRedirects is a client that stops at every redirect, with its own cookie jar.
+func noRedirects(jar http.CookieJar) *http.Client {
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}

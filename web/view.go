@@ -1,0 +1,104 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	changesapi "github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// secretKind is the kind whose values a page never shows, masked or not.
+const secretKind = "Secret"
+
+// changeView is what a change's page shows: the change API's view (one conversion
+// of a plan for people), its request as indented JSON and its cluster diff by app.
+type changeView struct {
+	changesapi.ChangeView
+	Login   string
+	Request string
+	Apps    []appDiff
+	Events  []changesapi.EventView
+}
+
+// appDiff is the cluster diff of one Application.
+type appDiff struct {
+	App     string
+	Objects []objectDiff
+}
+
+// objectDiff is one object's diff as shown: for a Secret, only which fields change.
+type objectDiff struct {
+	render.ObjectDiff
+	Secret bool
+}
+
+func changePage(pl store.Plan, events []store.PlanEvent, login string) changeView {
+	v := changeView{ChangeView: changesapi.View(pl), Login: login}
+	for _, e := range events {
+		v.Events = append(v.Events, changesapi.EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
+	}
+	v.Request = requestText(v.ChangeView)
+	byApp := map[string]*appDiff{}
+	for _, d := range v.ClusterDiff {
+		a := byApp[d.App]
+		if a == nil {
+			a = &appDiff{App: d.App}
+			byApp[d.App] = a
+		}
+		od := objectDiff{ObjectDiff: d, Secret: d.Kind == secretKind}
+		if od.Secret {
+			// render masks Secret values already; a page shows none at all, so a
+			// value masked by mistake upstream still stays off the screen.
+			od.Diff = ""
+			for i := range od.Changes {
+				od.Changes[i].Before, od.Changes[i].After = "", ""
+			}
+		}
+		a.Objects = append(a.Objects, od)
+	}
+	for _, a := range byApp {
+		v.Apps = append(v.Apps, *a)
+	}
+	sort.Slice(v.Apps, func(i, j int) bool { return v.Apps[i].App < v.Apps[j].App })
+	return v
+}
+
+// requestText is the requested change as indented JSON; for a Secret, only that it is
+// one.
+func requestText(v changesapi.ChangeView) string {
+	if v.Target.Kind == secretKind {
+		return "(a change of a Secret: its values are not shown)"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, v.Change, "", "  "); err != nil {
+		return string(v.Change)
+	}
+	return b.String()
+}
+
+// diffLine is one line of a unified diff with the class that colours it.
+type diffLine struct{ Class, Text string }
+
+func diffLines(diff string) []diffLine {
+	lines := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
+	out := make([]diffLine, 0, len(lines))
+	for _, l := range lines {
+		class := "ctx"
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "diff "):
+			class = "file"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		}
+		out = append(out, diffLine{Class: class, Text: l})
+	}
+	return out
+}
