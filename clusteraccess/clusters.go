@@ -159,6 +159,17 @@ func (k Clusters) Application(ctx context.Context, ref Ref, namespace, name stri
 	return a, err
 }
 
+// FollowApplication reports each change of one Application on the returned channel
+// until stop is called, from the cluster's one shared watch on Applications (see
+// kube.Cluster.FollowApplication); an error means it cannot be watched.
+func (k Clusters) FollowApplication(ctx context.Context, ref Ref, namespace, name string) (<-chan struct{}, func(), error) {
+	c, err := k.cluster(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.FollowApplication(ctx, namespace, name)
+}
+
 // Object reads one live object (unstructured) from the API server, never from a
 // cache; a missing one is ErrObjectNotFound.
 func (k Clusters) Object(ctx context.Context, ref Ref, t objref.Target) (map[string]any, error) {

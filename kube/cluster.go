@@ -179,6 +179,8 @@ type Cluster struct {
 	slots     *semaphore.Weighted
 	reads     *readCache
 	kinds     *readCache
+	// watch is the informer on Applications while somebody follows one.
+	watch appWatch
 }
 
 // NewCluster builds the client set for a cluster from a REST configuration. cfg is

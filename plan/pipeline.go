@@ -108,6 +108,8 @@ type Pipeline struct {
 	// while it ran, so it runs once more when done (the run may already have read the
 	// plan before the change that kicked it, such as a merge, was saved).
 	running map[string]bool
+	// follows are the Applications followed by this process's runs, by plan.
+	follows map[string]*following
 }
 
 // New builds a pipeline working through deps, tuned by cfg (its zero fields take
@@ -286,6 +288,7 @@ func (p *Pipeline) Run(ctx context.Context, code string) error {
 	crashed := false
 	// A simulated crash keeps its claim, as a dead process would, until it expires.
 	defer func() { held.end(ctx, !crashed) }()
+	defer p.endFollow(code)
 	for {
 		if lost := held.lostErr(); lost != nil {
 			// Another worker may run the plan now: nothing more is done or recorded

@@ -400,9 +400,13 @@ func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Pl
 			return pl, true, err
 		}
 	}
+	// The next check comes with the Application's next change, or after the poll
+	// interval (the fallback, and for the target's own status).
+	pl, changes := p.followDeploy(ctx, pl, pay)
 	select {
 	case <-ctx.Done():
 		return pl, true, errStopped
+	case <-changes:
 	case <-time.After(p.cfg.DeployPoll):
 	}
 	return pl, false, nil
