@@ -58,6 +58,7 @@ type Changes interface {
 	AppList(ctx context.Context, t store.Team, cluster string) (argocd.AppList, error)
 	AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (changes.AppDetailView, error)
 	CheckCluster(ctx context.Context, t store.Team, name string) error
+	RepoView(ctx context.Context, t store.Team, cluster, repo, revision string) (plan.RepoView, error)
 }
 
 // Trees opens an Application's repository at its revision (*plan.Pipeline

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -22,6 +24,7 @@ import (
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -40,7 +43,7 @@ const (
 func application(name, repo, revision, syncedSHA string, selfHeal bool) argocd.Application {
 	a := argocd.Application{Name: name, Namespace: "argocd", Spec: argocd.AppSpec{
 		Source: &argocd.AppSource{RepoURL: repo, Path: "apps/" + name, TargetRevision: revision}},
-		Status: argocd.AppStatus{Sync: argocd.AppSyncStatus{Status: "Synced", Revision: syncedSHA}, Health: argocd.AppHealth{Status: "Healthy"}}}
+		Status: argocd.AppStatus{SourceType: "Kustomize", Sync: argocd.AppSyncStatus{Status: "Synced", Revision: syncedSHA}, Health: argocd.AppHealth{Status: "Healthy"}}}
 	if selfHeal {
 		a.Spec.SyncPolicy = &argocd.AppSyncPolicy{Automated: &argocd.AppSyncAutomated{SelfHeal: true}}
 	}
@@ -143,7 +146,30 @@ func (fakeConnections) RepoInstallation(_ context.Context, _, _, repoURL string)
 	return 0, clusteraccess.ErrRepoNotConnected
 }
 
+// renderCount counts the Application renders the pipeline makes that succeed
+// (a refused render is not cached, so it is tried again).
+type renderCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *renderCount) Rendered(_ render.SourceType, _ time.Duration, _ int, err error) {
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *renderCount) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 type env struct {
+	renders *renderCount
 	db      *store.DB
 	repos   *fakeRepos
 	url     string
@@ -186,7 +212,13 @@ func newEnv(t *testing.T) *env {
 	e.repos = &fakeRepos{dir: repo}
 
 	cluster := newFakeCluster()
-	pipeline := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Repos: e.repos, Connections: fakeConnections{}}, plan.Config{})
+	renders, err := github.NewRenderCache(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.renders = &renderCount{}
+	pipeline := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Repos: e.repos, Connections: fakeConnections{},
+		Renderer: plan.RenderEngine{Renders: renders, Observer: e.renders}}, plan.Config{})
 	// Closed before any plan runs: Submit still decides at once, as it does in
 	// service, and nothing later than the decision runs in the background.
 	pipeline.Close()
@@ -303,7 +335,7 @@ var webTarget = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "n
 func TestToolListIsTheSameForEveryToken(t *testing.T) {
 	e := newEnv(t)
 	want := []string{"cancel_change", "decide_path", "describe_app", "get_change", "list_apps", "list_repo_files",
-		"propose_git_change", "read_repo_file", "rollback_change"}
+		"propose_git_change", "read_repo_file", "rollback_change", "view_repository"}
 	for name, token := range map[string]secret.Secret{"read": e.read, "change": e.change} {
 		res, err := e.connect(t, token).ListTools(context.Background(), nil)
 		if err != nil {
@@ -537,4 +569,48 @@ func TestEachCallActsAsItsTokensTeam(t *testing.T) {
 		mustOK(t, shop, mcp.ToolListApps, map[string]any{"cluster": "prod"})
 		mustRefuse(t, elsewhere, mcp.ToolListApps, map[string]any{"cluster": "prod"}, "cluster_not_found")
 	}
+}
+
+// The repository view: which folders which apps deploy, each app's render masked,
+// cached by commit (the same commit is not rendered again).
+func TestRepositoryView(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+	args := map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": deployedSHA}
+	view := mustOK(t, cs, mcp.ToolViewRepository, args)
+	if view["sha"] != deployedSHA || view["repo"] != "acme/deploy" {
+		t.Fatalf("view = %v", view)
+	}
+	raw, _ := json.Marshal(view["folders"])
+	if !strings.Contains(string(raw), `{"apps":["argocd/web"],"path":"apps/web"}`) || !strings.Contains(string(raw), `"apps/tagged"`) || strings.Contains(string(raw), "other") {
+		t.Fatalf("folders = %s; want the connected repository's apps only", raw)
+	}
+	apps := map[string]map[string]any{}
+	for _, a := range view["apps"].([]any) {
+		m := a.(map[string]any)
+		apps[m["name"].(string)] = m
+	}
+	web := apps["argocd/web"]
+	if web == nil || web["ownership"] != "managed by Argo CD app argocd/web with self-heal" {
+		t.Fatalf("web = %v", web)
+	}
+	yaml, _ := web["yaml"].(string)
+	if !strings.Contains(yaml, "kind: Deployment") || !strings.Contains(yaml, "kind: Secret") {
+		t.Fatalf("web render:\n%s\nproblem: %v", yaml, web["problem"])
+	}
+	if p, _ := apps["argocd/tagged"]["problem"].(string); p == "" {
+		t.Fatalf("tagged app, whose folder does not exist, = %v; want its problem", apps["argocd/tagged"])
+	}
+	renders := e.renders.count()
+	if renders != 1 {
+		t.Fatalf("%d successful renders, want web's one", renders)
+	}
+	mustOK(t, cs, mcp.ToolViewRepository, args)
+	if again := e.renders.count(); again != renders {
+		t.Fatalf("the same commit was rendered again: %d renders, then %d", renders, again)
+	}
+
+	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": unconnectedRepo}, "repo_not_connected", "connect it")
+	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "staging", "repo": connectedRepo}, "cluster_not_found")
+	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": "v1.2.0"}, "revision_not_found")
 }

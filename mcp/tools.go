@@ -30,6 +30,7 @@ const (
 	ToolRollbackChange   = "rollback_change"
 	ToolListRepoFiles    = "list_repo_files"
 	ToolReadRepoFile     = "read_repo_file"
+	ToolViewRepository   = "view_repository"
 )
 
 // maxRepoFileBytes is the largest file read_repo_file reads: masking parses the
@@ -71,6 +72,18 @@ type rollbackInput struct {
 	Code        string `json:"code" jsonschema:"the plan code of the change to revert"`
 	Reason      string `json:"reason,omitempty" jsonschema:"why it is rolled back"`
 	RequestedBy string `json:"requested_by,omitempty" jsonschema:"who asked for the rollback"`
+}
+
+type viewInput struct {
+	Cluster  string `json:"cluster" jsonschema:"the team's cluster, as registered"`
+	Repo     string `json:"repo" jsonschema:"the repository URL as the Applications name it"`
+	Revision string `json:"revision,omitempty" jsonschema:"a full commit SHA or a branch; the default branch when empty"`
+}
+
+type viewResult struct {
+	Ownership string `json:"ownership"`
+	plan.RepoView
+	Note string `json:"note,omitempty"`
 }
 
 type repoInput struct {
@@ -164,6 +177,33 @@ func (s *Server) addTools() {
 	sdk.AddTool(s.server, &sdk.Tool{Name: ToolReadRepoFile, Annotations: readOnly,
 		Description: fmt.Sprintf("Read one file of an Application's repository at the Application's revision, with Secrets and secret-looking values masked. Cut at %d characters with a note.", MaxResultChars)},
 		s.readRepoFile)
+	sdk.AddTool(s.server, &sdk.Tool{Name: ToolViewRepository, Annotations: readOnly,
+		Description: fmt.Sprintf("View a connected repository at a commit: which folders which Argo CD Applications deploy, and each app's rendered YAML with Secrets and secret-looking values masked. Rendered YAML is cut at %d characters in all, with a note.", MaxResultChars)},
+		s.viewRepository)
+}
+
+func (s *Server) viewRepository(ctx context.Context, _ *sdk.CallToolRequest, in viewInput) (*sdk.CallToolResult, any, error) {
+	t, err := caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := s.deps.Changes.RepoView(ctx, t, in.Cluster, in.Repo, in.Revision)
+	if err != nil {
+		return nil, nil, toolError(err)
+	}
+	out := viewResult{RepoView: v, Ownership: fmt.Sprintf("%d Argo CD app(s) deploy from %s; each app's line says who owns its resources", len(v.Apps), v.Repo)}
+	left, cut := MaxResultChars, 0
+	for i := range out.Apps {
+		y := []rune(out.Apps[i].YAML)
+		if len(y) > left {
+			out.Apps[i].YAML, cut = string(y[:left]), cut+1
+		}
+		left -= len([]rune(out.Apps[i].YAML))
+	}
+	if cut > 0 {
+		out.Note = fmt.Sprintf("rendered YAML cut at %d characters in all: %d app(s) shown in part or not at all; list_repo_files and read_repo_file read the sources", MaxResultChars, cut)
+	}
+	return nil, out, nil
 }
 
 func (s *Server) listApps(ctx context.Context, _ *sdk.CallToolRequest, in clusterInput) (*sdk.CallToolResult, any, error) {

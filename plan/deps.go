@@ -43,6 +43,9 @@ type Renderer interface {
 	// at in req.RepoDir (req.OriginalDir holds the tree of original), and verifies
 	// the revert as Plan verifies an edit.
 	Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error)
+	// Render renders one Application from dir, the tree of the commit at, as Plan
+	// renders it before an edit (and from the same cache, by commit).
+	Render(ctx context.Context, at Commit, dir string, app render.Application) ([]render.Object, error)
 }
 
 // Commit names one commit of a repository ("owner/name").

@@ -205,6 +205,10 @@ type lineRenderer struct {
 	reverts int
 }
 
+func (r *lineRenderer) Render(ctx context.Context, at plan.Commit, dir string, app render.Application) ([]render.Object, error) {
+	return render.Render(ctx, dir, app)
+}
+
 func (r *lineRenderer) Revert(ctx context.Context, at, original plan.Commit, req render.RevertRequest) (*render.Result, error) {
 	r.mu.Lock()
 	r.reverts++

@@ -40,6 +40,15 @@ func (e RenderEngine) Revert(ctx context.Context, at, original Commit, req rende
 	return render.Revert(ctx, req)
 }
 
+// Render implements Renderer.
+func (e RenderEngine) Render(ctx context.Context, at Commit, dir string, app render.Application) ([]render.Object, error) {
+	ctx = e.observed(ctx)
+	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
+		return e.cachedBefore(at, dir)(ctx, app)
+	}
+	return render.Render(ctx, dir, app)
+}
+
 // observed is ctx carrying the engine's observer, if it has one.
 func (e RenderEngine) observed(ctx context.Context) context.Context {
 	if e.Observer == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/yaml"
 )
 
 // MaskedFile reads name from the repository tree fsys with its secret values
@@ -29,4 +30,24 @@ func MaskedFile(fsys fs.FS, name string) (string, error) {
 		return out
 	})
 	return strings.Join(maskFileLines(data, roles[name]), ""), nil
+}
+
+// MaskedManifests writes a render's objects as one multi-document YAML with Secret
+// values and secret-looking values masked, as a cluster diff masks them: for people
+// and assistants to read, never to apply.
+func MaskedManifests(objs []Object) (string, error) {
+	var b strings.Builder
+	for i, o := range objs {
+		apiVersion, _ := o.Manifest["apiVersion"].(string)
+		kind, _ := o.Manifest["kind"].(string)
+		out, err := yaml.Marshal(maskBody(groupOf(apiVersion), kind, o.Manifest))
+		if err != nil {
+			return "", fmt.Errorf("write %s %d: %w", kind, i, err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(out)
+	}
+	return b.String(), nil
 }

@@ -40,3 +40,30 @@ func TestMaskedFile(t *testing.T) {
 		t.Fatal("a missing file read without error")
 	}
 }
+
+func TestMaskedManifests(t *testing.T) {
+	objs := []Object{
+		{Manifest: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db"},
+			"data": map[string]any{"password": "a2tTZWNyZXREYXRhMDE="}, "stringData": map[string]any{"token": "kkSecretString1"}}},
+		{Manifest: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
+			"spec": map[string]any{"replicas": 2, "template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+				"name": "web", "env": []any{map[string]any{"name": "API_TOKEN", "value": "kkTokenInEnv0001"}, map[string]any{"name": "MODE", "value": "fast"}}}}}}}}},
+	}
+	got, err := MaskedManifests(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hidden := range []string{"a2tTZWNyZXREYXRhMDE=", "kkSecretString1", "kkTokenInEnv0001"} {
+		if strings.Contains(got, hidden) {
+			t.Errorf("masked manifests show %q:\n%s", hidden, got)
+		}
+	}
+	for _, kept := range []string{"kind: Secret", "password:", "replicas: 2", "value: fast", "\n---\n"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("masked manifests lack %q:\n%s", kept, got)
+		}
+	}
+	if objs[0].Manifest["stringData"].(map[string]any)["token"] != "kkSecretString1" {
+		t.Error("masking changed the render's own objects")
+	}
+}

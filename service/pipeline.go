@@ -70,6 +70,10 @@ func (u *unavailablePipeline) Decide(ctx context.Context, cluster clusteraccess.
 	return u.clusters.Decide(ctx, cluster, target)
 }
 
+func (u *unavailablePipeline) RepoView(context.Context, clusteraccess.Ref, string, string) (plan.RepoView, error) {
+	return plan.RepoView{}, u.refusal()
+}
+
 func (u *unavailablePipeline) AppTree(context.Context, clusteraccess.Ref, string, string) (*plan.AppTree, error) {
 	return nil, u.refusal()
 }

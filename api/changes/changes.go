@@ -44,6 +44,7 @@ type Pipeline interface {
 	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
 	Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error)
 	Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision
+	RepoView(ctx context.Context, cluster clusteraccess.Ref, repoURL, revision string) (plan.RepoView, error)
 }
 
 // AppReader reads the Argo CD Applications of a team's cluster for people. A missing
@@ -79,6 +80,7 @@ func (a *API) changeRoutes() map[string]changeRoute {
 		"POST /api/v1/decide":                                           {a.decide, store.ScopeRead},
 		"GET /api/v1/clusters/{cluster}/argocd/apps":                    {a.listApps, store.ScopeRead},
 		"GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}": {a.getApp, store.ScopeRead},
+		"GET /api/v1/clusters/{cluster}/repository":                     {a.repoView, store.ScopeRead},
 	}
 }
 
@@ -394,4 +396,18 @@ func (a *API) getApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *API) repoView(w http.ResponseWriter, r *http.Request) {
+	t, ok := teamOf(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	view, err := a.RepoView(r.Context(), t, r.PathValue("cluster"), q.Get("repo"), q.Get("revision"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, view)
 }

@@ -77,6 +77,15 @@ func (s stubPipeline) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Ta
 	return argocd.Decision{Path: argocd.PathDirect, Known: true, Level: argocd.LevelNone, Reason: "No Application tracks " + t.Name + "."}
 }
 
+func (s stubPipeline) RepoView(_ context.Context, _ clusteraccess.Ref, repo, revision string) (plan.RepoView, error) {
+	if repo != "https://github.com/acme/deploy" {
+		return plan.RepoView{}, &plan.Error{Code: plan.CodeRepoNotConnected, Reason: "repository " + repo + " is not connected to cluster prod"}
+	}
+	return plan.RepoView{Repo: "acme/deploy", Revision: revision, SHA: strings.Repeat("a", 40),
+		Folders: []plan.RepoFolder{{Path: "apps/web", Apps: []string{"argocd/web"}}},
+		Apps:    []plan.RepoApp{{Name: "argocd/web", Path: "apps/web", SourceType: "Kustomize", Level: argocd.LevelSelfHeal, Ownership: "managed by Argo CD app argocd/web with self-heal", Objects: 1, YAML: "kind: Deployment\n"}}}, nil
+}
+
 type stubApps struct{}
 
 func (stubApps) AppList(context.Context, clusteraccess.Ref) (argocd.AppList, error) {
@@ -258,6 +267,9 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 		{name: "decide", method: "POST", path: "/api/v1/decide", body: `{"cluster":"prod","target":{"apiVersion":"v1","kind":"ConfigMap","name":"x"}}`, docPath: "/api/v1/decide", want: 200},
 		{name: "apps", method: "GET", path: "/api/v1/clusters/prod/argocd/apps", docPath: "/api/v1/clusters/{cluster}/argocd/apps", want: 200},
 		{name: "app", method: "GET", path: "/api/v1/clusters/prod/argocd/apps/argocd/web", docPath: "/api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}", want: 200},
+		{name: "repository view", method: "GET", path: "/api/v1/clusters/prod/repository?repo=https://github.com/acme/deploy&revision=main", docPath: "/api/v1/clusters/{cluster}/repository", want: 200},
+		{name: "repository view of an unconnected repository", method: "GET", path: "/api/v1/clusters/prod/repository?repo=https://github.com/acme/other", docPath: "/api/v1/clusters/{cluster}/repository", want: 422},
+		{name: "repository view without a repository", method: "GET", path: "/api/v1/clusters/prod/repository", docPath: "/api/v1/clusters/{cluster}/repository", want: 400},
 		{name: "app missing", method: "GET", path: "/api/v1/clusters/prod/argocd/apps/gone/web", docPath: "/api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}", want: 404},
 	}
 	for _, tc := range tests {

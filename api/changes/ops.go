@@ -190,3 +190,15 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	}
 	return out, nil
 }
+
+// RepoView is a repository connected to the team's cluster at a revision: which
+// folders which Applications deploy, and each app's render, masked.
+func (a *API) RepoView(ctx context.Context, t store.Team, cluster, repo, revision string) (plan.RepoView, error) {
+	if repo == "" {
+		return plan.RepoView{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: "repo is required: the repository URL as the Applications name it"}
+	}
+	if err := a.CheckCluster(ctx, t, cluster); err != nil {
+		return plan.RepoView{}, err
+	}
+	return a.Pipeline.RepoView(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, repo, revision)
+}
