@@ -80,6 +80,10 @@ func (appFileRenderer) Revert(context.Context, plan.Commit, plan.Commit, render.
 	return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "no reverts in this test"}
 }
 
+func (appFileRenderer) Render(context.Context, plan.Commit, string, render.Application) ([]render.Object, error) {
+	return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "no repository views in this test"}
+}
+
 // budgetEnv is a fake GitHub enforcing secondary limits and a pipeline over the
 // cluster of n apps whose client keeps to limits.
 func budgetEnv(t *testing.T, db *store.DB, n int, enforced githubtest.SecondaryLimits, limits github.Limits) (*env, *plan.Pipeline) {
