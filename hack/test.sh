@@ -5,7 +5,8 @@
 #     loopback port, stopped and deleted on exit), exported as KUKIE_TEST_POSTGRES_URL;
 #     Debian's postgresql is installed when its binaries are missing and we are root;
 #   - a real kube-apiserver and etcd for envtest (hack/envtest-assets.sh), exported as
-#     KUKIE_ENVTEST_ASSETS.
+#     KUKIE_ENVTEST_ASSETS;
+#   - Debian's chromium for the web page's browser test, installed when missing.
 # Either one already set in the environment is used as is.
 #
 # Usage: hack/test.sh          lint, go test -race -count=1 ./..., then the end-to-end
@@ -153,6 +154,21 @@ else
     say "envtest assets in $KUKIE_ENVTEST_ASSETS"
   else
     warn "hack/envtest-assets.sh failed; tests that need a Kubernetes API server will be SKIPPED"
+  fi
+fi
+
+# ---------------------------------------------------------------- Chromium
+
+# The web page's browser test runs a headless Chromium; Debian's chromium is installed
+# when it is missing and we are root. The test fails without it, never skips.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's chromium (for the web page's browser test)"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
+  else
+    warn "chromium is not installed and cannot be installed here (need root and apt-get).
+  The web page's browser test will FAIL. Install the chromium package to run it."
   fi
 fi
 
