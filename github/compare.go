@@ -2,6 +2,8 @@ package github
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,6 +32,8 @@ type ChangedFile struct {
 	PreviousPath string
 	// Status is GitHub's: added, removed, modified, renamed, copied, changed.
 	Status string
+	// BlobSHA is the head's blob of the file (none for a removed file).
+	BlobSHA string
 	// Lines are the ranges of lines of the head's file that the change adds or
 	// replaces, first to last (each [first, last], counted from 1); empty when
 	// GitHub shows no patch (a binary or very large file) or only lines went.
@@ -46,7 +50,7 @@ func Compare(ctx context.Context, c *gh.Client, owner, repo, base, head string) 
 	out := Comparison{MergeBase: cmp.GetMergeBaseCommit().GetSHA(), Complete: len(cmp.Files) < MaxComparedFiles}
 	for _, f := range cmp.Files {
 		out.Files = append(out.Files, ChangedFile{Path: f.GetFilename(), PreviousPath: f.GetPreviousFilename(),
-			Status: f.GetStatus(), Lines: AddedLines(f.GetPatch())})
+			Status: f.GetStatus(), BlobSHA: f.GetSHA(), Lines: AddedLines(f.GetPatch())})
 	}
 	return out, nil
 }
@@ -103,4 +107,35 @@ func (g Repos) Compare(ctx context.Context, inst int64, repo, base, head string)
 		return Comparison{}, err
 	}
 	return Compare(ctx, c, owner, name, base, head)
+}
+
+// ErrBlobTooLarge is returned by Blob for a blob over the size asked for.
+var ErrBlobTooLarge = errors.New("blob over the limit")
+
+// Blob reads one blob's content, refusing one larger than maxBytes.
+func Blob(ctx context.Context, c *gh.Client, owner, repo, sha string, maxBytes int) ([]byte, error) {
+	b, _, err := c.Git.GetBlob(ctx, owner, repo, sha)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", sha, err)
+	}
+	if b.GetSize() > maxBytes {
+		return nil, fmt.Errorf("blob %s has %d bytes: %w", sha, b.GetSize(), ErrBlobTooLarge)
+	}
+	if b.GetEncoding() != "base64" {
+		return []byte(b.GetContent()), nil
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(b.GetContent(), "\n", ""))
+	if err != nil {
+		return nil, fmt.Errorf("decode blob %s: %w", sha, err)
+	}
+	return data, nil
+}
+
+// Blob is the package function Blob through the installation's client.
+func (g Repos) Blob(ctx context.Context, inst int64, repo, sha string, maxBytes int) ([]byte, error) {
+	c, owner, name, err := g.client(inst, repo)
+	if err != nil {
+		return nil, err
+	}
+	return Blob(ctx, c, owner, name, sha, maxBytes)
 }

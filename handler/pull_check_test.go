@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -341,5 +342,35 @@ func TestPullCheckNewerPushSupersedesARunningCheck(t *testing.T) {
 	}
 	if run := e.run(t, second); run.GetConclusion() != github.ConclusionSuccess {
 		t.Fatalf("second head's run %s, want success", run.GetConclusion())
+	}
+}
+
+// TestPullCheckHeadTree: a small change's head is the base's tree with the changed
+// blobs written over it (no download of the head), a large one's the head's
+// archive; both render the same.
+func TestPullCheckHeadTree(t *testing.T) {
+	for _, n := range []int{1, 21} {
+		t.Run(fmt.Sprintf("%d files", n), func(t *testing.T) {
+			e := newCheckEnv(t)
+			files := map[string]string{"apps/solo/cm.yaml": strings.Replace(checkFiles["apps/solo/cm.yaml"], `"1"`, `"2"`, 1)}
+			for i := 1; i < n; i++ {
+				files[fmt.Sprintf("docs/page-%d.md", i)] = "more\n"
+			}
+			head := e.gh.PushCommit(t, checkRepo, "change", files, githubtest.DefaultAuthor)
+			e.gh.OpenPullRequest(t, checkRepo, "change", "main", "Change", githubtest.DefaultAuthor)
+			before := e.gh.TarballDownloads(checkRepo)
+			e.deliver(t, e.pullHandler(), "pull_request", "opened")
+			run := e.run(t, head)
+			if run.GetConclusion() != github.ConclusionSuccess || !strings.Contains(run.GetOutput().GetText(), `+  a: "2"`) {
+				t.Fatalf("run %s:\n%s", run.GetConclusion(), run.GetOutput().GetText())
+			}
+			want := 1 // the base
+			if n > 20 {
+				want = 2
+			}
+			if got := e.gh.TarballDownloads(checkRepo) - before; got != want {
+				t.Fatalf("%d archive downloads, want %d", got, want)
+			}
+		})
 	}
 }

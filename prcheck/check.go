@@ -243,11 +243,11 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 	if len(reached) == 0 {
 		return rep, nil
 	}
-	headSnap, err := c.GitHub.Snapshot(ctx, h.InstallationID, h.Repo, h.HeadSHA)
+	headDir, releaseHead, err := c.headTree(ctx, h, baseSnap.Dir, cmp)
 	if err != nil {
 		return nil, err
 	}
-	defer headSnap.Release()
+	defer releaseHead()
 	rep.apps = make([]appResult, len(reached))
 	workers := c.Workers
 	if workers <= 0 {
@@ -259,7 +259,7 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 		wg.Go(func() {
 			for i := range next {
 				r := reached[i]
-				rep.apps[i] = compareApp(ctx, baseSnap.Dir, headSnap.Dir, r, info[r.App.Name])
+				rep.apps[i] = compareApp(ctx, baseSnap.Dir, headDir, r, info[r.App.Name])
 			}
 		})
 	}
