@@ -19,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -527,11 +528,11 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archives, err := github.NewArchiveCache(t.TempDir(), 256<<20, github.DefaultArchiveLimits)
+	archives, err := cache.NewArchives(t.TempDir(), 256<<20, cache.DefaultArchiveLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{},
+	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: cache.RenderEngine{},
 		Repos: github.Repos{Clients: cc, Archives: archives}, Connections: parityConnections{inst: inst}},
 		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()})
 	t.Cleanup(p.Close)

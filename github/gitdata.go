@@ -46,7 +46,7 @@ func ResolveRevision(ctx context.Context, c *gh.Client, owner, repo, revision st
 	if strings.HasPrefix(revision, "refs/tags/") {
 		return Branch{}, fmt.Errorf("%q is a tag: %w", revision, ErrNotABranch)
 	}
-	if validSHA(rev) || (len(rev) >= 7 && len(rev) < 40 && isHex(rev)) {
+	if isHex(rev) && (len(rev) >= 7 && len(rev) <= 40 || len(rev) == 64) {
 		if sha, found, err := BranchHead(ctx, c, owner, repo, rev); err == nil && found {
 			return Branch{Name: rev, SHA: sha}, nil // a branch whose name looks like hex
 		}

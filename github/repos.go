@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	gh "github.com/google/go-github/v62/github"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -15,7 +16,7 @@ import (
 // once.
 type Repos struct {
 	Clients  githubapp.ClientCreator
-	Archives *ArchiveCache
+	Archives *cache.Archives
 }
 
 func (g Repos) client(inst int64, repo string) (*gh.Client, string, string, error) {
@@ -41,7 +42,7 @@ func (g Repos) ResolveRevision(ctx context.Context, inst int64, repo, revision s
 
 // Snapshot is the tree of repo at sha, from the archive cache or downloaded as a
 // tarball through the installation's client.
-func (g Repos) Snapshot(ctx context.Context, inst int64, repo, sha string) (*Snapshot, error) {
+func (g Repos) Snapshot(ctx context.Context, inst int64, repo, sha string) (*cache.Snapshot, error) {
 	c, owner, name, err := g.client(inst, repo)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/prcheck"
@@ -67,7 +68,7 @@ func newCheckEnvOf(t testing.TB, files map[string]string, names []string) *check
 	if err != nil {
 		t.Fatal(err)
 	}
-	archives, err := github.NewArchiveCache(t.TempDir(), 64<<20, github.DefaultArchiveLimits)
+	archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.DefaultArchiveLimits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/mcp"
@@ -132,9 +133,9 @@ func (r *fakeRepos) ResolveRevision(_ context.Context, _ int64, _, revision stri
 	return github.Branch{Name: revision, SHA: strings.Repeat("b", 40)}, nil
 }
 
-func (r *fakeRepos) Snapshot(_ context.Context, _ int64, repo, sha string) (*github.Snapshot, error) {
+func (r *fakeRepos) Snapshot(_ context.Context, _ int64, repo, sha string) (*cache.Snapshot, error) {
 	r.snapshots = append(r.snapshots, sha)
-	return &github.Snapshot{Dir: r.dir, Repo: repo, SHA: sha}, nil
+	return &cache.Snapshot{Dir: r.dir, Repo: repo, SHA: sha}, nil
 }
 
 type fakeConnections struct{}
@@ -212,13 +213,13 @@ func newEnv(t *testing.T) *env {
 	e.repos = &fakeRepos{dir: repo}
 
 	cluster := newFakeCluster()
-	renders, err := github.NewRenderCache(t.TempDir(), 1<<20)
+	renders, err := cache.NewRenders(t.TempDir(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.renders = &renderCount{}
 	pipeline := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Repos: e.repos, Connections: fakeConnections{},
-		Renderer: plan.RenderEngine{Renders: renders, Observer: e.renders}}, plan.Config{})
+		Renderer: cache.RenderEngine{Renders: renders, Observer: e.renders}}, plan.Config{})
 	// Closed before any plan runs: Submit still decides at once, as it does in
 	// service, and nothing later than the decision runs in the background.
 	pipeline.Close()

@@ -1,15 +1,14 @@
 package metrics
 
 import (
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kukie/kukie-gitops/github"
 )
 
-// StatsSource is a cache that counts its lookups; *github.ArchiveCache and
-// *github.RenderCache are.
+// StatsSource is a cache that counts its lookups; *cache.Archives and
+// *cache.Renders are.
 type StatsSource interface {
-	Stats() github.CacheStats
+	Stats() cache.Stats
 }
 
 var cacheDesc = prometheus.NewDesc("kukie_cache_lookups_total",

@@ -6,13 +6,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/metrics"
 )
 
-type fixedStats github.CacheStats
+type fixedStats cache.Stats
 
-func (f fixedStats) Stats() github.CacheStats { return github.CacheStats(f) }
+func (f fixedStats) Stats() cache.Stats { return cache.Stats(f) }
 
 func TestCacheCollectorReportsEachCachesLookups(t *testing.T) {
 	c := metrics.CacheCollector{"archive": fixedStats{Hits: 7, Misses: 2}, "render": fixedStats{Misses: 1}}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 )
@@ -26,7 +27,7 @@ type AppTree struct {
 	// FS is the repository tree, confined to it: a symbolic link cannot lead out.
 	FS fs.FS
 
-	snap *github.Snapshot
+	snap *cache.Snapshot
 	root *os.Root
 }
 

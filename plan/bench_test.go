@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -112,11 +113,11 @@ type timed struct {
 func (t *timed) since(into *atomic.Int64, start time.Time) { into.Add(int64(time.Since(start))) }
 
 type timedRenderer struct {
-	plan.RenderEngine
+	cache.RenderEngine
 	t *timed
 }
 
-func (r timedRenderer) Plan(ctx context.Context, at plan.Commit, req render.Request) (*render.Result, error) {
+func (r timedRenderer) Plan(ctx context.Context, at cache.Commit, req render.Request) (*render.Result, error) {
 	defer r.t.since(&r.t.render, time.Now())
 	return r.RenderEngine.Plan(ctx, at, req)
 }
@@ -131,7 +132,7 @@ func (r timedRepos) ResolveRevision(ctx context.Context, inst int64, repo, rev s
 	return r.Repos.ResolveRevision(ctx, inst, repo, rev)
 }
 
-func (r timedRepos) Snapshot(ctx context.Context, inst int64, repo, sha string) (*github.Snapshot, error) {
+func (r timedRepos) Snapshot(ctx context.Context, inst int64, repo, sha string) (*cache.Snapshot, error) {
 	defer r.t.since(&r.t.github, time.Now())
 	return r.Repos.Snapshot(ctx, inst, repo, sha)
 }
@@ -208,7 +209,7 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	archives, err := github.NewArchiveCache(b.TempDir(), 256<<20, github.DefaultArchiveLimits)
+	archives, err := cache.NewArchives(b.TempDir(), 256<<20, cache.DefaultArchiveLimits)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -65,7 +66,7 @@ func (c manyApps) DryRun(context.Context, clusteraccess.Ref, []map[string]any) e
 // a file of its own and plans do not wait on each other's locks.
 type appFileRenderer struct{}
 
-func (appFileRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request) (*render.Result, error) {
+func (appFileRenderer) Plan(_ context.Context, _ cache.Commit, req render.Request) (*render.Result, error) {
 	path := "apps/" + req.Target.Name + "/deploy.yaml"
 	old, err := os.ReadFile(filepath.Join(req.RepoDir, path))
 	if err != nil {
@@ -76,11 +77,11 @@ func (appFileRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request
 		Verification: render.Verification{Verified: true, Apps: []render.AppVerification{{App: req.App, Objects: 1, Changed: 1}}}}, nil
 }
 
-func (appFileRenderer) Revert(context.Context, plan.Commit, plan.Commit, render.RevertRequest) (*render.Result, error) {
+func (appFileRenderer) Revert(context.Context, cache.Commit, cache.Commit, render.RevertRequest) (*render.Result, error) {
 	return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "no reverts in this test"}
 }
 
-func (appFileRenderer) Render(context.Context, plan.Commit, string, render.Application) ([]render.Object, error) {
+func (appFileRenderer) Render(context.Context, cache.Commit, string, render.Application) ([]render.Object, error) {
 	return nil, &render.Refusal{Code: render.CodeInvalidRequest, Reason: "no repository views in this test"}
 }
 

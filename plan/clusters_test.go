@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -34,7 +35,7 @@ func TestPipelineVerifiesTheTeamsOtherClusters(t *testing.T) {
 	}
 	run("an app there reading the edited file", func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		e.engine = plan.RenderEngine{}
+		e.engine = cache.RenderEngine{}
 		e.cluster.elsewhere = map[string][]argocd.Application{"staging": {webElsewhere(repoURL, "main")}}
 		p := e.pipeline(plan.Hooks{})
 		pl, _, err := p.Submit(ctx, e.team.ID, "team:x", scale(4, "staging"))
@@ -48,7 +49,7 @@ func TestPipelineVerifiesTheTeamsOtherClusters(t *testing.T) {
 	})
 	run("apps there of another branch or repository", func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		e.engine = plan.RenderEngine{}
+		e.engine = cache.RenderEngine{}
 		e.cluster.elsewhere = map[string][]argocd.Application{
 			"staging": {webElsewhere(repoURL, "release")},
 			"dev":     {webElsewhere("https://github.com/acme/other.git", "main")},
@@ -68,7 +69,7 @@ func TestPipelineVerifiesTheTeamsOtherClusters(t *testing.T) {
 	})
 	run("a cluster that cannot be read", func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		e.engine = plan.RenderEngine{}
+		e.engine = cache.RenderEngine{}
 		e.cluster.elsewhere = map[string][]argocd.Application{"staging": {webElsewhere(repoURL, "release")}}
 		e.cluster.unreadable = map[string]error{"edge": errors.New("dial tcp 10.9.8.7:6443: connect: connection refused")}
 		p := e.startedPipeline(ctx, plan.Hooks{})

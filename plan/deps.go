@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/objref"
@@ -38,27 +39,21 @@ type Cluster interface {
 type Renderer interface {
 	// Plan plans req, whose RepoDir holds the tree of the commit at: renders of
 	// that tree may be reused by commit.
-	Plan(ctx context.Context, at Commit, req render.Request) (*render.Result, error)
+	Plan(ctx context.Context, at cache.Commit, req render.Request) (*render.Result, error)
 	// Revert undoes an earlier change made on the commit original, on the tree of
 	// at in req.RepoDir (req.OriginalDir holds the tree of original), and verifies
 	// the revert as Plan verifies an edit.
-	Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error)
+	Revert(ctx context.Context, at, original cache.Commit, req render.RevertRequest) (*render.Result, error)
 	// Render renders one Application from dir, the tree of the commit at, as Plan
 	// renders it before an edit (and from the same cache, by commit).
-	Render(ctx context.Context, at Commit, dir string, app render.Application) ([]render.Object, error)
-}
-
-// Commit names one commit of a repository ("owner/name").
-type Commit struct {
-	Repo string
-	SHA  string
+	Render(ctx context.Context, at cache.Commit, dir string, app render.Application) ([]render.Object, error)
 }
 
 // Repos is what the pipeline does on GitHub, as one installation of the App. Repos
 // are named "owner/name".
 type Repos interface {
 	ResolveRevision(ctx context.Context, inst int64, repo, revision string) (github.Branch, error)
-	Snapshot(ctx context.Context, inst int64, repo, sha string) (*github.Snapshot, error)
+	Snapshot(ctx context.Context, inst int64, repo, sha string) (*cache.Snapshot, error)
 	GetCommit(ctx context.Context, inst int64, repo, sha string) (github.CommitInfo, error)
 	CreateCommit(ctx context.Context, inst int64, repo, baseSHA, message string, files []github.FileChange) (github.CommitInfo, error)
 	BranchHead(ctx context.Context, inst int64, repo, branch string) (string, bool, error)
@@ -86,6 +81,7 @@ type Connections interface {
 // The production implementations, checked here since their packages do not import
 // this one.
 var (
+	_ Renderer    = cache.RenderEngine{}
 	_ Repos       = github.Repos{}
 	_ Cluster     = clusteraccess.Clusters{}
 	_ Connections = clusteraccess.Connections{}

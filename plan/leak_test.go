@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/api/changes"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -53,11 +54,11 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		cacheDir := t.TempDir()
-		archives, err := github.NewArchiveCache(cacheDir, 64<<20, github.DefaultArchiveLimits)
+		archives, err := cache.NewArchives(cacheDir, 64<<20, cache.DefaultArchiveLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		renders, err := github.NewRenderCache(cacheDir, 16<<20)
+		renders, err := cache.NewRenders(cacheDir, 16<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 		logger := zerolog.New(logs).Level(zerolog.DebugLevel)
 		ctx := logger.WithContext(context.Background())
 
-		p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: plan.RenderEngine{Renders: renders},
+		p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: cache.RenderEngine{Renders: renders},
 			Repos: github.Repos{Clients: cc, Archives: archives}, Connections: &connections{inst: inst, connected: true}},
 			plan.Config{ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond,
 				DeployTimeout: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: gh.BotLogin()})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -146,7 +147,7 @@ func TestRenderEngineObserverSeesThePlansRenders(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		rec := &renders{ok: map[render.SourceType]int{}}
-		e.engine = plan.RenderEngine{Observer: rec}
+		e.engine = cache.RenderEngine{Observer: rec}
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
 		e.submitOpen(ctx, p, scale(4, "k1"))

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -205,20 +206,20 @@ type lineRenderer struct {
 	reverts int
 }
 
-func (r *lineRenderer) Render(ctx context.Context, at plan.Commit, dir string, app render.Application) ([]render.Object, error) {
+func (r *lineRenderer) Render(ctx context.Context, at cache.Commit, dir string, app render.Application) ([]render.Object, error) {
 	return render.Render(ctx, dir, app)
 }
 
-func (r *lineRenderer) Revert(ctx context.Context, at, original plan.Commit, req render.RevertRequest) (*render.Result, error) {
+func (r *lineRenderer) Revert(ctx context.Context, at, original cache.Commit, req render.RevertRequest) (*render.Result, error) {
 	r.mu.Lock()
 	r.reverts++
 	r.mu.Unlock()
-	return plan.RenderEngine{}.Revert(ctx, at, original, req)
+	return cache.RenderEngine{}.Revert(ctx, at, original, req)
 }
 
 var replicasLine = regexp.MustCompile(`(?m)^  replicas: \d+$`)
 
-func (r *lineRenderer) Plan(_ context.Context, _ plan.Commit, req render.Request) (*render.Result, error) {
+func (r *lineRenderer) Plan(_ context.Context, _ cache.Commit, req render.Request) (*render.Result, error) {
 	r.mu.Lock()
 	r.renders++
 	r.mu.Unlock()
@@ -292,7 +293,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...func(*github.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archives, err := github.NewArchiveCache(t.TempDir(), 64<<20, github.DefaultArchiveLimits)
+	archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.DefaultArchiveLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +663,7 @@ func TestPipelineRefusals(t *testing.T) {
 			},
 			"kustomize replicas Argo CD cannot render": {
 				setup: func(e *env) {
-					e.engine = plan.RenderEngine{}
+					e.engine = cache.RenderEngine{}
 					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{
 						Replicas: []argocd.AppKustomizeReplicas{{Name: "web", Count: intstr.FromString("many")}}}
 				},
@@ -670,7 +671,7 @@ func TestPipelineRefusals(t *testing.T) {
 			},
 			"kustomize options render cannot apply": {
 				setup: func(e *env) {
-					e.engine = plan.RenderEngine{}
+					e.engine = cache.RenderEngine{}
 					e.cluster.app.Spec.Source.Kustomize = &argocd.AppSourceKustomize{Unsupported: []string{"patches"}}
 				},
 				req: func() plan.Request { return scale(2, "") }, wantCode: plan.CodeRefused,

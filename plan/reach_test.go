@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -32,7 +33,7 @@ func TestPipelineRefusesOnlyChangesThatReachAnUnsupportedApp(t *testing.T) {
 		ctx := context.Background()
 		t.Run("unreached", func(t *testing.T) {
 			e := newEnv(t, db)
-			e.engine = plan.RenderEngine{}
+			e.engine = cache.RenderEngine{}
 			e.gh.PushCommit(t, repoName, "main", map[string]string{
 				"apps/api/kustomization.yaml": "resources:\n  - deploy.yaml\n", "apps/api/deploy.yaml": apiYAML,
 			}, githubtest.Author{Name: "dev", Email: "dev@example.com"})
@@ -49,7 +50,7 @@ func TestPipelineRefusesOnlyChangesThatReachAnUnsupportedApp(t *testing.T) {
 		})
 		t.Run("reached", func(t *testing.T) {
 			e := newEnv(t, db)
-			e.engine = plan.RenderEngine{}
+			e.engine = cache.RenderEngine{}
 			e.gh.PushCommit(t, repoName, "main", map[string]string{
 				"kustomization.yaml": "resources:\n  - apps/web/deploy.yaml\n",
 			}, githubtest.Author{Name: "dev", Email: "dev@example.com"})

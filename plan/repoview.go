@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/render"
@@ -87,7 +88,7 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 
 	view := RepoView{Repo: repo.FullName(), Revision: revision, SHA: sha, Folders: []RepoFolder{}, Apps: []RepoApp{}}
 	folders := map[string][]string{}
-	at := Commit{Repo: repo.FullName(), SHA: sha}
+	at := cache.Commit{Repo: repo.FullName(), SHA: sha}
 	for _, a := range apps {
 		level := a.Level()
 		for _, ra := range render.FromArgoCD(a, func(src argocd.AppSource) bool { return fromRepo(src, repo.FullName()) }) {
@@ -109,7 +110,7 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 
 // renderMasked renders one app for people: its object count and masked YAML, or
 // the reason it cannot be rendered (a refusal, never a failure of the whole view).
-func (p *Pipeline) renderMasked(ctx context.Context, at Commit, dir string, app render.Application) (int, string, string) {
+func (p *Pipeline) renderMasked(ctx context.Context, at cache.Commit, dir string, app render.Application) (int, string, string) {
 	if app.Unsupported != "" {
 		return 0, "", app.Unsupported
 	}

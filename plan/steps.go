@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/render"
@@ -281,7 +282,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	}
 	req := render.Request{RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey, Change: change,
 		Target: pl.Target}
-	res, err := p.render.Plan(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
+	res, err := p.render.Plan(ctx, cache.Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal
 	if errors.As(err, &ref) {
 		return nil, &Error{Code: CodeRefused, Reason: ref.Reason, Details: ref}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/render"
@@ -343,7 +344,7 @@ func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payloa
 	for i, e := range opay.Edits {
 		edits[i] = render.FileEdit{Path: e.Path, Old: e.Old, New: e.New, Created: e.Created}
 	}
-	res, err := p.render.Revert(ctx, Commit{Repo: pl.Repo, SHA: branch.SHA}, Commit{Repo: pl.Repo, SHA: orig.BaseSHA}, render.RevertRequest{
+	res, err := p.render.Revert(ctx, cache.Commit{Repo: pl.Repo, SHA: branch.SHA}, cache.Commit{Repo: pl.Repo, SHA: orig.BaseSHA}, render.RevertRequest{
 		RepoDir: snap.Dir, TreeID: pl.Repo + "@" + branch.SHA, Apps: rapps, App: appKey,
 		OriginalDir: origSnap.Dir, OriginalTreeID: pl.Repo + "@" + orig.BaseSHA, Edits: edits,
 	})

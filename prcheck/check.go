@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -38,7 +39,7 @@ type Head struct {
 // GitHub is what a check reads from and writes to GitHub (github.Repos).
 type GitHub interface {
 	Compare(ctx context.Context, inst int64, repo, base, head string) (github.Comparison, error)
-	Snapshot(ctx context.Context, inst int64, repo, sha string) (*github.Snapshot, error)
+	Snapshot(ctx context.Context, inst int64, repo, sha string) (*cache.Snapshot, error)
 	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
 }
 

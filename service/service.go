@@ -29,6 +29,7 @@ import (
 	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/api/webhook"
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
@@ -358,14 +359,14 @@ func credentialsBox(cfg config.Config) (*sealed.Box, error) {
 // newPipeline builds the change pipeline over the App's clients, with its archive and
 // render caches.
 func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, github.Repos, error) {
-	archives, err := github.NewArchiveCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, github.DefaultArchiveLimits)
+	archives, err := cache.NewArchives(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, cache.DefaultArchiveLimits)
 	if err != nil {
 		return nil, github.Repos{}, err
 	}
 	repos := github.Repos{Clients: gh.clients, Archives: archives}
 	// Before-renders are kept beside the archives, in a quarter of their budget: an
 	// app's render is much smaller than its repository.
-	renders, err := github.NewRenderCache(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes/4)
+	renders, err := cache.NewRenders(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes/4)
 	if err != nil {
 		return nil, github.Repos{}, err
 	}
@@ -384,7 +385,7 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 	return plan.New(plan.Deps{
 		Store:       db,
 		Clusters:    clusters,
-		Renderer:    plan.RenderEngine{Renders: renders, Observer: renderMetrics},
+		Renderer:    cache.RenderEngine{Renders: renders, Observer: renderMetrics},
 		Repos:       repos,
 		Connections: clusteraccess.Connections{DB: db},
 		Observer:    observer,

@@ -1,25 +1,32 @@
-package plan
+package cache
 
 import (
 	"context"
 
 	"github.com/rs/zerolog"
 
-	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/render"
 )
 
-// RenderEngine implements Renderer with package render.
+// Commit names one commit of a repository ("owner/name"). A tree read at a commit
+// renders the same every time, so renders are reused by it.
+type Commit struct {
+	Repo string
+	SHA  string
+}
+
+// RenderEngine plans and reverts changes with package render (the pipeline's
+// plan.Renderer), reusing the renders of unchanged trees by commit.
 type RenderEngine struct {
 	// Renders, when set, keeps the before-render of each app at each commit, so a
 	// second plan on the same commit (another change, a retry, a re-prepare) does
 	// not build the unchanged tree again. Every edited tree is still rendered fresh.
-	Renders *github.RenderCache
+	Renders *Renders
 	// Observer, when set, is told of every Application render, for metrics.
 	Observer render.Observer
 }
 
-// Plan implements Renderer.
+// Plan plans req, whose RepoDir holds the tree of the commit at.
 func (e RenderEngine) Plan(ctx context.Context, at Commit, req render.Request) (*render.Result, error) {
 	ctx = e.observed(ctx)
 	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
@@ -28,7 +35,8 @@ func (e RenderEngine) Plan(ctx context.Context, at Commit, req render.Request) (
 	return render.Plan(ctx, req)
 }
 
-// Revert implements Renderer.
+// Revert undoes an earlier change made on the commit original, on the tree of at
+// in req.RepoDir (req.OriginalDir holds the tree of original).
 func (e RenderEngine) Revert(ctx context.Context, at, original Commit, req render.RevertRequest) (*render.Result, error) {
 	ctx = e.observed(ctx)
 	if e.Renders != nil && at.Repo != "" && at.SHA != "" {
@@ -61,7 +69,7 @@ func (e RenderEngine) observed(ctx context.Context) context.Context {
 // entry that cannot be read is rendered again, never trusted.
 func (e RenderEngine) cachedBefore(at Commit, dir string) func(context.Context, render.Application) ([]render.Object, error) {
 	return func(ctx context.Context, app render.Application) ([]render.Object, error) {
-		key := github.RenderKey(at.Repo, at.SHA, app.Path, app.SourceID())
+		key := RenderKey(at.Repo, at.SHA, app.Path, app.SourceID())
 		if data, ok := e.Renders.Load(key); ok {
 			objs, err := render.DecodeObjects(data)
 			if err == nil {

@@ -1,25 +1,30 @@
-package github
+// Package cache owns the service's on-disk caches: extracted repository trees by
+// commit (Archives, fed by any Fetcher: package github supplies GitHub's tarball
+// download) and before-renders of an Application at a commit (Renders), each a
+// size-bounded LRU whose entries in use are never evicted, and the render engine that
+// reuses those renders (RenderEngine). A commit's tree and its render never change,
+// so entries are keyed by commit and never invalidated.
+//
+// It holds what repositories hold, Secret values included, so entries are written
+// with the permissions of the service's own files and never logged. It must not
+// decide anything from the content: what to render is render's, when is plan's.
+package cache
 
 import (
 	"archive/tar"
 	"compress/gzip"
-	"container/list"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 
-	gh "github.com/google/go-github/v62/github"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -63,10 +68,10 @@ func (s *Snapshot) Release() {
 	}
 }
 
-// ArchiveCache holds extracted repository trees keyed by (repository, commit SHA) in a
+// Archives holds extracted repository trees keyed by (repository, commit SHA) in a
 // size-bounded LRU on disk, so a second plan on the same commit downloads nothing.
 // Trees in use are never evicted.
-type ArchiveCache struct {
+type Archives struct {
 	root   string
 	limits ArchiveLimits
 	lru    *diskLRU
@@ -75,14 +80,14 @@ type ArchiveCache struct {
 	hits, misses atomic.Int64
 }
 
-// NewArchiveCache opens (creating if needed) a cache under dir holding at most
+// NewArchives opens (creating if needed) a cache under dir holding at most
 // maxBytes of extracted files. Complete trees left by an earlier process are reused.
-func NewArchiveCache(dir string, maxBytes int64, limits ArchiveLimits) (*ArchiveCache, error) {
+func NewArchives(dir string, maxBytes int64, limits ArchiveLimits) (*Archives, error) {
 	root := filepath.Join(dir, "archives")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create archive cache %s: %w", root, err)
 	}
-	c := &ArchiveCache{root: root, limits: limits, lru: newDiskLRU(maxBytes)}
+	c := &Archives{root: root, limits: limits, lru: newDiskLRU(maxBytes)}
 	if err := c.adoptExisting(); err != nil {
 		return nil, err
 	}
@@ -94,7 +99,7 @@ type Fetcher func(ctx context.Context) (io.ReadCloser, error)
 
 // Get returns the tree of repo at sha, downloading and extracting it with fetch only
 // when the cache does not hold it. Concurrent calls for one key share one download.
-func (c *ArchiveCache) Get(ctx context.Context, repo, sha string, fetch Fetcher) (*Snapshot, error) {
+func (c *Archives) Get(ctx context.Context, repo, sha string, fetch Fetcher) (*Snapshot, error) {
 	if !validSHA(sha) {
 		return nil, fmt.Errorf("archive of %s: %q is not a commit SHA", repo, sha)
 	}
@@ -127,7 +132,7 @@ func (c *ArchiveCache) Get(ctx context.Context, repo, sha string, fetch Fetcher)
 	return nil, fmt.Errorf("archive of %s at %s: evicted before use (cache too small)", repo, sha)
 }
 
-func (c *ArchiveCache) acquire(key, repo, sha string) *Snapshot {
+func (c *Archives) acquire(key, repo, sha string) *Snapshot {
 	dir, ok := c.lru.acquire(key)
 	if !ok {
 		return nil
@@ -135,11 +140,11 @@ func (c *ArchiveCache) acquire(key, repo, sha string) *Snapshot {
 	return &Snapshot{Dir: dir, Repo: repo, SHA: sha, release: func() { c.lru.release(key) }}
 }
 
-func (c *ArchiveCache) dirFor(repo, sha string) string {
+func (c *Archives) dirFor(repo, sha string) string {
 	return filepath.Join(c.root, safeName(repo), sha)
 }
 
-func (c *ArchiveCache) download(ctx context.Context, dir string, fetch Fetcher) (int64, error) {
+func (c *Archives) download(ctx context.Context, dir string, fetch Fetcher) (int64, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return 0, fmt.Errorf("clear %s: %w", dir, err)
 	}
@@ -162,7 +167,7 @@ func (c *ArchiveCache) download(ctx context.Context, dir string, fetch Fetcher) 
 }
 
 // adoptExisting registers complete trees found on disk and removes incomplete ones.
-func (c *ArchiveCache) adoptExisting() error {
+func (c *Archives) adoptExisting() error {
 	repos, err := os.ReadDir(c.root)
 	if err != nil {
 		return fmt.Errorf("read archive cache %s: %w", c.root, err)
@@ -365,205 +370,8 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-// TarballFetcher downloads the tarball of owner/repo at sha through the archive link
-// endpoint, following GitHub's redirect with the same authenticated client.
-func TarballFetcher(client *gh.Client, owner, repo, sha string) Fetcher {
-	return func(ctx context.Context) (io.ReadCloser, error) {
-		// go-github sends the link request straight to the transport, past the
-		// client's timeout, so a GitHub that never answers would hold the caller
-		// forever: bound it with the same timeout.
-		linkCtx, cancel := ctx, context.CancelFunc(func() {})
-		if timeout := client.Client().Timeout; timeout > 0 {
-			linkCtx, cancel = context.WithTimeout(ctx, timeout)
-		}
-		link, resp, err := client.Repositories.GetArchiveLink(linkCtx, owner, repo, gh.Tarball, &gh.RepositoryContentGetOptions{Ref: sha}, 0)
-		cancel()
-		if err != nil {
-			var er *gh.ErrorResponse
-			if resp != nil && resp.Response != nil && !errors.As(err, &er) {
-				// go-github reports an unexpected status as plain text; keep the status
-				// and headers so a 5xx or a rate limit is recognised as such.
-				err = &StatusError{Op: "get tarball link", StatusCode: resp.StatusCode, Header: resp.Header}
-			}
-			return nil, fmt.Errorf("get tarball link: %w", err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("build tarball request: %w", err)
-		}
-		dl, err := client.Client().Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("download tarball: %w", err)
-		}
-		if dl.StatusCode != http.StatusOK {
-			dl.Body.Close()
-			return nil, &StatusError{Op: "download tarball", StatusCode: dl.StatusCode, Header: dl.Header}
-		}
-		return dl.Body, nil
-	}
-}
-
-// RenderCache keeps rendered output of one application at one commit (keyed by
-// repository, SHA and the render options) on disk in a size-bounded LRU. Entries hold
-// what the repository holds (Secret values included), so they live with the same
-// permissions as the extracted trees.
-type RenderCache struct {
-	root string
-	lru  *diskLRU
-
-	hits, misses atomic.Int64
-}
-
-// NewRenderCache opens a cache under dir holding at most maxBytes.
-func NewRenderCache(dir string, maxBytes int64) (*RenderCache, error) {
-	root := filepath.Join(dir, "renders")
-	if err := os.RemoveAll(root); err != nil {
-		return nil, fmt.Errorf("clear render cache %s: %w", root, err)
-	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("create render cache %s: %w", root, err)
-	}
-	return &RenderCache{root: root, lru: newDiskLRU(maxBytes)}, nil
-}
-
-// RenderKey names one render: the same repository, commit, app path and options give
-// the same output, so it is safe to share.
-func RenderKey(repo, sha, appPath, options string) string {
-	h := sha256.Sum256([]byte(repo + "\x00" + sha + "\x00" + appPath + "\x00" + options))
-	return hex.EncodeToString(h[:])
-}
-
-// Load returns the cached output for key.
-func (c *RenderCache) Load(key string) ([]byte, bool) {
-	file, ok := c.lru.acquire(key)
-	if !ok {
-		c.misses.Add(1)
-		return nil, false
-	}
-	defer c.lru.release(key)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		c.misses.Add(1)
-		return nil, false
-	}
-	c.hits.Add(1)
-	return b, true
-}
-
-// Store records output for key. The entry appears whole or not at all: a
-// concurrent Load of the same key never reads a partly written file.
-func (c *RenderCache) Store(key string, out []byte) error {
-	tmp, err := os.CreateTemp(c.root, key+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write render cache entry: %w", err)
-	}
-	_, werr := tmp.Write(out)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write render cache entry: %w", err)
-	}
-	file := filepath.Join(c.root, key)
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write render cache entry: %w", err)
-	}
-	c.lru.add(key, file, int64(len(out)))
-	return nil
-}
-
-// CacheStats counts a cache's lookups since it was opened.
-type CacheStats struct {
-	Hits, Misses int64
-}
-
-// Stats returns the lookups answered from the cache and those that were not.
-func (c *RenderCache) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
-}
-
 // Stats returns the lookups answered from the cache and those that were not (a
 // download, or a wait on a download in flight).
-func (c *ArchiveCache) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
-}
-
-// diskLRU tracks files or folders on disk by key and removes the least recently used
-// unreferenced ones once their total size is over the bound.
-type diskLRU struct {
-	mu      sync.Mutex
-	max     int64
-	used    int64
-	order   *list.List // front = most recent
-	entries map[string]*list.Element
-}
-
-type lruEntry struct {
-	key  string
-	path string
-	size int64
-	refs int
-}
-
-func newDiskLRU(max int64) *diskLRU {
-	return &diskLRU{max: max, order: list.New(), entries: map[string]*list.Element{}}
-}
-
-func (l *diskLRU) has(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.entries[key]
-	return ok
-}
-
-func (l *diskLRU) acquire(key string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	el, ok := l.entries[key]
-	if !ok {
-		return "", false
-	}
-	l.order.MoveToFront(el)
-	e := el.Value.(*lruEntry)
-	e.refs++
-	return e.path, true
-}
-
-func (l *diskLRU) release(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.entries[key]; ok {
-		el.Value.(*lruEntry).refs--
-	}
-	l.evictLocked()
-}
-
-func (l *diskLRU) add(key, p string, size int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.entries[key]; ok {
-		e := el.Value.(*lruEntry)
-		l.used += size - e.size
-		e.size = size
-		l.order.MoveToFront(el)
-	} else {
-		l.entries[key] = l.order.PushFront(&lruEntry{key: key, path: p, size: size})
-		l.used += size
-	}
-	// The entry just added is about to be used by its caller; it is evicted later.
-	l.evictLocked(key)
-}
-
-func (l *diskLRU) evictLocked(keep ...string) {
-	for el := l.order.Back(); el != nil && l.used > l.max; {
-		prev := el.Prev()
-		e := el.Value.(*lruEntry)
-		if e.refs == 0 && (len(keep) == 0 || e.key != keep[0]) {
-			_ = os.RemoveAll(e.path)
-			l.used -= e.size
-			l.order.Remove(el)
-			delete(l.entries, e.key)
-		}
-		el = prev
-	}
+func (c *Archives) Stats() Stats {
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load()}
 }

@@ -1,4 +1,4 @@
-package plan_test
+package cache_test
 
 import (
 	"context"
@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/objref"
-	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -42,7 +41,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 
 func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
 	dir := writeTree(t, kustomizeTree)
-	cache, err := github.NewRenderCache(t.TempDir(), 16<<20)
+	renders, err := cache.NewRenders(t.TempDir(), 16<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,27 +53,27 @@ func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
 	req := render.Request{RepoDir: dir, Apps: apps, App: "argocd/api",
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
 		Change: render.Change{Replicas: &render.Replicas{Count: 3}}}
-	at := plan.Commit{Repo: "acme/deploy", SHA: strings.Repeat("a", 40)}
+	at := cache.Commit{Repo: "acme/deploy", SHA: strings.Repeat("a", 40)}
 	ctx := context.Background()
 
-	fresh, err := plan.RenderEngine{}.Plan(ctx, at, req)
+	fresh, err := cache.RenderEngine{}.Plan(ctx, at, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached := plan.RenderEngine{Renders: cache}
+	cached := cache.RenderEngine{Renders: renders}
 	first, err := cached.Plan(ctx, at, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := cache.Stats(); st.Hits != 0 || st.Misses == 0 {
+	if st := renders.Stats(); st.Hits != 0 || st.Misses == 0 {
 		t.Fatalf("first plan: %+v, want only misses", st)
 	}
-	misses := cache.Stats().Misses
+	misses := renders.Stats().Misses
 	second, err := cached.Plan(ctx, at, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := cache.Stats(); st.Hits != misses || st.Misses != misses {
+	if st := renders.Stats(); st.Hits != misses || st.Misses != misses {
 		t.Fatalf("second plan on the same commit: %+v, want %d hits and no new miss", st, misses)
 	}
 	for name, got := range map[string]*render.Result{"first": first, "second (from cache)": second} {
@@ -94,26 +93,26 @@ func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
 	if _, err := cached.Plan(ctx, at, req); err != nil {
 		t.Fatal(err)
 	}
-	if st := cache.Stats(); st.Hits != misses || st.Misses != misses+2 {
+	if st := renders.Stats(); st.Hits != misses || st.Misses != misses+2 {
 		t.Fatalf("after another commit and other options: %+v, want two more misses and no hit", st)
 	}
 }
 
 func TestRenderEngineRendersAgainWhenTheCacheIsCorrupt(t *testing.T) {
 	dir := writeTree(t, kustomizeTree)
-	cache, err := github.NewRenderCache(t.TempDir(), 16<<20)
+	renders, err := cache.NewRenders(t.TempDir(), 16<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	app := render.Application{Name: "argocd/web", Path: "apps/web", SourceType: render.SourceDirectory, Namespace: "shop"}
-	at := plan.Commit{Repo: "acme/deploy", SHA: strings.Repeat("c", 40)}
-	if err := cache.Store(github.RenderKey(at.Repo, at.SHA, app.Path, app.SourceID()), []byte("garbage")); err != nil {
+	at := cache.Commit{Repo: "acme/deploy", SHA: strings.Repeat("c", 40)}
+	if err := renders.Store(cache.RenderKey(at.Repo, at.SHA, app.Path, app.SourceID()), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
 	req := render.Request{RepoDir: dir, Apps: []render.Application{app},
 		Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"},
 		Change: render.Change{NewResource: &render.NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\n"}}}
-	res, err := plan.RenderEngine{Renders: cache}.Plan(context.Background(), at, req)
+	res, err := cache.RenderEngine{Renders: renders}.Plan(context.Background(), at, req)
 	if err != nil {
 		t.Fatalf("a corrupt cache entry failed the plan: %v", err)
 	}
@@ -148,12 +147,12 @@ func BenchmarkRenderEngine(b *testing.B) {
 	req := render.Request{RepoDir: dir, Apps: []render.Application{{Name: "api", Path: "apps/api/prod", SourceType: render.SourceKustomize, Namespace: "shop"}},
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "svc07"},
 		Change: render.Change{Replicas: &render.Replicas{Count: 3}}}
-	at := plan.Commit{Repo: "acme/deploy", SHA: strings.Repeat("d", 40)}
-	cache, err := github.NewRenderCache(b.TempDir(), 64<<20)
+	at := cache.Commit{Repo: "acme/deploy", SHA: strings.Repeat("d", 40)}
+	renders, err := cache.NewRenders(b.TempDir(), 64<<20)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, engine := range map[string]plan.RenderEngine{"fresh": {}, "cached": {Renders: cache}} {
+	for name, engine := range map[string]cache.RenderEngine{"fresh": {}, "cached": {Renders: renders}} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := engine.Plan(context.Background(), at, req); err != nil {

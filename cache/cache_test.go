@@ -1,0 +1,241 @@
+package cache_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/cache"
+)
+
+func tarball(t *testing.T, entries []tar.Header, contents map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, h := range entries {
+		body := contents[h.Name]
+		if h.Typeflag == tar.TypeReg {
+			h.Size = int64(len(body))
+		}
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestExtractTarballConfinesAndLimits(t *testing.T) {
+	reg := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644} }
+	link := func(name, target string) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target}
+	}
+	limits := cache.ArchiveLimits{MaxFileBytes: 10, MaxTotalBytes: 15, MaxFiles: 5}
+	tests := map[string]struct {
+		entries  []tar.Header
+		contents map[string]string
+		wantErr  string
+		exist    []string
+		absent   []string
+	}{
+		"plain tree": {
+			entries:  []tar.Header{{Name: "top/", Typeflag: tar.TypeDir}, reg("top/a/b.yaml")},
+			contents: map[string]string{"top/a/b.yaml": "x: 1\n"},
+			exist:    []string{"a/b.yaml"},
+		},
+		"dot-dot path": {
+			entries: []tar.Header{reg("top/../../evil")}, wantErr: "leaves the repository tree",
+		},
+		"absolute symlink skipped": {
+			entries: []tar.Header{link("top/etc", "/etc")}, absent: []string{"etc"},
+		},
+		"escaping symlink skipped": {
+			entries: []tar.Header{link("top/a/up", "../../..")}, absent: []string{"a/up"},
+		},
+		"absolute path": {
+			entries:  []tar.Header{reg("/top/etc/passwd")},
+			contents: map[string]string{"/top/etc/passwd": "x\n"},
+			wantErr:  "leaves the repository tree",
+		},
+		"dot-dot inside a path": {
+			entries: []tar.Header{reg("top/a/../../../evil")}, wantErr: "leaves the repository tree",
+		},
+		"symlink to the tree itself skipped": {
+			entries: []tar.Header{link("top/a/self", "..")}, absent: []string{"a/self"},
+		},
+		"entry beyond a symlink refused": {
+			// up -> a is inside the tree, but a link written through it would be
+			// checked from the wrong folder and could point outside.
+			entries: []tar.Header{{Name: "top/a/b/", Typeflag: tar.TypeDir}, link("top/a/b/up", ".."), link("top/a/b/up/l", "../../x")},
+			wantErr: "beyond the symbolic link",
+		},
+		"file written through a symlink refused": {
+			entries:  []tar.Header{{Name: "top/real/", Typeflag: tar.TypeDir}, link("top/alias", "real"), reg("top/alias/f.yaml")},
+			contents: map[string]string{"top/alias/f.yaml": "x\n"},
+			wantErr:  "beyond the symbolic link",
+		},
+		"devices, fifos and hard links not created": {
+			entries: []tar.Header{
+				{Name: "top/null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3},
+				{Name: "top/disk", Typeflag: tar.TypeBlock, Devmajor: 8},
+				{Name: "top/pipe", Typeflag: tar.TypeFifo},
+				{Name: "top/passwd", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"},
+			},
+			absent: []string{"null", "disk", "pipe", "passwd"},
+		},
+		"inner symlink kept": {
+			entries:  []tar.Header{reg("top/a.yaml"), link("top/b.yaml", "a.yaml")},
+			contents: map[string]string{"top/a.yaml": "x\n"},
+			exist:    []string{"b.yaml"},
+		},
+		"file over the per-file cap": {
+			entries: []tar.Header{reg("top/big")}, contents: map[string]string{"top/big": strings.Repeat("x", 11)},
+			wantErr: "limit",
+		},
+		"total over the cap": {
+			entries:  []tar.Header{reg("top/a"), reg("top/b")},
+			contents: map[string]string{"top/a": strings.Repeat("x", 9), "top/b": strings.Repeat("x", 9)},
+			wantErr:  "bytes in all",
+		},
+		"too many entries": {
+			entries: []tar.Header{reg("top/1"), reg("top/2"), reg("top/3"), reg("top/4"), reg("top/5"), reg("top/6")},
+			wantErr: "more than 5 entries",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := cache.ExtractTarball(bytes.NewReader(tarball(t, tc.entries, tc.contents)), dir, limits)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tc.exist {
+				if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+					t.Errorf("%s missing: %v", p, err)
+				}
+			}
+			for _, p := range tc.absent {
+				if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+					t.Errorf("%s was created", p)
+				}
+			}
+		})
+	}
+}
+
+func TestArchiveCacheEvictsLeastRecentlyUsedUnused(t *testing.T) {
+	archives, err := cache.NewArchives(t.TempDir(), 10, cache.DefaultArchiveLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fetch := func(body string) cache.Fetcher {
+		return func(context.Context) (io.ReadCloser, error) {
+			h := []tar.Header{{Name: "top/f", Typeflag: tar.TypeReg, Mode: 0o644}}
+			return io.NopCloser(bytes.NewReader(tarball(t, h, map[string]string{"top/f": body}))), nil
+		}
+	}
+	sha := func(i int) string { return fmt.Sprintf("%040d", i) }
+	held, err := archives.Get(ctx, "o/r", sha(1), fetch("123456"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := archives.Get(ctx, "o/r", sha(2), fetch("123456"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Release()
+	// Over the bound: sha(2) is unused and goes; sha(1) is held and stays.
+	if _, err := os.Stat(held.Dir); err != nil {
+		t.Fatalf("held snapshot evicted: %v", err)
+	}
+	if _, err := os.Stat(other.Dir); err == nil {
+		t.Fatalf("unused snapshot kept over the size bound")
+	}
+	held.Release()
+}
+
+func TestRenderCacheKeepsOutputWithinItsBound(t *testing.T) {
+	c, err := cache.NewRenders(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := cache.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Kustomize")
+	k2 := cache.RenderKey("o/r", strings.Repeat("b", 40), "apps/web", "Kustomize")
+	if k1 == k2 || k1 != cache.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Kustomize") {
+		t.Fatal("render keys are not a function of repository, commit, path and options")
+	}
+	if err := c.Store(k1, []byte("123456")); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Load(k1); !ok || string(got) != "123456" {
+		t.Fatalf("Load = %q %v", got, ok)
+	}
+	if err := c.Store(k2, []byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Load(k1); ok {
+		t.Fatal("the older entry survived past the size bound")
+	}
+	if got, ok := c.Load(k2); !ok || string(got) != "abcdef" {
+		t.Fatalf("newest entry: %q %v", got, ok)
+	}
+	if st := c.Stats(); st.Hits != 2 || st.Misses != 1 {
+		t.Fatalf("stats %+v, want 2 hits and 1 miss", st)
+	}
+}
+
+func TestRenderCacheEntriesAppearWhole(t *testing.T) {
+	c, err := cache.NewRenders(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := cache.RenderKey("o/r", strings.Repeat("a", 40), "apps/web", "Directory")
+	small, large := []byte("v1"), bytes.Repeat([]byte("x"), 64<<10)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			out := small
+			if i%2 == 1 {
+				out = large
+			}
+			if err := c.Store(key, out); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if got, ok := c.Load(key); ok && !bytes.Equal(got, small) && !bytes.Equal(got, large) {
+				t.Errorf("read a partly written entry of %d bytes", len(got))
+			}
+		}()
+	}
+	wg.Wait()
+}
