@@ -1,9 +1,19 @@
 // Package github owns the service's connection to GitHub: the App's client creator
-// (HTTP cache, timeouts, user agent, logging and metrics), the App's identity read at
+// (HTTP response cache, timeouts, user agent, logging, metrics and the per-installation
+// request budget below GitHub's secondary rate limits), the App's identity read at
 // startup, installation lookups, repository-scoped installation tokens for agents,
-// whether the person who installed the App can access an installation, and
-// the normalization of repository URLs so every part of the service names a repository
-// the same way.
+// whether the person who installed the App can access an installation, the
+// normalization of repository URLs so every part of the service names a repository
+// the same way, and every repository operation the change pipeline makes: git data
+// (branches, commits), pull requests, check runs and the tarball download of a
+// commit, each as a function over a client and, for the pipeline, as [Repos] over an
+// installation's client.
+//
+// It talks to GitHub and reports what GitHub answered; it must not decide anything
+// about plans, clusters or the content of a repository, and it imports nothing of the
+// service above it (no plan, store or HTTP package): its callers hand it what a call
+// needs. It writes only to branches named kukie/… (DeleteBranch and SetBranch refuse
+// others). Extracted trees and renders are kept by package cache, not here.
 package github
 
 import (

@@ -8,8 +8,17 @@
 // decision comes from argocd/ and kube/, the edit and its proof from render/, and
 // every write to GitHub goes through github/. It owns the order of those calls, the
 // locks that keep two open pull requests off one file, idempotency of requests,
-// tracking a merged change until it runs, and rollbacks. It reaches those packages
-// only through the small interfaces in deps.go, so each step can be tested alone.
+// tracking a merged change until it runs, and rollbacks (a revert rendered, diffed
+// and verified by render/ from the original plan's edits, like any change).
+//
+// It holds no client, credential or cache of its own and opens no connection: New
+// takes them as [Deps], through the small interfaces in deps.go, so each step can be
+// tested alone. In the service they are github.Repos (repository operations through
+// an installation's client), clusteraccess.Clusters and clusteraccess.Connections
+// (the team's clusters with their sealed credentials, and which installation reaches
+// a connected repository) and cache.RenderEngine (render with the before-render
+// cache). It must not import go-github, client-go or the HTTP packages (server,
+// api/…, service): requests reach it through its methods, never the other way.
 //
 // "Nothing else changes" spans the team: an edit is verified for every Application
 // that deploys from the same repository and branch in any of the team's clusters,
