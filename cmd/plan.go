@@ -52,6 +52,11 @@ Changes:
   set-env KIND/NAME -c CONTAINER KEY=VALUE... KEY-...
   set-resources KIND/NAME -c CONTAINER [--requests cpu=100m,memory=256Mi] [--limits cpu=]
   add -f FILE            (a manifest with one or more documents; "-" reads stdin)
+  patch KIND/NAME --merge JSON | -f FILE | POINTER=VALUE...
+                         (any fields, as a JSON merge patch: objects merge, null
+                         removes, lists are replaced whole; -f reads the merge patch
+                         as JSON or YAML; POINTER is a JSON pointer such as
+                         /spec/requireApproval, VALUE is JSON or else a string)
 
   KIND is a kind or its short name (deployment, deploy, sts, ds, cronjob, job, svc,
   cm, ...); other kinds need --api-version. An empty quantity removes it. In set-env,
@@ -70,7 +75,8 @@ const changeUsage = `Change flags:
   --replicas N           (scale)
   --requests LIST        name=quantity,... (set-resources)
   --limits LIST          name=quantity,... (set-resources)
-  -f FILE                manifest file (add)
+  -f FILE                manifest file (add), merge patch file (patch)
+  --merge JSON           a JSON merge patch (patch)
 `
 
 type planFlags struct {

@@ -462,6 +462,16 @@ func TestChangeTools(t *testing.T) {
 		"repo_not_connected", "connect it with POST /api/v1/clusters/prod/repos", "Ownership: managed by Argo CD app argocd/other")
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{}, "reason": "x", "requested_by": "alice"},
 		"invalid_request", "exactly one of")
+	patched := mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "owner", "requested_by": "alice", "idempotency_key": "patch",
+		"change": map[string]any{"patch": map[string]any{"merge": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"example.com/owner": "shop"}}}}}})
+	if patched["status"] != "preparing" {
+		t.Fatalf("propose_git_change of a merge patch = %v", patched)
+	}
+	mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "ready", "requested_by": "alice", "idempotency_key": "patch-set",
+		"change": map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/spec/minReadySeconds", "value": 10}}}}})
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "x", "requested_by": "alice",
+		"change": map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/metadata/name", "value": "web2"}}}}},
+		"invalid_request", "/metadata/name")
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "staging", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 1}}, "reason": "x", "requested_by": "alice"},
 		"cluster_not_found")
 

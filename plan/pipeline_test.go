@@ -764,3 +764,33 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 		}
 	})
 }
+
+func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.engine = plan.RenderEngine{}
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		req := scale(0, "patch")
+		req.Change = render.Change{Patch: &render.Patch{Merge: map[string]any{
+			"spec":     map[string]any{"minReadySeconds": 10},
+			"metadata": map[string]any{"annotations": map[string]any{"example.com/owner": "shop"}},
+		}}}
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+		prs := e.gh.PullRequests(t, repoName)
+		if len(prs) != 1 {
+			t.Fatalf("%d pull requests, want 1", len(prs))
+		}
+		if want := "kukie: patch Deployment/web (" + pl.Code + ")"; prs[0].GetTitle() != want {
+			t.Errorf("title %q, want %q", prs[0].GetTitle(), want)
+		}
+		want := strings.Replace(webYAML, "  namespace: shop\n", "  namespace: shop\n  annotations:\n    example.com/owner: shop\n", 1) + "  minReadySeconds: 10\n"
+		if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != want {
+			t.Errorf("branch file:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}

@@ -65,10 +65,15 @@ func (r Request) Validate() error {
 		problems = append(problems, "target needs apiVersion, kind and name")
 	}
 	if n := changeCount(r.Change); n != 1 {
-		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource (got %d)", n))
+		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch (got %d)", n))
 	}
 	if r.Change.NewResource != nil && (r.Application == nil || r.Application.Name == "") {
 		problems = append(problems, "a new_resource change needs application {namespace, name}: the Argo CD Application that will deploy it")
+	}
+	if r.Change.Patch != nil {
+		if err := r.Change.Patch.Validate(); err != nil {
+			problems = append(problems, "patch: "+err.Error())
+		}
 	}
 	if r.Change.Replicas != nil && r.Change.Replicas.Count < 0 {
 		problems = append(problems, "replicas.count must not be negative")
@@ -95,7 +100,7 @@ func (r Request) Validate() error {
 
 func changeCount(c render.Change) int {
 	n := 0
-	for _, set := range []bool{c.Replicas != nil, c.Image != nil, c.Env != nil, c.Resources != nil, c.NewResource != nil} {
+	for _, set := range []bool{c.Replicas != nil, c.Image != nil, c.Env != nil, c.Resources != nil, c.NewResource != nil, c.Patch != nil} {
 		if set {
 			n++
 		}
@@ -116,6 +121,8 @@ func Verb(c render.Change) string {
 		return "set resources of"
 	case c.NewResource != nil:
 		return "add"
+	case c.Patch != nil:
+		return "patch"
 	}
 	return "change"
 }

@@ -84,6 +84,8 @@ func (c Change) validate() error {
 		if strings.TrimSpace(c.NewResource.Manifest) == "" {
 			return fmt.Errorf("new resource needs a manifest")
 		}
+	case c.Patch != nil:
+		return c.Patch.Validate()
 	}
 	return nil
 }
@@ -124,6 +126,8 @@ func (c Change) describe() string {
 		return fmt.Sprintf("change resources of container %s", c.Resources.Container)
 	case c.NewResource != nil:
 		return "add new resources"
+	case c.Patch != nil:
+		return "patch " + strings.Join(c.Patch.fields(), ", ")
 	}
 	return "change"
 }
@@ -205,6 +209,12 @@ func expectedAfter(before *object, c Change) (map[string]any, error) {
 		return body, nil
 	case c.NewResource != nil:
 		return nil, fmt.Errorf("new resources have no expected object")
+	case c.Patch != nil:
+		out, err := applyMergePatch(before.body, c.Patch)
+		if err != nil {
+			return nil, refuse(CodeInvalidRequest, "%s %s: %v", before.kind, before.name, err)
+		}
+		return out, nil
 	}
 	name := c.containerName()
 	ct, ok := findContainer(body, before.kind, name)

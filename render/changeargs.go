@@ -1,10 +1,13 @@
 package render
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/objref"
 )
@@ -59,6 +62,8 @@ func ParseChangeArgs(args []string, readManifest func(name string) ([]byte, erro
 	fs.StringVar(&requests, "requests", "", "")
 	fs.StringVar(&limits, "limits", "", "")
 	fs.StringVar(&file, "f", "", "")
+	var merge string
+	fs.StringVar(&merge, "merge", "", "")
 	var positional []string
 	for {
 		if err := fs.Parse(rest); err != nil {
@@ -155,8 +160,15 @@ func ParseChangeArgs(args []string, readManifest func(name string) ([]byte, erro
 			return target, change, fmt.Errorf("read manifest: %w", err)
 		}
 		change.NewResource = &NewResource{Manifest: string(data)}
+	case "patch":
+		p, err := parsePatchArgs(merge, file, positional, readManifest)
+		if err != nil {
+			return target, change, fmt.Errorf("patch: %w", err)
+		}
+		change.Patch = p
+		positional = nil
 	default:
-		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add)", verb)
+		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add, patch)", verb)
 	}
 	if verb != "set-image" && verb != "set-env" && len(positional) > 0 {
 		return target, change, fmt.Errorf("%s: unexpected argument %q", verb, positional[0])
@@ -177,4 +189,59 @@ func parseQuantities(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// parsePatchArgs reads a patch given as --merge JSON, as -f FILE (a merge patch in
+// JSON or YAML), or as POINTER=VALUE arguments, VALUE being JSON ("false", "[1,2]",
+// "null" removes the field) or, when it is not JSON, a string.
+func parsePatchArgs(merge, file string, fields []string, readManifest func(name string) ([]byte, error)) (*Patch, error) {
+	given := 0
+	for _, set := range []bool{merge != "", file != "", len(fields) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, fmt.Errorf("give one of --merge JSON, -f FILE or POINTER=VALUE arguments")
+	}
+	var doc []byte
+	switch {
+	case merge != "":
+		doc = []byte(merge)
+	case file != "":
+		data, err := readManifest(file)
+		if err != nil {
+			return nil, fmt.Errorf("read merge patch: %w", err)
+		}
+		if doc, err = sigsyaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	if doc != nil {
+		v, err := decodeJSONValue(doc)
+		if err != nil {
+			return nil, fmt.Errorf("merge patch: %w", err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("the merge patch must be a JSON object")
+		}
+		return &Patch{Merge: m}, nil
+	}
+	p := &Patch{}
+	for _, a := range fields {
+		ptr, text, ok := strings.Cut(a, "=")
+		if !ok || ptr == "" {
+			return nil, fmt.Errorf("%q is not POINTER=VALUE", a)
+		}
+		var v any = text
+		if json.Valid([]byte(text)) {
+			var err error
+			if v, err = decodeJSONValue([]byte(text)); err != nil {
+				return nil, fmt.Errorf("value of %s: %w", ptr, err)
+			}
+		}
+		p.Set = append(p.Set, FieldValue{Path: ptr, Value: v})
+	}
+	return p, nil
 }

@@ -10,7 +10,10 @@ import (
 )
 
 func TestParseChangeArgs(t *testing.T) {
-	manifests := map[string]string{"new.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n"}
+	manifests := map[string]string{
+		"new.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n",
+		"patch.yaml": "spec:\n  requireApproval: false\n",
+	}
 	read := func(name string) ([]byte, error) {
 		m, ok := manifests[name]
 		if !ok {
@@ -37,15 +40,28 @@ func TestParseChangeArgs(t *testing.T) {
 			target: objref.Target{APIVersion: "example.com/v1", Kind: "Widget", Name: "w"}, change: Change{Replicas: &Replicas{Count: 0}}},
 		"add reads the manifest through the reader": {args: []string{"add", "-f", "new.yaml"},
 			change: Change{NewResource: &NewResource{Manifest: manifests["new.yaml"]}}},
-		"nothing":               {args: nil, err: "no change given"},
-		"unknown kind":          {args: []string{"scale", "widget/w", "--replicas", "1"}, err: `kind "widget" is not known`},
-		"no name":               {args: []string{"scale", "--replicas", "1"}, err: "scale needs KIND/NAME"},
-		"scale without a count": {args: []string{"scale", "deploy/web"}, err: "scale needs --replicas N"},
-		"image without a tag":   {args: []string{"set-image", "deploy/web", "app=web"}, err: "has no tag or digest"},
-		"a stray argument":      {args: []string{"scale", "deploy/web", "--replicas", "1", "extra"}, err: `unexpected argument "extra"`},
-		"a bad quantity":        {args: []string{"set-resources", "deploy/web", "-c", "app", "--limits", "cpu"}, err: `--limits: "cpu" is not name=quantity`},
-		"a manifest that fails": {args: []string{"add", "-f", "gone.yaml"}, err: "read manifest: no such file gone.yaml"},
-		"an unknown verb":       {args: []string{"delete", "deploy/web"}, err: `unknown change "delete"`},
+		"patch as a merge patch": {args: []string{"patch", "Agent/support", "--api-version", "agents.example.com/v1", "--merge", `{"spec":{"toolNames":["a"]}}`},
+			target: objref.Target{APIVersion: "agents.example.com/v1", Kind: "Agent", Name: "support"}, change: Change{Patch: &Patch{Merge: map[string]any{"spec": map[string]any{"toolNames": []any{"a"}}}}}},
+		"patch from a YAML file": {args: []string{"patch", "deploy/web", "-f", "patch.yaml"},
+			target: web, change: Change{Patch: &Patch{Merge: map[string]any{"spec": map[string]any{"requireApproval": false}}}}},
+		"patch by pointers, strings unquoted": {args: []string{"patch", "ing/shop", "/metadata/annotations/a~1b=8m", "/spec/x=null", "/spec/n=3"},
+			target: objref.Target{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "shop"},
+			change: Change{Patch: &Patch{Set: []FieldValue{{Path: "/metadata/annotations/a~1b", Value: "8m"}, {Path: "/spec/x", Value: nil}, {Path: "/spec/n", Value: int64(3)}}}}},
+		"patch with two forms":         {args: []string{"patch", "deploy/web", "--merge", "{}", "/spec/x=1"}, err: "give one of --merge JSON"},
+		"patch without a field":        {args: []string{"patch", "deploy/web"}, err: "give one of --merge JSON"},
+		"patch, not an object":         {args: []string{"patch", "deploy/web", "--merge", "[1]"}, err: "must be a JSON object"},
+		"patch, a number out of range": {args: []string{"patch", "deploy/web", "--merge", `{"a":1e999}`}, err: "out of range"},
+		"patch, not JSON":              {args: []string{"patch", "deploy/web", "--merge", "{a"}, err: "merge patch:"},
+		"patch, not a pointer":         {args: []string{"patch", "deploy/web", "spec"}, err: `"spec" is not POINTER=VALUE`},
+		"nothing":                      {args: nil, err: "no change given"},
+		"unknown kind":                 {args: []string{"scale", "widget/w", "--replicas", "1"}, err: `kind "widget" is not known`},
+		"no name":                      {args: []string{"scale", "--replicas", "1"}, err: "scale needs KIND/NAME"},
+		"scale without a count":        {args: []string{"scale", "deploy/web"}, err: "scale needs --replicas N"},
+		"image without a tag":          {args: []string{"set-image", "deploy/web", "app=web"}, err: "has no tag or digest"},
+		"a stray argument":             {args: []string{"scale", "deploy/web", "--replicas", "1", "extra"}, err: `unexpected argument "extra"`},
+		"a bad quantity":               {args: []string{"set-resources", "deploy/web", "-c", "app", "--limits", "cpu"}, err: `--limits: "cpu" is not name=quantity`},
+		"a manifest that fails":        {args: []string{"add", "-f", "gone.yaml"}, err: "read manifest: no such file gone.yaml"},
+		"an unknown verb":              {args: []string{"delete", "deploy/web"}, err: `unknown change "delete"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			target, change, err := ParseChangeArgs(tc.args, read)

@@ -197,7 +197,7 @@ func (p *planner) checkTarget(app Application, o *object) error {
 	}
 	c := p.req.Change
 	if app.SourceType == SourceKustomize {
-		if c.Replicas != nil {
+		if c.Replicas != nil || c.Patch.sets("spec", "replicas") {
 			if _, ok := app.Kustomize.Replicas[o.name]; ok {
 				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets spec.source.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, o.name)}
 			}
@@ -512,6 +512,14 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	// for env a JSON 6902 patch after it, since a strategic-merge patch puts the
 	// entries it names first while existing entries keep their place and new ones go
 	// last (env order decides what $(VAR) references see).
+	if c.Patch != nil {
+		// A merge patch replaces lists whole, which a strategic-merge patch does
+		// not (it merges lists with a merge key): the JSON 6902 patch says exactly
+		// what the merge patch does.
+		return append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewJSONPatch, func() ([]byte, error) {
+			return mergeJSONPatch(target.body, c.Patch)
+		})), nil
+	}
 	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewPatch, func() ([]byte, error) {
 		return strategicMergePatch(target.apiVersion, target.kind, sourceName, c, target.body, expected)
 	}))

@@ -65,6 +65,9 @@ func changeOps(doc map[string]any, kind string, c Change, mode opMode, rendered,
 	if c.Replicas != nil {
 		return []yamledit.Op{{Path: keys("spec", "replicas"), Kind: yamledit.OpSet, Value: c.Replicas.Count}}, nil
 	}
+	if c.Patch != nil {
+		return patchOps(doc, c.Patch)
+	}
 	name := c.containerName()
 	rct, ok := findContainer(rendered, kind, name)
 	if !ok {

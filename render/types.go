@@ -87,6 +87,7 @@ type Change struct {
 	Env         *Env         `json:"env,omitempty"`
 	Resources   *Resources   `json:"resources,omitempty"`
 	NewResource *NewResource `json:"new_resource,omitempty"`
+	Patch       *Patch       `json:"patch,omitempty"`
 }
 
 // Replicas sets spec.replicas.
@@ -143,8 +144,11 @@ func (c Change) kind() (string, error) {
 	if c.NewResource != nil {
 		set = append(set, "new_resource")
 	}
+	if c.Patch != nil {
+		set = append(set, "patch")
+	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a change sets exactly one of replicas, image, env, resources, new_resource; got %d (%s)", len(set), strings.Join(set, ", "))
+		return "", fmt.Errorf("a change sets exactly one of replicas, image, env, resources, new_resource, patch; got %d (%s)", len(set), strings.Join(set, ", "))
 	}
 	return set[0], nil
 }

@@ -37,6 +37,9 @@ func (s stubPipeline) Submit(ctx context.Context, teamID, actor string, req plan
 	p := store.Plan{Code: "web1", TeamID: teamID, IdempotencyKey: req.IdempotencyKey,
 		Cluster: req.Cluster, Target: req.Target, Change: change, Reason: req.Reason, RequestedBy: req.RequestedBy,
 		Status: string(plan.StatusPreparing), Path: "git"}
+	if req.Change.Patch != nil {
+		p.Code = "patch1"
+	}
 	if req.Target.Name == "adhoc" {
 		p.Code, p.Status, p.Path = "refused1", string(plan.StatusRefused), "direct"
 		p.ErrorCode, p.StatusReason = plan.CodeNotGitOpsManaged, "No Argo CD Application tracks Deployment shop/adhoc."
@@ -235,6 +238,9 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 	scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice","idempotency_key":"k1"}`
 	adhoc := strings.Replace(scale, `"name":"web"`, `"name":"adhoc"`, 1)
 	adhoc = strings.Replace(adhoc, `"k1"`, `"k2"`, 1)
+	patch := strings.Replace(scale, `{"replicas":{"count":4}}`, `{"patch":{"set":[{"path":"/spec/minReadySeconds","value":10}]}}`, 1)
+	patch = strings.Replace(patch, `"k1"`, `"k3"`, 1)
+	renaming := strings.Replace(patch, `"/spec/minReadySeconds"`, `"/metadata/name"`, 1)
 
 	tests := []struct {
 		name, method, path, body, docPath string
@@ -243,6 +249,19 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 	}{
 		{name: "create", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 202},
 		{name: "create again with the same key", method: "POST", path: "/api/v1/changes", body: scale, docPath: "/api/v1/changes", want: 200},
+		{name: "create a patch", method: "POST", path: "/api/v1/changes", body: patch, docPath: "/api/v1/changes", want: 202,
+			check: func(t *testing.T, b []byte) {
+				if !bytes.Contains(b, []byte(`"patch":{"set":[{"path":"/spec/minReadySeconds","value":10}]}`)) {
+					t.Errorf("the change is not kept as given: %s", b)
+				}
+			}},
+		{name: "create a patch of the name", method: "POST", path: "/api/v1/changes", body: renaming, docPath: "/api/v1/changes", want: 400,
+			check: func(t *testing.T, b []byte) {
+				wantCode(t, b, plan.CodeInvalidRequest)
+				if !bytes.Contains(b, []byte("/metadata/name")) {
+					t.Errorf("the refusal does not name the field: %s", b)
+				}
+			}},
 		{name: "create invalid", method: "POST", path: "/api/v1/changes", body: `{"cluster":"prod"}`, docPath: "/api/v1/changes", want: 400,
 			check: func(t *testing.T, b []byte) { wantCode(t, b, plan.CodeInvalidRequest) }},
 		{name: "create unmanaged", method: "POST", path: "/api/v1/changes", body: adhoc, docPath: "/api/v1/changes", want: 422,
