@@ -768,7 +768,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		e.engine = plan.RenderEngine{}
+		e.engine = cache.RenderEngine{}
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
 		req := scale(0, "patch")
