@@ -609,7 +609,7 @@ func TestChartRefusesValuesItCannotHonour(t *testing.T) {
 		"listen address in config":   {inConfig("server", "address", "0.0.0.0:9000"), "config.server.address is set by the chart"},
 		"shutdown timeout in config": {inConfig("server", "shutdown_timeout", "5m"), "config.server.shutdown_timeout is set by the chart"},
 		"secret file in config":      {inConfig("github", "private_key_file", "/key.pem"), "config.github.private_key_file is set by the chart"},
-		"database in config":         {inConfig("database", "url", "sqlite:/tmp/x.db"), "config.database.url is set by the chart"},
+		"database in config":         {inConfig("database", "url", "sqlite:other.db"), "config.database.url is set by the chart"},
 		"metrics on the main port's number": {
 			values: map[string]any{"metrics": map[string]any{"port": 8080}},
 			want:   "metrics.port must differ from port",
