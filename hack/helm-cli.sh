@@ -8,18 +8,4 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VERSION="${KUKIE_HELM_VERSION:-$(cd "$ROOT" && go list -m -f '{{.Version}}' helm.sh/helm/v4)}"
-DEST="${XDG_CACHE_HOME:-$HOME/.cache}/kukie-gitops/helm/${VERSION}"
-
-if [[ -x "$DEST/helm" ]]; then
-  echo "$DEST/helm"
-  exit 0
-fi
-mkdir -p "$DEST"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-# go install pkg@version builds outside any module; run it away from this one so
-# its go.mod and GOFLAGS do not apply.
-cd "$work"
-GOFLAGS= CGO_ENABLED=0 GOBIN="$DEST" go install "helm.sh/helm/v4/cmd/helm@${VERSION}" >&2
-"$DEST/helm" version >&2
-echo "$DEST/helm"
+exec bash "$ROOT/hack/go-install-cached.sh" helm "$VERSION" helm.sh/helm/v4/cmd/helm
