@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,14 @@ func TestBasePushOfUnknownFilesReverifiesOpenPlans(t *testing.T) {
 		pl := e.submitOpen(ctx, p, scale(4, ""))
 
 		after := e.gh.PushCommit(t, repoName, "main", map[string]string{"README.md": "manifests of the shop\n"}, githubtest.DefaultAuthor)
-		if err := p.BasePushed(ctx, repoName, "main", after, []string{"README.md"}); err != nil {
+		if err := e.basePushed(ctx, p, after, []string{"README.md"}); err != nil {
 			t.Fatal(err)
 		}
 		if n := rebases(t, db, pl.Code, after); n != 0 {
 			t.Fatalf("a push of another file verified the plan again (%d times)", n)
 		}
 
-		if err := p.BasePushed(ctx, repoName, "main", after, nil); err != nil {
+		if err := e.basePushed(ctx, p, after, nil); err != nil {
 			t.Fatal(err)
 		}
 		if n := rebases(t, db, pl.Code, after); n != 1 {
@@ -65,8 +66,8 @@ func TestBasePushLeavesAPlanAnotherWorkerHoldsForItsRetry(t *testing.T) {
 		moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
 		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
 		e.gh.ResetRequestCounts()
-		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err == nil {
-			t.Fatal("a base push for a plan another worker holds succeeded, want an error so it is retried")
+		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); !errors.Is(err, plan.ErrPlanBusy) {
+			t.Fatalf("a base push for a plan another worker holds returned %v, want %v so it is retried", err, plan.ErrPlanBusy)
 		}
 		for endpoint, n := range e.gh.RequestCounts() {
 			if !strings.HasPrefix(endpoint, "GET ") && n > 0 {
@@ -80,7 +81,7 @@ func TestBasePushLeavesAPlanAnotherWorkerHoldsForItsRetry(t *testing.T) {
 		if err := db.ReleasePlanClaim(ctx, other); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+		if err := e.basePushed(ctx, p, after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
 		pl = e.waitFor(pl.Code, "verified on the new base", func(p store.Plan) bool {
@@ -121,7 +122,7 @@ func TestBasePushRefusedOnTheNewBase(t *testing.T) {
 		published := pl.CheckRunID
 
 		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: strings.Replace(webYAML, "replicas: 3", "replicas: 4", 1)}, githubtest.DefaultAuthor)
-		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+		if err := e.basePushed(ctx, p, after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
 		const reason = "web already renders that way: there is nothing to change"

@@ -34,7 +34,7 @@ func TestPlanHistoryHasOneEventPerStep(t *testing.T) {
 
 				mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), method)
 				// GitHub's order: the push to the base first, then the closed event.
-				if err := p.BasePushed(ctx, repoName, "main", mergeSHA, []string{webFile}); err != nil {
+				if err := e.basePushed(ctx, p, mergeSHA, []string{webFile}); err != nil {
 					t.Fatal(err)
 				}
 				if got := steps(t, db, pl.Code); got != wantToPR {

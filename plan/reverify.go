@@ -194,6 +194,11 @@ func (p *Pipeline) BasePushed(ctx context.Context, repo, branch, after string, c
 	return errors.Join(errs...)
 }
 
+// ErrPlanBusy is returned for a base push that reached a plan while another run
+// held its claim. It is transient: the inbox retries the delivery, and by then the
+// claim is free.
+var ErrPlanBusy = errors.New("another worker is running the plan")
+
 // rebaseClaimed rebases a plan under its claim, so that its writes are fenced like
 // the steps of the plan's own run and never interleave with another worker's. A plan
 // another worker holds is an error: the push is handled again when it is retried.
@@ -203,7 +208,7 @@ func (p *Pipeline) rebaseClaimed(ctx context.Context, code string, base github.B
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("another worker is running the plan; its base move to %s is handled when the push is retried", base.SHA)
+		return fmt.Errorf("%w; its base move to %s is handled when the push is retried", ErrPlanBusy, base.SHA)
 	}
 	err = func() error {
 		pl, err := p.db.PlanByCode(hctx, code)

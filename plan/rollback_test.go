@@ -96,7 +96,7 @@ func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 		// The base moves under the open revert: it is rebuilt as a revert again.
 		moved, _ := e.gh.FileAt(t, repoName, "main", webFile)
 		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: strings.Replace(moved, "minReadySeconds: 10", "minReadySeconds: 20", 1)}, githubtest.DefaultAuthor)
-		if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err != nil {
+		if err := e.basePushed(ctx, p, after, []string{webFile}); err != nil {
 			t.Fatal(err)
 		}
 		// The plan's own run publishes the check run of the rebuilt head.
