@@ -79,6 +79,15 @@ type Notifications struct {
 	// AllowHTTP accepts http:// endpoint URLs, for a receiver on a developer's
 	// machine; the production profile refuses it.
 	AllowHTTP bool `yaml:"allow_http" json:"allow_http"`
+	// AllowPrivateNetworks lets deliveries reach loopback, private, link-local and
+	// other non-public addresses. An endpoint URL is a team's input, and the service
+	// runs inside a network the team does not: by default a delivery connects only to
+	// public addresses, checked on the address actually dialled (so a name that
+	// resolves to an internal address later is refused too).
+	AllowPrivateNetworks bool `yaml:"allow_private_networks" json:"allow_private_networks"`
+	// Retention is how long a delivered notification stays in the delivery log;
+	// pending ones are kept whatever their age.
+	Retention time.Duration `yaml:"retention" json:"retention"`
 }
 
 // Metrics configures where the Prometheus exposition is served.
@@ -232,6 +241,9 @@ const (
 	// DefaultWebhookRetention equals the handler package's default (a test in
 	// package service checks that).
 	DefaultWebhookRetention = 30 * 24 * time.Hour
+	// DefaultNotificationRetention equals the notify package's default (a test in
+	// package service checks that).
+	DefaultNotificationRetention = 30 * 24 * time.Hour
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -246,7 +258,8 @@ func Default() Config {
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
-		Webhooks: Webhooks{Retention: DefaultWebhookRetention},
+		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
+		Notifications: Notifications{Retention: DefaultNotificationRetention},
 	}
 }
 

@@ -182,6 +182,16 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"notifications: public addresses only and 30 days of log by default, from yaml, environment wins": {
+			yaml: "notifications:\n  allow_private_networks: false\n  retention: 48h\n",
+			env:  map[string]string{"KUKIE_NOTIFICATIONS_ALLOW_PRIVATE_NETWORKS": "true", "KUKIE_NOTIFICATIONS_RETENTION": "72h"},
+			check: func(t *testing.T, c Config) {
+				d := Default().Notifications
+				if !c.Notifications.AllowPrivateNetworks || c.Notifications.Retention != 72*time.Hour || d.AllowPrivateNetworks || d.Retention != 720*time.Hour {
+					t.Fatalf("notifications = %+v (default %+v), want private networks allowed and 72h (off and 720h)", c.Notifications, d)
+				}
+			},
+		},
 		"notifications: https only by default, allow_http from yaml, environment wins": {
 			yaml: "notifications:\n  allow_http: false\n",
 			env:  map[string]string{"KUKIE_NOTIFICATIONS_ALLOW_HTTP": "true"},
@@ -468,6 +478,12 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Webhooks.Retention = 0 },
 			want:    []string{"webhooks.retention must be a positive duration"},
+			count:   1,
+		},
+		"zero notification retention": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Notifications.Retention = 0 },
+			want:    []string{"notifications.retention must be a positive duration"},
 			count:   1,
 		},
 		"archive cache too small": {

@@ -111,6 +111,8 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
 	{"KUKIE_WEBHOOKS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Webhooks.Retention })},
 	{"KUKIE_NOTIFICATIONS_ALLOW_HTTP", boolean(func(c *Config) *bool { return &c.Notifications.AllowHTTP })},
+	{"KUKIE_NOTIFICATIONS_ALLOW_PRIVATE_NETWORKS", boolean(func(c *Config) *bool { return &c.Notifications.AllowPrivateNetworks })},
+	{"KUKIE_NOTIFICATIONS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Notifications.Retention })},
 	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},

@@ -126,6 +126,7 @@ func (c Config) Validate(profile Profile) error {
 		{"pipeline.claim_ttl", c.Pipeline.ClaimTTL},
 		{"github.request_timeout", c.GitHub.RequestTimeout},
 		{"webhooks.retention", c.Webhooks.Retention},
+		{"notifications.retention", c.Notifications.Retention},
 	} {
 		if f.value <= 0 {
 			add("%s must be a positive duration such as 30s or 15m, got %s", f.name, f.value)

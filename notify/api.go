@@ -29,6 +29,9 @@ type API struct {
 	Credentials *sealed.Box
 	// AllowHTTP accepts http:// endpoints (the dev profile); otherwise only https://.
 	AllowHTTP bool
+	// AllowPrivateNetworks accepts URLs naming loopback, private or link-local
+	// addresses; the Worker must allow them too.
+	AllowPrivateNetworks bool
 }
 
 // Routes are the routes Mount adds, each with the token scope it needs (the change
@@ -98,6 +101,11 @@ func (a *API) checkURL(raw string) error {
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return errors.New("url has no host")
+	}
+	if !a.AllowPrivateNetworks {
+		if err := checkHost(u.Hostname()); err != nil {
+			return err
+		}
 	}
 	if u.User != nil {
 		return errors.New("url must not carry credentials; deliveries are authenticated by their signature")

@@ -110,11 +110,13 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&notify.API{Store: db, Credentials: box, AllowHTTP: true}).Mount(srv)
+	// The receivers are loopback servers: the dev profile's allowances.
+	(&notify.API{Store: db, Credentials: box, AllowHTTP: true, AllowPrivateNetworks: true}).Mount(srv)
 	e.api = httptest.NewServer(srv.Handler())
 	t.Cleanup(e.api.Close)
 	e.worker = func() *notify.Worker {
-		return &notify.Worker{Store: db, Credentials: box, Now: e.clock.Now, PauseAfter: 3, FirstBackoff: 10 * time.Second}
+		return &notify.Worker{Store: db, Credentials: box, Now: e.clock.Now, PauseAfter: 3, FirstBackoff: 10 * time.Second,
+			AllowPrivateNetworks: true}
 	}
 	return e
 }

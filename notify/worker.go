@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,8 +25,11 @@ const (
 	DefaultSendTimeout  = 10 * time.Second
 	DefaultFirstBackoff = 5 * time.Second
 	DefaultMaxBackoff   = 10 * time.Minute
-	claimBatch          = 20
-	maxErrorText        = 300
+	// DefaultRetention is how long a delivered notification stays in the log.
+	DefaultRetention     = 30 * 24 * time.Hour
+	DefaultPruneInterval = time.Hour
+	claimBatch           = 20
+	maxErrorText         = 300
 )
 
 // Worker delivers the outbox: each due delivery is signed and POSTed to its
@@ -38,9 +42,18 @@ const (
 type Worker struct {
 	Store       *store.DB
 	Credentials *sealed.Box
-	// Client sends deliveries; nil uses one with DefaultSendTimeout. Redirects are
-	// never followed: an endpoint answers where it was registered.
+	// Client sends deliveries; nil uses one with DefaultSendTimeout that connects
+	// only to public addresses (see AllowPrivateNetworks). Redirects are never
+	// followed: an endpoint answers where it was registered.
 	Client *http.Client
+	// AllowPrivateNetworks lets the default client reach loopback, private and
+	// link-local addresses.
+	AllowPrivateNetworks bool
+	// Retention is how long a delivered notification is kept; older ones are
+	// deleted every PruneInterval. Zero values take the defaults.
+	Retention, PruneInterval time.Duration
+	// Outcome, when set, counts each attempt: event and "delivered" or "failed".
+	Outcome func(event, outcome string)
 	// Now is the clock, for tests; nil is time.Now.
 	Now        func() time.Time
 	PauseAfter int
@@ -49,6 +62,9 @@ type Worker struct {
 	// FirstBackoff doubles with each failed attempt up to MaxBackoff.
 	FirstBackoff time.Duration
 	MaxBackoff   time.Duration
+
+	clientOnce    sync.Once
+	defaultClient *http.Client
 }
 
 func (w *Worker) now() time.Time {
@@ -62,7 +78,14 @@ func (w *Worker) client() *http.Client {
 	if w.Client != nil {
 		return w.Client
 	}
-	return &http.Client{Timeout: DefaultSendTimeout}
+	w.clientOnce.Do(func() {
+		if w.AllowPrivateNetworks {
+			w.defaultClient = openClient(DefaultSendTimeout)
+		} else {
+			w.defaultClient = guardedClient(DefaultSendTimeout)
+		}
+	})
+	return w.defaultClient
 }
 
 // backoff is the wait before attempt n+1 after n failed attempts.
@@ -81,17 +104,29 @@ func (w *Worker) backoff(failed int) time.Duration {
 	return min(d, limit)
 }
 
-// Run delivers until ctx is cancelled, looking for due deliveries every Poll.
+// Run delivers until ctx is cancelled, looking for due deliveries every Poll, and
+// prunes the delivery log every PruneInterval.
 func (w *Worker) Run(ctx context.Context) {
 	poll := w.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
+	pruneEvery := w.PruneInterval
+	if pruneEvery <= 0 {
+		pruneEvery = DefaultPruneInterval
+	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		if _, err := w.Drain(ctx); err != nil && ctx.Err() == nil {
 			zerolog.Ctx(ctx).Error().Err(err).Msg("Notification delivery failed")
+		}
+		if now := w.now(); now.Sub(pruned) >= pruneEvery {
+			pruned = now
+			if _, err := w.Prune(ctx); err != nil && ctx.Err() == nil {
+				zerolog.Ctx(ctx).Error().Err(err).Msg("Pruning the notification delivery log failed")
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -123,6 +158,9 @@ func (w *Worker) Drain(ctx context.Context) (int, error) {
 		}
 		for _, d := range due {
 			a := w.send(ctx, d)
+			if w.Outcome != nil {
+				w.Outcome(d.Event, map[bool]string{true: "delivered", false: "failed"}[a.OK])
+			}
 			if !a.OK {
 				a.NextAttemptAt = w.now().Add(w.backoff(d.Attempts + 1))
 				zerolog.Ctx(ctx).Warn().Str("delivery", d.ID).Str("endpoint", d.EndpointID).Int("status", a.Status).
@@ -135,6 +173,22 @@ func (w *Worker) Drain(ctx context.Context) (int, error) {
 		}
 	}
 	return attempts, ctx.Err()
+}
+
+// Prune deletes delivered notifications older than Retention and returns how many.
+func (w *Worker) Prune(ctx context.Context) (int64, error) {
+	retention := w.Retention
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	n, err := w.Store.PruneNotificationDeliveries(ctx, w.now().Add(-retention))
+	if err != nil {
+		return 0, fmt.Errorf("prune notification deliveries: %w", err)
+	}
+	if n > 0 {
+		zerolog.Ctx(ctx).Info().Int64("deleted", n).Dur("retention", retention).Msg("Pruned delivered notifications")
+	}
+	return n, nil
 }
 
 // send makes one attempt.

@@ -199,7 +199,12 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		return nil, err
 	}
 	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters}
-	s.notifier = &notify.Worker{Store: db, Credentials: credentials}
+	notificationMetrics, err := metrics.NewNotifications(registry)
+	if err != nil {
+		return nil, err
+	}
+	s.notifier = &notify.Worker{Store: db, Credentials: credentials, AllowPrivateNetworks: cfg.Notifications.AllowPrivateNetworks,
+		Retention: cfg.Notifications.Retention, Outcome: notificationMetrics.Outcome}
 	pages, err := newPages(cfg, db, gh)
 	if err != nil {
 		return nil, err
@@ -218,7 +223,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		},
 		changes,
 		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),
-		&notify.API{Store: db, Credentials: credentials, AllowHTTP: cfg.Notifications.AllowHTTP},
+		&notify.API{Store: db, Credentials: credentials, AllowHTTP: cfg.Notifications.AllowHTTP,
+			AllowPrivateNetworks: cfg.Notifications.AllowPrivateNetworks},
 		pages)
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
 )
 
@@ -44,6 +45,9 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	}
 	if got := config.Default().Webhooks.Retention; got != handler.DefaultRetention {
 		t.Errorf("config's webhook retention %s differs from the handler package's %s", got, handler.DefaultRetention)
+	}
+	if got := config.Default().Notifications.Retention; got != notify.DefaultRetention {
+		t.Errorf("config's notification retention %s differs from the notify package's %s", got, notify.DefaultRetention)
 	}
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {

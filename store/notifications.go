@@ -336,3 +336,14 @@ func (db *DB) RecordNotificationAttempt(ctx context.Context, d NotificationDeliv
 		return nil
 	})
 }
+
+// PruneNotificationDeliveries deletes delivered notifications delivered before
+// before and returns how many; pending ones stay whatever their age.
+func (db *DB) PruneNotificationDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	res, err := db.ExecContext(ctx, db.Rebind(`DELETE FROM notification_deliveries WHERE state = ? AND delivered_at < ?`),
+		NotificationDelivered, toMillis(before))
+	if err != nil {
+		return 0, fmt.Errorf("delete delivered notifications: %w", err)
+	}
+	return res.RowsAffected()
+}
