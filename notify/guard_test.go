@@ -15,7 +15,6 @@ import (
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
-
 )
 
 // Endpoint URLs are a team's input: without the operator's allowance, the service
