@@ -15,6 +15,7 @@ import (
 // annotations are sent in batches.
 const (
 	CheckRunName             = "kukie/render"
+	PolicyCheckRunName       = "kukie/policy"
 	RerenderAction           = "rerender"
 	MaxOutputChars           = 65535
 	MaxAnnotationsPerRequest = 50
@@ -41,6 +42,9 @@ type Annotation struct {
 
 // CheckReport is the content of a check run. An empty Conclusion means in progress.
 type CheckReport struct {
+	// Name is the check run's name: CheckRunName when empty. Only kukie/render
+	// carries the Re-render button.
+	Name        string
 	ExternalID  string // the plan code; used to adopt a run created before a restart
 	Conclusion  string
 	Title       string
@@ -56,7 +60,8 @@ type CheckRunRef struct {
 	URL string
 }
 
-// PublishCheckRun creates or updates the kukie/render check run on headSHA. With id 0
+// PublishCheckRun creates or updates the check run r names (kukie/render unless
+// it names another) on headSHA. With id 0
 // it first adopts a run of the same plan already on that commit, so a resumed step
 // never leaves two runs and a head keeps one run however often it is re-rendered.
 // GitHub appends the annotations of every update to a run's list, so an update
@@ -64,8 +69,12 @@ type CheckRunRef struct {
 // head marks the same lines, which stay marked once. Output is kept within GitHub's limits (DetailsURL is named
 // where it was cut) and annotations beyond the first 50 follow in further updates.
 func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA string, id int64, r CheckReport) (CheckRunRef, error) {
+	name := r.Name
+	if name == "" {
+		name = CheckRunName
+	}
 	if id == 0 {
-		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, r.ExternalID)
+		existing, err := findCheckRun(ctx, c, owner, repo, headSHA, name, r.ExternalID)
 		if err != nil {
 			return CheckRunRef{}, err
 		}
@@ -106,7 +115,10 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 		status, conclusion = gh.String("completed"), gh.String(r.Conclusion)
 		completedAt = &gh.Timestamp{Time: time.Now()}
 	}
-	actions := []*gh.CheckRunAction{{Label: "Re-render", Description: "Render and verify the change again", Identifier: RerenderAction}}
+	var actions []*gh.CheckRunAction
+	if name == CheckRunName {
+		actions = []*gh.CheckRunAction{{Label: "Re-render", Description: "Render and verify the change again", Identifier: RerenderAction}}
+	}
 	var details *string
 	if r.DetailsURL != "" {
 		details = gh.String(r.DetailsURL)
@@ -116,7 +128,7 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 	var err error
 	if id == 0 {
 		run, _, err = c.Checks.CreateCheckRun(ctx, owner, repo, gh.CreateCheckRunOptions{
-			Name: CheckRunName, HeadSHA: headSHA, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
+			Name: name, HeadSHA: headSHA, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
 			Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: output(first()), Actions: actions,
 		})
 		if err != nil {
@@ -124,7 +136,7 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 		}
 	} else {
 		run, _, err = c.Checks.UpdateCheckRun(ctx, owner, repo, id, gh.UpdateCheckRunOptions{
-			Name: CheckRunName, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
+			Name: name, DetailsURL: details, ExternalID: gh.String(r.ExternalID),
 			Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: output(first()), Actions: actions,
 		})
 		if err != nil {
@@ -135,7 +147,7 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 	for i := 1; i < len(batches); i++ {
 		// GitHub appends the annotations of each update to the run's list.
 		if _, _, err := c.Checks.UpdateCheckRun(ctx, owner, repo, ref.ID, gh.UpdateCheckRunOptions{
-			Name: CheckRunName, Output: output(batches[i]),
+			Name: name, Output: output(batches[i]),
 		}); err != nil {
 			return ref, fmt.Errorf("add annotations batch %d to check run %d: %w", i+1, ref.ID, err)
 		}
@@ -143,12 +155,12 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 	return ref, nil
 }
 
-func findCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA, externalID string) (int64, error) {
+func findCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA, name, externalID string) (int64, error) {
 	if externalID == "" {
 		return 0, nil
 	}
 	res, _, err := c.Checks.ListCheckRunsForRef(ctx, owner, repo, headSHA, &gh.ListCheckRunsOptions{
-		CheckName: gh.String(CheckRunName), ListOptions: gh.ListOptions{PerPage: 100},
+		CheckName: gh.String(name), ListOptions: gh.ListOptions{PerPage: 100},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("list check runs on %s: %w", headSHA, err)

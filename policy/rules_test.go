@@ -1,0 +1,220 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/render"
+)
+
+const pinned = "ghcr.io/acme/migrate@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// ruleFiles is a repository of a kustomize app (shop) and a directory app (plain),
+// each breaking some rules; the line each breaks one at is noted in the tests.
+var ruleFiles = map[string]string{
+	"apps/shop/kustomization.yaml": `namePrefix: shop-
+resources:
+- deployment.yaml
+- rbac.yaml
+secretGenerator:
+- name: db
+  literals:
+  - password=hunter2
+`,
+	"apps/shop/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: migrate
+        image: ` + pinned + `
+      containers:
+      - name: web
+        image: nginx:1.27
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: kube-system
+`,
+	"apps/shop/rbac.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: admins
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+- kind: Group
+  name: ops
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+stringData:
+  token: s3cr3t-value
+`,
+	"apps/plain/all.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: first
+  namespace: shop
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: debug
+  namespace: shop
+spec:
+  containers:
+  - name: sh
+    image: busybox
+`,
+}
+
+const allRules = `rules:
+  image_digest: {level: error}
+  image_registries: {level: error, allowed: [ghcr.io/acme]}
+  namespaces: {level: error, allowed: [shop]}
+  secret_values: {level: error}
+  denied_kinds:
+    level: error
+    kinds:
+    - {kind: ClusterRoleBinding, role_ref: cluster-admin}
+`
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, body := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func renderApp(t *testing.T, dir string, app render.Application) App {
+	t.Helper()
+	objs, err := render.Render(context.Background(), dir, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return App{Name: app.Name, Namespace: app.Namespace, Objects: objs}
+}
+
+var (
+	shopApp  = render.Application{Name: "shop", Path: "apps/shop", SourceType: render.SourceKustomize, Namespace: "shop"}
+	plainApp = render.Application{Name: "plain", Path: "apps/plain", SourceType: render.SourceDirectory, Namespace: "shop"}
+)
+
+// spots lists findings as "rule path:line".
+func spots(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, fmt.Sprintf("%s %s:%d", f.Rule, f.Path, f.Line))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestEvaluateFindsEachRuleAtItsManifestLine(t *testing.T) {
+	dir := writeTree(t, ruleFiles)
+	c, err := Parse([]byte(allRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := os.DirFS(dir)
+	cases := map[string]struct {
+		app  render.Application
+		want []string
+	}{
+		"kustomize": {shopApp, []string{
+			"denied_kinds apps/shop/rbac.yaml:8",
+			"image_digest apps/shop/deployment.yaml:13",
+			"image_registries apps/shop/deployment.yaml:13",
+			"namespaces apps/shop/deployment.yaml:19",
+			"secret_values apps/shop/kustomization.yaml:7",
+			"secret_values apps/shop/rbac.yaml:18",
+		}},
+		"directory": {plainApp, []string{
+			"image_digest apps/plain/all.yaml:15",
+			"image_registries apps/plain/all.yaml:15",
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			found := c.Evaluate(renderApp(t, dir, tc.app), fsys)
+			if got := spots(found); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			for _, f := range found {
+				if f.Level != LevelError || f.App != tc.app.Name || f.Object == "" {
+					t.Errorf("finding %+v", f)
+				}
+				for _, secret := range []string{"hunter2", "s3cr3t-value"} {
+					if strings.Contains(f.Message, secret) {
+						t.Errorf("finding shows a Secret value: %+v", f)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEvaluateNothingWithoutRules(t *testing.T) {
+	dir := writeTree(t, ruleFiles)
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found := c.Evaluate(renderApp(t, dir, shopApp), os.DirFS(dir)); len(found) != 0 {
+		t.Fatalf("findings %v with no rule on", spots(found))
+	}
+}
+
+func TestEvaluateRuleDetails(t *testing.T) {
+	dir := writeTree(t, ruleFiles)
+	app := renderApp(t, dir, shopApp)
+	cases := map[string]struct {
+		config string
+		want   []string
+	}{
+		"a registry allows its own path only": {"rules:\n  image_registries: {level: warning, allowed: [ghcr.io/acm, docker.io/library]}\n",
+			[]string{"image_registries apps/shop/deployment.yaml:10"}},
+		"docker.io allows Docker Hub's short names": {"rules:\n  image_registries: {level: warning, allowed: [docker.io, ghcr.io]}\n", nil},
+		"a namespace pattern":                       {"rules:\n  namespaces: {level: notice, allowed: [\"sh*\", kube-*]}\n", nil},
+		"a denied kind by group": {"rules:\n  denied_kinds: {level: error, kinds: [{kind: ClusterRoleBinding, group: rbac.authorization.k8s.io}]}\n",
+			[]string{"denied_kinds apps/shop/rbac.yaml:2"}},
+		"another group is not denied": {"rules:\n  denied_kinds: {level: error, kinds: [{kind: ClusterRoleBinding, group: \"\"}]}\n", nil},
+		"a binding of another role":   {"rules:\n  denied_kinds: {level: error, kinds: [{kind: ClusterRoleBinding, role_ref: view}]}\n", nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := spots(c.Evaluate(app, os.DirFS(dir)))
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("findings %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
