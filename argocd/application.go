@@ -203,6 +203,16 @@ type AppDestination struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// InClusterServer is the address Argo CD gives the cluster it runs in.
+const InClusterServer = "https://kubernetes.default.svc"
+
+// InCluster reports whether the Application deploys to the cluster Argo CD runs
+// in (the one its Application resource is read from): Argo CD names that
+// cluster "in-cluster" at InClusterServer.
+func (d AppDestination) InCluster() bool {
+	return d.Server == InClusterServer || (d.Server == "" && d.Name == "in-cluster")
+}
+
 // AppSyncPolicy is spec.syncPolicy.
 type AppSyncPolicy struct {
 	Automated   *AppSyncAutomated `json:"automated,omitempty"`

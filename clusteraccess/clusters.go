@@ -133,6 +133,16 @@ func (k Clusters) Applications(ctx context.Context, ref Ref) ([]argocd.Applicati
 	return c.ListApplications(ctx, kube.Refresh)
 }
 
+// Capabilities reads what Argo CD tells a Helm chart about the cluster (its
+// Kubernetes version and API versions), from the cluster's discovery cache.
+func (k Clusters) Capabilities(ctx context.Context, ref Ref) (kube.Capabilities, error) {
+	c, err := k.cluster(ctx, ref)
+	if err != nil {
+		return kube.Capabilities{}, err
+	}
+	return c.Capabilities(ctx, kube.Cached)
+}
+
 // Clusters names the team's registered clusters.
 func (k Clusters) Clusters(ctx context.Context, teamID string) ([]string, error) {
 	cls, err := k.DB.ListClusters(ctx, teamID)

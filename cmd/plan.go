@@ -33,7 +33,9 @@ Nothing is written unless --write is given.
 
 Helm apps are rendered in process as Argo CD runs "helm template" (release name,
 namespace, values files in order, values/valuesObject, parameters, file
-parameters, skipCrds, skipTests, kubeVersion, apiVersions), from a chart in the
+parameters, skipCrds, skipTests, kubeVersion, apiVersions; --kube-version and
+--api-versions stand for the destination cluster, whose capabilities the service
+reads from it), from a chart in the
 repository whose dependencies are vendored under charts/. The edit is found by
 rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now; a value only the chart's defaults hold is

@@ -24,6 +24,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -507,6 +508,10 @@ func (c *parityCluster) Decide(_ context.Context, ref clusteraccess.Ref, t objre
 
 func (c *parityCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]argocd.Application, error) {
 	return c.teamApps(ref.TeamID), nil
+}
+
+func (c *parityCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabilities, error) {
+	return kube.Capabilities{}, nil
 }
 
 func (c *parityCluster) Clusters(context.Context, string) ([]string, error) {

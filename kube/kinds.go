@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +31,8 @@ type servedKinds struct {
 	// failed holds the groups whose discovery failed (an aggregated API that is
 	// down), by group name: their kinds are unknown, not absent.
 	failed map[string]error
+	// apiVersions are the Capabilities' APIVersions.
+	apiVersions []string
 }
 
 const kindsKey = "discovery"
@@ -63,6 +67,7 @@ func buildServedKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList
 		preferred[g.Name] = g.PreferredVersion.Version
 	}
 	sk := &servedKinds{versions: map[schema.GroupKind][]string{}, byGVK: map[schema.GroupVersionKind]kindInfo{}, failed: map[string]error{}}
+	apiVersions := map[string]bool{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -73,6 +78,11 @@ func buildServedKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList
 				continue // subresource
 			}
 			gvk := gv.WithKind(r.Kind)
+			// Argo CD's cluster cache keeps the resources it can list and watch.
+			if slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch") {
+				apiVersions[gv.String()] = true
+				apiVersions[gv.String()+"/"+r.Kind] = true
+			}
 			if _, dup := sk.byGVK[gvk]; dup {
 				continue
 			}
@@ -85,6 +95,7 @@ func buildServedKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList
 			}
 		}
 	}
+	sk.apiVersions = slices.Sorted(maps.Keys(apiVersions))
 	return sk
 }
 

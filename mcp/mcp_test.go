@@ -22,6 +22,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
@@ -86,6 +87,10 @@ func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Ta
 
 func (c *fakeCluster) Applications(context.Context, clusteraccess.Ref) ([]argocd.Application, error) {
 	return c.apps, nil
+}
+
+func (c *fakeCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabilities, error) {
+	return kube.Capabilities{}, nil
 }
 
 func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {

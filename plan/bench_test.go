@@ -16,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -89,6 +90,10 @@ func (c *benchCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.T
 
 func (c *benchCluster) Applications(context.Context, clusteraccess.Ref) ([]argocd.Application, error) {
 	return []argocd.Application{c.app}, nil
+}
+
+func (c *benchCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabilities, error) {
+	return kube.Capabilities{}, nil
 }
 
 func (c *benchCluster) Clusters(context.Context, string) ([]string, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -48,6 +49,10 @@ func (c manyApps) Applications(context.Context, clusteraccess.Ref) ([]argocd.App
 		apps[i] = c.app(fmt.Sprintf("app-%d", i))
 	}
 	return apps, nil
+}
+
+func (c manyApps) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabilities, error) {
+	return kube.Capabilities{}, nil
 }
 
 func (c manyApps) Clusters(context.Context, string) ([]string, error) { return []string{"prod"}, nil }

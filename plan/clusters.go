@@ -32,7 +32,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 	}
 	sort.Strings(names)
 	type read struct {
-		apps []argocd.Application
+		apps []render.Application
 		err  error
 	}
 	reads := make([]read, len(names))
@@ -45,7 +45,12 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			reads[i].apps, reads[i].err = p.cluster.Applications(ctx, clusteraccess.Ref{TeamID: pl.TeamID, Name: name})
+			ref := clusteraccess.Ref{TeamID: pl.TeamID, Name: name}
+			apps, err := p.cluster.Applications(ctx, ref)
+			if err == nil {
+				reads[i].apps, err = renderApps(apps, pl.Repo, branch, p.capabilities(ctx, ref))
+			}
+			reads[i].err = err
 		})
 	}
 	wg.Wait()
@@ -58,7 +63,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 			notChecked = append(notChecked, fmt.Sprintf("cluster %s (%s)", name, unreadReason(err)))
 			continue
 		}
-		for _, a := range renderApps(reads[i].apps, pl.Repo, branch) {
+		for _, a := range reads[i].apps {
 			a.Name += " (cluster " + name + ")"
 			apps = append(apps, a)
 		}

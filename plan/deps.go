@@ -7,6 +7,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -18,6 +19,10 @@ type Cluster interface {
 	Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision
 	// Applications lists the cluster's Argo CD Applications.
 	Applications(ctx context.Context, cluster clusteraccess.Ref) ([]argocd.Application, error)
+	// Capabilities reads what the cluster tells a Helm chart of an Application
+	// deploying to it (.Capabilities.KubeVersion and APIVersions), as Argo CD
+	// passes them to "helm template".
+	Capabilities(ctx context.Context, cluster clusteraccess.Ref) (kube.Capabilities, error)
 	// Clusters names the team's registered clusters. Their Applications may deploy
 	// from the repository a change edits, so a plan verifies those too.
 	Clusters(ctx context.Context, teamID string) ([]string, error)

@@ -21,6 +21,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -56,6 +57,10 @@ type fakeCluster struct {
 	// name, and unreadable the clusters whose Applications cannot be read.
 	elsewhere  map[string][]argocd.Application
 	unreadable map[string]error
+	// caps are what the cluster tells Helm charts, capsReads how often they
+	// were read.
+	caps      kube.Capabilities
+	capsReads int
 }
 
 func newFakeCluster() *fakeCluster {
@@ -106,6 +111,13 @@ func (c *fakeCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]
 		return apps, nil
 	}
 	return append([]argocd.Application{app}, c.others...), nil
+}
+
+func (c *fakeCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabilities, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.capsReads++
+	return c.caps, nil
 }
 
 func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {

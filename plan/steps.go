@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -231,13 +233,33 @@ func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder 
 
 // renderApps turns the cluster's Applications that deploy from repo at branch into
 // render's view, so an edit that leaks into another app is caught. An app render
-// cannot mirror is kept, marked: render refuses only an edit that reaches it.
-func renderApps(apps []argocd.Application, repo, branch string) []render.Application {
+// cannot mirror is kept, marked: render refuses only an edit that reaches it. A
+// Helm app deploying to the cluster it is read from renders with that cluster's
+// capabilities (caps, asked for once it is needed), as Argo CD renders it; one
+// deploying to another cluster renders with Helm's defaults, unless it sets its
+// own, since the service does not reach the clusters Argo CD deploys to.
+func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error)) ([]render.Application, error) {
 	var out []render.Application
 	for _, a := range apps {
-		out = append(out, render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })...)
+		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })
+		for i := range converted {
+			if converted[i].SourceType != render.SourceHelm || !a.Spec.Destination.InCluster() {
+				continue
+			}
+			c, err := caps()
+			if err != nil {
+				return nil, fmt.Errorf("read the Kubernetes version and API versions its Helm charts see: %w", err)
+			}
+			converted[i].SetCluster(c.KubeVersion, c.APIVersions)
+		}
+		out = append(out, converted...)
 	}
-	return out
+	return out, nil
+}
+
+// capabilities reads a cluster's capabilities once, when first asked for.
+func (p *Pipeline) capabilities(ctx context.Context, cluster clusteraccess.Ref) func() (kube.Capabilities, error) {
+	return sync.OnceValues(func() (kube.Capabilities, error) { return p.cluster.Capabilities(ctx, cluster) })
 }
 
 // DeploysFrom reports whether a source deploys the tree of repo ("owner/name") at
@@ -300,7 +322,10 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 // pay.NotChecked).
 func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload, apps []argocd.Application, branch string) (string, []render.Application, map[string]bool, error) {
 	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps := renderApps(apps, pl.Repo, branch)
+	rapps, err := renderApps(apps, pl.Repo, branch, p.capabilities(ctx, clusterOf(pl)))
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("cluster %s: %w", pl.Cluster, err)
+	}
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}

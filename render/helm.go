@@ -74,6 +74,22 @@ type HelmOptions struct {
 	APIVersions []string `json:"apiVersions,omitempty"`
 }
 
+// SetCluster gives a Helm app the capabilities of its destination cluster, as
+// Argo CD passes them to "helm template" (--kube-version, --api-versions): the
+// Application's own spec.source.helm.kubeVersion and apiVersions win, each on
+// its own. Other apps are left as they are.
+func (a *Application) SetCluster(kubeVersion string, apiVersions []string) {
+	if a.SourceType != SourceHelm {
+		return
+	}
+	if a.Helm.KubeVersion == "" {
+		a.Helm.KubeVersion = kubeVersion
+	}
+	if len(a.Helm.APIVersions) == 0 {
+		a.Helm.APIVersions = slices.Clone(apiVersions)
+	}
+}
+
 // HelmParameter is one spec.source.helm.parameters entry.
 type HelmParameter struct {
 	Name        string `json:"name"`
