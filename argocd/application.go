@@ -135,19 +135,42 @@ type AppSourceKustomize struct {
 	// Patches are kustomization patches entries (path, patch, target, options)
 	// that Argo CD appends to the kustomization's own before building.
 	Patches []map[string]any `json:"patches,omitempty"`
+	// ForceCommonLabels and ForceCommonAnnotations let commonLabels and
+	// commonAnnotations replace keys the kustomization sets already ("kustomize
+	// edit add label --force"); without them such a key fails the render.
+	ForceCommonLabels      bool `json:"forceCommonLabels,omitempty"`
+	ForceCommonAnnotations bool `json:"forceCommonAnnotations,omitempty"`
+	// LabelWithoutSelector adds commonLabels as labels that leave selectors
+	// alone, LabelIncludeTemplates (with it) labels pod templates too.
+	LabelWithoutSelector  bool `json:"labelWithoutSelector,omitempty"`
+	LabelIncludeTemplates bool `json:"labelIncludeTemplates,omitempty"`
+	// CommonAnnotationsEnvsubst substitutes $ARGOCD_APP_* variables in
+	// commonAnnotations values (images and commonLabels always are).
+	CommonAnnotationsEnvsubst bool `json:"commonAnnotationsEnvsubst,omitempty"`
+	// IgnoreMissingComponents drops components whose directory holds no
+	// kustomization instead of failing the render.
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+	// Version names the kustomize binary (argocd-cm kustomize.path.<version>)
+	// Argo CD builds with.
+	Version string `json:"version,omitempty"`
+	// KubeVersion and APIVersions reach only Helm charts inflated by kustomize
+	// (--enable-helm in kustomize.buildOptions).
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
 	// Unsupported names the options set on the Application that this package does
-	// not read (patches, forceCommonLabels, …). Argo CD applies them at render time,
+	// not read (an option of a later Argo CD). Argo CD applies them at render time,
 	// so a render that ignored them would verify something Argo CD never deploys:
 	// callers refuse such apps instead.
 	Unsupported []string `json:"-"`
 }
 
 // kustomizeOptionsRead are the spec.source.kustomize keys AppSourceKustomize
-// carries. "version" only picks the kustomize binary Argo CD runs; it does not
-// change what the build means, so it is read and ignored.
+// carries: every option of Argo CD 3.6's ApplicationSourceKustomize.
 var kustomizeOptionsRead = map[string]bool{
 	"namePrefix": true, "nameSuffix": true, "namespace": true, "commonLabels": true,
 	"commonAnnotations": true, "images": true, "replicas": true, "components": true, "patches": true, "version": true,
+	"forceCommonLabels": true, "forceCommonAnnotations": true, "labelWithoutSelector": true, "labelIncludeTemplates": true,
+	"commonAnnotationsEnvsubst": true, "ignoreMissingComponents": true, "kubeVersion": true, "apiVersions": true,
 }
 
 // UnmarshalJSON decodes the options and records every other option that is set.

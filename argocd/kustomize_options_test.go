@@ -17,9 +17,11 @@ func TestKustomizeOptionsNotReadAreRecorded(t *testing.T) {
 		"options written but not in effect": {
 			kustomize: `{"namePrefix":"a-","forceCommonLabels":false,"patches":[],"commonAnnotationsEnvsubst":null}`,
 		},
-		"patches are read, forced labels are not": {
-			kustomize: `{"namePrefix":"a-","patches":[{"patch":"- op: remove\n  path: /spec/replicas"}],"forceCommonLabels":true}`,
-			want:      []string{"forceCommonLabels"},
+		"every option of Argo CD 3.6 is read, a later one is not": {
+			kustomize: `{"namePrefix":"a-","patches":[{"patch":"- op: remove\n  path: /spec/replicas"}],"forceCommonLabels":true,
+"forceCommonAnnotations":true,"labelWithoutSelector":true,"labelIncludeTemplates":true,"commonAnnotationsEnvsubst":true,
+"ignoreMissingComponents":true,"kubeVersion":"1.30","apiVersions":["v1"],"laterOption":true}`,
+			want: []string{"laterOption"},
 		},
 	}
 	for name, tc := range cases {

@@ -52,6 +52,8 @@ type goldenRequest struct {
 	Apps   []render.Application `json:"apps"`
 	Target objref.Target        `json:"target"`
 	Change render.Change        `json:"change"`
+	// ShowRender only changes what the render golden writes.
+	ShowRender bool `json:"showRender,omitempty"`
 }
 
 // TestPlanCommandAndServiceAgree runs every render golden, and variants whose
@@ -139,7 +141,7 @@ func unsupportedVariants(t *testing.T, cases []parityCase) []parityCase {
 			t.Fatalf("golden %s is missing", name)
 		}
 		own := cloneCase(t, *base, name+"+own-unsupported-option")
-		setKustomizeOption(own.apps[0], "forceCommonLabels", true)
+		setKustomizeOption(own.apps[0], "laterOption", true)
 		own.want = verdictOf(false, render.CodeUnsupportedSource)
 		unrelated := cloneCase(t, *base, name+"+unrelated-unsupported-app")
 		unrelated.files["unrelated/kustomization.yaml"] = "resources:\n  - cm.yaml\n"
@@ -245,6 +247,11 @@ func applicationManifest(a render.Application) map[string]any {
 	set("images", o.Images, len(o.Images) == 0)
 	set("components", o.Components, len(o.Components) == 0)
 	set("patches", o.Patches, len(o.Patches) == 0)
+	for key, on := range map[string]bool{"forceCommonLabels": o.ForceCommonLabels, "forceCommonAnnotations": o.ForceCommonAnnotations,
+		"labelWithoutSelector": o.LabelWithoutSelector, "labelIncludeTemplates": o.LabelIncludeTemplates,
+		"commonAnnotationsEnvsubst": o.CommonAnnotationsEnvsubst, "ignoreMissingComponents": o.IgnoreMissingComponents} {
+		set(key, on, !on)
+	}
 	if len(o.Replicas) > 0 {
 		var rs []any
 		for _, name := range slices.Sorted(maps.Keys(o.Replicas)) {

@@ -257,10 +257,10 @@ func TestPlanCommandRefusesTheKustomizeOptionsTheServiceRefuses(t *testing.T) {
 		t.Fatalf("an unreached app's options blocked the plan: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 
-	web := withOption("web.yaml", "forceCommonLabels: true")
+	web := withOption("web.yaml", "laterOption: true")
 	code, stdout, stderr = runPlanCmd(t, "--repo", sampleRepo, "--application", web, "--applications", apps,
 		"scale", "deployment/web", "--replicas", "4")
-	if code != 2 || !strings.Contains(stderr, "Refused (unsupported_source)") || !strings.Contains(stderr, "(forceCommonLabels)") {
+	if code != 2 || !strings.Contains(stderr, "Refused (unsupported_source)") || !strings.Contains(stderr, "(laterOption)") {
 		t.Fatalf("the target's own unsupported option: exit %d, want 2 naming it\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

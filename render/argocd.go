@@ -77,6 +77,9 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			app.SourceType = SourceType(a.SourceType())
 		}
 		convertOptions(&app, src)
+		if app.Kustomize.readsEnv() {
+			app.Kustomize.Env = argoEnv(a, src)
+		}
 		if app.SourceType == SourceHelm && app.Helm.ReleaseName == "" {
 			// Argo CD names the release after the Application, without its namespace.
 			app.Helm.ReleaseName = a.Name
@@ -158,7 +161,10 @@ func convertOptions(app *Application, src argocd.AppSource) {
 	}
 	if k := src.Kustomize; k != nil {
 		app.Kustomize = KustomizeOptions{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace,
-			CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations, Images: k.Images, Components: k.Components}
+			CommonLabels: k.CommonLabels, CommonAnnotations: k.CommonAnnotations, Images: k.Images, Components: k.Components,
+			ForceCommonLabels: k.ForceCommonLabels, ForceCommonAnnotations: k.ForceCommonAnnotations,
+			LabelWithoutSelector: k.LabelWithoutSelector, LabelIncludeTemplates: k.LabelIncludeTemplates,
+			CommonAnnotationsEnvsubst: k.CommonAnnotationsEnvsubst, IgnoreMissingComponents: k.IgnoreMissingComponents}
 		var problems []string
 		for _, patch := range k.Patches {
 			if p, ok := patch["path"]; ok && p != "" {
@@ -225,6 +231,47 @@ func convertHelm(app *Application, h *argocd.AppSourceHelm) {
 		o.FileParameters = append(o.FileParameters, HelmFileParameter{Name: p.Name, Path: p.Path})
 	}
 	app.Helm = o
+}
+
+// readsEnv reports whether an option Argo CD substitutes variables in holds a "$".
+func (o KustomizeOptions) readsEnv() bool {
+	for _, img := range o.Images {
+		if strings.Contains(img, "$") {
+			return true
+		}
+	}
+	for _, v := range o.CommonLabels {
+		if strings.Contains(v, "$") {
+			return true
+		}
+	}
+	if o.CommonAnnotationsEnvsubst {
+		for _, v := range o.CommonAnnotations {
+			if strings.Contains(v, "$") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// argoEnv is the build environment Argo CD's repo-server gives one source of a:
+// ARGOCD_APP_NAME is the name Argo CD tracks the Application by (namespace_name
+// outside the controller's namespace). The revision variables are the commit
+// rendered, which only the caller knows (see WithRevision).
+func argoEnv(a argocd.Application, src argocd.AppSource) map[string]string {
+	name := a.Name
+	if a.Namespace != "" && a.Status.ControllerNamespace != "" && a.Namespace != a.Status.ControllerNamespace {
+		name = a.Namespace + "_" + a.Name
+	}
+	return map[string]string{
+		"ARGOCD_APP_NAME":                   name,
+		"ARGOCD_APP_NAMESPACE":              a.Spec.Destination.Namespace,
+		"ARGOCD_APP_PROJECT_NAME":           a.Spec.Project,
+		"ARGOCD_APP_SOURCE_REPO_URL":        src.RepoURL,
+		"ARGOCD_APP_SOURCE_PATH":            src.Path,
+		"ARGOCD_APP_SOURCE_TARGET_REVISION": src.TargetRevision,
+	}
 }
 
 func joinReasons(a, b string) string {

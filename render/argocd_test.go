@@ -181,11 +181,11 @@ spec:
   source:
     repoURL: r
     path: k
-    kustomize: {namePrefix: a-, patches: [{patch: x, target: {kind: Deployment}}, {path: p.yaml}], forceCommonLabels: true, version: v5.0.0}
+    kustomize: {namePrefix: a-, patches: [{patch: x, target: {kind: Deployment}}, {path: p.yaml}], laterOption: true, version: v5.0.0}
 `,
 			want: []Application{{Name: "k", Path: "k", SourceType: SourceKustomize, Kustomize: KustomizeOptions{NamePrefix: "a-",
 				Patches: []map[string]any{{"patch": "x", "target": map[string]any{"kind": "Deployment"}}}}}},
-			unsupported: []string{"reads the file p.yaml; only inline patches are supported; it sets spec.source.kustomize options that are not supported yet (forceCommonLabels)"},
+			unsupported: []string{"reads the file p.yaml; only inline patches are supported; it sets spec.source.kustomize options that are not supported yet (laterOption)"},
 		},
 		"replicas count that is not an integer": {
 			manifest: `

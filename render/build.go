@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"runtime"
@@ -29,17 +30,6 @@ const (
 	originAnnotation          = "config.kubernetes.io/origin"
 	transformationsAnnotation = "alpha.config.kubernetes.io/transformations"
 )
-
-// argoKustomizeOptions are the options of a plain "kustomize build", which is what
-// Argo CD runs by default: plugins off, files restricted to the kustomization root,
-// Helm inflation off, legacy resource order.
-func argoKustomizeOptions() *krusty.Options {
-	o := krusty.MakeDefaultOptions()
-	o.LoadRestrictions = types.LoadRestrictionsRootOnly
-	o.PluginConfig = types.DisabledPluginConfig()
-	o.Reorder = krusty.ReorderOptionLegacy
-	return o
-}
 
 // renderer renders Applications and caches results per view and source, so that
 // Applications sharing a source (same path and options, different destinations)
@@ -154,30 +144,43 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	// reference is resolved inside the repository before the build: a remote one
 	// is refused here, never fetched. Edits add only local references, so the
 	// repository's own kustomizations are the ones to check.
-	if _, err := v.t.reachKustomization(root, app.Kustomize.Components); err != nil {
+	components := effectiveComponents(v, root, app.Kustomize)
+	if _, err := v.t.reachKustomization(root, components); err != nil {
 		return nil, withApp(err, app.Name)
 	}
 	kfile, err := v.kustomizationFile(root)
 	if err != nil {
 		return nil, err
 	}
-	data, err := v.read(kfile)
+	opts, err := parseBuildOptions(app.Kustomize.BuildOptions)
 	if err != nil {
-		return nil, err
+		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s: %v", app.Name, err)}
 	}
-	prepared, err := prepareKustomization(data, app.Kustomize, origin)
-	if err != nil {
-		return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, err)
-	}
-	bv := v.with(map[string][]byte{kfile: prepared})
-
-	resMap, err := runKustomize(ctx, bv, abs(root))
+	// The build's own copy of the tree: what the edits write stays in it.
+	bv := v.with(nil)
+	resMap, err := runKustomize(ctx, func() (resmap.ResMap, error) {
+		if !app.Kustomize.empty() {
+			if err := applyArgoEdits(bv, root, app.Kustomize); err != nil {
+				return nil, &argoEditError{err: err}
+			}
+		}
+		if origin {
+			if err := withOriginAnnotations(bv, kfile); err != nil {
+				return nil, &argoEditError{err: err}
+			}
+		}
+		return krusty.MakeKustomizer(opts).Run(bv, abs(root))
+	})
 	if err := contextError(ctx); err != nil {
 		return nil, err
 	}
 	if err != nil {
 		if exceeded := bv.budget.exceeded(); exceeded != nil {
 			return nil, withApp(exceeded, app.Name)
+		}
+		var edit *argoEditError
+		if errors.As(err, &edit) {
+			return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, edit.err)
 		}
 		return nil, refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err)
 	}
@@ -200,12 +203,16 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	return objs, nil
 }
 
-// runKustomize builds the kustomization at dir (see runInSlot).
-func runKustomize(ctx context.Context, fs *view, dir string) (resmap.ResMap, error) {
-	return runInSlot(ctx, kustomizeSlot, "kustomize", func() (resmap.ResMap, error) {
-		return krusty.MakeKustomizer(argoKustomizeOptions()).Run(fs, dir)
-	})
+// runKustomize runs build, the edits and build of one kustomization, in the
+// kustomize slot (see runInSlot).
+func runKustomize(ctx context.Context, build func() (resmap.ResMap, error)) (resmap.ResMap, error) {
+	return runInSlot(ctx, kustomizeSlot, "kustomize", build)
 }
+
+// argoEditError is a failure of the kustomization edits before the build.
+type argoEditError struct{ err error }
+
+func (e *argoEditError) Error() string { return e.err.Error() }
 
 // runInSlot runs one build of a tool that cannot be cancelled (krusty, Helm's
 // template engine) in one of its slots. The build runs on its own goroutine and
@@ -324,106 +331,33 @@ func (v *view) kustomizationFile(dir string) (string, error) {
 	return f, nil
 }
 
-// prepareKustomization returns the root kustomization as render builds it: with the
-// Application's spec.source.kustomize settings applied the way Argo CD's "kustomize
-// edit" calls apply them, and, with origin, origin annotations turned on so render
-// learns which file each object came from. It only feeds the build; edits never
-// use it. Without either, the file is built as it is.
-func prepareKustomization(data []byte, opts KustomizeOptions, origin bool) ([]byte, error) {
-	if opts.empty() && !origin {
-		return data, nil
+// withOriginAnnotations turns on kustomize's origin annotations in the
+// kustomization file of the build's view, so render learns which file each object
+// came from. It only feeds the build; edits never use it.
+func withOriginAnnotations(v *view, kfile string) error {
+	data, err := v.read(kfile)
+	if err != nil {
+		return err
 	}
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
+		return fmt.Errorf("parse: %w", err)
 	}
 	if k == nil {
 		k = map[string]any{}
 	}
-	if opts.NamePrefix != "" {
-		k["namePrefix"] = opts.NamePrefix
-	}
-	if opts.NameSuffix != "" {
-		k["nameSuffix"] = opts.NameSuffix
-	}
-	if opts.Namespace != "" {
-		k["namespace"] = opts.Namespace
-	}
-	mergeStringMap(k, "commonLabels", opts.CommonLabels)
-	mergeStringMap(k, "commonAnnotations", opts.CommonAnnotations)
-	for _, arg := range opts.Images {
-		img, err := parseImageArg(arg)
-		if err != nil {
-			return nil, err
-		}
-		upsertNamed(k, "images", img)
-	}
-	for _, name := range sortedKeys(opts.Replicas) {
-		upsertNamed(k, "replicas", map[string]any{"name": name, "count": opts.Replicas[name]})
-	}
-	if len(opts.Patches) > 0 {
-		list, ok := k["patches"].([]any)
-		if _, set := k["patches"]; set && !ok {
-			return nil, fmt.Errorf("patches is not a list")
-		}
-		for _, p := range opts.Patches {
-			list = append(list, p)
-		}
-		k["patches"] = list
-	}
-	if len(opts.Components) > 0 {
-		list, _ := k["components"].([]any)
-		for _, c := range opts.Components {
-			list = append(list, c)
-		}
-		k["components"] = list
-	}
-	if origin {
-		meta, _ := k["buildMetadata"].([]any)
-		hasOrigin := false
-		for _, m := range meta {
-			if m == types.OriginAnnotations {
-				hasOrigin = true
-			}
-		}
-		if !hasOrigin {
-			k["buildMetadata"] = append(meta, types.OriginAnnotations)
+	meta, _ := k["buildMetadata"].([]any)
+	for _, m := range meta {
+		if m == types.OriginAnnotations {
+			return nil
 		}
 	}
+	k["buildMetadata"] = append(meta, types.OriginAnnotations)
 	out, err := yaml.Marshal(k)
 	if err != nil {
-		return nil, fmt.Errorf("marshal: %w", err)
+		return fmt.Errorf("marshal: %w", err)
 	}
-	return out, nil
-}
-
-func mergeStringMap(k map[string]any, field string, add map[string]string) {
-	if len(add) == 0 {
-		return
-	}
-	m, _ := k[field].(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-	}
-	for key, val := range add {
-		m[key] = val
-	}
-	k[field] = m
-}
-
-func upsertNamed(k map[string]any, field string, entry map[string]any) {
-	list, _ := k[field].([]any)
-	for i, e := range list {
-		if em, ok := e.(map[string]any); ok && em["name"] == entry["name"] {
-			for key, val := range entry {
-				em[key] = val
-			}
-			list[i] = em
-			k[field] = list
-			return
-		}
-	}
-	k[field] = append(list, entry)
+	return v.WriteFile(abs(kfile), out)
 }
 
 // parseImageArg parses a "kustomize edit set image" argument: [name=]newName[:tag][@digest].

@@ -29,6 +29,9 @@ type goldenRequest struct {
 	Apps   []Application `json:"apps"`
 	Target objref.Target `json:"target"`
 	Change Change        `json:"change"`
+	// ShowRender also writes the after-render of the changed objects
+	// (rendered.yaml): for cases about what the render itself produces.
+	ShowRender bool `json:"showRender,omitempty"`
 }
 
 // TestGolden runs every case under testdata/render: <case>/input is the repository,
@@ -76,6 +79,9 @@ func runGolden(t *testing.T, dir string) {
 	}
 	got := filepath.Join(t.TempDir(), "expected")
 	writeOutcome(t, got, res, err)
+	if req.ShowRender && res != nil {
+		writeRendered(t, got, res.Changed)
+	}
 	want := filepath.Join(dir, "expected")
 	if *update {
 		if err := os.RemoveAll(want); err != nil {
@@ -142,6 +148,22 @@ func writeOutcome(t *testing.T, dir string, res *Result, err error) {
 	write("cluster.txt", []byte(c.String()))
 	for _, e := range res.Edits {
 		write("files/"+e.Path, e.New)
+	}
+}
+
+// writeRendered writes the changed objects, after the edit, as one YAML stream.
+func writeRendered(t *testing.T, dir string, changed []ChangedObject) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, c := range changed {
+		out, err := sigsyaml.Marshal(c.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "# %s\n%s---\n", c.App, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rendered.yaml"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -231,7 +231,7 @@ func (p *planner) computeReach(app Application) *appReach {
 	}
 	switch app.SourceType {
 	case SourceKustomize:
-		r.kust, r.err = p.t.reachKustomization(lexical, app.Kustomize.Components)
+		r.kust, r.err = p.t.reachKustomization(lexical, effectiveComponents(newView(p.t, nil), r.root, app.Kustomize))
 	case SourceDirectory:
 		r.dir, r.linked, r.err = p.directoryReach(app, r.root)
 	case SourceHelm:

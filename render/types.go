@@ -63,6 +63,27 @@ type KustomizeOptions struct {
 	// Patches are inline patches entries (patch, target, options) appended to
 	// the kustomization's patches, as Argo CD appends them.
 	Patches []map[string]any `json:"patches,omitempty"`
+	// ForceCommonLabels and ForceCommonAnnotations replace keys the
+	// kustomization already sets; without them such a key fails the build.
+	ForceCommonLabels      bool `json:"forceCommonLabels,omitempty"`
+	ForceCommonAnnotations bool `json:"forceCommonAnnotations,omitempty"`
+	// LabelWithoutSelector adds commonLabels as labels that leave selectors
+	// alone; LabelIncludeTemplates (with it) also labels pod templates.
+	LabelWithoutSelector  bool `json:"labelWithoutSelector,omitempty"`
+	LabelIncludeTemplates bool `json:"labelIncludeTemplates,omitempty"`
+	// CommonAnnotationsEnvsubst substitutes Env in commonAnnotations values;
+	// images and commonLabels values are always substituted.
+	CommonAnnotationsEnvsubst bool `json:"commonAnnotationsEnvsubst,omitempty"`
+	// IgnoreMissingComponents keeps only the components Argo CD finds (see
+	// effectiveComponents).
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+	// BuildOptions are the argocd-cm "kustomize.buildOptions" flags of "kustomize
+	// build" (see parseBuildOptions).
+	BuildOptions string `json:"buildOptions,omitempty"`
+	// Env holds the ARGOCD_APP_* variables Argo CD substitutes ("$NAME",
+	// "${NAME}", "$$" for "$"; an unknown name is empty). It is set only when an
+	// option reads one.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 func (o KustomizeOptions) empty() bool {
