@@ -11,7 +11,7 @@ import (
 )
 
 // CheckRun re-verifies a plan, or checks a pull request again, when a person asks
-// GitHub to re-run kukie/render or presses its "Re-render" button.
+// GitHub to re-run kukie/render or kukie/policy, or presses the "Re-render" button.
 type CheckRun struct {
 	Base
 	Pipeline Pipeline
@@ -33,11 +33,12 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	if run == nil {
 		return missing(eventType, "check_run")
 	}
-	if run.Name != github.CheckRunName || h.IsOwnEvent(event.Sender.Login) {
+	if run.Name != github.CheckRunName && run.Name != github.PolicyCheckRunName || h.IsOwnEvent(event.Sender.Login) {
 		return nil
 	}
 	switch event.Action {
 	case "rerequested":
+		// Either run's Re-run checks the head again, which publishes both.
 	case "requested_action":
 		if event.RequestedAction == nil || event.RequestedAction.Identifier != github.RerenderAction {
 			return nil

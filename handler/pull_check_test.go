@@ -107,14 +107,20 @@ func (e *checkEnv) deliver(t testing.TB, h interface {
 // run is the one kukie/render run on sha.
 func (e *checkEnv) run(t testing.TB, sha string) *gh.CheckRun {
 	t.Helper()
+	return e.runNamed(t, sha, github.CheckRunName)
+}
+
+// runNamed is the one run of name on sha.
+func (e *checkEnv) runNamed(t testing.TB, sha, name string) *gh.CheckRun {
+	t.Helper()
 	var found []*gh.CheckRun
 	for _, r := range e.gh.CheckRuns(t, checkRepo, sha) {
-		if r.GetName() == github.CheckRunName {
+		if r.GetName() == name {
 			found = append(found, r)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%d kukie/render runs on %s, want 1", len(found), sha)
+		t.Fatalf("%d %s runs on %s, want 1", len(found), name, sha)
 	}
 	return found[0]
 }

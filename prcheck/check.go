@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -41,6 +43,8 @@ type GitHub interface {
 	Compare(ctx context.Context, inst int64, repo, base, head string) (github.Comparison, error)
 	Snapshot(ctx context.Context, inst int64, repo, sha string) (*cache.Snapshot, error)
 	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
+	// DefaultBranchFile reads the repository's policy (github.DefaultBranchFile).
+	DefaultBranchFile(ctx context.Context, inst int64, repo, name string, maxBytes int) ([]byte, string, bool, error)
 }
 
 // Connections names the team that the App's installation belongs to and that
@@ -153,31 +157,52 @@ func (c *Checker) check(ctx context.Context, h Head) error {
 	if len(clusters) == 0 {
 		return nil
 	}
+	pol, err := c.readPolicy(ctx, h)
+	if err != nil {
+		return err
+	}
 	ref, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
 		ExternalID: h.Key, Title: "Rendering the Applications this change reaches",
 		Summary: fmt.Sprintf("Rendering %s at %s against %s.", h.Repo, short(h.HeadSHA), h.BaseBranch)})
 	if err != nil {
 		return err
 	}
-	rep, err := c.evaluate(ctx, h, team, clusters)
+	runs := []startedRun{{github.CheckRunName, ref.ID}}
+	polRef, err := c.startPolicy(ctx, h, pol)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, startedRun{github.PolicyCheckRunName, polRef.ID})
+	rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, false)
 	if err != nil {
 		if ctx.Err() != nil {
-			c.stopped(ctx, h, ref.ID)
+			c.stopped(ctx, h, runs...)
 			return ctx.Err()
 		}
 		return err
 	}
 	if ctx.Err() != nil {
-		c.stopped(ctx, h, ref.ID)
+		c.stopped(ctx, h, runs...)
 		return ctx.Err()
 	}
-	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, rep.checkReport(h))
+	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, rep.checkReport(h)); err != nil {
+		return err
+	}
+	rep.policyOutcome(pol)
+	pol.DryRunAbsent = "the objects of a pull request the service did not open are only rendered, never sent to a cluster"
+	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, pol.CheckReport(h.Key))
 	return err
 }
 
-// stopped concludes the run of a check that was stopped, on the check's own head,
-// unless a newer check of the same head took it over.
-func (c *Checker) stopped(ctx context.Context, h Head, id int64) {
+// startedRun is a check run published in progress.
+type startedRun struct {
+	name string
+	id   int64
+}
+
+// stopped concludes the runs of a check that was stopped, on the check's own head,
+// unless a newer check of the same head took them over.
+func (c *Checker) stopped(ctx context.Context, h Head, runs ...startedRun) {
 	var sup supersededError
 	if !errors.As(context.Cause(ctx), &sup) || sup.by == h.HeadSHA {
 		return
@@ -188,9 +213,11 @@ func (c *Checker) stopped(ctx context.Context, h Head, id int64) {
 	if sup.by == "closed" {
 		reason = "The pull request was closed."
 	}
-	if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, id, github.CheckReport{
-		ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Msg("Could not conclude a superseded check run")
+	for _, r := range runs {
+		if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, r.id, github.CheckReport{
+			Name: r.name, ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Str("run", r.name).Msg("Could not conclude a superseded check run")
+		}
 	}
 }
 
@@ -201,7 +228,9 @@ type appInfo struct {
 }
 
 // evaluate renders what the change reaches.
-func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []string) (*report, error) {
+// With cfg's rules on, each app's head render is also checked against them; with
+// headOnly, the base is not rendered (the policy needs the head alone).
+func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []string, cfg *policy.Config, headOnly bool) (*report, error) {
 	rep := &report{repo: h.Repo, branch: h.BaseBranch}
 	cmp, err := c.GitHub.Compare(ctx, h.InstallationID, h.Repo, h.BaseSHA, h.HeadSHA)
 	if err != nil {
@@ -249,6 +278,16 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 		return nil, err
 	}
 	defer releaseHead()
+	var pc *policyCheck
+	if cfg != nil && cfg.Enabled() {
+		// The policy reads manifests to point at their lines, confined to the tree.
+		root, err := os.OpenRoot(headDir)
+		if err != nil {
+			return nil, fmt.Errorf("open the head tree: %w", err)
+		}
+		defer root.Close()
+		pc = &policyCheck{cfg: cfg, fsys: root.FS()}
+	}
 	rep.apps = make([]appResult, len(reached))
 	workers := c.Workers
 	if workers <= 0 {
@@ -260,7 +299,7 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 		wg.Go(func() {
 			for i := range next {
 				r := reached[i]
-				rep.apps[i] = compareApp(ctx, baseSnap.Dir, headDir, r, info[r.App.Name])
+				rep.apps[i] = compareApp(ctx, baseSnap.Dir, headDir, r, info[r.App.Name], pc, headOnly)
 			}
 		})
 	}
@@ -309,8 +348,10 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 	return out, info
 }
 
-// compareApp renders one reached Application at the base and the head.
-func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, info appInfo) appResult {
+// compareApp renders one reached Application at the head and, unless headOnly, at
+// the base; pc, when set, checks the head's objects against the policy, so only
+// the findings outlive the render.
+func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, info appInfo, pc *policyCheck, headOnly bool) appResult {
 	res := appResult{name: r.App.Name, cluster: info.cluster, level: info.level, files: r.Files}
 	if r.App.Unsupported != "" {
 		res.notChecked = r.App.Unsupported
@@ -319,6 +360,12 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 	after, err := render.RenderScrubbed(ctx, headDir, r.App)
 	if err != nil {
 		res.failed = reasonOf(err)
+		return res
+	}
+	if pc != nil {
+		res.findings = pc.cfg.Evaluate(policy.App{Name: r.App.Name, Namespace: r.App.Namespace, Objects: after}, pc.fsys)
+	}
+	if headOnly {
 		return res
 	}
 	before, err := render.RenderScrubbed(ctx, baseDir, r.App)

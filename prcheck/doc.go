@@ -5,7 +5,12 @@
 // render reads a changed file (render's reach, the one a plan proves an edit with),
 // renders each at the merge base and at the head, and publishes what would change
 // in each cluster: a per-app table, masked diffs within GitHub's limits, and
-// annotations on the changed lines that cause a change or a failure.
+// annotations on the changed lines that cause a change or a failure. Beside it, on
+// the same heads, it publishes kukie/policy: each reached app's head render checked
+// against the rules of the .kukie.yml on the repository's default branch (package
+// policy), findings annotated on the manifest lines that cause them. The policy's
+// dry-run rule is not run here: a pull request's objects are never sent to a
+// cluster (kukie PRs get it from their plan's dry-run).
 //
 // It reads repositories, clusters and the store and writes check runs, nothing
 // else: it never edits a repository, never runs a plan and never sends a

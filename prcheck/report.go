@@ -7,6 +7,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -40,6 +41,8 @@ type appResult struct {
 	// failed says why the head does not render; notChecked why the app was not
 	// rendered; brokenBefore why the base did not render (the head does).
 	failed, notChecked, brokenBefore string
+	// findings are the policy's on the head's render.
+	findings []policy.Finding
 }
 
 func (a appResult) counts() (added, changed, removed int) {
