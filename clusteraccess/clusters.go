@@ -169,25 +169,84 @@ func (k Clusters) Application(ctx context.Context, ref Ref, namespace, name stri
 	return a, err
 }
 
-// FollowApplication reports each change of one Application on the returned channel
-// until stop is called, from the cluster's one shared watch on Applications (see
-// kube.Cluster.FollowApplication); an error means it cannot be watched.
-func (k Clusters) FollowApplication(ctx context.Context, ref Ref, namespace, name string) (<-chan struct{}, func(), error) {
+// Followed is one object followed through a watch: Changes receives a value at
+// each change of it (the first for the object as first listed), and Stop ends the
+// follow.
+type Followed interface {
+	Changes() <-chan struct{}
+	Stop()
+}
+
+// FollowedApplication is a followed Application; Latest returns it as the watch last
+// saw it, without a request (ok is false while it does not exist or cannot be read).
+type FollowedApplication interface {
+	Followed
+	Latest() (app argocd.Application, ok bool)
+}
+
+type followed struct{ f *kube.Follow }
+
+func (f followed) Changes() <-chan struct{} { return f.f.Changes }
+func (f followed) Stop()                    { f.f.Stop() }
+
+type followedApp struct{ followed }
+
+func (f followedApp) Latest() (argocd.Application, bool) {
+	u, ok := f.f.Latest()
+	if !ok {
+		return argocd.Application{}, false
+	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return argocd.Application{}, false
+	}
+	app, err := argocd.DecodeApplication(data)
+	return app, err == nil
+}
+
+// FollowApplication follows one Application from the cluster's one shared watch on
+// Applications (see kube.Cluster.FollowApplication); an error means it cannot be
+// watched.
+func (k Clusters) FollowApplication(ctx context.Context, ref Ref, namespace, name string) (FollowedApplication, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return c.FollowApplication(ctx, namespace, name)
+	f, err := c.FollowApplication(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return followedApp{followed{f}}, nil
+}
+
+// FollowObject follows one live object through a watch of it alone (see
+// kube.Cluster.FollowResource); an error means it cannot be watched.
+func (k Clusters) FollowObject(ctx context.Context, ref Ref, t objref.Target) (Followed, error) {
+	c, target, err := k.targetCluster(ctx, ref, t)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.FollowResource(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return followed{f}, nil
+}
+
+// targetCluster opens the cluster of a target and names the target as kube does.
+func (k Clusters) targetCluster(ctx context.Context, ref Ref, t objref.Target) (*kube.Cluster, argocd.ResourceRef, error) {
+	target, err := argocd.RefOf(t)
+	if err != nil {
+		return nil, target, err
+	}
+	c, err := k.cluster(ctx, ref)
+	return c, target, err
 }
 
 // Object reads one live object (unstructured) from the API server, never from a
 // cache; a missing one is ErrObjectNotFound.
 func (k Clusters) Object(ctx context.Context, ref Ref, t objref.Target) (map[string]any, error) {
-	target, err := argocd.RefOf(t)
-	if err != nil {
-		return nil, err
-	}
-	c, err := k.cluster(ctx, ref)
+	c, target, err := k.targetCluster(ctx, ref, t)
 	if err != nil {
 		return nil, err
 	}

@@ -180,8 +180,9 @@ type Pipeline struct {
 	// DeployTimeout bounds how long a merged change may take to be synced and
 	// healthy before its plan is deploy_failed.
 	DeployTimeout time.Duration `yaml:"deploy_timeout" json:"deploy_timeout"`
-	// DeployPollInterval is how often a deploying change's Application and target
-	// resource are read.
+	// DeployPollInterval is how often a deploying change's Application or target
+	// resource is read where it cannot be watched, and how soon a check whose read
+	// failed is tried again.
 	DeployPollInterval time.Duration `yaml:"deploy_poll_interval" json:"deploy_poll_interval"`
 	// ClaimTTL is how long a worker's claim on a plan lasts without renewal (its
 	// holder renews it while it works); another replica resumes the plans of a

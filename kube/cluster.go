@@ -19,6 +19,10 @@
 //     Applications for people (through the read cache).
 //   - Cluster.GetResource reads one object, and ReadinessOf tells how far its rollout
 //     is (kstatus: Current, InProgress, Failed, Terminating).
+//   - Cluster.FollowApplication and FollowResource report an Application's or one
+//     object's changes from shared informers (one on all Applications, one per
+//     followed object field-selected by its name), each running while it has
+//     followers; a dropped watch resumes from the last resource version seen.
 //   - Cluster.DryRun validates manifests with a server-side apply in dryRun=All mode
 //     and reports each rejection with the API server's message verbatim.
 //
@@ -179,8 +183,9 @@ type Cluster struct {
 	slots     *semaphore.Weighted
 	reads     *readCache
 	kinds     *readCache
-	// watch is the informer on Applications while somebody follows one.
-	watch appWatch
+	// watches are the informers on Applications and on single objects while
+	// somebody follows them.
+	watches watches
 }
 
 // NewCluster builds the client set for a cluster from a REST configuration. cfg is

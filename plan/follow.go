@@ -2,62 +2,147 @@ package plan
 
 import (
 	"context"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/store"
 )
 
 // ApplicationFollower is a Cluster that reports an Application's changes as they
-// happen (clusteraccess.Clusters does, from one shared watch per cluster). A deploying
-// plan is then checked again at each change of its Application, and the poll every
-// Config.DeployPoll is only the fallback.
+// happen (clusteraccess.Clusters does, from one shared watch on Applications per
+// cluster). A deploying plan is then checked again at each change of its
+// Application, read as the watch saw it.
 type ApplicationFollower interface {
-	FollowApplication(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (<-chan struct{}, func(), error)
+	FollowApplication(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (clusteraccess.FollowedApplication, error)
 }
 
-// following is a run's follow of its plan's Application.
+// ObjectFollower is a Cluster that reports a live object's changes as they happen
+// (clusteraccess.Clusters does, from a watch of that object alone, shared by the
+// plans deploying it). A deploying plan is then checked again at each change of its
+// target, whose rollout is judged (kstatus) on the object read at that moment.
+type ObjectFollower interface {
+	FollowObject(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) (clusteraccess.Followed, error)
+}
+
+// following is a run's follow of its plan's deployment: its Application and its
+// target, each watched or, when that cannot be, polled every Config.DeployPoll.
 type following struct {
-	changes <-chan struct{} // nil: polling
-	stop    func()
+	app    clusteraccess.FollowedApplication // nil: polled
+	target clusteraccess.Followed            // nil: polled
+	// notes say what is polled and why; each is recorded once in the plan's history.
+	notes []string
+	// contains remembers GitHub's answers on whether a synced revision includes the
+	// merge commit: ancestry does not change, and a rollout brings many checks.
+	contains map[string]bool
 }
 
-// followDeploy returns the channel on which the plan's Application reports changes,
-// following it at the run's first check of the deployment; the follow ends with the
-// run (endFollow). When the cluster cannot be followed, the plan is polled, which its
-// history says once per run; the channel is then nil.
-func (p *Pipeline) followDeploy(ctx context.Context, pl store.Plan, pay Payload) (store.Plan, <-chan struct{}) {
+func (f *following) stop() {
+	if f.app != nil {
+		f.app.Stop()
+	}
+	if f.target != nil {
+		f.target.Stop()
+	}
+}
+
+// polled reports whether something of the deployment is polled.
+func (f *following) polled() bool { return f.app == nil || f.target == nil }
+
+// application returns the plan's Application as its watch last saw it, if watched.
+func (f *following) application() (argocd.Application, bool) {
+	if f == nil || f.app == nil {
+		return argocd.Application{}, false
+	}
+	return f.app.Latest()
+}
+
+// followDeploy returns the run's follow of the plan's deployment, starting it at the
+// run's first check; it ends with the run (endFollow). What cannot be watched is
+// polled, which the plan's history says once per run: a note that could not be
+// recorded (the plan changed meanwhile) is recorded at the next check.
+func (p *Pipeline) followDeploy(ctx context.Context, pl store.Plan, pay Payload) (store.Plan, *following, error) {
 	p.mu.Lock()
 	f, ok := p.follows[pl.Code]
 	p.mu.Unlock()
-	if ok {
-		return pl, f.changes
-	}
-	follower, can := p.cluster.(ApplicationFollower)
-	if !can || pay.App == nil {
-		return pl, nil
-	}
-	changes, stop, err := follower.FollowApplication(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
-	f = &following{changes: changes, stop: stop}
-	if err != nil {
-		f = &following{stop: func() {}}
-		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Msg("Cannot watch the Application; polling it")
-		msg := "following Argo CD by polling every " + p.cfg.DeployPoll.String() + ": the Application cannot be watched: " + err.Error()
-		if saved, serr := p.save(ctx, pl, pay, StatusDeploying, "system", "deploy", msg); serr == nil {
-			pl = saved
+	if !ok {
+		f = p.startFollow(ctx, pl, pay)
+		p.mu.Lock()
+		if p.follows == nil {
+			p.follows = map[string]*following{}
 		}
+		p.follows[pl.Code] = f
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	if p.follows == nil {
-		p.follows = map[string]*following{}
+	for len(f.notes) > 0 {
+		saved, err := p.save(ctx, pl, pay, StatusDeploying, "system", "deploy", f.notes[0])
+		if err != nil {
+			return pl, f, err
+		}
+		pl, f.notes = saved, f.notes[1:]
 	}
-	p.follows[pl.Code] = f
-	p.mu.Unlock()
-	return pl, f.changes
+	return pl, f, nil
 }
 
-// endFollow ends the run's follow of the plan's Application, if any.
+// startFollow watches the plan's Application and target where the cluster can.
+func (p *Pipeline) startFollow(ctx context.Context, pl store.Plan, pay Payload) *following {
+	f := &following{contains: map[string]bool{}}
+	poll := p.cfg.DeployPoll.String()
+	if follower, can := p.cluster.(ApplicationFollower); can && pay.App != nil {
+		app, err := follower.FollowApplication(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Msg("Cannot watch the Application; polling it")
+			f.notes = append(f.notes, "following Argo CD by polling every "+poll+": the Application cannot be watched: "+err.Error())
+		} else {
+			f.app = app
+		}
+	}
+	if follower, can := p.cluster.(ObjectFollower); can {
+		target, err := follower.FollowObject(ctx, clusterOf(pl), pl.Target)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Msg("Cannot watch the target; polling it")
+			f.notes = append(f.notes, "checking the rollout of "+pl.Target.Kind+"/"+pl.Target.Name+" by polling every "+poll+": it cannot be watched: "+err.Error())
+		} else {
+			f.target = target
+		}
+	}
+	return f
+}
+
+// awaitChange waits until the deployment may have moved: a change of the watched
+// Application or target, the poll interval when something is polled or the last
+// check could not read everything, or the deploy deadline. false means ctx ended.
+func (f *following) awaitChange(ctx context.Context, poll time.Duration, retry bool, deadline time.Time) bool {
+	var appChanges, targetChanges <-chan struct{}
+	if f.app != nil {
+		appChanges = f.app.Changes()
+	}
+	if f.target != nil {
+		targetChanges = f.target.Changes()
+	}
+	var tick <-chan time.Time
+	if f.polled() || retry {
+		t := time.NewTimer(poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-appChanges:
+	case <-targetChanges:
+	case <-tick:
+	case <-timeout.C:
+	}
+	return true
+}
+
+// endFollow ends the run's follow of the plan's deployment, if any.
 func (p *Pipeline) endFollow(code string) {
 	p.mu.Lock()
 	f, ok := p.follows[code]

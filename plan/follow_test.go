@@ -4,33 +4,68 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
-var _ plan.ApplicationFollower = clusteraccess.Clusters{}
+var (
+	_ plan.ApplicationFollower = clusteraccess.Clusters{}
+	_ plan.ObjectFollower      = clusteraccess.Clusters{}
+)
 
-// followedCluster is the fake cluster whose Application changes are reported on
-// changes, or whose watch fails with err.
+// followedCluster is the fake cluster whose Application and target changes are
+// reported on appChanges and targetChanges, or whose watches fail with appErr and
+// targetErr. It counts the Application reads that reach the API server.
 type followedCluster struct {
 	*fakeCluster
-	changes chan struct{}
-	err     error
+	appChanges, targetChanges chan struct{}
+	appErr, targetErr         error
+	appReads                  *atomic.Int64
 }
 
-func (c followedCluster) FollowApplication(context.Context, clusteraccess.Ref, string, string) (<-chan struct{}, func(), error) {
-	if c.err != nil {
-		return nil, nil, c.err
-	}
-	return c.changes, func() {}, nil
+func newFollowedCluster(c *fakeCluster) followedCluster {
+	return followedCluster{fakeCluster: c, appChanges: make(chan struct{}, 1), targetChanges: make(chan struct{}, 1), appReads: &atomic.Int64{}}
 }
+
+func (c followedCluster) Application(ctx context.Context, ref clusteraccess.Ref, ns, name string) (argocd.Application, error) {
+	c.appReads.Add(1)
+	return c.fakeCluster.Application(ctx, ref, ns, name)
+}
+
+func (c followedCluster) FollowApplication(context.Context, clusteraccess.Ref, string, string) (clusteraccess.FollowedApplication, error) {
+	if c.appErr != nil {
+		return nil, c.appErr
+	}
+	return followedApp{followed: followed{c.appChanges}, latest: c.application}, nil
+}
+
+func (c followedCluster) FollowObject(context.Context, clusteraccess.Ref, objref.Target) (clusteraccess.Followed, error) {
+	if c.targetErr != nil {
+		return nil, c.targetErr
+	}
+	return followed{c.targetChanges}, nil
+}
+
+type followed struct{ changes chan struct{} }
+
+func (f followed) Changes() <-chan struct{} { return f.changes }
+func (f followed) Stop()                    {}
+
+type followedApp struct {
+	followed
+	latest func() argocd.Application
+}
+
+func (f followedApp) Latest() (argocd.Application, bool) { return f.latest(), true }
 
 // mergedAndDeploying opens a plan in a pipeline over cluster polling every poll,
 // merges it and waits until it follows the deployment; it returns the plan and the
@@ -65,39 +100,88 @@ func mergedAndDeploying(t *testing.T, e *env, cluster plan.Cluster, poll time.Du
 }
 
 // TestDeployFollowedByWatch: with a poll of an hour, the plan is deployed because the
-// Application's change is reported, not because a poll came.
+// Application's change is reported, not because a poll came; the Application is read
+// as its watch saw it, never from the API server.
 func TestDeployFollowedByWatch(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		c := followedCluster{fakeCluster: e.cluster, changes: make(chan struct{}, 1)}
+		c := newFollowedCluster(e.cluster)
 		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)
 		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
-		c.changes <- struct{}{}
+		c.appChanges <- struct{}{}
+		e.waitStatus(pl.Code, plan.StatusDeployed)
+		if n := c.appReads.Load(); n != 0 {
+			t.Fatalf("the watched Application was read %d times from the API server, want 0", n)
+		}
+	})
+}
+
+// TestDeployFollowsTheTargetByWatch: with a poll of an hour, a synced change whose
+// target is still rolling out is deployed once the target's watch reports the rollout
+// ended, the Application unchanged meanwhile.
+func TestDeployFollowsTheTargetByWatch(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		c := newFollowedCluster(e.cluster)
+		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)
+		e.cluster.setTargetStatus(rolloutStatus(2, 4, 1, 2))
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		c.appChanges <- struct{}{}
+		e.waitFor(pl.Code, "rolling out", func(p store.Plan) bool {
+			pay, err := plan.PayloadOf(p)
+			return err == nil && pay.Deployment != nil && pay.Deployment.Message == "Deployment/web is rolling out: Updated: 1/4"
+		})
+		e.cluster.setTargetStatus(nil)
+		c.targetChanges <- struct{}{}
 		e.waitStatus(pl.Code, plan.StatusDeployed)
 	})
 }
 
-// TestDeployPolledWhenTheWatchFails: a cluster whose Applications cannot be watched
-// is polled; the plan's history says so, and the plan is deployed all the same.
+// TestDeployPolledWhenTheWatchFails: a cluster whose Applications cannot be watched,
+// or whose target cannot be, is polled; the plan's history says so, naming what is
+// polled and why, and the plan is deployed all the same.
 func TestDeployPolledWhenTheWatchFails(t *testing.T) {
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		c := followedCluster{fakeCluster: e.cluster, err: errors.New("applications cannot be watched")}
-		pl, mergeSHA := mergedAndDeploying(t, e, c, 20*time.Millisecond)
-		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
-		e.waitStatus(pl.Code, plan.StatusDeployed)
-		events, err := db.PlanEvents(context.Background(), pl.Code)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var notes []string
-		for _, ev := range events {
-			if strings.HasPrefix(ev.Message, "following Argo CD by polling") {
-				notes = append(notes, ev.Message)
-			}
-		}
-		if len(notes) != 1 || !strings.Contains(notes[0], "applications cannot be watched") {
-			t.Fatalf("history notes on polling: %q, want one naming why", notes)
-		}
-	})
+	cases := map[string]struct {
+		appErr, targetErr error
+		want              []string
+	}{
+		"application": {appErr: errors.New("applications cannot be watched"),
+			want: []string{"following Argo CD by polling every 20ms: the Application cannot be watched: applications cannot be watched"}},
+		"target": {targetErr: errors.New("deployments cannot be watched"),
+			want: []string{"checking the rollout of Deployment/web by polling every 20ms: it cannot be watched: deployments cannot be watched"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				e := newEnv(t, db)
+				c := newFollowedCluster(e.cluster)
+				c.appErr, c.targetErr = tc.appErr, tc.targetErr
+				pl, mergeSHA := mergedAndDeploying(t, e, c, 20*time.Millisecond)
+				e.cluster.setTargetStatus(rolloutStatus(2, 4, 1, 2))
+				e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+				if tc.appErr == nil {
+					c.appChanges <- struct{}{}
+				}
+				e.waitFor(pl.Code, "rolling out", func(p store.Plan) bool {
+					pay, err := plan.PayloadOf(p)
+					return err == nil && pay.Deployment != nil && strings.Contains(pay.Deployment.Message, "rolling out")
+				})
+				e.cluster.setTargetStatus(nil)
+				e.waitStatus(pl.Code, plan.StatusDeployed)
+				events, err := db.PlanEvents(context.Background(), pl.Code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var notes []string
+				for _, ev := range events {
+					if strings.Contains(ev.Message, "by polling") {
+						notes = append(notes, ev.Message)
+					}
+				}
+				if strings.Join(notes, "\n") != strings.Join(tc.want, "\n") {
+					t.Fatalf("history notes on polling: %q, want %q", notes, tc.want)
+				}
+			})
+		})
+	}
 }

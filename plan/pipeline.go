@@ -31,7 +31,8 @@ type Config struct {
 	ClaimTTL time.Duration
 	// DeployTimeout bounds how long a merged change may take to be running.
 	DeployTimeout time.Duration
-	// DeployPoll is the interval between deployment checks.
+	// DeployPoll is the interval between deployment checks of what cannot be
+	// watched (and the retry of a check whose read failed).
 	DeployPoll time.Duration
 	// PublicURL is the service's base URL, for details links in check runs.
 	PublicURL string

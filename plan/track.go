@@ -365,14 +365,19 @@ func (p *Pipeline) prepareRevert(ctx context.Context, pl store.Plan, pay *Payloa
 	return stored, nil
 }
 
-// stepTrackDeploy reads the Application and the target once; it returns done when
-// the deployment ended (deployed, failed, timed out).
+// stepTrackDeploy checks the Application and the target once; it returns done when
+// the deployment ended (deployed, failed, timed out). Otherwise it waits for the next
+// change of either (watched), or the poll for what cannot be watched.
 func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
 	pay, err := decodePayload(pl)
 	if err != nil {
 		return pl, true, err
 	}
-	dep, final := p.observeDeployment(ctx, pl, pay)
+	pl, f, err := p.followDeploy(ctx, pl, pay)
+	if err != nil {
+		return pl, true, err
+	}
+	dep, final, readFailed := p.observeDeployment(ctx, pl, pay, f)
 	switch {
 	case final && dep.State == DeploySucceeded:
 		pay.Deployment = &dep
@@ -385,7 +390,7 @@ func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Pl
 		pay.Deployment = &dep
 		saved, err := p.save(ctx, pl, pay, StatusDeployFailed, "system", "deploy", dep.Message)
 		return saved, true, err
-	case time.Now().After(pl.DeployDeadline):
+	case !time.Now().Before(pl.DeployDeadline):
 		dep.State = DeployFailed
 		dep.Message = fmt.Sprintf("not deployed within %s: %s", p.cfg.DeployTimeout, dep.Message)
 		pay.Deployment = &dep
@@ -401,14 +406,10 @@ func (p *Pipeline) stepTrackDeploy(ctx context.Context, pl store.Plan) (store.Pl
 			return pl, true, err
 		}
 	}
-	// The next check comes with the Application's next change, or after the poll
-	// interval (the fallback, and for the target's own status).
-	pl, changes := p.followDeploy(ctx, pl, pay)
-	select {
-	case <-ctx.Done():
+	// A read that failed is tried again after the poll interval even when both are
+	// watched: nothing may change on the cluster to wake the plan.
+	if !f.awaitChange(ctx, p.cfg.DeployPoll, readFailed, pl.DeployDeadline) {
 		return pl, true, errStopped
-	case <-changes:
-	case <-time.After(p.cfg.DeployPoll):
 	}
 	return pl, false, nil
 }
@@ -429,16 +430,22 @@ func (p *Pipeline) markRolledBack(ctx context.Context, rb store.Plan) {
 	}
 }
 
-// observeDeployment reads where Argo CD is with the merge commit.
-func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Payload) (Deployment, bool) {
-	dep := Deployment{State: DeployPending}
+// observeDeployment reads where Argo CD is with the merge commit: the Application
+// as its watch last saw it (read from the API server when it is not watched), and the
+// target as the API server has it now. readFailed says a read failed, so the check
+// is to be tried again even if nothing changes.
+func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Payload, f *following) (dep Deployment, final, readFailed bool) {
+	dep = Deployment{State: DeployPending}
 	if pay.App == nil {
-		return Deployment{State: DeployFailed, Message: "the plan has no Application to follow"}, true
+		return Deployment{State: DeployFailed, Message: "the plan has no Application to follow"}, true, false
 	}
-	app, err := p.cluster.Application(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name)
-	if err != nil {
-		dep.Message = "reading the Application failed: " + err.Error()
-		return dep, false
+	app, ok := f.application()
+	if !ok {
+		var err error
+		if app, err = p.cluster.Application(ctx, clusterOf(pl), pay.App.Namespace, pay.App.Name); err != nil {
+			dep.Message = "reading the Application failed: " + err.Error()
+			return dep, false, true
+		}
 	}
 	dep.SyncRevision = app.Status.Sync.Revision
 	dep.Health = app.Status.Health.Status
@@ -454,36 +461,44 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 		if rev == "" {
 			return false
 		}
+		if known, ok := f.contains[rev]; ok {
+			return known
+		}
 		ok, err := p.repos.Contains(ctx, pl.InstallationID, pl.Repo, pl.MergeSHA, rev)
-		return err == nil && ok
+		if err != nil {
+			readFailed = true
+			return false
+		}
+		f.contains[rev] = ok
+		return ok
 	}
 	if !includes(dep.SyncRevision) && !includes(opRevision) {
 		dep.Message = "Argo CD has not synced the merge commit yet"
-		return dep, false
+		return dep, false, readFailed
 	}
 	dep.State = DeployInProgress
 	switch {
 	case op == nil || !includes(opRevision):
 		dep.Message = "Argo CD sees the merge commit; no sync of it has run yet"
-		return dep, false
+		return dep, false, readFailed
 	case op.Phase == argocd.PhaseFailed || op.Phase == argocd.PhaseError:
 		return Deployment{State: DeployFailed, Message: "Argo CD sync " + op.Phase + ": " + op.Message,
-			SyncRevision: dep.SyncRevision, Phase: op.Phase, Health: dep.Health}, true
+			SyncRevision: dep.SyncRevision, Phase: op.Phase, Health: dep.Health}, true, false
 	case op.Phase != argocd.PhaseSucceeded:
 		dep.Message = runningSyncMessage(op)
-		return dep, false
+		return dep, false, false
 	}
 	// A revert is judged like any change: the plan it reverts is rolled_back only
 	// once the revert runs.
-	if final, failed, msg := p.judgeRollout(ctx, pl, app); !final || failed {
+	if final, failed, msg, readErr := p.judgeRollout(ctx, pl, app); !final || failed {
 		dep.Message = msg
 		if failed {
 			dep.State = DeployFailed
 		}
-		return dep, final
+		return dep, final, readErr
 	}
 	dep.State, dep.Message = DeploySucceeded, "synced and running"
-	return dep, true
+	return dep, true, false
 }
 
 // runningSyncMessage says where an unfinished sync stands. Argo CD retries a failed
@@ -510,35 +525,38 @@ func runningSyncMessage(op *argocd.AppOperationState) string {
 // Application's health as Argo CD assessed it after the sync: Degraded fails the
 // plan, Progressing and Missing wait, and Healthy, Suspended or Unknown (Argo CD has
 // no opinion) leave the verdict to the target.
-func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.Application) (final, failed bool, msg string) {
+func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.Application) (final, failed bool, msg string, readFailed bool) {
 	name := pl.Target.Kind + "/" + pl.Target.Name
+	// Read now, not from the target's watch: the Application's watch and the target's
+	// are not ordered against each other, and the target's may not have delivered
+	// Argo CD's apply yet when the Application reports the sync.
 	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
 	if err != nil {
-		return false, false, "reading " + name + " failed: " + err.Error()
+		return false, false, "reading " + name + " failed: " + err.Error(), true
 	}
 	r, err := kube.ReadinessOf(&unstructured.Unstructured{Object: obj})
 	if err != nil {
-		return false, false, "the status of " + name + " cannot be read: " + err.Error()
+		return false, false, "the status of " + name + " cannot be read: " + err.Error(), false
 	}
 	switch r.State {
 	case kube.ReadinessFailed:
-		return true, true, name + " failed: " + r.Message
+		return true, true, name + " failed: " + r.Message, false
 	case kube.ReadinessTerminating:
-		return false, false, name + " is being deleted"
+		return false, false, name + " is being deleted", false
 	case kube.ReadinessCurrent:
 	default:
-		return false, false, name + " is rolling out: " + r.Message
+		return false, false, name + " is rolling out: " + r.Message, false
 	}
 	if !app.Status.HealthAssessedAfterSync() {
-		return false, false, name + " has rolled out; waiting for Argo CD to assess the Application's health after the sync"
+		return false, false, name + " has rolled out; waiting for Argo CD to assess the Application's health after the sync", false
 	}
 	switch app.Status.Health.Status {
 	case argocd.HealthDegraded:
-		return true, true, appHealthMessage(app)
+		return true, true, appHealthMessage(app), false
 	case argocd.HealthProgressing, argocd.HealthMissing:
-		return false, false, name + " has rolled out; " + appHealthMessage(app)
+		return false, false, name + " has rolled out; " + appHealthMessage(app), false
 	}
-	return true, false, ""
+	return true, false, "", false
 }
 
 // appHealthMessage says what Argo CD reports about the Application's health, naming
