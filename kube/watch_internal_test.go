@@ -128,7 +128,7 @@ func TestFollowResourceWatchesItsObjectAlone(t *testing.T) {
 
 	setRollout(t, env, ns, "web", 1)
 	for _, f := range []*Follow{first, second} {
-		awaitReadiness(t, f, ReadinessInProgress)
+		awaitUpdated(t, f, 1)
 	}
 	first.Stop()
 	if !c.runs(key) {
@@ -159,7 +159,10 @@ func TestFollowResourceResumesAfterTheWatchDrops(t *testing.T) {
 	}
 	defer f.Stop()
 	setRollout(t, env, ns, "web", 1)
-	awaitReadiness(t, f, ReadinessInProgress)
+	// Seen through the watch (not only in the first list): a watch that ends within
+	// a second of its start having delivered nothing is taken for a broken one and
+	// listed again.
+	awaitUpdated(t, f, 1)
 	seen, _ := f.Latest()
 	lastRV := seen.GetResourceVersion()
 
@@ -167,6 +170,7 @@ func TestFollowResourceResumesAfterTheWatchDrops(t *testing.T) {
 	requests.drop() // the open watch ends; the next one waits until resume
 	setRollout(t, env, ns, "web", 2)
 	requests.resume()
+	awaitUpdated(t, f, 2)
 	awaitReadiness(t, f, ReadinessCurrent)
 
 	var resumed []request
@@ -208,6 +212,19 @@ func awaitReadiness(t *testing.T, f *Follow, state ReadinessState) {
 				t.Fatal(err)
 			}
 			if r.State == state {
+				return
+			}
+		}
+		awaitChange(t, f)
+	}
+}
+
+// awaitUpdated waits for changes of f until its Deployment reports updated replicas.
+func awaitUpdated(t *testing.T, f *Follow, updated int64) {
+	t.Helper()
+	for {
+		if obj, ok := f.Latest(); ok {
+			if n, _, _ := unstructured.NestedInt64(obj.Object, "status", "updatedReplicas"); n == updated {
 				return
 			}
 		}
