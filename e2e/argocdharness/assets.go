@@ -55,7 +55,7 @@ func argocdDir() (string, error) {
 			return "", err
 		}
 	}
-	for _, name := range []string{"argocd", "argocd-application-controller", "argocd-repo-server", "kustomize", "git-verify-wrapper.sh", "crds/application-crd.yaml", "crds/appproject-crd.yaml", "VERSION"} {
+	for _, name := range []string{"argocd", "argocd-application-controller", "argocd-repo-server", "kustomize", "helm", manifestClient, "git-verify-wrapper.sh", "crds/application-crd.yaml", "crds/appproject-crd.yaml", "VERSION"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("argo cd assets in %s incomplete (rebuild with hack/argocd-build.sh): %w", dir, err)
 		}

@@ -61,7 +61,9 @@ type ArgoCD struct {
 	Kube    kubernetes.Interface
 
 	redis, repoServer, controller *Process
-	redisAddr                     string
+	redisAddr, repoServerAddr     string
+	// dir holds the Argo CD build (hack/argocd-build.sh).
+	dir string
 }
 
 // Start installs Argo CD's CRDs and configuration into the API server behind cfg and
@@ -80,7 +82,7 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *ArgoCD {
 	if err != nil {
 		t.Fatalf("read argo cd version: %v", err)
 	}
-	a := &ArgoCD{Version: strings.TrimSpace(string(version)), Config: cfg}
+	a := &ArgoCD{Version: strings.TrimSpace(string(version)), Config: cfg, dir: dir}
 	if a.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		t.Fatalf("dynamic client: %v", err)
 	}
@@ -119,6 +121,8 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *ArgoCD {
 	t.Cleanup(func() { a.stop(t) })
 
 	env := []string{
+		// The build's directory comes first: the repo server runs the kustomize and
+		// helm built with it, never ones the machine may have.
 		"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + filepath.Join(work, "home"),
 		"TMPDIR=" + filepath.Join(work, "tmp"),
@@ -130,11 +134,10 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *ArgoCD {
 	if err := a.startRedis(ctx, logs, env); err != nil {
 		t.Fatal(err)
 	}
-	repoServerAddr, err := a.startRepoServer(ctx, dir, logs, env)
-	if err != nil {
+	if a.repoServerAddr, err = a.startRepoServer(ctx, dir, logs, env); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.startController(ctx, dir, logs, env, kubeconfig, repoServerAddr, opts); err != nil {
+	if err := a.startController(ctx, dir, logs, env, kubeconfig, a.repoServerAddr, opts); err != nil {
 		t.Fatal(err)
 	}
 	a.StartupTime = time.Since(started)
