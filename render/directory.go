@@ -208,8 +208,30 @@ func parseManifestFile(file string, data []byte) ([]*object, error) {
 		return nil, nil
 	}
 	var objs []*object
+	seen := 0
 	for _, d := range docs {
 		if d.Empty {
+			continue
+		}
+		if strings.HasSuffix(file, ".json") && seen > 0 {
+			return nil, refuse(CodeRenderFailed, "%s: found several objects; only single objects are allowed in JSON files", file)
+		}
+		seen++
+		// Argo CD deploys the items of a document with an items list (a List of
+		// any kind) and drops a List whose items are null, as for Helm output.
+		if list, isList := d.Object["items"].([]any); isList {
+			for i, it := range list {
+				m, _ := it.(map[string]any)
+				o, ok := newObject(m)
+				if !ok {
+					return nil, refuse(CodeRenderFailed, "%s: document %d (line %d): item %d of the List has no apiVersion or kind", file, d.Index+1, d.Line, i+1)
+				}
+				o.file, o.doc, o.item = file, d.Index, i
+				objs = append(objs, o)
+			}
+			continue
+		}
+		if isNullList(d.Object) {
 			continue
 		}
 		o, ok := newObject(d.Object)
@@ -218,9 +240,6 @@ func parseManifestFile(file string, data []byte) ([]*object, error) {
 				return nil, refuse(CodeRenderFailed, "%s: document %d (line %d) has no apiVersion or kind", file, d.Index+1, d.Line)
 			}
 			return nil, nil
-		}
-		if strings.HasSuffix(file, ".json") && len(objs) > 0 {
-			return nil, refuse(CodeRenderFailed, "%s: found several objects; only single objects are allowed in JSON files", file)
 		}
 		o.file, o.doc = file, d.Index
 		objs = append(objs, o)

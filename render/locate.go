@@ -229,6 +229,13 @@ func (p *planner) directoryBuilders(target *object, expected map[string]any) []c
 			if err != nil {
 				return nil, err
 			}
+			if target.item >= 0 {
+				// The object is an item of a List document: its fields are under
+				// items[item] of that document.
+				for i := range ops {
+					ops[i].Path = append(yamledit.Path{yamledit.K("items"), yamledit.I(target.item)}, ops[i].Path...)
+				}
+			}
 			return p.editCandidate(strategyInPlace, target.file, target.doc, ops)
 		},
 	}}

@@ -48,9 +48,12 @@ type object struct {
 	namespace  string // as rendered; empty when the manifest has none
 	body       map[string]any
 
-	// file and doc locate the source document of a Directory app's object.
+	// file and doc locate the source document of a Directory app's object; item
+	// is its index in the document's items when the document is a List (Argo CD
+	// deploys a List's items, not the List), else -1.
 	file string
 	doc  int
+	item int
 	// origin is the repository-relative file a kustomize object was read from;
 	// generatedBy names the generator when kustomize generated it.
 	origin      string
@@ -126,7 +129,7 @@ func newObject(m map[string]any) (*object, bool) {
 	meta, _ := body["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
 	ns, _ := meta["namespace"].(string)
-	return &object{apiVersion: apiVersion, kind: kind, name: name, namespace: ns, body: body}, true
+	return &object{apiVersion: apiVersion, kind: kind, name: name, namespace: ns, body: body, item: -1}, true
 }
 
 // normalize gives decoded YAML one shape whatever decoder produced it: string-keyed

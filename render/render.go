@@ -18,6 +18,9 @@ type Object struct {
 	// was read from.
 	File string `json:"file,omitempty"`
 	Doc  int    `json:"doc,omitempty"`
+	// ListItem, when not 0, says the object is item ListItem (counted from 1) of
+	// that document, a List: Argo CD deploys a List's items.
+	ListItem int `json:"listItem,omitempty"`
 	// Origin is the repository file a kustomize object was read from; GeneratedBy
 	// names the generator kind when kustomize generated it; Remote is set when it
 	// came from a remote base.
@@ -71,7 +74,7 @@ func (a Application) SourceID() string { return sourceKey(a) }
 func exportObjects(objs []*object) []Object {
 	out := make([]Object, len(objs))
 	for i, o := range objs {
-		out[i] = Object{Manifest: o.body, File: o.file, Doc: o.doc, Origin: o.origin, GeneratedBy: o.generatedBy, Remote: o.remote}
+		out[i] = Object{Manifest: o.body, File: o.file, Doc: o.doc, ListItem: o.item + 1, Origin: o.origin, GeneratedBy: o.generatedBy, Remote: o.remote}
 	}
 	return out
 }
@@ -86,7 +89,7 @@ func importObjects(app Application, objs []Object) ([]*object, error) {
 		if !ok {
 			return nil, fmt.Errorf("application %s: supplied before-render object %d has no apiVersion or kind", app.Name, i)
 		}
-		o.file, o.doc, o.origin, o.generatedBy, o.remote = e.File, e.Doc, e.Origin, e.GeneratedBy, e.Remote
+		o.file, o.doc, o.item, o.origin, o.generatedBy, o.remote = e.File, e.Doc, e.ListItem-1, e.Origin, e.GeneratedBy, e.Remote
 		out[i] = o
 	}
 	return out, nil
@@ -97,6 +100,7 @@ type encodedObject struct {
 	Manifest    encodedValue
 	File        string
 	Doc         int
+	ListItem    int
 	Origin      string
 	GeneratedBy string
 	Remote      bool
@@ -212,7 +216,7 @@ func EncodeObjects(objs []Object) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode rendered object %d: %w", i, err)
 		}
-		enc[i] = encodedObject{Manifest: m, File: o.File, Doc: o.Doc, Origin: o.Origin, GeneratedBy: o.GeneratedBy, Remote: o.Remote}
+		enc[i] = encodedObject{Manifest: m, File: o.File, Doc: o.Doc, ListItem: o.ListItem, Origin: o.Origin, GeneratedBy: o.GeneratedBy, Remote: o.Remote}
 	}
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(enc); err != nil {
@@ -237,7 +241,7 @@ func DecodeObjects(data []byte) ([]Object, error) {
 		if !ok {
 			return nil, fmt.Errorf("decode rendered object %d: not a mapping", i)
 		}
-		out[i] = Object{Manifest: m, File: e.File, Doc: e.Doc, Origin: e.Origin, GeneratedBy: e.GeneratedBy, Remote: e.Remote}
+		out[i] = Object{Manifest: m, File: e.File, Doc: e.Doc, ListItem: e.ListItem, Origin: e.Origin, GeneratedBy: e.GeneratedBy, Remote: e.Remote}
 	}
 	return out, nil
 }

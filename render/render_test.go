@@ -103,6 +103,20 @@ func TestRenderMatchesPlansBeforeRenderAndSurvivesEncoding(t *testing.T) {
 	}
 }
 
+// renderStored renders app and returns the render as it comes back from its stored
+// form (EncodeObjects, DecodeObjects), as a render cache hands it to Plan.
+func renderStored(ctx context.Context, repo string, app Application) ([]Object, error) {
+	objs, err := Render(ctx, repo, app)
+	if err != nil {
+		return nil, err
+	}
+	data, err := EncodeObjects(objs)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeObjects(data)
+}
+
 func TestDecodeObjectsRefusesGarbage(t *testing.T) {
 	if _, err := DecodeObjects([]byte("not a render")); err == nil {
 		t.Fatal("garbage decoded")
@@ -122,15 +136,7 @@ func TestPlanUsesBeforeRenderAndKeepsItsResult(t *testing.T) {
 	var calls atomic.Int32
 	req.BeforeRender = func(ctx context.Context, app Application) ([]Object, error) {
 		calls.Add(1)
-		objs, err := Render(ctx, repo, app)
-		if err != nil {
-			return nil, err
-		}
-		data, err := EncodeObjects(objs)
-		if err != nil {
-			return nil, err
-		}
-		return DecodeObjects(data)
+		return renderStored(ctx, repo, app)
 	}
 	supplied, err := Plan(context.Background(), req)
 	if err != nil {
