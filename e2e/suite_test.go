@@ -39,6 +39,7 @@ type suite struct {
 // its time is reported on its own; go test -run 'TestArgoCD/SelfHeal' runs one.
 func TestArgoCD(t *testing.T) {
 	s := newSuite(t)
+	t.Run("RenderParity", s.testRenderParity)
 	t.Run("TrackingConformance", s.testTrackingConformance)
 	t.Run("SelfHealAndManualDrift", s.testSelfHealAndManualDrift)
 	t.Run("AppListAndDetail", s.testAppListAndDetail)
