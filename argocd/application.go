@@ -26,6 +26,9 @@ type Application struct {
 	ManifestGeneratePaths string
 	Spec                  AppSpec
 	Status                AppStatus
+	// Settings are the argocd-cm settings of the Argo CD instance that renders the
+	// Application, when whoever read it knows them (nil otherwise).
+	Settings *Settings
 }
 
 // Key returns the Application's namespace and name.

@@ -124,13 +124,35 @@ func (k Clusters) Decide(ctx context.Context, ref Ref, t objref.Target) argocd.D
 	return c.Decide(ctx, []argocd.ResourceRef{target})
 }
 
-// Applications lists the cluster's Argo CD Applications.
+// Applications lists the cluster's Argo CD Applications, each with the argocd-cm
+// settings of the Argo CD that renders it (read from its controller's namespace).
+// Settings that cannot be read (argocd-cm is not readable to the credentials) are
+// left unknown and logged: the Applications still render, with Argo CD's defaults.
 func (k Clusters) Applications(ctx context.Context, ref Ref) ([]argocd.Application, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return c.ListApplications(ctx, kube.Refresh)
+	apps, err := c.ListApplications(ctx, kube.Refresh)
+	if err != nil {
+		return nil, err
+	}
+	settings := map[string]*argocd.Settings{}
+	for i := range apps {
+		ns := apps[i].Status.ControllerNamespace
+		s, read := settings[ns]
+		if !read {
+			got, err := c.ArgoCDSettings(ctx, ns, kube.Cached)
+			if err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", ref.Name).Msg("Could not read Argo CD's settings (argocd-cm); rendering with its defaults")
+			} else {
+				s = &got
+			}
+			settings[ns] = s
+		}
+		apps[i].Settings = s
+	}
+	return apps, nil
 }
 
 // Capabilities reads what Argo CD tells a Helm chart about the cluster (its

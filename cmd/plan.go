@@ -84,8 +84,11 @@ const changeUsage = `Change flags:
 type planFlags struct {
 	repo, appPath, sourceType, namespace, name string
 	application, applications                  string
-	write                                      bool
-	output                                     string
+	// argocdCM is argocd-cm's manifest: its kustomize settings apply to every
+	// Kustomize app, as the service reads them from the cluster.
+	argocdCM string
+	write    bool
+	output   string
 	// Helm: the values files and release name of an app given by --app, and the
 	// destination cluster's version and API versions for every Helm app that
 	// does not set its own.
@@ -111,6 +114,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.name, "name", "", "the application's name (default: from --application, else the path's last element)")
 	fs.StringVar(&f.application, "application", "", "Argo CD Application manifest giving path, type, destination and options")
 	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified)")
+	fs.StringVar(&f.argocdCM, "argocd-cm", "", "Argo CD's argocd-cm ConfigMap manifest (kubectl get configmap argocd-cm -n argocd -o yaml): its kustomize.buildOptions\napply to every Kustomize app and its kustomize versions are checked, as the service reads them from the cluster\n(default: Argo CD's defaults, no build options)")
 	fs.Var(&f.valueFiles, "values", "a Helm values file of the --app chart, relative to its path (repeatable, merged in order)")
 	fs.StringVar(&f.releaseName, "release-name", "", "the Helm release name (default: from --application, else the app's name)")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "the destination cluster's Kubernetes version, as Helm charts see it (default: the Application's, else Helm's)")
@@ -214,8 +218,22 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	var notes []string
 	var primary render.Application
 	var primaryName, repoURL, revision string
+	var settings *argocd.Settings
+	if f.argocdCM != "" {
+		data, err := os.ReadFile(f.argocdCM)
+		if err != nil {
+			return nil, primary, nil, fmt.Errorf("read --argocd-cm: %w", err)
+		}
+		s, err := argocd.DecodeSettingsConfigMap(data)
+		if err != nil {
+			return nil, primary, nil, fmt.Errorf("%s: %w", f.argocdCM, err)
+		}
+		settings = &s
+		// An app given by flags alone reads them too.
+		primary.Kustomize.BuildOptions = s.KustomizeBuildOptions
+	}
 	if f.application != "" {
-		apps, err := readApplications(f.application)
+		apps, err := readApplications(f.application, settings)
 		if err != nil {
 			return nil, primary, nil, err
 		}
@@ -273,7 +291,7 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	}
 	apps := []render.Application{primary}
 	if f.applications != "" {
-		others, err := readApplications(f.applications)
+		others, err := readApplications(f.applications, settings)
 		if err != nil {
 			return nil, primary, nil, err
 		}
@@ -326,7 +344,7 @@ func parseSourceType(s string) (render.SourceType, error) {
 
 // readApplications reads the Application manifests of a file, or of the YAML and
 // JSON files of a directory (not recursive).
-func readApplications(p string) ([]argocd.Application, error) {
+func readApplications(p string, settings *argocd.Settings) ([]argocd.Application, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return nil, fmt.Errorf("read applications: %w", err)
@@ -334,6 +352,9 @@ func readApplications(p string) ([]argocd.Application, error) {
 	apps, err := argocd.ReadApplications(os.DirFS(filepath.Dir(abs)), filepath.Base(abs))
 	if err != nil {
 		return nil, fmt.Errorf("read applications %s: %w", p, err)
+	}
+	for i := range apps {
+		apps[i].Settings = settings
 	}
 	return apps, nil
 }

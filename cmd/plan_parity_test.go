@@ -44,6 +44,8 @@ type parityCase struct {
 	change render.Change
 	// want is the verdict render's golden expects.
 	want string
+	// argocdCM is the data of the cluster's argocd-cm (nil: there is none).
+	argocdCM map[string]string
 }
 
 // goldenRequest is request.yaml of a render golden case.
@@ -114,6 +116,10 @@ func goldenParityCase(t *testing.T, name string) parityCase {
 		primary = req.Apps[0].Name
 	}
 	for _, a := range req.Apps {
+		if a.Kustomize.BuildOptions != "" {
+			// Argo CD's build options are argocd-cm's, for every app.
+			c.argocdCM = map[string]string{"kustomize.buildOptions": a.Kustomize.BuildOptions}
+		}
 		m := applicationManifest(a)
 		if a.Name == primary {
 			c.apps = append([]map[string]any{m}, c.apps...)
@@ -372,8 +378,20 @@ func cliVerdict(t *testing.T, c parityCase) string {
 			t.Fatal(err)
 		}
 	}
-	args := append([]string{"--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"},
-		changeArgs(t, c)...)
+	args := []string{"--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"}
+	if c.argocdCM != nil {
+		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cm", "namespace": "argocd"}, "data": c.argocdCM}
+		b, err := sigsyaml.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "argocd-cm.yaml")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--argocd-cm", p)
+	}
+	args = append(args, changeArgs(t, c)...)
 	var stdout, stderr bytes.Buffer
 	code := runPlan(context.Background(), args, &stdout, &stderr)
 	var out struct {
@@ -617,6 +635,10 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 			a, err := argocd.DecodeApplication(b)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.argocdCM != nil {
+				settings := argocd.ParseSettings(c.argocdCM)
+				a.Settings = &settings
 			}
 			apps = append(apps, a)
 		}

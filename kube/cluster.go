@@ -110,7 +110,7 @@ type Options struct {
 }
 
 // ReadObserver is told of each read of a cluster: read is "applications" (the
-// list), "application" or "resource"; outcome is "ok" or the read's failure class
+// list), "application", "resource" or "settings" (argocd-cm); outcome is "ok" or the read's failure class
 // (not_installed, forbidden, unreachable, not_found, error). Both are fixed sets.
 // Calls must not block.
 type ReadObserver interface {

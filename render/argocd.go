@@ -80,6 +80,11 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 		if app.Kustomize.readsEnv() {
 			app.Kustomize.Env = argoEnv(a, src)
 		}
+		if a.Settings != nil && (app.SourceType == SourceKustomize || app.SourceType == "") {
+			// An app whose type is not known yet (the plan command detects it
+			// from the files) carries the options too; its build checks them.
+			applySettings(&app, src, *a.Settings)
+		}
 		if app.SourceType == SourceHelm && app.Helm.ReleaseName == "" {
 			// Argo CD names the release after the Application, without its namespace.
 			app.Helm.ReleaseName = a.Name
@@ -231,6 +236,23 @@ func convertHelm(app *Application, h *argocd.AppSourceHelm) {
 		o.FileParameters = append(o.FileParameters, HelmFileParameter{Name: p.Name, Path: p.Path})
 	}
 	app.Helm = o
+}
+
+// applySettings takes argocd-cm's kustomize settings into a Kustomize app: the
+// build options, checked here so that an app whose options render cannot apply
+// is marked (and refused only when an edit reaches it), and the kustomize
+// version it names, which Argo CD cannot render with unless argocd-cm registers it.
+func applySettings(app *Application, src argocd.AppSource, s argocd.Settings) {
+	app.Kustomize.BuildOptions = s.KustomizeBuildOptions
+	if app.SourceType != SourceKustomize {
+		return
+	}
+	if _, err := parseBuildOptions(s.KustomizeBuildOptions); err != nil {
+		app.Unsupported = joinReasons(app.Unsupported, err.Error())
+	}
+	if k := src.Kustomize; k != nil && k.Version != "" && !s.RegistersKustomizeVersion(k.Version) {
+		app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its spec.source.kustomize.version %s is not registered in argocd-cm (kustomize.path.%s), so Argo CD cannot render it", k.Version, k.Version))
+	}
 }
 
 // readsEnv reports whether an option Argo CD substitutes variables in holds a "$".

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -220,6 +221,33 @@ status: {sourceType: Kustomize}
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// argocd-cm's build options reach every Kustomize app; options render cannot
+// apply, and a kustomize version argocd-cm does not register, mark it.
+func TestFromArgoCDTakesArgoCDSettings(t *testing.T) {
+	manifest := "kind: Application\nmetadata: {name: k}\nspec:\n  source: {repoURL: r, path: k, kustomize: {version: %s}}\nstatus: {sourceType: Kustomize}\n"
+	cases := map[string]struct {
+		version, options, unsupported string
+	}{
+		"options applied":            {version: `""`, options: "--load-restrictor LoadRestrictionsNone"},
+		"a registered version":       {version: "v5.4.3", options: "--reorder none"},
+		"options render cannot take": {version: `""`, options: "--enable-alpha-plugins", unsupported: "sets --enable-alpha-plugins"},
+		"a version not registered":   {version: "v4.5.7", unsupported: "version v4.5.7 is not registered in argocd-cm"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := decodeArgoCDApp(t, fmt.Sprintf(manifest, tc.version))
+			a.Settings = &argocd.Settings{KustomizeBuildOptions: tc.options, KustomizeVersions: []string{"v5.4.3"}}
+			got := FromArgoCD(a, nil)
+			if len(got) != 1 || got[0].Kustomize.BuildOptions != tc.options {
+				t.Fatalf("got %+v, want one app with build options %q", got, tc.options)
+			}
+			if u := got[0].Unsupported; (tc.unsupported == "") != (u == "") || !strings.Contains(u, tc.unsupported) {
+				t.Fatalf("Unsupported %q, want it to say %q", u, tc.unsupported)
 			}
 		})
 	}
