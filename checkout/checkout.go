@@ -1,7 +1,8 @@
 // Package checkout writes verified edits into a repository checkout on disk, for the
 // offline plan command's --write: every file is checked against what was planned
 // before any is written, and each is replaced whole (a complete temporary file
-// renamed over it), so an interrupted or refused write leaves no file half written.
+// renamed over it) or removed, so an interrupted or refused write leaves no file
+// half written.
 //
 // It only writes what it is handed: it never plans, renders or verifies (package
 // render does), and never touches a Git repository's history.
@@ -40,6 +41,13 @@ func WriteEdits(dir string, edits []render.FileEdit) error {
 		}
 	}
 	for i, e := range edits {
+		if e.New == nil && !e.Created {
+			// The edit removes the file.
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(e.Path))); err != nil {
+				return fmt.Errorf("remove %s: %w", e.Path, err)
+			}
+			continue
+		}
 		if err := writeFileAtomic(filepath.Join(dir, filepath.FromSlash(e.Path)), e.New, modes[i]); err != nil {
 			return fmt.Errorf("write %s: %w", e.Path, err)
 		}

@@ -32,3 +32,25 @@ func TestWriteEditsChecksEveryFileFirst(t *testing.T) {
 		t.Fatalf("c.yaml was created although b.yaml refused: %v", err)
 	}
 }
+
+func TestWriteEditsRemovesARemovedFile(t *testing.T) {
+	repo := t.TempDir()
+	for name, content := range map[string]string{"kustomization.yaml": "resources:\n- a.yaml\n- b.yaml\n", "b.yaml": "b: 1\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edits := []render.FileEdit{
+		{Path: "kustomization.yaml", Old: []byte("resources:\n- a.yaml\n- b.yaml\n"), New: []byte("resources:\n- a.yaml\n")},
+		{Path: "b.yaml", Old: []byte("b: 1\n")}, // removed
+	}
+	if err := WriteEdits(repo, edits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "b.yaml")); !os.IsNotExist(err) {
+		t.Fatalf("b.yaml is still there (%v)", err)
+	}
+	if k, _ := os.ReadFile(filepath.Join(repo, "kustomization.yaml")); string(k) != "resources:\n- a.yaml\n" {
+		t.Fatalf("kustomization.yaml = %q", k)
+	}
+}

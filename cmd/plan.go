@@ -59,6 +59,12 @@ Changes:
                          removes, lists are replaced whole; -f reads the merge patch
                          as JSON or YAML; POINTER is a JSON pointer such as
                          /spec/requireApproval, VALUE is JSON or else a string)
+  delete KIND/NAME       (removes the object: its document, or its file and the
+                         file's resources entry; a "$patch: delete" patch in the
+                         overlay for an object of a kustomize base; the boolean
+                         Helm values key whose flip stops the chart rendering it.
+                         Refused for a Secret and for an object other objects of
+                         the app still name; warns when the app does not prune)
 
   KIND is a kind or its short name (deployment, deploy, sts, ds, cronjob, job, svc,
   cm, ...); other kinds need --api-version. An empty quantity removes it. In set-env,
@@ -446,8 +452,12 @@ func printResult(w io.Writer, app render.Application, target objref.Target, chan
 		total++
 	}
 	sort.Strings(parts)
-	fmt.Fprintf(w, "\nVerdict: verified. Rendered %s before and after (%s); every object equals its current render plus only the requested change.\n",
-		plural(total, "application"), strings.Join(parts, "; "))
+	proof := "every object equals its current render plus only the requested change"
+	if change.DeleteResource != nil {
+		proof = "every object equals its current render, and only the target is gone"
+	}
+	fmt.Fprintf(w, "\nVerdict: verified. Rendered %s before and after (%s); %s.\n",
+		plural(total, "application"), strings.Join(parts, "; "), proof)
 	if written {
 		fmt.Fprintln(w, "Written to the repository directory.")
 	} else {

@@ -88,10 +88,21 @@ func TestPlanCommand(t *testing.T) {
 			code:      1,
 			stderrHas: []string{"no-such-repo"},
 		},
+		"delete a base's object: a delete patch in the overlay, and the app does not prune": {
+			args:      []string{"--repo", sampleRepo, "--application", sampleRepo + "/argocd/web.yaml", "--applications", sampleRepo + "/argocd", "delete", "svc/web"},
+			code:      0,
+			stdoutHas: []string{"new delete patch", "+$patch: delete", "Service web/web removed", "argocd app sync argocd/web --prune", "only the target is gone"},
+		},
+		"delete a directory app's file, secret-looking values masked": {
+			args:       []string{"--repo", sampleRepo, "--app", "plain/worker", "--type", "Directory", "--namespace", "worker", "delete", "cm/worker-settings"},
+			code:       0,
+			stdoutHas:  []string{"remove file", "deleted file mode", "-  QUEUE_NAME: orders"},
+			stdoutLack: []string{"not-a-real-token"},
+		},
 		"help lists the flags": {
 			args:      []string{"--help"},
 			code:      0,
-			stdoutHas: []string{"-repo", "-application", "-applications", "-write", "-output", "set-resources", "Exit codes"},
+			stdoutHas: []string{"-repo", "-application", "-applications", "-write", "-output", "set-resources", "delete KIND/NAME", "Exit codes"},
 		},
 	}
 	for name, tc := range cases {
@@ -119,7 +130,9 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
-func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
+// copySampleRepo copies the sample repository into a temporary directory.
+func copySampleRepo(t *testing.T) string {
+	t.Helper()
 	repo := filepath.Join(t.TempDir(), "repo")
 	err := filepath.WalkDir(sampleRepo, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -138,6 +151,11 @@ func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return repo
+}
+
+func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
+	repo := copySampleRepo(t)
 	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--app", "apps/web-staging", "--type", "Kustomize", "--namespace", "web-staging", "--output", "json", "--write",
 		"scale", "deployment/staging-web", "--replicas", "2")
 	if code != 0 {
@@ -167,6 +185,25 @@ func TestPlanCommandWritesAndReportsJSON(t *testing.T) {
 	code, _, stderr = runPlanCmd(t, "--repo", repo, "--app", "apps/web-staging", "--type", "Kustomize", "--namespace", "web-staging",
 		"scale", "deployment/staging-web", "--replicas", "2")
 	if code != 2 || !strings.Contains(stderr, "no_change") {
+		t.Fatalf("second plan: exit %d: %s", code, stderr)
+	}
+}
+
+func TestPlanCommandWritesADeletion(t *testing.T) {
+	repo := copySampleRepo(t)
+	args := []string{"--repo", repo, "--app", "plain/worker", "--type", "Directory", "--namespace", "worker"}
+	code, _, stderr := runPlanCmd(t, append(args, "--write", "delete", "cm/worker-settings")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "plain/worker/configmap.yaml")); !os.IsNotExist(err) {
+		t.Fatalf("configmap.yaml is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "plain/worker/deployment.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runPlanCmd(t, append(args, "delete", "cm/worker-settings")...)
+	if code != 2 || !strings.Contains(stderr, "target_not_found") {
 		t.Fatalf("second plan: exit %d: %s", code, stderr)
 	}
 }

@@ -62,7 +62,7 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			continue
 		}
 		app := Application{Name: a.Key().String(), Path: src.Path, Namespace: a.Spec.Destination.Namespace,
-			ManifestGeneratePaths: a.ManifestGeneratePaths}
+			ManifestGeneratePaths: a.ManifestGeneratePaths, Prune: a.Automated() && a.Spec.SyncPolicy.Automated.Prune}
 		if app.Path == "" {
 			app.Path = "."
 		}

@@ -58,6 +58,28 @@ status:
 				Kustomize: KustomizeOptions{NamePrefix: "prod-", Images: []string{"ghcr.io/example/web:1.2.3"},
 					Replicas: map[string]int64{"web": 3, "api": 2}}}},
 		},
+		"automated prune": {
+			manifest: `
+kind: Application
+metadata: {name: pruned}
+spec:
+  source: {repoURL: r, path: a, directory: {}}
+  destination: {namespace: a}
+  syncPolicy: {automated: {prune: true}}
+`,
+			want: []Application{{Name: "pruned", Path: "a", SourceType: SourceDirectory, Namespace: "a", Prune: true}},
+		},
+		"paused automation": {
+			manifest: `
+kind: Application
+metadata: {name: paused}
+spec:
+  source: {repoURL: r, path: a, directory: {}}
+  destination: {namespace: a}
+  syncPolicy: {automated: {prune: true, enabled: false}}
+`,
+			want: []Application{{Name: "paused", Path: "a", SourceType: SourceDirectory, Namespace: "a"}},
+		},
 		"directory from the explicit block, root path": {
 			manifest: `
 kind: Application

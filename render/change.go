@@ -128,6 +128,8 @@ func (c Change) describe() string {
 		return "add new resources"
 	case c.Patch != nil:
 		return "patch " + strings.Join(c.Patch.fields(), ", ")
+	case c.DeleteResource != nil:
+		return "the deletion"
 	}
 	return "change"
 }
@@ -209,6 +211,8 @@ func expectedAfter(before *object, c Change) (map[string]any, error) {
 		return body, nil
 	case c.NewResource != nil:
 		return nil, fmt.Errorf("new resources have no expected object")
+	case c.DeleteResource != nil:
+		return nil, fmt.Errorf("a deleted resource has no expected object")
 	case c.Patch != nil:
 		out, err := applyMergePatch(before.body, c.Patch)
 		if err != nil {

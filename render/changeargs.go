@@ -27,7 +27,12 @@ var kindAliases = map[string][2]string{
 	"serviceaccount": {"v1", "ServiceAccount"}, "sa": {"v1", "ServiceAccount"},
 	"ingress": {"networking.k8s.io/v1", "Ingress"}, "ing": {"networking.k8s.io/v1", "Ingress"},
 	"horizontalpodautoscaler": {"autoscaling/v2", "HorizontalPodAutoscaler"}, "hpa": {"autoscaling/v2", "HorizontalPodAutoscaler"},
-	"rollout": {"argoproj.io/v1alpha1", "Rollout"},
+	"persistentvolumeclaim": {"v1", "PersistentVolumeClaim"}, "pvc": {"v1", "PersistentVolumeClaim"},
+	"poddisruptionbudget": {"policy/v1", "PodDisruptionBudget"}, "pdb": {"policy/v1", "PodDisruptionBudget"},
+	"networkpolicy": {"networking.k8s.io/v1", "NetworkPolicy"}, "netpol": {"networking.k8s.io/v1", "NetworkPolicy"},
+	"role":        {"rbac.authorization.k8s.io/v1", "Role"},
+	"rolebinding": {"rbac.authorization.k8s.io/v1", "RoleBinding"},
+	"rollout":     {"argoproj.io/v1alpha1", "Rollout"},
 }
 
 // ParseChangeArgs reads one change as the plan command spells it,
@@ -167,8 +172,10 @@ func ParseChangeArgs(args []string, readManifest func(name string) ([]byte, erro
 		}
 		change.Patch = p
 		positional = nil
+	case "delete":
+		change.DeleteResource = &DeleteResource{}
 	default:
-		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add, patch)", verb)
+		return target, change, fmt.Errorf("unknown change %q (scale, set-image, set-env, set-resources, add, patch, delete)", verb)
 	}
 	if verb != "set-image" && verb != "set-env" && len(positional) > 0 {
 		return target, change, fmt.Errorf("%s: unexpected argument %q", verb, positional[0])

@@ -61,7 +61,11 @@ func TestParseChangeArgs(t *testing.T) {
 		"a stray argument":             {args: []string{"scale", "deploy/web", "--replicas", "1", "extra"}, err: `unexpected argument "extra"`},
 		"a bad quantity":               {args: []string{"set-resources", "deploy/web", "-c", "app", "--limits", "cpu"}, err: `--limits: "cpu" is not name=quantity`},
 		"a manifest that fails":        {args: []string{"add", "-f", "gone.yaml"}, err: "read manifest: no such file gone.yaml"},
-		"an unknown verb":              {args: []string{"delete", "deploy/web"}, err: `unknown change "delete"`},
+		"delete":                       {args: []string{"delete", "cm/web-legacy", "-n", "shop"}, target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web-legacy"}, change: Change{DeleteResource: &DeleteResource{}}},
+		"delete by a short name":       {args: []string{"delete", "pdb/web"}, target: objref.Target{APIVersion: "policy/v1", Kind: "PodDisruptionBudget", Name: "web"}, change: Change{DeleteResource: &DeleteResource{}}},
+		"delete without a name":        {args: []string{"delete"}, err: "delete needs KIND/NAME"},
+		"delete with a stray argument": {args: []string{"delete", "cm/a", "b"}, err: `delete: unexpected argument "b"`},
+		"an unknown verb":              {args: []string{"remove", "deploy/web"}, err: `unknown change "remove"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			target, change, err := ParseChangeArgs(tc.args, read)

@@ -19,6 +19,15 @@
 // changed objects, for a server-side dry-run (never serialised: they are the real
 // objects).
 //
+// A delete_resource change removes the target instead: its document (the whole
+// file, and the file's entry in the kustomization listing it, when the file holds
+// nothing else) where the app's own folder keeps it, a kustomize "$patch: delete"
+// patch in the overlay for an object of a base, or the boolean Helm values key
+// found by rendering whose flip stops the chart rendering it. The expected render
+// is the before-render without the target; an object that other objects of the
+// app still name (see referencesTo) and a Secret are refused, and an Application
+// that does not prune is warned about.
+//
 // [FromArgoCD] is the one converter from an Argo CD Application (package argocd's
 // model) to the Applications a [Request] names; the service and the offline plan
 // command both use it. An Application render cannot render as Argo CD does keeps

@@ -36,7 +36,8 @@ type goldenRequest struct {
 
 // TestGolden runs every case under testdata/render: <case>/input is the repository,
 // <case>/request.yaml the request, <case>/expected what Plan must produce (the
-// verdict, the git diff, the cluster diff and the new content of every edited file).
+// verdict, the git diff, the cluster diff, the new content of every edited file and
+// the list of removed files).
 // Run with -update to rewrite expected/ and review the result by eye.
 func TestGolden(t *testing.T) {
 	entries, err := os.ReadDir(goldenRoot)
@@ -146,8 +147,16 @@ func writeOutcome(t *testing.T, dir string, res *Result, err error) {
 		}
 	}
 	write("cluster.txt", []byte(c.String()))
+	var removed []string
 	for _, e := range res.Edits {
+		if e.New == nil && !e.Created {
+			removed = append(removed, e.Path+"\n")
+			continue
+		}
 		write("files/"+e.Path, e.New)
+	}
+	if len(removed) > 0 {
+		write("removed.txt", []byte(strings.Join(removed, "")))
 	}
 }
 

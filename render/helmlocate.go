@@ -201,21 +201,9 @@ type helmValueSet struct {
 // file at the defaults' key. Each candidate is verified by rendering.
 func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {
 	app := p.primary
-	root, _ := cleanRel(app.Path)
-	files, err := helmValueFiles(p.before, app, root)
+	editable, defaults, err := p.helmEditableFiles()
 	if err != nil {
-		return nil, withApp(err, app.Name)
-	}
-	defaults := path.Join(root, "values.yaml")
-	if canon, err := p.t.canonical(defaults); err == nil {
-		defaults = canon
-	}
-	editable := files
-	if len(editable) == 0 {
-		// With no values file of its own, the chart's values are the app's.
-		if k, _ := p.before.kind(defaults); k == kindFile {
-			editable = []string{defaults}
-		}
+		return nil, err
 	}
 	var chains [][]fieldChange
 	targetChanges(target.body, expected, nil, &chains)
@@ -304,6 +292,28 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 		}
 	}
 	return builders, nil
+}
+
+// helmEditableFiles returns the values files an edit of the primary Helm app
+// may change (its own values files, in order) and the chart's defaults file.
+func (p *planner) helmEditableFiles() (editable []string, defaults string, err error) {
+	app := p.primary
+	root, _ := cleanRel(app.Path)
+	editable, err = helmValueFiles(p.before, app, root)
+	if err != nil {
+		return nil, "", withApp(err, app.Name)
+	}
+	defaults = path.Join(root, "values.yaml")
+	if canon, err := p.t.canonical(defaults); err == nil {
+		defaults = canon
+	}
+	if len(editable) == 0 {
+		// With no values file of its own, the chart's values are the app's.
+		if k, _ := p.before.kind(defaults); k == kindFile {
+			editable = []string{defaults}
+		}
+	}
+	return editable, defaults, nil
 }
 
 // matchLeaves returns the edits that set the leaves holding fc.old to fc.new,

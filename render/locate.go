@@ -33,18 +33,8 @@ const (
 
 func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	app := p.primary
-	if err := p.checkRenderable(app); err != nil {
-		return nil, err
-	}
-	objs, err := p.render(p.before, app)
+	target, _, err := p.renderTarget()
 	if err != nil {
-		return nil, withApp(err, app.Name)
-	}
-	target, err := p.findTarget(app, objs)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.checkTarget(app, target); err != nil {
 		return nil, err
 	}
 	expected, err := expectedAfter(target, p.req.Change)
@@ -84,6 +74,27 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 		return nil, p.noVerifiedEdit(target, out)
 	}
 	return p.result(out.winner, out.verified, out.attempts)
+}
+
+// renderTarget renders the primary app and finds the target in it, refusing a
+// target render must not change; it returns the render too.
+func (p *planner) renderTarget() (*object, []*object, error) {
+	app := p.primary
+	if err := p.checkRenderable(app); err != nil {
+		return nil, nil, err
+	}
+	objs, err := p.render(p.before, app)
+	if err != nil {
+		return nil, nil, withApp(err, app.Name)
+	}
+	target, err := p.findTarget(app, objs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkTarget(app, target); err != nil {
+		return nil, nil, err
+	}
+	return target, objs, nil
 }
 
 func withApp(err error, app string) error {
@@ -771,7 +782,11 @@ func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte,
 }
 
 func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName, strategy string, content func() ([]byte, error)) candidateBuilder {
-	fname := newPatchFileName(target.kind, sourceName)
+	return p.newPatchFileBuilder(root, target, src, sourceName, strategy, newPatchFileName(target.kind, sourceName), content)
+}
+
+// newPatchFileBuilder is newPatchBuilder with the new file's name given.
+func (p *planner) newPatchFileBuilder(root *kustNode, target *object, src *sourceDoc, sourceName, strategy, fname string, content func() ([]byte, error)) candidateBuilder {
 	file := path.Join(root.dir, fname)
 	return candidateBuilder{strategy: strategy, files: []string{file, root.file}, build: func() (*candidate, error) {
 		st := p.t.stat(file)

@@ -60,9 +60,12 @@ func plan(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer p.precomputeReaches()()
 	var res *Result
-	if req.Change.NewResource != nil {
+	switch {
+	case req.Change.NewResource != nil:
 		res, err = p.planNewResource(ctx)
-	} else {
+	case req.Change.DeleteResource != nil:
+		res, err = p.planDelete(ctx)
+	default:
 		res, err = p.planChange(ctx)
 	}
 	// Free text may quote what a tool could not read; see scrub.go.

@@ -41,6 +41,10 @@ type Application struct {
 	// annotation, verbatim (";"-separated paths, relative to Path or absolute from the
 	// repository root).
 	ManifestGeneratePaths string `json:"manifestGeneratePaths,omitempty"`
+	// Prune is spec.syncPolicy.automated.prune with automated sync on: Argo CD
+	// deletes from the cluster what the app stops rendering. Without it, a
+	// deleted object stays in the cluster until someone syncs with pruning.
+	Prune bool `json:"prune,omitempty"`
 	// Unsupported, when set, says why render cannot render the Application as Argo
 	// CD does (for example a kustomize option it does not apply). Its reach is still
 	// known: Plan refuses an edit that reaches it, and ignores it otherwise.
@@ -109,6 +113,8 @@ type Change struct {
 	Resources   *Resources   `json:"resources,omitempty"`
 	NewResource *NewResource `json:"new_resource,omitempty"`
 	Patch       *Patch       `json:"patch,omitempty"`
+	// DeleteResource removes the target.
+	DeleteResource *DeleteResource `json:"delete_resource,omitempty"`
 }
 
 // Replicas sets spec.replicas.
@@ -143,6 +149,12 @@ type Resources struct {
 	Limits    map[string]string `json:"limits,omitempty"`
 }
 
+// DeleteResource removes the target from what its Application renders: its
+// document, its file and the file's resources entry, a kustomize delete patch, or
+// the Helm values switch that renders it. It has no fields: the request's target
+// names the object.
+type DeleteResource struct{}
+
 // NewResource adds one or more YAML documents to the app.
 type NewResource struct {
 	Manifest string `json:"manifest"`
@@ -168,8 +180,11 @@ func (c Change) kind() (string, error) {
 	if c.Patch != nil {
 		set = append(set, "patch")
 	}
+	if c.DeleteResource != nil {
+		set = append(set, "delete_resource")
+	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a change sets exactly one of replicas, image, env, resources, new_resource, patch; got %d (%s)", len(set), strings.Join(set, ", "))
+		return "", fmt.Errorf("a change sets exactly one of replicas, image, env, resources, new_resource, patch, delete_resource; got %d (%s)", len(set), strings.Join(set, ", "))
 	}
 	return set[0], nil
 }
@@ -331,6 +346,8 @@ const (
 	CodeVerificationFailed = "verification_failed"
 	CodeLeak               = "change_leaks"
 	CodeUnverifiableApp    = "unverifiable_app"
+	// CodeReferenced: a delete of an object that other objects of its app name.
+	CodeReferenced = "still_referenced"
 	// CodeTooLarge: the repository holds more than a plan reads (see MaxRenderDocuments and the other bounds).
 	CodeTooLarge = "input_too_large"
 	// CodeTimeout: rendering did not finish within Timeout.
