@@ -278,8 +278,12 @@ func applicationManifest(a render.Application) map[string]any {
 	if a.ManifestGeneratePaths != "" {
 		meta["annotations"] = map[string]any{argocd.ManifestGeneratePathsAnnotation: a.ManifestGeneratePaths}
 	}
+	spec := map[string]any{"source": src, "destination": map[string]any{"namespace": a.Namespace}}
+	if a.Prune {
+		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true}}
+	}
 	return map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta,
-		"spec":   map[string]any{"source": src, "destination": map[string]any{"namespace": a.Namespace}},
+		"spec":   spec,
 		"status": map[string]any{"sourceType": string(a.SourceType)}}
 }
 
@@ -463,6 +467,8 @@ func changeArgs(t *testing.T, c parityCase) []string {
 			}
 			args = append(args, f.Path+"="+string(v))
 		}
+	case ch.DeleteResource != nil:
+		args = []string{"delete", ref}
 	case ch.NewResource != nil:
 		f := filepath.Join(t.TempDir(), "new.yaml")
 		if err := os.WriteFile(f, []byte(ch.NewResource.Manifest), 0o644); err != nil {

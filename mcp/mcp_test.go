@@ -477,6 +477,14 @@ func TestChangeTools(t *testing.T) {
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "x", "requested_by": "alice",
 		"change": map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/metadata/name", "value": "web2"}}}}},
 		"invalid_request", "/metadata/name")
+	deleted := mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "retired", "requested_by": "alice", "idempotency_key": "delete",
+		"change": map[string]any{"delete_resource": map[string]any{}}})
+	if deleted["status"] != "preparing" {
+		t.Fatalf("propose_git_change of a deletion = %v", deleted)
+	}
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "reason": "x", "requested_by": "alice",
+		"change": map[string]any{"delete_resource": map[string]any{}, "replicas": map[string]any{"count": 1}}},
+		"invalid_request", "delete_resource (got 2)")
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "staging", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 1}}, "reason": "x", "requested_by": "alice"},
 		"cluster_not_found")
 

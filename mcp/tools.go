@@ -57,7 +57,7 @@ type decideInput struct {
 type proposeInput struct {
 	Cluster        string        `json:"cluster" jsonschema:"the team's cluster, as registered"`
 	Target         objref.Target `json:"target" jsonschema:"the resource to change: apiVersion, kind, namespace, name"`
-	Change         render.Change `json:"change" jsonschema:"exactly one of replicas, image, env, resources, new_resource, patch (a JSON merge patch of any fields: merge, or set by JSON pointer)"`
+	Change         render.Change `json:"change" jsonschema:"exactly one of replicas, image, env, resources, new_resource, patch (a JSON merge patch of any fields: merge, or set by JSON pointer), delete_resource ({}: remove the target from Git; refused while other objects of its app name it, warned when the app does not prune)"`
 	Application    *plan.AppRef  `json:"application,omitempty" jsonschema:"for new_resource only: the Argo CD Application that will deploy it"`
 	Reason         string        `json:"reason" jsonschema:"why, in the user's words; goes into the pull request"`
 	RequestedBy    string        `json:"requested_by" jsonschema:"who asked for the change"`

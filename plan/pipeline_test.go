@@ -821,3 +821,70 @@ func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
 		}
 	})
 }
+
+// A deletion whose edit removes a whole file goes through the whole loop: the
+// commit's tree drops the path (the fake GitHub builds it from real git), the pull
+// request says so and warns that the app does not prune, the merge deploys, and
+// the rollback's pull request brings the file back as it was.
+func TestPipelineDeleteRemovesAFileThroughThePullRequest(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.engine = cache.RenderEngine{}
+		ctx := context.Background()
+		const svcFile = "apps/web/service.yaml"
+		const svcYAML = "# The web Service.\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  ports:\n    - port: 80\n"
+		e.gh.PushCommit(t, repoName, "main", map[string]string{svcFile: svcYAML}, githubtest.DefaultAuthor)
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		req := scale(0, "delete")
+		req.Target = objref.Target{APIVersion: "v1", Kind: "Service", Namespace: "shop", Name: "web"}
+		req.Change = render.Change{DeleteResource: &render.DeleteResource{}}
+		pl := e.submitOpen(ctx, p, req)
+
+		prs := e.gh.PullRequests(t, repoName)
+		if len(prs) != 1 {
+			t.Fatalf("%d pull requests, want 1", len(prs))
+		}
+		pr := prs[0]
+		if want := "kukie: delete Service/web (" + pl.Code + ")"; pr.GetTitle() != want {
+			t.Errorf("title %q, want %q", pr.GetTitle(), want)
+		}
+		for _, want := range []string{"deleted file mode", "-kind: Service", "does not prune automatically", "--prune"} {
+			if !strings.Contains(pr.GetBody(), want) {
+				t.Errorf("PR body lacks %q:\n%s", want, pr.GetBody())
+			}
+		}
+		if got, ok := e.gh.FileAt(t, repoName, pl.Branch, svcFile); ok {
+			t.Errorf("%s is still on the branch:\n%s", svcFile, got)
+		}
+		if got, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile); got != webYAML {
+			t.Errorf("the branch changed %s too:\n%s", webFile, got)
+		}
+		if got, _ := e.gh.FileAt(t, repoName, "main", svcFile); got != svcYAML {
+			t.Errorf("main's %s changed before the merge:\n%s", svcFile, got)
+		}
+		runs := e.gh.CheckRuns(t, repoName, pl.HeadSHA)
+		if len(runs) != 1 || runs[0].GetConclusion() != "success" {
+			t.Fatalf("check runs on head: %d %v", len(runs), runs)
+		}
+
+		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
+		if err := p.PullClosed(ctx, repoName, pl.Branch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.gh.FileAt(t, repoName, "main", svcFile); ok {
+			t.Errorf("%s is still on main after the merge", svcFile)
+		}
+		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		pl = e.waitStatus(pl.Code, plan.StatusDeployed)
+
+		rb, err := p.Rollback(plan.WithActor(ctx, "team:shop"), e.team.ID, pl.Code, "bob", "still needed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb = e.waitStatus(rb.Code, plan.StatusPROpen)
+		if got, _ := e.gh.FileAt(t, repoName, rb.Branch, svcFile); got != svcYAML {
+			t.Errorf("revert branch %s:\n%s", svcFile, got)
+		}
+	})
+}

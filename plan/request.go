@@ -65,7 +65,7 @@ func (r Request) Validate() error {
 		problems = append(problems, "target needs apiVersion, kind and name")
 	}
 	if n := changeCount(r.Change); n != 1 {
-		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch (got %d)", n))
+		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch, delete_resource (got %d)", n))
 	}
 	if r.Change.NewResource != nil && (r.Application == nil || r.Application.Name == "") {
 		problems = append(problems, "a new_resource change needs application {namespace, name}: the Argo CD Application that will deploy it")
@@ -100,7 +100,7 @@ func (r Request) Validate() error {
 
 func changeCount(c render.Change) int {
 	n := 0
-	for _, set := range []bool{c.Replicas != nil, c.Image != nil, c.Env != nil, c.Resources != nil, c.NewResource != nil, c.Patch != nil} {
+	for _, set := range []bool{c.Replicas != nil, c.Image != nil, c.Env != nil, c.Resources != nil, c.NewResource != nil, c.Patch != nil, c.DeleteResource != nil} {
 		if set {
 			n++
 		}
@@ -123,6 +123,8 @@ func Verb(c render.Change) string {
 		return "add"
 	case c.Patch != nil:
 		return "patch"
+	case c.DeleteResource != nil:
+		return "delete"
 	}
 	return "change"
 }

@@ -40,6 +40,9 @@ func (s stubPipeline) Submit(ctx context.Context, teamID, actor string, req plan
 	if req.Change.Patch != nil {
 		p.Code = "patch1"
 	}
+	if req.Change.DeleteResource != nil {
+		p.Code = "delete1"
+	}
 	if req.Target.Name == "adhoc" {
 		p.Code, p.Status, p.Path = "refused1", string(plan.StatusRefused), "direct"
 		p.ErrorCode, p.StatusReason = plan.CodeNotGitOpsManaged, "No Argo CD Application tracks Deployment shop/adhoc."
@@ -241,6 +244,9 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 	patch := strings.Replace(scale, `{"replicas":{"count":4}}`, `{"patch":{"set":[{"path":"/spec/minReadySeconds","value":10}]}}`, 1)
 	patch = strings.Replace(patch, `"k1"`, `"k3"`, 1)
 	renaming := strings.Replace(patch, `"/spec/minReadySeconds"`, `"/metadata/name"`, 1)
+	deletion := strings.Replace(scale, `{"replicas":{"count":4}}`, `{"delete_resource":{}}`, 1)
+	deletion = strings.Replace(deletion, `"k1"`, `"k4"`, 1)
+	deleteAndScale := strings.Replace(scale, `{"replicas":{"count":4}}`, `{"replicas":{"count":4},"delete_resource":{}}`, 1)
 
 	tests := []struct {
 		name, method, path, body, docPath string
@@ -260,6 +266,19 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 				wantCode(t, b, plan.CodeInvalidRequest)
 				if !bytes.Contains(b, []byte("/metadata/name")) {
 					t.Errorf("the refusal does not name the field: %s", b)
+				}
+			}},
+		{name: "create a deletion", method: "POST", path: "/api/v1/changes", body: deletion, docPath: "/api/v1/changes", want: 202,
+			check: func(t *testing.T, b []byte) {
+				if !bytes.Contains(b, []byte(`"delete_resource":{}`)) || !bytes.Contains(b, []byte(`"delete1"`)) {
+					t.Errorf("the deletion is not kept as given: %s", b)
+				}
+			}},
+		{name: "create a deletion and a scale at once", method: "POST", path: "/api/v1/changes", body: deleteAndScale, docPath: "/api/v1/changes", want: 400,
+			check: func(t *testing.T, b []byte) {
+				wantCode(t, b, plan.CodeInvalidRequest)
+				if !bytes.Contains(b, []byte("delete_resource (got 2)")) {
+					t.Errorf("the refusal does not name the change types: %s", b)
 				}
 			}},
 		{name: "create invalid", method: "POST", path: "/api/v1/changes", body: `{"cluster":"prod"}`, docPath: "/api/v1/changes", want: 400,
