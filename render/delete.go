@@ -17,6 +17,7 @@ import (
 const (
 	strategyRemoveDocument = "remove document"
 	strategyRemoveFile     = "remove file"
+	strategyRemoveListItem = "remove list item"
 	strategyDeletePatch    = "new delete patch"
 	strategyValuesToggle   = "values toggle"
 	strategyNewToggle      = "new values toggle"
@@ -56,7 +57,7 @@ func (p *planner) planDelete(ctx context.Context) (*Result, error) {
 	var builders []candidateBuilder
 	switch app.SourceType {
 	case SourceDirectory:
-		builders = p.removeInPlaceBuilders(target.file, target.doc, nil)
+		builders = p.directoryDeleteBuilders(target)
 	case SourceKustomize:
 		builders, err = p.kustomizeDeleteBuilders(target)
 	case SourceHelm:
@@ -199,6 +200,28 @@ func (p *planner) removeInPlaceBuilders(file string, doc int, unlist func() (map
 			c.warnings = append(c.warnings, ws...)
 		}
 		return c, nil
+	}}}
+}
+
+// directoryDeleteBuilders remove a Directory app's object: its document, or,
+// for an item of a List document, the item (the List too when it is the last).
+func (p *planner) directoryDeleteBuilders(target *object) []candidateBuilder {
+	if target.item < 0 {
+		return p.removeInPlaceBuilders(target.file, target.doc, nil)
+	}
+	data, err := p.t.readFile(target.file)
+	if err != nil {
+		return []candidateBuilder{failedBuilder(strategyRemoveListItem, target.file, err)}
+	}
+	docs, err := yamledit.Documents(data)
+	if err != nil || target.doc >= len(docs) {
+		return []candidateBuilder{failedBuilder(strategyRemoveListItem, target.file, refuse(CodeRenderFailed, "parse %s: %v", target.file, err))}
+	}
+	if items, _ := docs[target.doc].Object["items"].([]any); len(items) < 2 {
+		return p.removeInPlaceBuilders(target.file, target.doc, nil)
+	}
+	return []candidateBuilder{{strategy: strategyRemoveListItem, files: []string{target.file}, build: func() (*candidate, error) {
+		return p.editCandidate(strategyRemoveListItem, target.file, target.doc, []yamledit.Op{yamledit.Delete(yamledit.Path{yamledit.K("items"), yamledit.I(target.item)})})
 	}}}
 }
 
