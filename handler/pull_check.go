@@ -16,7 +16,8 @@ import (
 // not open; *prcheck.Checker implements it.
 type PullChecker interface {
 	Check(ctx context.Context, h prcheck.Head) error
-	Cancel(key string)
+	// Cancel stops a running check of repo's key, on any replica.
+	Cancel(ctx context.Context, repo, key string) error
 }
 
 // Check run external ids of the heads PullChecker checks (a plan's run carries the
@@ -52,8 +53,7 @@ func (h *PullRequest) checkPullEvent(ctx context.Context, event pullRequestEvent
 	switch event.Action {
 	case "opened", "synchronize", "reopened", "ready_for_review":
 	case "closed":
-		h.Checks.Cancel(pullKey(pr.Number))
-		return nil
+		return h.Checks.Cancel(ctx, repoName(event.Repo), pullKey(pr.Number))
 	default:
 		return nil
 	}
@@ -107,7 +107,7 @@ func (h *MergeGroup) Handle(ctx context.Context, eventType, deliveryID string, p
 	}
 	if event.Action != "checks_requested" {
 		if event.Action == "destroyed" && event.MergeGroup != nil && h.Checks != nil {
-			h.Checks.Cancel(mergeGroupKeyPrefix + event.MergeGroup.HeadRef)
+			return h.Checks.Cancel(ctx, repoName(event.Repo), mergeGroupKeyPrefix+event.MergeGroup.HeadRef)
 		}
 		return nil
 	}

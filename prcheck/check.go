@@ -2,6 +2,7 @@ package prcheck
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
 )
 
 // Head is one commit to check: a pull request's head, or a merge group's.
@@ -58,12 +60,37 @@ type Applications interface {
 	Applications(ctx context.Context, teamID, cluster string) ([]argocd.Application, error)
 }
 
-// Checker runs the checks. Its zero value is not usable; set every field but
-// DetailsURL.
+// Records keeps the checks in the store every replica shares: what each computed,
+// for its page, and which check of a key is current, so a newer head supersedes an
+// older check whichever replica runs it. *store.DB implements it.
+type Records interface {
+	BeginPullCheck(ctx context.Context, c store.PullCheck) (store.PullCheck, error)
+	PullCheckHolder(ctx context.Context, id string) (holds bool, by string, err error)
+	ReleasePullCheckKey(ctx context.Context, repo, key string) error
+	SetPullCheckRun(ctx context.Context, id string, checkRunID int64) error
+	FinishPullCheck(ctx context.Context, id, state, conclusion, note string, result json.RawMessage) error
+}
+
+// DefaultSupersedePoll is how often a running check asks Records whether a newer
+// one took its key on another replica: a superseded check stops rendering within
+// about this long. Whatever the poll, a check asks once more before it publishes.
+const DefaultSupersedePoll = time.Second
+
+// Checker runs the checks. Its zero value is not usable: set GitHub, Connections and
+// Applications.
 type Checker struct {
 	GitHub       GitHub
 	Connections  Connections
 	Applications Applications
+	// Records, when set, keeps every check and its result, and supersedes checks
+	// across replicas; without it a newer head supersedes only checks running in
+	// this process, and checks have no page.
+	Records Records
+	// PublicURL is the service's public URL, the base of each check run's details
+	// link (the check's page); without it (or Records) a run has no details link.
+	PublicURL string
+	// SupersedePoll is DefaultSupersedePoll when 0.
+	SupersedePoll time.Duration
 	// Workers bounds the Applications rendered at once; 0 means the number of cores.
 	Workers int
 
@@ -81,7 +108,15 @@ type run struct {
 // supersededError is the cause a check stops with when a newer one takes its key.
 type supersededError struct{ by string }
 
-func (e supersededError) Error() string { return "superseded by a newer check of " + short(e.by) }
+// closedBy is supersededError's by for a pull request that closed.
+const closedBy = "closed"
+
+func (e supersededError) Error() string {
+	if e.by == closedBy {
+		return "the pull request was closed"
+	}
+	return "superseded by a newer check of " + short(e.by)
+}
 
 // publishTimeout bounds the last word of a check that was stopped.
 const publishTimeout = 30 * time.Second
@@ -90,12 +125,12 @@ const publishTimeout = 30 * time.Second
 // repository no cluster of the team is connected to gets no check run. A check
 // superseded by a newer one of the same key returns nil once it has stopped.
 func (c *Checker) Check(ctx context.Context, h Head) error {
-	ctx, end, err := c.begin(ctx, h)
+	ctx, me, end, err := c.begin(ctx, h)
 	if err != nil {
 		return err
 	}
 	defer end()
-	err = c.check(ctx, h)
+	err = c.check(ctx, h, me)
 	var sup supersededError
 	if errors.As(context.Cause(ctx), &sup) {
 		zerolog.Ctx(ctx).Info().Str("key", h.Key).Str("head", h.HeadSHA).Str("by", sup.by).Msg("Check superseded by a newer head")
@@ -104,18 +139,23 @@ func (c *Checker) Check(ctx context.Context, h Head) error {
 	return err
 }
 
-// begin takes h's key: a check of the key still running is cancelled and waited
-// for, so two checks of one key never publish at once and the older never
-// publishes after the newer.
-func (c *Checker) begin(ctx context.Context, h Head) (context.Context, func(), error) {
+// runningKey names h's key in this process: a key is a pull request's number, so
+// the repository is part of it.
+func runningKey(repo, key string) string { return repo + " " + key }
+
+// begin takes h's key in this process: a check of the key still running here is
+// cancelled and waited for, so two checks of one key never publish at once and the
+// older never publishes after the newer. Records does the same across replicas.
+func (c *Checker) begin(ctx context.Context, h Head) (context.Context, *run, func(), error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	me := &run{sha: h.HeadSHA, cancel: cancel, done: make(chan struct{})}
+	key := runningKey(h.Repo, h.Key)
 	c.mu.Lock()
 	if c.running == nil {
 		c.running = map[string]*run{}
 	}
-	prev := c.running[h.Key]
-	c.running[h.Key] = me
+	prev := c.running[key]
+	c.running[key] = me
 	c.mu.Unlock()
 	if prev != nil {
 		prev.cancel(supersededError{by: h.HeadSHA})
@@ -124,13 +164,13 @@ func (c *Checker) begin(ctx context.Context, h Head) (context.Context, func(), e
 		case <-ctx.Done():
 			cancel(nil)
 			close(me.done)
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 	}
-	return ctx, func() {
+	return ctx, me, func() {
 		c.mu.Lock()
-		if c.running[h.Key] == me {
-			delete(c.running, h.Key)
+		if c.running[key] == me {
+			delete(c.running, key)
 		}
 		c.mu.Unlock()
 		cancel(nil)
@@ -138,18 +178,22 @@ func (c *Checker) begin(ctx context.Context, h Head) (context.Context, func(), e
 	}, nil
 }
 
-// Cancel stops a running check of key (a pull request that closed), which says so
-// on its head.
-func (c *Checker) Cancel(key string) {
+// Cancel stops a check of repo's key (a pull request that closed), here or on
+// another replica; it says so on its head.
+func (c *Checker) Cancel(ctx context.Context, repo, key string) error {
 	c.mu.Lock()
-	r := c.running[key]
+	r := c.running[runningKey(repo, key)]
 	c.mu.Unlock()
 	if r != nil {
-		r.cancel(supersededError{by: "closed"})
+		r.cancel(supersededError{by: closedBy})
 	}
+	if c.Records == nil {
+		return nil
+	}
+	return c.Records.ReleasePullCheckKey(ctx, repo, key)
 }
 
-func (c *Checker) check(ctx context.Context, h Head) error {
+func (c *Checker) check(ctx context.Context, h Head, me *run) error {
 	team, clusters, err := c.Connections.ConnectedClusters(ctx, h.InstallationID, h.RepoURL)
 	if err != nil {
 		return err
@@ -161,37 +205,76 @@ func (c *Checker) check(ctx context.Context, h Head) error {
 	if err != nil {
 		return err
 	}
+	var rec store.PullCheck
+	if c.Records != nil {
+		if rec, err = c.Records.BeginPullCheck(ctx, store.PullCheck{InstallationID: h.InstallationID, Repo: h.Repo, RepoURL: h.RepoURL,
+			Key: h.Key, BaseBranch: h.BaseBranch, BaseSHA: h.BaseSHA, HeadSHA: h.HeadSHA}); err != nil {
+			return err
+		}
+		defer c.watch(ctx, rec.ID, me.cancel)()
+	}
+	details := CheckURL(c.PublicURL, rec.ID)
 	ref, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
-		ExternalID: h.Key, Title: "Rendering the Applications this change reaches",
+		ExternalID: h.Key, DetailsURL: details, Title: "Rendering the Applications this change reaches",
 		Summary: fmt.Sprintf("Rendering %s at %s against %s.", h.Repo, short(h.HeadSHA), h.BaseBranch)})
 	if err != nil {
+		c.notStarted(ctx, rec)
 		return err
+	}
+	if rec.ID != "" {
+		if err := c.Records.SetPullCheckRun(ctx, rec.ID, ref.ID); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("check", rec.ID).Msg("Could not record the check run of a check")
+		}
 	}
 	runs := []startedRun{{github.CheckRunName, ref.ID}}
 	polRef, err := c.startPolicy(ctx, h, pol)
 	if err != nil {
+		c.notStarted(ctx, rec)
 		return err
 	}
 	runs = append(runs, startedRun{github.PolicyCheckRunName, polRef.ID})
 	rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			c.stopped(ctx, h, runs...)
-			return ctx.Err()
+	if err == nil && ctx.Err() == nil {
+		// The last word: a newer head may have taken the key on another replica
+		// since the last poll.
+		if by, ok := c.supersededIn(ctx, rec.ID); ok {
+			me.cancel(supersededError{by: by})
 		}
-		return err
 	}
 	if ctx.Err() != nil {
-		c.stopped(ctx, h, runs...)
+		c.stopped(ctx, h, rec, runs...)
 		return ctx.Err()
 	}
-	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, rep.checkReport(h)); err != nil {
+	if err != nil {
+		c.finish(ctx, rec, store.PullCheckFailed, "", "The check could not be completed; the service retries it.", nil)
 		return err
 	}
+	report := rep.checkReport(h)
+	report.DetailsURL = details
+	if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, report); err != nil {
+		c.finish(ctx, rec, store.PullCheckFailed, "", "The check's outcome could not be published on GitHub.", nil)
+		return err
+	}
+	result, err := rep.result().encode()
+	if err != nil {
+		return err
+	}
+	c.finish(ctx, rec, store.PullCheckCompleted, report.Conclusion, "", result)
 	rep.policyOutcome(pol)
 	pol.DryRunAbsent = "the objects of a pull request the service did not open are only rendered, never sent to a cluster"
 	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, pol.CheckReport(h.Key))
 	return err
+}
+
+// notStarted records a check whose runs could not be published: superseded while
+// it started, or failed.
+func (c *Checker) notStarted(ctx context.Context, rec store.PullCheck) {
+	var sup supersededError
+	if errors.As(context.Cause(ctx), &sup) {
+		c.finish(ctx, rec, store.PullCheckSuperseded, "", "A newer check took over before this one started.", nil)
+		return
+	}
+	c.finish(ctx, rec, store.PullCheckFailed, "", "The check run could not be published on GitHub.", nil)
 }
 
 // startedRun is a check run published in progress.
@@ -200,22 +283,95 @@ type startedRun struct {
 	id   int64
 }
 
-// stopped concludes the runs of a check that was stopped, on the check's own head,
-// unless a newer check of the same head took them over.
-func (c *Checker) stopped(ctx context.Context, h Head, runs ...startedRun) {
-	var sup supersededError
-	if !errors.As(context.Cause(ctx), &sup) || sup.by == h.HeadSHA {
+// watch cancels the check id with supersededError once Records says a newer check
+// took its key, asking every SupersedePoll, until the returned stop is called.
+func (c *Checker) watch(ctx context.Context, id string, cancel context.CancelCauseFunc) (stop func()) {
+	ctx, end := context.WithCancel(ctx)
+	done := make(chan struct{})
+	poll := c.SupersedePoll
+	if poll <= 0 {
+		poll = DefaultSupersedePoll
+	}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if by, ok := c.supersededIn(ctx, id); ok {
+				cancel(supersededError{by: by})
+				return
+			}
+		}
+	}()
+	return func() { end(); <-done }
+}
+
+// supersededIn reports whether a newer check took the key of the check id, and
+// the head it checks. A store that cannot answer supersedes nothing: the check
+// publishes on its own head, which is never another's.
+func (c *Checker) supersededIn(ctx context.Context, id string) (by string, superseded bool) {
+	if id == "" {
+		return "", false
+	}
+	holds, by, err := c.Records.PullCheckHolder(ctx, id)
+	if err != nil {
+		if ctx.Err() == nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("check", id).Msg("Could not ask whether a newer check superseded this one")
+		}
+		return "", false
+	}
+	if holds {
+		return "", false
+	}
+	if by == "" {
+		by = closedBy
+	}
+	return by, true
+}
+
+// finish records how the check rec ended; a check without a record has nothing
+// to record.
+func (c *Checker) finish(ctx context.Context, rec store.PullCheck, state, conclusion, note string, result json.RawMessage) {
+	if rec.ID == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
+	if err := c.Records.FinishPullCheck(ctx, rec.ID, state, conclusion, note, result); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("check", rec.ID).Msg("Could not record how a check ended")
+	}
+}
+
+// stopped concludes the runs of a check that was stopped, on the check's own
+// head, unless a newer check of the same head took them over.
+func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs ...startedRun) {
+	var sup supersededError
+	if !errors.As(context.Cause(ctx), &sup) {
+		c.finish(ctx, rec, store.PullCheckFailed, "", "The check was stopped before it completed.", nil)
+		return
+	}
 	reason := "A newer commit (" + short(sup.by) + ") was pushed; it is checked instead."
-	if sup.by == "closed" {
+	if sup.by == closedBy {
 		reason = "The pull request was closed."
 	}
+	if sup.by == h.HeadSHA {
+		c.finish(ctx, rec, store.PullCheckSuperseded, "", "A newer check of the same commit took over.", nil)
+		return
+	}
+	c.finish(ctx, rec, store.PullCheckSuperseded, github.ConclusionCancelled, reason, nil)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
 	for _, r := range runs {
-		if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, r.id, github.CheckReport{
-			Name: r.name, ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}); err != nil {
+		report := github.CheckReport{Name: r.name, ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}
+		if r.name == github.CheckRunName {
+			report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
+		}
+		if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, r.id, report); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Str("run", r.name).Msg("Could not conclude a superseded check run")
 		}
 	}

@@ -12,11 +12,16 @@
 // dry-run rule is not run here: a pull request's objects are never sent to a
 // cluster (kukie PRs get it from their plan's dry-run).
 //
-// It reads repositories, clusters and the store and writes check runs, nothing
+// It reads repositories, clusters and the store and writes check runs and its own
+// check records (Records), nothing
 // else: it never edits a repository, never runs a plan and never sends a
 // repository's objects to a cluster. A pull request's head is only rendered (pure,
 // bounded, no plugins, no network), so a fork's commit, which GitHub serves from
 // the base repository, is checked like any other. A newer head of the same pull
-// request or queue entry supersedes a check still running: that one stops and
-// says so on its own head, never on the new one.
+// request or queue entry supersedes a check still running, on any replica: each
+// check takes the next generation of its key in the store (Records) and asks
+// whether it still holds it while it renders and before it publishes; a
+// superseded check stops and says so on its own head, never on the new one. The
+// store keeps what each check computed (Result) for the check's web page, the
+// check run's details link.
 package prcheck

@@ -142,7 +142,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	}
 	var checks handler.PullChecker
 	if s.pipeline != nil {
-		checks = &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters}}
+		checks = &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters},
+			Records: db, PublicURL: cfg.Server.PublicURL}
 	}
 
 	// 5. Webhook handlers, one per event family, and the inbox that feeds them.

@@ -30,5 +30,6 @@
 // audit_events), 0002 GitHub App core, 0003 change pipeline, 0004 plan claim
 // fencing, 0005 skipped webhook deliveries, 0006 webhook redeliveries (free attempts,
 // pruning by finish time), 0007 API token scopes, 0008 notification endpoints and
-// their outbox of deliveries.
+// their outbox of deliveries, 0009 pull request checks and the current check of each
+// pull request.
 package store

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// States of a pull request check.
+const (
+	PullCheckRunning    = "running"
+	PullCheckCompleted  = "completed"
+	PullCheckSuperseded = "superseded"
+	PullCheckFailed     = "failed"
+)
+
+// PullCheck is one kukie/render check of a head the service did not open: a pull
+// request's or a merge queue entry's, named by Key ("pull/12").
+type PullCheck struct {
+	ID             string
+	InstallationID int64
+	// Repo is "owner/name" in lower case; RepoURL its canonical URL.
+	Repo       string
+	RepoURL    string
+	Key        string
+	BaseBranch string
+	BaseSHA    string
+	HeadSHA    string
+	// Generation orders the checks of one key: each takes the next.
+	Generation int64
+	State      string
+	Conclusion string
+	// Note says why a check was superseded or failed.
+	Note       string
+	CheckRunID int64
+	// Result is what the check computed (JSON), empty until it completed.
+	Result    json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type pullCheckRow struct {
+	ID             string `db:"id"`
+	InstallationID int64  `db:"installation_id"`
+	Repo           string `db:"repo"`
+	RepoURL        string `db:"repo_url"`
+	Key            string `db:"check_key"`
+	BaseBranch     string `db:"base_branch"`
+	BaseSHA        string `db:"base_sha"`
+	HeadSHA        string `db:"head_sha"`
+	Generation     int64  `db:"generation"`
+	State          string `db:"state"`
+	Conclusion     string `db:"conclusion"`
+	Note           string `db:"note"`
+	CheckRunID     int64  `db:"check_run_id"`
+	Result         string `db:"result"`
+	CreatedAt      int64  `db:"created_at"`
+	UpdatedAt      int64  `db:"updated_at"`
+}
+
+const pullCheckColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
+	state, conclusion, note, check_run_id, result, created_at, updated_at`
+
+// pullCheckListColumns leave the result out: a history lists checks, it does not
+// show their diffs.
+const pullCheckListColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
+	state, conclusion, note, check_run_id, '' AS result, created_at, updated_at`
+
+func (r pullCheckRow) check() PullCheck {
+	c := PullCheck{ID: r.ID, InstallationID: r.InstallationID, Repo: r.Repo, RepoURL: r.RepoURL, Key: r.Key,
+		BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA, HeadSHA: r.HeadSHA, Generation: r.Generation, State: r.State,
+		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
+	if r.Result != "" {
+		c.Result = json.RawMessage(r.Result)
+	}
+	return c
+}
+
+// BeginPullCheck records a new running check of c's repository and key and makes it
+// the key's current one, with the next generation: a check of the key that is still
+// running, on this replica or another, is superseded from then on (PullCheckHolder
+// tells it so). The returned check has its id, generation and times.
+func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error) {
+	if c.Repo == "" || c.Key == "" || c.HeadSHA == "" {
+		return PullCheck{}, fmt.Errorf("begin pull check: repository, key and head are required (got %q, %q, %q)", c.Repo, c.Key, c.HeadSHA)
+	}
+	now := time.Now()
+	c.ID, c.State, c.Conclusion, c.Note, c.CheckRunID, c.Result = NewID(), PullCheckRunning, "", "", 0, nil
+	c.CreatedAt, c.UpdatedAt = fromMillis(toMillis(now)), fromMillis(toMillis(now))
+	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
+		// The upsert takes the key's row lock (PostgreSQL) or the write lock
+		// (SQLite), so two checks beginning at once get different generations.
+		if err := tx.QueryRowxContext(ctx, tx.Rebind(`INSERT INTO pull_check_keys (repo, check_key, generation, check_id, head_sha)
+			VALUES (?, ?, 1, ?, ?)
+			ON CONFLICT (repo, check_key) DO UPDATE SET generation = pull_check_keys.generation + 1,
+				check_id = excluded.check_id, head_sha = excluded.head_sha
+			RETURNING generation`), c.Repo, c.Key, c.ID, c.HeadSHA).Scan(&c.Generation); err != nil {
+			return fmt.Errorf("take key %s of %s: %w", c.Key, c.Repo, err)
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO pull_checks (`+pullCheckColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', ?, ?)`),
+			c.ID, c.InstallationID, c.Repo, c.RepoURL, c.Key, c.BaseBranch, c.BaseSHA, c.HeadSHA, c.Generation, c.State,
+			toMillis(now), toMillis(now)); err != nil {
+			return fmt.Errorf("insert check of %s: %w", c.HeadSHA, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return PullCheck{}, fmt.Errorf("begin pull check %s of %s: %w", c.Key, c.Repo, err)
+	}
+	return c, nil
+}
+
+// PullCheckHolder reports whether the check id is still the current one of its key.
+// When it is not, by is the head of the check that took the key over, or "" when
+// the key was released (ReleasePullCheckKey).
+func (db *DB) PullCheckHolder(ctx context.Context, id string) (holds bool, by string, err error) {
+	var row struct {
+		CheckID sql.NullString `db:"check_id"`
+		HeadSHA sql.NullString `db:"head_sha"`
+	}
+	err = db.GetContext(ctx, &row, db.Rebind(`SELECT k.check_id, k.head_sha FROM pull_checks c
+		LEFT JOIN pull_check_keys k ON k.repo = c.repo AND k.check_key = c.check_key WHERE c.id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, "", fmt.Errorf("pull check %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("read the holder of pull check %s: %w", id, err)
+	}
+	if row.CheckID.String == id {
+		return true, "", nil
+	}
+	if row.CheckID.String == "" {
+		return false, "", nil
+	}
+	return false, row.HeadSHA.String, nil
+}
+
+// ReleasePullCheckKey ends the key's current check without a successor (the pull
+// request closed): a check of it still running is superseded.
+func (db *DB) ReleasePullCheckKey(ctx context.Context, repo, key string) error {
+	if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_check_keys SET generation = generation + 1, check_id = '', head_sha = ''
+		WHERE repo = ? AND check_key = ?`), repo, key); err != nil {
+		return fmt.Errorf("release key %s of %s: %w", key, repo, err)
+	}
+	return nil
+}
+
+// SetPullCheckRun records the check run a check publishes on.
+func (db *DB) SetPullCheckRun(ctx context.Context, id string, checkRunID int64) error {
+	return db.updatePullCheck(ctx, id, `check_run_id = ?`, checkRunID)
+}
+
+// FinishPullCheck records how a check ended: its state (completed, superseded or
+// failed), the conclusion it published, a note, and for a completed check its
+// result.
+func (db *DB) FinishPullCheck(ctx context.Context, id, state, conclusion, note string, result json.RawMessage) error {
+	switch state {
+	case PullCheckCompleted, PullCheckSuperseded, PullCheckFailed:
+	default:
+		return fmt.Errorf("finish pull check %s: %q is not a final state", id, state)
+	}
+	if result != nil && !json.Valid(result) {
+		return fmt.Errorf("finish pull check %s: the result is not JSON", id)
+	}
+	return db.updatePullCheck(ctx, id, `state = ?, conclusion = ?, note = ?, result = ?`, state, conclusion, note, string(result))
+}
+
+func (db *DB) updatePullCheck(ctx context.Context, id, set string, args ...any) error {
+	args = append(args, toMillis(time.Now()), id)
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_checks SET `+set+`, updated_at = ? WHERE id = ?`), args...)
+	if err != nil {
+		return fmt.Errorf("update pull check %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update pull check %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("update pull check %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// PullCheckByID reads one check with its result.
+func (db *DB) PullCheckByID(ctx context.Context, id string) (PullCheck, error) {
+	return getRow(ctx, db, "pull check "+id, pullCheckRow.check, `SELECT `+pullCheckColumns+` FROM pull_checks WHERE id = ?`, id)
+}
+
+// PullChecksOf lists the checks of a repository's key, newest first, without their
+// results: the history of a pull request's checks.
+func (db *DB) PullChecksOf(ctx context.Context, repo, key string) ([]PullCheck, error) {
+	return listRows(ctx, db, "pull checks of "+key, pullCheckRow.check,
+		`SELECT `+pullCheckListColumns+` FROM pull_checks WHERE repo = ? AND check_key = ? ORDER BY generation DESC`, repo, key)
+}
