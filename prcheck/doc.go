@@ -13,8 +13,7 @@
 // cluster (kukie PRs get it from their plan's dry-run).
 //
 // It reads repositories, clusters and the store and writes check runs and its own
-// check records (Records), nothing
-// else: it never edits a repository, never runs a plan and never sends a
+// check records (Records), nothing else: it never edits a repository, never runs a plan and never sends a
 // repository's objects to a cluster. A pull request's head is only rendered (pure,
 // bounded, no plugins, no network), so a fork's commit, which GitHub serves from
 // the base repository, is checked like any other. A newer head of the same pull
