@@ -72,6 +72,8 @@ type Repos interface {
 	DeleteBranch(ctx context.Context, inst int64, repo, branch string) error
 	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
 	Contains(ctx context.Context, inst int64, repo, ancestor, head string) (bool, error)
+	// Compare lists the files changed from base to head (from their merge base).
+	Compare(ctx context.Context, inst int64, repo, base, head string) (github.Comparison, error)
 }
 
 // Connections answers whether a repository is connected to a team's cluster, and

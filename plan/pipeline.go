@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -111,6 +112,9 @@ type Pipeline struct {
 	running map[string]bool
 	// follows are the Applications followed by this process's runs, by plan.
 	follows map[string]*following
+	// plannedCommits is, per repository branch, the commit last planned on: the
+	// next commit's reach index is derived from its (treeSince).
+	plannedCommits *lru.Cache[plannedBranch, string]
 }
 
 // New builds a pipeline working through deps, tuned by cfg (its zero fields take
@@ -124,7 +128,7 @@ func New(deps Deps, cfg Config) *Pipeline {
 	return &Pipeline{
 		db: deps.Store, cluster: deps.Clusters, render: deps.Renderer, repos: deps.Repos, conns: deps.Connections,
 		observer: observer, cfg: cfg.withDefaults(), hooks: deps.Hooks,
-		baseCtx: ctx, cancel: cancel, running: map[string]bool{},
+		baseCtx: ctx, cancel: cancel, running: map[string]bool{}, plannedCommits: newPlannedCommits(),
 	}
 }
 

@@ -280,3 +280,53 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanMonorepoNewCommit is the first plan on each new commit of the
+// monorepos of BenchmarkPlanMonorepo, each commit changing one overlay no plan
+// edits (another app's image tag), as the pipeline plans on a branch that moves:
+// index=full reads every app's reach again on each commit, index=incremental
+// derives it from the previous commit's and the changed path (Request.Since).
+// The time must not grow with the number of apps the commit leaves alone.
+func BenchmarkPlanMonorepoNewCommit(b *testing.B) {
+	for _, size := range []struct{ bases, overlays, plain int }{{1, 5, 5}, {50, 10, 500}} {
+		for _, incremental := range []bool{false, true} {
+			index := map[bool]string{false: "full", true: "incremental"}[incremental]
+			b.Run(fmt.Sprintf("apps=%d/index=%s", size.bases*size.overlays+size.plain, index), func(b *testing.B) {
+				repo, all := monorepo(b, size.bases, size.overlays, 12, size.plain)
+				// The last overlay app; the plan edits the first.
+				moved := all[size.bases*size.overlays-1].Path + "/kustomization.yaml"
+				base := filepath.Join(repo, filepath.FromSlash(moved))
+				original, err := os.ReadFile(base)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := Request{RepoDir: repo, Apps: all, App: all[0].Name,
+					Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
+					Change: Change{Image: &Image{Container: "svc01", Tag: "2.0.0"}}}
+				tree := func(i int) string { return fmt.Sprintf("monorepo@%s-%d", b.Name(), i) }
+				req.TreeID = tree(0)
+				if _, err := Plan(context.Background(), req); err != nil {
+					b.Fatalf("Plan: %v", err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 1; i <= b.N; i++ {
+					b.StopTimer()
+					tag := fmt.Sprintf("newTag: \"1.0.%d\"", i+1)
+					if err := os.WriteFile(base, []byte(strings.Replace(string(original), `newTag: "1.0.1"`, tag, 1)), 0o644); err != nil {
+						b.Fatal(err)
+					}
+					req.TreeID = tree(i)
+					req.Since = nil
+					if incremental {
+						req.Since = &PriorTree{TreeID: tree(i - 1), Changed: []string{moved}}
+					}
+					b.StartTimer()
+					if _, err := Plan(context.Background(), req); err != nil {
+						b.Fatalf("Plan: %v", err)
+					}
+				}
+			})
+		}
+	}
+}

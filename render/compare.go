@@ -27,7 +27,7 @@ func Affected(ctx context.Context, repoDir, treeID string, apps []Application, f
 	if len(apps) == 0 || len(files) == 0 {
 		return nil, nil
 	}
-	t, err := openTree(repoDir)
+	t, err := openIndexedTree(repoDir, treeID)
 	if err != nil {
 		return nil, err
 	}

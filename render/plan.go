@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -110,6 +111,9 @@ type planner struct {
 	reachMu    sync.Mutex
 	reachCache map[string]*reachCall
 	warnings   []Warning
+
+	priorOnce sync.Once
+	priorTree *priorReaches
 }
 
 // appReach is what an Application's render reads. Every path in it is canonical
@@ -135,6 +139,10 @@ type appReach struct {
 type reachCall struct {
 	once  sync.Once
 	reach *appReach
+	// done is set once reach is, for a later tree that reuses it (carried).
+	done atomic.Bool
+	// links holds every symlink the computation of reach may have gone through.
+	links *linkSet
 	// remembered is the key the call is shared under across plans, if any.
 	remembered *reachMemoKey
 }
@@ -186,7 +194,7 @@ func openPlanner(ctx context.Context, req Request) (*planner, error) {
 	default:
 		return nil, refuse(CodeInvalidRequest, "several Applications given; name the one that manages the target")
 	}
-	t, err := openTree(req.RepoDir)
+	t, err := openIndexedTree(req.RepoDir, req.TreeID)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +226,14 @@ func (p *planner) reach(app Application) *appReach {
 	}
 	p.reachMu.Unlock()
 	c.once.Do(func() {
-		c.reach = p.computeReach(app)
+		c.links = p.t.links
+		if r, links := p.carried(app); r != nil {
+			c.reach = r
+			c.links.addAll(links)
+		} else {
+			c.reach = p.computeReach(app)
+		}
+		c.done.Store(true)
 		if c.remembered != nil && !c.reach.rememberable() {
 			rememberedReaches.forget(*c.remembered, c)
 		}
@@ -327,11 +342,16 @@ func (p *planner) precomputeReaches() (stop func()) {
 
 // reaches reports whether an Application's render reads the repository file f.
 func (p *planner) reaches(app Application, f string) bool {
-	r := p.reach(app)
+	return p.reach(app).reads(app.SourceType, f)
+}
+
+// reads reports whether the render of an Application of sourceType whose reach
+// is r reads the repository file f (a canonical path).
+func (r *appReach) reads(sourceType SourceType, f string) bool {
 	switch {
 	case r.helmFiles[f]:
 		return true
-	case r.err != nil || (app.SourceType != SourceKustomize && app.SourceType != SourceDirectory):
+	case r.err != nil || (sourceType != SourceKustomize && sourceType != SourceDirectory):
 		// Unknown reach, or a chart: anything under the app's path counts,
 		// symlinks followed.
 		for _, d := range r.under {

@@ -60,6 +60,17 @@ func (m *reachMemo) call(key reachMemoKey) *reachCall {
 	return c
 }
 
+// peek returns the computation of key's reach if one is remembered, without
+// starting one.
+func (m *reachMemo) peek(key reachMemoKey) *reachCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[key]; ok {
+		return e.Value.(*reachMemoEntry).call
+	}
+	return nil
+}
+
 // forget drops key when it still holds c, so that the next plan computes the
 // reach again.
 func (m *reachMemo) forget(key reachMemoKey, c *reachCall) {

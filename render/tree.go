@@ -41,6 +41,9 @@ type tree struct {
 	// bytesRead counts the bytes of every file read, against MaxPlanBytes, and
 	// renderedBytes those read by every render, against MaxPlanRenderBytes.
 	bytesRead, renderedBytes int
+	// links, for a tree identified by a TreeID, collects the symlinks resolved
+	// in it: reaches that went through one cannot be carried past its change.
+	links *linkSet
 }
 
 // rendered counts n more bytes read by a render and returns the total.
@@ -234,6 +237,10 @@ func (t *tree) entryMode(dir, real, name string) (fs.FileMode, bool, error) {
 // resolveSymlink resolves the symlink rel (link is its own canonical path, full
 // its path on disk).
 func (t *tree) resolveSymlink(rel, link, full string) statEntry {
+	if t.links != nil {
+		t.links.add(link)
+		t.links.add(linksAlong(t.root, full)...)
+	}
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

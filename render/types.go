@@ -201,6 +201,12 @@ type Request struct {
 	// when RepoDir can change: a TreeID reused for different content gives wrong
 	// affected apps.
 	TreeID string
+	// Since, with TreeID, names an earlier tree of the repository and the paths
+	// changed since: an Application whose reach there reads none of them (and
+	// went through no symlink among them) keeps that reach instead of reading its
+	// kustomizations again. Leave it nil when the changed paths are not known in
+	// full; every reach is then read from RepoDir.
+	Since *PriorTree
 	// Apps are the Applications that deploy from the repository (at least App).
 	Apps []Application
 	// App names the Application that manages the target (and receives a new resource).
