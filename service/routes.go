@@ -21,8 +21,8 @@ const (
 	accessRead   = "token, read scope"
 	accessChange = "token, change scope"
 	accessAdmin  = "token, admin scope"
-	// accessSignIn: a person signed in with GitHub who can read the change's
-	// repository (package web checks with GitHub).
+	// accessSignIn: a person signed in with GitHub who can read the repository of
+	// the change or check (package web checks with GitHub).
 	accessSignIn = "GitHub sign-in, read access to the repository"
 )
 
@@ -62,6 +62,7 @@ var Routes = []Route{
 	{"GET /api/v1/notifications/endpoints/{id}/deliveries", "notify", accessAdmin, "an endpoint's delivery log"},
 	{"GET " + MetricsPath, "service", accessAnyone, "Prometheus metrics"},
 	{"GET /changes/{code}", "web", accessSignIn, "a change's web page for people, the check run's details link"},
+	{"GET /checks/{id}", "web", accessSignIn, "the web page of a pull request's kukie/render check, that run's details link"},
 	{"GET /auth/github/callback", "web", accessGitHub, "GitHub's redirect back after sign-in (state bound to the browser)"},
 	{"POST /auth/signout", "web", accessAnyone, "sign out of the web pages"},
 	{"GET /assets/style.css", "web", accessAnyone, "the web pages' stylesheet"},

@@ -233,7 +233,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 // newPages builds the web pages, signing people in through the App's OAuth client
 // when it is configured (the pages say sign-in is not set up otherwise).
 func newPages(cfg config.Config, db *store.DB, gh gitHub) (*web.Pages, error) {
-	deps := web.Deps{Plans: db, PublicURL: cfg.Server.PublicURL}
+	deps := web.Deps{Plans: db, Checks: db, PublicURL: cfg.Server.PublicURL}
 	if gh.userAuth != nil {
 		key, err := web.SessionKey(cfg.GitHub.ClientSecret)
 		if err != nil {

@@ -50,9 +50,15 @@ func browser(t *testing.T) context.Context {
 // redirect back leads to. It returns that page's text, its HTML and a screenshot.
 func (e *env) signInWithBrowser(t *testing.T, login string) (text, dom string, shot []byte) {
 	t.Helper()
+	return e.signInWithBrowserAt(t, login, web.ChangePathPrefix+e.code)
+}
+
+// signInWithBrowserAt is signInWithBrowser starting at the page path.
+func (e *env) signInWithBrowserAt(t *testing.T, login, page string) (text, dom string, shot []byte) {
+	t.Helper()
 	ctx := browser(t)
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(e.srv.URL+web.ChangePathPrefix+e.code),
+		chromedp.Navigate(e.srv.URL+page),
 		chromedp.WaitVisible(chromedp.CSS("#login")),
 	); err != nil {
 		t.Fatalf("open the page: %v", err)
@@ -68,8 +74,8 @@ func (e *env) signInWithBrowser(t *testing.T, login string) (text, dom string, s
 	); err != nil {
 		t.Fatalf("sign in as %s: %v", login, err)
 	}
-	if at, err = chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.HasPrefix(at, e.srv.URL+web.ChangePathPrefix+e.code) {
-		t.Errorf("after sign-in the browser is at %s (%v), want the change's page", at, err)
+	if at, err = chromedp.Run(ctx, chromedp.Location()); err != nil || at != e.srv.URL+page {
+		t.Errorf("after sign-in the browser is at %s (%v), want the page %s", at, err, page)
 	}
 	if text, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main"))); err != nil {
 		t.Fatal(err)
@@ -119,6 +125,33 @@ func TestBrowserWithoutReadAccessSeesNoDiff(t *testing.T) {
 	text, dom, _ := e.signInWithBrowser(t, outsider)
 	if strings.Contains(dom, "newTag") || strings.Contains(dom, "image: web") || strings.Contains(dom, e.code) {
 		t.Errorf("a person without read access sees the change:\n%s", text)
+	}
+	if !strings.Contains(text, "does not exist, or your GitHub account cannot read its repository") {
+		t.Errorf("the page does not say not found:\n%s", text)
+	}
+}
+
+func TestBrowserSignsInAndShowsTheCheck(t *testing.T) {
+	e := newEnv(t)
+	text, dom, _ := e.signInWithBrowserAt(t, reader, web.CheckPathPrefix+e.check)
+	for _, want := range []string{checkDiffLine, "argocd/api (cluster prod)", "apps/api/deployment.yaml", "Signed in as " + reader} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the check's page as the browser shows it lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(dom, `<span class="add">`+checkDiffLine+`</span>`) || !strings.Contains(dom, `href="/assets/style.css"`) {
+		t.Errorf("the check's page DOM lacks the styled diff:\n%s", dom)
+	}
+	if leakscan.Matches(text) || leakscan.Matches(dom) {
+		t.Error("the browser shows a Secret value")
+	}
+}
+
+func TestBrowserWithoutReadAccessSeesNoCheck(t *testing.T) {
+	e := newEnv(t)
+	text, dom, _ := e.signInWithBrowserAt(t, outsider, web.CheckPathPrefix+e.check)
+	if strings.Contains(dom, "image: api") || strings.Contains(dom, "deployment.yaml") || strings.Contains(dom, "3333333") {
+		t.Errorf("a person without read access sees the check:\n%s", text)
 	}
 	if !strings.Contains(text, "does not exist, or your GitHub account cannot read its repository") {
 		t.Errorf("the page does not say not found:\n%s", text)

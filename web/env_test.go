@@ -16,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -37,10 +38,13 @@ const (
 // env is the service's pages on a real server and store, signing in against the fake
 // GitHub, where reader can read repoName (private) and outsider cannot.
 type env struct {
-	gh    *githubtest.Server
-	db    *store.DB
-	srv   *httptest.Server
-	code  string
+	gh   *githubtest.Server
+	db   *store.DB
+	srv  *httptest.Server
+	code string
+	// check is the id of a pull request's check of repoName, with a Deployment's
+	// and a Secret's diff.
+	check string
 	clock *clock
 }
 
@@ -65,6 +69,7 @@ func newEnv(t *testing.T) *env {
 	db := storetest.SQLite(t)
 	e := &env{gh: gh, db: db, clock: &clock{now: time.Now()}}
 	e.code = createPlan(t, db)
+	e.check = createCheck(t, db)
 
 	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
 	if err != nil {
@@ -90,7 +95,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := web.New(web.Deps{Plans: db, SignIn: signIn, PublicURL: e.srv.URL, SessionKey: key, Now: e.clock.Now})
+	pages, err := web.New(web.Deps{Plans: db, Checks: db, SignIn: signIn, PublicURL: e.srv.URL, SessionKey: key, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +144,55 @@ func createPlan(t *testing.T, db *store.DB) string {
 		t.Fatal(err)
 	}
 	return created.Code
+}
+
+// checkDiffLine is a line of the check's cluster diff a page must show.
+const checkDiffLine = "+        image: api:v2.0.1"
+
+// createCheck stores a completed check of pull request 7 of repoName, after an
+// older check of the same pull request that a newer push superseded, and returns
+// its id.
+func createCheck(t *testing.T, db *store.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	head := store.PullCheck{InstallationID: 1, Repo: repoName, RepoURL: "https://github.example/" + repoName, Key: "pull/7",
+		BaseBranch: "main", BaseSHA: "1111111111111111111111111111111111111111"}
+	head.HeadSHA = "2222222222222222222222222222222222222222"
+	older, err := db.BeginPullCheck(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.HeadSHA = "3333333333333333333333333333333333333333"
+	c, err := db.BeginPullCheck(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishPullCheck(ctx, older.ID, store.PullCheckSuperseded, "cancelled", "A newer commit (3333333) was pushed; it is checked instead.", nil); err != nil {
+		t.Fatal(err)
+	}
+	res := prcheck.Result{Title: "1 Applications affected, 1 change in the cluster", Conclusion: "success", Deploying: 3,
+		Files: []prcheck.ResultFile{{Path: "apps/api/deployment.yaml", Status: "modified", Lines: [][2]int{{12, 12}}}},
+		Apps: []prcheck.ResultApp{{Name: "argocd/api (cluster prod)", Cluster: "prod", SyncPolicy: "self_heal", Changed: 2,
+			Files: []string{"apps/api/deployment.yaml"},
+			Diffs: []render.ObjectDiff{
+				{App: "argocd/api (cluster prod)", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "api", Name: "api", Action: "modified",
+					Diff: "--- api/Deployment/api\n+++ api/Deployment/api\n@@ -1 +1 @@\n-        image: api:v2.0.0\n" + checkDiffLine + "\n"},
+				// A Secret whose value reached the result unmasked: the page must still
+				// not show it.
+				{App: "argocd/api (cluster prod)", APIVersion: "v1", Kind: "Secret", Namespace: "api", Name: "api-token", Action: "modified",
+					Changes: []render.FieldChange{{Path: "stringData.token", Before: "old" + plantedSecret, After: plantedSecret}},
+					Diff:    "-  token: old" + plantedSecret + "\n+  token: " + plantedSecret + "\n"},
+			}},
+			{Name: "argocd/jobs (cluster prod)", Cluster: "prod", SyncPolicy: "manual", NotChecked: "a Helm chart from another repository"}},
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, "success", "", raw); err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
 }
 
 // noRedirects is a client that stops at every redirect, with its own cookie jar.

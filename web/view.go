@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,29 +43,43 @@ func changePage(pl store.Plan, events []store.PlanEvent, login string) changeVie
 		v.Events = append(v.Events, changesapi.EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
 	}
 	v.Request = requestText(v.ChangeView)
-	byApp := map[string]*appDiff{}
-	for _, d := range v.ClusterDiff {
-		a := byApp[d.App]
+	v.Apps = byApp(v.ClusterDiff)
+	return v
+}
+
+// byApp groups a cluster diff by Application, in name order, each object as a page
+// shows it (see masked).
+func byApp(diffs []render.ObjectDiff) []appDiff {
+	index := map[string]*appDiff{}
+	for _, d := range diffs {
+		a := index[d.App]
 		if a == nil {
 			a = &appDiff{App: d.App}
-			byApp[d.App] = a
+			index[d.App] = a
 		}
-		od := objectDiff{ObjectDiff: d, Secret: d.Kind == secretKind}
-		if od.Secret {
-			// render masks Secret values already; a page shows none at all, so a
-			// value masked by mistake upstream still stays off the screen.
-			od.Diff = ""
-			for i := range od.Changes {
-				od.Changes[i].Before, od.Changes[i].After = "", ""
-			}
+		a.Objects = append(a.Objects, masked(d))
+	}
+	out := make([]appDiff, 0, len(index))
+	for _, a := range index {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out
+}
+
+// masked is an object's diff as a page shows it: a Secret's without any value.
+func masked(d render.ObjectDiff) objectDiff {
+	od := objectDiff{ObjectDiff: d, Secret: d.Kind == secretKind}
+	if od.Secret {
+		// render masks Secret values already; a page shows none at all, so a value
+		// masked by mistake upstream still stays off the screen.
+		od.Diff = ""
+		od.Changes = slices.Clone(od.Changes)
+		for i := range od.Changes {
+			od.Changes[i].Before, od.Changes[i].After = "", ""
 		}
-		a.Objects = append(a.Objects, od)
 	}
-	for _, a := range byApp {
-		v.Apps = append(v.Apps, *a)
-	}
-	sort.Slice(v.Apps, func(i, j int) bool { return v.Apps[i].App < v.Apps[j].App })
-	return v
+	return od
 }
 
 // requestText is the requested change as indented JSON; for a Secret, only that it is

@@ -1,17 +1,20 @@
 // Package web serves the pages a person opens from GitHub: one server-rendered page
-// per change (the check run's details link), with its request, decision, warnings,
-// git diff, per-app cluster diff, history and deployment state. Plain HTML from
+// per change (its check run's details link), with its request, decision, warnings,
+// git diff, per-app cluster diff, history and deployment state, and one per check of
+// a pull request the service did not open (that run's details link), with the pull
+// request, the outcome, what was not checked, the changed files, the whole masked
+// cluster diff per app and the earlier checks of the pull request. Plain HTML from
 // html/template with one embedded stylesheet; nothing needs JavaScript.
 //
 // A person signs in with GitHub through the App's OAuth client (the web application
 // flow): the OAuth state is bound to the browser by a sealed cookie, and the session
 // is a sealed, expiring cookie holding their login and user access token. A page is
 // shown only when GitHub, asked with that person's token, says they can read the
-// change's repository; anyone else, like a change that does not exist, gets the same
-// "not found or no access" page, so a page never tells who may not read it that the
-// change exists.
+// repository of its change or check; anyone else, like a page that does not exist,
+// gets the same "not found or no access" page, so a page never tells who may not read
+// it that the change or check exists.
 //
-// The package only reads: changes from the store, access from GitHub. It must not
+// The package only reads: changes and checks from the store, access from GitHub. It must not
 // show a Secret value (diffs are render's, masked, and a Secret's diff is reduced to
 // the fields that change), nor log or render a user's token or an authorization code.
 package web
@@ -32,6 +35,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -41,6 +45,9 @@ import (
 const (
 	// ChangePathPrefix + code is a change's page, the check run's details link.
 	ChangePathPrefix = plan.ChangePagePath
+	// CheckPathPrefix + id is the page of a check of a pull request the service did
+	// not open, that check run's details link.
+	CheckPathPrefix = prcheck.CheckPagePath
 	// CallbackPath is where GitHub sends the browser back after sign-in; the App
 	// needs it among its callback URLs.
 	CallbackPath = "/auth/github/callback"
@@ -67,9 +74,17 @@ type Plans interface {
 	PlanEvents(ctx context.Context, code string) ([]store.PlanEvent, error)
 }
 
+// Checks is what the check pages read from the store.
+type Checks interface {
+	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
+	PullChecksOf(ctx context.Context, repo, key string) ([]store.PullCheck, error)
+}
+
 // Deps is what the pages need.
 type Deps struct {
 	Plans Plans
+	// Checks serves the check pages; without it they are not found.
+	Checks Checks
 	// SignIn is nil when the App's client id and secret are not configured; the
 	// pages then say that sign-in is not set up.
 	SignIn SignIn
@@ -85,6 +100,7 @@ type Deps struct {
 // Pages serves the web pages.
 type Pages struct {
 	plans     Plans
+	checks    Checks
 	signIn    SignIn
 	publicURL string
 	secure    bool
@@ -104,7 +120,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 // New builds the pages.
 func New(d Deps) (*Pages, error) {
-	p := &Pages{plans: d.Plans, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now}
+	p := &Pages{plans: d.Plans, checks: d.Checks, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -130,6 +146,7 @@ func New(d Deps) (*Pages, error) {
 func (p *Pages) routes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"GET " + ChangePathPrefix + "{code}": p.change,
+		"GET " + CheckPathPrefix + "{id}":    p.check,
 		"GET " + CallbackPath:                p.callback,
 		"POST " + signOutPath:                p.signOut,
 		"GET " + stylePath:                   p.style,
@@ -155,13 +172,8 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // change serves a change's page to a person who may read its repository.
 func (p *Pages) change(w http.ResponseWriter, r *http.Request) {
-	if p.unavailable != "" {
-		p.message(w, http.StatusServiceUnavailable, "Sign-in unavailable", p.unavailable)
-		return
-	}
-	var s session
-	if !p.sealer.open(r, sessionCookie, &s) || !p.now().Before(s.Expires) {
-		p.startSignIn(w, r)
+	s, ok := p.session(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
@@ -181,18 +193,7 @@ func (p *Pages) change(w http.ResponseWriter, r *http.Request) {
 		p.notFound(w)
 		return
 	}
-	ok, err := p.signIn.CanReadRepository(ctx, secret.New(s.Token), pl.Repo)
-	switch {
-	case errors.Is(err, github.ErrUserTokenRejected):
-		// Revoked, or expired before the session: sign in again.
-		p.startSignIn(w, r)
-		return
-	case err != nil:
-		zerolog.Ctx(ctx).Error().Err(err).Str("repo", pl.Repo).Msg("Ask GitHub whether the person can read the repository")
-		p.message(w, http.StatusBadGateway, "GitHub did not answer", "GitHub could not be asked whether you can read this repository; try again.")
-		return
-	case !ok:
-		p.notFound(w)
+	if !p.mayRead(w, r, s, pl.Repo) {
 		return
 	}
 	events, err := p.plans.PlanEvents(ctx, pl.Code)
@@ -202,6 +203,81 @@ func (p *Pages) change(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.render(w, http.StatusOK, "change.html", changePage(pl, events, s.Login))
+}
+
+// check serves the page of a pull request's check to a person who may read its
+// repository.
+func (p *Pages) check(w http.ResponseWriter, r *http.Request) {
+	s, ok := p.session(w, r)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	if p.checks == nil {
+		p.notFound(w)
+		return
+	}
+	c, err := p.checks.PullCheckByID(ctx, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		p.notFound(w)
+		return
+	}
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("Read the check for its page")
+		p.message(w, http.StatusInternalServerError, "Something went wrong", "The check could not be read; try again.")
+		return
+	}
+	if !p.mayRead(w, r, s, c.Repo) {
+		return
+	}
+	history, err := p.checks.PullChecksOf(ctx, c.Repo, c.Key)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("Read the pull request's checks for a check's page")
+		p.message(w, http.StatusInternalServerError, "Something went wrong", "The pull request's checks could not be read; try again.")
+		return
+	}
+	v, err := checkPage(c, history, s.Login)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Str("check", c.ID).Msg("Read the check's stored result")
+		p.message(w, http.StatusInternalServerError, "Something went wrong", "The check's result could not be read.")
+		return
+	}
+	p.render(w, http.StatusOK, "check.html", v)
+}
+
+// session is the signed-in person of r; without a live session it starts a
+// sign-in (or says sign-in is not set up) and reports false.
+func (p *Pages) session(w http.ResponseWriter, r *http.Request) (session, bool) {
+	if p.unavailable != "" {
+		p.message(w, http.StatusServiceUnavailable, "Sign-in unavailable", p.unavailable)
+		return session{}, false
+	}
+	var s session
+	if !p.sealer.open(r, sessionCookie, &s) || !p.now().Before(s.Expires) {
+		p.startSignIn(w, r)
+		return session{}, false
+	}
+	return s, true
+}
+
+// mayRead reports whether GitHub says the person of s can read repo; otherwise it
+// has answered: not found, a new sign-in for a token GitHub refuses, or an error.
+func (p *Pages) mayRead(w http.ResponseWriter, r *http.Request, s session, repo string) bool {
+	ok, err := p.signIn.CanReadRepository(r.Context(), secret.New(s.Token), repo)
+	switch {
+	case errors.Is(err, github.ErrUserTokenRejected):
+		// Revoked, or expired before the session: sign in again.
+		p.startSignIn(w, r)
+		return false
+	case err != nil:
+		zerolog.Ctx(r.Context()).Error().Err(err).Str("repo", repo).Msg("Ask GitHub whether the person can read the repository")
+		p.message(w, http.StatusBadGateway, "GitHub did not answer", "GitHub could not be asked whether you can read this repository; try again.")
+		return false
+	case !ok:
+		p.notFound(w)
+		return false
+	}
+	return true
 }
 
 // startSignIn sends the browser to GitHub with a new state, remembered in the state
@@ -273,7 +349,7 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 // localPath is path when it names a page of this service, else the root: a return
 // address never leads off the site.
 func localPath(path string) string {
-	if strings.HasPrefix(path, ChangePathPrefix) && !strings.ContainsAny(path, "\\?#") {
+	if (strings.HasPrefix(path, ChangePathPrefix) || strings.HasPrefix(path, CheckPathPrefix)) && !strings.ContainsAny(path, "\\?#") {
 		return path
 	}
 	return "/"
@@ -295,10 +371,10 @@ func (p *Pages) style(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(css)
 }
 
-// notFound is the one answer for a change that does not exist and one the person
-// may not read.
+// notFound is the one answer for a page that does not exist and one the person may
+// not read.
 func (p *Pages) notFound(w http.ResponseWriter) {
-	p.message(w, http.StatusNotFound, "Not found", "This change does not exist, or your GitHub account cannot read its repository.")
+	p.message(w, http.StatusNotFound, "Not found", "This page does not exist, or your GitHub account cannot read its repository.")
 }
 
 type messagePage struct{ Title, Text string }

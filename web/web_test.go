@@ -23,12 +23,18 @@ import (
 // fake GitHub as login, returning the browser and the last answer.
 func (e *env) signIn(t *testing.T, login string) (*http.Client, *http.Response, string) {
 	t.Helper()
+	return e.signInAt(t, login, web.ChangePathPrefix+e.code)
+}
+
+// signInAt is signIn starting at the page path.
+func (e *env) signInAt(t *testing.T, login, path string) (*http.Client, *http.Response, string) {
+	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	browser := &http.Client{Jar: jar}
-	res, body := get(t, browser, e.srv.URL+web.ChangePathPrefix+e.code)
+	res, body := get(t, browser, e.srv.URL+path)
 	// The page sent the browser to GitHub's authorize page.
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Request.URL.String(), e.gh.URL()+"/login/oauth/authorize") {
 		t.Fatalf("opening the page without a session ended at %d %s:\n%s", res.StatusCode, res.Request.URL, body)

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// Check keys of the heads prcheck checks (the handler names them so).
+const (
+	pullKeyPrefix       = "pull/"
+	mergeGroupKeyPrefix = "merge_group/"
+)
+
+// checkView is what a check's page shows: the head it checked, how it ended, and
+// for a completed check what it found, with every app's cluster diff whole.
+type checkView struct {
+	store.PullCheck
+	Login string
+	// Pull is the pull request's number and PullURL its page on GitHub; MergeGroup
+	// the queue's ref for a merge group's check.
+	Pull       string
+	PullURL    string
+	MergeGroup string
+	// CompareURL is GitHub's view of the change from the base to the head.
+	CompareURL string
+	Result     *prcheck.Result
+	Apps       []checkApp
+	Warnings   []string
+	Files      []checkFile
+	History    []store.PullCheck
+}
+
+// checkApp is one reached Application with its objects as a page shows them.
+type checkApp struct {
+	prcheck.ResultApp
+	Objects []objectDiff
+}
+
+// checkFile is one changed file with the head's lines it changes.
+type checkFile struct {
+	prcheck.ResultFile
+	URL   string
+	Lines string
+}
+
+func checkPage(c store.PullCheck, history []store.PullCheck, login string) (checkView, error) {
+	v := checkView{PullCheck: c, Login: login, History: history}
+	switch {
+	case strings.HasPrefix(c.Key, pullKeyPrefix):
+		v.Pull = strings.TrimPrefix(c.Key, pullKeyPrefix)
+		if c.RepoURL != "" {
+			v.PullURL = c.RepoURL + "/pull/" + url.PathEscape(v.Pull)
+		}
+	case strings.HasPrefix(c.Key, mergeGroupKeyPrefix):
+		v.MergeGroup = strings.TrimPrefix(c.Key, mergeGroupKeyPrefix)
+	}
+	if c.RepoURL != "" && c.BaseSHA != "" {
+		v.CompareURL = c.RepoURL + "/compare/" + url.PathEscape(c.BaseSHA) + "..." + url.PathEscape(c.HeadSHA)
+	}
+	if len(c.Result) == 0 {
+		return v, nil
+	}
+	var res prcheck.Result
+	if err := json.Unmarshal(c.Result, &res); err != nil {
+		return v, fmt.Errorf("decode the result of check %s: %w", c.ID, err)
+	}
+	v.Result = &res
+	for _, f := range res.Files {
+		cf := checkFile{ResultFile: f}
+		if c.RepoURL != "" && f.Status != "removed" {
+			cf.URL = c.RepoURL + "/blob/" + url.PathEscape(c.HeadSHA) + "/" + escapePath(f.Path)
+		}
+		var ranges []string
+		for _, l := range f.Lines {
+			if l[0] == l[1] {
+				ranges = append(ranges, fmt.Sprint(l[0]))
+			} else {
+				ranges = append(ranges, fmt.Sprintf("%d–%d", l[0], l[1]))
+			}
+		}
+		cf.Lines = strings.Join(ranges, ", ")
+		v.Files = append(v.Files, cf)
+	}
+	for _, a := range res.Apps {
+		ca := checkApp{ResultApp: a}
+		for _, d := range a.Diffs {
+			ca.Objects = append(ca.Objects, masked(d))
+		}
+		v.Apps = append(v.Apps, ca)
+		switch {
+		case a.NotChecked != "":
+			v.Warnings = append(v.Warnings, a.Name+" was not checked: "+a.NotChecked)
+		case a.BrokenBefore != "":
+			v.Warnings = append(v.Warnings, a.Name+" did not render before this change ("+a.BrokenBefore+"); every object it renders now is shown as added")
+		case a.DiffsLeftOut:
+			v.Warnings = append(v.Warnings, a.Name+": its diff was too large to keep with the check; the counts are complete")
+		}
+	}
+	v.Warnings = append(v.Warnings, res.NotChecked...)
+	if res.Incomplete {
+		v.Warnings = append(v.Warnings, "GitHub listed only part of the changed files, so every Application deploying from the branch was rendered")
+	}
+	return v, nil
+}
+
+// escapePath escapes each segment of a repository path for a URL.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
