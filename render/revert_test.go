@@ -53,6 +53,10 @@ func (c revertCase) run(t *testing.T) (orig *Result, now map[string]string, res 
 		now[p] = content
 	}
 	for _, e := range orig.Edits {
+		if e.New == nil && !e.Created {
+			delete(now, e.Path)
+			continue
+		}
 		now[e.Path] = string(e.New)
 	}
 	if c.later != nil {
@@ -167,6 +171,57 @@ func TestRevertRestoresWhatTheChangeReplaced(t *testing.T) {
 		if len(res.Changed) != 0 {
 			t.Errorf("%d objects for the dry-run, want none (a removal)", len(res.Changed))
 		}
+	})
+}
+
+func TestRevertRestoresWhatADeletionRemoved(t *testing.T) {
+	const flags = "# Feature flags.\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\ndata:\n  beta: \"on\"\n"
+	deleteFlags := Change{DeleteResource: &DeleteResource{}}
+	flagsTarget := objref.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "flags"}
+	restored := func(t *testing.T, res *Result) {
+		t.Helper()
+		if !res.Verification.Verified || len(res.ClusterDiff) != 1 || res.ClusterDiff[0].Action != "added" || res.ClusterDiff[0].Name != "flags" {
+			t.Errorf("verification %+v, cluster diff %+v, want ConfigMap flags added back", res.Verification, res.ClusterDiff)
+		}
+	}
+
+	t.Run("a document", func(t *testing.T) {
+		file := twoContainerDeployment + "---\n" + flags
+		c := revertCase{files: map[string]string{"apps/web/web.yaml": file},
+			apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "shop"}},
+			target: flagsTarget, change: deleteFlags}
+		orig, _, res, err := c.run(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if orig.Strategy != strategyRemoveDocument {
+			t.Fatalf("the deletion is a %s", orig.Strategy)
+		}
+		if got, _ := reverted(t, res, "apps/web/web.yaml"); got != file {
+			t.Errorf("reverted file:\n%s\nwant the file before the deletion", got)
+		}
+		restored(t, res)
+	})
+
+	t.Run("a file and its resources entry", func(t *testing.T) {
+		kustomization := "resources:\n  - deployment.yaml\n  - flags.yaml # beta switches\n"
+		c := revertCase{files: map[string]string{"apps/api/kustomization.yaml": kustomization, "apps/api/deployment.yaml": revertDeployment, "apps/api/flags.yaml": flags},
+			apps:   []Application{{Name: "api", Path: "apps/api", SourceType: SourceKustomize, Namespace: "shop"}},
+			target: flagsTarget, change: deleteFlags}
+		orig, _, res, err := c.run(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if orig.Strategy != strategyRemoveFile {
+			t.Fatalf("the deletion is a %s", orig.Strategy)
+		}
+		if got, kept := reverted(t, res, "apps/api/flags.yaml"); !kept || got != flags {
+			t.Errorf("reverted flags.yaml (%v):\n%s", kept, got)
+		}
+		if got, _ := reverted(t, res, "apps/api/kustomization.yaml"); got != kustomization {
+			t.Errorf("reverted kustomization:\n%s", got)
+		}
+		restored(t, res)
 	})
 }
 
