@@ -24,6 +24,10 @@ type RenderEngine struct {
 	Renders *Renders
 	// Observer, when set, is told of every Application render, for metrics.
 	Observer render.Observer
+	// Charts, when set, fetches the chart dependencies a Chart.lock pins that
+	// are not vendored (see render.WithCharts); without it such a chart is
+	// refused.
+	Charts render.ChartSource
 }
 
 // Plan plans req, whose RepoDir holds the tree of the commit at.
@@ -57,8 +61,12 @@ func (e RenderEngine) Render(ctx context.Context, at Commit, dir string, app ren
 	return render.Render(ctx, dir, app)
 }
 
-// observed is ctx carrying the engine's observer, if it has one.
+// observed is ctx carrying the engine's observer and chart source, if it has
+// them.
 func (e RenderEngine) observed(ctx context.Context) context.Context {
+	if e.Charts != nil {
+		ctx = render.WithCharts(ctx, e.Charts)
+	}
 	if e.Observer == nil {
 		return ctx
 	}

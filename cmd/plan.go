@@ -19,6 +19,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/checkout"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/helmrepo"
 	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
@@ -36,15 +37,17 @@ namespace, values files in order, values/valuesObject, parameters, file
 parameters, skipCrds, skipTests, kubeVersion, apiVersions; --kube-version and
 --api-versions stand for the destination cluster, whose capabilities the service
 reads from it), from a chart in the
-repository whose dependencies are vendored under charts/. The edit is found by
+repository whose dependencies are vendored under charts/ or pinned by its
+Chart.lock (fetched from the chart repository or OCI registry it names, digests
+checked; --fetch-charts=false fetches nothing). The edit is found by
 rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now; a value only the chart's defaults hold is
 added to the app's last values file. A value the Application itself sets
 (parameters, values, valuesObject) is refused: the Application is not in the
 repository. Each source of a multi-source Application renders on its own;
 "$ref/..." values files resolve from this repository when the ref source is this
-repository at the same revision. Refused by name: dependencies not vendored
-(Chart.lock resolution), charts from Helm repositories, remote or globbed values
+repository at the same revision. Refused by name: dependencies neither vendored nor
+locked, a Chart.lock out of sync, charts from Helm repositories, remote or globbed values
 files, "$ref" values files of another repository or revision, build environment
 variables in values paths or parameters.
 
@@ -101,6 +104,7 @@ type planFlags struct {
 	valueFiles               stringList
 	releaseName, kubeVersion string
 	apiVersions              string
+	fetchCharts              bool
 }
 
 // stringList is a flag that may be given several times.
@@ -125,6 +129,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.releaseName, "release-name", "", "the Helm release name (default: from --application, else the app's name)")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "the destination cluster's Kubernetes version, as Helm charts see it (default: the Application's, else Helm's)")
 	fs.StringVar(&f.apiVersions, "api-versions", "", "the destination cluster's API versions, comma-separated, as Helm charts see them (default: the Application's)")
+	fs.BoolVar(&f.fetchCharts, "fetch-charts", true, "fetch the Helm chart dependencies a Chart.lock pins and charts/ does not vendor from the repositories it names (the command's only network reads)")
 	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
 	printUsage := func(w io.Writer) {
@@ -186,6 +191,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Plan returns as soon as ctx is done: the first SIGINT or SIGTERM stops it,
 	// even inside a kustomize build, which cannot be cancelled (it is abandoned
 	// and dies with the process). Nothing has been written then.
+	if f.fetchCharts {
+		// A dependency Chart.lock pins is fetched from the repository it names,
+		// as helm dependency build does for Argo CD.
+		ctx = render.WithCharts(ctx, helmrepo.New())
+	}
 	res, err := render.Plan(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "kukie-gitops plan: interrupted; nothing written")

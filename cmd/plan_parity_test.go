@@ -70,6 +70,12 @@ func TestPlanCommandAndServiceAgree(t *testing.T) {
 	}
 	var cases []parityCase
 	for _, e := range entries {
+		// A case with a chart repository of its own fetches from it through
+		// render.WithCharts, which neither side here has: helmrepo's tests
+		// render such charts from a repository they serve.
+		if _, err := os.Stat(filepath.Join(renderGoldens, e.Name(), "repository")); err == nil {
+			continue
+		}
 		if e.IsDir() {
 			cases = append(cases, goldenParityCase(t, e.Name()))
 		}
@@ -382,7 +388,8 @@ func cliVerdict(t *testing.T, c parityCase) string {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"}
+	// The service's pipeline here fetches no chart dependencies either.
+	args := []string{"--fetch-charts=false", "--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"}
 	if c.argocdCM != nil {
 		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cm", "namespace": "argocd"}, "data": c.argocdCM}
 		b, err := sigsyaml.Marshal(cm)

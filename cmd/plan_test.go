@@ -247,13 +247,14 @@ func TestPlanCommandPlansHelmThroughValues(t *testing.T) {
 		t.Fatalf("the edit is not the prod values key:\n%s", out.Result.GitDiff)
 	}
 
-	// A dependency that is not vendored is refused by name, as in the service.
+	// A dependency neither vendored nor pinned by a Chart.lock is refused by name,
+	// as in the service.
 	if err := os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: 1.x\n  repository: https://charts.example.com\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = runPlanCmd(t, "--repo", repo, "--app", "charts/web", "--values", "values-prod.yaml", "scale", "deployment/web", "--replicas", "3")
-	if code != 2 || !strings.Contains(stderr, "Refused (helm_unsupported)") || !strings.Contains(stderr, "missing in charts/ directory: redis") {
-		t.Fatalf("exit %d, want a helm_unsupported refusal\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 2 || !strings.Contains(stderr, "Refused (helm_dependency)") || !strings.Contains(stderr, "the dependency redis is not vendored under charts/ and the chart has no Chart.lock") {
+		t.Fatalf("exit %d, want a helm_dependency refusal\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
 

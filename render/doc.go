@@ -47,7 +47,9 @@
 //
 // The package is pure: it reads the repository directory it is handed (read only,
 // confined to that directory, symlinks that leave it refused), never writes to it,
-// and does no network or database I/O. Secret values never appear in its output:
+// and does no network or database I/O. The chart dependencies a Chart.lock pins
+// come through the [ChartSource] its caller puts in the context ([WithCharts]);
+// without one they are refused. Secret values never appear in its output:
 // files are masked by line from their parse before they are diffed (Secret data,
 // kustomize generator literals and the env files and files they read, secret-named
 // ConfigMap keys and env values, inline patches included), objects by structure,

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/objref"
@@ -34,8 +36,27 @@ type goldenRequest struct {
 	ShowRender bool `json:"showRender,omitempty"`
 }
 
+// goldenCharts is the chart repository of a golden case: <name>-<version>/ holds
+// the chart a Chart.lock pins as name at version (from any repository), packaged
+// with the Helm SDK when it is fetched.
+type goldenCharts string
+
+func (g goldenCharts) FetchChart(_ context.Context, dep ChartDependency) ([]byte, error) {
+	ch, err := loader.LoadDir(filepath.Join(string(g), dep.Name+"-"+dep.Version))
+	if err != nil {
+		return nil, fmt.Errorf("the repository holds no %s %s", dep.Name, dep.Version)
+	}
+	p, err := chartutil.Save(ch, os.TempDir())
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(p)
+	return os.ReadFile(p)
+}
+
 // TestGolden runs every case under testdata/render: <case>/input is the repository,
-// <case>/request.yaml the request, <case>/expected what Plan must produce (the
+// <case>/request.yaml the request, <case>/repository (when present) the charts
+// its Chart.lock files fetch, <case>/expected what Plan must produce (the
 // verdict, the git diff, the cluster diff, the new content of every edited file and
 // the list of removed files).
 // Run with -update to rewrite expected/ and review the result by eye.
@@ -73,7 +94,11 @@ func runGolden(t *testing.T, dir string) {
 	copyTree(t, filepath.Join(dir, "input"), repo)
 	before := snapshot(t, repo)
 
-	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: req.Apps, App: req.App, Target: req.Target, Change: req.Change})
+	ctx := context.Background()
+	if _, err := os.Stat(filepath.Join(dir, "repository")); err == nil {
+		ctx = WithCharts(ctx, goldenCharts(filepath.Join(dir, "repository")))
+	}
+	res, err := Plan(ctx, Request{RepoDir: repo, Apps: req.Apps, App: req.App, Target: req.Target, Change: req.Change})
 
 	if after := snapshot(t, repo); !equalSnapshots(before, after) {
 		t.Fatalf("Plan modified the input repository")

@@ -120,15 +120,16 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 	if err := checkHelmOptions(app); err != nil {
 		return nil, err
 	}
-	ch, err := loadChart(v, root)
+	ch, archiveBudget, err := loadChart(v, root)
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
 	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
+		if err := resolveDependencies(ctx, ch, root, &archiveBudget); err != nil {
+			return nil, withApp(err, app.Name)
+		}
 		if err := action.CheckDependencies(ch, toDependencies(deps)); err != nil {
-			return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf(
-				"application %s: chart %s: %v; Argo CD would run \"helm dependency build\" to fetch them from the chart repositories Chart.lock names, which render does not do: vendor the dependencies under charts/",
-				app.Name, root, err)}
+			return nil, &Refusal{Code: CodeHelmDependency, App: app.Name, Reason: fmt.Sprintf("application %s: chart %s: %v", app.Name, root, err)}
 		}
 	}
 	files, err := helmValueFiles(v, app, lexical)
@@ -220,20 +221,21 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // loadChart loads the chart in directory root the way Helm loads a chart
 // directory (.helmignore honoured, a BOM dropped), every file read through the
 // view's bounded reader, vendored chart archives expanded under a bound first.
-func loadChart(v *view, root string) (*chart.Chart, error) {
+// It returns what is left of that bound for the archives fetched per Chart.lock.
+func loadChart(v *view, root string) (*chart.Chart, int64, error) {
 	if k, err := v.kind(path.Join(root, "Chart.yaml")); err != nil {
-		return nil, err
+		return nil, 0, err
 	} else if k != kindFile {
-		return nil, refuse(CodeRenderFailed, "%s has no Chart.yaml", root)
+		return nil, 0, refuse(CodeRenderFailed, "%s has no Chart.yaml", root)
 	}
 	rules := ignore.Empty()
 	if k, _ := v.kind(path.Join(root, ignore.HelmIgnore)); k == kindFile {
 		data, err := v.read(path.Join(root, ignore.HelmIgnore))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, refuse(CodeRenderFailed, "%s: %v", path.Join(root, ignore.HelmIgnore), err)
+			return nil, 0, refuse(CodeRenderFailed, "%s: %v", path.Join(root, ignore.HelmIgnore), err)
 		}
 	}
 	rules.AddDefaults()
@@ -282,13 +284,13 @@ func loadChart(v *view, root string) (*chart.Chart, error) {
 		return nil
 	}
 	if err := walk(root); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ch, err := loader.LoadFiles(files)
 	if err != nil {
-		return nil, refuse(CodeRenderFailed, "load chart %s: %v", root, err)
+		return nil, 0, refuse(CodeRenderFailed, "load chart %s: %v", root, err)
 	}
-	return ch, nil
+	return ch, archiveBudget, nil
 }
 
 // checkChartArchive expands a vendored chart archive without keeping it, to

@@ -330,9 +330,13 @@ type Attempt struct {
 
 // Refusal codes: stable identifiers for the reasons a plan makes no edit.
 const (
-	CodeInvalidRequest     = "invalid_request"
-	CodeUnsupportedSource  = "unsupported_source"
-	CodeHelm               = "helm_unsupported"
+	CodeInvalidRequest    = "invalid_request"
+	CodeUnsupportedSource = "unsupported_source"
+	CodeHelm              = "helm_unsupported"
+	// CodeHelmDependency: a chart dependency that is not vendored could not be
+	// had as its Chart.lock pins it (no lock, a lock out of sync, an unreachable
+	// repository, a digest that does not match).
+	CodeHelmDependency     = "helm_dependency"
 	CodeSecret             = "secret"
 	CodeRemoteBase         = "remote_base"
 	CodeGenerated          = "generated_object"

@@ -34,6 +34,7 @@ import (
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/helmrepo"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/metrics"
@@ -392,7 +393,7 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 	return plan.New(plan.Deps{
 		Store:       db,
 		Clusters:    clusters,
-		Renderer:    cache.RenderEngine{Renders: renders, Observer: renderMetrics},
+		Renderer:    cache.RenderEngine{Renders: renders, Observer: renderMetrics, Charts: helmrepo.New()},
 		Repos:       repos,
 		Connections: clusteraccess.Connections{DB: db},
 		Observer:    observer,

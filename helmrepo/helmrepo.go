@@ -1,0 +1,295 @@
+// Package helmrepo fetches the chart archives that a chart's Chart.lock pins,
+// from the Helm chart repository (its index.yaml over HTTP(S)) or the OCI
+// registry the lock names, for render to load them as "helm dependency build"
+// would have vendored them for Argo CD (render.ChartSource).
+//
+// It talks to no host but the one a Chart.lock entry names: an archive URL of an
+// index on another host, and a redirect to one, are refused. Every answer is
+// read under a size bound (MaxIndexBytes, MaxArchiveBytes, MaxManifestBytes) and
+// every archive is checked against the digest its repository publishes (the
+// index's digest, the registry's content digest) before render sees a byte.
+// Archives are kept in memory by repository, name, version and digest, indexes
+// for IndexTTL. It sends no credentials: a repository that asks for them is
+// refused, naming it.
+package helmrepo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kukie/kukie-gitops/render"
+)
+
+// Bounds of what one answer may hold.
+const (
+	// MaxIndexBytes is the largest index.yaml read: those of the largest public
+	// repositories are a few MiB.
+	MaxIndexBytes = 16 << 20
+	// MaxArchiveBytes is the largest chart archive read, the largest file render
+	// reads from a repository.
+	MaxArchiveBytes = render.MaxFileSize
+	// MaxManifestBytes is the largest OCI manifest read.
+	MaxManifestBytes = 1 << 20
+	// IndexTTL is how long an index is reused: a plan renders a chart many times.
+	IndexTTL = time.Minute
+	// cachedArchives bounds the archives kept (each at most MaxArchiveBytes).
+	cachedArchives = 64
+	// requestTimeout bounds one request.
+	requestTimeout = 20 * time.Second
+)
+
+// Fetcher fetches chart dependencies (render.ChartSource). The zero value is
+// not ready; use New.
+type Fetcher struct {
+	client *http.Client
+	// plainHTTP reaches OCI registries over HTTP (tests).
+	plainHTTP bool
+	// loopback allows addresses of this host (tests).
+	loopback bool
+
+	archives *lru.Cache[archiveKey, []byte]
+	mu       sync.Mutex
+	indexes  map[string]cachedIndex
+	now      func() time.Time
+}
+
+type archiveKey struct{ repository, name, version, digest string }
+
+type cachedIndex struct {
+	index *repo.IndexFile
+	at    time.Time
+}
+
+// Option configures a Fetcher.
+type Option func(*Fetcher)
+
+// WithHTTPClient makes the Fetcher send its requests through c (its redirect
+// policy is replaced by the Fetcher's own).
+func WithHTTPClient(c *http.Client) Option {
+	return func(f *Fetcher) {
+		cc := *c
+		f.client = &cc
+	}
+}
+
+// WithPlainHTTP reaches OCI registries over plain HTTP, for a registry on the
+// loopback interface in tests.
+func WithPlainHTTP() Option { return func(f *Fetcher) { f.plainHTTP = true } }
+
+// WithLoopback allows repositories on this host's own addresses, which are
+// otherwise refused (see New), for a repository served by a test.
+func WithLoopback() Option { return func(f *Fetcher) { f.loopback = true } }
+
+// New returns a Fetcher. Unless WithHTTPClient says otherwise, it does not
+// connect to loopback or link-local addresses (this host's own services, a cloud
+// metadata endpoint), which a Chart.lock of a repository could otherwise make it
+// ask for; private networks stay reachable, where in-cluster chart repositories
+// live.
+func New(opts ...Option) *Fetcher {
+	archives, _ := lru.New[archiveKey, []byte](cachedArchives)
+	f := &Fetcher{archives: archives, indexes: map[string]cachedIndex{}, now: time.Now}
+	for _, o := range opts {
+		o(f)
+	}
+	if f.client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		dialer := &net.Dialer{Timeout: 10 * time.Second, Control: f.allowAddress}
+		t.DialContext = dialer.DialContext
+		f.client = &http.Client{Timeout: requestTimeout, Transport: t}
+	}
+	f.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("stopped after 5 redirects")
+		}
+		if !sameHost(req.URL, via[0].URL) {
+			return fmt.Errorf("redirected to %s, another host than the repository's", req.URL.Host)
+		}
+		return nil
+	}
+	return f
+}
+
+var _ render.ChartSource = (*Fetcher)(nil)
+
+// allowAddress refuses connections to loopback and link-local addresses unless
+// the Fetcher allows loopback.
+func (f *Fetcher) allowAddress(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return fmt.Errorf("address %s is not an IP address", address)
+	}
+	if (ip.IsLoopback() && !f.loopback) || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() {
+		return fmt.Errorf("address %s is this host's own or link-local: chart repositories are not read from it", ip)
+	}
+	return nil
+}
+
+// registryClient is the client for OCI registries, which redirect blob
+// downloads to storage on other hosts: those are content-addressed and checked
+// against their digest, so any redirect is followed.
+func (f *Fetcher) registryClient() *http.Client {
+	c := *f.client
+	c.CheckRedirect = nil
+	return &c
+}
+
+// FetchChart returns the archive of dep, checked against its published digest.
+func (f *Fetcher) FetchChart(ctx context.Context, dep render.ChartDependency) ([]byte, error) {
+	u, err := url.Parse(dep.Repository)
+	if err != nil {
+		return nil, fmt.Errorf("repository %q is not a URL: %w", dep.Repository, err)
+	}
+	switch u.Scheme {
+	case "https", "http":
+		return f.fetchFromIndex(ctx, u, dep)
+	case "oci":
+		return f.fetchFromRegistry(ctx, u, dep)
+	}
+	return nil, fmt.Errorf("repository %q is neither an http(s) chart repository nor an oci:// registry", dep.Repository)
+}
+
+// fetchFromIndex finds dep in the repository's index and downloads its archive.
+func (f *Fetcher) fetchFromIndex(ctx context.Context, base *url.URL, dep render.ChartDependency) ([]byte, error) {
+	idx, err := f.index(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	var entry *repo.ChartVersion
+	for _, v := range idx.Entries[dep.Name] {
+		if v != nil && v.Metadata != nil && v.Version == dep.Version {
+			entry = v
+			break
+		}
+	}
+	if entry == nil {
+		return nil, fmt.Errorf("the repository's index lists no version %s of %s", dep.Version, dep.Name)
+	}
+	if entry.Digest == "" {
+		return nil, fmt.Errorf("the repository's index gives no digest for %s %s, so its archive cannot be checked", dep.Name, dep.Version)
+	}
+	digest := strings.ToLower(strings.TrimPrefix(entry.Digest, "sha256:"))
+	key := archiveKey{repository: dep.Repository, name: dep.Name, version: dep.Version, digest: digest}
+	if data, ok := f.archives.Get(key); ok {
+		return data, nil
+	}
+	if len(entry.URLs) == 0 {
+		return nil, fmt.Errorf("the repository's index gives no URL for %s %s", dep.Name, dep.Version)
+	}
+	archiveURL, err := resolveArchiveURL(base, entry.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+	data, err := f.get(ctx, archiveURL, MaxArchiveBytes, "the archive of "+dep.Name+" "+dep.Version)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != digest {
+		return nil, fmt.Errorf("the archive %s has digest sha256:%s, the repository's index says sha256:%s", archiveURL, got, digest)
+	}
+	f.archives.Add(key, data)
+	return data, nil
+}
+
+// index reads the repository's index.yaml, or reuses one read within IndexTTL.
+func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, error) {
+	key := base.String()
+	f.mu.Lock()
+	c, ok := f.indexes[key]
+	f.mu.Unlock()
+	if ok && f.now().Sub(c.at) < IndexTTL {
+		return c.index, nil
+	}
+	u := *base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/index.yaml"
+	data, err := f.get(ctx, &u, MaxIndexBytes, "the repository's index")
+	if err != nil {
+		return nil, err
+	}
+	var idx repo.IndexFile
+	if err := yaml.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("the repository's index %s does not parse: %w", u.Redacted(), err)
+	}
+	if idx.APIVersion == "" {
+		return nil, fmt.Errorf("%s is not a chart repository index (no apiVersion)", u.Redacted())
+	}
+	f.mu.Lock()
+	f.indexes[key] = cachedIndex{index: &idx, at: f.now()}
+	f.mu.Unlock()
+	return &idx, nil
+}
+
+// resolveArchiveURL resolves an index's archive URL against the repository's, as
+// Helm does, refusing one on another host.
+func resolveArchiveURL(base *url.URL, ref string) (*url.URL, error) {
+	b := *base
+	if !strings.HasSuffix(b.Path, "/") {
+		b.Path += "/"
+	}
+	u, err := b.Parse(ref)
+	if err != nil {
+		return nil, fmt.Errorf("the archive URL %q of the index: %w", ref, err)
+	}
+	if !sameHost(u, base) {
+		return nil, fmt.Errorf("the index serves the archive from %s, another host than the repository's (%s): only the repository the Chart.lock names is read", u.Host, base.Host)
+	}
+	return u, nil
+}
+
+func sameHost(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}
+
+// get reads u, at most limit bytes.
+func (f *Fetcher) get(ctx context.Context, u *url.URL, limit int64, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the repository is unreachable: read %s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("read %s: the repository answers %s: it needs credentials, which render does not send", what, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("read %s: the repository answers %s", what, resp.Status)
+	case resp.ContentLength > limit:
+		return nil, fmt.Errorf("%s is %d bytes, at most %d: %w", what, resp.ContentLength, limit, render.ErrChartTooLarge)
+	}
+	return readLimited(resp.Body, limit, what)
+}
+
+// readLimited reads r to its end, refusing more than limit bytes.
+func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is more than %d bytes: %w", what, limit, render.ErrChartTooLarge)
+	}
+	return data, nil
+}

@@ -1,0 +1,216 @@
+package helmrepo_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/render"
+)
+
+// packageChart packages a chart of name and version whose one template is a
+// Deployment taking its replicas from the values, with the Helm SDK, and
+// returns the archive.
+func packageChart(t testing.TB, name, version string) []byte {
+	t.Helper()
+	ch := &chart.Chart{
+		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version},
+		Values:    map[string]any{"replicas": 1},
+		Templates: []*common.File{{Name: "templates/deploy.yaml", Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\nspec:\n  replicas: {{ .Values.replicas }}\n")}},
+	}
+	dir := t.TempDir()
+	p, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func loadArchive(t testing.TB, data []byte) *chart.Chart {
+	t.Helper()
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// chartRepo is a chart repository on the loopback interface: an index.yaml and
+// the archives it lists, each request counted by path.
+type chartRepo struct {
+	*httptest.Server
+	mu       sync.Mutex
+	files    map[string][]byte
+	requests map[string]int
+}
+
+// newChartRepo serves archives (file name -> bytes) with an index that gives
+// each its digest, or the digest of digests[file] when set.
+func newChartRepo(t *testing.T, archives map[string][]byte, digests map[string][]byte, urls map[string]string) *chartRepo {
+	t.Helper()
+	r := &chartRepo{files: map[string][]byte{}, requests: map[string]int{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.requests[req.URL.Path]++
+		data, ok := r.files[strings.TrimPrefix(req.URL.Path, "/charts/")]
+		r.mu.Unlock()
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(r.Close)
+	idx := repo.NewIndexFile()
+	for file, data := range archives {
+		ch := loadArchive(t, data)
+		digestOf := data
+		if d, ok := digests[file]; ok {
+			digestOf = d
+		}
+		sum := sha256.Sum256(digestOf)
+		if err := idx.MustAdd(ch.Metadata, file, "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := urls[file]; ok {
+			cv := idx.Entries[ch.Metadata.Name][len(idx.Entries[ch.Metadata.Name])-1]
+			cv.URLs = []string{u}
+		}
+		r.files[file] = data
+	}
+	out, err := yaml.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.files["index.yaml"] = out
+	return r
+}
+
+func (r *chartRepo) count(path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests[path]
+}
+
+// The archive a Chart.lock pins comes from the repository's index, checked
+// against the digest the index gives, and is read once: the second fetch is
+// answered from the cache.
+func TestFetchFromChartRepository(t *testing.T) {
+	archive := packageChart(t, "cache", "1.2.3")
+	r := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, nil)
+	f := helmrepo.New(helmrepo.WithLoopback())
+	dep := render.ChartDependency{Repository: r.URL + "/charts", Name: "cache", Version: "1.2.3"}
+	for range 2 {
+		got, err := f.FetchChart(context.Background(), dep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(archive) {
+			t.Fatal("the fetched archive is not the repository's")
+		}
+	}
+	if n := r.count("/charts/cache-1.2.3.tgz"); n != 1 {
+		t.Fatalf("the archive was downloaded %d times, want once", n)
+	}
+	if n := r.count("/charts/index.yaml"); n != 1 {
+		t.Fatalf("the index was read %d times within its TTL, want once", n)
+	}
+}
+
+// Each way a dependency cannot be had is refused with the reason.
+func TestFetchRefusals(t *testing.T) {
+	archive := packageChart(t, "cache", "1.2.3")
+	big := make([]byte, helmrepo.MaxArchiveBytes+1)
+	good := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, nil)
+	tampered := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, map[string][]byte{"cache-1.2.3.tgz": []byte("another archive")}, nil)
+	elsewhere := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, map[string]string{"cache-1.2.3.tgz": "https://cdn.example.com/cache-1.2.3.tgz"})
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+
+	cases := map[string]struct {
+		dep      render.ChartDependency
+		opts     []helmrepo.Option
+		want     string
+		tooLarge bool
+	}{
+		"a digest that does not match": {dep: render.ChartDependency{Repository: tampered.URL + "/charts", Name: "cache", Version: "1.2.3"},
+			want: "the repository's index says sha256:"},
+		"an unreachable repository": {dep: render.ChartDependency{Repository: closed.URL + "/charts", Name: "cache", Version: "1.2.3"},
+			want: "the repository is unreachable"},
+		"a version the index does not list": {dep: render.ChartDependency{Repository: good.URL + "/charts", Name: "cache", Version: "1.2.4"},
+			want: "the repository's index lists no version 1.2.4 of cache"},
+		"an archive on another host": {dep: render.ChartDependency{Repository: elsewhere.URL + "/charts", Name: "cache", Version: "1.2.3"},
+			want: "the index serves the archive from cdn.example.com, another host than the repository's"},
+		"a repository on this host": {dep: render.ChartDependency{Repository: good.URL + "/charts", Name: "cache", Version: "1.2.3"},
+			opts: []helmrepo.Option{}, want: "is this host's own or link-local"},
+		"a repository that is neither http nor oci": {dep: render.ChartDependency{Repository: "git://example.com/charts", Name: "cache", Version: "1.2.3"},
+			want: "neither an http(s) chart repository nor an oci:// registry"},
+	}
+	bigIndexed := indexedRepo(t, "big", "1.0.0", big)
+	cases["an oversized archive"] = struct {
+		dep      render.ChartDependency
+		opts     []helmrepo.Option
+		want     string
+		tooLarge bool
+	}{dep: render.ChartDependency{Repository: bigIndexed.URL, Name: "big", Version: "1.0.0"}, want: "the archive of big 1.0.0 is more than 5242880 bytes", tooLarge: true}
+
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			opts := tc.opts
+			if opts == nil {
+				opts = []helmrepo.Option{helmrepo.WithLoopback()}
+			}
+			_, err := helmrepo.New(opts...).FetchChart(context.Background(), tc.dep)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			if errors.Is(err, render.ErrChartTooLarge) != tc.tooLarge {
+				t.Fatalf("%v: too large %v, want %v", err, errors.Is(err, render.ErrChartTooLarge), tc.tooLarge)
+			}
+		})
+	}
+}
+
+// indexedRepo serves an index listing name at version with the digest of data,
+// and data as its archive, whatever data holds.
+func indexedRepo(t *testing.T, name, version string, data []byte) *httptest.Server {
+	t.Helper()
+	sum := sha256.Sum256(data)
+	idx := repo.NewIndexFile()
+	if err := idx.MustAdd(&chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version}, name+"-"+version+".tgz", "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
+		t.Fatal(err)
+	}
+	index, err := yaml.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "index.yaml") {
+			_, _ = w.Write(index)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
