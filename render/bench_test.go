@@ -303,7 +303,8 @@ func BenchmarkPlanMonorepoNewCommit(b *testing.B) {
 				req := Request{RepoDir: repo, Apps: all, App: all[0].Name,
 					Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "svc01"},
 					Change: Change{Image: &Image{Container: "svc01", Tag: "2.0.0"}}}
-				tree := func(i int) string { return fmt.Sprintf("monorepo@%s-%d", b.Name(), i) }
+				// The directory is new on each run: a tree id never names two contents.
+				tree := func(i int) string { return fmt.Sprintf("%s@%d", repo, i) }
 				req.TreeID = tree(0)
 				if _, err := Plan(context.Background(), req); err != nil {
 					b.Fatalf("Plan: %v", err)

@@ -227,7 +227,7 @@ func (p *planner) reach(app Application) *appReach {
 	p.reachMu.Unlock()
 	c.once.Do(func() {
 		c.links = p.t.links
-		if r, links := p.carried(app); r != nil {
+		if r, links := p.carried(app, c.remembered); r != nil {
 			c.reach = r
 			c.links.addAll(links)
 		} else {

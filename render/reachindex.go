@@ -206,14 +206,20 @@ func (p *planner) fullIndex(since, reason string) {
 }
 
 // carried returns app's reach in the earlier tree when the changes cannot alter
-// it, with the symlinks it went through, or nil. Only a reach that was computed
+// it, with the symlinks it went through, or nil; remembered is the app's key in
+// this tree (nil when the tree has no TreeID). Only a reach that was computed
 // and succeeded is carried: a refusal may be about a file the change adds.
-func (p *planner) carried(app Application) (*appReach, *linkSet) {
+func (p *planner) carried(app Application, remembered *reachMemoKey) (*appReach, *linkSet) {
+	if remembered == nil {
+		return nil, nil
+	}
 	prior := p.prior()
 	if prior == nil {
 		return nil, nil
 	}
-	c := rememberedReaches.peek(reachMemoKey{tree: prior.treeID, app: app.Name, source: sourceKey(app)})
+	key := *remembered
+	key.tree = prior.treeID
+	c := rememberedReaches.peek(key)
 	if c == nil || !c.done.Load() || c.reach.err != nil {
 		return nil, nil
 	}
