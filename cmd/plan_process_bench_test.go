@@ -1,0 +1,114 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// overlay30 writes the 30-object overlay of the render benchmarks (a base of ten
+// Deployments, Services and ConfigMaps, an overlay setting a namespace and an
+// image tag) and returns the repository and the overlay's path in it.
+func overlay30(b *testing.B) (repo, app string) {
+	b.Helper()
+	repo = b.TempDir()
+	files := map[string]string{}
+	var resources []string
+	for i := range 30 {
+		name := fmt.Sprintf("svc%02d", i/3)
+		var f, body string
+		switch i % 3 {
+		case 0:
+			f = "deployment-" + name + ".yaml"
+			body = fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %[1]s\n  labels:\n    app: %[1]s\nspec:\n  replicas: 2\n  selector:\n    matchLabels:\n      app: %[1]s\n  template:\n    metadata:\n      labels:\n        app: %[1]s\n    spec:\n      containers:\n        - name: %[1]s\n          image: ghcr.io/example/%[1]s:1.0.0\n          resources:\n            requests:\n              cpu: 100m\n", name)
+		case 1:
+			f = "service-" + name + ".yaml"
+			body = fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: %[1]s\nspec:\n  selector:\n    app: %[1]s\n  ports:\n    - port: 80\n", name)
+		default:
+			f = "configmap-" + name + ".yaml"
+			body = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  MODE: fast\n", name)
+		}
+		files["base/"+f] = body
+		resources = append(resources, "  - "+f)
+	}
+	files["base/kustomization.yaml"] = "resources:\n" + strings.Join(resources, "\n") + "\n"
+	app = "overlay"
+	files[app+"/kustomization.yaml"] = "namespace: shop\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/example/svc00\n    newTag: \"1.0.1\"\n"
+	for p, content := range files {
+		full := filepath.Join(repo, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return repo, app
+}
+
+// buildProgram builds kukie-gitops as it ships (not the test binary, which
+// links the tests' packages too) and returns its path.
+func buildProgram(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "kukie-gitops")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/kukie/kukie-gitops").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runProcess runs one process to its end and returns its CPU time (user and
+// system), which a loaded machine inflates less than the wall time.
+func runProcess(b *testing.B, name string, args ...string) time.Duration {
+	b.Helper()
+	c := exec.Command(name, args...)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+}
+
+// BenchmarkPlanProcess runs whole "kukie-gitops plan" processes (start-up,
+// flags, the plan: locate, edit, render before and after, verify, print) of a
+// replicas change on the 30-object overlay, and "kukie-gitops version" for the
+// cost of start-up alone. With KUKIE_KUSTOMIZE_BIN pointing at a kustomize CLI
+// (hack/kustomize-cli.sh builds one) the plan is also reported against two
+// "kustomize build" runs of the overlay: what a person checking by hand does.
+func BenchmarkPlanProcess(b *testing.B) {
+	bin := buildProgram(b)
+	repo, app := overlay30(b)
+	plan := []string{"plan", "--repo", repo, "--app", app, "--type", "Kustomize", "--namespace", "shop", "scale", "deploy/svc03", "--replicas", "5"}
+	measure := func(b *testing.B, args []string) {
+		var cpu time.Duration
+		for b.Loop() {
+			cpu += runProcess(b, bin, args...)
+		}
+		b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
+	}
+	b.Run("start", func(b *testing.B) { measure(b, []string{"version"}) })
+	b.Run("plan", func(b *testing.B) {
+		measure(b, plan)
+		// b.Loop stopped the timer: the kustomize runs are not counted in ns/op.
+		perOp := float64(b.Elapsed()) / float64(b.N)
+		kustomize := os.Getenv("KUKIE_KUSTOMIZE_BIN")
+		if kustomize == "" {
+			return
+		}
+		const rounds = 5
+		var cpu time.Duration
+		start := time.Now()
+		for range rounds * 2 {
+			cpu += runProcess(b, kustomize, "build", filepath.Join(repo, app))
+		}
+		twoBuilds := time.Since(start) / rounds
+		b.ReportMetric(perOp/float64(twoBuilds), "plan/2-cli-builds")
+		b.ReportMetric(float64(twoBuilds)/1e6, "ms/2-cli-builds")
+		b.ReportMetric(float64(cpu)/1e6/rounds, "cpu-ms/2-cli-builds")
+	})
+}
