@@ -9,6 +9,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -74,6 +75,26 @@ type Repos interface {
 	Contains(ctx context.Context, inst int64, repo, ancestor, head string) (bool, error)
 	// Compare lists the files changed from base to head (from their merge base).
 	Compare(ctx context.Context, inst int64, repo, base, head string) (github.Comparison, error)
+}
+
+// Policy publishes the kukie/policy check run on a plan's head, beside its
+// kukie/render run (prcheck.Checker implements it).
+type Policy interface {
+	CheckPolicy(ctx context.Context, h PolicyHead) error
+}
+
+// PolicyHead is a plan's head to check against its repository's policy.
+type PolicyHead struct {
+	InstallationID int64
+	// Repo is "owner/name"; RepoURL its canonical URL, as connections name it.
+	Repo, RepoURL       string
+	BaseBranch, BaseSHA string
+	HeadSHA             string
+	// Key is the plan's code, the run's external id as it is kukie/render's.
+	Key string
+	// DryRun is the outcome of the plan's server-side dry-run; an empty Outcome
+	// means none ran.
+	DryRun policy.DryRun
 }
 
 // Connections answers whether a repository is connected to a team's cluster, and

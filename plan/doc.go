@@ -17,7 +17,9 @@
 // an installation's client), clusteraccess.Clusters and clusteraccess.Connections
 // (the team's clusters with their sealed credentials, and which installation reaches
 // a connected repository) and cache.RenderEngine (render with the before-render
-// cache). It must not import go-github, client-go or the HTTP packages (server,
+// cache), and prcheck.Checker as [Policy]: beside each kukie/render run the
+// pipeline publishes kukie/policy on the same head, with its dry-run's outcome. It
+// must not import go-github, client-go or the HTTP packages (server,
 // api/…, service): requests reach it through its methods, never the other way.
 //
 // "Nothing else changes" spans the team: an edit is verified for every Application

@@ -83,6 +83,9 @@ type Deps struct {
 	Repos Repos
 	// Connections says through which installation a repository is reached.
 	Connections Connections
+	// Policy, when set, publishes kukie/policy on each head the pipeline publishes
+	// kukie/render on.
+	Policy Policy
 	// Observer is told of transitions, steps, refusals and deploys, for metrics;
 	// nil observes nothing.
 	Observer Observer
@@ -98,6 +101,7 @@ type Pipeline struct {
 	render   Renderer
 	repos    Repos
 	conns    Connections
+	policy   Policy
 	observer Observer
 	cfg      Config
 	hooks    Hooks
@@ -127,7 +131,7 @@ func New(deps Deps, cfg Config) *Pipeline {
 	}
 	return &Pipeline{
 		db: deps.Store, cluster: deps.Clusters, render: deps.Renderer, repos: deps.Repos, conns: deps.Connections,
-		observer: observer, cfg: cfg.withDefaults(), hooks: deps.Hooks,
+		policy: deps.Policy, observer: observer, cfg: cfg.withDefaults(), hooks: deps.Hooks,
 		baseCtx: ctx, cancel: cancel, running: map[string]bool{}, plannedCommits: newPlannedCommits(),
 	}
 }

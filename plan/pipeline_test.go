@@ -285,6 +285,8 @@ type env struct {
 	repos  github.Repos
 	// observer, when set, is the pipeline's.
 	observer plan.Observer
+	// policy, when set, is the pipeline's.
+	policy plan.Policy
 }
 
 // newEnv builds a fake GitHub with the repository installed, a team and a pipeline's
@@ -322,7 +324,7 @@ func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	if e.engine != nil {
 		r = e.engine
 	}
-	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: r, Repos: e.repos, Connections: e.conns, Observer: e.observer, Hooks: hooks}, plan.Config{
+	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: r, Repos: e.repos, Connections: e.conns, Observer: e.observer, Policy: e.policy, Hooks: hooks}, plan.Config{
 		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
 		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -531,7 +532,35 @@ func (p *Pipeline) stepCheckRun(ctx context.Context, pl store.Plan) (store.Plan,
 	}
 	pl.CheckRunID, pl.CheckRunURL = ref.ID, ref.URL
 	pay.CheckConclusion = report.Conclusion
+	p.checkPolicy(ctx, pl, pay)
 	return p.save(ctx, pl, pay, StatusPROpen, "system", step, "check run "+report.Conclusion)
+}
+
+// checkPolicy publishes kukie/policy on pl's head with the plan's dry-run. It is
+// best effort: the plan's own verdict is kukie/render, and a policy run that could
+// not be published is published again by the next re-verify or re-run.
+func (p *Pipeline) checkPolicy(ctx context.Context, pl store.Plan, pay Payload) {
+	if p.policy == nil || pay.App == nil {
+		return
+	}
+	repo, err := github.ParseRepoURL(pay.App.RepoURL)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Msg("No policy check: the Application's repository URL does not parse")
+		return
+	}
+	h := PolicyHead{InstallationID: pl.InstallationID, Repo: pl.Repo, RepoURL: repo.URL(), BaseBranch: pl.BaseBranch,
+		BaseSHA: pl.BaseSHA, HeadSHA: pl.HeadSHA, Key: pl.Code}
+	switch pay.ClusterCheck {
+	case ClusterCheckPassed:
+		h.DryRun = policy.DryRun{Outcome: policy.DryRunPassed, Note: pay.ClusterCheckNote}
+	case ClusterCheckUnreachable:
+		h.DryRun = policy.DryRun{Outcome: policy.DryRunUnreachable, Note: pay.ClusterCheckNote}
+	case ClusterCheckSkipped:
+		h.DryRun = policy.DryRun{Outcome: policy.DryRunSkipped, Note: pay.ClusterCheckNote}
+	}
+	if err := p.policy.CheckPolicy(ctx, h); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Str("head", pl.HeadSHA).Msg("Could not publish the policy check")
+	}
 }
 
 // withComparison records the outcome of a completed comparison of pl's head.

@@ -194,15 +194,8 @@ func (c *Checker) Cancel(ctx context.Context, repo, key string) error {
 }
 
 func (c *Checker) check(ctx context.Context, h Head, me *run) error {
-	team, clusters, err := c.Connections.ConnectedClusters(ctx, h.InstallationID, h.RepoURL)
-	if err != nil {
-		return err
-	}
-	if len(clusters) == 0 {
-		return nil
-	}
-	pol, err := c.readPolicy(ctx, h)
-	if err != nil {
+	team, clusters, pol, err := c.connected(ctx, h)
+	if err != nil || len(clusters) == 0 {
 		return err
 	}
 	var rec store.PullCheck

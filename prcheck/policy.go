@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/policy"
 )
 
@@ -15,6 +16,17 @@ import (
 type policyCheck struct {
 	cfg  *policy.Config
 	fsys fs.FS
+}
+
+// connected names the team and its clusters h's repository is connected to and,
+// when there are any, reads the repository's policy.
+func (c *Checker) connected(ctx context.Context, h Head) (team string, clusters []string, pol *policy.Report, err error) {
+	team, clusters, err = c.Connections.ConnectedClusters(ctx, h.InstallationID, h.RepoURL)
+	if err != nil || len(clusters) == 0 {
+		return team, nil, nil, err
+	}
+	pol, err = c.readPolicy(ctx, h)
+	return team, clusters, pol, err
 }
 
 // readPolicy reads the repository's .kukie.yml from its default branch (never the
@@ -68,3 +80,38 @@ func (r *report) policyOutcome(pol *policy.Report) {
 	}
 	pol.NotChecked = append(pol.NotChecked, r.notChecked...)
 }
+
+// CheckPolicy publishes kukie/policy on a plan's head (plan.Policy): the head's
+// render of the Applications the plan's change reaches, checked against the
+// repository's policy, and the plan's server-side dry-run as the dry_run rule sees
+// it. A repository without a policy gets its neutral run without a render.
+func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
+	h := Head{InstallationID: ph.InstallationID, Repo: ph.Repo, RepoURL: ph.RepoURL, BaseBranch: ph.BaseBranch,
+		BaseSHA: ph.BaseSHA, HeadSHA: ph.HeadSHA, Key: ph.Key}
+	team, clusters, pol, err := c.connected(ctx, h)
+	if err != nil || len(clusters) == 0 {
+		return err
+	}
+	if pol.Config != nil && pol.Config.Enabled() {
+		ref, err := c.startPolicy(ctx, h, pol)
+		if err != nil {
+			return err
+		}
+		rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, true)
+		if err != nil {
+			return err
+		}
+		rep.policyOutcome(pol)
+		if ph.DryRun.Outcome != "" {
+			pol.AddDryRun(ph.DryRun)
+		} else {
+			pol.DryRunAbsent = "the plan sent no object to the cluster"
+		}
+		_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, pol.CheckReport(h.Key))
+		return err
+	}
+	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, pol.CheckReport(h.Key))
+	return err
+}
+
+var _ plan.Policy = (*Checker)(nil)

@@ -127,11 +127,12 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	// the checks of pull requests the pipeline did not open, through the same
 	// repository snapshots.
 	var pipeline Pipeline
-	var repos github.Repos
+	var checks handler.PullChecker
+	var checker *prcheck.Checker
 	if gh.clients == nil {
 		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errNoGitHubApp}
 		pipeline = s.unavailable
-	} else if s.pipeline, repos, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
+	} else if s.pipeline, checker, err = newPipeline(cfg, db, clusters, gh, registry, o.hooks); err != nil {
 		// The service still serves everything else, and the change API says it
 		// cannot take changes; the error itself (paths of this host) goes only to the
 		// operator's log.
@@ -139,12 +140,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		s.unavailable = &unavailablePipeline{clusters: clusters, reason: errPipelineNotBuilt}
 		pipeline = s.unavailable
 	} else {
-		pipeline = s.pipeline
-	}
-	var checks handler.PullChecker
-	if s.pipeline != nil {
-		checks = &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters},
-			Records: db, PublicURL: cfg.Server.PublicURL}
+		pipeline, checks = s.pipeline, checker
 	}
 
 	// 5. Webhook handlers, one per event family, and the inbox that feeds them.
@@ -365,30 +361,33 @@ func credentialsBox(cfg config.Config) (*sealed.Box, error) {
 }
 
 // newPipeline builds the change pipeline over the App's clients, with its archive and
-// render caches.
-func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, github.Repos, error) {
+// render caches, and the checks of pull requests it does not open, through which it
+// publishes kukie/policy on its own heads.
+func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Clusters, gh gitHub, registry *prometheus.Registry, hooks plan.Hooks) (*plan.Pipeline, *prcheck.Checker, error) {
 	archives, err := cache.NewArchives(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes, cache.DefaultArchiveLimits)
 	if err != nil {
-		return nil, github.Repos{}, err
+		return nil, nil, err
 	}
 	repos := github.Repos{Clients: gh.clients, Archives: archives}
 	// Before-renders are kept beside the archives, in a quarter of their budget: an
 	// app's render is much smaller than its repository.
 	renders, err := cache.NewRenders(archiveCacheDir(cfg.Pipeline), cfg.Pipeline.ArchiveCacheBytes/4)
 	if err != nil {
-		return nil, github.Repos{}, err
+		return nil, nil, err
 	}
 	observer, err := metrics.NewPipeline(registry)
 	if err != nil {
-		return nil, github.Repos{}, err
+		return nil, nil, err
 	}
 	if err := registry.Register(metrics.CacheCollector{"archive": archives, "render": renders}); err != nil {
-		return nil, github.Repos{}, fmt.Errorf("register cache metrics: %w", err)
+		return nil, nil, fmt.Errorf("register cache metrics: %w", err)
 	}
 	renderMetrics, err := metrics.NewRender(registry)
 	if err != nil {
-		return nil, github.Repos{}, err
+		return nil, nil, err
 	}
+	checks := &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters},
+		Records: db, PublicURL: cfg.Server.PublicURL}
 	host, _ := os.Hostname()
 	return plan.New(plan.Deps{
 		Store:       db,
@@ -396,9 +395,10 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 		Renderer:    cache.RenderEngine{Renders: renders, Observer: renderMetrics, Charts: helmrepo.New()},
 		Repos:       repos,
 		Connections: clusteraccess.Connections{DB: db},
+		Policy:      checks,
 		Observer:    observer,
 		Hooks:       hooks,
-	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), repos, nil
+	}, pipelineConfig(cfg, gh.app.BotLogin(), host+"-"+store.NewID())), checks, nil
 }
 
 // pipelineConfig is the pipeline's configuration from the service's (validated) one.

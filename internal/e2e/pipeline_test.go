@@ -230,7 +230,7 @@ func TestWebhookDrivenReverification(t *testing.T) {
 		s.waitFor(c.Code, "re-verified after a foreign push", func(c change) bool {
 			return c.HeadSHA == pushed && c.CheckRun != nil && c.CheckRun.Conclusion == "failure"
 		})
-		runs := s.gh.CheckRuns(t, s.repo, pushed)
+		runs := s.runsNamed(pushed, github.CheckRunName)
 		if len(runs) != 1 || !strings.Contains(runs[0].GetOutput().GetSummary(), "apps/web/debug.yaml was added") {
 			t.Fatalf("check run on the foreign push: %v", runs)
 		}
@@ -398,7 +398,7 @@ func TestRestartBetweenCommitAndPullRequest(t *testing.T) {
 		if n := len(s.gh.PullRequests(t, s.repo)); n != 1 {
 			t.Fatalf("%d pull requests after restart", n)
 		}
-		if n := len(s.gh.CheckRuns(t, s.repo, c.HeadSHA)); n != 1 {
+		if n := len(s.runsNamed(c.HeadSHA, github.CheckRunName)); n != 1 {
 			t.Fatalf("%d check runs", n)
 		}
 		if n := s.gh.RequestCount("POST /repos/{owner}/{repo}/git/commits"); n != commits {
@@ -447,7 +447,7 @@ func TestChecksAndCommands(t *testing.T) {
 			trigger.fire()
 			s.waitFor(c.Code, "re-verified after "+trigger.what, func(change) bool { return reverified() > before })
 		}
-		if runs := s.gh.CheckRuns(t, s.repo, c.HeadSHA); len(runs) != 1 || runs[0].GetConclusion() != "success" {
+		if runs := s.runsNamed(c.HeadSHA, github.CheckRunName); len(runs) != 1 || runs[0].GetConclusion() != "success" {
 			t.Fatalf("re-verification left %d runs", len(runs))
 		}
 

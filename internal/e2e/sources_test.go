@@ -60,7 +60,7 @@ func (s *service) submit(target, name string, chg map[string]any) change {
 // checkRunSummary returns the summary of the plan's check run on its head.
 func (s *service) checkRunSummary(c change) string {
 	s.t.Helper()
-	runs := s.gh.CheckRuns(s.t, s.repo, c.HeadSHA)
+	runs := s.runsNamed(c.HeadSHA, "kukie/render")
 	if len(runs) == 0 {
 		s.t.Fatalf("no check run on %s", c.HeadSHA)
 	}

@@ -476,11 +476,25 @@ func (s *Server) CheckRunActions(t TB, repoName string, checkRunID int64) []*git
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return slices.Clone(s.mustCheckRunLocked(t, repoName, checkRunID).actions)
+}
+
+// CheckRunAnnotations returns the annotations of a check run, in the order they
+// were added.
+func (s *Server) CheckRunAnnotations(t TB, repoName string, checkRunID int64) []*github.CheckRunAnnotation {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.mustCheckRunLocked(t, repoName, checkRunID).annotations)
+}
+
+func (s *Server) mustCheckRunLocked(t TB, repoName string, checkRunID int64) *checkRun {
+	t.Helper()
 	run := s.mustRepoLocked(t, repoName).checkRunByID(checkRunID)
 	if run == nil {
 		t.Fatalf("no check run %d in %s", checkRunID, repoName)
 	}
-	return slices.Clone(run.actions)
+	return run
 }
 
 // RerequestCheckRun fires check_run "rerequested", as a person pressing "Re-run".
