@@ -303,6 +303,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 	if err != nil {
 		return nil, err
 	}
+	render.WithRevision(rapps, branch.SHA)
 	req := render.Request{RepoDir: snap.Dir, TreeID: treeID(pl.Repo, branch.SHA), Apps: rapps, App: appKey, Change: change,
 		Target: pl.Target, Since: p.treeSince(ctx, pl.InstallationID, pl.Repo, branch.Name, branch.SHA)}
 	res, err := p.render.Plan(ctx, cache.Commit{Repo: pl.Repo, SHA: branch.SHA}, req)

@@ -256,25 +256,49 @@ func applySettings(app *Application, src argocd.AppSource, s argocd.Settings) {
 }
 
 // readsEnv reports whether an option Argo CD substitutes variables in holds a "$".
-func (o KustomizeOptions) readsEnv() bool {
+func (o KustomizeOptions) readsEnv() bool { return o.substitutes("$") }
+
+// readsRevision reports whether a substituted option names a revision variable.
+func (o KustomizeOptions) readsRevision() bool { return o.substitutes("ARGOCD_APP_REVISION") }
+
+// substitutes reports whether an option Argo CD substitutes variables in holds s.
+func (o KustomizeOptions) substitutes(s string) bool {
 	for _, img := range o.Images {
-		if strings.Contains(img, "$") {
+		if strings.Contains(img, s) {
 			return true
 		}
 	}
 	for _, v := range o.CommonLabels {
-		if strings.Contains(v, "$") {
+		if strings.Contains(v, s) {
 			return true
 		}
 	}
 	if o.CommonAnnotationsEnvsubst {
 		for _, v := range o.CommonAnnotations {
-			if strings.Contains(v, "$") {
+			if strings.Contains(v, s) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// WithRevision sets the revision variables of the apps' build environments
+// (ARGOCD_APP_REVISION, and its first 7 and 8 characters as
+// ARGOCD_APP_REVISION_SHORT and ARGOCD_APP_REVISION_SHORT_8) to sha, the commit
+// rendered. Argo CD substitutes the commit it deploys: a plan renders before and
+// after its edit with its base commit, and warns that the merge commit's
+// revision changes the objects that carry it too.
+func WithRevision(apps []Application, sha string) {
+	for i := range apps {
+		env := apps[i].Kustomize.Env
+		if env == nil {
+			continue
+		}
+		env["ARGOCD_APP_REVISION"] = sha
+		env["ARGOCD_APP_REVISION_SHORT"] = sha[:min(len(sha), 7)]
+		env["ARGOCD_APP_REVISION_SHORT_8"] = sha[:min(len(sha), 8)]
+	}
 }
 
 // argoEnv is the build environment Argo CD's repo-server gives one source of a:

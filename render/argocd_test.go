@@ -274,3 +274,33 @@ func TestFromArgoCDTakesArgoCDSettings(t *testing.T) {
 		})
 	}
 }
+
+// The build environment is Argo CD's: the tracked name (namespace_name outside the
+// controller's namespace), the destination, project and source, and the revision
+// of the commit rendered; apps that substitute nothing carry none.
+func TestFromArgoCDBuildEnvironment(t *testing.T) {
+	a := decodeArgoCDApp(t, `
+kind: Application
+metadata: {name: web, namespace: team-a}
+spec:
+  project: shop
+  destination: {namespace: web}
+  source: {repoURL: https://github.com/acme/deploy.git, path: apps/web, targetRevision: main, kustomize: {images: ["web=web:${ARGOCD_APP_REVISION_SHORT}"]}}
+status: {sourceType: Kustomize, controllerNamespace: argocd}
+`)
+	plain := decodeArgoCDApp(t, "kind: Application\nmetadata: {name: api}\nspec:\n  source: {repoURL: r, path: api, kustomize: {images: [api=api:2]}}\nstatus: {sourceType: Kustomize}\n")
+	apps := append(FromArgoCD(a, nil), FromArgoCD(plain, nil)...)
+	WithRevision(apps, "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567")
+	want := map[string]string{
+		"ARGOCD_APP_NAME": "team-a_web", "ARGOCD_APP_NAMESPACE": "web", "ARGOCD_APP_PROJECT_NAME": "shop",
+		"ARGOCD_APP_SOURCE_REPO_URL": "https://github.com/acme/deploy.git", "ARGOCD_APP_SOURCE_PATH": "apps/web",
+		"ARGOCD_APP_SOURCE_TARGET_REVISION": "main", "ARGOCD_APP_REVISION": "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567",
+		"ARGOCD_APP_REVISION_SHORT": "0a1b2c3", "ARGOCD_APP_REVISION_SHORT_8": "0a1b2c3d",
+	}
+	if !reflect.DeepEqual(apps[0].Kustomize.Env, want) {
+		t.Fatalf("env = %v\nwant %v", apps[0].Kustomize.Env, want)
+	}
+	if apps[1].Kustomize.Env != nil {
+		t.Fatalf("an app that substitutes nothing has env %v", apps[1].Kustomize.Env)
+	}
+}

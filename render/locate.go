@@ -217,7 +217,7 @@ func (p *planner) checkTarget(app Application, o *object) error {
 			if ct, ok := findContainer(o.body, o.kind, c.Image.Container); ok {
 				img, _ := ct.body["image"].(string)
 				for _, arg := range app.Kustomize.Images {
-					entry, err := parseImageArg(arg)
+					entry, err := parseImageArg(envsubst(arg, app.Kustomize.Env))
 					if err != nil {
 						continue
 					}
@@ -227,8 +227,36 @@ func (p *planner) checkTarget(app Application, o *object) error {
 				}
 			}
 		}
+		if field, key, ok := metadataOverride(app.Kustomize, c.Patch); ok {
+			return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s %q in spec.source.kustomize.%s, which Argo CD applies over the repository when it renders; a Git edit would be overridden, change the Application instead", app.Name, strings.TrimSuffix(field, "s"), key, metadataOption[field])}
+		}
 	}
 	return nil
+}
+
+// metadataOption is the spec.source.kustomize option that sets each metadata map.
+var metadataOption = map[string]string{"labels": "commonLabels", "annotations": "commonAnnotations"}
+
+// metadataOverride finds a label or annotation a patch sets that the
+// Application's commonLabels or commonAnnotations set too: on the object, and
+// on its pod template where kustomize adds them there (annotations always,
+// labels unless they leave selectors alone without including templates).
+func metadataOverride(o KustomizeOptions, p *Patch) (field, key string, ok bool) {
+	if p == nil {
+		return "", "", false
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		set, templates := o.CommonLabels, !o.LabelWithoutSelector || o.LabelIncludeTemplates
+		if field == "annotations" {
+			set, templates = o.CommonAnnotations, true
+		}
+		for _, key := range sortedKeys(set) {
+			if p.sets("metadata", field, key) || (templates && p.sets("spec", "template", "metadata", field, key)) {
+				return field, key, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 func (p *planner) directoryBuilders(target *object, expected map[string]any) []candidateBuilder {
