@@ -132,6 +132,11 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 			return nil, &Refusal{Code: CodeHelmDependency, App: app.Name, Reason: fmt.Sprintf("application %s: chart %s: %v", app.Name, root, err)}
 		}
 	}
+	if cycle := recursiveTemplates(ch); cycle != "" {
+		return nil, &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf(
+			"application %s: chart %s: its templates include each other recursively (%s); render does not run recursive templates, whose memory only Helm's limit of 1000 nested includes of each name bounds",
+			app.Name, root, cycle)}
+	}
 	files, err := helmValueFiles(v, app, lexical)
 	if err != nil {
 		return nil, withApp(err, app.Name)

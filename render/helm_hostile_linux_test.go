@@ -19,6 +19,18 @@ func chartArchive(t *testing.T, name string, size int) string {
 	})
 }
 
+// includeRing is a template whose n named templates each include the next, the
+// last the first: Helm's limit of 1000 nested includes per name allows a
+// million nested calls.
+func includeRing(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{{ define "m%d" }}{{ include "m%d" . }}{{ end }}`, i, (i+1)%n)
+	}
+	b.WriteString(`{{ include "m0" . }}`)
+	return b.String()
+}
+
 // TestHostileChartsAreRefusedWithinBounds plans each hostile chart in a child
 // process under the hard memory limit of the repository cases: each must end with
 // a refusal naming the bound.
@@ -84,6 +96,22 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 			},
 			// Each file counts as a document of the render, so that bound comes first.
 			code: CodeTooLarge, reasonHas: "the render reads more than 1000 YAML documents, at most 1000",
+		},
+		"a template that includes itself, printing what it includes twice": {
+			files: chart(map[string]string{
+				"chart/values.yaml":      "replicas: 1\nn: " + strings.Repeat("{a: ", 40) + "1" + strings.Repeat("}", 40) + "\n",
+				"chart/templates/_d.tpl": `{{ define "double" }}{{ with .a }}{{ $s := include "double" . }}{{ $s }}{{ $s }}{{ else }}xxxxxxxx{{ end }}{{ end }}`,
+				"chart/templates/d.yaml": `# {{ include "double" .Values.n }}`,
+			}),
+			code: CodeHelm, reasonHas: "its templates include each other recursively (double -> double)",
+		},
+		"templates that include each other in a ring of 200": {
+			files: chart(map[string]string{"chart/templates/ring.yaml": includeRing(200)}),
+			code:  CodeHelm, reasonHas: "its templates include each other recursively (m0 -> m1 -> m2 -> m3 -> m4 -> ... -> m0, a ring of 200 templates)",
+		},
+		"a template that calls itself": {
+			files: chart(map[string]string{"chart/templates/self.yaml": `{{ define "self" }}{{ template "self" . }}{{ end }}{{ template "self" . }}`}),
+			code:  CodeHelm, reasonHas: "(self -> self)",
 		},
 		"a template that renders 18 MB": {
 			files: chart(map[string]string{"chart/templates/wide.yaml": "# {{ range until 900 }}{{ repeat 20000 \"x\" }}{{ end }}\n"}),
