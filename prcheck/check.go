@@ -244,15 +244,17 @@ func (c *Checker) check(ctx context.Context, h Head, me *run) error {
 	}
 	report := rep.checkReport(h)
 	report.DetailsURL = details
-	if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, report); err != nil {
-		c.finish(ctx, rec, store.PullCheckFailed, "", "The check's outcome could not be published on GitHub.", nil)
-		return err
-	}
+	// Recorded first, so the details link shows the result as soon as GitHub
+	// shows the run.
 	result, err := rep.result().encode()
 	if err != nil {
 		return err
 	}
 	c.finish(ctx, rec, store.PullCheckCompleted, report.Conclusion, "", result)
+	if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, report); err != nil {
+		c.finish(ctx, rec, store.PullCheckFailed, "", "The check's outcome could not be published on GitHub.", nil)
+		return err
+	}
 	rep.policyOutcome(pol)
 	pol.DryRunAbsent = "the objects of a pull request the service did not open are only rendered, never sent to a cluster"
 	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, pol.CheckReport(h.Key))
