@@ -39,6 +39,10 @@ type Fault struct {
 	// Body is the response body; "" answers GitHub's JSON error body with the status
 	// text as its message.
 	Body string
+	// Hold, when set, holds the request until the channel is closed (or the client
+	// gives up, or the server closes), then goes on as after Delay: a test decides
+	// when a request in flight is answered.
+	Hold <-chan struct{}
 	// Hang never answers: the request is held until the client gives up (its context
 	// ends, e.g. a client timeout) or the server closes. Status and Body are ignored.
 	Hang bool
@@ -182,6 +186,15 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) bo
 	if f.Hang {
 		s.hold(r.Context(), nil)
 		return true
+	}
+	if f.Hold != nil {
+		select {
+		case <-f.Hold:
+		case <-r.Context().Done():
+			return true
+		case <-s.closing:
+			return true
+		}
 	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)

@@ -286,3 +286,34 @@ func TestFaultCustomBodyAndHeaders(t *testing.T) {
 		t.Errorf("got %d %q %v", resp.StatusCode, body, resp.Header)
 	}
 }
+
+func TestHoldAnswersOnceReleased(t *testing.T) {
+	s := New(t)
+	c, _ := installedRepo(t, s, map[string]string{"f": "1\n"})
+	s.ResetRequestCounts()
+	release := make(chan struct{})
+	s.InjectFault(Fault{Method: http.MethodGet, Path: "/repos/*/*", Hold: release, Times: 1})
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := c.Repositories.Get(ctx, "acme", "deploy")
+		answered <- err
+	}()
+	for s.FaultHits(http.MethodGet, "/repos/*/*") == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("a held request was answered before its release: %v", err)
+	default:
+	}
+	if n := s.RequestCount(getRepoEndpoint); n != 0 {
+		t.Errorf("a held request was served %d times", n)
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatalf("released request: %v", err)
+	}
+	if n := s.RequestCount(getRepoEndpoint); n != 1 {
+		t.Errorf("endpoint served %d, want 1", n)
+	}
+}
