@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/e2e/argocdharness"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/kube"
 )
 
 // change is the part of the change API's answer the scenarios read, decoded the way a
@@ -46,8 +48,9 @@ type change struct {
 		Phase        string `json:"phase"`
 	} `json:"deployment"`
 	History []struct {
-		To      string `json:"to"`
-		Message string `json:"message"`
+		To      string    `json:"to"`
+		Message string    `json:"message"`
+		At      time.Time `json:"at"`
 	} `json:"history"`
 }
 
@@ -89,6 +92,7 @@ func (s *suite) testPipeline(t *testing.T) {
 	var deployed string
 	t.Run("FullLoop", func(t *testing.T) { deployed = s.testFullLoop(t, svc) })
 	t.Run("Rollback", func(t *testing.T) { s.testRollback(t, svc, deployed) })
+	t.Run("DeployLatency", func(t *testing.T) { s.testDeployLatency(t, svc) })
 	t.Run("FailedDeployment", func(t *testing.T) { s.testFailedDeployment(t, svc) })
 	t.Run("CrashingRollout", func(t *testing.T) { s.testCrashingRollout(t, svc) })
 }
@@ -101,7 +105,7 @@ func (s *suite) testPipeline(t *testing.T) {
 func (s *suite) testFullLoop(t *testing.T, svc *service) string {
 	requested := time.Now()
 	submitted := s.submitReplicas(t, svc, ordersNamespace, "orders", 4, "orders-scale-4")
-	deployed := s.shipChange(t, svc, submitted, requested, ordersNamespace, ordersApp, "orders", true)
+	deployed, _ := s.shipChange(t, svc, submitted, requested, ordersNamespace, ordersApp, "orders", true)
 	if deployed.Deployment == nil || deployed.Deployment.SyncRevision != deployed.MergeSHA {
 		t.Errorf("deployment record %+v does not name the merge commit %s", deployed.Deployment, deployed.MergeSHA)
 	}
@@ -127,7 +131,7 @@ func (s *suite) testRollback(t *testing.T, svc *service, deployed string) {
 	// The revert changes replicas back; Argo CD applies it and the kubelet's part is
 	// played again so the Deployment reports the new generation. A rollback is done
 	// once Argo CD synced it, so the plan need not wait for the rollout.
-	s.shipChange(t, svc, rollback, requested, ordersNamespace, ordersApp, "orders", false)
+	_, _ = s.shipChange(t, svc, rollback, requested, ordersNamespace, ordersApp, "orders", false)
 
 	// The original plan is marked right after its rollback deployed; until then it
 	// is still deployed, which the generic wait would take for an end.
@@ -144,6 +148,40 @@ func (s *suite) testRollback(t *testing.T, svc *service, deployed string) {
 	if n, err := s.replicas(context.Background(), ordersNamespace, "orders"); err != nil || n != 2 {
 		t.Fatalf("cluster runs %d replicas (%v) after the rollback, want 2 again", n, err)
 	}
+}
+
+// deployLatencyRuns is how many changes DeployLatency ships, one after the other.
+const deployLatencyRuns = 7
+
+// testDeployLatency ships replicas changes to orders one after the other and prints
+// the deploy latency of each and their median and maximum: the time from the moment
+// everything the deployment verdict needs is true on the cluster (the Application
+// reports the merge commit synced, its sync succeeded and its health, assessed after
+// the sync, Healthy; the Deployment's rollout complete by kstatus) to the plan being
+// deployed. It asserts no duration: the numbers are a measurement.
+func (s *suite) testDeployLatency(t *testing.T, svc *service) {
+	var latencies []time.Duration
+	for i := range deployLatencyRuns {
+		// Alternating, so every change changes something; never 3, which
+		// CrashingRollout asks for next.
+		replicas := 5 + i%2
+		requested := time.Now()
+		submitted := s.submitReplicas(t, svc, ordersNamespace, "orders", replicas, fmt.Sprintf("orders-latency-%d", i))
+		_, latency := s.shipChange(t, svc, submitted, requested, ordersNamespace, ordersApp, "orders", false)
+		latencies = append(latencies, latency)
+	}
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	t.Logf("e2e: deploy latency p50 %s max %s over %d runs (%v): from the Application synced at the merge commit and healthy after the sync and the rollout complete, as the test's own watches saw it, to the plan recorded deployed",
+		sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), len(latencies), roundAll(latencies))
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
 }
 
 // testFailedDeployment: a change the cluster accepted in the pre-PR dry-run is
@@ -261,8 +299,9 @@ func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name strin
 // the changed Deployment, and waits for the plan to be deployed. With awaitRollout the
 // kubelet's part is played step by step (playRollout) and the plan must be seen
 // deploying at each step: a sync alone, or a rollout under way, does not make a
-// change deployed.
-func (s *suite) shipChange(t *testing.T, svc *service, submitted change, requested time.Time, namespace, app, deployment string, awaitRollout bool) change {
+// change deployed. It returns the deployed plan and its deploy latency (see
+// deployLatency).
+func (s *suite) shipChange(t *testing.T, svc *service, submitted change, requested time.Time, namespace, app, deployment string, awaitRollout bool) (change, time.Duration) {
 	t.Helper()
 	opened := s.waitChecked(t, svc, submitted.Code)
 	if opened.CheckRun == nil || opened.CheckRun.Conclusion != "success" || opened.PullRequest == nil {
@@ -287,18 +326,115 @@ func (s *suite) shipChange(t *testing.T, svc *service, submitted change, request
 	if awaitRollout {
 		s.playRollout(t, svc, submitted.Code, mergeSHA, namespace, deployment, argocdharness.RolloutStarted, argocdharness.RolloutUpdated)
 	}
-	s.argo.PlayKubelet(t, namespace, deployment, argocdharness.RolloutComplete)
-	// From here the Application reports the merge synced and the target is current:
-	// what remains is the service noticing (the deploy latency).
-	current := time.Now()
-	deployed := s.waitPlan(t, svc, submitted.Code, 2*time.Minute, "deployed")
+	deployed, latency := s.deployLatency(t, svc, submitted.Code, app, mergeSHA, namespace, deployment, func() {
+		s.argo.PlayKubelet(t, namespace, deployment, argocdharness.RolloutComplete)
+	})
 	if deployed.MergeSHA != mergeSHA {
 		t.Errorf("plan records merge commit %s, the fake github merged %s", deployed.MergeSHA, mergeSHA)
 	}
 	t.Logf("e2e: plan %s deployed %s after the merge", deployed.Code, time.Since(merged).Round(time.Millisecond))
-	t.Logf("e2e: deploy latency %s: plan %s deployed after the Application reported the merge synced and the rollout complete",
-		time.Since(current).Round(time.Millisecond), deployed.Code)
-	return deployed
+	t.Logf("e2e: deploy latency %s: plan %s deployed after the Application reported the merge synced and healthy and the rollout complete",
+		latency.Round(time.Millisecond), deployed.Code)
+	return deployed, latency
+}
+
+// deployLatency plays the rollout's end with play and measures how long after
+// everything the deployment verdict needs was true the service recorded the plan
+// deployed. The test follows the Application and the Deployment with watches of its
+// own, started before play, and takes the moment it receives the event after which
+// the Application reports mergeSHA synced, its sync succeeded and its health Healthy
+// assessed after the sync (reconciledAt not before the sync's end) and the
+// Deployment's rollout is Current (kstatus); the plan's deployed moment is its
+// history's, recorded by the service on the same machine's clock (milliseconds). The
+// service's watches and the test's are not ordered against each other: a latency
+// within a few milliseconds of zero, either side, is the service noticing as fast as
+// the test did.
+func (s *suite) deployLatency(t *testing.T, svc *service, code, app, mergeSHA, namespace, deployment string, play func()) (change, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	watch := func(gvr schema.GroupVersionResource, ns, name string) <-chan watchEvent {
+		w, err := s.kube.Dynamic.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			t.Fatalf("watch %s %s/%s: %v", gvr.Resource, ns, name, err)
+		}
+		t.Cleanup(w.Stop)
+		out := make(chan watchEvent)
+		go func() {
+			defer close(out)
+			for ev := range w.ResultChan() {
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					select {
+					case out <- watchEvent{obj: u, at: time.Now()}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+		return out
+	}
+	ref := deploymentRef(namespace, deployment)
+	gvr, err := s.resourceOf(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps, deps := watch(argocdharness.ApplicationResource, argocdharness.Namespace, app), watch(gvr, namespace, deployment)
+	play()
+	var lastApp, lastDep *unstructured.Unstructured
+	var ready time.Time
+	for ready.IsZero() {
+		var ev watchEvent
+		var ok bool
+		select {
+		case ev, ok = <-apps:
+			lastApp = ev.obj
+		case ev, ok = <-deps:
+			lastDep = ev.obj
+		}
+		if !ok {
+			summary := "no Application seen"
+			if lastApp != nil {
+				summary = argocdharness.StatusSummary(lastApp)
+			}
+			t.Fatalf("watch ended before the cluster was ready for plan %s: %s", code, summary)
+		}
+		if readyForVerdict(lastApp, lastDep, mergeSHA) {
+			ready = ev.at
+		}
+	}
+	deployed := s.waitPlan(t, svc, code, 2*time.Minute, "deployed")
+	var at time.Time
+	for _, h := range deployed.History {
+		if h.To == "deployed" {
+			at = h.At
+		}
+	}
+	if at.IsZero() {
+		t.Fatalf("plan %s is deployed without the move in its history: %s", code, deployed)
+	}
+	return deployed, at.Sub(ready)
+}
+
+type watchEvent struct {
+	obj *unstructured.Unstructured
+	at  time.Time
+}
+
+// readyForVerdict reports whether app reports mergeSHA synced with its sync
+// succeeded and health Healthy assessed after the sync, and dep's rollout is
+// complete (kstatus Current).
+func readyForVerdict(app, dep *unstructured.Unstructured, mergeSHA string) bool {
+	if app == nil || dep == nil {
+		return false
+	}
+	st := argocdharness.AppStatus(app)
+	if st.Sync.Revision != mergeSHA || st.OperationState == nil || st.OperationState.Phase != argocd.PhaseSucceeded ||
+		!st.HealthAssessedAfterSync() || st.Health.Status != argocd.HealthHealthy {
+		return false
+	}
+	r, err := kube.ReadinessOf(dep)
+	return err == nil && r.State == kube.ReadinessCurrent
 }
 
 // waitChecked waits until the plan's pull request is open and its check run has

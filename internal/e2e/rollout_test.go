@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -85,4 +86,40 @@ func (s *service) shipRollout(c change, web types.NamespacedName, steps []rollou
 		}
 	}
 	return c
+}
+
+// TestDeployFollowedAgainAfterARestart: a change is deploying when its process stops,
+// before Argo CD synced the merge commit. The next process, whose poll is an hour,
+// watches its Application and its target again: the sync, a step of the rollout and
+// its end, each written after the one before was seen, reach the plan, and it is
+// deployed. Nothing but the watches can wake it within the hour.
+func TestDeployFollowedAgainAfterARestart(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		s.deployWeb("main")
+		web := types.NamespacedName{Namespace: s.shopNS, Name: "web"}
+		s.playKubelet(web, func(replicas int64) map[string]any { return rolloutStatus(replicas, replicas, replicas) })
+		c := s.waitStatus(s.submit("Deployment", "web", map[string]any{"replicas": map[string]any{"count": 4}}).Code, "pr_open")
+		merge := s.gh.Merge(s.t, s.repo, int(c.PullRequest.Number), githubtest.MergeCommit)
+		s.waitFor(c.Code, "deploying, the merge not synced", func(c change) bool {
+			return c.MergeSHA == merge && c.Status == "deploying" && c.Deployment != nil && c.Deployment.Message == "Argo CD has not synced the merge commit yet"
+		})
+		s.stop()
+
+		s.cfg.Pipeline.DeployPollInterval, s.cfg.Pipeline.DeployTimeout = time.Hour, 2*time.Hour
+		s.start()
+		s.applyLikeArgo("web", "apps/web", "Directory", merge)
+		s.recordSync("web", merge)
+		s.waitFor(c.Code, "the sync seen", func(c change) bool {
+			return c.Deployment != nil && c.Deployment.Message == "Deployment/web is rolling out: Deployment generation is 2, but latest observed generation is 1"
+		})
+		s.playKubelet(web, func(r int64) map[string]any { return rolloutStatus(r, 1, 2) })
+		s.waitFor(c.Code, "the rollout's step seen", func(c change) bool {
+			return c.Deployment != nil && c.Deployment.Message == "Deployment/web is rolling out: Updated: 1/4"
+		})
+		s.playKubelet(web, func(r int64) map[string]any { return rolloutStatus(r, r, r) })
+		if c := s.waitStatus(c.Code, "deployed"); c.Deployment == nil || c.Deployment.State != "succeeded" {
+			t.Fatalf("deployed with deployment %+v, want succeeded", c.Deployment)
+		}
+	})
 }
