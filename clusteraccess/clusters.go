@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -121,18 +122,37 @@ func (k Clusters) Decide(ctx context.Context, ref Ref, t objref.Target) argocd.D
 		return argocd.Decision{Path: argocd.PathDirect, Known: false, Level: argocd.LevelUnknown, Failure: argocd.FailureOther,
 			Reason: "The cluster could not be opened: " + err.Error()}
 	}
+	holdApplications(ctx, c)
 	return c.Decide(ctx, []argocd.ResourceRef{target})
 }
 
-// Applications lists the cluster's Argo CD Applications, each with the argocd-cm
-// settings of the Argo CD that renders it (read from its controller's namespace).
-// Settings that cannot be read (argocd-cm is not readable to the credentials) are
-// left unknown and logged: the Applications still render, with Argo CD's defaults.
+// ApplicationsLinger is how long the cluster's informer on Applications outlives
+// the last read of them through Clusters: plans, pull request checks and people
+// reading one after the other share it, and none of them lists Applications.
+const ApplicationsLinger = 2 * time.Minute
+
+// holdApplications keeps c's informer on Applications running for this read and
+// ApplicationsLinger after it; when Applications cannot be watched, reads list them.
+func holdApplications(ctx context.Context, c *kube.Cluster) {
+	release, err := c.HoldApplications(ctx, ApplicationsLinger)
+	if err != nil {
+		zerolog.Ctx(ctx).Debug().Err(err).Str("cluster", c.Name()).Msg("Applications cannot be watched; listing them")
+		return
+	}
+	release()
+}
+
+// Applications lists the cluster's Argo CD Applications (from the cluster's
+// informer on them, see holdApplications), each with the argocd-cm settings of the
+// Argo CD that renders it (read from its controller's namespace). Settings that
+// cannot be read (argocd-cm is not readable to the credentials) are left unknown
+// and logged: the Applications still render, with Argo CD's defaults.
 func (k Clusters) Applications(ctx context.Context, ref Ref) ([]argocd.Application, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	holdApplications(ctx, c)
 	apps, err := c.ListApplications(ctx, kube.Refresh)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,12 @@ func (c *Cluster) ListApplications(ctx context.Context, mode ReadMode) ([]argocd
 }
 
 func (c *Cluster) applications(ctx context.Context, mode ReadMode) (*appSnapshot, error) {
+	// While an informer on Applications runs, it is at least as fresh as any read
+	// mode asks for, and costs no request.
+	if snap, ok := c.watchedApplications(); ok {
+		_ = c.observeRead("applications", nil)
+		return snap, nil
+	}
 	v, err := c.cached(ctx, c.reads, appsKey, mode, appsKey, func(ctx context.Context) (any, error) {
 		return c.listApplications(ctx)
 	})

@@ -23,6 +23,9 @@
 //     object's changes from shared informers (one on all Applications, one per
 //     followed object field-selected by its name), each running while it has
 //     followers; a dropped watch resumes from the last resource version seen.
+//     HoldApplications keeps the informer on Applications running for readers too:
+//     while it runs, ListApplications, AppList and Decide read Applications from it
+//     (decoded once per change) and list nothing.
 //   - Cluster.DryRun validates manifests with a server-side apply in dryRun=All mode
 //     and reports each rejection with the API server's message verbatim.
 //

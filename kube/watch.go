@@ -1,11 +1,16 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -43,6 +48,7 @@ type watches struct {
 	mu      sync.Mutex
 	running map[watchKey]*sharedWatch
 	starts  map[watchKey]int // informers started, for tests
+	readers appReaders
 }
 
 // sharedWatch is one informer and its followers, by object key ("namespace/name",
@@ -54,6 +60,14 @@ type sharedWatch struct {
 	ready     chan struct{} // closed once started (err says whether it failed)
 	err       error
 	followers map[string]map[*follower]bool // guarded by watches.mu
+	// apps are the Applications the informer holds, decoded once per change, for
+	// the informer on all Applications only; snap indexes them until the next
+	// change. Guarded by watches.mu.
+	apps map[string]argocd.Application
+	snap *appSnapshot
+	// degraded is set once a watch was refused (forbidden, not found): the
+	// informer's objects may be stale.
+	degraded bool
 }
 
 type follower struct{ ch chan struct{} }
@@ -90,6 +104,108 @@ func (f *Follow) Latest() (obj *unstructured.Unstructured, ok bool) {
 // watched): the caller polls instead.
 func (c *Cluster) FollowApplication(ctx context.Context, namespace, name string) (*Follow, error) {
 	return c.follow(ctx, watchKey{resource: ApplicationResource}, namespace+"/"+name)
+}
+
+// HoldApplications keeps the cluster's informer on all Applications running (it
+// starts it when none runs) until linger after the last holder released it, so that
+// ListApplications, AppList and Decide read Applications from it instead of listing
+// them: readers coming one after the other within linger share one informer and
+// its one initial list. An error means Applications cannot be watched (a failed
+// start is not tried again within Options.CacheTTL); reads then list them as before.
+func (c *Cluster) HoldApplications(ctx context.Context, linger time.Duration) (release func(), err error) {
+	r := &c.watches.readers
+	r.mu.Lock()
+	if r.follow == nil && r.err != nil && c.opts.Clock.Since(r.failedAt) < c.opts.CacheTTL {
+		err := r.err
+		r.mu.Unlock()
+		return nil, err
+	}
+	if r.follow == nil {
+		r.mu.Unlock()
+		f, err := c.follow(ctx, watchKey{resource: ApplicationResource}, "")
+		r.mu.Lock()
+		switch {
+		case err != nil:
+			r.err, r.failedAt = err, c.opts.Clock.Now()
+			r.mu.Unlock()
+			return nil, err
+		case r.follow == nil:
+			r.follow = f
+		default:
+			defer f.Stop() // another holder started one meanwhile
+		}
+	}
+	r.holders++
+	if r.linger != nil {
+		r.linger.Stop()
+		r.linger = nil
+	}
+	r.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { r.release(linger) }) }, nil
+}
+
+// appReaders is the one hold on the informer on Applications for readers.
+type appReaders struct {
+	mu       sync.Mutex
+	follow   *Follow
+	holders  int
+	linger   *time.Timer // ends the hold once nobody held it for a while
+	err      error       // the last failed start, at failedAt
+	failedAt time.Time
+}
+
+func (r *appReaders) release(linger time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holders--
+	if r.holders > 0 {
+		return
+	}
+	f := r.follow
+	r.linger = time.AfterFunc(linger, func() {
+		r.mu.Lock()
+		end := r.follow == f && r.holders == 0
+		if end {
+			r.follow, r.linger = nil, nil
+		}
+		r.mu.Unlock()
+		if end {
+			f.Stop()
+		}
+	})
+}
+
+// watchedApplications returns the Applications of the running informer on all of
+// them, indexed; ok is false when none runs.
+func (c *Cluster) watchedApplications() (*appSnapshot, bool) {
+	ws := &c.watches
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w, ok := ws.running[watchKey{resource: ApplicationResource}]
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-w.ready:
+	default:
+		return nil, false
+	}
+	if w.err != nil || w.degraded {
+		return nil, false
+	}
+	if w.snap == nil {
+		apps := make([]argocd.Application, 0, len(w.apps))
+		for _, a := range w.apps {
+			apps = append(apps, a)
+		}
+		// The list's order, as the API server lists them.
+		slices.SortFunc(apps, func(a, b argocd.Application) int {
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		})
+		w.snap = &appSnapshot{index: argocd.NewAppIndex(apps)}
+	}
+	return w.snap, true
 }
 
 // FollowResource follows one object (see Follow), for instance a deployment's
@@ -202,7 +318,20 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
 	log := zerolog.Ctx(ctx).With().Str("cluster", c.name).Str("watch", key.String()).Logger()
+	startErr := make(chan error, 1)
+	var failed atomic.Pointer[error]
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		select {
+		case startErr <- err: // only the first, and only a start waits for it
+		default:
+		}
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			// Listed but no longer (or never) watchable: what it holds goes stale,
+			// so reads list again instead.
+			c.watches.mu.Lock()
+			w.degraded = true
+			c.watches.mu.Unlock()
+		}
 		// The reflector watches again from the last resource version it saw (and
 		// lists again only if the API server has compacted it away).
 		log.Debug().Err(err).Msg("Watch ended; resuming")
@@ -210,13 +339,37 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 	}); err != nil {
 		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
-	notify := func(obj any) {
+	allApps := key == watchKey{resource: ApplicationResource}
+	if allApps {
+		w.apps = map[string]argocd.Application{}
+	}
+	notify := func(obj any, deleted bool) {
 		k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
 			return
 		}
+		var app argocd.Application
+		decoded := false
+		if allApps && !deleted {
+			// Decoded here, once per change, not at every read of the list.
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				app, err = decodeApplication(u)
+				decoded = err == nil
+				if err != nil {
+					log.Warn().Err(err).Str("application", k).Msg("Skipping unreadable Application")
+				}
+			}
+		}
 		c.watches.mu.Lock()
 		defer c.watches.mu.Unlock()
+		if allApps {
+			if decoded {
+				w.apps[k] = app
+			} else {
+				delete(w.apps, k)
+			}
+			w.snap = nil
+		}
 		for f := range w.followers[k] {
 			select {
 			case f.ch <- struct{}{}:
@@ -224,19 +377,34 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 			}
 		}
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, obj any) { notify(obj) },
-		DeleteFunc: notify,
-	}); err != nil {
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { notify(obj, false) },
+		UpdateFunc: func(_, obj any) { notify(obj, false) },
+		DeleteFunc: func(obj any) { notify(obj, true) },
+	})
+	if err != nil {
 		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
 	runCtx, cancel := context.WithCancel(log.WithContext(context.WithoutCancel(ctx)))
 	go informer.RunWithContext(runCtx)
 	syncCtx, cancelSync := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancelSync()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+	// Synced once the handler has seen every listed object, so the followers and
+	// the decoded Applications are complete; a list or watch that fails while
+	// starting ends the wait at once.
+	go func() {
+		select {
+		case err := <-startErr:
+			failed.Store(&err)
+			cancelSync()
+		case <-syncCtx.Done():
+		}
+	}()
+	if !cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced) {
 		cancel()
+		if err := failed.Load(); err != nil {
+			return &Error{Class: Classify(*err), Op: "watch " + key.String(), Err: fmt.Errorf("cluster %s: %w", c.name, *err)}
+		}
 		return fmt.Errorf("watch %s of cluster %s: not listed within %s", key, c.name, c.opts.CallTimeout)
 	}
 	c.watches.mu.Lock()
@@ -255,4 +423,14 @@ func dropManagedFields(obj any) (any, error) {
 		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	}
 	return obj, nil
+}
+
+// decodeApplication reads an Application the informer holds as the list decodes
+// one.
+func decodeApplication(u *unstructured.Unstructured) (argocd.Application, error) {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return argocd.Application{}, err
+	}
+	return argocd.DecodeApplication(data)
 }
