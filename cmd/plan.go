@@ -51,6 +51,19 @@ locked, a Chart.lock out of sync, charts from Helm repositories, remote or globb
 files, "$ref" values files of another repository or revision, build environment
 variables in values paths or parameters.
 
+Kustomize apps are built in process as Argo CD's repo server builds them: the
+Application's spec.source.kustomize settings applied through kustomize's own
+"kustomize edit" commands in Argo CD's order (namePrefix, nameSuffix, images,
+replicas, commonLabels with forceCommonLabels, labelWithoutSelector and
+labelIncludeTemplates, commonAnnotations with forceCommonAnnotations and
+commonAnnotationsEnvsubst, namespace, inline patches, components with
+ignoreMissingComponents; $ARGOCD_APP_* substituted, the revision ones empty), on a
+copy of the kustomization, then the build with argocd-cm's kustomize.buildOptions
+(--argocd-cm; --load-restrictor and --reorder apply). Refused by name: patches read
+from a file, --enable-helm, --enable-alpha-plugins, --enable-exec, --output,
+--enable-managedby-label and unknown build flags, a kustomize version argocd-cm does
+not register, and a change of a value one of those settings overrides.
+
 Changes:
   scale KIND/NAME --replicas N
   set-image KIND/NAME CONTAINER=[IMAGE]:TAG | CONTAINER=[IMAGE]@DIGEST

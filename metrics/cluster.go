@@ -18,7 +18,7 @@ type Cluster struct {
 func NewCluster(reg prometheus.Registerer) (*Cluster, error) {
 	m := &Cluster{reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kukie_cluster_reads_total",
-		Help: "Reads of clusters (applications list, one application, one resource) by outcome: ok, not_installed, forbidden, unreachable, not_found or error.",
+		Help: "Reads of clusters (applications list, one application, one resource, Argo CD's settings) by outcome: ok, not_installed, forbidden, unreachable, not_found or error.",
 	}, []string{"read", "outcome"})}
 	if err := reg.Register(m.reads); err != nil {
 		return nil, fmt.Errorf("register cluster metrics: %w", err)
