@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -76,8 +77,19 @@ func TestParseTooLarge(t *testing.T) {
 	}
 }
 
-func TestParseExample(t *testing.T) {
-	c, err := Parse([]byte(exampleConfig))
+// TestParseREADMEExample holds the README's example policy to the schema.
+func TestParseREADMEExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "```yaml\n"
+	_, rest, ok := strings.Cut(string(readme), start+"# .kukie.yml:")
+	example, _, closed := strings.Cut("# .kukie.yml:"+rest, "```")
+	if !ok || !closed {
+		t.Fatal("README has no example .kukie.yml")
+	}
+	c, err := Parse([]byte(example))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,28 +100,3 @@ func TestParseExample(t *testing.T) {
 		t.Fatalf("rules %+v", r)
 	}
 }
-
-// exampleConfig is the README's example.
-const exampleConfig = `# .kukie.yml: the rules kukie/policy checks. Every rule is off unless set here.
-version: 1
-rules:
-  image_digest:
-    level: error            # off, notice, warning or error
-  image_registries:
-    level: error
-    allowed: [ghcr.io/acme, registry.k8s.io]
-  namespaces:
-    level: warning
-    allowed: ["shop-*", payments]
-  secret_values:
-    level: error
-  denied_kinds:
-    level: error
-    kinds:
-    - kind: ClusterRoleBinding
-      role_ref: cluster-admin
-    - kind: PodSecurityPolicy
-      group: policy
-  dry_run:
-    level: error
-`
