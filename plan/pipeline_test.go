@@ -46,6 +46,8 @@ type fakeCluster struct {
 	// targetStatus is the status of the live target, a Deployment of four replicas
 	// at generation 2; nil is the status once its rollout has ended.
 	targetStatus map[string]any
+	// targetGone makes the live target missing (deleted, pruned).
+	targetGone bool
 	// unread makes the decision name the Application from the resource's tracking
 	// id without reading it, as kube does before its cache holds a new Application.
 	unread bool
@@ -167,6 +169,9 @@ func (c *fakeCluster) assess(health argocd.AppHealth, afterSync bool, resources 
 func (c *fakeCluster) Object(context.Context, clusteraccess.Ref, objref.Target) (map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.targetGone {
+		return nil, clusteraccess.ErrObjectNotFound
+	}
 	status := c.targetStatus
 	if status == nil {
 		status = rolloutStatus(2, 4, 4, 4)
@@ -826,9 +831,22 @@ func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
 
 // A deletion whose edit removes a whole file goes through the whole loop: the
 // commit's tree drops the path (the fake GitHub builds it from real git), the pull
-// request says so and warns that the app does not prune, the merge deploys, and
-// the rollback's pull request brings the file back as it was.
+// request says so and warns that the app does not prune, the merge deploys (the
+// target gone from the cluster, or left there unpruned, each said), and the
+// rollback's pull request brings the file back as it was.
 func TestPipelineDeleteRemovesAFileThroughThePullRequest(t *testing.T) {
+	for name, tc := range map[string]struct {
+		gone bool
+		says string
+	}{
+		"pruned":        {gone: true, says: "Service/web is gone from the cluster"},
+		"left in place": {gone: false, says: "Service/web is still in the cluster: Argo CD did not prune it"},
+	} {
+		t.Run(name, func(t *testing.T) { testDeleteThroughThePullRequest(t, tc.gone, tc.says) })
+	}
+}
+
+func testDeleteThroughThePullRequest(t *testing.T, gone bool, says string) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = cache.RenderEngine{}
@@ -877,8 +895,17 @@ func TestPipelineDeleteRemovesAFileThroughThePullRequest(t *testing.T) {
 			t.Errorf("%s is still on main after the merge", svcFile)
 		}
 		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
+		e.cluster.mu.Lock()
+		e.cluster.targetGone = gone
+		e.cluster.mu.Unlock()
 		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
 		pl = e.waitStatus(pl.Code, plan.StatusDeployed)
+		if pay, err := plan.PayloadOf(pl); err != nil || pay.Deployment == nil || !strings.Contains(pay.Deployment.Message, says) {
+			t.Errorf("deployment %+v (%v), want it to say %q", pay.Deployment, err, says)
+		}
+		e.cluster.mu.Lock()
+		e.cluster.targetGone = false
+		e.cluster.mu.Unlock()
 
 		rb, err := p.Rollback(plan.WithActor(ctx, "team:shop"), e.team.ID, pl.Code, "bob", "still needed")
 		if err != nil {

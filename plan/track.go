@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/cache"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/render"
@@ -490,14 +492,19 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	}
 	// A revert is judged like any change: the plan it reverts is rolled_back only
 	// once the revert runs.
-	if final, failed, msg, readErr := p.judgeRollout(ctx, pl, app); !final || failed {
+	judge := p.judgeRollout
+	if c, err := ChangeOf(pl); err == nil && c.DeleteResource != nil && pl.RollbackOf == "" {
+		judge = p.judgeDeletion
+	}
+	final, failed, msg, readErr := judge(ctx, pl, app)
+	if !final || failed {
 		dep.Message = msg
 		if failed {
 			dep.State = DeployFailed
 		}
 		return dep, final, readErr
 	}
-	dep.State, dep.Message = DeploySucceeded, "synced and running"
+	dep.State, dep.Message = DeploySucceeded, cmp.Or(msg, "synced and running")
 	return dep, true, false
 }
 
@@ -557,6 +564,25 @@ func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.A
 		return false, false, name + " has rolled out; " + appHealthMessage(app), false
 	}
 	return true, false, "", false
+}
+
+// judgeDeletion decides whether a synced deletion is done: the target gone from
+// the cluster is, and so is a target the sync left in place (the Application does
+// not prune, or the object says Prune=false; the plan warned about it), with a
+// message saying so; a target being deleted (finalizers) is waited for.
+func (p *Pipeline) judgeDeletion(ctx context.Context, pl store.Plan, _ argocd.Application) (final, failed bool, msg string, readFailed bool) {
+	name := pl.Target.Kind + "/" + pl.Target.Name
+	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
+	switch {
+	case errors.Is(err, clusteraccess.ErrObjectNotFound):
+		return true, false, "synced; " + name + " is gone from the cluster", false
+	case err != nil:
+		return false, false, "reading " + name + " failed: " + err.Error(), true
+	}
+	if meta, _ := obj["metadata"].(map[string]any); meta["deletionTimestamp"] != nil {
+		return false, false, name + " is being deleted", false
+	}
+	return true, false, "synced; " + name + " is still in the cluster: Argo CD did not prune it; sync the Application with pruning or delete the object by hand", false
 }
 
 // appHealthMessage says what Argo CD reports about the Application's health, naming
