@@ -79,9 +79,11 @@ func (c *fakeCluster) application() argocd.Application {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.app
-	src := *a.Spec.Source
-	src.TargetRevision = c.revision
-	a.Spec.Source = &src
+	if a.Spec.Source != nil {
+		src := *a.Spec.Source
+		src.TargetRevision = c.revision
+		a.Spec.Source = &src
+	}
 	return a
 }
 

@@ -449,14 +449,14 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 			return dep, false, true
 		}
 	}
-	dep.SyncRevision = app.Status.Sync.Revision
+	dep.SyncRevision = repoRevision(app.Status.Sync.Revision, app.Status.Sync.Revisions, app.Sources(), pl.Repo)
 	dep.Health = app.Status.Health.Status
 	op := app.Status.OperationState
 	opRevision := ""
 	if op != nil {
 		dep.Phase = op.Phase
 		if op.SyncResult != nil {
-			opRevision = op.SyncResult.Revision
+			opRevision = repoRevision(op.SyncResult.Revision, op.SyncResult.Revisions, app.Sources(), pl.Repo)
 		}
 	}
 	includes := func(rev string) bool {
@@ -506,6 +506,23 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	}
 	dep.State, dep.Message = DeploySucceeded, cmp.Or(msg, "synced and running")
 	return dep, true, false
+}
+
+// repoRevision is the revision Argo CD reports for the plan's repository: the
+// revision of a single-source Application, or, for a multi-source one (whose single
+// revision is empty and whose revisions follow spec.sources), the revision of its
+// first source from repo (owner/name).
+func repoRevision(single string, revisions []string, sources []argocd.AppSource, repo string) string {
+	if single != "" || len(revisions) == 0 {
+		return single
+	}
+	for i, src := range sources {
+		r, err := github.ParseRepoURL(src.RepoURL)
+		if err == nil && i < len(revisions) && r.FullName() == github.NormalizeFullName(repo) {
+			return revisions[i]
+		}
+	}
+	return ""
 }
 
 // runningSyncMessage says where an unfinished sync stands. Argo CD retries a failed
