@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,9 +48,11 @@ func (s *suite) waitSynced(t *testing.T, namespace, name, revision string, timeo
 		what += " to " + revision
 	}
 	return s.argo.WaitApplication(t, namespace, name, timeout, what, func(app *unstructured.Unstructured) bool {
-		return argocdharness.AppStatus(app).Sync.Status == argocd.SyncSynced &&
+		sync := argocdharness.AppStatus(app).Sync
+		// A multi-source Application reports a revision per source instead of one.
+		return sync.Status == argocd.SyncSynced &&
 			argocdharness.OperationPhase(app) == "Succeeded" &&
-			(revision == "" || argocdharness.AppStatus(app).Sync.Revision == revision)
+			(revision == "" || sync.Revision == revision || slices.Contains(sync.Revisions, revision))
 	})
 }
 

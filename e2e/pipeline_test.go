@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/e2e/argocdharness"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
@@ -70,8 +72,10 @@ func (c change) String() string {
 }
 
 const (
-	ordersNamespace, ordersApp     = "e2e-orders", "orders"
-	paymentsNamespace, paymentsApp = "e2e-payments", "payments"
+	ordersNamespace, ordersApp       = "e2e-orders", "orders"
+	paymentsNamespace, paymentsApp   = "e2e-payments", "payments"
+	catalogNamespace, catalogApp     = "e2e-catalog", "catalog"
+	inventoryNamespace, inventoryApp = "e2e-inventory", "inventory"
 )
 
 // testPipeline runs the scenarios of the change pipeline against one service: the
@@ -88,6 +92,18 @@ func (s *suite) testPipeline(t *testing.T) {
 	// before calling it Failed; one quick retry keeps the failure scenario short.
 	oneRetry := int64(1)
 	s.deployApp(t, argocdharness.Application{Name: paymentsApp, Path: "apps/payments", DestinationNamespace: paymentsNamespace, Automated: true, SyncRetries: &oneRetry})
+	// A Helm chart in the app's folder with an environment's values file, and a
+	// multi-source app: a shared chart, its values through a ref, plain manifests.
+	s.deployApp(t, argocdharness.Application{Name: catalogApp, Path: "apps/catalog", DestinationNamespace: catalogNamespace, Automated: true,
+		Helm: map[string]any{"valueFiles": []any{"values-e2e.yaml"}}})
+	s.argo.PlayKubelet(t, catalogNamespace, "catalog", argocdharness.RolloutComplete)
+	s.deployApp(t, argocdharness.Application{Name: inventoryApp, DestinationNamespace: inventoryNamespace, Automated: true,
+		Sources: []map[string]any{
+			{"path": "charts/inventory", "helm": map[string]any{"valueFiles": []any{"$values/apps/inventory/values.yaml"}}},
+			{"ref": "values"},
+			{"path": "apps/inventory-config"},
+		}})
+	s.argo.PlayKubelet(t, inventoryNamespace, "inventory", argocdharness.RolloutComplete)
 
 	var deployed string
 	t.Run("FullLoop", func(t *testing.T) { deployed = s.testFullLoop(t, svc) })
@@ -95,6 +111,74 @@ func (s *suite) testPipeline(t *testing.T) {
 	t.Run("DeployLatency", func(t *testing.T) { s.testDeployLatency(t, svc) })
 	t.Run("FailedDeployment", func(t *testing.T) { s.testFailedDeployment(t, svc) })
 	t.Run("CrashingRollout", func(t *testing.T) { s.testCrashingRollout(t, svc) })
+	t.Run("HelmScale", func(t *testing.T) { s.testHelmScale(t, svc) })
+	t.Run("HelmImage", func(t *testing.T) { s.testHelmImage(t, svc) })
+	t.Run("MultiSourceScale", func(t *testing.T) { s.testMultiSourceScale(t, svc) })
+}
+
+// testHelmScale: the full loop on a Helm app. The replicas come from the app's
+// values file, so the pull request changes that key there; Argo CD renders the
+// merged chart and the cluster runs the requested replicas.
+func (s *suite) testHelmScale(t *testing.T, svc *service) {
+	requested := time.Now()
+	submitted := s.submitChange(t, svc, catalogNamespace, "catalog", map[string]any{"replicas": map[string]any{"count": 4}}, "scale catalog to 4 for the launch", "catalog-scale-4")
+	deployed, _ := s.shipChange(t, svc, submitted, requested, catalogNamespace, catalogApp, "catalog", true)
+	s.requireValue(t, deployed.MergeSHA, "apps/catalog/values-e2e.yaml", float64(4), "replicaCount")
+	if n, err := s.replicas(context.Background(), catalogNamespace, "catalog"); err != nil || n != 4 {
+		t.Fatalf("cluster runs %d replicas (%v), want 4", n, err)
+	}
+}
+
+// testHelmImage: an image change on a Helm app whose tag comes from the chart's
+// defaults. The key is added to the app's own values file (the chart's defaults,
+// which other apps may share, stay), and the cluster runs the new image.
+func (s *suite) testHelmImage(t *testing.T, svc *service) {
+	requested := time.Now()
+	submitted := s.submitChange(t, svc, catalogNamespace, "catalog", map[string]any{"image": map[string]any{"container": "catalog", "tag": "3.1.0"}}, "catalog 3.1.0 fixes the search timeout", "catalog-image-3.1.0")
+	deployed, _ := s.shipChange(t, svc, submitted, requested, catalogNamespace, catalogApp, "catalog", true)
+	s.requireValue(t, deployed.MergeSHA, "apps/catalog/values-e2e.yaml", "3.1.0", "image", "tag")
+	s.requireValue(t, deployed.MergeSHA, "apps/catalog/values.yaml", "3.0.0", "image", "tag")
+	live := s.liveObject(t, deploymentRef(catalogNamespace, "catalog"))
+	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("deployment catalog has %d containers, want 1", len(containers))
+	}
+	if image, _ := containers[0].(map[string]any)["image"].(string); image != "ghcr.io/acme/catalog:3.1.0" {
+		t.Fatalf("cluster runs image %q, want ghcr.io/acme/catalog:3.1.0", image)
+	}
+}
+
+// testMultiSourceScale: the full loop on a multi-source app. The chart is shared,
+// the replicas come from the values file its "values" ref points at, so the pull
+// request changes that file; the app's other sources deploy on as before.
+func (s *suite) testMultiSourceScale(t *testing.T, svc *service) {
+	requested := time.Now()
+	submitted := s.submitChange(t, svc, inventoryNamespace, "inventory", map[string]any{"replicas": map[string]any{"count": 3}}, "scale inventory to 3 for the stock count", "inventory-scale-3")
+	deployed, _ := s.shipChange(t, svc, submitted, requested, inventoryNamespace, inventoryApp, "inventory", true)
+	s.requireValue(t, deployed.MergeSHA, "apps/inventory/values.yaml", float64(3), "replicas")
+	s.requireValue(t, deployed.MergeSHA, "charts/inventory/values.yaml", float64(1), "replicas")
+	if n, err := s.replicas(context.Background(), inventoryNamespace, "inventory"); err != nil || n != 3 {
+		t.Fatalf("cluster runs %d replicas (%v), want 3", n, err)
+	}
+	s.liveObject(t, argocd.ResourceRef{Version: "v1", Kind: "ConfigMap", Namespace: inventoryNamespace, Name: "inventory-settings"})
+}
+
+// requireValue fails the test unless the YAML file path at ref in the gitops
+// repository holds want at the keys (numbers decode as float64, as from JSON).
+func (s *suite) requireValue(t *testing.T, ref, path string, want any, keys ...string) {
+	t.Helper()
+	content, ok := s.github.FileAt(t, gitopsRepo, ref, path)
+	if !ok {
+		t.Fatalf("%s does not exist at %s", path, ref)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal([]byte(content), &values); err != nil {
+		t.Fatalf("%s at %s: %v", path, ref, err)
+	}
+	got, found, err := unstructured.NestedFieldNoCopy(values, keys...)
+	if err != nil || !found || got != want {
+		t.Fatalf("%s at %s holds %v (%T) at %s, want %v (%T):\n%s", path, ref, got, got, strings.Join(keys, "."), want, want, content)
+	}
 }
 
 // testFullLoop: chat request → PR with a verified check run → merge in the fake GitHub
@@ -279,12 +363,19 @@ func (s *suite) playRollout(t *testing.T, svc *service, code, mergeSHA, namespac
 // submitReplicas asks for a replicas change as the chat integration does.
 func (s *suite) submitReplicas(t *testing.T, svc *service, namespace, name string, replicas int, key string) change {
 	t.Helper()
+	return s.submitChange(t, svc, namespace, name, map[string]any{"replicas": map[string]any{"count": replicas}},
+		fmt.Sprintf("scale %s to %d for the launch", name, replicas), key)
+}
+
+// submitChange asks for a change of a Deployment as the chat integration does.
+func (s *suite) submitChange(t *testing.T, svc *service, namespace, name string, chg map[string]any, reason, key string) change {
+	t.Helper()
 	var c change
 	svc.must(t, http.MethodPost, "/api/v1/changes", map[string]any{
 		"cluster": serviceCluster,
 		"target":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name},
-		"change":  map[string]any{"replicas": map[string]any{"count": replicas}},
-		"reason":  fmt.Sprintf("scale %s to %d for the launch", name, replicas), "requested_by": "dev@acme.example",
+		"change":  chg,
+		"reason":  reason, "requested_by": "dev@acme.example",
 		"idempotency_key": key,
 	}, http.StatusAccepted, &c)
 	if c.Path != "git" {
@@ -429,7 +520,9 @@ func readyForVerdict(app, dep *unstructured.Unstructured, mergeSHA string) bool 
 		return false
 	}
 	st := argocdharness.AppStatus(app)
-	if st.Sync.Revision != mergeSHA || st.OperationState == nil || st.OperationState.Phase != argocd.PhaseSucceeded ||
+	// A multi-source Application reports a revision per source instead of one.
+	synced := st.Sync.Revision == mergeSHA || slices.Contains(st.Sync.Revisions, mergeSHA)
+	if !synced || st.OperationState == nil || st.OperationState.Phase != argocd.PhaseSucceeded ||
 		!st.HealthAssessedAfterSync() || st.Health.Status != argocd.HealthHealthy {
 		return false
 	}

@@ -26,6 +26,12 @@ type Application struct {
 	Path                 string
 	TargetRevision       string
 	DestinationNamespace string
+	// Helm, when set, is spec.source.helm.
+	Helm map[string]any
+	// Sources, when set, makes a multi-source Application: spec.sources instead of
+	// spec.source (Path and Helm then unused). A source without repoURL or
+	// targetRevision takes RepoURL and TargetRevision.
+	Sources []map[string]any
 	// Automated turns on automated sync; SelfHeal additionally reverts live changes.
 	Automated bool
 	SelfHeal  bool
@@ -55,20 +61,37 @@ func (a *ArgoCD) CreateApplication(t testing.TB, app Application) *unstructured.
 	if app.SyncRetries != nil {
 		syncPolicy["retry"] = map[string]any{"limit": *app.SyncRetries, "backoff": map[string]any{"duration": "1s", "factor": int64(1), "maxDuration": "1s"}}
 	}
+	spec := map[string]any{
+		"project":     "default",
+		"destination": map[string]any{"server": InClusterServer, "namespace": app.DestinationNamespace},
+		"syncPolicy":  syncPolicy,
+	}
+	if len(app.Sources) > 0 {
+		sources := make([]any, 0, len(app.Sources))
+		for _, src := range app.Sources {
+			s := map[string]any{"repoURL": app.RepoURL, "targetRevision": app.TargetRevision}
+			for k, v := range src {
+				s[k] = v
+			}
+			sources = append(sources, s)
+		}
+		spec["sources"] = sources
+	} else {
+		source := map[string]any{
+			"repoURL":        app.RepoURL,
+			"path":           app.Path,
+			"targetRevision": app.TargetRevision,
+		}
+		if app.Helm != nil {
+			source["helm"] = app.Helm
+		}
+		spec["source"] = source
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1",
 		"kind":       "Application",
 		"metadata":   map[string]any{"name": app.Name, "namespace": app.Namespace},
-		"spec": map[string]any{
-			"project": "default",
-			"source": map[string]any{
-				"repoURL":        app.RepoURL,
-				"path":           app.Path,
-				"targetRevision": app.TargetRevision,
-			},
-			"destination": map[string]any{"server": InClusterServer, "namespace": app.DestinationNamespace},
-			"syncPolicy":  syncPolicy,
-		},
+		"spec":       spec,
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
