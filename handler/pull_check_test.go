@@ -319,7 +319,6 @@ func TestPullCheckNewerPushSupersedesARunningCheck(t *testing.T) {
 	e := newCheckEnv(t)
 	first := e.gh.PushCommit(t, checkRepo, "change", map[string]string{"apps/solo/cm.yaml": "broken: [\n"}, githubtest.DefaultAuthor)
 	n := e.gh.OpenPullRequest(t, checkRepo, "change", "main", "Change", githubtest.DefaultAuthor)
-	second := e.gh.PushCommit(t, checkRepo, "change", map[string]string{"apps/solo/cm.yaml": checkFiles["apps/solo/cm.yaml"] + "  b: \"3\"\n"}, githubtest.DefaultAuthor)
 
 	held, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
@@ -337,6 +336,9 @@ func TestPullCheckNewerPushSupersedesARunningCheck(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.checker.Check(context.Background(), headOf(first)) }()
 	<-held
+	// Pushed once the first head's check runs: a head that is no longer the pull
+	// request's is not checked at all.
+	second := e.gh.PushCommit(t, checkRepo, "change", map[string]string{"apps/solo/cm.yaml": checkFiles["apps/solo/cm.yaml"] + "  b: \"3\"\n"}, githubtest.DefaultAuthor)
 	if err := e.checker.Check(context.Background(), headOf(second)); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +49,8 @@ type GitHub interface {
 	PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error)
 	// DefaultBranchFile reads the repository's policy (github.DefaultBranchFile).
 	DefaultBranchFile(ctx context.Context, inst int64, repo, name string, maxBytes int) ([]byte, string, bool, error)
+	// GetPull reads a pull request, to tell whether a head is still its head.
+	GetPull(ctx context.Context, inst int64, repo string, number int64) (github.PullRequest, error)
 }
 
 // Connections names the team that the App's installation belongs to and that
@@ -123,8 +127,12 @@ const publishTimeout = 30 * time.Second
 
 // Check checks h and publishes the kukie/render check run on its head. A
 // repository no cluster of the team is connected to gets no check run. A check
-// superseded by a newer one of the same key returns nil once it has stopped.
+// superseded by a newer one of the same key returns nil once it has stopped, and
+// so does a pull request head that is no longer the pull request's head.
 func (c *Checker) Check(ctx context.Context, h Head) error {
+	if stale, err := c.stale(ctx, h); err != nil || stale {
+		return err
+	}
 	ctx, me, end, err := c.begin(ctx, h)
 	if err != nil {
 		return err
@@ -137,6 +145,44 @@ func (c *Checker) Check(ctx context.Context, h Head) error {
 		return nil
 	}
 	return err
+}
+
+// stale reports whether h is a pull request head that GitHub no longer names the
+// pull request's head, or whose pull request closed: a late or repeated delivery of
+// an older push. Taking the key for it would stop the current head's check and
+// leave that head cancelled with nothing to check it again. A merge group's head is
+// never stale. A pull request GitHub cannot read for good (gone, refused) leaves h
+// checked as delivered; a transient failure is returned, for the delivery to be
+// retried.
+func (c *Checker) stale(ctx context.Context, h Head) (bool, error) {
+	number, ok := pullNumber(h.Key)
+	if !ok {
+		return false, nil
+	}
+	pr, err := c.GitHub.GetPull(ctx, h.InstallationID, h.Repo, number)
+	if err != nil {
+		if ctx.Err() != nil || github.Transient(err) {
+			return false, fmt.Errorf("read pull request #%d of %s: %w", number, h.Repo, err)
+		}
+		zerolog.Ctx(ctx).Warn().Err(err).Str("key", h.Key).Str("head", h.HeadSHA).Msg("Could not read the pull request; its head is checked as delivered")
+		return false, nil
+	}
+	if pr.State == "open" && pr.HeadSHA == h.HeadSHA {
+		return false, nil
+	}
+	zerolog.Ctx(ctx).Info().Str("key", h.Key).Str("head", h.HeadSHA).Str("current", pr.HeadSHA).Str("state", pr.State).
+		Msg("Not checking a head that is no longer the pull request's: a newer head, or the close, owns the check")
+	return true, nil
+}
+
+// pullNumber is the pull request number of a "pull/<n>" key.
+func pullNumber(key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, "pull/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // runningKey names h's key in this process: a key is a pull request's number, so
