@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -64,6 +65,7 @@ type Service struct {
 	unavailable *unavailablePipeline
 	metrics     *metricsExposition
 	notifier    *notify.Worker
+	checks      prcheck.Pruner
 }
 
 // Option adjusts New for a test.
@@ -152,6 +154,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	// Superseded checks are kept as long as the deliveries that started them.
+	s.checks = prcheck.Pruner{Store: db, Retention: cfg.Webhooks.Retention, Interval: time.Hour}
 	s.inbox, err = handler.NewInbox(db, handler.InboxOptions{Retention: cfg.Webhooks.Retention, Outcome: inboxMetrics.Outcome},
 		&handler.Installation{Base: base},
 		&handler.InstallationRepositories{Base: base},
@@ -307,6 +311,7 @@ func (s *Service) start(ctx context.Context) (stop func(), err error) {
 		{"webhook inbox", func(ctx context.Context) error { s.inbox.Run(ctx); return nil }},
 		{"change pipeline", s.runPipeline},
 		{"notifications", func(ctx context.Context) error { s.notifier.Run(ctx); return nil }},
+		{"pull check pruning", func(ctx context.Context) error { s.checks.Run(ctx); return nil }},
 	}
 	if s.metrics.address != "" {
 		serveMetrics, err := s.metrics.listen(ctx)

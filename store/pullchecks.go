@@ -196,3 +196,19 @@ func (db *DB) PullChecksOf(ctx context.Context, repo, key string) ([]PullCheck, 
 	return listRows(ctx, db, "pull checks of "+key, pullCheckRow.check,
 		`SELECT `+pullCheckListColumns+` FROM pull_checks WHERE repo = ? AND check_key = ? ORDER BY generation DESC`, repo, key)
 }
+
+// PrunePullChecks deletes the finished checks last updated before before that are
+// no longer the current check of their key, and returns how many: one row is
+// added per push, and only the current check's page is worth keeping for long.
+func (db *DB) PrunePullChecks(ctx context.Context, before time.Time) (int64, error) {
+	res, err := db.ExecContext(ctx, db.Rebind(`DELETE FROM pull_checks WHERE state <> ? AND updated_at < ?
+		AND id NOT IN (SELECT check_id FROM pull_check_keys)`), PullCheckRunning, toMillis(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune pull checks: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune pull checks: %w", err)
+	}
+	return n, nil
+}
