@@ -107,6 +107,13 @@ func TestChartManifestsPassAServerSideDryRun(t *testing.T) {
 	installServiceMonitorCRD(t, env)
 	a := newDryRunApplier(t, env)
 	ctx := context.Background()
+	// The chart's Roles for argocd-cm go into Argo CD's namespace, which exists
+	// wherever Argo CD runs. (A namespace is never really deleted here: no
+	// namespace controller runs, so it is created once and kept.)
+	argocdNS := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "argocd"}}}
+	if err := env.Client.Create(ctx, argocdNS); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	for name, tc := range chartCases {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "chart")
@@ -191,40 +198,49 @@ func setFirst(o *unstructured.Unstructured, path0, path1, field string, v any) b
 
 // TestChartServiceAccountMayOnlyReadApplications installs the chart's service
 // account and RBAC for real and asks the API server what the account may do: read
-// Argo CD Applications in every namespace and nothing else, unless more rules are
-// given.
+// Argo CD Applications in every namespace and the argocd-cm ConfigMap of the Argo CD
+// namespaces it is given, and nothing else, unless more rules are given.
 func TestChartServiceAccountMayOnlyReadApplications(t *testing.T) {
 	env := kubetest.Start(t)
 	ctx := context.Background()
 	type access struct {
-		verb, group, resource, namespace string
+		verb, group, resource, namespace, name string
 	}
+	// The Argo CD namespace of each case is one of its own: Roles live in it.
+	argocdNS := env.Namespace(t, "argocd")
 	allowed := []access{
-		{"list", "argoproj.io", "applications", ""},
-		{"watch", "argoproj.io", "applications", ""},
-		{"get", "argoproj.io", "applications", "argocd"},
-		{"list", "argoproj.io", "applications", "team-a"},
+		{"list", "argoproj.io", "applications", "", ""},
+		{"watch", "argoproj.io", "applications", "", ""},
+		{"get", "argoproj.io", "applications", "argocd", ""},
+		{"list", "argoproj.io", "applications", "team-a", ""},
+		{"get", "", "configmaps", argocdNS, "argocd-cm"},
 	}
 	denied := []access{
-		{"patch", "argoproj.io", "applications", "argocd"},
-		{"delete", "argoproj.io", "applications", "argocd"},
-		{"list", "argoproj.io", "appprojects", ""},
-		{"get", "", "secrets", "argocd"},
-		{"list", "", "secrets", ""},
-		{"get", "", "configmaps", "argocd"},
-		{"get", "apps", "deployments", "shop"},
-		{"create", "", "pods", ""},
+		{"patch", "argoproj.io", "applications", "argocd", ""},
+		{"delete", "argoproj.io", "applications", "argocd", ""},
+		{"list", "argoproj.io", "appprojects", "", ""},
+		{"get", "", "secrets", "argocd", ""},
+		{"get", "", "secrets", argocdNS, "argocd-secret"},
+		{"list", "", "secrets", "", ""},
+		{"get", "", "configmaps", argocdNS, "argocd-rbac-cm"},
+		{"list", "", "configmaps", argocdNS, ""},
+		{"update", "", "configmaps", argocdNS, "argocd-cm"},
+		{"get", "", "configmaps", "shop", "argocd-cm"},
+		{"get", "apps", "deployments", "shop", ""},
+		{"create", "", "pods", "", ""},
 	}
+	settings := map[string]any{"argocdNamespaces": []any{argocdNS}}
 	tests := map[string]struct {
 		release         string // of its own per case: the ClusterRole is cluster-wide
 		values          map[string]any
 		allowed, denied []access
 	}{
-		"defaults": {release: "kukie-gitops-rbac", allowed: allowed, denied: denied},
+		"defaults": {release: "kukie-gitops-rbac", values: map[string]any{"rbac": settings}, allowed: allowed, denied: denied},
 		"with a rule for Deployments": {
 			release: "kukie-gitops-rbac-extra",
-			values:  map[string]any{"rbac": map[string]any{"extraRules": []any{map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}, "verbs": []any{"get"}}}}},
-			allowed: append(allowed[:len(allowed):len(allowed)], access{"get", "apps", "deployments", "shop"}),
+			values: map[string]any{"rbac": map[string]any{"argocdNamespaces": settings["argocdNamespaces"],
+				"extraRules": []any{map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}, "verbs": []any{"get"}}}}},
+			allowed: append(allowed[:len(allowed):len(allowed)], access{"get", "apps", "deployments", "shop", ""}),
 			denied:  denied[:len(denied)-2],
 		},
 	}
@@ -238,7 +254,7 @@ func TestChartServiceAccountMayOnlyReadApplications(t *testing.T) {
 				case "ServiceAccount":
 					sa = obj.GetName()
 					env.Create(t, obj)
-				case "ClusterRole", "ClusterRoleBinding":
+				case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 					env.Create(t, obj)
 				}
 			}
@@ -247,10 +263,15 @@ func TestChartServiceAccountMayOnlyReadApplications(t *testing.T) {
 			}
 			user := "system:serviceaccount:" + ns + ":" + sa
 			groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-			// RBAC caches take a moment to see a new binding: wait until the rule
-			// every case grants is in force, then ask each question once.
+			// RBAC caches take a moment to see a new binding: wait until every rule
+			// the case grants is in force, then ask each question once.
 			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				return may(ctx, env, user, groups, tc.allowed[0].verb, tc.allowed[0].group, tc.allowed[0].resource, tc.allowed[0].namespace)
+				for _, a := range tc.allowed {
+					if ok, err := may(ctx, env, user, groups, a.verb, a.group, a.resource, a.namespace, a.name); !ok || err != nil {
+						return false, err
+					}
+				}
+				return true, nil
 			})
 			if err != nil {
 				t.Fatalf("%s never may %v: %v", user, tc.allowed[0], err)
@@ -260,12 +281,12 @@ func TestChartServiceAccountMayOnlyReadApplications(t *testing.T) {
 				ok   bool
 			}{{tc.allowed, true}, {tc.denied, false}} {
 				for _, a := range want.list {
-					ok, err := may(ctx, env, user, groups, a.verb, a.group, a.resource, a.namespace)
+					ok, err := may(ctx, env, user, groups, a.verb, a.group, a.resource, a.namespace, a.name)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if ok != want.ok {
-						t.Errorf("%s %s %s.%s in %q: allowed %v, want %v", sa, a.verb, a.resource, a.group, a.namespace, ok, want.ok)
+						t.Errorf("%s %s %s.%s %q in %q: allowed %v, want %v", sa, a.verb, a.resource, a.group, a.name, a.namespace, ok, want.ok)
 					}
 				}
 			}
@@ -273,11 +294,12 @@ func TestChartServiceAccountMayOnlyReadApplications(t *testing.T) {
 	}
 }
 
-// may asks the API server whether user may verb the resource.
-func may(ctx context.Context, env *kubetest.Env, user string, groups []string, verb, group, resource, namespace string) (bool, error) {
+// may asks the API server whether user may verb the resource (the object name, when
+// one is given).
+func may(ctx context.Context, env *kubetest.Env, user string, groups []string, verb, group, resource, namespace, name string) (bool, error) {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace, Name: name},
 	}}
 	if err := env.Client.Create(ctx, sar); err != nil {
 		return false, fmt.Errorf("subject access review: %w", err)

@@ -269,18 +269,51 @@ func TestChartRendersASecureDeploymentForEachCase(t *testing.T) {
 	}
 }
 
+// checkArgoCDSettingsGrant checks a Role or RoleBinding of the chart: in an Argo CD
+// namespace, granting get on argocd-cm alone to the service's account.
+func checkArgoCDSettingsGrant(t *testing.T, o *unstructured.Unstructured, namespace string, want expectation) {
+	t.Helper()
+	if o.GetNamespace() != "argocd" {
+		t.Errorf("%s %s is in namespace %q, want the Argo CD namespace argocd", o.GetKind(), o.GetName(), o.GetNamespace())
+	}
+	if o.GetKind() == "Role" {
+		var role rbacv1.Role
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &role, true); err != nil {
+			t.Fatal(err)
+		}
+		cm := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"argocd-cm"}, Verbs: []string{"get"}}
+		if len(role.Rules) != 1 || fmt.Sprint(role.Rules[0]) != fmt.Sprint(cm) {
+			t.Errorf("Role rules %+v, want only %+v", role.Rules, cm)
+		}
+		return
+	}
+	var b rbacv1.RoleBinding
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &b, true); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Subjects; b.RoleRef.Kind != "Role" || len(s) != 1 || s[0].Name != want.serviceAccount || s[0].Namespace != namespace {
+		t.Errorf("RoleBinding %+v does not bind its Role to %s/%s", b, namespace, want.serviceAccount)
+	}
+}
+
 // checkRelease checks the objects of one rendering against want and against what the
 // service needs of any deployment of it.
 func checkRelease(t *testing.T, r release, namespace string, want expectation) {
 	t.Helper()
-	allowed := []string{"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment", "PodDisruptionBudget", "Ingress", "ServiceMonitor"}
+	allowed := []string{"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment", "PodDisruptionBudget", "Ingress", "ServiceMonitor"}
 	for _, o := range r.objects {
 		// A Secret in the chart would put its value in the release history.
 		if !slices.Contains(allowed, o.GetKind()) {
 			t.Errorf("the chart renders a %s (%s)", o.GetKind(), o.GetName())
 		}
-		if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetNamespace() != namespace {
-			t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), namespace)
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding":
+		case "Role", "RoleBinding":
+			checkArgoCDSettingsGrant(t, o, namespace, want)
+		default:
+			if o.GetNamespace() != namespace {
+				t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), namespace)
+			}
 		}
 	}
 
