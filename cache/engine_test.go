@@ -3,13 +3,12 @@ package cache_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/cache"
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -24,23 +23,8 @@ var kustomizeTree = map[string]string{
 	"apps/web/web.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  mode: slow\n",
 }
 
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
-	dir := writeTree(t, kustomizeTree)
+	dir := testtree.Write(t, kustomizeTree)
 	renders, err := cache.NewRenders(t.TempDir(), 16<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +83,7 @@ func TestRenderEngineReusesBeforeRendersByCommit(t *testing.T) {
 }
 
 func TestRenderEngineRendersAgainWhenTheCacheIsCorrupt(t *testing.T) {
-	dir := writeTree(t, kustomizeTree)
+	dir := testtree.Write(t, kustomizeTree)
 	renders, err := cache.NewRenders(t.TempDir(), 16<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -134,16 +118,7 @@ func BenchmarkRenderEngine(b *testing.B) {
 			Replace(kustomizeTree["apps/api/base/deployment.yaml"])
 	}
 	files["apps/api/base/kustomization.yaml"] = base
-	dir := b.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dir := testtree.Write(b, files)
 	req := render.Request{RepoDir: dir, Apps: []render.Application{{Name: "api", Path: "apps/api/prod", SourceType: render.SourceKustomize, Namespace: "shop"}},
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "svc07"},
 		Change: render.Change{Replicas: &render.Replicas{Count: 3}}}

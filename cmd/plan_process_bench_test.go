@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 // overlay30 writes the 30-object overlay of the render benchmarks (a base of ten
@@ -15,7 +17,6 @@ import (
 // image tag) and returns the repository and the overlay's path in it.
 func overlay30(b *testing.B) (repo, app string) {
 	b.Helper()
-	repo = b.TempDir()
 	files := map[string]string{}
 	var resources []string
 	for i := range 30 {
@@ -38,15 +39,7 @@ func overlay30(b *testing.B) (repo, app string) {
 	files["base/kustomization.yaml"] = "resources:\n" + strings.Join(resources, "\n") + "\n"
 	app = "overlay"
 	files[app+"/kustomization.yaml"] = "namespace: shop\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/example/svc00\n    newTag: \"1.0.1\"\n"
-	for p, content := range files {
-		full := filepath.Join(repo, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	repo = testtree.Write(b, files)
 	return repo, app
 }
 

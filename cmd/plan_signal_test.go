@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 // slowKustomizeRepo is an app kustomize takes a while to build: close to the
 // document bound, where each new resource is checked against all before it.
 func slowKustomizeRepo(t *testing.T) string {
 	t.Helper()
-	repo := t.TempDir()
 	var docs strings.Builder
 	for i := range 990 {
 		fmt.Fprintf(&docs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\ndata:\n  k: v\n", i)
@@ -26,16 +26,7 @@ func slowKustomizeRepo(t *testing.T) string {
 		"app/kustomization.yaml": "resources:\n- many.yaml\n",
 		"app/many.yaml":          docs.String(),
 	}
-	for p, content := range files {
-		full := filepath.Join(repo, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return repo
+	return testtree.Write(t, files)
 }
 
 // TestPlanCommandStopsOnFirstSIGTERM starts the real program planning a slow

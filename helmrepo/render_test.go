@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -39,21 +38,11 @@ func lockedChart(t *testing.T, repository string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for name, content := range map[string]string{
+	return testtree.Write(t, map[string]string{
 		"chart/Chart.yaml":  string(chartYAML),
 		"chart/Chart.lock":  string(lock),
 		"chart/values.yaml": "cache:\n  # two for the cache\n  replicas: 2\n",
-	} {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 func scaleCache(dir string) render.Request {

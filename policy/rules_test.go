@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -95,21 +95,6 @@ const allRules = `rules:
     - {kind: ClusterRoleBinding, role_ref: cluster-admin}
 `
 
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, body := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func renderApp(t *testing.T, dir string, app render.Application) App {
 	t.Helper()
 	objs, err := render.Render(context.Background(), dir, app)
@@ -135,7 +120,7 @@ func spots(fs []Finding) []string {
 }
 
 func TestEvaluateFindsEachRuleAtItsManifestLine(t *testing.T) {
-	dir := writeTree(t, ruleFiles)
+	dir := testtree.Write(t, ruleFiles)
 	c, err := Parse([]byte(allRules))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +164,7 @@ func TestEvaluateFindsEachRuleAtItsManifestLine(t *testing.T) {
 }
 
 func TestEvaluateNothingWithoutRules(t *testing.T) {
-	dir := writeTree(t, ruleFiles)
+	dir := testtree.Write(t, ruleFiles)
 	c, err := Parse(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +175,7 @@ func TestEvaluateNothingWithoutRules(t *testing.T) {
 }
 
 func TestEvaluateRuleDetails(t *testing.T) {
-	dir := writeTree(t, ruleFiles)
+	dir := testtree.Write(t, ruleFiles)
 	app := renderApp(t, dir, shopApp)
 	cases := map[string]struct {
 		config string

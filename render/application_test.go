@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 func TestDetectSourceType(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"k/kustomization.yaml":               "resources: []\n",
 		"k/Chart.yaml":                       "name: x\n",
 		"kyml/kustomization.yml":             "resources: []\n",
@@ -54,7 +56,7 @@ func TestDetectSourceType(t *testing.T) {
 // TestNewResourceCreatesResourcesList adds a resource to a kustomization that has
 // no resources list yet.
 func TestNewResourceCreatesResourcesList(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"app/kustomization.yaml": "namespace: web\npatches: []\n",
 	})
 	res, err := Plan(context.Background(), Request{RepoDir: repo,

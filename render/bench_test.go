@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -105,7 +106,7 @@ func monorepo(b *testing.B, bases, overlaysPerBase, objects, directoryApps int) 
 		delete(files, dir+"/kustomization.yaml")
 		apps = append(apps, Application{Name: fmt.Sprintf("plain-%03d", i), Path: dir, SourceType: SourceDirectory, Namespace: fmt.Sprintf("plain-%03d", i)})
 	}
-	return writeRepo(b, files), apps
+	return testtree.Write(b, files), apps
 }
 
 func benchPlan(b *testing.B, req Request, wantRefusal string) {
@@ -198,7 +199,7 @@ func BenchmarkPlanSharedFolder200(b *testing.B) {
 	files := map[string]string{}
 	genBase(files, "bases/web", 30)
 	genOverlay(files, "overlays/all", "../../bases/web", "")
-	repo := writeRepo(b, files)
+	repo := testtree.Write(b, files)
 	one := []Application{{Path: "overlays/all", SourceType: SourceKustomize}}
 	var apps []Application
 	for i := range 200 {

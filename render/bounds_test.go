@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -116,7 +117,7 @@ func slowKustomization(t *testing.T) string {
 	for i := range 990 {
 		fmt.Fprintf(&docs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\ndata:\n  k: v\n", i)
 	}
-	return writeRepo(t, map[string]string{
+	return testtree.Write(t, map[string]string{
 		"app/deploy.yaml":        twoContainerDeployment,
 		"app/many.yaml":          docs.String(),
 		"app/kustomization.yaml": "resources:\n- deploy.yaml\n- many.yaml\n",
@@ -140,7 +141,7 @@ func TestPlanOutlastingItsTimeoutIsRefused(t *testing.T) {
 	}
 	// Generous: this plan first waits for the abandoned build to stop.
 	timeout.Store(int64(10 * time.Minute))
-	small := writeRepo(t, map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deploy.yaml\n"})
+	small := testtree.Write(t, map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deploy.yaml\n"})
 	req.RepoDir = small
 	if _, err := Plan(context.Background(), req); err != nil {
 		t.Fatalf("the plan after an abandoned build: %v", err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -40,7 +41,7 @@ items: null
 // edited in place inside the List, also when the before-render comes back from its
 // stored form.
 func TestDirectoryListItems(t *testing.T) {
-	repo := writeRepo(t, listRepo)
+	repo := testtree.Write(t, listRepo)
 	app := Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}
 	objs, err := Render(context.Background(), repo, app)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -34,7 +35,7 @@ spec:
 // entry by index stops the build when the base later moves its entries, instead of
 // overwriting whichever variable now sits at that index.
 func TestEnvJSONPatchRefusesAReorderedBase(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"base/kustomization.yaml":          "resources:\n  - api.yaml\n",
 		"base/api.yaml":                    envBaseDeployment,
 		"overlays/prod/kustomization.yaml": "resources:\n  - ../../base\n",

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -95,7 +96,7 @@ data:
 	files["envs/prod/values.yaml"] = prod.String()
 	app := Application{Name: "platform-prod", Path: "charts/platform", SourceType: SourceHelm, Namespace: "prod",
 		Helm: HelmOptions{ReleaseName: "platform-prod", ValueFiles: []string{"../../envs/prod/values.yaml"}}}
-	return writeRepo(b, files), app
+	return testtree.Write(b, files), app
 }
 
 // BenchmarkRenderHelm30 renders a chart of 30 objects with one values file.

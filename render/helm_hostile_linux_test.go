@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 // helmDeployment is a chart template of Deployment web.
@@ -120,7 +122,7 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			repo := writeRepo(t, tc.files())
+			repo := testtree.Write(t, tc.files())
 			out := planInChild(t, repo, []Application{app})
 			if out.Code != tc.code || !strings.Contains(out.Reason, tc.reasonHas) {
 				t.Fatalf("got %s\nwant refused (%s) with: %s", out.describe(), tc.code, tc.reasonHas)

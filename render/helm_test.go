@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 // helmChartFiles is a chart that shows in ConfigMap "seen" what it was given:
@@ -70,7 +72,7 @@ func seenData(t *testing.T, objs []Object) map[string]any {
 }
 
 func TestHelmRendersAsArgoCDRunsHelmTemplate(t *testing.T) {
-	repo := writeRepo(t, helmChartFiles())
+	repo := testtree.Write(t, helmChartFiles())
 	base := Application{Name: "argocd/probe", Path: "chart", SourceType: SourceHelm, Namespace: "dest", Helm: HelmOptions{ReleaseName: "probe"}}
 	cases := map[string]struct {
 		helm  func(h *HelmOptions)
@@ -134,7 +136,7 @@ func TestHelmRendersAsArgoCDRunsHelmTemplate(t *testing.T) {
 }
 
 func TestHelmWithoutDestinationNamespaceRendersInDefault(t *testing.T) {
-	repo := writeRepo(t, helmChartFiles())
+	repo := testtree.Write(t, helmChartFiles())
 	objs, err := Render(context.Background(), repo, Application{Name: "probe", Path: "chart", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "probe"}})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func TestHelmRendersVendoredSubcharts(t *testing.T) {
 		"chart/.helmignore":            "charts/db/templates/ignored.yaml\n",
 		"chart/charts/cache-0.2.0.tgz": chartArchiveWith(t, "cache", map[string]string{"Chart.yaml": "apiVersion: v2\nname: cache\nversion: 0.2.0\n", "templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cache\nspec:\n  replicas: {{ .Values.size }}\n"}),
 	}
-	repo := writeRepo(t, files)
+	repo := testtree.Write(t, files)
 	objs, err := Render(context.Background(), repo, Application{Name: "app", Path: "chart", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "app"}})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestHelmRendersVendoredSubcharts(t *testing.T) {
 }
 
 func TestHelmRefusesWhatItDoesNotApplyByName(t *testing.T) {
-	repo := writeRepo(t, helmChartFiles())
+	repo := testtree.Write(t, helmChartFiles())
 	cases := map[string]struct {
 		helm       HelmOptions
 		code, part string

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -365,7 +366,7 @@ func TestHostileRepositoriesAreRefusedWithinBounds(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			repo := writeRepo(t, tc.files())
+			repo := testtree.Write(t, tc.files())
 			out := planInChild(t, repo, append([]Application{tc.app}, tc.others...))
 			if tc.reasonHas != "" {
 				if out.Code != tc.code || !strings.Contains(out.Reason, tc.reasonHas) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -71,7 +72,7 @@ func TestSecretValuesNeverShown(t *testing.T) {
 	// Put the secrets right after the edited line so they fall in the diff context.
 	content := strings.Replace(secretsNearby, "apiVersion: apps/v1", "", 1)
 	content = "apiVersion: apps/v1" + content[strings.Index(content, "\nkind: Deployment"):] + "---\n" + secretsNearby[:strings.Index(secretsNearby, "---\napiVersion: apps/v1")]
-	repo := writeRepo(t, map[string]string{"apps/web/all.yaml": content})
+	repo := testtree.Write(t, map[string]string{"apps/web/all.yaml": content})
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}},
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
@@ -218,7 +219,7 @@ func requireNoSecret(t *testing.T, what, text string, values []string) {
 // diff context holds the generators, and an env change on a container that carries
 // a secret env entry; no output may show a secret value, in any shape.
 func TestKustomizeSecretsNeverShown(t *testing.T) {
-	repo := writeRepo(t, kustomizeSecrets)
+	repo := testtree.Write(t, kustomizeSecrets)
 	app := []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}}
 	target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	for name, tc := range map[string]struct {
@@ -332,7 +333,7 @@ func TestRefusalsDoNotQuoteSecrets(t *testing.T) {
 		files[k] = v
 	}
 	files["apps/web/kustomization.yaml"] = strings.Replace(files["apps/web/kustomization.yaml"], "- password=lit-Q7rT9vX2", "- lit-Q7rT9vX2", 1)
-	repo := writeRepo(t, files)
+	repo := testtree.Write(t, files)
 	_, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
@@ -360,7 +361,7 @@ func TestScrubberKeepsErrorIdentity(t *testing.T) {
 }
 
 func TestMaskTextMasksTheValuesOfTheObjects(t *testing.T) {
-	repo := writeRepo(t, kustomizeSecrets)
+	repo := testtree.Write(t, kustomizeSecrets)
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}},
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
@@ -382,7 +383,7 @@ func TestMaskTextMasksTheValuesOfTheObjects(t *testing.T) {
 // cannot render (kustomize quotes its bad literal) fails the first candidate; the
 // debug line about that candidate leaves before Plan scrubs its answer.
 func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"apps/web/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n" +
 			"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: ghcr.io/example/web:1.0.0\n",
 		"apps/web/kustomization.yaml":   "resources: [deployment.yaml]\n",
@@ -407,7 +408,7 @@ func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
 // TestSecretValuesOfEveryShape: the values scrubbed from free text are the values
 // the diffs mask, in every shape, generator sources included.
 func TestSecretValuesOfEveryShape(t *testing.T) {
-	repo := writeRepo(t, kustomizeSecrets)
+	repo := testtree.Write(t, kustomizeSecrets)
 	tr, err := openTree(repo)
 	if err != nil {
 		t.Fatal(err)

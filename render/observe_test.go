@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 type renderRecorder struct {
@@ -23,7 +25,7 @@ func (r *renderRecorder) Rendered(sourceType SourceType, d time.Duration, object
 }
 
 func TestRendersAreObservedBySourceType(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"plain/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
 		"kust/kustomization.yaml":  "resources:\n- cm.yaml\n",
 		"kust/cm.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",

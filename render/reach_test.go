@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -156,7 +157,7 @@ func (c reachRepo) setUp(t *testing.T, padded bool) (files map[string]string, ap
 	if padded {
 		apps = padApps(files, apps, parallelReachThreshold+1)
 	}
-	repo = writeRepo(t, files)
+	repo = testtree.Write(t, files)
 	writeLinks(t, repo, c.links)
 	return files, apps, repo
 }
@@ -415,7 +416,7 @@ func TestKustomizationMemoConcurrent(t *testing.T) {
 // TestStatAgreesWithAndWithoutListing checks that a path looked up on its own and
 // one looked up in a listed directory say the same, symlinks included.
 func TestStatAgreesWithAndWithoutListing(t *testing.T) {
-	repo := writeRepo(t, map[string]string{"d/file.yaml": "x", "d/sub/f": "y", "shared/s.yaml": "z"})
+	repo := testtree.Write(t, map[string]string{"d/file.yaml": "x", "d/sub/f": "y", "shared/s.yaml": "z"})
 	outside := t.TempDir()
 	for link, to := range map[string]string{"d/in": "../shared", "d/in-file": "../shared/s.yaml", "d/out": outside, "d/dangling": "missing"} {
 		if err := os.Symlink(to, filepath.Join(repo, link)); err != nil {

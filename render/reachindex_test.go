@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -28,7 +29,7 @@ func (c commit) clone() commit {
 
 func (c commit) write(t *testing.T) string {
 	t.Helper()
-	repo := writeRepo(t, c.files)
+	repo := testtree.Write(t, c.files)
 	writeLinks(t, repo, c.links)
 	return repo
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -93,7 +94,7 @@ func TestRememberedReachesAgreeWithFresh(t *testing.T) {
 // with another TreeID sees the change, one with the same TreeID (wrongly reused
 // for different content) does not, which shows the reach was remembered at all.
 func TestRememberedReachesAreKeptPerTree(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"base/kustomization.yaml":   "resources:\n  - cm.yaml\n",
 		"base/cm.yaml":              configMap("base"),
 		"a/kustomization.yaml":      "resources:\n  - ../base\n",
@@ -210,7 +211,7 @@ func TestReachMemoIsLeastRecentlyUsed(t *testing.T) {
 func TestRememberedReachesConcurrentPlans(t *testing.T) {
 	files := map[string]string{}
 	apps := padApps(files, nil, 2*parallelReachThreshold)
-	repo := writeRepo(t, files)
+	repo := testtree.Write(t, files)
 	treeID := "repo@" + t.Name()
 	reaches := make([][]*appReach, 4)
 	var wg sync.WaitGroup

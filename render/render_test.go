@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -54,7 +55,7 @@ var (
 )
 
 func TestRenderMatchesPlansBeforeRenderAndSurvivesEncoding(t *testing.T) {
-	repo := writeRepo(t, overlayRepo)
+	repo := testtree.Write(t, overlayRepo)
 	for name, app := range map[string]Application{"kustomize": overlayApp, "directory": webApp} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := Render(context.Background(), repo, app)
@@ -124,7 +125,7 @@ func TestDecodeObjectsRefusesGarbage(t *testing.T) {
 }
 
 func TestPlanUsesBeforeRenderAndKeepsItsResult(t *testing.T) {
-	repo := writeRepo(t, overlayRepo)
+	repo := testtree.Write(t, overlayRepo)
 	req := Request{RepoDir: repo, Apps: []Application{overlayApp, webApp}, App: "api",
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "prod-api"},
 		Change: Change{Resources: &Resources{Container: "api", Requests: map[string]string{"memory": "256Mi"}}}}
@@ -158,7 +159,7 @@ func TestPlanUsesBeforeRenderAndKeepsItsResult(t *testing.T) {
 }
 
 func TestResultCarriesChangedObjectsButNeverPrintsThem(t *testing.T) {
-	repo := writeRepo(t, overlayRepo)
+	repo := testtree.Write(t, overlayRepo)
 	cases := map[string]struct {
 		req      Request
 		wantKind string
@@ -292,7 +293,7 @@ func TestRenderRefusesRemoteReferencesWithoutFetching(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			repo := writeRepo(t, map[string]string{"app/kustomization.yaml": tc.kustomization})
+			repo := testtree.Write(t, map[string]string{"app/kustomization.yaml": tc.kustomization})
 			_, err := Render(context.Background(), repo, Application{Name: "web", Path: "app", SourceType: SourceKustomize})
 			var ref *Refusal
 			if !errors.As(err, &ref) || ref.Code != tc.code || ref.App != "web" {
@@ -341,7 +342,7 @@ func TestRenderUsesArgoCDKustomizeDefaults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			repo := writeRepo(t, tc.files)
+			repo := testtree.Write(t, tc.files)
 			_, err := Render(context.Background(), repo, Application{Name: "web", Path: "app", SourceType: SourceKustomize})
 			var ref *Refusal
 			if !errors.As(err, &ref) || ref.Code != CodeRenderFailed {

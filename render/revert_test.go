@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -43,7 +44,7 @@ type revertCase struct {
 func (c revertCase) run(t *testing.T) (orig *Result, now map[string]string, res *Result, err error) {
 	t.Helper()
 	ctx := context.Background()
-	origDir := writeRepo(t, c.files)
+	origDir := testtree.Write(t, c.files)
 	orig, err = Plan(ctx, Request{RepoDir: origDir, Apps: c.apps, App: c.apps[0].Name, Target: c.target, Change: c.change})
 	if err != nil {
 		t.Fatalf("plan the change: %v", err)
@@ -62,7 +63,7 @@ func (c revertCase) run(t *testing.T) (orig *Result, now map[string]string, res 
 	if c.later != nil {
 		c.later(now)
 	}
-	res, err = Revert(ctx, RevertRequest{RepoDir: writeRepo(t, now), Apps: c.apps, App: c.apps[0].Name,
+	res, err = Revert(ctx, RevertRequest{RepoDir: testtree.Write(t, now), Apps: c.apps, App: c.apps[0].Name,
 		OriginalDir: origDir, Edits: orig.Edits})
 	return orig, now, res, err
 }
@@ -292,8 +293,8 @@ func TestRevertNeverWritesTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := writeRepo(t, now)
-	if _, err := Revert(context.Background(), RevertRequest{RepoDir: dir, Apps: c.apps, OriginalDir: writeRepo(t, c.files), Edits: orig.Edits}); err != nil {
+	dir := testtree.Write(t, now)
+	if _, err := Revert(context.Background(), RevertRequest{RepoDir: dir, Apps: c.apps, OriginalDir: testtree.Write(t, c.files), Edits: orig.Edits}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "apps/web/deployment.yaml"))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -64,7 +65,7 @@ var (
 
 func writeSymlinkedBaseRepo(t *testing.T) string {
 	t.Helper()
-	repo := writeRepo(t, symlinkedBaseRepo.files)
+	repo := testtree.Write(t, symlinkedBaseRepo.files)
 	writeLinks(t, repo, symlinkedBaseRepo.links)
 	return repo
 }
@@ -264,7 +265,7 @@ func TestRenderAndPlanAgreeThroughSymlinks(t *testing.T) {
 // TestCreatedFileIsNeverWrittenThroughASymlink: a new file never takes a name held
 // by a dangling symlink, as writing it would follow the link.
 func TestCreatedFileIsNeverWrittenThroughASymlink(t *testing.T) {
-	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+	repo := testtree.Write(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
 	writeLinks(t, repo, map[string]string{"apps/web/configmap-extra.yaml": "../../../outside.yaml"})
 	res, err := Plan(context.Background(), Request{RepoDir: repo,
 		Apps:   []Application{{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}},

@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 func TestViewOverlaysTheTree(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"a/x.yaml":   "x",
 		"a/b/y.yaml": "y",
 	})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
 
@@ -16,7 +17,7 @@ const unsupportedPatches = "it sets spec.source.kustomize options that are not s
 // ignored; reached, that location is given up and the next one tried; reached by
 // every location, or the target's own app, the plan is refused naming why.
 func TestPlanRefusesOnlyEditsThatReachAnUnsupportedApp(t *testing.T) {
-	shared := writeRepo(t, map[string]string{
+	shared := testtree.Write(t, map[string]string{
 		"bases/web/kustomization.yaml":  "resources:\n  - deployment.yaml\n",
 		"bases/web/deployment.yaml":     twoContainerDeployment,
 		"overlays/a/kustomization.yaml": "resources:\n  - ../../bases/web\n",

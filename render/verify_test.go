@@ -9,24 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 )
-
-// writeRepo writes files (relative path → content) into a new temporary repository.
-func writeRepo(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 const twoContainerDeployment = `apiVersion: apps/v1
 kind: Deployment
@@ -50,7 +35,7 @@ spec:
 // TestVerifyCatchesWrongEdits injects edits that do more than the request and
 // requires verification to refuse each, naming what differs.
 func TestVerifyCatchesWrongEdits(t *testing.T) {
-	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+	repo := testtree.Write(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
 	apps := []Application{
 		{Name: "web-eu", Path: "apps/web", SourceType: SourceDirectory, Namespace: "eu"},
 		{Name: "web-us", Path: "apps/web", SourceType: SourceDirectory, Namespace: "us"},
@@ -206,7 +191,7 @@ func TestRefusalsFromTheFilesystem(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+			repo := testtree.Write(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
 			tc.setup(t, repo)
 			_, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{tc.app}, Target: target, Change: change})
 			var ref *Refusal
@@ -223,7 +208,7 @@ func TestRefusalsFromTheFilesystem(t *testing.T) {
 // TestSymlinkInsideRepositoryIsFollowed checks that only symlinks leaving the
 // repository are refused.
 func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
-	repo := writeRepo(t, map[string]string{"shared/deployment.yaml": twoContainerDeployment})
+	repo := testtree.Write(t, map[string]string{"shared/deployment.yaml": twoContainerDeployment})
 	if err := os.MkdirAll(filepath.Join(repo, "apps/web"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +227,7 @@ func TestSymlinkInsideRepositoryIsFollowed(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
-	repo := writeRepo(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
+	repo := testtree.Write(t, map[string]string{"apps/web/deployment.yaml": twoContainerDeployment})
 	app := Application{Name: "web", Path: "apps/web", SourceType: SourceDirectory, Namespace: "web"}
 	target := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	cases := map[string]struct {
@@ -278,7 +263,7 @@ func TestInvalidRequests(t *testing.T) {
 // TestConcurrentPlans runs kustomize plans at once; with -race it checks that
 // builds sharing kustomize's global state are serialised.
 func TestConcurrentPlans(t *testing.T) {
-	repo := writeRepo(t, map[string]string{
+	repo := testtree.Write(t, map[string]string{
 		"base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
 		"base/deployment.yaml":    twoContainerDeployment,
 		"a/kustomization.yaml":    "resources:\n  - ../base\nnamePrefix: a-\n",
@@ -323,7 +308,7 @@ func TestManyAppsOnlyAffectedRendered(t *testing.T) {
 		files[dir+"/kustomization.yaml"] = "resources:\n  - ../../base\nnamespace: " + "ns-" + filepath.Base(dir) + "\n"
 		apps = append(apps, Application{Name: "app-" + filepath.Base(dir), Path: dir, SourceType: SourceKustomize, Namespace: "ns-" + filepath.Base(dir)})
 	}
-	repo := writeRepo(t, files)
+	repo := testtree.Write(t, files)
 	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: apps, App: apps[7].Name,
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 9}}})
 	if err != nil {
