@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	goccy "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
 )
 
@@ -161,13 +163,13 @@ func Parse(data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return &Config{}, nil
 		}
-		return nil, yamlError(err)
+		return nil, syntaxError(data, err)
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
 		line := second.Line
 		if err != nil {
-			return nil, yamlError(err)
+			return nil, syntaxError(data, err)
 		}
 		return nil, &ParseError{Line: line, Msg: "the file holds more than one YAML document"}
 	}
@@ -284,6 +286,25 @@ func yamlError(err error) error {
 		msgs[i] = m
 	}
 	return &ParseError{Line: line, Msg: strings.Join(msgs, "; ")}
+}
+
+// syntaxError is yamlError for a file yaml.v3 cannot parse, at the line of the
+// fault. yaml.v3's message names where the block it was parsing starts (and, for
+// its parser's errors, the line before it), which in a policy is mostly line 2,
+// "rules:"; goccy/go-yaml's parser reports the token at fault, so its line is the
+// one marked. yaml.v3 stays the judge and its words the message: its line is kept
+// when goccy accepts the file or places the fault before the block yaml.v3 names.
+func syntaxError(data []byte, err error) error {
+	pe, ok := yamlError(err).(*ParseError)
+	if !ok {
+		return err
+	}
+	_, perr := goccyparser.ParseBytes(data, 0)
+	var se *goccy.SyntaxError
+	if errors.As(perr, &se) && se.Token != nil && se.Token.Position != nil && se.Token.Position.Line >= pe.Line {
+		pe.Line = se.Token.Position.Line
+	}
+	return pe
 }
 
 func findAlias(n *yaml.Node) *yaml.Node {

@@ -100,3 +100,38 @@ func TestParseREADMEExample(t *testing.T) {
 		t.Fatalf("rules %+v", r)
 	}
 }
+
+// TestParseSyntaxErrorAtItsLine: a YAML syntax error is refused at the line that
+// holds the fault, not at the start of the block around it (where yaml.v3's own
+// message points), and with yaml.v3's words.
+func TestParseSyntaxErrorAtItsLine(t *testing.T) {
+	const head = "version: 1\nrules:\n  image_digest:\n    level: error\n"
+	cases := map[string]struct {
+		file string
+		line int
+		msg  string
+	}{
+		"a key indented too far":     {head + "  dry_run:\n      level: error\n    x: 1\n", 7, "did not find expected key"},
+		"a key indented too little":  {head + "   secret_values: {level: error}\n", 5, "did not find expected key"},
+		"a mapping in a plain value": {head + "  namespaces:\n    level: error\n    allowed: shop: web\n", 7, "mapping values are not allowed"},
+		"a tab for indentation":      {head + "\tdry_run: {level: error}\n", 5, "tab character"},
+		"an unclosed quote":          {head + "  dry_run:\n    level: \"error\n", 6, "unexpected end of stream"},
+		"an unclosed flow list":      {head + "  namespaces:\n    level: error\n    allowed: [shop, web\n  dry_run: {level: error}\n", 8, "did not find expected ',' or ']'"},
+		"a list item among keys":     {head + "  dry_run:\n    level: error\n    - notice\n", 7, "did not find expected key"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.file))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse = %v, want a *ParseError", err)
+			}
+			if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
+				t.Fatalf("line %d %q, want line %d with %q", pe.Line, pe.Msg, tc.line, tc.msg)
+			}
+			if strings.Contains(pe.Msg, "line ") {
+				t.Errorf("message names a line of its own: %q", pe.Msg)
+			}
+		})
+	}
+}
