@@ -3,12 +3,17 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,12 +22,16 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	helmindex "helm.sh/helm/v4/pkg/repo/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/helmrepo"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
@@ -46,6 +55,10 @@ type parityCase struct {
 	want string
 	// argocdCM is the data of the cluster's argocd-cm (nil: there is none).
 	argocdCM map[string]string
+	// chartRepo is the address of the Helm chart repository serving the
+	// golden's repository/ folder, for the charts its Chart.lock files pin
+	// (empty: the golden has none).
+	chartRepo string
 }
 
 // goldenRequest is request.yaml of a render golden case.
@@ -69,19 +82,18 @@ func TestPlanCommandAndServiceAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cases []parityCase
+	withCharts := 0
 	for _, e := range entries {
-		// A case with a chart repository of its own fetches from it through
-		// render.WithCharts, which neither side here has: helmrepo's tests
-		// render such charts from a repository they serve.
-		if _, err := os.Stat(filepath.Join(renderGoldens, e.Name(), "repository")); err == nil {
-			continue
-		}
 		if e.IsDir() {
-			cases = append(cases, goldenParityCase(t, e.Name()))
+			c := goldenParityCase(t, e.Name())
+			if c.chartRepo != "" {
+				withCharts++
+			}
+			cases = append(cases, c)
 		}
 	}
-	if len(cases) < 20 {
-		t.Fatalf("found %d golden cases, expected the full set", len(cases))
+	if len(cases) < 20 || withCharts == 0 {
+		t.Fatalf("found %d golden cases, %d with a chart repository; expected the full set", len(cases), withCharts)
 	}
 	cases = append(cases, unsupportedVariants(t, cases)...)
 	cases = append(cases, multiSourceVariants(t, cases)...)
@@ -117,6 +129,9 @@ func goldenParityCase(t *testing.T, name string) parityCase {
 		want = verdictOf(true, "")
 	}
 	c := parityCase{name: name, files: readTree(t, filepath.Join(dir, "input")), target: req.Target, change: req.Change, want: want}
+	if _, err := os.Stat(filepath.Join(dir, "repository")); err == nil {
+		c.chartRepo = serveChartRepository(t, filepath.Join(dir, "repository"))
+	}
 	primary := req.App
 	if primary == "" {
 		primary = req.Apps[0].Name
@@ -388,7 +403,14 @@ func cliVerdict(t *testing.T, c parityCase) string {
 			t.Fatal(err)
 		}
 	}
-	// The service's pipeline here fetches no chart dependencies either.
+	// --fetch-charts would fetch from the hosts the Chart.lock files name; a
+	// golden's charts come from the repository the test serves instead, through
+	// the context the command renders under, which --fetch-charts=false leaves
+	// as it is. The service's pipeline fetches from the same repository.
+	ctx := context.Background()
+	if c.chartRepo != "" {
+		ctx = render.WithCharts(ctx, chartFetcher(c.chartRepo))
+	}
 	args := []string{"--fetch-charts=false", "--repo", repo, "--application", filepath.Join(appsDir, "app-0.yaml"), "--applications", appsDir, "--output", "json"}
 	if c.argocdCM != nil {
 		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cm", "namespace": "argocd"}, "data": c.argocdCM}
@@ -404,7 +426,7 @@ func cliVerdict(t *testing.T, c parityCase) string {
 	}
 	args = append(args, changeArgs(t, c)...)
 	var stdout, stderr bytes.Buffer
-	code := runPlan(context.Background(), args, &stdout, &stderr)
+	code := runPlan(ctx, args, &stdout, &stderr)
 	var out struct {
 		Verdict string          `json:"verdict"`
 		Refusal *render.Refusal `json:"refusal"`
@@ -579,9 +601,29 @@ func (c parityConnections) RepoInstallation(context.Context, string, string, str
 	return c.inst, nil
 }
 
-// servicePaths submits every case to one pipeline, each as its own team whose
-// repository is a copy of the case's, and returns the verdicts by case name.
+// servicePaths runs every case through the service's pipeline and returns the
+// verdicts by case name: the cases without a chart repository through one
+// pipeline, each with one through a pipeline whose render engine fetches charts
+// from it, as service.New wires helmrepo into the engine.
 func servicePaths(t *testing.T, cases []parityCase) map[string]string {
+	t.Helper()
+	var plain []parityCase
+	verdicts := map[string]string{}
+	for _, c := range cases {
+		if c.chartRepo == "" {
+			plain = append(plain, c)
+			continue
+		}
+		maps.Copy(verdicts, pipelineVerdicts(t, []parityCase{c}, chartFetcher(c.chartRepo)))
+	}
+	maps.Copy(verdicts, pipelineVerdicts(t, plain, nil))
+	return verdicts
+}
+
+// pipelineVerdicts submits cases to one pipeline, each as its own team whose
+// repository is a copy of the case's, charts fetched from charts (nil: none),
+// and returns the verdicts by case name.
+func pipelineVerdicts(t *testing.T, cases []parityCase, charts render.ChartSource) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	gh := githubtest.New(t)
@@ -602,7 +644,7 @@ func servicePaths(t *testing.T, cases []parityCase) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: cache.RenderEngine{},
+	p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: cache.RenderEngine{Charts: charts},
 		Repos: github.Repos{Clients: cc, Archives: archives}, Connections: parityConnections{inst: inst}},
 		plan.Config{ClaimTTL: 30 * time.Second, DeployPoll: time.Second, DeployTimeout: time.Minute, BotLogin: gh.BotLogin()})
 	t.Cleanup(p.Close)
@@ -729,4 +771,68 @@ func serviceVerdict(t *testing.T, pl store.Plan) (string, bool) {
 		return "failed: " + pl.StatusReason, true
 	}
 	return "", false
+}
+
+// serveChartRepository serves a render golden's repository/ folder as the Helm
+// chart repository its Chart.lock files name, and returns its address: each
+// <name>-<version>/ packaged with the Helm SDK and listed with its digest in an
+// index.yaml, at any path (the locks name the repository at another host; see
+// chartFetcher).
+func serveChartRepository(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := helmindex.NewIndexFile()
+	files := map[string][]byte{}
+	for _, e := range entries {
+		ch, err := loader.LoadDir(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatalf("chart %s: %v", e.Name(), err)
+		}
+		archive, err := chartutil.Save(ch, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		if err := idx.MustAdd(ch.Metadata, filepath.Base(archive), "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(archive)] = data
+	}
+	if files["index.yaml"], err = sigsyaml.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := files[path.Base(r.URL.Path)]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// chartFetcher is helmrepo's fetcher, as the command and the service use it,
+// with every request sent to the chart repository at addr whatever host its URL
+// names.
+func chartFetcher(addr string) render.ChartSource {
+	return helmrepo.New(helmrepo.WithHTTPClient(&http.Client{Transport: toChartRepository(addr), Timeout: time.Minute}))
+}
+
+// toChartRepository sends each request to the server at its address over plain
+// HTTP, the path and query kept.
+type toChartRepository string
+
+func (addr toChartRepository) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host = "http", string(addr)
+	return http.DefaultTransport.RoundTrip(r)
 }

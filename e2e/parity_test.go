@@ -35,6 +35,10 @@ const (
 	// refusedAnnotation marks a corpus Application the service refuses to render,
 	// with the refusal code it must give.
 	refusedAnnotation = "parity.kukie.test/refused"
+	// buildOptionsAnnotation is the argocd-cm "kustomize.buildOptions" of the
+	// cluster a corpus Application runs in: the application controller passes it to
+	// the repo server, the service reads it from argocd-cm (argocd.Settings).
+	buildOptionsAnnotation = "parity.kukie.test/kustomize-build-options"
 )
 
 // testRenderParity is the proof that the service renders as Argo CD renders: every
@@ -111,6 +115,13 @@ func (s *suite) checkParity(t *testing.T, app *unstructured.Unstructured, repoUR
 		}
 	}
 	destination, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
+	var kustomizeOptions *argocdharness.KustomizeOptions
+	var settings *argocd.Settings
+	if opts := app.GetAnnotations()[buildOptionsAnnotation]; opts != "" {
+		kustomizeOptions = &argocdharness.KustomizeOptions{BuildOptions: opts}
+		parsed := argocd.ParseSettings(map[string]string{"kustomize.buildOptions": opts})
+		settings = &parsed
+	}
 
 	// Argo CD's side, source by source as the application controller asks for it.
 	var theirs []map[string]any
@@ -129,6 +140,7 @@ func (s *suite) checkParity(t *testing.T, app *unstructured.Unstructured, repoUR
 			RefSources:         refs,
 			ProjectName:        "default",
 			ProjectSourceRepos: []string{"*"},
+			KustomizeOptions:   kustomizeOptions,
 		})
 		if err != nil {
 			t.Fatalf("repo server, source %d: %v", i+1, err)
@@ -159,6 +171,8 @@ func (s *suite) checkParity(t *testing.T, app *unstructured.Unstructured, repoUR
 	if err != nil {
 		t.Fatalf("parse application: %v", err)
 	}
+	// As clusteraccess attaches the argocd-cm it read to every Application.
+	model.Settings = settings
 	var ours []map[string]any
 	var refusal error
 	for _, ra := range render.FromArgoCD(model, nil) {
@@ -276,23 +290,23 @@ func readParityApps(t *testing.T, file, repoURL string) []*unstructured.Unstruct
 }
 
 // compareObjects matches the objects of both renders by apiVersion, kind, namespace
-// and name and returns one message per difference: an object only one side has, one
-// named twice, or a unified diff of the normalised JSON of a pair.
+// and name and returns one message per difference: an object only one side has,
+// one rendered a different number of times by each side, or a unified diff of the
+// normalised JSON of a pair. An object both render more than once (a subchart's
+// CRD under two aliases) pairs its renderings in sorted order.
 func compareObjects(theirs, ours []map[string]any) []string {
-	index := func(side string, objs []map[string]any, diffs *[]string) map[string]string {
-		out := map[string]string{}
+	index := func(objs []map[string]any) map[string][]string {
+		out := map[string][]string{}
 		for _, o := range objs {
 			key := objectKey(o)
-			if _, dup := out[key]; dup {
-				*diffs = append(*diffs, fmt.Sprintf("%s: %s rendered twice", key, side))
-			}
-			out[key] = normalizedJSON(o)
+			out[key] = append(out[key], normalizedJSON(o))
+		}
+		for _, list := range out {
+			sort.Strings(list)
 		}
 		return out
 	}
-	var diffs []string
-	a := index("the repo server", theirs, &diffs)
-	b := index("render", ours, &diffs)
+	a, b := index(theirs), index(ours)
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
 		keys = append(keys, k)
@@ -303,17 +317,26 @@ func compareObjects(theirs, ours []map[string]any) []string {
 		}
 	}
 	sort.Strings(keys)
+	var diffs []string
 	for _, k := range keys {
-		x, inA := a[k]
-		y, inB := b[k]
+		x, y := a[k], b[k]
 		switch {
-		case !inB:
-			diffs = append(diffs, fmt.Sprintf("%s: only the repo server renders it:\n%s", k, x))
-		case !inA:
-			diffs = append(diffs, fmt.Sprintf("%s: only render renders it:\n%s", k, y))
-		case x != y:
+		case len(y) == 0:
+			diffs = append(diffs, fmt.Sprintf("%s: only the repo server renders it:\n%s", k, x[0]))
+			continue
+		case len(x) == 0:
+			diffs = append(diffs, fmt.Sprintf("%s: only render renders it:\n%s", k, y[0]))
+			continue
+		case len(x) != len(y):
+			diffs = append(diffs, fmt.Sprintf("%s: the repo server renders it %d times, render %d times", k, len(x), len(y)))
+			continue
+		}
+		for i := range x {
+			if x[i] == y[i] {
+				continue
+			}
 			d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-				A: difflib.SplitLines(x), B: difflib.SplitLines(y),
+				A: difflib.SplitLines(x[i]), B: difflib.SplitLines(y[i]),
 				FromFile: "argo cd repo server", ToFile: "render", Context: 3,
 			})
 			diffs = append(diffs, fmt.Sprintf("%s differs:\n%s", k, d))

@@ -40,6 +40,18 @@ type ManifestRequest struct {
 	RefSources         map[string]RefTarget `json:"refSources,omitempty"`
 	ProjectName        string               `json:"projectName,omitempty"`
 	ProjectSourceRepos []string             `json:"projectSourceRepos,omitempty"`
+	// KustomizeOptions are the kustomize settings of the cluster's argocd-cm, as
+	// the application controller reads them and passes them along.
+	KustomizeOptions *KustomizeOptions `json:"kustomizeOptions,omitempty"`
+}
+
+// KustomizeOptions is argocd-cm's kustomize settings as Argo CD's KustomizeOptions
+// carries them. Argo CD's type has no JSON tags, so its fields go by their Go
+// names.
+type KustomizeOptions struct {
+	// BuildOptions is "kustomize.buildOptions": the flags the repo server adds to
+	// every "kustomize build".
+	BuildOptions string `json:"BuildOptions"`
 }
 
 // Repository names the repository a source reads, as Argo CD's Repository does.
