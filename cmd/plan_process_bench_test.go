@@ -15,8 +15,8 @@ import (
 // overlay30 writes the 30-object overlay of the render benchmarks (a base of ten
 // Deployments, Services and ConfigMaps, an overlay setting a namespace and an
 // image tag) and returns the repository and the overlay's path in it.
-func overlay30(b *testing.B) (repo, app string) {
-	b.Helper()
+func overlay30(tb testing.TB) (repo, app string) {
+	tb.Helper()
 	files := map[string]string{}
 	var resources []string
 	for i := range 30 {
@@ -39,7 +39,7 @@ func overlay30(b *testing.B) (repo, app string) {
 	files["base/kustomization.yaml"] = "resources:\n" + strings.Join(resources, "\n") + "\n"
 	app = "overlay"
 	files[app+"/kustomization.yaml"] = "namespace: shop\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/example/svc00\n    newTag: \"1.0.1\"\n"
-	repo = testtree.Write(b, files)
+	repo = testtree.Write(tb, files)
 	return repo, app
 }
 

@@ -8,12 +8,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/config"
+	"github.com/kukie/kukie-gitops/internal/gcstart"
 	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/service"
 )
 
 func (p program) runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
+	// The service runs for days: its collector paces by GOGC from the start,
+	// not by the start-up heap of a short command.
+	gcstart.Restore()
 	var f commonFlags
 	var addr string
 	fs := newFlagSet("serve", "serve [flags]",
