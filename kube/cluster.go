@@ -7,6 +7,8 @@
 //
 //   - Clusters is the registry: Clusters.Get(name, Access) returns the *Cluster for a
 //     name, building it on first use and again only when its credentials change.
+//     Clusters.Close stops every informer of every cluster it built and waits for
+//     their goroutines: nothing started here outlives the registry.
 //   - LoadKubeconfig accepts a team's kubeconfig only with inline settings (https
 //     server, inline TLS data and credentials): no exec plugin, auth provider, file
 //     path or proxy, in any entry. RESTConfig applies it at every use, so a document
@@ -49,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -186,6 +189,9 @@ type Cluster struct {
 	slots     *semaphore.Weighted
 	reads     *readCache
 	kinds     *readCache
+	// httpClient is the connection pool of every client above; its idle
+	// connections are closed when the cluster is closed.
+	httpClient *http.Client
 	// watches are the informers on Applications and on single objects while
 	// somebody follows them.
 	watches watches
@@ -232,6 +238,8 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 		slots:     semaphore.NewWeighted(int64(opts.Concurrency)),
 		reads:     newReadCache(opts.Clock, opts.CacheTTL, opts.RefreshFloor, opts.CallTimeout),
 		kinds:     newReadCache(opts.Clock, opts.DiscoveryTTL, opts.RefreshFloor, opts.CallTimeout),
+
+		httpClient: httpClient,
 	}, nil
 }
 

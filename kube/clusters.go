@@ -84,7 +84,14 @@ type Clusters struct {
 
 	mu       sync.Mutex
 	clusters map[string]registered
+	// replaced are the clusters Get built before credentials changed: their
+	// informers run on until their followers stop, and Close stops them too.
+	replaced []*Cluster
+	closed   bool
 }
+
+// ErrClosed is returned for clusters of a registry that was closed.
+var ErrClosed = errors.New("cluster access is shut down")
 
 type registered struct {
 	cluster     *Cluster
@@ -103,7 +110,11 @@ func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
 	fp := access.fingerprint()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if reg, ok := r.clusters[name]; ok && reg.fingerprint == fp {
+	if r.closed {
+		return nil, ErrClosed
+	}
+	reg, ok := r.clusters[name]
+	if ok && reg.fingerprint == fp {
 		return reg.cluster, nil
 	}
 	// name is the caller's key (an internal id, say): errors leave it out, for the
@@ -116,13 +127,38 @@ func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ok {
+		r.replaced = append(r.replaced, reg.cluster)
+	}
 	r.clusters[name] = registered{cluster: c, fingerprint: fp}
 	return c, nil
+}
+
+// Close stops every informer of every cluster the registry built and waits until
+// their goroutines have ended, then closes the clusters' idle connections: nothing
+// the registry started outlives it. Follows end silently (their Changes send
+// nothing more) and later Gets fail with ErrClosed. The service calls it once its
+// readers and the pipeline have stopped.
+func (r *Clusters) Close() {
+	r.mu.Lock()
+	r.closed = true
+	all := r.replaced
+	for _, reg := range r.clusters {
+		all = append(all, reg.cluster)
+	}
+	r.clusters, r.replaced = map[string]registered{}, nil
+	r.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
 }
 
 // Forget drops a cluster, for example after it was deleted or its credentials revoked.
 func (r *Clusters) Forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if reg, ok := r.clusters[name]; ok {
+		r.replaced = append(r.replaced, reg.cluster)
+	}
 	delete(r.clusters, name)
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -49,7 +51,14 @@ type watches struct {
 	running map[watchKey]*sharedWatch
 	starts  map[watchKey]int // informers started, for tests
 	readers appReaders
+	// closed refuses new informers once the cluster is closed; informers counts
+	// the goroutines running one, which close waits for.
+	closed    bool
+	informers sync.WaitGroup
 }
+
+// errWatchesClosed is why a closed cluster follows nothing.
+var errWatchesClosed = errors.New("cluster access is shut down")
 
 // sharedWatch is one informer and its followers, by object key ("namespace/name",
 // or "name" for a cluster-scoped object).
@@ -153,13 +162,14 @@ type appReaders struct {
 	linger   *time.Timer // ends the hold once nobody held it for a while
 	err      error       // the last failed start, at failedAt
 	failedAt time.Time
+	closed   bool // the cluster was closed: nothing lingers
 }
 
 func (r *appReaders) release(linger time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.holders--
-	if r.holders > 0 {
+	if r.holders > 0 || r.closed {
 		return
 	}
 	f := r.follow
@@ -236,6 +246,10 @@ func (c *Cluster) follow(ctx context.Context, key watchKey, objKey string) (*Fol
 	ws := &c.watches
 	f := &follower{ch: make(chan struct{}, 1)}
 	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
+	}
 	if ws.running == nil {
 		ws.running, ws.starts = map[watchKey]*sharedWatch{}, map[watchKey]int{}
 	}
@@ -386,7 +400,20 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
 	runCtx, cancel := context.WithCancel(log.WithContext(context.WithoutCancel(ctx)))
-	go informer.RunWithContext(runCtx)
+	c.watches.mu.Lock()
+	if c.watches.closed {
+		c.watches.mu.Unlock()
+		cancel()
+		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
+	}
+	// Added under the lock that close takes first, so close waits for every
+	// informer started before it.
+	c.watches.informers.Add(1)
+	c.watches.mu.Unlock()
+	go func() {
+		defer c.watches.informers.Done()
+		informer.RunWithContext(runCtx)
+	}()
 	syncCtx, cancelSync := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancelSync()
 	// Synced once the handler has seen every listed object, so the followers and
@@ -410,10 +437,41 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 	c.watches.mu.Lock()
 	defer c.watches.mu.Unlock()
 	w.informer, w.cancel = informer, cancel
-	if len(w.followers) == 0 {
-		cancel() // everyone left while it started
+	if len(w.followers) == 0 || c.watches.closed {
+		cancel() // everyone left, or the cluster was closed, while it started
 	}
 	return nil
+}
+
+// close stops every informer of the cluster, the hold of readers on Applications
+// included, and waits until their goroutines have ended; then it closes the idle
+// connections they leave. Later follows fail.
+func (c *Cluster) close() {
+	r := &c.watches.readers
+	r.mu.Lock()
+	if r.linger != nil {
+		r.linger.Stop()
+	}
+	r.follow, r.linger, r.closed = nil, nil, true
+	r.mu.Unlock()
+
+	ws := &c.watches
+	ws.mu.Lock()
+	ws.closed = true
+	for key, w := range ws.running {
+		delete(ws.running, key)
+		select {
+		case <-w.ready:
+			if w.cancel != nil {
+				w.cancel()
+			}
+		default:
+			// Still starting: its starter sees the cluster closed and stops it.
+		}
+	}
+	ws.mu.Unlock()
+	ws.informers.Wait()
+	utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
 }
 
 // dropManagedFields is the informers' transform: objects are kept without

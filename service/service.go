@@ -66,6 +66,9 @@ type Service struct {
 	metrics     *metricsExposition
 	notifier    *notify.Worker
 	checks      prcheck.Pruner
+	// clusters are the cluster client sets, closed once the background work that
+	// follows clusters has stopped.
+	clusters *kube.Clusters
 }
 
 // Option adjusts New for a test.
@@ -122,7 +125,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
-	clusters := clusteraccess.Clusters{DB: db, Registry: kube.NewClusters(kube.Options{Observer: reads}), Credentials: credentials,
+	s.clusters = kube.NewClusters(kube.Options{Observer: reads})
+	clusters := clusteraccess.Clusters{DB: db, Registry: s.clusters, Credentials: credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams}
 
 	// 4. The change pipeline, or the one stand-in that says why it does not run, and
@@ -329,7 +333,13 @@ func (s *Service) start(ctx context.Context) (stop func(), err error) {
 			}
 		})
 	}
-	return func() { cancel(); wg.Wait() }, nil
+	return func() {
+		cancel()
+		wg.Wait()
+		// The pipeline's follows have ended; the informers readers still hold (for
+		// a while after their last read) and any still starting end here.
+		s.clusters.Close()
+	}, nil
 }
 
 // runPipeline runs the pipeline until ctx is cancelled.
