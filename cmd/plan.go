@@ -43,8 +43,11 @@ checked; --fetch-charts=false fetches nothing). The edit is found by
 rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now; a value only the chart's defaults hold is
 added to the app's last values file. A value the Application itself sets
-(parameters, values, valuesObject) is refused, naming where it is set and the
-file of the repository that defines the Application (app-of-apps), if one does. Each source of a multi-source Application renders on its own;
+(parameters, values, valuesObject) is edited in the Application's manifest when
+a file of the repository defines it (app-of-apps) and says what the cluster's
+Application says; the parent app that renders it must change in that field
+alone. Otherwise it is refused, naming where the value is set. Each source of a
+multi-source Application renders on its own;
 "$ref/..." values files resolve from this repository when the ref source is this
 repository at the same revision. Refused by name: dependencies neither vendored nor
 locked, a Chart.lock out of sync, charts from Helm repositories, remote or globbed values

@@ -11,7 +11,10 @@
 // Application before and after exactly as Argo CD would (kustomize through krusty
 // with Argo CD's default options; Helm charts through the Helm SDK with the flags
 // Argo CD passes to "helm template", a values key found by rendering being the
-// edit; plain directories as their parsed documents, a List's items as objects of
+// edit, or, for a value the Application itself sets, that setting in the
+// Application's manifest when the repository defines it (an app-of-apps: the
+// child renders from the edited spec, the parent changes in that field alone);
+// plain directories as their parsed documents, a List's items as objects of
 // their own, edited in place inside the List), and
 // accepts the edit only when each rendered object equals the before-render plus the
 // requested change, field by field. Otherwise it returns a [*Refusal] with a stable

@@ -450,19 +450,28 @@ func helmOverride(app Application, target, expected map[string]any) string {
 	for _, prm := range app.Helm.Parameters {
 		for _, o := range olds {
 			if prm.Value == o {
-				return fmt.Sprintf("the Application sets it in spec.source.helm.parameters (%s=%s), which Argo CD applies after every values file", prm.Name, prm.Value)
+				return fmt.Sprintf("the Application sets it in %s.parameters (%s=%s), which Argo CD applies after every values file", helmSettings(app), prm.Name, prm.Value)
 			}
 		}
 	}
 	if app.Helm.Values != "" {
-		leaves, _ := valuesLeaves("spec.source.helm."+app.Helm.ValuesField, []byte(app.Helm.Values))
+		leaves, _ := valuesLeaves(helmSettings(app)+"."+app.Helm.ValuesField, []byte(app.Helm.Values))
 		for _, l := range leaves {
 			for _, o := range olds {
 				if l.node.Kind == yaml.ScalarNode && l.text == o {
-					return fmt.Sprintf("the Application sets it in spec.source.helm.%s (%s), which Argo CD applies after every values file", app.Helm.ValuesField, l.path)
+					return fmt.Sprintf("the Application sets it in %s.%s (%s), which Argo CD applies after every values file", helmSettings(app), app.Helm.ValuesField, l.path)
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// helmSettings names an app's helm settings in its Application: those of a
+// later source of a multi-source Application by its index.
+func helmSettings(app Application) string {
+	if i := sourceIndex(app.Name); i > 0 {
+		return fmt.Sprintf("spec.sources[%d].helm", i)
+	}
+	return "spec.source.helm"
 }

@@ -68,12 +68,7 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if out.winner == nil {
 		if app.SourceType == SourceHelm {
 			if where := helmOverride(app, target.body, expected); where != "" {
-				// Where the Application is defined decides what the person does.
-				defined := "the Application is not in this repository, so change it where it is defined"
-				if m := p.applicationManifest(app.Name); m != "" {
-					defined = fmt.Sprintf("the Application is defined in this repository, in %s: render does not edit Application manifests yet, so change it there", m)
-				}
-				return nil, p.refusal(CodeAppOverride, fmt.Sprintf("no values file edit for %s verifies: %s; %s", p.req.Target, where, defined), out.attempts)
+				return p.planAppManifest(ctx, target, exp, where, out)
 			}
 		}
 		return nil, p.noVerifiedEdit(target, out)

@@ -477,6 +477,11 @@ type candidate struct {
 	files    map[string][]byte
 	created  map[string]bool
 	warnings []Warning
+	// apps are Applications whose spec the edit changes (an app-of-apps
+	// manifest), as they render after it; exp, when set, replaces the plan's
+	// expectation for this candidate.
+	apps map[string]Application
+	exp  expectation
 }
 
 func (c *candidate) paths() []string {
@@ -490,6 +495,12 @@ type expectation interface {
 	// extra judges the objects rendered after the edit that expect has no entry
 	// for, and returns the problems (none: accepted).
 	extra(app Application, added map[objKey]*object) []string
+}
+
+// unmetExpectation is an expectation that can also fail as a whole, after
+// every affected app was compared.
+type unmetExpectation interface {
+	unmet() string
 }
 
 // verifyResult is the outcome of verifying one candidate.
@@ -516,6 +527,9 @@ type changedObject struct {
 // each after-render with its expectation.
 func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*verifyResult, error) {
 	after := p.before.with(c.files)
+	if c.exp != nil {
+		exp = c.exp
+	}
 	apps, warnings := p.affected(c.paths())
 	res := &verifyResult{ok: true, warnings: warnings}
 	var reasons, leaked []string
@@ -549,7 +563,11 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 		if err != nil {
 			return nil, err
 		}
-		afterObjs, err := p.render(after, app)
+		afterApp := app
+		if a, ok := c.apps[app.Name]; ok {
+			afterApp = a
+		}
+		afterObjs, err := p.render(after, afterApp)
 		if err != nil {
 			res.ok = false
 			reasons = append(reasons, fmt.Sprintf("application %s does not render after the edit: %s", app.Name, reasonOf(err)))
@@ -618,6 +636,12 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 			}
 		}
 		res.apps = append(res.apps, av)
+	}
+	if u, ok := exp.(unmetExpectation); ok && res.ok {
+		if r := u.unmet(); r != "" {
+			res.ok = false
+			reasons = append(reasons, r)
+		}
 	}
 	if extra := len(leaked) - maxDetailedLeaks; extra > 0 {
 		names := leaked[maxDetailedLeaks:]
