@@ -54,14 +54,7 @@ func TestParseRefusesWithTheLine(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.file))
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("Parse = %v, want a *ParseError", err)
-			}
-			if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
-				t.Fatalf("line %d %q, want line %d with %q", pe.Line, pe.Msg, tc.line, tc.msg)
-			}
+			pe := parseError(t, tc.file, tc.line, tc.msg)
 			if strings.Contains(pe.Msg, "policy.") {
 				t.Errorf("message names a Go type: %q", pe.Msg)
 			}
@@ -121,17 +114,23 @@ func TestParseSyntaxErrorAtItsLine(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.file))
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("Parse = %v, want a *ParseError", err)
-			}
-			if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
-				t.Fatalf("line %d %q, want line %d with %q", pe.Line, pe.Msg, tc.line, tc.msg)
-			}
-			if strings.Contains(pe.Msg, "line ") {
+			if pe := parseError(t, tc.file, tc.line, tc.msg); strings.Contains(pe.Msg, "line ") {
 				t.Errorf("message names a line of its own: %q", pe.Msg)
 			}
 		})
 	}
+}
+
+// parseError is Parse's refusal of file, which must be at line and say msg.
+func parseError(t *testing.T, file string, line int, msg string) *ParseError {
+	t.Helper()
+	_, err := Parse([]byte(file))
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Parse = %v, want a *ParseError", err)
+	}
+	if pe.Line != line || !strings.Contains(pe.Msg, msg) {
+		t.Fatalf("line %d %q, want line %d with %q", pe.Line, pe.Msg, line, msg)
+	}
+	return pe
 }
