@@ -46,6 +46,10 @@ var ErrClusterUnreachable = errors.New("cluster unreachable")
 type DryRunRejection struct {
 	Object  string // kind namespace/name
 	Message string // the API server's message, verbatim
+	// Index is the object's position among those sent; Fields the field paths
+	// the API server names as the cause (kube.DryRunError).
+	Index  int
+	Fields []string
 }
 
 func (e *DryRunRejection) Error() string {
@@ -305,9 +309,24 @@ func (k Clusters) Object(ctx context.Context, ref Ref, t objref.Target) (map[str
 // DryRun sends objects as a server-side dry-run apply. A rejection by the API
 // server is a *DryRunRejection; an unreachable cluster is ErrClusterUnreachable.
 func (k Clusters) DryRun(ctx context.Context, ref Ref, objects []map[string]any) error {
+	rejected, err := k.DryRunEach(ctx, ref, objects)
+	if err != nil {
+		return err
+	}
+	if len(rejected) > 0 {
+		return &rejected[0]
+	}
+	return nil
+}
+
+// DryRunEach is DryRun answering for every object: each refusal, in order, with
+// the fields at fault. An unreachable cluster, or one that forbids an object's
+// dry-run, is ErrClusterUnreachable, unless objects before it were refused: those
+// are returned, as DryRun returns the first.
+func (k Clusters) DryRunEach(ctx context.Context, ref Ref, objects []map[string]any) ([]DryRunRejection, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrClusterUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", ErrClusterUnreachable, err)
 	}
 	objs := make([]*unstructured.Unstructured, len(objects))
 	for i, o := range objects {
@@ -315,19 +334,26 @@ func (k Clusters) DryRun(ctx context.Context, ref Ref, objects []map[string]any)
 	}
 	err = c.DryRun(ctx, objs)
 	if err == nil {
-		return nil
+		return nil, nil
 	}
+	var out []DryRunRejection
 	for _, d := range kube.DryRunErrors(err) {
 		switch d.Class {
 		case argocd.FailureUnreachable, argocd.FailureForbidden:
-			return fmt.Errorf("%w: %s", ErrClusterUnreachable, d.Message)
+			if len(out) > 0 {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%w: %s", ErrClusterUnreachable, d.Message)
 		}
-		return &DryRunRejection{Object: d.Ref.String(), Message: d.Message}
+		out = append(out, DryRunRejection{Object: d.Ref.String(), Message: d.Message, Index: d.Index, Fields: d.Fields})
+	}
+	if len(out) > 0 {
+		return out, nil
 	}
 	if errors.Is(err, context.DeadlineExceeded) || kube.ClassOf(err) == argocd.FailureUnreachable {
-		return fmt.Errorf("%w: %v", ErrClusterUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", ErrClusterUnreachable, err)
 	}
-	return err
+	return nil, err
 }
 
 // AppList lists the cluster's Applications for people.

@@ -37,6 +37,9 @@ type PullRequest struct {
 	MergeSHA string
 	HeadRef  string
 	HeadSHA  string
+	// HeadRepo is the head's repository ("owner/name", normalized); a fork's
+	// differs from the base's, and a deleted fork's is empty.
+	HeadRepo string
 	BaseRef  string
 	BaseSHA  string
 	Body     string
@@ -46,7 +49,8 @@ func pullOf(p *gh.PullRequest) PullRequest {
 	return PullRequest{
 		Number: int64(p.GetNumber()), URL: p.GetHTMLURL(), State: p.GetState(), Merged: p.GetMerged(),
 		MergeSHA: p.GetMergeCommitSHA(), HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
-		BaseRef: p.GetBase().GetRef(), BaseSHA: p.GetBase().GetSHA(), Body: p.GetBody(),
+		HeadRepo: NormalizeFullName(p.GetHead().GetRepo().GetFullName()),
+		BaseRef:  p.GetBase().GetRef(), BaseSHA: p.GetBase().GetSHA(), Body: p.GetBody(),
 	}
 }
 

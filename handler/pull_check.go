@@ -30,21 +30,23 @@ const (
 func pullKey(number int64) string { return pullKeyPrefix + strconv.FormatInt(number, 10) }
 
 // pullHead is the head to check of a pull request into repo (the payload's base
-// repository).
-func (b *Base) pullHead(inst int64, repo repoRef, number int64, baseRef, baseSHA, headSHA string) (prcheck.Head, error) {
+// repository) whose head is a branch of headRepo ("owner/name"; empty for a
+// deleted fork): a fork unless that is repo.
+func (b *Base) pullHead(inst int64, repo repoRef, number int64, baseRef, baseSHA, headSHA, headRepo string) (prcheck.Head, error) {
 	r, err := b.Repo(repo.FullName)
 	if err != nil {
 		return prcheck.Head{}, Permanent(err)
 	}
 	return prcheck.Head{InstallationID: inst, Repo: repoName(repo), RepoURL: r.URL(), BaseBranch: baseRef,
-		BaseSHA: baseSHA, HeadSHA: headSHA, Key: pullKey(number)}, nil
+		BaseSHA: baseSHA, HeadSHA: headSHA, Key: pullKey(number), Fork: github.NormalizeFullName(headRepo) != repoName(repo)}, nil
 }
 
 // checkPullEvent runs the check of a pull request someone else opened: on every
 // new head (opened, synchronize, reopened) and when a draft becomes ready. Drafts
 // are checked too (a render costs little, and early is when it helps); a closed
 // pull request's running check stops. Pull requests from forks are checked: the
-// head is only rendered, and GitHub serves a fork's head from the base repository.
+// head is only rendered, and GitHub serves a fork's head from the base repository;
+// it is never dry-run against a cluster (Head.Fork).
 func (h *PullRequest) checkPullEvent(ctx context.Context, event pullRequestEvent) error {
 	if h.Checks == nil || h.IsOwnEvent(event.Sender.Login) {
 		return nil
@@ -57,7 +59,7 @@ func (h *PullRequest) checkPullEvent(ctx context.Context, event pullRequestEvent
 	default:
 		return nil
 	}
-	head, err := h.pullHead(event.Installation.ID, event.Repo, pr.Number, pr.Base.Ref, pr.Base.SHA, pr.Head.SHA)
+	head, err := h.pullHead(event.Installation.ID, event.Repo, pr.Number, pr.Base.Ref, pr.Base.SHA, pr.Head.SHA, pr.Head.Repo.FullName)
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func (b *Base) recheckPull(ctx context.Context, checks PullChecker, inst int64, 
 	if pr.State != "open" {
 		return nil
 	}
-	head, err := b.pullHead(inst, repo, number, pr.BaseRef, pr.BaseSHA, pr.HeadSHA)
+	head, err := b.pullHead(inst, repo, number, pr.BaseRef, pr.BaseSHA, pr.HeadSHA, pr.HeadRepo)
 	if err != nil {
 		return err
 	}

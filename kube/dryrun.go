@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,10 +15,17 @@ import (
 
 // DryRunError is one object the API server would not accept.
 type DryRunError struct {
+	// Index is the object's position among those sent.
+	Index int
 	Ref   argocd.ResourceRef
 	Class argocd.FailureClass
 	// Message is the API server's message, verbatim.
 	Message string
+	// Fields are the field paths the API server names as the cause, in its order
+	// ("spec.replicas", "spec.template.spec.containers[0].image"), and
+	// metadata.namespace for a namespace that does not exist; empty when it names
+	// none.
+	Fields []string
 }
 
 func (e *DryRunError) Error() string {
@@ -47,8 +55,12 @@ func DryRunErrors(err error) []*DryRunError {
 // verbatim. The objects are not modified.
 func (c *Cluster) DryRun(ctx context.Context, objs []*unstructured.Unstructured) error {
 	var errs []error
-	for _, obj := range objs {
+	for i, obj := range objs {
 		if err := c.dryRunOne(ctx, obj); err != nil {
+			var d *DryRunError
+			if errors.As(err, &d) {
+				d.Index = i
+			}
 			errs = append(errs, err)
 		}
 	}
@@ -101,5 +113,27 @@ func (c *Cluster) dryRunOne(ctx context.Context, obj *unstructured.Unstructured)
 	if errors.As(err, &status) && status.Status().Message != "" {
 		msg = status.Status().Message
 	}
-	return reject(ClassOf(err), msg)
+	d := reject(ClassOf(err), msg).(*DryRunError)
+	if status != nil {
+		d.Fields = causeFields(status.Status().Details)
+	}
+	return d
+}
+
+// causeFields are the fields a refusal's details name: its causes' fields, or
+// metadata.namespace when what is not found is the object's namespace.
+func causeFields(details *metav1.StatusDetails) []string {
+	if details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range details.Causes {
+		if c.Field != "" && !slices.Contains(out, c.Field) {
+			out = append(out, c.Field)
+		}
+	}
+	if len(out) == 0 && details.Kind == "namespaces" {
+		out = append(out, "metadata.namespace")
+	}
+	return out
 }

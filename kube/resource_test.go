@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,24 @@ func TestDryRun(t *testing.T) {
 		}
 		if rejected[2].Class != argocd.FailureNotFound || !strings.Contains(rejected[2].Message, "Widget") {
 			t.Errorf("rejection of an unserved kind = %+v", rejected[2])
+		}
+	})
+
+	t.Run("rejections name their object and the fields at fault", func(t *testing.T) {
+		ok := deploymentObject(w.ns, "plain", int64(1))
+		bad := deploymentObject(w.ns, "web", int64(-3))
+		nowhere := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "no-such-namespace"},
+		}}
+		rejected := kube.DryRunErrors(c.DryRun(ctx, []*unstructured.Unstructured{ok, bad, nowhere}))
+		if len(rejected) != 2 {
+			t.Fatalf("rejections = %+v, want 2", rejected)
+		}
+		if r := rejected[0]; r.Index != 1 || !slices.Equal(r.Fields, []string{"spec.replicas"}) {
+			t.Errorf("rejection of a negative replica count = %+v, want object 1 at spec.replicas", r)
+		}
+		if r := rejected[1]; r.Index != 2 || r.Class != argocd.FailureNotFound || !slices.Equal(r.Fields, []string{"metadata.namespace"}) {
+			t.Errorf("rejection of a missing namespace = %+v, want object 2 at metadata.namespace", r)
 		}
 	})
 }

@@ -14,11 +14,15 @@ import (
 
 // step is one step of a path into a manifest: a mapping key, or the item of a
 // list whose "name" is name (containers are found by name, not position: a patch
-// may have added one before it in the render).
+// may have added one before it in the render), or, for items without a name, the
+// item at index.
 type step struct {
-	key  string
-	name string
-	item bool
+	key   string
+	name  string
+	item  bool
+	index int
+	// positional: the item at index, not by name.
+	positional bool
 }
 
 func key(k string) step      { return step{key: k} }
@@ -194,6 +198,12 @@ func child(n *yaml.Node, st step) (k, v *yaml.Node) {
 		return valueAt(n, st.key)
 	}
 	if n.Kind != yaml.SequenceNode {
+		return nil, nil
+	}
+	if st.positional {
+		if st.index < len(n.Content) {
+			return nil, n.Content[st.index]
+		}
 		return nil, nil
 	}
 	for _, item := range n.Content {

@@ -40,6 +40,9 @@ type Head struct {
 	// check run's external id, and a newer check of the same key supersedes a
 	// running one.
 	Key string
+	// Fork is set for a pull request whose head is another repository's branch:
+	// its objects are never sent to a cluster (the policy's dry-run rule).
+	Fork bool
 }
 
 // GitHub is what a check reads from and writes to GitHub (github.Repos).
@@ -97,6 +100,11 @@ type Checker struct {
 	SupersedePoll time.Duration
 	// Workers bounds the Applications rendered at once; 0 means the number of cores.
 	Workers int
+	// DryRun, when set, dry-runs the changed objects of a pull request from the
+	// repository itself against their clusters when the policy's dry_run rule is
+	// on (never a fork's, never a merge group's); without it the rule says it
+	// was not run.
+	DryRun DryRunner
 
 	mu      sync.Mutex
 	running map[string]*run
@@ -130,7 +138,8 @@ const publishTimeout = 30 * time.Second
 // superseded by a newer one of the same key returns nil once it has stopped, and
 // so does a pull request head that is no longer the pull request's head.
 func (c *Checker) Check(ctx context.Context, h Head) error {
-	if stale, err := c.stale(ctx, h); err != nil || stale {
+	pr, stale, err := c.stale(ctx, h)
+	if err != nil || stale {
 		return err
 	}
 	ctx, me, end, err := c.begin(ctx, h)
@@ -138,7 +147,7 @@ func (c *Checker) Check(ctx context.Context, h Head) error {
 		return err
 	}
 	defer end()
-	err = c.check(ctx, h, me)
+	err = c.check(ctx, h, pr, me)
 	var sup supersededError
 	if errors.As(context.Cause(ctx), &sup) {
 		zerolog.Ctx(ctx).Info().Str("key", h.Key).Str("head", h.HeadSHA).Str("by", sup.by).Msg("Check superseded by a newer head")
@@ -153,26 +162,27 @@ func (c *Checker) Check(ctx context.Context, h Head) error {
 // leave that head cancelled with nothing to check it again. A merge group's head is
 // never stale. A pull request GitHub cannot read for good (gone, refused) leaves h
 // checked as delivered; a transient failure is returned, for the delivery to be
-// retried.
-func (c *Checker) stale(ctx context.Context, h Head) (bool, error) {
+// retried. The pull request read is returned (nil for a merge group, or when it
+// could not be read).
+func (c *Checker) stale(ctx context.Context, h Head) (*github.PullRequest, bool, error) {
 	number, ok := pullNumber(h.Key)
 	if !ok {
-		return false, nil
+		return nil, false, nil
 	}
 	pr, err := c.GitHub.GetPull(ctx, h.InstallationID, h.Repo, number)
 	if err != nil {
 		if ctx.Err() != nil || github.Transient(err) {
-			return false, fmt.Errorf("read pull request #%d of %s: %w", number, h.Repo, err)
+			return nil, false, fmt.Errorf("read pull request #%d of %s: %w", number, h.Repo, err)
 		}
 		zerolog.Ctx(ctx).Warn().Err(err).Str("key", h.Key).Str("head", h.HeadSHA).Msg("Could not read the pull request; its head is checked as delivered")
-		return false, nil
+		return nil, false, nil
 	}
 	if pr.State == "open" && pr.HeadSHA == h.HeadSHA {
-		return false, nil
+		return &pr, false, nil
 	}
 	zerolog.Ctx(ctx).Info().Str("key", h.Key).Str("head", h.HeadSHA).Str("current", pr.HeadSHA).Str("state", pr.State).
 		Msg("Not checking a head that is no longer the pull request's: a newer head, or the close, owns the check")
-	return true, nil
+	return nil, true, nil
 }
 
 // pullNumber is the pull request number of a "pull/<n>" key.
@@ -239,7 +249,7 @@ func (c *Checker) Cancel(ctx context.Context, repo, key string) error {
 	return c.Records.ReleasePullCheckKey(ctx, repo, key)
 }
 
-func (c *Checker) check(ctx context.Context, h Head, me *run) error {
+func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me *run) error {
 	team, clusters, pol, err := c.connected(ctx, h)
 	if err != nil || len(clusters) == 0 {
 		return err
@@ -272,7 +282,13 @@ func (c *Checker) check(ctx context.Context, h Head, me *run) error {
 		return err
 	}
 	runs = append(runs, startedRun{github.PolicyCheckRunName, polRef.ID})
-	rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, false)
+	var dry DryRunner
+	if pol.Config != nil && pol.Config.Rules.DryRun.Level != policy.LevelOff {
+		if pol.DryRunAbsent = c.dryRunRefusal(h, pr); pol.DryRunAbsent == "" {
+			dry = c.DryRun
+		}
+	}
+	rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, false, dry)
 	if err == nil && ctx.Err() == nil {
 		// The last word: a newer head may have taken the key on another replica
 		// since the last poll.
@@ -302,7 +318,9 @@ func (c *Checker) check(ctx context.Context, h Head, me *run) error {
 		return err
 	}
 	rep.policyOutcome(pol)
-	pol.DryRunAbsent = "the objects of a pull request the service did not open are only rendered, never sent to a cluster"
+	if dry != nil {
+		rep.dryRunOutcome(pol)
+	}
 	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, pol.CheckReport(h.Key))
 	return err
 }
@@ -426,8 +444,10 @@ type appInfo struct {
 
 // evaluate renders what the change reaches.
 // With cfg's rules on, each app's head render is also checked against them; with
-// headOnly, the base is not rendered (the policy needs the head alone).
-func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []string, cfg *policy.Config, headOnly bool) (*report, error) {
+// headOnly, the base is not rendered (the policy needs the head alone). With dry,
+// each app's added and modified objects are dry-run against its cluster (within
+// the check's bounds) and the refusals are findings of the dry_run rule.
+func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []string, cfg *policy.Config, headOnly bool, dry DryRunner) (*report, error) {
 	rep := &report{repo: h.Repo, branch: h.BaseBranch}
 	cmp, err := c.GitHub.Compare(ctx, h.InstallationID, h.Repo, h.BaseSHA, h.HeadSHA)
 	if err != nil {
@@ -484,6 +504,11 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 		}
 		defer root.Close()
 		pc = &policyCheck{cfg: cfg, fsys: root.FS()}
+		if dry != nil && !headOnly {
+			dctx, cancel := context.WithTimeout(ctx, DryRunBudget)
+			defer cancel()
+			pc.dryRun = &dryRunCheck{runner: dry, team: team, ctx: dctx, left: MaxDryRunObjects}
+		}
 	}
 	rep.apps = make([]appResult, len(reached))
 	workers := c.Workers
@@ -577,6 +602,10 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 		return res
 	}
 	res.diffs = diffs
+	if pc != nil && pc.dryRun != nil {
+		res.dryRun = pc.dryRun.run(r.App, info.cluster, after, diffs)
+		res.findings = append(res.findings, pc.cfg.DryRunFindings(policy.App{Name: r.App.Name, Namespace: r.App.Namespace}, pc.fsys, res.dryRun.refusals)...)
+	}
 	return res
 }
 

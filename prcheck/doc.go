@@ -8,15 +8,18 @@
 // annotations on the changed lines that cause a change or a failure. Beside it, on
 // the same heads, it publishes kukie/policy: each reached app's head render checked
 // against the rules of the .kukie.yml on the repository's default branch (package
-// policy), findings annotated on the manifest lines that cause them. The policy's
-// dry-run rule is not run here: a pull request's objects are never sent to a
-// cluster (kukie PRs get it from their plan's dry-run).
+// policy), findings annotated on the manifest lines that cause them. With the
+// policy's dry-run rule on, the changed objects of a pull request from a branch of
+// the repository itself are dry-run against their Applications' clusters (DryRun,
+// bounded in count and time), each refusal a finding at the manifest line of the
+// field it names; kukie PRs get the rule from their plan's dry-run.
 //
 // It reads repositories, clusters and the store and writes check runs and its own
-// check records (Records), nothing else: it never edits a repository, never runs a plan and never sends a
-// repository's objects to a cluster. A pull request's head is only rendered (pure,
-// bounded, no plugins, no network), so a fork's commit, which GitHub serves from
-// the base repository, is checked like any other. A newer head of the same pull
+// check records (Records), nothing else: it never edits a repository, never runs a
+// plan, and sends a cluster nothing but that dry-run. A fork's head, and a merge
+// group's, which may hold a fork's commits, are only rendered (pure, bounded, no
+// plugins, no network), never sent to a cluster: so a fork's commit, which GitHub
+// serves from the base repository, is checked like any other. A newer head of the same pull
 // request or queue entry supersedes a check still running, on any replica: each
 // check takes the next generation of its key in the store (Records) and asks
 // whether it still holds it while it renders and before it publishes; a

@@ -16,6 +16,8 @@ import (
 type policyCheck struct {
 	cfg  *policy.Config
 	fsys fs.FS
+	// dryRun, when set, dry-runs each app's changed objects.
+	dryRun *dryRunCheck
 }
 
 // connected names the team and its clusters h's repository is connected to and,
@@ -97,7 +99,7 @@ func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
 		if err != nil {
 			return err
 		}
-		rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, true)
+		rep, err := c.evaluate(ctx, h, team, clusters, pol.Config, true, nil)
 		if err != nil {
 			return err
 		}

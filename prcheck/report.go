@@ -41,8 +41,10 @@ type appResult struct {
 	// failed says why the head does not render; notChecked why the app was not
 	// rendered; brokenBefore why the base did not render (the head does).
 	failed, notChecked, brokenBefore string
-	// findings are the policy's on the head's render.
+	// findings are the policy's on the head's render, the dry-run's refusals
+	// among them; dryRun is what the dry-run sent and found.
 	findings []policy.Finding
+	dryRun   appDryRun
 }
 
 func (a appResult) counts() (added, changed, removed int) {
