@@ -150,17 +150,8 @@ func (r *Report) Summary() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d |\n", row.name, row.level, per[row.name])
 	}
-	if rules.DryRun.Level != LevelOff {
-		switch {
-		case r.DryRun != nil:
-			fmt.Fprintf(&b, "\nServer-side dry-run: %s", r.DryRun.Outcome)
-			if r.DryRun.Note != "" {
-				b.WriteString(" (" + oneLine(r.DryRun.Note) + ")")
-			}
-			b.WriteString(".\n")
-		case r.DryRunAbsent != "":
-			b.WriteString("\nServer-side dry-run: not run: " + r.DryRunAbsent + "\n")
-		}
+	if d := r.DryRunOutcome(); d != "" {
+		b.WriteString("\nServer-side dry-run: " + d + "\n")
 	}
 	var unplaced []string
 	for _, f := range r.Findings {
@@ -182,6 +173,25 @@ func (r *Report) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// DryRunOutcome says what became of the head's dry-run ("passed (…).", "not run:
+// …"); "" when the rule is off or nothing is known of it.
+func (r *Report) DryRunOutcome() string {
+	if r.Config == nil || r.Config.Rules.DryRun.Level == LevelOff {
+		return ""
+	}
+	switch {
+	case r.DryRun != nil:
+		s := r.DryRun.Outcome
+		if r.DryRun.Note != "" {
+			s += " (" + oneLine(r.DryRun.Note) + ")"
+		}
+		return s + "."
+	case r.DryRunAbsent != "":
+		return "not run: " + r.DryRunAbsent
+	}
+	return ""
 }
 
 func (f Finding) line() string {

@@ -276,7 +276,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 		}
 	}
 	runs := []startedRun{{github.CheckRunName, ref.ID}}
-	polRef, err := c.startPolicy(ctx, h, pol)
+	polRef, err := c.startPolicy(ctx, h, pol, policyURL(details))
 	if err != nil {
 		c.notStarted(ctx, rec)
 		return err
@@ -306,9 +306,15 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	}
 	report := rep.checkReport(h)
 	report.DetailsURL = details
-	// Recorded first, so the details link shows the result as soon as GitHub
-	// shows the run.
-	result, err := rep.result().encode()
+	rep.policyOutcome(pol)
+	if dry != nil {
+		rep.dryRunOutcome(pol)
+	}
+	// Recorded first, so the details links show the result as soon as GitHub
+	// shows the runs.
+	res := rep.result()
+	res.Policy = policyResult(pol)
+	result, err := res.encode()
 	if err != nil {
 		return err
 	}
@@ -317,12 +323,19 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 		c.finish(ctx, rec, store.PullCheckFailed, "", "The check's outcome could not be published on GitHub.", nil)
 		return err
 	}
-	rep.policyOutcome(pol)
-	if dry != nil {
-		rep.dryRunOutcome(pol)
-	}
-	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, pol.CheckReport(h.Key))
+	polReport := pol.CheckReport(h.Key)
+	polReport.DetailsURL = policyURL(details)
+	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport)
 	return err
+}
+
+// policyURL is the kukie/policy run's details link: the check's page at its
+// findings; "" when the check has no page.
+func policyURL(checkURL string) string {
+	if checkURL == "" {
+		return ""
+	}
+	return checkURL + PolicyAnchor
 }
 
 // notStarted records a check whose runs could not be published: superseded while
@@ -427,8 +440,11 @@ func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs
 	defer cancel()
 	for _, r := range runs {
 		report := github.CheckReport{Name: r.name, ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}
-		if r.name == github.CheckRunName {
+		switch r.name {
+		case github.CheckRunName:
 			report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
+		case github.PolicyCheckRunName:
+			report.DetailsURL = policyURL(CheckURL(c.PublicURL, rec.ID))
 		}
 		if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, r.id, report); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Str("run", r.name).Msg("Could not conclude a superseded check run")

@@ -59,10 +59,10 @@ func (c *Checker) readPolicy(ctx context.Context, h Head) (*policy.Report, error
 	return rep, nil
 }
 
-// startPolicy publishes the kukie/policy run in progress.
-func (c *Checker) startPolicy(ctx context.Context, h Head, pol *policy.Report) (github.CheckRunRef, error) {
+// startPolicy publishes the kukie/policy run in progress, linking to details.
+func (c *Checker) startPolicy(ctx context.Context, h Head, pol *policy.Report, details string) (github.CheckRunRef, error) {
 	return c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
-		Name: github.PolicyCheckRunName, ExternalID: h.Key, Title: "Checking the repository's policy",
+		Name: github.PolicyCheckRunName, ExternalID: h.Key, DetailsURL: details, Title: "Checking the repository's policy",
 		Summary: fmt.Sprintf("Checking %s at %s against the rules of %s on %s.", h.Repo, short(h.HeadSHA), policy.ConfigFile, pol.DefaultBranch)})
 }
 
@@ -95,7 +95,7 @@ func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
 		return err
 	}
 	if pol.Config != nil && pol.Config.Enabled() {
-		ref, err := c.startPolicy(ctx, h, pol)
+		ref, err := c.startPolicy(ctx, h, pol, "")
 		if err != nil {
 			return err
 		}

@@ -7,12 +7,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 )
 
 // CheckPagePath is the path of a check's web page (package web serves it) before
 // the check's id: the check run's details link.
 const CheckPagePath = "/checks/"
+
+// PolicyAnchor is the fragment of a check's page where its kukie/policy findings
+// are: the kukie/policy run's details link is the page at it.
+const PolicyAnchor = "#policy"
 
 // CheckURL is the page of the check id on the service at publicURL; "" without a
 // public URL, since GitHub needs an absolute link.
@@ -41,6 +46,64 @@ type Result struct {
 	Incomplete bool         `json:"incomplete,omitempty"`
 	Apps       []ResultApp  `json:"apps,omitempty"`
 	NotChecked []string     `json:"not_checked,omitempty"`
+	// Policy is the check's kukie/policy run; nil for a check recorded before it
+	// was kept.
+	Policy *ResultPolicy `json:"policy,omitempty"`
+}
+
+// ResultPolicy is what the check's kukie/policy run concluded, every finding with
+// its manifest line (the run's annotations are cut at GitHub's limits; these are
+// cut at maxStoredFindings).
+type ResultPolicy struct {
+	Title      string `json:"title"`
+	Conclusion string `json:"conclusion"`
+	// DefaultBranch is the branch the .kukie.yml was read from; Configured says a
+	// rule is on.
+	DefaultBranch string `json:"default_branch,omitempty"`
+	Configured    bool   `json:"configured,omitempty"`
+	// ConfigError is why the .kukie.yml cannot be used, at ConfigLine (0: the file).
+	ConfigError string          `json:"config_error,omitempty"`
+	ConfigLine  int             `json:"config_line,omitempty"`
+	Findings    []ResultFinding `json:"findings,omitempty"`
+	// FindingsLeftOut counts the findings past maxStoredFindings.
+	FindingsLeftOut int `json:"findings_left_out,omitempty"`
+	// DryRun is what became of the dry-run rule (policy.Report.DryRunOutcome).
+	DryRun     string   `json:"dry_run,omitempty"`
+	NotChecked []string `json:"not_checked,omitempty"`
+}
+
+// ResultFinding is one policy finding: Path and Line are its manifest line, when
+// known. Message never quotes a Secret's value.
+type ResultFinding struct {
+	Rule    string `json:"rule"`
+	Level   string `json:"level"`
+	App     string `json:"app,omitempty"`
+	Object  string `json:"object,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+// maxStoredFindings bounds the findings a check keeps: a policy that every object
+// of a monorepo breaks is told by its first thousand.
+const maxStoredFindings = 1000
+
+// policyResult is what the store keeps of the kukie/policy run pol.
+func policyResult(pol *policy.Report) *ResultPolicy {
+	out := &ResultPolicy{Title: pol.Title(), Conclusion: pol.Conclusion(), DefaultBranch: pol.DefaultBranch,
+		Configured: pol.Config != nil && pol.Config.Enabled(), DryRun: pol.DryRunOutcome(), NotChecked: pol.NotChecked}
+	if pol.ConfigErr != nil {
+		out.ConfigError, out.ConfigLine = pol.ConfigErr.Msg, pol.ConfigErr.Line
+	}
+	for i, f := range pol.Findings {
+		if i == maxStoredFindings {
+			out.FindingsLeftOut = len(pol.Findings) - i
+			break
+		}
+		out.Findings = append(out.Findings, ResultFinding{Rule: f.Rule, Level: string(f.Level), App: f.App, Object: f.Object,
+			Path: f.Path, Line: f.Line, Message: f.Message})
+	}
+	return out
 }
 
 // ResultFile is one file the change touches.

@@ -193,14 +193,7 @@ func TestNewerPushOnAnotherReplicaSupersedesTheRunningCheck(t *testing.T) {
 				if want := prcheck.CheckURL("https://kukie.example", history[0].ID); newRuns[0].GetDetailsURL() != want {
 					t.Errorf("details link %q, want the check's page %q", newRuns[0].GetDetailsURL(), want)
 				}
-				rec, err := db.PullCheckByID(ctx, history[0].ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var res prcheck.Result
-				if err := json.Unmarshal(rec.Result, &res); err != nil {
-					t.Fatal(err)
-				}
+				rec, res := storedCheck(t, db, history[0].ID)
 				if rec.CheckRunID != newRuns[0].GetID() || res.Conclusion != github.ConclusionSuccess || len(res.Apps) != 1 ||
 					len(res.Apps[0].Diffs) != 1 || !strings.Contains(res.Apps[0].Diffs[0].Diff, "nginx:1.2") {
 					t.Errorf("stored check %+v, result %+v", rec, res)
@@ -238,4 +231,18 @@ func TestClosedPullRequestStopsItsCheckOnAnotherReplica(t *testing.T) {
 			t.Fatalf("runs %v, want one cancelled saying the pull request closed", runs)
 		}
 	})
+}
+
+// storedCheck is the check id as the store keeps it, and its result.
+func storedCheck(t *testing.T, db *store.DB, id string) (store.PullCheck, prcheck.Result) {
+	t.Helper()
+	rec, err := db.PullCheckByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res prcheck.Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	return rec, res
 }

@@ -50,13 +50,15 @@ func browser(t *testing.T) context.Context {
 // redirect back leads to. It returns that page's text, its HTML and a screenshot.
 func (e *env) signInWithBrowser(t *testing.T, login string) (text, dom string, shot []byte) {
 	t.Helper()
-	return e.signInWithBrowserAt(t, login, web.ChangePathPrefix+e.code)
+	text, dom, shot, _ = e.signInWithBrowserAt(t, login, web.ChangePathPrefix+e.code)
+	return text, dom, shot
 }
 
-// signInWithBrowserAt is signInWithBrowser starting at the page path.
-func (e *env) signInWithBrowserAt(t *testing.T, login, page string) (text, dom string, shot []byte) {
+// signInWithBrowserAt is signInWithBrowser starting at the page path; ctx is the
+// browser, still on the page.
+func (e *env) signInWithBrowserAt(t *testing.T, login, page string) (text, dom string, shot []byte, ctx context.Context) {
 	t.Helper()
-	ctx := browser(t)
+	ctx = browser(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(e.srv.URL+page),
 		chromedp.WaitVisible(chromedp.CSS("#login")),
@@ -101,7 +103,7 @@ func (e *env) signInWithBrowserAt(t *testing.T, login, page string) (text, dom s
 	if b := img.Bounds(); b.Dx() == 0 || b.Dy() == 0 {
 		t.Errorf("screenshot is %v", b)
 	}
-	return text, dom, shot
+	return text, dom, shot, ctx
 }
 
 func TestBrowserSignsInAndShowsTheDiff(t *testing.T) {
@@ -133,11 +135,21 @@ func TestBrowserWithoutReadAccessSeesNoDiff(t *testing.T) {
 
 func TestBrowserSignsInAndShowsTheCheck(t *testing.T) {
 	e := newEnv(t)
-	text, dom, _ := e.signInWithBrowserAt(t, reader, web.CheckPathPrefix+e.check)
-	for _, want := range []string{checkDiffLine, "argocd/api (cluster prod)", "apps/api/deployment.yaml", "Signed in as " + reader} {
+	text, dom, _, ctx := e.signInWithBrowserAt(t, reader, web.CheckPathPrefix+e.check)
+	for _, want := range []string{checkDiffLine, "argocd/api (cluster prod)", "apps/api/deployment.yaml", "Signed in as " + reader,
+		// the policy findings: rule, file:line and message
+		"dry_run", "apps/api/deployment.yaml:9", checkFindingMessage, "image_digest", "is not pinned by digest"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the check's page as the browser shows it lacks %q:\n%s", want, text)
 		}
+	}
+	findings, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#policy tbody tr")].map(r => r.innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 2 || !strings.Contains(findings[0], "dry_run") || !strings.Contains(findings[0], "apps/api/deployment.yaml:9") ||
+		!strings.Contains(findings[0], checkFindingMessage) || !strings.Contains(findings[1], "image_digest") {
+		t.Errorf("the policy findings as the browser shows them: %q", findings)
 	}
 	if !strings.Contains(dom, `<span class="add">`+checkDiffLine+`</span>`) || !strings.Contains(dom, `href="/assets/style.css"`) {
 		t.Errorf("the check's page DOM lacks the styled diff:\n%s", dom)
@@ -149,7 +161,7 @@ func TestBrowserSignsInAndShowsTheCheck(t *testing.T) {
 
 func TestBrowserWithoutReadAccessSeesNoCheck(t *testing.T) {
 	e := newEnv(t)
-	text, dom, _ := e.signInWithBrowserAt(t, outsider, web.CheckPathPrefix+e.check)
+	text, dom, _, _ := e.signInWithBrowserAt(t, outsider, web.CheckPathPrefix+e.check)
 	if strings.Contains(dom, "image: api") || strings.Contains(dom, "deployment.yaml") || strings.Contains(dom, "3333333") {
 		t.Errorf("a person without read access sees the check:\n%s", text)
 	}

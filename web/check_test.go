@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/internal/leakscan"
+	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/web"
 )
@@ -30,6 +32,12 @@ func TestCheckPageShowsTheCheckToAReader(t *testing.T) {
 		"Secret api/api-token", "stringData.token",
 		`<a href="/checks/` + history[1].ID + `">`, store.PullCheckSuperseded, "A newer commit (3333333) was pushed", // the history
 		"Signed in as <strong>" + reader + "</strong>",
+		// the policy: each finding with its rule, level, manifest line (linked at the head) and message
+		`<section id="policy">`, "1 errors, 1 warnings, 0 notices",
+		`<td>dry_run</td><td><span class="status level-error">error</span></td><td><a href="https://github.example/acme/deploy/blob/3333333333333333333333333333333333333333/apps/api/deployment.yaml#L9"><code>apps/api/deployment.yaml:9</code></a></td>`,
+		checkFindingMessage,
+		`<td>image_digest</td><td><span class="status level-warning">warning</span></td><td><span class="none">not known</span></td>`,
+		"Server-side dry-run: rejected (1 changed objects sent, 1 refused).",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the check's page lacks %q", want)
@@ -71,5 +79,31 @@ func TestNoReadAccessLooksLikeNoCheck(t *testing.T) {
 	// The change page's answer is the same one.
 	if res, changeBody := get(t, browser, e.srv.URL+web.ChangePathPrefix+e.code); res.StatusCode != http.StatusNotFound || changeBody != body {
 		t.Errorf("the change page answers an outsider differently:\n%s", changeBody)
+	}
+}
+
+// TestCheckPageShowsAnInvalidPolicyAtItsLine: a .kukie.yml that cannot be used is
+// shown with the parser's words and a link to its line on the default branch.
+func TestCheckPageShowsAnInvalidPolicyAtItsLine(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c, err := e.db.BeginPullCheck(ctx, store.PullCheck{InstallationID: 1, Repo: repoName, RepoURL: "https://github.example/" + repoName, Key: "pull/8",
+		BaseBranch: "main", BaseSHA: "1111111111111111111111111111111111111111", HeadSHA: "4444444444444444444444444444444444444444"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(prcheck.Result{Title: "No Application reads the changed files", Conclusion: "neutral",
+		Policy: &prcheck.ResultPolicy{Title: ".kukie.yml is not valid", Conclusion: "failure", DefaultBranch: "release/2",
+			ConfigError: "did not find expected key", ConfigLine: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, "neutral", "", raw); err != nil {
+		t.Fatal(err)
+	}
+	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+c.ID)
+	want := `<code>.kukie.yml</code> on <code>release/2</code> at <a href="https://github.example/acme/deploy/blob/release/2/.kukie.yml#L7">line 7</a>: did not find expected key`
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, want) || !strings.Contains(body, ".kukie.yml is not valid") {
+		t.Fatalf("check page %d lacks %q:\n%s", res.StatusCode, want, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -29,16 +30,34 @@ type checkView struct {
 	// CompareURL is GitHub's view of the change from the base to the head.
 	CompareURL string
 	Result     *prcheck.Result
-	Apps       []checkApp
-	Warnings   []string
-	Files      []checkFile
-	History    []store.PullCheck
+	// Policy is the check's kukie/policy outcome, when the check kept one.
+	Policy   *checkPolicy
+	Apps     []checkApp
+	Warnings []string
+	Files    []checkFile
+	History  []store.PullCheck
 }
 
 // checkApp is one reached Application with its objects as a page shows them.
 type checkApp struct {
 	prcheck.ResultApp
 	Objects []objectDiff
+}
+
+// checkPolicy is the kukie/policy outcome as a page shows it: each finding with a
+// link to its manifest line at the head, the invalid .kukie.yml's line on the
+// default branch.
+type checkPolicy struct {
+	prcheck.ResultPolicy
+	ConfigURL string
+	Rows      []checkFinding
+}
+
+// checkFinding is one finding; Where is its file:line, URL that line on GitHub.
+type checkFinding struct {
+	prcheck.ResultFinding
+	Where string
+	URL   string
 }
 
 // checkFile is one changed file with the head's lines it changes.
@@ -70,6 +89,9 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 		return v, fmt.Errorf("decode the result of check %s: %w", c.ID, err)
 	}
 	v.Result = &res
+	if res.Policy != nil {
+		v.Policy = policyView(c, *res.Policy)
+	}
 	for _, f := range res.Files {
 		cf := checkFile{ResultFile: f}
 		if c.RepoURL != "" && f.Status != "removed" {
@@ -106,6 +128,33 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 		v.Warnings = append(v.Warnings, "GitHub listed only part of the changed files, so every Application deploying from the branch was rendered")
 	}
 	return v, nil
+}
+
+func policyView(c store.PullCheck, p prcheck.ResultPolicy) *checkPolicy {
+	out := &checkPolicy{ResultPolicy: p}
+	if c.RepoURL != "" && p.ConfigError != "" && p.DefaultBranch != "" {
+		out.ConfigURL = c.RepoURL + "/blob/" + escapePath(p.DefaultBranch) + "/" + policy.ConfigFile
+		if p.ConfigLine > 0 {
+			out.ConfigURL += fmt.Sprintf("#L%d", p.ConfigLine)
+		}
+	}
+	for _, f := range p.Findings {
+		row := checkFinding{ResultFinding: f}
+		if f.Path != "" {
+			row.Where = f.Path
+			if f.Line > 0 {
+				row.Where += fmt.Sprintf(":%d", f.Line)
+			}
+			if c.RepoURL != "" {
+				row.URL = c.RepoURL + "/blob/" + url.PathEscape(c.HeadSHA) + "/" + escapePath(f.Path)
+				if f.Line > 0 {
+					row.URL += fmt.Sprintf("#L%d", f.Line)
+				}
+			}
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
 }
 
 // escapePath escapes each segment of a repository path for a URL.

@@ -149,6 +149,10 @@ func createPlan(t *testing.T, db *store.DB) string {
 // checkDiffLine is a line of the check's cluster diff a page must show.
 const checkDiffLine = "+        image: api:v2.0.1"
 
+// checkFindingMessage is the message of the check's policy finding at
+// apps/api/deployment.yaml:9.
+const checkFindingMessage = "the destination cluster refuses it in a server-side dry-run: Deployment.apps \"api\" is invalid: spec.replicas: Invalid value: -1"
+
 // createCheck stores a completed check of pull request 7 of repoName, after an
 // older check of the same pull request that a newer push superseded, and returns
 // its id.
@@ -184,6 +188,13 @@ func createCheck(t *testing.T, db *store.DB) string {
 					Diff:    "-  token: old" + plantedSecret + "\n+  token: " + plantedSecret + "\n"},
 			}},
 			{Name: "argocd/jobs (cluster prod)", Cluster: "prod", SyncPolicy: "manual", NotChecked: "a Helm chart from another repository"}},
+		Policy: &prcheck.ResultPolicy{Title: "1 errors, 1 warnings, 0 notices", Conclusion: "failure", DefaultBranch: "main", Configured: true,
+			Findings: []prcheck.ResultFinding{
+				{Rule: "dry_run", Level: "error", App: "argocd/api (cluster prod)", Object: "Deployment api/api", Path: "apps/api/deployment.yaml", Line: 9,
+					Message: checkFindingMessage},
+				{Rule: "image_digest", Level: "warning", App: "argocd/api (cluster prod)", Object: "Deployment api/api",
+					Message: "container api: image api:v2.0.1 is not pinned by digest (name@sha256:…)"}},
+			DryRun: "rejected (1 changed objects sent, 1 refused).", NotChecked: []string{"argocd/jobs (cluster prod): a Helm chart from another repository"}},
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {

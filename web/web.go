@@ -1,8 +1,9 @@
 // Package web serves the pages a person opens from GitHub: one server-rendered page
 // per change (its check run's details link), with its request, decision, warnings,
 // git diff, per-app cluster diff, history and deployment state, and one per check of
-// a pull request the service did not open (that run's details link), with the pull
-// request, the outcome, what was not checked, the changed files, the whole masked
+// a pull request the service did not open (the details link of its kukie/render and
+// kukie/policy runs), with the pull request, the outcome, the policy's findings at
+// their manifest lines, what was not checked, the changed files, the whole masked
 // cluster diff per app and the earlier checks of the pull request. Plain HTML from
 // html/template with one embedded stylesheet; nothing needs JavaScript.
 //

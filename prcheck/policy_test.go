@@ -1,0 +1,61 @@
+package prcheck_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// TestPolicyRunLinksToItsFindingsOnTheCheckPage: the kukie/policy run's details
+// link is the check's page at its findings, from the start and at the end, and
+// the check's record keeps the findings with their manifest lines for the page.
+func TestPolicyRunLinksToItsFindingsOnTheCheckPage(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r := newReplicas(t, db, time.Hour)
+		ctx := context.Background()
+		r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: warning}\n  dry_run: {level: error}\n"}, githubtest.DefaultAuthor)
+		head := r.gh.PushCommit(t, repo, "feature", image("1.1"), githubtest.DefaultAuthor)
+		number := r.gh.OpenPullRequest(t, repo, "feature", "main", "Bump", githubtest.DefaultAuthor)
+		if err := r.b.Check(ctx, r.head(t, number, head)); err != nil {
+			t.Fatal(err)
+		}
+		history, err := db.PullChecksOf(ctx, repo, "pull/"+strconv.Itoa(number))
+		if err != nil || len(history) != 1 {
+			t.Fatalf("history %+v, %v", history, err)
+		}
+		want := prcheck.CheckURL("https://kukie.example", history[0].ID) + prcheck.PolicyAnchor
+		var policyRuns int
+		for _, run := range r.gh.CheckRuns(t, repo, head) {
+			if run.GetName() != github.PolicyCheckRunName {
+				continue
+			}
+			policyRuns++
+			if run.GetDetailsURL() != want || run.GetConclusion() != github.ConclusionSuccess {
+				t.Errorf("kukie/policy %s with details link %q, want success linking to %q", run.GetConclusion(), run.GetDetailsURL(), want)
+			}
+		}
+		if policyRuns != 1 {
+			t.Fatalf("%d kukie/policy runs", policyRuns)
+		}
+		_, res := storedCheck(t, db, history[0].ID)
+		p := res.Policy
+		if p == nil || p.Conclusion != github.ConclusionSuccess || !p.Configured || p.DefaultBranch != "main" || len(p.Findings) != 1 {
+			t.Fatalf("stored policy %+v, want one finding", p)
+		}
+		f := p.Findings[0]
+		if f.Rule != "image_digest" || f.Level != "warning" || f.Path != "apps/web/deployment.yaml" || f.Line != 11 || f.App != "argocd/web (cluster prod)" {
+			t.Errorf("stored finding %+v, want image_digest at apps/web/deployment.yaml:11", f)
+		}
+		// No DryRun access is configured: the rule says so.
+		if p.DryRun != "not run: the service has no cluster access to dry-run with" {
+			t.Errorf("stored dry-run %q", p.DryRun)
+		}
+	})
+}
