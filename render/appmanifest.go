@@ -241,6 +241,10 @@ func (p *planner) appManifestBuilders(target *object, exp *changeExpectation, m 
 		return nil, &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("the Application is defined in this repository, in %s, but it cannot be read as the Application deployed: %v", m, err)}
 	}
 	if d := divergence(src, app); d != "" {
+		if parent := p.chartParent(m.file); parent != "" {
+			return nil, &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf(
+				"the Application is defined in this repository, in %s, a template of the chart of Helm app %s, but %s as written there is not what the Application in the cluster has (the chart computes it when it renders), so the edit is not made there: change it where the chart takes it from", m, parent, d)}
+		}
 		return nil, &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf(
 			"the Application is defined in this repository, in %s, but %s there is not what the Application in the cluster has: the repository is not what is deployed, so an edit of it cannot be verified (sync the app that deploys that file, or change the Application where it is managed)", m, d)}
 	}
@@ -521,4 +525,16 @@ func (p *planner) planAppManifest(ctx context.Context, target *object, exp *chan
 		return nil, p.refusal(code, reason, attempts)
 	}
 	return p.result(out.winner, out.verified, attempts)
+}
+
+// chartParent names a Helm app other than the primary whose chart holds file,
+// or "": there the document is a template, its text not always what deploys.
+func (p *planner) chartParent(file string) string {
+	key := p.t.key(file)
+	for _, app := range p.apps {
+		if app.Name != p.primary.Name && app.SourceType == SourceHelm && p.reaches(app, key) {
+			return app.Name
+		}
+	}
+	return ""
 }
