@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -21,10 +20,6 @@ import (
 // schema during Run, so two builds at once could see each other's schema. It is a
 // channel, not a mutex, so that waiting for it ends with the waiter's context.
 var kustomizeSlot = make(chan struct{}, 1)
-
-// helmSlots bound the Helm renders that run at once, one per core: a chart's
-// templates share no state with another's, but each holds its output in memory.
-var helmSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 const (
 	originAnnotation          = "config.kubernetes.io/origin"
@@ -214,8 +209,8 @@ type argoEditError struct{ err error }
 
 func (e *argoEditError) Error() string { return e.err.Error() }
 
-// runInSlot runs one build of a tool that cannot be cancelled (krusty, Helm's
-// template engine) in one of its slots. The build runs on its own goroutine and
+// runInSlot runs one build of a tool that cannot be cancelled in process
+// (krusty) in one of its slots. The build runs on its own goroutine and
 // is abandoned when ctx is done: the caller returns at once, and the build stops
 // at its next read of the view (which fails from then on) or when it finishes,
 // bounded by what the view let it read; only then does the next build start. A

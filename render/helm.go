@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -21,9 +22,9 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/ignore"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/strvals"
 
+	"github.com/kukie/kukie-gitops/render/helmexec"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -154,8 +155,14 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 			return nil, withApp(exceeded, app.Name)
 		}
 		var ref *Refusal
-		if errors.As(err, &ref) {
+		var limit *helmexec.LimitError
+		switch {
+		case errors.As(err, &ref):
 			return nil, withApp(err, app.Name)
+		case errors.Is(err, helmexec.ErrOutputTooLarge):
+			return nil, outputTooLarge(app, root)
+		case errors.As(err, &limit):
+			return nil, refuse(CodeTooLarge, "application %s: chart %s: %v", app.Name, root, err)
 		}
 		return nil, refuse(CodeRenderFailed, "application %s: helm template %s: %v", app.Name, root, err)
 	}
@@ -487,98 +494,49 @@ func cleanSetParameter(val string) string {
 	return b.String()
 }
 
-// boundedTemplateFuncs replace the template functions that allocate what a value
-// asks for in one call, so a chart cannot ask for gigabytes with one number.
-func boundedTemplateFuncs() map[string]any {
-	listOf := func(n int) error {
-		if n > maxTemplateList || n < -maxTemplateList {
-			return fmt.Errorf("a list of %d elements is more than the %d render allows", n, maxTemplateList)
-		}
-		return nil
-	}
-	untilStep := func(start, stop, step int) ([]int, error) {
-		if step == 0 {
-			return []int{}, nil
-		}
-		if err := listOf((stop - start) / step); err != nil {
-			return nil, err
-		}
-		var out []int
-		for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
-			out = append(out, i)
-		}
-		if out == nil {
-			out = []int{}
-		}
-		return out, nil
-	}
-	return map[string]any{
-		"until": func(n int) ([]int, error) {
-			step := 1
-			if n < 0 {
-				step = -1
-			}
-			return untilStep(0, n, step)
-		},
-		"untilStep": untilStep,
-		"repeat": func(n int, s string) (string, error) {
-			if n > 0 && len(s) > 0 && n > MaxHelmOutputBytes/len(s) {
-				return "", fmt.Errorf("repeat of %d times %d bytes is more than the %d bytes render allows", n, len(s), MaxHelmOutputBytes)
-			}
-			return strings.Repeat(s, max(n, 0)), nil
-		},
-	}
-}
-
-// runHelm renders the chart as "helm template" does, in a Helm slot (see
-// runInSlot): the template engine cannot be cancelled.
+// runHelm renders the chart as "helm template" does, in a worker process of the
+// context's pool (see WithHelmWorkers): there the templates run under a memory
+// limit, and are stopped when ctx is done, which Helm's engine in process cannot
+// be.
 func runHelm(ctx context.Context, ch *chart.Chart, vals map[string]any, app Application) (string, error) {
 	h := app.Helm
-	cfg := action.NewConfiguration()
-	cfg.CustomTemplateFuncs = boundedTemplateFuncs()
-	inst := action.NewInstall(cfg)
-	inst.DryRunStrategy = action.DryRunClient
-	inst.Replace = true
-	inst.ReleaseName = cmpOr(h.ReleaseName, app.Name)
-	// Without --namespace, helm takes the namespace of its kube context, which
-	// is "default" on Argo CD's repo server.
-	inst.Namespace = cmpOr(cmpOr(h.Namespace, app.Namespace), "default")
-	inst.IncludeCRDs = !h.SkipCrds
-	inst.SkipSchemaValidation = h.SkipSchemaValidation
-	inst.APIVersions = common.VersionSet(h.APIVersions)
 	if h.KubeVersion != "" {
-		kv, err := common.ParseKubeVersion(h.KubeVersion)
-		if err != nil {
+		if _, err := common.ParseKubeVersion(h.KubeVersion); err != nil {
 			return "", refuse(CodeRenderFailed, "kube version %q: %v", h.KubeVersion, err)
 		}
-		inst.KubeVersion = kv
 	}
-	return runInSlot(ctx, helmSlots, "helm", func() (string, error) {
-		rel, err := inst.RunWithContext(ctx, ch, vals)
-		if err != nil {
-			return "", err
-		}
-		r, ok := rel.(*release.Release)
-		if !ok {
-			return "", fmt.Errorf("helm returned a release of type %T", rel)
-		}
-		return templateOutput(r, h.SkipTests), nil
+	return helmWorkersOf(ctx).Render(ctx, ch, vals, helmexec.Options{
+		ReleaseName: cmpOr(h.ReleaseName, app.Name),
+		// Without --namespace, helm takes the namespace of its kube context, which
+		// is "default" on Argo CD's repo server.
+		Namespace:            cmpOr(cmpOr(h.Namespace, app.Namespace), "default"),
+		IncludeCRDs:          !h.SkipCrds,
+		SkipTests:            h.SkipTests,
+		SkipSchemaValidation: h.SkipSchemaValidation,
+		KubeVersion:          h.KubeVersion,
+		APIVersions:          h.APIVersions,
+		OutputLimit:          MaxHelmOutputBytes,
+		ListLimit:            maxTemplateList,
 	})
 }
 
-// templateOutput is what "helm template" prints for a release: its manifest,
-// then each hook (tests left out with skipTests).
-func templateOutput(r *release.Release, skipTests bool) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(r.Manifest))
-	b.WriteString("\n")
-	for _, hook := range r.Hooks {
-		if skipTests && slices.Contains(hook.Events, release.HookTest) {
-			continue
-		}
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", hook.Path, hook.Manifest)
+type helmWorkersKey struct{}
+
+// WithHelmWorkers returns ctx carrying p: every Helm render under ctx (Plan,
+// Revert, Render) runs the chart's templates in p's worker processes. Without
+// one, renders share a pool of helmexec's defaults, whose workers start at the
+// first Helm render.
+func WithHelmWorkers(ctx context.Context, p *helmexec.Pool) context.Context {
+	return context.WithValue(ctx, helmWorkersKey{}, p)
+}
+
+var defaultHelmWorkers = sync.OnceValue(func() *helmexec.Pool { return helmexec.New(helmexec.Config{}) })
+
+func helmWorkersOf(ctx context.Context) *helmexec.Pool {
+	if p, _ := ctx.Value(helmWorkersKey{}).(*helmexec.Pool); p != nil {
+		return p
 	}
-	return b.String()
+	return defaultHelmWorkers()
 }
 
 // helmObjects splits the output of "helm template" into objects as Argo CD does:
@@ -587,7 +545,7 @@ func templateOutput(r *release.Release, skipTests bool) string {
 // the bounds of a file (aliases, depth, width) before it is decoded.
 func helmObjects(app Application, root, out string) ([]*object, error) {
 	if len(out) > MaxHelmOutputBytes {
-		return nil, refuse(CodeTooLarge, "application %s: chart %s renders more than %d bytes, at most %d", app.Name, root, MaxHelmOutputBytes, MaxHelmOutputBytes)
+		return nil, outputTooLarge(app, root)
 	}
 	where := "the output of chart " + root
 	if s := scanYAML(where, []byte(out)); s.err != nil {
@@ -633,6 +591,10 @@ func helmObjects(app Application, root, out string) ([]*object, error) {
 		}
 	}
 	return objs, nil
+}
+
+func outputTooLarge(app Application, root string) error {
+	return refuse(CodeTooLarge, "application %s: chart %s renders more than %d bytes, at most %d", app.Name, root, MaxHelmOutputBytes, MaxHelmOutputBytes)
 }
 
 // isNullList reports a List whose items are null, which Argo CD drops.

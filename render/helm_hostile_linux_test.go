@@ -33,9 +33,26 @@ func includeRing(n int) string {
 	return b.String()
 }
 
+// doublingChain is n+1 named templates c0 … cn, each printing the one before it
+// twice: no template includes itself, and cn prints 2^n times c0's 64 KiB.
+func doublingChain(n int) string {
+	var b strings.Builder
+	b.WriteString(`{{ define "c0" }}` + strings.Repeat("x", 64<<10) + `{{ end }}`)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{{ define "c%d" }}{{ include "c%d" . }}{{ include "c%d" . }}{{ end }}`, i, i-1, i-1)
+	}
+	return b.String()
+}
+
+// hostileHelmMemory is the memory limit of the Helm workers of the plans of
+// charts that run out of memory: the default's quarter, so that they reach it
+// sooner.
+const hostileHelmMemory = 128 << 20
+
 // TestHostileChartsAreRefusedWithinBounds plans each hostile chart in a child
 // process under the hard memory limit of the repository cases: each must end with
-// a refusal naming the bound.
+// a refusal naming the bound. The child's peak memory stays its own: a chart's
+// templates run in a worker process under a limit of their own.
 func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 	app := Application{Name: "web", Path: "chart", SourceType: SourceHelm, Namespace: "web", Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"../env/values.yaml"}}}
 	chart := func(extra map[string]string) func() map[string]string {
@@ -56,6 +73,8 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 		files     func() map[string]string
 		code      string
 		reasonHas string
+		// helmMemory, when set, is the memory limit of the Helm workers.
+		helmMemory int64
 	}{
 		"alias bomb in a values file": {
 			files: chart(map[string]string{"env/values.yaml": "replicas: 2\nbomb:\n" + aliasBomb("  ")}),
@@ -115,6 +134,31 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 			files: chart(map[string]string{"chart/templates/self.yaml": `{{ define "self" }}{{ template "self" . }}{{ end }}{{ template "self" . }}`}),
 			code:  CodeHelm, reasonHas: "(self -> self)",
 		},
+		// The two below pass the recursion check, so only the worker's memory
+		// limit ends them; in process, they ended the process.
+		"a template that includes itself by a name computed at render time, printing it twice": {
+			files: chart(map[string]string{
+				"chart/values.yaml":      "replicas: 1\nnest: " + strings.Repeat("{a: ", 40) + "{}" + strings.Repeat("}", 40) + "\n",
+				"chart/templates/_d.tpl": `{{ define "double" }}{{ with .a }}{{ $name := print "dou" "ble" }}{{ $s := include $name . }}{{ $s }}{{ $s }}{{ else }}xxxxxxxx{{ end }}{{ end }}`,
+				"chart/templates/d.yaml": `# {{ include "double" .Values.nest }}`,
+			}),
+			code: CodeTooLarge, reasonHas: "application web: chart chart: chart templates exceeded the 128 MiB memory limit of a Helm render",
+			helmMemory: hostileHelmMemory,
+		},
+		"a value that tpl renders, rendering itself": {
+			// Each level holds a megabyte, so the memory limit comes long before the deadline.
+			files: chart(map[string]string{
+				"chart/values.yaml":      "replicas: 1\nt: '{{ $mb := repeat 1048576 \"x\" }}{{ tpl .Values.t . }}{{ $mb }}'\n",
+				"chart/templates/t.yaml": `# {{ tpl .Values.t . }}`,
+			}),
+			code: CodeTooLarge, reasonHas: "application web: chart chart: chart templates exceeded the 128 MiB memory limit of a Helm render",
+			helmMemory: hostileHelmMemory,
+		},
+		"a chain of 20 templates, each printing the one before it twice": {
+			files: chart(map[string]string{"chart/templates/_chain.tpl": doublingChain(20), "chart/templates/c.yaml": `# {{ include "c20" . }}`}),
+			code:  CodeTooLarge, reasonHas: "application web: chart chart: chart templates exceeded the 128 MiB memory limit of a Helm render",
+			helmMemory: hostileHelmMemory,
+		},
 		"a template that renders 18 MB": {
 			files: chart(map[string]string{"chart/templates/wide.yaml": "# {{ range until 900 }}{{ repeat 20000 \"x\" }}{{ end }}\n"}),
 			code:  CodeTooLarge, reasonHas: "chart chart renders more than 16777216 bytes, at most 16777216",
@@ -123,7 +167,7 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			repo := testtree.Write(t, tc.files())
-			out := planInChild(t, repo, []Application{app})
+			out := planSpecInChild(t, hostileSpec{Repo: repo, Apps: []Application{app}, HelmMemoryBytes: tc.helmMemory})
 			if out.Code != tc.code || !strings.Contains(out.Reason, tc.reasonHas) {
 				t.Fatalf("got %s\nwant refused (%s) with: %s", out.describe(), tc.code, tc.reasonHas)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
 // hostileChildEnv makes the test binary plan one repository as a child process
@@ -42,6 +43,8 @@ type hostileSpec struct {
 	Repo string
 	// Apps are the repository's Applications, the one that manages the target first.
 	Apps []Application
+	// HelmMemoryBytes, when set, is the memory limit of the child's Helm workers.
+	HelmMemoryBytes int64
 }
 
 // hostileOutcome is what the child reports on stdout.
@@ -88,8 +91,12 @@ func runHostileChild(spec string) int {
 		fmt.Fprintln(os.Stderr, "hostile child: limit CPU:", err)
 		return 3
 	}
+	ctx := context.Background()
+	if s.HelmMemoryBytes > 0 {
+		ctx = WithHelmWorkers(ctx, helmexec.New(helmexec.Config{Workers: 1, MemoryBytes: s.HelmMemoryBytes}))
+	}
 	start := time.Now()
-	_, err = Plan(context.Background(), Request{
+	_, err = Plan(ctx, Request{
 		RepoDir: s.Repo, Apps: s.Apps, App: s.Apps[0].Name,
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Replicas: &Replicas{Count: 3}},
@@ -129,7 +136,14 @@ func peakRSS() int64 {
 // returns its outcome; a child killed by a limit fails the test.
 func planInChild(t *testing.T, repo string, apps []Application) hostileOutcome {
 	t.Helper()
-	spec, err := json.Marshal(hostileSpec{Repo: repo, Apps: apps})
+	return planSpecInChild(t, hostileSpec{Repo: repo, Apps: apps})
+}
+
+// planSpecInChild is planInChild of a whole spec.
+func planSpecInChild(t *testing.T, s hostileSpec) hostileOutcome {
+	t.Helper()
+	apps := s.Apps
+	spec, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package helmexec
+
+const raceFactor = 1

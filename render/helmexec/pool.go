@@ -1,0 +1,347 @@
+package helmexec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+)
+
+// responseSlack is what an answer may hold besides the manifests: Helm's error
+// text and the frame's encoding.
+const responseSlack = 1 << 20
+
+// Pool runs renders in worker processes, at most Config.Workers at once, and
+// keeps the workers that finished a render for the next. Its methods may be
+// called from any goroutine.
+type Pool struct {
+	cfg   Config
+	slots chan struct{}
+	// starts counts the workers started, for tests and metrics.
+	starts atomic.Int64
+
+	mu     sync.Mutex
+	idle   []*worker
+	closed bool
+
+	// sent, when set (by tests), is told the pid of a worker once a request is
+	// written to it.
+	sent func(pid int)
+}
+
+// New returns a pool of cfg's size; workers start when renders need them.
+func New(cfg Config) *Pool {
+	cfg = cfg.withDefaults()
+	return &Pool{cfg: cfg, slots: make(chan struct{}, cfg.Workers)}
+}
+
+// Config returns the pool's settings, defaults applied.
+func (p *Pool) Config() Config { return p.cfg }
+
+// Started reports how many worker processes the pool has started.
+func (p *Pool) Started() int64 { return p.starts.Load() }
+
+// Close ends the idle workers; a render under way ends its worker when it
+// finishes. Renders after Close start no worker.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+}
+
+// Render runs "helm template" for ch with vals in a worker. The error is a
+// *TemplateError for the chart's own failures (as Helm words them), a
+// *LimitError when the templates took more than a worker allows,
+// ErrOutputTooLarge, ctx's error when it ended first (the worker killed), or a
+// failure to run a worker. ch is not changed.
+func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any, opts Options) (string, error) {
+	req := request{Chart: toWire(ch), Values: vals, Options: opts}
+	if d, ok := ctx.Deadline(); ok {
+		req.Deadline = d
+	}
+	frame, err := encodeFrame(req)
+	if err != nil {
+		return "", fmt.Errorf("encode helm request: %w", err)
+	}
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	w, err := p.take(ctx)
+	if err != nil {
+		return "", err
+	}
+	resp, err := w.do(ctx, frame, int64(opts.OutputLimit)+responseSlack, p.sent)
+	if err != nil {
+		w.stop()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return "", ctxErr
+		}
+		return "", p.explain(w, err)
+	}
+	p.put(w)
+	switch {
+	case resp.Panic != "":
+		return "", fmt.Errorf("helm failed: %s", resp.Panic)
+	case resp.TooLarge:
+		return "", ErrOutputTooLarge
+	case resp.Err != "":
+		return "", &TemplateError{Message: resp.Err}
+	}
+	return resp.Manifest, nil
+}
+
+// take returns an idle worker that is still running, else starts one.
+func (p *Pool) take(ctx context.Context) (*worker, error) {
+	p.mu.Lock()
+	closed := p.closed
+	for len(p.idle) > 0 {
+		w := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if !w.ended() {
+			p.mu.Unlock()
+			return w, nil
+		}
+		// Ended while idle (killed from outside): replaced below.
+		go w.stop()
+	}
+	p.mu.Unlock()
+	if closed {
+		return nil, errors.New("helm worker pool is closed")
+	}
+	return p.start(ctx)
+}
+
+func (p *Pool) put(w *worker) {
+	p.mu.Lock()
+	if !p.closed {
+		p.idle = append(p.idle, w)
+		w = nil
+	}
+	p.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
+}
+
+// explain turns the end of a worker that was not killed for its context into
+// the error of the render: a limit it passed, as its runtime reported it, or
+// what else ended it.
+func (p *Pool) explain(w *worker, err error) error {
+	tail := w.stderr.String()
+	switch {
+	case strings.Contains(tail, "goroutine stack exceeds"):
+		return &LimitError{Stack: true, Bytes: p.cfg.maxStack()}
+	case strings.Contains(tail, "out of memory"),
+		strings.Contains(tail, "cannot allocate memory"),
+		// The race detector's own allocator, in race builds.
+		strings.Contains(tail, "ThreadSanitizer failed to allocate"),
+		strings.Contains(tail, "pthread_create failed"),
+		strings.Contains(tail, "failed to create new OS thread"):
+		return &LimitError{Bytes: p.cfg.MemoryBytes}
+	}
+	if w.waitErr != nil {
+		return fmt.Errorf("helm worker ended (%v): %w: %s", w.waitErr, err, firstLine(tail))
+	}
+	return fmt.Errorf("helm worker: %w", err)
+}
+
+// firstLine is the first line of a worker's stderr: the reason the runtime
+// gives when it stops the process.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// worker is one worker process.
+type worker struct {
+	cmd        *exec.Cmd
+	stdin      *os.File
+	stdout     *bufio.Reader
+	stdoutFile *os.File
+	stderr     *stderrBuffer
+	// exited is closed once the process is reaped (waitErr set) and its stderr
+	// read to the end.
+	exited  chan struct{}
+	waitErr error
+}
+
+// start starts a worker and waits for it to say it runs under its limits.
+func (p *Pool) start(ctx context.Context) (*worker, error) {
+	exe, err := executable()
+	if err != nil {
+		return nil, fmt.Errorf("start helm worker: %w", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start helm worker: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("start helm worker: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("start helm worker: %w", err)
+	}
+	cmd := exec.Command(exe)
+	// Only the marker: the worker runs untrusted templates and needs none of the
+	// service's environment (credentials among it).
+	cmd.Env = []string{workerEnv + "=" + workerProtocol, workerMemoryEnv + "=" + strconv.FormatInt(p.cfg.MemoryBytes, 10)}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = processGroup()
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start helm worker %s: %w", exe, err)
+	}
+	p.starts.Add(1)
+	w := &worker{cmd: cmd, stdin: inW, stdoutFile: outR, stdout: bufio.NewReader(outR), stderr: &stderrBuffer{limit: 8 << 10}, exited: make(chan struct{})}
+	go func() {
+		_, _ = io.Copy(w.stderr, errR)
+		errR.Close()
+		w.waitErr = cmd.Wait()
+		close(w.exited)
+	}()
+	ready := make(chan error, 1)
+	go func() {
+		var h hello
+		err := readFrame(w.stdout, 1<<10, &h)
+		if err == nil && h.Protocol != workerProtocol {
+			err = fmt.Errorf("answered protocol %q, not %q", h.Protocol, workerProtocol)
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		w.stop()
+		<-ready
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("start helm worker %s: %w", exe, p.explain(w, err))
+	}
+	return w, nil
+}
+
+// do sends one request and reads its answer, killing the worker when ctx ends
+// first. An error means the worker cannot be used again.
+func (w *worker) do(ctx context.Context, frame []byte, limit int64, sent func(int)) (response, error) {
+	type answer struct {
+		resp response
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		w.stderr.reset()
+		if _, err := w.stdin.Write(frame); err != nil {
+			a.err = fmt.Errorf("write request: %w", err)
+		} else {
+			if sent != nil {
+				sent(w.cmd.Process.Pid)
+			}
+			if err := readFrame(w.stdout, limit, &a.resp); err != nil {
+				a.err = fmt.Errorf("read answer: %w", err)
+			}
+		}
+		done <- a
+	}()
+	select {
+	case a := <-done:
+		return a.resp, a.err
+	case <-ctx.Done():
+		w.stop()
+		<-done
+		return response{}, ctx.Err()
+	}
+}
+
+func (w *worker) ended() bool {
+	select {
+	case <-w.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop kills the worker and waits until it is reaped.
+func (w *worker) stop() {
+	_ = w.cmd.Process.Kill()
+	<-w.exited
+	w.stdin.Close()
+	w.stdoutFile.Close()
+}
+
+// executable is what a worker runs: the running binary, by /proc/self/exe on
+// Linux, which names it even after a new version replaced its file.
+func executable() (string, error) {
+	if runtime.GOOS == "linux" {
+		if _, err := os.Stat("/proc/self/exe"); err == nil {
+			return "/proc/self/exe", nil
+		}
+	}
+	return os.Executable()
+}
+
+// stderrBuffer keeps the first bytes a worker wrote to stderr since its last
+// request: when the runtime stops the process, it says why first ("fatal
+// error: out of memory"), then prints stacks.
+type stderrBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (b *stderrBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.limit - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *stderrBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = b.buf[:0]
+}
+
+func (b *stderrBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
