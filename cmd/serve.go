@@ -10,6 +10,8 @@ import (
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/internal/gcstart"
 	"github.com/kukie/kukie-gitops/logging"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/render/helmexec"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/service"
 )
@@ -74,6 +76,11 @@ func (p program) serve(ctx context.Context, cfg config.Config, profile config.Pr
 			log.Warn().Msg("No API tokens exist: every API request will be refused; create one with 'kukie-gitops token create --team NAME'")
 		}
 	}
+	// Before the service renders anything: its Helm renders, from whichever part
+	// of it, share the configured workers.
+	helmWorkers := helmexec.New(helmexec.Config{Workers: int(cfg.Render.HelmWorkers), MemoryBytes: cfg.Render.HelmWorkerMemory})
+	render.SetHelmWorkers(helmWorkers)
+	defer helmWorkers.Close()
 	svc, err := service.New(ctx, cfg, db, log)
 	if err != nil {
 		return err

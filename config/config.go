@@ -67,6 +67,7 @@ type Config struct {
 	Encryption Encryption `yaml:"encryption" json:"encryption"`
 	Log        Log        `yaml:"log" json:"log"`
 	Pipeline   Pipeline   `yaml:"pipeline" json:"pipeline"`
+	Render     Render     `yaml:"render" json:"render"`
 	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
 	Webhooks   Webhooks   `yaml:"webhooks" json:"webhooks"`
 	Metrics    Metrics    `yaml:"metrics" json:"metrics"`
@@ -196,6 +197,17 @@ type Pipeline struct {
 	ArchiveCacheBytes int64 `yaml:"archive_cache_bytes" json:"archive_cache_bytes"`
 }
 
+// Render sizes the worker processes that run Helm chart templates, which are
+// untrusted repository content.
+type Render struct {
+	// HelmWorkers is how many charts render at once, each in a worker process kept
+	// running between renders; 0 means one per core.
+	HelmWorkers int64 `yaml:"helm_workers" json:"helm_workers"`
+	// HelmWorkerMemory is the memory in bytes one worker may map beyond what it
+	// holds when it starts; templates that need more are refused.
+	HelmWorkerMemory int64 `yaml:"helm_worker_memory" json:"helm_worker_memory"`
+}
+
 // Clusters decides how teams may reach their clusters.
 type Clusters struct {
 	// InClusterTeams names the teams that may register a cluster reached with the
@@ -245,6 +257,10 @@ const (
 	// DefaultNotificationRetention equals the notify package's default (a test in
 	// package service checks that).
 	DefaultNotificationRetention = 30 * 24 * time.Hour
+	// DefaultHelmWorkerMemory and MinHelmWorkerMemory equal package
+	// render/helmexec's (a test in package service checks that).
+	DefaultHelmWorkerMemory = 512 << 20
+	MinHelmWorkerMemory     = 128 << 20
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -259,6 +275,7 @@ func Default() Config {
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
+		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
 	}

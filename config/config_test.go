@@ -165,6 +165,22 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"render settings from yaml, environment wins": {
+			yaml: "render:\n  helm_workers: 3\n  helm_worker_memory: 268435456\n",
+			env:  map[string]string{"KUKIE_RENDER_HELM_WORKER_MEMORY": "1073741824"},
+			check: func(t *testing.T, c Config) {
+				if want := (Render{HelmWorkers: 3, HelmWorkerMemory: 1 << 30}); c.Render != want {
+					t.Fatalf("render = %+v, want %+v", c.Render, want)
+				}
+			},
+		},
+		"render defaults": {
+			check: func(t *testing.T, c Config) {
+				if want := (Render{HelmWorkerMemory: DefaultHelmWorkerMemory}); c.Render != want {
+					t.Fatalf("render defaults = %+v, want %+v", c.Render, want)
+				}
+			},
+		},
 		"pipeline defaults": {
 			check: func(t *testing.T, c Config) {
 				if c.Pipeline.DeployTimeout != 15*time.Minute || c.Pipeline.DeployPollInterval != 5*time.Second ||
@@ -490,6 +506,18 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Pipeline.ArchiveCacheBytes = 1024 },
 			want:    []string{"pipeline.archive_cache_bytes must be at least"},
+		},
+		"helm worker memory too small": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.HelmWorkerMemory = 64 << 20 },
+			want:    []string{"render.helm_worker_memory must be at least 134217728 (128 MiB), got 67108864"},
+			count:   1,
+		},
+		"negative helm workers": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.HelmWorkers = -1 },
+			want:    []string{"render.helm_workers must be 0 (one per core) or more, got -1"},
+			count:   1,
 		},
 		"unknown profile": {
 			profile: "staging",

@@ -115,6 +115,8 @@ var envSettings = []envSetting{
 	{"KUKIE_NOTIFICATIONS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Notifications.Retention })},
 	{"KUKIE_PIPELINE_CACHE_DIR", str(func(c *Config) *string { return &c.Pipeline.CacheDir })},
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
+	{"KUKIE_RENDER_HELM_WORKERS", integer(func(c *Config) *int64 { return &c.Render.HelmWorkers })},
+	{"KUKIE_RENDER_HELM_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.HelmWorkerMemory })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 }

@@ -146,6 +146,12 @@ func (c Config) Validate(profile Profile) error {
 	if c.Pipeline.ArchiveCacheBytes < MinArchiveCacheBytes {
 		add("pipeline.archive_cache_bytes must be at least %d (16 MiB), got %d", MinArchiveCacheBytes, c.Pipeline.ArchiveCacheBytes)
 	}
+	if c.Render.HelmWorkers < 0 {
+		add("render.helm_workers must be 0 (one per core) or more, got %d", c.Render.HelmWorkers)
+	}
+	if c.Render.HelmWorkerMemory < MinHelmWorkerMemory {
+		add("render.helm_worker_memory must be at least %d (128 MiB), got %d", MinHelmWorkerMemory, c.Render.HelmWorkerMemory)
+	}
 
 	for _, name := range c.Clusters.InClusterTeams {
 		if err := store.ValidateTeamName(name); err != nil {

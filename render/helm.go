@@ -12,7 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -523,20 +523,40 @@ func runHelm(ctx context.Context, ch *chart.Chart, vals map[string]any, app Appl
 type helmWorkersKey struct{}
 
 // WithHelmWorkers returns ctx carrying p: every Helm render under ctx (Plan,
-// Revert, Render) runs the chart's templates in p's worker processes. Without
-// one, renders share a pool of helmexec's defaults, whose workers start at the
-// first Helm render.
+// Revert, Render) runs the chart's templates in p's worker processes instead of
+// the process's pool (see SetHelmWorkers).
 func WithHelmWorkers(ctx context.Context, p *helmexec.Pool) context.Context {
 	return context.WithValue(ctx, helmWorkersKey{}, p)
 }
 
-var defaultHelmWorkers = sync.OnceValue(func() *helmexec.Pool { return helmexec.New(helmexec.Config{}) })
+// helmWorkers is the process's pool, nil until SetHelmWorkers or the first Helm
+// render. Worker processes belong to the process, like its cores, so one pool
+// bounds every render of it, whichever caller (pipeline, pull request check,
+// repository view) asks.
+var helmWorkers atomic.Pointer[helmexec.Pool]
+
+// SetHelmWorkers makes p the pool of the process's Helm renders, for those whose
+// context carries none; a pool set before is closed (a render under way on it
+// finishes). Without it, the first Helm render makes a pool of helmexec's
+// defaults.
+func SetHelmWorkers(p *helmexec.Pool) {
+	if old := helmWorkers.Swap(p); old != nil {
+		old.Close()
+	}
+}
 
 func helmWorkersOf(ctx context.Context) *helmexec.Pool {
 	if p, _ := ctx.Value(helmWorkersKey{}).(*helmexec.Pool); p != nil {
 		return p
 	}
-	return defaultHelmWorkers()
+	if p := helmWorkers.Load(); p != nil {
+		return p
+	}
+	p := helmexec.New(helmexec.Config{})
+	if !helmWorkers.CompareAndSwap(nil, p) {
+		return helmWorkers.Load()
+	}
+	return p
 }
 
 // helmObjects splits the output of "helm template" into objects as Argo CD does:

@@ -10,6 +10,7 @@ import (
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
 func TestPipelineSettingsComeFromConfig(t *testing.T) {
@@ -48,6 +49,12 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	}
 	if got := config.Default().Notifications.Retention; got != notify.DefaultRetention {
 		t.Errorf("config's notification retention %s differs from the notify package's %s", got, notify.DefaultRetention)
+	}
+	if got := config.Default().Render.HelmWorkerMemory; got != helmexec.DefaultMemoryBytes {
+		t.Errorf("config's Helm worker memory %d differs from the helmexec package's %d", got, helmexec.DefaultMemoryBytes)
+	}
+	if config.MinHelmWorkerMemory != helmexec.MinMemoryBytes {
+		t.Errorf("config's least Helm worker memory %d differs from the helmexec package's %d", config.MinHelmWorkerMemory, helmexec.MinMemoryBytes)
 	}
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
