@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
@@ -69,7 +70,7 @@ func newDryRunEnv(t *testing.T, policy string) (*checkEnv, *countingDryRun, *kub
 	ns := k.Namespace(t, "shop")
 	e := newCheckEnvOf(t, withFiles(dryRunFiles, map[string]string{".kukie.yml": policy}), []string{"shop"})
 	apps := e.checker.Applications.(fixedApplications).apps
-	apps[0].Spec.Destination.Namespace = ns
+	apps[0].Spec.Destination = argocd.AppDestination{Server: argocd.InClusterServer, Namespace: ns}
 
 	ctx := context.Background()
 	db := storetest.SQLite(t)
@@ -198,5 +199,40 @@ func TestPullPolicyDryRunOffSendsNothing(t *testing.T) {
 	}
 	if run.GetConclusion() != github.ConclusionSuccess || strings.Contains(sum, "dry-run") || strings.Contains(sum, "dry_run") {
 		t.Fatalf("kukie/policy %s, want success without a dry-run:\n%s", run.GetConclusion(), sum)
+	}
+}
+
+// TestPullPolicyDryRunOnARerun: the Re-run button checks the pull request's head
+// as GitHub reads it, and a branch of the repository itself is dry-run again.
+func TestPullPolicyDryRunOnARerun(t *testing.T) {
+	e, dry, _, _ := newDryRunEnv(t, dryRunPolicy)
+	head := e.openPull(t, dryRunChange)
+	first := dry.sent.Load()
+	e.gh.RerequestCheckSuite(t, checkRepo, head)
+	e.deliver(t, &CheckSuite{Base: e.base, Pipeline: &trackingPipeline{}, Checks: e.checker}, "check_suite", "rerequested")
+	if got := dry.sent.Load(); first != 4 || got != 8 {
+		t.Fatalf("%d objects sent by the check and %d by the re-run, want 4 each", first, got-first)
+	}
+	if run := e.policyRun(t, head); run.GetConclusion() != github.ConclusionFailure {
+		t.Fatalf("kukie/policy after the re-run %s, want failure:\n%s", run.GetConclusion(), run.GetOutput().GetSummary())
+	}
+}
+
+// TestPullPolicyDryRunsOnlyTheClusterArgoCDRunsIn: an Application deploying to
+// another cluster than the one it is read from has nothing sent, since the
+// service would ask the wrong API server; the summary says so.
+func TestPullPolicyDryRunsOnlyTheClusterArgoCDRunsIn(t *testing.T) {
+	e, dry, _, ns := newDryRunEnv(t, dryRunPolicy)
+	e.checker.Applications.(fixedApplications).apps[0].Spec.Destination = argocd.AppDestination{Server: "https://spoke.example:6443", Namespace: ns}
+	head := e.openPull(t, dryRunChange)
+
+	run := e.policyRun(t, head)
+	sum := run.GetOutput().GetSummary()
+	if got := dry.sent.Load(); got != 0 {
+		t.Fatalf("%d objects sent for another cluster's Application", got)
+	}
+	if run.GetConclusion() != github.ConclusionSuccess ||
+		!strings.Contains(sum, "Server-side dry-run: not run: not sent for argocd/shop (cluster prod): they deploy to a cluster other than the one their Application is read from") {
+		t.Fatalf("kukie/policy %s:\n%s", run.GetConclusion(), sum)
 	}
 }

@@ -456,6 +456,8 @@ func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs
 type appInfo struct {
 	cluster string
 	level   argocd.Level
+	// inCluster: the app deploys to the cluster its Application is read from.
+	inCluster bool
 }
 
 // evaluate renders what the change reaches.
@@ -521,9 +523,8 @@ func (c *Checker) evaluate(ctx context.Context, h Head, team string, clusters []
 		defer root.Close()
 		pc = &policyCheck{cfg: cfg, fsys: root.FS()}
 		if dry != nil && !headOnly {
-			dctx, cancel := context.WithTimeout(ctx, DryRunBudget)
-			defer cancel()
-			pc.dryRun = &dryRunCheck{runner: dry, team: team, ctx: dctx, left: MaxDryRunObjects}
+			pc.dryRun = newDryRunCheck(ctx, dry, team)
+			defer pc.dryRun.stop()
 		}
 	}
 	rep.apps = make([]appResult, len(reached))
@@ -578,7 +579,7 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 		for _, a := range reads[i].apps {
 			for _, ra := range render.FromArgoCD(a, func(src argocd.AppSource) bool { return plan.DeploysFrom(src, h.Repo, h.BaseBranch) }) {
 				ra.Name += " (cluster " + name + ")"
-				info[ra.Name] = appInfo{cluster: name, level: a.Level()}
+				info[ra.Name] = appInfo{cluster: name, level: a.Level(), inCluster: a.Spec.Destination.InCluster()}
 				out = append(out, ra)
 			}
 		}
@@ -618,7 +619,13 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 		return res
 	}
 	res.diffs = diffs
-	if pc != nil && pc.dryRun != nil {
+	switch {
+	case pc == nil || pc.dryRun == nil:
+	case !info.inCluster:
+		// The registered cluster is the one Argo CD runs in; another destination's
+		// objects would be asked of the wrong API server.
+		res.dryRun.elsewhere = len(changedObjects(r.App, after, diffs)) > 0
+	default:
 		res.dryRun = pc.dryRun.run(r.App, info.cluster, after, diffs)
 		res.findings = append(res.findings, pc.cfg.DryRunFindings(policy.App{Name: r.App.Name, Namespace: r.App.Namespace}, pc.fsys, res.dryRun.refusals)...)
 	}

@@ -64,14 +64,31 @@ func (c *Checker) dryRunRefusal(h Head, pr *github.PullRequest) string {
 }
 
 // dryRunCheck is the dry-run of one head's changed objects, shared by the workers
-// that compare its apps: the count left and the time budget.
+// that compare its apps: the count left and the time budget, which starts with the
+// first object sent.
 type dryRunCheck struct {
 	runner DryRunner
 	team   string
-	// ctx ends when the budget is spent.
-	ctx  context.Context
+	parent context.Context
+
 	mu   sync.Mutex
 	left int
+	// ctx ends when the budget is spent; nil until the first claim.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newDryRunCheck(ctx context.Context, runner DryRunner, team string) *dryRunCheck {
+	return &dryRunCheck{runner: runner, team: team, parent: ctx, left: MaxDryRunObjects}
+}
+
+// stop releases the budget's timer.
+func (d *dryRunCheck) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		d.cancel()
+	}
 }
 
 // appDryRun is what one app's dry-run found.
@@ -83,15 +100,21 @@ type appDryRun struct {
 	leftOut int
 	// unreachable says why the cluster could not be asked.
 	unreachable string
+	// elsewhere is set for an app deploying to a cluster other than the one its
+	// Application is read from: nothing of it is sent.
+	elsewhere bool
 }
 
-// claim takes up to n of the objects left to send.
-func (d *dryRunCheck) claim(n int) int {
+// claim takes up to n of the objects left to send, and the budget's context.
+func (d *dryRunCheck) claim(n int) (int, context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n = min(n, d.left)
 	d.left -= n
-	return n
+	if d.ctx == nil {
+		d.ctx, d.cancel = context.WithTimeout(d.parent, DryRunBudget)
+	}
+	return n, d.ctx
 }
 
 // changed is a changed object to send: as rendered, and as applied (the
@@ -106,13 +129,16 @@ type changed struct {
 func (d *dryRunCheck) run(app render.Application, cluster string, after []render.Object, diffs []render.ObjectDiff) appDryRun {
 	objs := changedObjects(app, after, diffs)
 	var out appDryRun
-	n := d.claim(len(objs))
+	if len(objs) == 0 {
+		return out
+	}
+	n, ctx := d.claim(len(objs))
 	out.leftOut = len(objs) - n
 	if n == 0 {
 		return out
 	}
 	objs = objs[:n]
-	if d.ctx.Err() != nil {
+	if ctx.Err() != nil {
 		out.leftOut += n
 		return out
 	}
@@ -122,7 +148,7 @@ func (d *dryRunCheck) run(app render.Application, cluster string, after []render
 		manifests[i] = o.manifest
 		masked[i] = render.ChangedObject{App: app.Name, Object: o.manifest}
 	}
-	rejected, err := d.runner.DryRunEach(d.ctx, clusteraccess.Ref{TeamID: d.team, Name: cluster}, manifests)
+	rejected, err := d.runner.DryRunEach(ctx, clusteraccess.Ref{TeamID: d.team, Name: cluster}, manifests)
 	if err != nil {
 		// The cluster's words may quote the objects sent, Secret values included.
 		out.unreachable = render.MaskText(masked, err.Error())
@@ -196,8 +222,12 @@ func applied(m map[string]any, ns string) map[string]any {
 // (each app's); what was sent, left out or could not be asked is the outcome.
 func (r *report) dryRunOutcome(pol *policy.Report) {
 	var sent, refused, leftOut int
+	var elsewhere []string
 	unreachable := map[string]string{}
 	for _, a := range r.apps {
+		if a.dryRun.elsewhere {
+			elsewhere = append(elsewhere, a.name)
+		}
 		sent += a.dryRun.sent
 		refused += len(a.dryRun.refusals)
 		leftOut += a.dryRun.leftOut
@@ -205,8 +235,16 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 			unreachable[a.cluster] = a.dryRun.unreachable
 		}
 	}
+	var away string
+	if len(elsewhere) > 0 {
+		away = fmt.Sprintf("not sent for %s: they deploy to a cluster other than the one their Application is read from, which the service does not reach",
+			strings.Join(elsewhere, ", "))
+	}
 	if sent == 0 && leftOut == 0 && len(unreachable) == 0 {
 		pol.DryRunAbsent = noDryRunChanges
+		if away != "" {
+			pol.DryRunAbsent = away
+		}
 		return
 	}
 	var notes []string
@@ -223,6 +261,9 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 	clusters.Sort()
 	for _, c := range clusters {
 		notes = append(notes, fmt.Sprintf("cluster %s could not be asked: %s", c, oneLine(unreachable[c])))
+	}
+	if away != "" {
+		notes = append(notes, away)
 	}
 	note := strings.Join(notes, "; ")
 	if len(unreachable) > 0 {

@@ -2,10 +2,15 @@ package prcheck_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/prcheck"
@@ -58,4 +63,54 @@ func TestPolicyRunLinksToItsFindingsOnTheCheckPage(t *testing.T) {
 			t.Errorf("stored dry-run %q", p.DryRun)
 		}
 	})
+}
+
+// acceptingDryRun accepts every object and counts them.
+type acceptingDryRun struct{ sent atomic.Int32 }
+
+func (a *acceptingDryRun) DryRunEach(_ context.Context, _ clusteraccess.Ref, objects []map[string]any) ([]clusteraccess.DryRunRejection, error) {
+	a.sent.Add(int32(len(objects)))
+	return nil, nil
+}
+
+// TestDryRunSendsAtMostMaxDryRunObjects: a change of more objects than a check
+// sends has the first MaxDryRunObjects dry-run and says how many were not.
+func TestDryRunSendsAtMostMaxDryRunObjects(t *testing.T) {
+	r := newReplicas(t, storetest.SQLite(t), time.Hour)
+	ctx := context.Background()
+	dry := &acceptingDryRun{}
+	r.b.DryRun = dry
+	apps := r.b.Applications.(applications).apps
+	apps[0].Spec.Destination.Server = argocd.InClusterServer
+	r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": "rules:\n  dry_run: {level: error}\n"}, githubtest.DefaultAuthor)
+	change := map[string]string{}
+	resources := "resources:\n- deployment.yaml\n"
+	for i := range prcheck.MaxDryRunObjects + 10 {
+		name := fmt.Sprintf("cm-%02d.yaml", i)
+		resources += "- " + name + "\n"
+		change["apps/web/"+name] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%02d\n", i)
+	}
+	change["apps/web/kustomization.yaml"] = resources
+	head := r.gh.PushCommit(t, repo, "feature", change, githubtest.DefaultAuthor)
+	number := r.gh.OpenPullRequest(t, repo, "feature", "main", "Many", githubtest.DefaultAuthor)
+	if err := r.b.Check(ctx, r.head(t, number, head)); err != nil {
+		t.Fatal(err)
+	}
+	if got := dry.sent.Load(); got != prcheck.MaxDryRunObjects {
+		t.Errorf("%d objects sent, want %d", got, prcheck.MaxDryRunObjects)
+	}
+	found := 0
+	for _, run := range r.gh.CheckRuns(t, repo, head) {
+		if run.GetName() == github.PolicyCheckRunName {
+			found++
+			want := fmt.Sprintf("Server-side dry-run: passed (%d changed objects sent, 0 refused; 10 not sent: a check sends at most %d objects, within 30s).",
+				prcheck.MaxDryRunObjects, prcheck.MaxDryRunObjects)
+			if sum := run.GetOutput().GetSummary(); !strings.Contains(sum, want) {
+				t.Errorf("summary lacks %q:\n%s", want, sum)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d kukie/policy runs, want 1", found)
+	}
 }
