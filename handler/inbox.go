@@ -27,10 +27,19 @@ const (
 	DefaultRetention = 30 * 24 * time.Hour
 	// DefaultPruneInterval is how often the inbox prunes done deliveries.
 	DefaultPruneInterval = time.Hour
+	// DefaultBatchBudget is how long a worker works through one claimed batch before
+	// it hands back what it has not started.
+	DefaultBatchBudget = time.Second
 
-	// claimBatch is how many deliveries a worker leases at once. Small, so a slow
-	// delivery does not hold others hostage behind it in one worker.
-	claimBatch = 4
+	// claimBatch is how many deliveries a worker leases at once. A batch is claimed by
+	// one statement and its done deliveries are recorded by one more, so the inbox's
+	// own cost is two statements per batch, not per delivery. A slow delivery does not
+	// hold the rest of its batch hostage: see InboxOptions.BatchBudget.
+	claimBatch = 32
+	// recordTimeout bounds recording a batch's outcomes and handing back its unstarted
+	// deliveries once the worker's context has ended (shutdown), when that work must
+	// still reach the store.
+	recordTimeout = 5 * time.Second
 	// maxErrorLength bounds the error kept on a delivery.
 	maxErrorLength = 4000
 )
@@ -54,6 +63,10 @@ type InboxOptions struct {
 	// Retention is how long a done delivery is kept; older ones are deleted every
 	// PruneInterval. Failed and waiting deliveries are kept whatever their age.
 	Retention, PruneInterval time.Duration
+	// BatchBudget is how long a worker spends on one claimed batch: once it has run
+	// this long, the deliveries of the batch not started yet go back to the inbox for
+	// any worker of any replica, rather than waiting behind a slow one.
+	BatchBudget time.Duration
 	// Outcome, when set, is told each recorded outcome of an attempt (one of the
 	// Outcome* values), for metrics. event is the delivery's event type when a
 	// handler takes it and "other" otherwise, so its values stay a fixed set.
@@ -98,6 +111,9 @@ func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 	if o.PruneInterval <= 0 {
 		o.PruneInterval = DefaultPruneInterval
 	}
+	if o.BatchBudget <= 0 {
+		o.BatchBudget = DefaultBatchBudget
+	}
 	return o
 }
 
@@ -109,8 +125,10 @@ func (o InboxOptions) withDefaults(dialect store.Dialect) InboxOptions {
 // stopped waits until the time GitHub named and that attempt does not count toward
 // MaxAttempts: the delivery did not fail, GitHub asked for a pause, and rate limits
 // end (an hour at most for the primary limit), so such a delivery is never parked for
-// it. A delivery whose worker dies is claimed again when its lease runs out, so a
-// restart resumes. Done deliveries are pruned after Retention.
+// it. Workers claim deliveries in batches and record a batch's done ones together
+// (see runBatch); what a worker does not start goes back to the inbox. A delivery
+// whose worker dies is claimed again when its lease runs out, so a restart resumes.
+// Done deliveries are pruned after Retention.
 type Inbox struct {
 	db       *store.DB
 	opts     InboxOptions
@@ -226,33 +244,145 @@ func (in *Inbox) Drain(ctx context.Context) (int, error) {
 			// More may be waiting: let an idle worker join in.
 			in.Wake()
 		}
-		for _, d := range batch {
-			if ctx.Err() != nil {
-				// Unprocessed claims keep their lease and are taken again after it.
-				return done, nil
-			}
-			if err := in.process(ctx, d); err != nil {
-				return done, err
-			}
-			done++
+		n, err := in.runBatch(ctx, batch)
+		done += n
+		if err != nil {
+			return done, err
 		}
 	}
 	return done, nil
 }
 
-// process runs one claimed delivery and records its outcome.
-func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
-	logger := zerolog.Ctx(ctx).With().
-		Str(LogKeyDeliveryID, d.DeliveryID).
-		Str(LogKeyEventType, d.Event).
-		Str(LogKeyAction, d.Action).
-		Int("attempt", d.Attempts).
-		Logger()
-	ctx = logger.WithContext(ctx)
+// finished is a delivery whose attempt ended done (processed, ignored or skipped),
+// waiting for its batch's completions to be recorded together.
+type finished struct {
+	delivery   store.WebhookDelivery
+	outcome    string
+	completion store.DeliveryCompletion
+}
+
+// runBatch processes a claimed batch in order and returns how many deliveries it
+// processed. The done ones are recorded together at the end; failures and retries
+// are recorded as they happen (they are rare, and each has its own state to write).
+// Deliveries it does not start go back to the inbox: all that remain once the batch
+// has run for BatchBudget (at that moment, even while a slow delivery still runs,
+// so other workers take them), and those left when the context ends or recording
+// an outcome fails. The record and the hand-back happen even when ctx has ended, so
+// a shutdown neither repeats finished work nor leaves claims to wait out their
+// lease. A crash before the end of a batch does: its deliveries are claimed again
+// once their lease runs out and processed again, as any interrupted attempt is.
+func (in *Inbox) runBatch(ctx context.Context, batch []store.WebhookDelivery) (int, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	var (
+		mu         sync.Mutex
+		next       int  // the first delivery of batch not started
+		handedBack bool // the budget ran out and batch[next:] went back
+	)
+	overBudget := make(chan struct{})
+	budget := time.AfterFunc(in.opts.BatchBudget, func() {
+		defer close(overBudget)
+		mu.Lock()
+		handedBack = true
+		rest := batch[next:]
+		mu.Unlock()
+		if err := in.release(rctx, rest); err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("Handing back the unstarted part of a slow webhook batch failed; it waits out its lease")
+		}
+	})
+	start := func(i int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if handedBack {
+			return false
+		}
+		next = i + 1
+		return true
+	}
+
+	var (
+		done       []finished
+		unstarted  []store.WebhookDelivery
+		processErr error
+		processed  int
+	)
+	for i, d := range batch {
+		if ctx.Err() != nil || !start(i) {
+			break
+		}
+		f, release, err := in.process(ctx, d)
+		if err != nil {
+			processErr = err
+			break
+		}
+		if release {
+			unstarted = append(unstarted, d)
+			continue
+		}
+		processed++
+		if f != nil {
+			done = append(done, *f)
+		}
+	}
+	if !budget.Stop() {
+		<-overBudget
+	}
+	if !handedBack {
+		unstarted = append(unstarted, batch[next:]...)
+	}
+	return processed, errors.Join(processErr, in.recordDone(rctx, done), in.release(rctx, unstarted))
+}
+
+// recordDone records the batch's done deliveries in one go and reports each outcome
+// the store took.
+func (in *Inbox) recordDone(ctx context.Context, done []finished) error {
+	if len(done) == 0 {
+		return nil
+	}
+	completions := make([]store.DeliveryCompletion, len(done))
+	for i, f := range done {
+		completions[i] = f.completion
+	}
+	refused, err := in.db.CompleteWebhookDeliveries(ctx, completions)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range done {
+		err := refused[f.delivery.Claim()]
+		fctx := ctx
+		if err != nil {
+			fctx = withDeliveryLogger(ctx, f.delivery)
+		}
+		errs = append(errs, in.finish(fctx, f.delivery, f.outcome, err))
+	}
+	return errors.Join(errs...)
+}
+
+// release hands deliveries this worker claimed and did not run back to the inbox.
+func (in *Inbox) release(ctx context.Context, unstarted []store.WebhookDelivery) error {
+	if len(unstarted) == 0 {
+		return nil
+	}
+	claims := make([]store.DeliveryClaim, len(unstarted))
+	for i, d := range unstarted {
+		claims[i] = d.Claim()
+	}
+	zerolog.Ctx(ctx).Debug().Int("deliveries", len(claims)).Msg("Handing unstarted webhook deliveries back to the inbox")
+	return in.db.ReleaseWebhookDeliveries(ctx, claims)
+}
+
+// process runs one claimed delivery. An attempt that ended done comes back as f, to
+// be recorded with its batch; any other outcome is recorded here. release is true
+// when the attempt did not run to an outcome (the lease was nearly over before it
+// could start, or the worker is shutting down), so the delivery goes back to the inbox.
+func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) (f *finished, release bool, err error) {
+	ctx = withDeliveryLogger(ctx, d)
+	logger := zerolog.Ctx(ctx)
 
 	h, ok := in.handlers[d.Event]
 	if !ok {
-		return in.finish(ctx, d, OutcomeIgnored, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
+		return &finished{delivery: d, outcome: OutcomeIgnored, completion: store.DeliveryCompletion{Claim: d.Claim()}}, false, nil
 	}
 	// Finish well inside the lease, so no other worker can claim the delivery while
 	// this one still works on it. The deadline counts from the claim, not from now:
@@ -261,28 +391,32 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 	// refuses its outcome (see record).
 	deadline := d.LeaseExpiresAt.Add(-in.opts.Lease / 10)
 	if !time.Now().Before(deadline) {
-		logger.Debug().Msg("Webhook delivery lease nearly over before it could start; leaving it for a later claim")
-		return nil
+		logger.Debug().Msg("Webhook delivery lease nearly over before it could start; handing it back")
+		return nil, true, nil
 	}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
-	err := safeHandle(hctx, h, d)
+	err = safeHandle(hctx, h, d)
 	cancel()
 	if err == nil {
 		logger.Debug().Msg("Webhook delivery processed")
-		return in.finish(ctx, d, OutcomeProcessed, in.db.CompleteWebhookDelivery(ctx, d.Claim()))
+		return &finished{delivery: d, outcome: OutcomeProcessed, completion: store.DeliveryCompletion{Claim: d.Claim()}}, false, nil
 	}
 	if reason, ok := SkipReason(err); ok {
 		logger.Warn().Str("reason", reason).Msg("Webhook delivery skipped")
-		return in.finish(ctx, d, OutcomeSkipped, in.db.SkipWebhookDelivery(ctx, d.Claim(), truncate(reason, maxErrorLength)))
+		reason = truncate(reason, maxErrorLength)
+		if reason == "" {
+			reason = "skipped"
+		}
+		return &finished{delivery: d, outcome: OutcomeSkipped, completion: store.DeliveryCompletion{Claim: d.Claim(), SkipReason: reason}}, false, nil
 	}
 	if ctx.Err() != nil {
-		// Shutting down: leave the delivery leased; it is claimed again later.
-		return nil
+		// Shutting down: the attempt was cut short, not failed.
+		return nil, true, nil
 	}
 	reason := truncate(err.Error(), maxErrorLength)
 	if IsPermanent(err) {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
-		return in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
+		return nil, false, in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
 	now := time.Now()
 	if at, ok := github.RetryAt(err, now); ok {
@@ -290,16 +424,26 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) error {
 		// of 0 cannot spin and replicas do not all come back in the same second.
 		at = maxTime(at, now).Add(retryDelay(in.opts.RetryBase, in.opts.RetryCap, 1))
 		logger.Warn().Err(err).Time("retry_at", at).Msg("Webhook delivery rate limited by GitHub; will retry after the limit")
-		return in.finish(ctx, d, OutcomeRateLimited, in.db.DeferWebhookDeliveryUntil(ctx, d.Claim(), reason, at))
+		return nil, false, in.finish(ctx, d, OutcomeRateLimited, in.db.DeferWebhookDeliveryUntil(ctx, d.Claim(), reason, at))
 	}
 	counted := d.Attempts - d.FreeAttempts
 	if counted >= in.opts.MaxAttempts {
 		logger.Error().Err(err).Msg("Webhook delivery failed; giving up")
-		return in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
+		return nil, false, in.finish(ctx, d, OutcomeFailed, in.db.FailWebhookDelivery(ctx, d.Claim(), reason))
 	}
 	delay := retryDelay(in.opts.RetryBase, in.opts.RetryCap, counted)
 	logger.Warn().Err(err).Dur("retry_in", delay).Msg("Webhook delivery failed; will retry")
-	return in.finish(ctx, d, OutcomeRetried, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
+	return nil, false, in.finish(ctx, d, OutcomeRetried, in.db.RetryWebhookDeliveryAt(ctx, d.Claim(), reason, time.Now().Add(delay)))
+}
+
+// withDeliveryLogger returns ctx with a logger naming the delivery and its attempt.
+func withDeliveryLogger(ctx context.Context, d store.WebhookDelivery) context.Context {
+	return zerolog.Ctx(ctx).With().
+		Str(LogKeyDeliveryID, d.DeliveryID).
+		Str(LogKeyEventType, d.Event).
+		Str(LogKeyAction, d.Action).
+		Int("attempt", d.Attempts).
+		Logger().WithContext(ctx)
 }
 
 // finish records the outcome of an attempt at d (see record) and, once the store has

@@ -190,31 +190,20 @@ func TestInboxPermanentErrorAndPanicFailAtOnce(t *testing.T) {
 	})
 }
 
+// TestInboxResumesAfterWorkerDies: a process killed while it holds a claimed batch
+// (kill -9: nothing recorded, nothing handed back) loses none of it; a restarted
+// process takes the batch once its lease has run out, and each delivery takes
+// effect once.
 func TestInboxResumesAfterWorkerDies(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		started := make(chan struct{})
-		first := &recorder{events: []string{"push"}, handle: func(ctx context.Context, _ string) error {
-			close(started)
-			<-ctx.Done() // the process dies mid-processing
-			return ctx.Err()
-		}}
 		const lease = 300 * time.Millisecond
-		in1, err := NewInbox(db, InboxOptions{Lease: lease, PollInterval: 10 * time.Millisecond}, first)
-		if err != nil {
-			t.Fatal(err)
-		}
-		insert(t, db, "push", "d1")
-		ctx, kill := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { in1.Run(ctx); close(done) }()
-		<-started
-		kill()
-		<-done
-		if d := delivery(t, db, "d1"); d.State != store.DeliveryProcessing {
-			t.Fatalf("after the crash: state %s, want processing (leased, unfinished)", d.State)
+		insert(t, db, "push", "d1", "d2", "d3")
+		// The dead process's workers got as far as claiming.
+		claimed, err := db.ClaimWebhookDeliveries(context.Background(), claimBatch, lease)
+		if err != nil || len(claimed) != 3 {
+			t.Fatalf("claim = %d deliveries, %v; want 3", len(claimed), err)
 		}
 
-		// A restarted process finds the delivery once its lease has run out.
 		second := &recorder{events: []string{"push"}}
 		in2, err := NewInbox(db, InboxOptions{Lease: lease}, second)
 		if err != nil {
@@ -224,16 +213,133 @@ func TestInboxResumesAfterWorkerDies(t *testing.T) {
 			t.Fatalf("re-claimed %d deliveries while the lease still held, want 0", n)
 		}
 		time.Sleep(lease + 50*time.Millisecond)
-		if n, err := in2.Drain(context.Background()); err != nil || n != 1 {
-			t.Fatalf("Drain after the lease = %d, %v; want 1", n, err)
+		if n, err := in2.Drain(context.Background()); err != nil || n != 3 {
+			t.Fatalf("Drain after the lease = %d, %v; want 3", n, err)
 		}
 		got, _ := second.counts()
-		firstGot, _ := first.counts()
-		if got["d1"]+firstGot["d1"] != 1 {
-			t.Errorf("d1 took effect %d times, want once", got["d1"]+firstGot["d1"])
+		for _, id := range []string{"d1", "d2", "d3"} {
+			if got[id] != 1 {
+				t.Errorf("%s took effect %d times, want once", id, got[id])
+			}
+			if d := delivery(t, db, id); d.State != store.DeliveryDone || d.Attempts != 2 {
+				t.Errorf("%s = %+v, want done on the second attempt", id, d)
+			}
 		}
-		if d := delivery(t, db, "d1"); d.State != store.DeliveryDone || d.Attempts != 2 {
-			t.Errorf("d1 = %+v, want done on the second attempt", d)
+	})
+}
+
+// TestInboxShutdownRecordsAndHandsBackItsBatch: a worker stopped in the middle of a
+// batch records what it finished and hands the rest back, so another replica (or
+// the restarted process) takes it at once rather than after the lease, and nothing
+// finished runs again.
+func TestInboxShutdownRecordsAndHandsBackItsBatch(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		insert(t, db, "push", "d1", "d2", "d3", "d4")
+		ctx, stop := context.WithCancel(context.Background())
+		first := &recorder{events: []string{"push"}, handle: func(hctx context.Context, id string) error {
+			if id != "d2" {
+				return nil
+			}
+			stop() // the process is told to stop while d2 runs
+			<-hctx.Done()
+			return hctx.Err()
+		}}
+		// An hour's lease: only a hand-back makes d2-d4 claimable within the test.
+		in1, err := NewInbox(db, InboxOptions{Lease: time.Hour}, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := in1.Drain(ctx); err != nil || n != 1 {
+			t.Fatalf("stopped Drain = %d, %v; want 1 (d1) and no error", n, err)
+		}
+		if d := delivery(t, db, "d1"); d.State != store.DeliveryDone || d.Attempts != 1 {
+			t.Errorf("d1 = %+v, want done: it finished before the stop", d)
+		}
+		for _, id := range []string{"d2", "d3", "d4"} {
+			if d := delivery(t, db, id); d.State != store.DeliveryPending || d.Attempts != 1 || d.FreeAttempts != 1 {
+				t.Errorf("%s = %+v, want pending again, its attempt not counted", id, d)
+			}
+		}
+
+		second := &recorder{events: []string{"push"}}
+		in2, err := NewInbox(db, InboxOptions{Lease: time.Hour}, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := in2.Drain(context.Background()); err != nil || n != 3 {
+			t.Fatalf("the other process drained %d, %v; want d2-d4 at once", n, err)
+		}
+		firstGot, _ := first.counts()
+		got, _ := second.counts()
+		for _, id := range []string{"d1", "d2", "d3", "d4"} {
+			if firstGot[id]+got[id] != 1 {
+				t.Errorf("%s took effect %d times, want once", id, firstGot[id]+got[id])
+			}
+			if d := delivery(t, db, id); d.State != store.DeliveryDone {
+				t.Errorf("%s = %+v, want done", id, d)
+			}
+		}
+	})
+}
+
+// TestInboxSlowDeliveryDoesNotHoldItsBatch: once a batch has run for its budget, the
+// deliveries of it not started yet go back to the inbox, where another worker takes
+// them while the slow one still runs.
+func TestInboxSlowDeliveryDoesNotHoldItsBatch(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		insert(t, db, "push", "slow", "then1", "then2")
+		slowStarted, finishSlow := make(chan struct{}), make(chan struct{})
+		h := &recorder{events: []string{"push"}, handle: func(_ context.Context, id string) error {
+			if id == "slow" {
+				close(slowStarted)
+				<-finishSlow
+			}
+			return nil
+		}}
+		// A lease far longer than the test, and a budget the slow delivery overruns.
+		in, err := NewInbox(db, InboxOptions{Lease: time.Hour, BatchBudget: time.Millisecond}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() {
+			_, err := in.Drain(context.Background())
+			first <- err
+		}()
+		<-slowStarted
+		// Another worker takes the rest of the batch while the slow delivery still
+		// runs; without the hand-back it finds nothing claimable until the lease ends.
+		var otherErr error
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if got, _ := h.counts(); got["then1"] == 1 && got["then2"] == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				otherErr = errors.New("then1 and then2 were not handled while the slow delivery ran")
+				break
+			}
+			if _, err := in.Drain(context.Background()); err != nil {
+				otherErr = err
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(finishSlow)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if otherErr != nil {
+			t.Fatal(otherErr)
+		}
+		got, _ := h.counts()
+		for _, id := range []string{"slow", "then1", "then2"} {
+			if got[id] != 1 {
+				t.Errorf("%s handled %d times, want once", id, got[id])
+			}
+			if d := delivery(t, db, id); d.State != store.DeliveryDone {
+				t.Errorf("%s = %+v, want done", id, d)
+			}
 		}
 	})
 }
@@ -243,12 +349,7 @@ func TestTwoProcessesShareOneInboxExactlyOnce(t *testing.T) {
 		t.Run(string(dialect), func(t *testing.T) {
 			// Two "processes": two connection pools on one database, each with its
 			// own inbox and workers.
-			url := storetest.EmptyURL(t, dialect)
-			db := storetest.OpenURL(t, url)
-			if _, err := db.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			other := storetest.OpenURL(t, url)
+			db, other := storetest.TwoPools(t, dialect)
 
 			const total = 200
 			ids := make([]string, total)
@@ -404,36 +505,38 @@ func TestInboxLateOutcomeOfAnOverrunHandlerIsDropped(t *testing.T) {
 
 // TestInboxHandlerDeadlineCountsFromTheClaim: deliveries later in a batch have spent
 // part of their lease waiting, so their handlers get only what is left of it, and
-// none when it is nearly over.
+// none when it is nearly over: such a delivery goes back to the inbox and runs on a
+// fresh claim, its first attempt not counted.
 func TestInboxHandlerDeadlineCountsFromTheClaim(t *testing.T) {
 	// The lease is long enough that claiming and recording d1 fit in what is left of
 	// it with seconds to spare on a loaded machine; only d1's own time decides.
 	const lease = 3 * time.Second
 	tests := map[string]struct {
-		firstTakes time.Duration
-		wantSecond bool // whether the second delivery is handled in the same batch
+		firstTakes  time.Duration
+		wantAttempt int // the attempt on which d2 is handled
 	}{
-		"second delivery gets what is left of the lease": {firstTakes: 200 * time.Millisecond, wantSecond: true},
+		"second delivery gets what is left of the lease": {firstTakes: 200 * time.Millisecond, wantAttempt: 1},
 		// Past the handler deadline (the lease less a tenth) whatever the load.
-		"second delivery left for a later claim": {firstTakes: lease - lease/20, wantSecond: false},
+		"second delivery left for a later claim": {firstTakes: lease - lease/20, wantAttempt: 2},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 				insert(t, db, "push", "d1")
 				insert(t, db, "push", "d2")
+				var second store.WebhookDelivery
 				var secondDeadline time.Time
-				var secondLease time.Time
 				h := &recorder{events: []string{"push"}, handle: func(ctx context.Context, id string) error {
 					if id == "d1" {
 						time.Sleep(tc.firstTakes) // within the lease, ignoring the context
 						return nil
 					}
 					secondDeadline, _ = ctx.Deadline()
-					secondLease = delivery(t, db, id).LeaseExpiresAt
+					second = delivery(t, db, id)
 					return nil
 				}}
-				in, err := NewInbox(db, InboxOptions{Lease: lease}, h)
+				// No hand-back by budget: the lease alone decides here.
+				in, err := NewInbox(db, InboxOptions{Lease: lease, BatchBudget: time.Hour}, h)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -441,23 +544,15 @@ func TestInboxHandlerDeadlineCountsFromTheClaim(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, _ := h.counts()
-				if got["d1"] != 1 {
-					t.Fatalf("d1 handled %d times, want once", got["d1"])
+				if got["d1"] != 1 || got["d2"] != 1 {
+					t.Fatalf("handled d1 %d and d2 %d times, want once each", got["d1"], got["d2"])
 				}
-				if !tc.wantSecond {
-					if got["d2"] != 0 {
-						t.Fatalf("d2 started with its lease nearly over")
-					}
-					if d := delivery(t, db, "d2"); d.State != store.DeliveryProcessing || d.Attempts != 1 {
-						t.Fatalf("d2 = %+v, want still leased on attempt 1, for a later claim", d)
-					}
-					return
+				if second.Attempts != tc.wantAttempt || second.FreeAttempts != tc.wantAttempt-1 {
+					t.Errorf("d2 handled on attempt %d with %d free, want attempt %d with %d free",
+						second.Attempts, second.FreeAttempts, tc.wantAttempt, tc.wantAttempt-1)
 				}
-				if got["d2"] != 1 {
-					t.Fatalf("d2 handled %d times, want once", got["d2"])
-				}
-				if secondDeadline.IsZero() || !secondDeadline.Before(secondLease) {
-					t.Errorf("d2's handler deadline %v is not before its lease expiry %v", secondDeadline, secondLease)
+				if secondDeadline.IsZero() || !secondDeadline.Before(second.LeaseExpiresAt) {
+					t.Errorf("d2's handler deadline %v is not before its lease expiry %v", secondDeadline, second.LeaseExpiresAt)
 				}
 			})
 		})

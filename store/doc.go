@@ -31,5 +31,5 @@
 // fencing, 0005 skipped webhook deliveries, 0006 webhook redeliveries (free attempts,
 // pruning by finish time), 0007 API token scopes, 0008 notification endpoints and
 // their outbox of deliveries, 0009 pull request checks and the current check of each
-// pull request.
+// pull request, 0010 the webhook inbox's claim index.
 package store

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -128,10 +129,13 @@ func (db *DB) WebhookDeliveryByID(ctx context.Context, id string) (WebhookDelive
 	return row.delivery(), nil
 }
 
-// ClaimWebhookDeliveries leases up to limit deliveries to the caller for lease: the
-// oldest pending ones, and processing ones whose lease ran out (their worker died).
-// On PostgreSQL concurrent claimers skip each other's rows (FOR UPDATE SKIP LOCKED),
-// so several replicas share the inbox; on SQLite the write lock serialises them.
+// ClaimWebhookDeliveries leases up to limit deliveries to the caller for lease, in
+// one statement: the oldest due pending ones (next_attempt_at holds back those
+// waiting out a retry backoff, see RetryWebhookDeliveryAt) and processing ones whose
+// lease ran out (their worker died), oldest first. On PostgreSQL concurrent claimers
+// skip each other's rows (FOR UPDATE SKIP LOCKED), so several replicas share the
+// inbox; on SQLite the write lock serialises them. Either way a delivery is leased to
+// one claimer at a time.
 func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit int, lease time.Duration) ([]WebhookDelivery, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -141,20 +145,34 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, limit int, lease time.
 	if db.dialect == Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
-	query := db.Rebind(`UPDATE webhook_deliveries
+	// Each source is read on its own so that both walk the index on (state,
+	// received_at, delivery_id) in order and stop after limit rows; one WHERE with
+	// an OR of the two made both databases read and sort the whole backlog on every
+	// claim. Processing rows are few (the batches in flight), so filtering them by
+	// lease on the walk is cheap.
+	query := db.Rebind(`WITH due AS (
+			SELECT delivery_id, received_at FROM webhook_deliveries
+			WHERE state = ? AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+			ORDER BY received_at, delivery_id LIMIT ?` + lock + `
+		), expired AS (
+			SELECT delivery_id, received_at FROM webhook_deliveries
+			WHERE state = ? AND lease_expires_at < ?
+			ORDER BY received_at, delivery_id LIMIT ?` + lock + `
+		)
+		UPDATE webhook_deliveries
 		SET state = ?, attempts = attempts + 1, lease_expires_at = ?
 		WHERE delivery_id IN (
-			SELECT delivery_id FROM webhook_deliveries
-			WHERE (state = ? AND (next_attempt_at IS NULL OR next_attempt_at <= ?))
-				OR (state = ? AND lease_expires_at < ?)
-			ORDER BY received_at, delivery_id
-			LIMIT ?` + lock + `)
+			SELECT delivery_id FROM (
+				SELECT delivery_id, received_at FROM due
+				UNION ALL SELECT delivery_id, received_at FROM expired
+			) AS claimable
+			ORDER BY received_at, delivery_id LIMIT ?)
 		RETURNING ` + webhookColumns)
 	var rows []webhookRow
-	// next_attempt_at (migration 0002) holds back deliveries waiting out a retry
-	// backoff; see RetryWebhookDeliveryAt.
 	if err := db.SelectContext(ctx, &rows, query,
-		DeliveryProcessing, toMillis(now.Add(lease)), DeliveryPending, toMillis(now), DeliveryProcessing, toMillis(now), limit); err != nil {
+		DeliveryPending, toMillis(now), limit,
+		DeliveryProcessing, toMillis(now), limit,
+		DeliveryProcessing, toMillis(now.Add(lease)), limit); err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
 	out := make([]WebhookDelivery, len(rows))
@@ -193,7 +211,7 @@ func (c DeliveryClaim) String() string {
 // CompleteWebhookDelivery marks a claimed delivery as processed. ErrLeaseLost when
 // the claim no longer holds the delivery, ErrNotFound when there is no such delivery.
 func (db *DB) CompleteWebhookDelivery(ctx context.Context, claim DeliveryClaim) error {
-	return db.finishWebhookDelivery(ctx, claim, DeliveryDone, "")
+	return db.completeOne(ctx, DeliveryCompletion{Claim: claim})
 }
 
 // FailWebhookDelivery parks a claimed delivery as failed, keeping why; it is not
@@ -212,11 +230,110 @@ func (db *DB) SkipWebhookDelivery(ctx context.Context, claim DeliveryClaim, reas
 	if reason == "" {
 		return fmt.Errorf("skip %s: a reason is required", claim)
 	}
-	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
-		SET state = ?, last_error = '', skip_reason = ?, lease_expires_at = NULL, finished_at = ?
-		WHERE delivery_id = ? AND state = ? AND attempts = ?`),
-		DeliveryDone, reason, toMillis(time.Now()), claim.DeliveryID, DeliveryProcessing, claim.Attempt)
-	return db.checkClaimed(ctx, res, err, claim)
+	return db.completeOne(ctx, DeliveryCompletion{Claim: claim, SkipReason: reason})
+}
+
+func (db *DB) completeOne(ctx context.Context, c DeliveryCompletion) error {
+	refused, err := db.CompleteWebhookDeliveries(ctx, []DeliveryCompletion{c})
+	if err != nil {
+		return err
+	}
+	return refused[c.Claim]
+}
+
+// DeliveryCompletion is one claimed delivery finished as done: processed, or, with a
+// SkipReason, not acted on and why.
+type DeliveryCompletion struct {
+	Claim      DeliveryClaim
+	SkipReason string
+}
+
+// completionChunk bounds the completions written by one statement, far below both
+// databases' limits on bound parameters.
+const completionChunk = 500
+
+// CompleteWebhookDeliveries marks many claimed deliveries done, a statement per
+// completionChunk of them rather than one each, so a worker records a whole batch at
+// the cost of one. Each is fenced by its claim as CompleteWebhookDelivery is: a claim
+// that no longer holds its delivery changes nothing and is in refused, with the
+// ErrLeaseLost or ErrNotFound error naming it; the others are recorded. err is for a
+// statement failing, and then what it would have written is not recorded (refused
+// is only complete without err).
+func (db *DB) CompleteWebhookDeliveries(ctx context.Context, done []DeliveryCompletion) (refused map[DeliveryClaim]error, err error) {
+	refused = map[DeliveryClaim]error{}
+	for start := 0; start < len(done); start += completionChunk {
+		if err := db.completeChunk(ctx, done[start:min(start+completionChunk, len(done))], refused); err != nil {
+			return refused, err
+		}
+	}
+	return refused, nil
+}
+
+func (db *DB) completeChunk(ctx context.Context, done []DeliveryCompletion, refused map[DeliveryClaim]error) error {
+	// UPDATE ... FROM (VALUES ...) is understood by both databases (SQLite since
+	// 3.33), and VALUES names its columns column1, column2, ... in both.
+	var values strings.Builder
+	args := []any{DeliveryDone, toMillis(time.Now())}
+	for i, c := range done {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		values.WriteString("(?, CAST(? AS INTEGER), ?)")
+		args = append(args, c.Claim.DeliveryID, c.Claim.Attempt, c.SkipReason)
+	}
+	args = append(args, DeliveryProcessing)
+	var recorded []string
+	err := db.SelectContext(ctx, &recorded, db.Rebind(`UPDATE webhook_deliveries
+		SET state = ?, last_error = '', skip_reason = v.column3, lease_expires_at = NULL, finished_at = ?
+		FROM (VALUES `+values.String()+`) AS v
+		WHERE webhook_deliveries.delivery_id = v.column1 AND webhook_deliveries.attempts = v.column2
+			AND webhook_deliveries.state = ?
+		RETURNING webhook_deliveries.delivery_id`), args...)
+	if err != nil {
+		return fmt.Errorf("complete %d webhook deliveries: %w", len(done), err)
+	}
+	if len(recorded) == len(done) {
+		return nil
+	}
+	// Rare: a worker that overran its lease, or a claim finished twice.
+	took := make(map[string]bool, len(recorded))
+	for _, id := range recorded {
+		took[id] = true
+	}
+	for _, c := range done {
+		if !took[c.Claim.DeliveryID] {
+			refused[c.Claim] = db.explainUnclaimed(ctx, c.Claim)
+		}
+	}
+	return nil
+}
+
+// ReleaseWebhookDeliveries hands claimed deliveries that were never started back to
+// the inbox, pending and due now, so any worker of any replica takes them at once
+// instead of after their lease. The released attempt does not count toward giving up
+// (FreeAttempts). Claims that no longer hold their delivery are left alone.
+func (db *DB) ReleaseWebhookDeliveries(ctx context.Context, claims []DeliveryClaim) error {
+	for start := 0; start < len(claims); start += completionChunk {
+		chunk := claims[start:min(start+completionChunk, len(claims))]
+		var values strings.Builder
+		args := []any{DeliveryPending}
+		for i, c := range chunk {
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(?, CAST(? AS INTEGER))")
+			args = append(args, c.DeliveryID, c.Attempt)
+		}
+		args = append(args, DeliveryProcessing)
+		if _, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
+			SET state = ?, lease_expires_at = NULL, free_attempts = free_attempts + 1
+			FROM (VALUES `+values.String()+`) AS v
+			WHERE webhook_deliveries.delivery_id = v.column1 AND webhook_deliveries.attempts = v.column2
+				AND webhook_deliveries.state = ?`), args...); err != nil {
+			return fmt.Errorf("release %d webhook deliveries: %w", len(chunk), err)
+		}
+	}
+	return nil
 }
 
 func (db *DB) finishWebhookDelivery(ctx context.Context, claim DeliveryClaim, state DeliveryState, reason string) error {
@@ -241,11 +358,16 @@ func (db *DB) checkClaimed(ctx context.Context, res sql.Result, err error, claim
 	if n > 0 {
 		return nil
 	}
+	return db.explainUnclaimed(ctx, claim)
+}
+
+// explainUnclaimed says why a fenced update of claim matched no row.
+func (db *DB) explainUnclaimed(ctx context.Context, claim DeliveryClaim) error {
 	// Only done deliveries are ever deleted (pruned), never claimed ones, so a row
 	// seen now existed at the UPDATE too.
 	var state string
 	var attempts int
-	err = db.QueryRowxContext(ctx, db.Rebind(`SELECT state, attempts FROM webhook_deliveries WHERE delivery_id = ?`),
+	err := db.QueryRowxContext(ctx, db.Rebind(`SELECT state, attempts FROM webhook_deliveries WHERE delivery_id = ?`),
 		claim.DeliveryID).Scan(&state, &attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("webhook delivery %s: %w", claim.DeliveryID, ErrNotFound)

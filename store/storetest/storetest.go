@@ -165,3 +165,25 @@ func ExpirePlanClaim(t testing.TB, db *store.DB, code string) {
 		t.Fatalf("expire claim on plan %s: %v", code, err)
 	}
 }
+
+// ExpireWebhookLease makes the lease on a claimed webhook delivery run out now, as it
+// does when its worker dies or stalls past it: another worker may then claim it.
+func ExpireWebhookLease(t testing.TB, db *store.DB, id string) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), db.Rebind(`UPDATE webhook_deliveries SET lease_expires_at = ? WHERE delivery_id = ? AND state = ?`),
+		time.Now().Add(-time.Second).UnixMilli(), id, store.DeliveryProcessing); err != nil {
+		t.Fatalf("expire lease on webhook delivery %s: %v", id, err)
+	}
+}
+
+// TwoPools returns two connection pools on one new, migrated database of the given
+// dialect, as two processes of the service sharing it have.
+func TwoPools(t testing.TB, d store.Dialect) (*store.DB, *store.DB) {
+	t.Helper()
+	rawURL := EmptyURL(t, d)
+	db := OpenURL(t, rawURL)
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db, OpenURL(t, rawURL)
+}
