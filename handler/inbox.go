@@ -382,7 +382,7 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) (f *finis
 
 	h, ok := in.handlers[d.Event]
 	if !ok {
-		return &finished{delivery: d, outcome: OutcomeIgnored, completion: store.DeliveryCompletion{Claim: d.Claim()}}, false, nil
+		return &finished{delivery: d, outcome: OutcomeIgnored, completion: store.DeliveryCompletion{Claim: d.Claim(), FinishedAt: time.Now()}}, false, nil
 	}
 	// Finish well inside the lease, so no other worker can claim the delivery while
 	// this one still works on it. The deadline counts from the claim, not from now:
@@ -399,7 +399,7 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) (f *finis
 	cancel()
 	if err == nil {
 		logger.Debug().Msg("Webhook delivery processed")
-		return &finished{delivery: d, outcome: OutcomeProcessed, completion: store.DeliveryCompletion{Claim: d.Claim()}}, false, nil
+		return &finished{delivery: d, outcome: OutcomeProcessed, completion: store.DeliveryCompletion{Claim: d.Claim(), FinishedAt: time.Now()}}, false, nil
 	}
 	if reason, ok := SkipReason(err); ok {
 		logger.Warn().Str("reason", reason).Msg("Webhook delivery skipped")
@@ -407,7 +407,7 @@ func (in *Inbox) process(ctx context.Context, d store.WebhookDelivery) (f *finis
 		if reason == "" {
 			reason = "skipped"
 		}
-		return &finished{delivery: d, outcome: OutcomeSkipped, completion: store.DeliveryCompletion{Claim: d.Claim(), SkipReason: reason}}, false, nil
+		return &finished{delivery: d, outcome: OutcomeSkipped, completion: store.DeliveryCompletion{Claim: d.Claim(), SkipReason: reason, FinishedAt: time.Now()}}, false, nil
 	}
 	if ctx.Err() != nil {
 		// Shutting down: the attempt was cut short, not failed.

@@ -246,6 +246,8 @@ func (db *DB) completeOne(ctx context.Context, c DeliveryCompletion) error {
 type DeliveryCompletion struct {
 	Claim      DeliveryClaim
 	SkipReason string
+	// FinishedAt is when the attempt ended; zero for the time of the record.
+	FinishedAt time.Time
 }
 
 // completionChunk bounds the completions written by one statement, far below both
@@ -273,18 +275,23 @@ func (db *DB) completeChunk(ctx context.Context, done []DeliveryCompletion, refu
 	// UPDATE ... FROM (VALUES ...) is understood by both databases (SQLite since
 	// 3.33), and VALUES names its columns column1, column2, ... in both.
 	var values strings.Builder
-	args := []any{DeliveryDone, toMillis(time.Now())}
+	now := time.Now()
+	args := []any{DeliveryDone}
 	for i, c := range done {
 		if i > 0 {
 			values.WriteString(", ")
 		}
-		values.WriteString("(?, CAST(? AS INTEGER), ?)")
-		args = append(args, c.Claim.DeliveryID, c.Claim.Attempt, c.SkipReason)
+		finished := c.FinishedAt
+		if finished.IsZero() {
+			finished = now
+		}
+		values.WriteString("(?, CAST(? AS INTEGER), ?, CAST(? AS BIGINT))")
+		args = append(args, c.Claim.DeliveryID, c.Claim.Attempt, c.SkipReason, toMillis(finished))
 	}
 	args = append(args, DeliveryProcessing)
 	var recorded []string
 	err := db.SelectContext(ctx, &recorded, db.Rebind(`UPDATE webhook_deliveries
-		SET state = ?, last_error = '', skip_reason = v.column3, lease_expires_at = NULL, finished_at = ?
+		SET state = ?, last_error = '', skip_reason = v.column3, lease_expires_at = NULL, finished_at = v.column4
 		FROM (VALUES `+values.String()+`) AS v
 		WHERE webhook_deliveries.delivery_id = v.column1 AND webhook_deliveries.attempts = v.column2
 			AND webhook_deliveries.state = ?
