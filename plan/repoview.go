@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
@@ -42,6 +44,9 @@ type RepoApp struct {
 	Objects    int          `json:"objects"`
 	YAML       string       `json:"yaml,omitempty"`
 	Problem    string       `json:"problem,omitempty"`
+	// Warning says what the render could not take from the cluster: a Helm app
+	// rendered with Helm's default capabilities, and why.
+	Warning string `json:"warning,omitempty"`
 }
 
 // RepoView renders, from the repository repoURL connected to the cluster, every
@@ -89,12 +94,23 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 	view := RepoView{Repo: repo.FullName(), Revision: revision, SHA: sha, Folders: []RepoFolder{}, Apps: []RepoApp{}}
 	folders := map[string][]string{}
 	at := cache.Commit{Repo: repo.FullName(), SHA: sha}
+	// Helm apps render with the cluster's capabilities, as Argo CD renders them.
+	caps := p.capabilities(ctx, cluster)
 	for _, a := range apps {
 		level := a.Level()
-		for _, ra := range render.FromArgoCD(a, func(src argocd.AppSource) bool { return fromRepo(src, repo.FullName()) }) {
+		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return fromRepo(src, repo.FullName()) })
+		warning, err := ClusterCapabilities(a, converted, caps)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cluster.Name).Str("app", a.Key().String()).
+				Msg("Could not read the cluster's capabilities; its Helm apps render with Helm's defaults")
+		}
+		for _, ra := range converted {
 			folders[ra.Path] = append(folders[ra.Path], ra.Name)
 			out := RepoApp{Name: ra.Name, Path: ra.Path, SourceType: string(ra.SourceType), Level: level,
 				Ownership: argocd.OwnershipNote(a.Key(), level)}
+			if ra.SourceType == render.SourceHelm {
+				out.Warning = warning
+			}
 			out.Objects, out.YAML, out.Problem = p.renderMasked(ctx, at, snap.Dir, ra)
 			view.Apps = append(view.Apps, out)
 		}

@@ -238,20 +238,14 @@ func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder 
 // Helm app deploying to the cluster it is read from renders with that cluster's
 // capabilities (caps, asked for once it is needed), as Argo CD renders it; one
 // deploying to another cluster renders with Helm's defaults, unless it sets its
-// own, since the service does not reach the clusters Argo CD deploys to.
+// own, since the service does not reach the clusters Argo CD deploys to
+// (ClusterCapabilities).
 func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error)) ([]render.Application, error) {
 	var out []render.Application
 	for _, a := range apps {
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })
-		for i := range converted {
-			if converted[i].SourceType != render.SourceHelm || !a.Spec.Destination.InCluster() {
-				continue
-			}
-			c, err := caps()
-			if err != nil {
-				return nil, fmt.Errorf("read the Kubernetes version and API versions its Helm charts see: %w", err)
-			}
-			converted[i].SetCluster(c.KubeVersion, c.APIVersions)
+		if _, err := ClusterCapabilities(a, converted, caps); err != nil {
+			return nil, fmt.Errorf("read the Kubernetes version and API versions its Helm charts see: %w", err)
 		}
 		out = append(out, converted...)
 	}

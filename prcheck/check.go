@@ -18,6 +18,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
@@ -67,6 +68,16 @@ type Applications interface {
 	Applications(ctx context.Context, teamID, cluster string) ([]argocd.Application, error)
 }
 
+// Capabilities reads what a team's cluster tells the Helm charts of the
+// Applications deploying to it (.Capabilities: its Kubernetes version and API
+// versions), from the cluster's discovery cache.
+type Capabilities interface {
+	Capabilities(ctx context.Context, teamID, cluster string) (kube.Capabilities, error)
+}
+
+// errNoCapabilities is the read of a Checker without Capabilities.
+var errNoCapabilities = errors.New("the check reads no cluster capabilities")
+
 // Records keeps the checks in the store every replica shares: what each computed,
 // for its page, and which check of a key is current, so a newer head supersedes an
 // older check whichever replica runs it. *store.DB implements it.
@@ -89,6 +100,10 @@ type Checker struct {
 	GitHub       GitHub
 	Connections  Connections
 	Applications Applications
+	// Capabilities gives the Helm apps deploying to the cluster they are read
+	// from that cluster's capabilities, as Argo CD renders them; without it, or
+	// when it fails, they render with Helm's defaults and the check says so.
+	Capabilities Capabilities
 	// Records, when set, keeps every check and its result, and supersedes checks
 	// across replicas; without it a newer head supersedes only checks running in
 	// this process, and checks have no page.
@@ -458,6 +473,9 @@ type appInfo struct {
 	level   argocd.Level
 	// inCluster: the app deploys to the cluster its Application is read from.
 	inCluster bool
+	// capabilities says why a Helm app renders with Helm's default capabilities
+	// instead of its cluster's ("" when it does not).
+	capabilities string
 }
 
 // evaluate renders what the change reaches.
@@ -576,10 +594,27 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 			rep.notChecked = append(rep.notChecked, fmt.Sprintf("cluster %s: its Applications could not be read", name))
 			continue
 		}
+		// Asked once per cluster and check, when a Helm app first needs it.
+		caps := sync.OnceValues(func() (kube.Capabilities, error) {
+			if c.Capabilities == nil {
+				return kube.Capabilities{}, errNoCapabilities
+			}
+			caps, err := c.Capabilities.Capabilities(ctx, team, name)
+			if err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", name).Msg("Could not read the cluster's capabilities; its Helm apps render with Helm's defaults")
+			}
+			return caps, err
+		})
 		for _, a := range reads[i].apps {
-			for _, ra := range render.FromArgoCD(a, func(src argocd.AppSource) bool { return plan.DeploysFrom(src, h.Repo, h.BaseBranch) }) {
+			converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return plan.DeploysFrom(src, h.Repo, h.BaseBranch) })
+			note, _ := plan.ClusterCapabilities(a, converted, caps)
+			for _, ra := range converted {
 				ra.Name += " (cluster " + name + ")"
-				info[ra.Name] = appInfo{cluster: name, level: a.Level(), inCluster: a.Spec.Destination.InCluster()}
+				in := appInfo{cluster: name, level: a.Level(), inCluster: a.Spec.Destination.InCluster()}
+				if ra.SourceType == render.SourceHelm {
+					in.capabilities = note
+				}
+				info[ra.Name] = in
 				out = append(out, ra)
 			}
 		}
@@ -591,7 +626,7 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 // the base; pc, when set, checks the head's objects against the policy, so only
 // the findings outlive the render.
 func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, info appInfo, pc *policyCheck, headOnly bool) appResult {
-	res := appResult{name: r.App.Name, cluster: info.cluster, level: info.level, files: r.Files}
+	res := appResult{name: r.App.Name, cluster: info.cluster, level: info.level, files: r.Files, capabilities: info.capabilities}
 	if r.App.Unsupported != "" {
 		res.notChecked = r.App.Unsupported
 		return res

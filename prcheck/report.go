@@ -45,6 +45,9 @@ type appResult struct {
 	// among them; dryRun is what the dry-run sent and found.
 	findings []policy.Finding
 	dryRun   appDryRun
+	// capabilities says why a Helm app rendered with Helm's default
+	// capabilities instead of its cluster's ("" when it did not).
+	capabilities string
 }
 
 func (a appResult) counts() (added, changed, removed int) {
@@ -126,6 +129,9 @@ func (r *report) summary() string {
 			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, oneLine(a.notChecked)))
 		case a.brokenBefore != "":
 			skipped = append(skipped, fmt.Sprintf("- %s did not render before this change (%s); every object it renders now is shown as added", a.name, oneLine(a.brokenBefore)))
+		}
+		if a.capabilities != "" && a.notChecked == "" {
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, oneLine(a.capabilities)))
 		}
 	}
 	for _, n := range r.notChecked {

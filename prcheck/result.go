@@ -130,6 +130,9 @@ type ResultApp struct {
 	Failed       string              `json:"failed,omitempty"`
 	NotChecked   string              `json:"not_checked,omitempty"`
 	BrokenBefore string              `json:"broken_before,omitempty"`
+	// Warning says what the render could not take from the cluster: a Helm app
+	// rendered with Helm's default capabilities, and why.
+	Warning string `json:"warning,omitempty"`
 }
 
 // result is what the store keeps of r.
@@ -141,7 +144,7 @@ func (r *report) result() Result {
 	for _, a := range r.apps {
 		add, chg, rem := a.counts()
 		out.Apps = append(out.Apps, ResultApp{Name: a.name, Cluster: a.cluster, SyncPolicy: string(a.level), Files: a.files,
-			Added: add, Changed: chg, Removed: rem, Diffs: a.diffs, Failed: a.failed, NotChecked: a.notChecked, BrokenBefore: a.brokenBefore})
+			Added: add, Changed: chg, Removed: rem, Diffs: a.diffs, Failed: a.failed, NotChecked: a.notChecked, BrokenBefore: a.brokenBefore, Warning: a.capabilities})
 	}
 	return out
 }

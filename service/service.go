@@ -402,7 +402,7 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 		return nil, nil, err
 	}
 	checks := &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters},
-		Records: db, PublicURL: cfg.Server.PublicURL, DryRun: clusters}
+		Capabilities: clusterApplications{clusters}, Records: db, PublicURL: cfg.Server.PublicURL, DryRun: clusters}
 	host, _ := os.Hostname()
 	return plan.New(plan.Deps{
 		Store:       db,
@@ -442,10 +442,14 @@ func archiveCacheDir(p config.Pipeline) string {
 	return filepath.Join(dir, "kukie-gitops")
 }
 
-// clusterApplications reads a team's cluster's Applications for the pull request
-// checks through the pipeline's cluster access.
+// clusterApplications reads a team's cluster's Applications and capabilities
+// for the pull request checks through the pipeline's cluster access.
 type clusterApplications struct{ clusters clusteraccess.Clusters }
 
 func (c clusterApplications) Applications(ctx context.Context, teamID, cluster string) ([]argocd.Application, error) {
 	return c.clusters.Applications(ctx, clusteraccess.Ref{TeamID: teamID, Name: cluster})
+}
+
+func (c clusterApplications) Capabilities(ctx context.Context, teamID, cluster string) (kube.Capabilities, error) {
+	return c.clusters.Capabilities(ctx, clusteraccess.Ref{TeamID: teamID, Name: cluster})
 }
