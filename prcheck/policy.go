@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"strings"
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
@@ -86,7 +88,8 @@ func (r *report) policyOutcome(pol *policy.Report) {
 // CheckPolicy publishes kukie/policy on a plan's head (plan.Policy): the head's
 // render of the Applications the plan's change reaches, checked against the
 // repository's policy, and the plan's server-side dry-run as the dry_run rule sees
-// it. A repository without a policy gets its neutral run without a render.
+// it. A repository without a policy gets its neutral run without a render. The
+// run's details link is the change's page, as kukie/render's is.
 func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
 	h := Head{InstallationID: ph.InstallationID, Repo: ph.Repo, RepoURL: ph.RepoURL, BaseBranch: ph.BaseBranch,
 		BaseSHA: ph.BaseSHA, HeadSHA: ph.HeadSHA, Key: ph.Key}
@@ -94,8 +97,9 @@ func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
 	if err != nil || len(clusters) == 0 {
 		return err
 	}
+	details := changeURL(c.PublicURL, ph.Key)
 	if pol.Config != nil && pol.Config.Enabled() {
-		ref, err := c.startPolicy(ctx, h, pol, "")
+		ref, err := c.startPolicy(ctx, h, pol, details)
 		if err != nil {
 			return err
 		}
@@ -109,11 +113,24 @@ func (c *Checker) CheckPolicy(ctx context.Context, ph plan.PolicyHead) error {
 		} else {
 			pol.DryRunAbsent = "the plan sent no object to the cluster"
 		}
-		_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, pol.CheckReport(h.Key))
+		report := pol.CheckReport(h.Key)
+		report.DetailsURL = details
+		_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, ref.ID, report)
 		return err
 	}
-	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, pol.CheckReport(h.Key))
+	report := pol.CheckReport(h.Key)
+	report.DetailsURL = details
+	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, report)
 	return err
+}
+
+// changeURL is the page of the change code (plan.ChangePagePath); "" without a
+// public URL.
+func changeURL(publicURL, code string) string {
+	if publicURL == "" || code == "" {
+		return ""
+	}
+	return strings.TrimSuffix(publicURL, "/") + plan.ChangePagePath + url.PathEscape(code)
 }
 
 var _ plan.Policy = (*Checker)(nil)

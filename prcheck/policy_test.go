@@ -13,6 +13,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -112,5 +113,36 @@ func TestDryRunSendsAtMostMaxDryRunObjects(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("%d kukie/policy runs, want 1", found)
+	}
+}
+
+// TestPlanPolicyRunLinksToTheChangePage: the kukie/policy run of the service's own
+// pull request links to the change's page, as its kukie/render run does, with a
+// policy and without one.
+func TestPlanPolicyRunLinksToTheChangePage(t *testing.T) {
+	for name, rules := range map[string]string{"a policy": "rules:\n  image_digest: {level: warning}\n", "no rule on": "rules: {}\n"} {
+		t.Run(name, func(t *testing.T) {
+			r := newReplicas(t, storetest.SQLite(t), time.Hour)
+			r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": rules}, githubtest.DefaultAuthor)
+			head := r.gh.PushCommit(t, repo, "kukie/abc123", image("1.1"), githubtest.DefaultAuthor)
+			h := r.head(t, 1, head)
+			err := r.b.CheckPolicy(context.Background(), plan.PolicyHead{InstallationID: h.InstallationID, Repo: h.Repo, RepoURL: h.RepoURL,
+				BaseBranch: h.BaseBranch, BaseSHA: h.BaseSHA, HeadSHA: head, Key: "abc123"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := 0
+			for _, run := range r.gh.CheckRuns(t, repo, head) {
+				if run.GetName() == github.PolicyCheckRunName {
+					found++
+					if run.GetDetailsURL() != "https://kukie.example/changes/abc123" {
+						t.Errorf("details link %q, want the change's page", run.GetDetailsURL())
+					}
+				}
+			}
+			if found != 1 {
+				t.Errorf("%d kukie/policy runs, want 1", found)
+			}
+		})
 	}
 }
