@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
-	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -25,6 +23,7 @@ import (
 	"helm.sh/helm/v4/pkg/strvals"
 
 	"github.com/kukie/kukie-gitops/render/helmexec"
+	"github.com/kukie/kukie-gitops/render/helmtemplate"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -129,7 +128,7 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 		if err := resolveDependencies(ctx, ch, root, &archiveBudget); err != nil {
 			return nil, withApp(err, app.Name)
 		}
-		if err := action.CheckDependencies(ch, toDependencies(deps)); err != nil {
+		if err := helmtemplate.CheckDependencies(ch); err != nil {
 			return nil, &Refusal{Code: CodeHelmDependency, App: app.Name, Reason: fmt.Sprintf("application %s: chart %s: %v", app.Name, root, err)}
 		}
 	}
@@ -199,14 +198,6 @@ func checkHelmOptions(app Application) error {
 		return &Refusal{Code: CodeHelm, App: app.Name, Reason: fmt.Sprintf("application %s sets Helm options render does not apply: %s", app.Name, strings.Join(unsupported, "; "))}
 	}
 	return nil
-}
-
-func toDependencies(deps []*chart.Dependency) []ci.Dependency {
-	out := make([]ci.Dependency, 0, len(deps))
-	for _, d := range deps {
-		out = append(out, d)
-	}
-	return out
 }
 
 // helmFileInfo is what .helmignore rules look at: the name and whether it is a
