@@ -14,9 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/kukie/kukie-gitops/render/helmtemplate"
 )
 
 // The environment of a worker: the marker that makes the executable serve as one
@@ -142,30 +143,24 @@ func execute(req request) (resp response) {
 
 func runTemplate(req request) (string, error) {
 	o := req.Options
-	cfg := action.NewConfiguration()
-	cfg.CustomTemplateFuncs = boundedTemplateFuncs(o.OutputLimit, o.ListLimit)
-	inst := action.NewInstall(cfg)
-	inst.DryRunStrategy = action.DryRunClient
-	inst.Replace = true
-	inst.ReleaseName = o.ReleaseName
-	inst.Namespace = o.Namespace
-	inst.IncludeCRDs = o.IncludeCRDs
-	inst.SkipSchemaValidation = o.SkipSchemaValidation
-	inst.APIVersions = common.VersionSet(o.APIVersions)
+	opts := helmtemplate.Options{
+		ReleaseName:          o.ReleaseName,
+		Namespace:            o.Namespace,
+		IncludeCRDs:          o.IncludeCRDs,
+		SkipSchemaValidation: o.SkipSchemaValidation,
+		APIVersions:          common.VersionSet(o.APIVersions),
+		TemplateFuncs:        boundedTemplateFuncs(o.OutputLimit, o.ListLimit),
+	}
 	if o.KubeVersion != "" {
 		kv, err := common.ParseKubeVersion(o.KubeVersion)
 		if err != nil {
 			return "", fmt.Errorf("kube version %q: %w", o.KubeVersion, err)
 		}
-		inst.KubeVersion = kv
+		opts.KubeVersion = kv
 	}
-	rel, err := inst.RunWithContext(context.Background(), fromWire(req.Chart), req.Values)
+	r, err := helmtemplate.Render(context.Background(), fromWire(req.Chart), req.Values, opts)
 	if err != nil {
 		return "", err
-	}
-	r, ok := rel.(*release.Release)
-	if !ok {
-		return "", fmt.Errorf("helm returned a release of type %T", rel)
 	}
 	out := templateOutput(r, o.SkipTests)
 	if o.OutputLimit > 0 && len(out) > o.OutputLimit {
