@@ -18,8 +18,12 @@ import (
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
-// maxManifestScan bounds how many YAML files applicationManifests reads.
-const maxManifestScan = 2_000
+// maxManifestScan bounds how many YAML files applicationManifests reads, and
+// maxManifestCopies how many definitions of one Application it returns.
+const (
+	maxManifestScan   = 2_000
+	maxManifestCopies = 8
+)
 
 // Strategies of a value the Application itself sets, edited in its manifest.
 const (
@@ -54,8 +58,8 @@ func appKey(app string) (ns, name string) {
 
 // applicationManifests finds the documents of the repository that define the
 // Argo CD Application app names (within maxManifestScan YAML files and the
-// plan's read bounds), at most two: two are already one too many to edit. An
-// Application manifest without a namespace matches any.
+// plan's read bounds), at most maxManifestCopies of them. An Application
+// manifest without a namespace matches any.
 func (p *planner) applicationManifests(app string) []*appManifest {
 	ns, name := appKey(app)
 	scanned := 0
@@ -103,7 +107,7 @@ func (p *planner) applicationManifests(app string) []*appManifest {
 				if !ok || !strings.HasPrefix(o.apiVersion, "argoproj.io/") || o.kind != "Application" || o.name != name || (ns != "" && o.namespace != "" && o.namespace != ns) {
 					continue
 				}
-				if found = append(found, &appManifest{file: rel, doc: d.Index, line: d.Line, obj: o.body}); len(found) == 2 {
+				if found = append(found, &appManifest{file: rel, doc: d.Index, line: d.Line, obj: o.body}); len(found) == maxManifestCopies {
 					return false
 				}
 			}
@@ -348,13 +352,18 @@ func (p *planner) manifestBuilder(m *appManifest, src *manifestSource, change *c
 			}
 			if len(valuesOps) > 0 {
 				var err error
-				if out, err = p.editValuesText(v, m, src, valuesOps); err != nil {
+				var ws []Warning
+				if out, ws, err = p.editValuesText(v, m, src, valuesOps); err != nil {
 					return nil, err
 				}
+				warnings = append(warnings, ws...)
 			}
 			docs, err := yamledit.Documents(out)
-			if err != nil || m.doc >= len(docs) {
-				return nil, fmt.Errorf("read edited %s: %v", m.file, err)
+			if err != nil {
+				return nil, fmt.Errorf("read edited %s: %w", m.file, err)
+			}
+			if m.doc >= len(docs) {
+				return nil, fmt.Errorf("read edited %s: document %d is gone", m.file, m.doc)
 			}
 			after, err := sourceOf(docs[m.doc].Object, p.primary)
 			if err != nil {
@@ -379,26 +388,28 @@ func (p *planner) manifestBuilder(m *appManifest, src *manifestSource, change *c
 // text, and writes it back into its block scalar, where only the lines the
 // values change may differ: a string written otherwise (folded, quoted, with
 // an indentation the block cannot keep) is not edited.
-func (p *planner) editValuesText(v *view, m *appManifest, src *manifestSource, ops []yamledit.Op) ([]byte, error) {
+func (p *planner) editValuesText(v *view, m *appManifest, src *manifestSource, ops []yamledit.Op) ([]byte, []Warning, error) {
 	at := joinPath(src.helm, yamledit.Path{yamledit.K("values")})
 	where := fmt.Sprintf("%s (%s)", m.file, at)
 	old := p.primary.Helm.Values
-	text, _, err := yamledit.Edit([]byte(old), 0, ops...)
+	text, inner, err := yamledit.Edit([]byte(old), 0, ops...)
 	if err != nil {
-		return nil, fmt.Errorf("edit the values of %s: %w", where, err)
+		return nil, nil, fmt.Errorf("edit the values of %s: %w", where, err)
 	}
 	before, err := v.read(m.file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, _, err := p.editFile(v, m.file, m.doc, yamledit.Set(at, string(text)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if changedLines(string(before), string(out)) != changedLines(old, string(text)) {
-		return nil, notApplicable("the values string of %s cannot be edited line by line: the editor would rewrite the whole string (write it as a literal block, \"values: |\", to have it edited)", where)
+		return nil, nil, notApplicable("the values string of %s cannot be edited line by line: the editor would rewrite the whole string (write it as a literal block, \"values: |\", to have it edited)", where)
 	}
-	return out, nil
+	// The block kept its shape; a value inside it may not have (a flow
+	// collection of the values on the path).
+	return out, restructuredWarnings(where+" line ", inner), nil
 }
 
 // manifestExpectation is a change made through an Application manifest: the
@@ -491,11 +502,25 @@ func setPath(body map[string]any, p []string, v any) {
 func (p *planner) planAppManifest(ctx context.Context, target *object, exp *changeExpectation, where string, values *tryOutcome) (*Result, error) {
 	lead := fmt.Sprintf("no values file edit for %s verifies: %s", p.req.Target, where)
 	found := p.applicationManifests(p.primary.Name)
-	switch len(found) {
-	case 0:
+	if len(found) == 0 {
 		return nil, p.refusal(CodeAppOverride, lead+"; the Application is not defined in this repository (it was created by hand, by an ApplicationSet or from another repository), so change that setting where the Application is managed", values.attempts)
-	case 2:
-		return nil, p.refusal(CodeAppOverride, fmt.Sprintf("%s; the Application is defined twice in this repository, in %s and in %s, so which one is deployed is not known: change it there", lead, found[0], found[1]), values.attempts)
+	}
+	if len(found) > 1 {
+		// Of several definitions, the one an app deploys is the one to edit.
+		var deployed []*appManifest
+		for _, m := range found {
+			if p.deployedBy(m.file) != "" {
+				deployed = append(deployed, m)
+			}
+		}
+		if len(deployed) != 1 {
+			var where []string
+			for _, m := range found {
+				where = append(where, m.String())
+			}
+			return nil, p.refusal(CodeAppOverride, fmt.Sprintf("%s; the Application is defined %d times in this repository (%s) and %d of them are deployed by the Applications given, so which one to edit is not known: change the setting where the Application is managed", lead, len(found), strings.Join(where, "; "), len(deployed)), values.attempts)
+		}
+		found = deployed
 	}
 	builders, err := p.appManifestBuilders(target, exp, found[0])
 	if err != nil {
@@ -530,9 +555,20 @@ func (p *planner) planAppManifest(ctx context.Context, target *object, exp *chan
 // chartParent names a Helm app other than the primary whose chart holds file,
 // or "": there the document is a template, its text not always what deploys.
 func (p *planner) chartParent(file string) string {
+	return p.appReading(file, func(a Application) bool { return a.SourceType == SourceHelm })
+}
+
+// deployedBy names an app other than the primary whose render reads file, or "".
+func (p *planner) deployedBy(file string) string {
+	return p.appReading(file, func(Application) bool { return true })
+}
+
+// appReading names an app other than the primary, of those like accepts,
+// whose render reads file, or "".
+func (p *planner) appReading(file string, like func(Application) bool) string {
 	key := p.t.key(file)
 	for _, app := range p.apps {
-		if app.Name != p.primary.Name && app.SourceType == SourceHelm && p.reaches(app, key) {
+		if app.Name != p.primary.Name && like(app) && p.reaches(app, key) {
 			return app.Name
 		}
 	}

@@ -432,15 +432,7 @@ func (p *planner) editPatch(root *kustNode, r patchRef, doc int, ops []yamledit.
 	if err != nil {
 		return nil, err
 	}
-	var warnings []Warning
-	for _, w := range inner {
-		warnings = append(warnings, Warning{
-			Code:        "restructured",
-			Where:       fmt.Sprintf("%s line %d", where, w.Line),
-			Message:     w.Message,
-			Alternative: "review the changed lines; the values are verified, the layout changed",
-		})
-	}
+	warnings := restructuredWarnings(where+" line ", inner)
 	// The editor warns whenever it rewrites a block scalar; the block kept its shape
 	// when the file changed in exactly the lines the patch text changed in.
 	if changedLines(string(old), string(kust)) != changedLines(r.inline, string(text)) {

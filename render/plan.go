@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -936,16 +937,22 @@ func (p *planner) editFile(v *view, file string, doc int, ops ...yamledit.Op) ([
 		}
 		return nil, nil, fmt.Errorf("edit %s: %w", file, err)
 	}
-	var warnings []Warning
+	return out, restructuredWarnings(file+":", ws), nil
+}
+
+// restructuredWarnings are the editor's warnings about lines whose layout
+// changed, each placed at at followed by its line number.
+func restructuredWarnings(at string, ws []yamledit.Warning) []Warning {
+	var out []Warning
 	for _, w := range ws {
-		warnings = append(warnings, Warning{
+		out = append(out, Warning{
 			Code:        "restructured",
-			Where:       fmt.Sprintf("%s:%d", file, w.Line),
+			Where:       at + strconv.Itoa(w.Line),
 			Message:     w.Message,
 			Alternative: "review the changed lines; the values are verified, the layout changed",
 		})
 	}
-	return out, warnings, nil
+	return out
 }
 
 // render renders app from v. Only the primary app's before-render carries origins:
