@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,12 +254,7 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 	if leftOut > 0 {
 		notes = append(notes, fmt.Sprintf("%d not sent: a check sends at most %d objects, within %s", leftOut, MaxDryRunObjects, DryRunBudget))
 	}
-	clusters := sort.StringSlice(nil)
-	for c := range unreachable {
-		clusters = append(clusters, c)
-	}
-	clusters.Sort()
-	for _, c := range clusters {
+	for _, c := range slices.Sorted(maps.Keys(unreachable)) {
 		notes = append(notes, fmt.Sprintf("cluster %s could not be asked: %s", c, oneLine(unreachable[c])))
 	}
 	if away != "" {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	gh "github.com/google/go-github/v62/github"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
@@ -74,16 +76,39 @@ func (a *acceptingDryRun) DryRunEach(_ context.Context, _ clusteraccess.Ref, obj
 	return nil, nil
 }
 
+// checkWithDryRun checks a pull request of change on a repository whose policy
+// turns the dry-run rule on, dry-run through dry, and returns its kukie/policy
+// run's summary.
+func checkWithDryRun(t *testing.T, dry prcheck.DryRunner, change map[string]string) string {
+	t.Helper()
+	r := newReplicas(t, storetest.SQLite(t), time.Hour)
+	r.b.DryRun = dry
+	r.b.Applications.(applications).apps[0].Spec.Destination.Server = argocd.InClusterServer
+	r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": "rules:\n  dry_run: {level: error}\n"}, githubtest.DefaultAuthor)
+	head := r.gh.PushCommit(t, repo, "feature", change, githubtest.DefaultAuthor)
+	number := r.gh.OpenPullRequest(t, repo, "feature", "main", "Change", githubtest.DefaultAuthor)
+	if err := r.b.Check(context.Background(), r.head(t, number, head)); err != nil {
+		t.Fatal(err)
+	}
+	var runs []*gh.CheckRun
+	for _, run := range r.gh.CheckRuns(t, repo, head) {
+		if run.GetName() == github.PolicyCheckRunName {
+			runs = append(runs, run)
+		}
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d kukie/policy runs, want 1", len(runs))
+	}
+	if runs[0].GetConclusion() != github.ConclusionSuccess {
+		t.Errorf("kukie/policy %s, want success", runs[0].GetConclusion())
+	}
+	return runs[0].GetOutput().GetSummary()
+}
+
 // TestDryRunSendsAtMostMaxDryRunObjects: a change of more objects than a check
 // sends has the first MaxDryRunObjects dry-run and says how many were not.
 func TestDryRunSendsAtMostMaxDryRunObjects(t *testing.T) {
-	r := newReplicas(t, storetest.SQLite(t), time.Hour)
-	ctx := context.Background()
 	dry := &acceptingDryRun{}
-	r.b.DryRun = dry
-	apps := r.b.Applications.(applications).apps
-	apps[0].Spec.Destination.Server = argocd.InClusterServer
-	r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": "rules:\n  dry_run: {level: error}\n"}, githubtest.DefaultAuthor)
 	change := map[string]string{}
 	resources := "resources:\n- deployment.yaml\n"
 	for i := range prcheck.MaxDryRunObjects + 10 {
@@ -92,27 +117,33 @@ func TestDryRunSendsAtMostMaxDryRunObjects(t *testing.T) {
 		change["apps/web/"+name] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%02d\n", i)
 	}
 	change["apps/web/kustomization.yaml"] = resources
-	head := r.gh.PushCommit(t, repo, "feature", change, githubtest.DefaultAuthor)
-	number := r.gh.OpenPullRequest(t, repo, "feature", "main", "Many", githubtest.DefaultAuthor)
-	if err := r.b.Check(ctx, r.head(t, number, head)); err != nil {
-		t.Fatal(err)
-	}
+	sum := checkWithDryRun(t, dry, change)
 	if got := dry.sent.Load(); got != prcheck.MaxDryRunObjects {
 		t.Errorf("%d objects sent, want %d", got, prcheck.MaxDryRunObjects)
 	}
-	found := 0
-	for _, run := range r.gh.CheckRuns(t, repo, head) {
-		if run.GetName() == github.PolicyCheckRunName {
-			found++
-			want := fmt.Sprintf("Server-side dry-run: passed (%d changed objects sent, 0 refused; 10 not sent: a check sends at most %d objects, within 30s).",
-				prcheck.MaxDryRunObjects, prcheck.MaxDryRunObjects)
-			if sum := run.GetOutput().GetSummary(); !strings.Contains(sum, want) {
-				t.Errorf("summary lacks %q:\n%s", want, sum)
-			}
-		}
+	want := fmt.Sprintf("Server-side dry-run: passed (%d changed objects sent, 0 refused; 10 not sent: a check sends at most %d objects, within 30s).",
+		prcheck.MaxDryRunObjects, prcheck.MaxDryRunObjects)
+	if !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
 	}
-	if found != 1 {
-		t.Errorf("%d kukie/policy runs, want 1", found)
+}
+
+// unreachableDryRun is a cluster that cannot be asked.
+type unreachableDryRun struct{}
+
+func (unreachableDryRun) DryRunEach(context.Context, clusteraccess.Ref, []map[string]any) ([]clusteraccess.DryRunRejection, error) {
+	return nil, fmt.Errorf("%w: dial tcp 10.0.0.1:6443: connection refused", clusteraccess.ErrClusterUnreachable)
+}
+
+// TestDryRunOfAnUnreachableClusterWarns: a cluster that cannot be asked says
+// nothing of the change: a warning at most, with the cluster's words.
+func TestDryRunOfAnUnreachableClusterWarns(t *testing.T) {
+	sum := checkWithDryRun(t, unreachableDryRun{}, image("1.1"))
+	for _, want := range []string{"| dry_run | error | 1 |", "Server-side dry-run: unreachable (cluster prod could not be asked: cluster unreachable: dial tcp 10.0.0.1:6443: connection refused).",
+		"**dry_run** (warning)"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
 	}
 }
 
