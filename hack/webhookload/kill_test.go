@@ -224,14 +224,18 @@ func TestNoDeliveryIsLostWhenTheDrainIsKilled(t *testing.T) {
 				}
 			}
 			cmd, _ := startChild(t, url, "", childDrainEnv+"=1")
+			// Killed once some batches are recorded and another is claimed and running.
 
 			var progress store.InboxStats
-			for {
+			for deadline := time.Now().Add(time.Minute); ; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the child did not get mid-drain within a minute: %v", progress.ByState)
+				}
 				var err error
 				if progress, err = db.WebhookInboxStats(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if progress.ByState[store.DeliveryDone] >= 150 {
+				if progress.ByState[store.DeliveryDone] >= 150 && progress.ByState[store.DeliveryProcessing] > 0 {
 					break
 				}
 				time.Sleep(2 * time.Millisecond)
