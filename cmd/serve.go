@@ -80,7 +80,8 @@ func (p program) serve(ctx context.Context, cfg config.Config, profile config.Pr
 	// of it, share the configured workers.
 	helmWorkers := helmexec.New(helmexec.Config{Workers: int(cfg.Render.HelmWorkers), MemoryBytes: cfg.Render.HelmWorkerMemory})
 	render.SetHelmWorkers(helmWorkers)
-	defer helmWorkers.Close()
+	// Its workers end with the service; a later render starts a default pool.
+	defer render.SetHelmWorkers(nil)
 	svc, err := service.New(ctx, cfg, db, log)
 	if err != nil {
 		return err

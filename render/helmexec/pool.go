@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rs/zerolog"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
@@ -52,7 +53,7 @@ func (p *Pool) Config() Config { return p.cfg }
 func (p *Pool) Started() int64 { return p.starts.Load() }
 
 // Close ends the idle workers; a render under way ends its worker when it
-// finishes. Renders after Close start no worker.
+// finishes, and so does a render after Close: a closed pool keeps no worker.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	idle := p.idle
@@ -93,7 +94,12 @@ func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any,
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return "", ctxErr
 		}
-		return "", p.explain(w, err)
+		err = p.explain(w, err)
+		var limit *LimitError
+		if !errors.As(err, &limit) {
+			zerolog.Ctx(ctx).Warn().Err(err).Int("pid", w.cmd.Process.Pid).Msg("Helm worker ended without an answer")
+		}
+		return "", err
 	}
 	p.put(w)
 	switch {
@@ -110,7 +116,6 @@ func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any,
 // take returns an idle worker that is still running, else starts one.
 func (p *Pool) take(ctx context.Context) (*worker, error) {
 	p.mu.Lock()
-	closed := p.closed
 	for len(p.idle) > 0 {
 		w := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
@@ -118,13 +123,10 @@ func (p *Pool) take(ctx context.Context) (*worker, error) {
 			p.mu.Unlock()
 			return w, nil
 		}
-		// Ended while idle (killed from outside): replaced below.
-		go w.stop()
+		// Ended while idle (killed from outside): reaped, and replaced below.
+		w.stop()
 	}
 	p.mu.Unlock()
-	if closed {
-		return nil, errors.New("helm worker pool is closed")
-	}
 	return p.start(ctx)
 }
 

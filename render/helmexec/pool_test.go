@@ -16,7 +16,7 @@ import (
 // The workers of these tests are this test binary, started again by the pool.
 
 // testChart is a chart named web whose templates are the given files.
-func testChart(t *testing.T, templates map[string]string) *chart.Chart {
+func testChart(t testing.TB, templates map[string]string) *chart.Chart {
 	t.Helper()
 	files := []*archive.BufferedFile{{Name: "Chart.yaml", Data: []byte("apiVersion: v2\nname: web\nversion: 0.1.0\n")}}
 	for name, body := range templates {
