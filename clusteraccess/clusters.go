@@ -4,7 +4,9 @@
 // service's own service account) and reaches the cluster through the kube registry,
 // so the pipeline, the change API and the repository suggestions share one client
 // set, rate limit and read cache per cluster. It also answers through which
-// installation of the App a repository connected to a cluster is reached.
+// installation of the App a repository connected to a cluster is reached, and is
+// told when a team replaces a cluster's credentials (CredentialsChanged), so the
+// watches of the cluster go on with the new ones.
 //
 // It owns the access, not the decisions: what a read means (the path decision, the
 // deployment verdict) is argocd's and kube's, what is done with it is plan's. It
@@ -80,37 +82,85 @@ func (k Clusters) cluster(ctx context.Context, ref Ref) (*kube.Cluster, error) {
 	if err != nil {
 		return nil, err // names the cluster already
 	}
-	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster}
-	if access.InCluster {
-		t, err := k.DB.TeamByID(ctx, cl.TeamID)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: read team: %w", ref.Name, err)
-		}
-		if !slices.Contains(k.InClusterTeams, t.Name) {
-			return nil, fmt.Errorf("cluster %s: %w", ref.Name, ErrInClusterNotAllowed)
-		}
-	}
-	if cl.Access == store.ClusterKubeconfig {
-		if !k.Credentials.HasKey() {
-			return nil, fmt.Errorf("cluster %s: no key to open its stored credentials", ref.Name)
-		}
-		kc, err := k.Credentials.Open(cl.SealedCredentials, store.CredentialsAssociatedData(cl.TeamID, cl.Name))
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: open credentials: %w", ref.Name, err)
-		}
-		access.Kubeconfig = kc
+	access, err := k.access(ctx, cl)
+	if err != nil {
+		return nil, err
 	}
 	// Cluster names are unique per team only; the registry is keyed by cluster id,
 	// which its errors leave out.
 	c, err := k.Registry.Get(cl.ID, access)
+	return k.opened(ctx, ref.Name, c, err)
+}
+
+// opened names the cluster in an error of the registry, and logs why the service's
+// own service account cannot be used.
+func (k Clusters) opened(ctx context.Context, name string, c *kube.Cluster, err error) (*kube.Cluster, error) {
 	var inCluster *kube.InClusterError
 	if errors.As(err, &inCluster) {
-		zerolog.Ctx(ctx).Warn().Err(inCluster.Cause).Str("cluster", ref.Name).Msg("The service's own service account cannot be used")
+		zerolog.Ctx(ctx).Warn().Err(inCluster.Cause).Str("cluster", name).Msg("The service's own service account cannot be used")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", ref.Name, err)
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	return c, nil
+}
+
+// access is how the stored cluster cl is reached now: its kubeconfig opened, or the
+// service's own account where the operator allows it for the team.
+func (k Clusters) access(ctx context.Context, cl store.Cluster) (kube.Access, error) {
+	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster}
+	if access.InCluster {
+		t, err := k.DB.TeamByID(ctx, cl.TeamID)
+		if err != nil {
+			return access, fmt.Errorf("cluster %s: read team: %w", cl.Name, err)
+		}
+		if !slices.Contains(k.InClusterTeams, t.Name) {
+			return access, fmt.Errorf("cluster %s: %w", cl.Name, ErrInClusterNotAllowed)
+		}
+	}
+	if cl.Access == store.ClusterKubeconfig {
+		if !k.Credentials.HasKey() {
+			return access, fmt.Errorf("cluster %s: no key to open its stored credentials", cl.Name)
+		}
+		kc, err := k.Credentials.Open(cl.SealedCredentials, store.CredentialsAssociatedData(cl.TeamID, cl.Name))
+		if err != nil {
+			return access, fmt.Errorf("cluster %s: open credentials: %w", cl.Name, err)
+		}
+		access.Kubeconfig = kc
+	}
+	return access, nil
+}
+
+// AccessByID is how the cluster with the store id id is reached now, for the
+// registry (kube.Clusters.SetAccessSource): when the cluster refuses the
+// credentials an informer watches with, the registry asks here whether the team
+// has given new ones meanwhile, through this replica of the service or another.
+func (k Clusters) AccessByID(ctx context.Context, id string) (kube.Access, error) {
+	cl, err := k.DB.ClusterByID(ctx, id)
+	if err != nil {
+		return kube.Access{}, err
+	}
+	return k.access(ctx, cl)
+}
+
+// CredentialsChanged is told that the team replaced the cluster's credentials in
+// the store: the cluster is opened with the new ones, and the informers that follow
+// its deployments and Applications start again with them before it returns (or
+// when ctx ends), so what they follow is read with the credentials the team gave
+// last and the old ones may be revoked. A cluster nothing has opened yet is opened
+// at its next use.
+func (k Clusters) CredentialsChanged(ctx context.Context, ref Ref) error {
+	cl, err := k.DB.ClusterByName(ctx, ref.TeamID, ref.Name)
+	if err != nil {
+		return err
+	}
+	access, err := k.access(ctx, cl)
+	if err != nil {
+		return err
+	}
+	c, err := k.Registry.Update(ctx, cl.ID, access)
+	_, err = k.opened(ctx, ref.Name, c, err)
+	return err
 }
 
 // Decide runs the path decision for one target; it never fails, a failed read is
@@ -216,10 +266,13 @@ func (k Clusters) Application(ctx context.Context, ref Ref, namespace, name stri
 }
 
 // Followed is one object followed through a watch: Changes receives a value at
-// each change of it (the first for the object as first listed), and Stop ends the
-// follow.
+// each change of it (the first for the object as first listed) and of Err, and Stop
+// ends the follow. Err says why the watch does not follow now: the cluster refuses
+// the credentials it watches with (a revoked token, withdrawn rights); nil while it
+// follows.
 type Followed interface {
 	Changes() <-chan struct{}
+	Err() error
 	Stop()
 }
 
@@ -233,6 +286,7 @@ type FollowedApplication interface {
 type followed struct{ f *kube.Follow }
 
 func (f followed) Changes() <-chan struct{} { return f.f.Changes }
+func (f followed) Err() error               { return f.f.Err() }
 func (f followed) Stop()                    { f.f.Stop() }
 
 type followedApp struct{ followed }

@@ -9,6 +9,9 @@
 //     name, building it on first use and again only when its credentials change.
 //     Clusters.Close stops every informer of every cluster it built and waits for
 //     their goroutines: nothing started here outlives the registry.
+//     Clusters.Update takes a cluster's new credentials and returns once its
+//     informers run with them; a refused informer asks the access source
+//     (SetAccessSource) for newer ones.
 //   - LoadKubeconfig accepts a team's kubeconfig only with inline settings (https
 //     server, inline TLS data and credentials): no exec plugin, auth provider, file
 //     path or proxy, in any entry. RESTConfig applies it at every use, so a document
@@ -25,6 +28,10 @@
 //     object's changes from shared informers (one on all Applications, one per
 //     followed object field-selected by its name), each running while it has
 //     followers; a dropped watch resumes from the last resource version seen.
+//     Each watch request lasts at most Options.WatchRecheck, so credentials the
+//     API server stops accepting (401, 403) are met there and reported to the
+//     followers (Follow.Err); the informers start again with a cluster's new
+//     credentials without missing a transition (they list, then take over).
 //     HoldApplications keeps the informer on Applications running for readers too:
 //     while it runs, ListApplications, AppList and Decide read Applications from it
 //     (decoded once per change) and list nothing.
@@ -74,6 +81,7 @@ const (
 	DefaultCacheTTL       = 10 * time.Second
 	DefaultRefreshFloor   = 2 * time.Second
 	DefaultDiscoveryTTL   = 10 * time.Minute
+	DefaultWatchRecheck   = time.Minute
 	DefaultQPS            = 50
 	DefaultBurst          = 100
 	DefaultUserAgent      = "kukie-gitops"
@@ -97,6 +105,12 @@ type Options struct {
 	// DiscoveryTTL is how long the list of served kinds is kept; a kind missing from
 	// it triggers a re-read (at most every RefreshFloor).
 	DiscoveryTTL time.Duration
+	// WatchRecheck bounds one watch request of an informer: the next one is
+	// authenticated and authorized anew, so credentials revoked (or rights
+	// withdrawn) while an informer watches are noticed within it, and its
+	// followers told (Follow.Err). The API server checks them only when a request
+	// starts; client-go's own bound is 5 to 10 minutes. Above one second.
+	WatchRecheck time.Duration
 	// QPS and Burst configure client-go's client-side rate limit.
 	QPS   float32
 	Burst int
@@ -152,6 +166,11 @@ func (o Options) withDefaults() Options {
 	setDuration(&o.CacheTTL, DefaultCacheTTL)
 	setDuration(&o.RefreshFloor, DefaultRefreshFloor)
 	setDuration(&o.DiscoveryTTL, DefaultDiscoveryTTL)
+	if o.WatchRecheck <= time.Second {
+		// A watch ending within a second of its start without an event is taken
+		// for a broken one by client-go, which lists again.
+		o.WatchRecheck = DefaultWatchRecheck
+	}
 	if o.MaxTargets <= 0 {
 		o.MaxTargets = DefaultMaxTargets
 	}
@@ -194,7 +213,7 @@ type Cluster struct {
 	httpClient *http.Client
 	// watches are the informers on Applications and on single objects while
 	// somebody follows them.
-	watches watches
+	watches *watches
 }
 
 // NewCluster builds the client set for a cluster from a REST configuration. cfg is
@@ -229,7 +248,7 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("applications client: %w", err)
 	}
-	return &Cluster{
+	c := &Cluster{
 		name:      name,
 		opts:      opts,
 		dynamic:   dyn,
@@ -240,7 +259,9 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 		kinds:     newReadCache(opts.Clock, opts.DiscoveryTTL, opts.RefreshFloor, opts.CallTimeout),
 
 		httpClient: httpClient,
-	}, nil
+	}
+	c.watches = newWatches(c)
+	return c, nil
 }
 
 // Name returns the cluster's name in the registry.

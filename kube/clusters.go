@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -79,15 +80,23 @@ func (a Access) fingerprint() [sha256.Size]byte {
 // Clusters is the registry of cluster client sets, one per cluster name, reused by
 // every request so connections, the rate limit, the concurrency slots and the read
 // cache are per cluster. It is safe for concurrent use.
+//
+// The informers of a name outlive a change of its credentials: they start again
+// with the new ones (see Get), so a deployment followed across a rotation of the
+// cluster's kubeconfig is still followed.
 type Clusters struct {
 	opts Options
 
 	mu       sync.Mutex
 	clusters map[string]registered
-	// replaced are the clusters Get built before credentials changed: their
-	// informers run on until their followers stop, and Close stops them too.
-	replaced []*Cluster
-	closed   bool
+	// forgotten are the clusters Forget dropped: their informers run on until
+	// their followers stop, and Close stops them too.
+	forgotten []*Cluster
+	closed    bool
+	// source, when set, says which credentials a cluster has now; it is asked
+	// when the cluster refuses those of an informer (see SetAccessSource).
+	source     func(ctx context.Context, name string) (Access, error)
+	refreshing map[string]bool
 }
 
 // ErrClosed is returned for clusters of a registry that was closed.
@@ -100,38 +109,105 @@ type registered struct {
 
 // NewClusters returns an empty registry whose clusters use opts.
 func NewClusters(opts Options) *Clusters {
-	return &Clusters{opts: opts, clusters: map[string]registered{}}
+	return &Clusters{opts: opts, clusters: map[string]registered{}, refreshing: map[string]bool{}}
 }
 
 // Get returns the client set of the named cluster, building it on first use. The same
 // *Cluster is returned while access is unchanged; changed credentials build a new one
-// (with an empty cache).
+// (with an empty cache), and the informers of the old one start again with them in
+// the background (see Update, which waits for that).
 func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
+	c, _, err := r.get(context.Background(), name, access)
+	return c, err
+}
+
+// Update is Get for credentials that may have just changed (a team replaced the
+// cluster's kubeconfig): when they did, it returns once every informer of the
+// cluster has started again with them (listed, then watching) and replaced the old
+// one, or once ctx ends. The followers of each are told, and go on from what the new
+// informer listed, so a transition during the change is not missed; those whose
+// watch the new credentials cannot list learn it from Follow.Err.
+func (r *Clusters) Update(ctx context.Context, name string, access Access) (*Cluster, error) {
+	c, restarted, err := r.get(ctx, name, access)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-restarted:
+		return c, nil
+	case <-ctx.Done():
+		return c, fmt.Errorf("restart the watches of the cluster with its new credentials: %w", ctx.Err())
+	}
+}
+
+// closedChan is a restart that has nothing to wait for.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+func (r *Clusters) get(ctx context.Context, name string, access Access) (*Cluster, <-chan struct{}, error) {
 	fp := access.fingerprint()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	reg, ok := r.clusters[name]
 	if ok && reg.fingerprint == fp {
-		return reg.cluster, nil
+		return reg.cluster, closedChan, nil
 	}
 	// name is the caller's key (an internal id, say): errors leave it out, for the
 	// caller to name the cluster as its people know it.
 	cfg, err := RESTConfig(access)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := NewCluster(name, cfg, r.opts)
 	if err != nil {
-		return nil, err
-	}
-	if ok {
-		r.replaced = append(r.replaced, reg.cluster)
+		return nil, nil, err
 	}
 	r.clusters[name] = registered{cluster: c, fingerprint: fp}
-	return c, nil
+	if !ok {
+		c.watches.onRejected = func() { r.refresh(name) }
+		return c, closedChan, nil
+	}
+	// One set of informers per name, following with the newest credentials.
+	c.watches = reg.cluster.watches
+	return c, c.watches.rebind(ctx, c), nil
+}
+
+// SetAccessSource tells the registry where a cluster's current credentials are
+// read (the store, through which another replica of the service may have taken a
+// team's new kubeconfig): when a cluster refuses the credentials of one of its
+// informers, the registry reads them there and, if they changed, starts the
+// informers again with them (see Update). Call it before the registry is used.
+func (r *Clusters) SetAccessSource(source func(ctx context.Context, name string) (Access, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.source = source
+}
+
+// refresh reads the named cluster's credentials from the access source and
+// updates the cluster when they changed; one refresh per name runs at a time.
+func (r *Clusters) refresh(name string) {
+	r.mu.Lock()
+	source, busy := r.source, r.refreshing[name]
+	if source == nil || busy || r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.refreshing[name] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.refreshing, name)
+		r.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.withDefaults().CallTimeout)
+	defer cancel()
+	access, err := source(ctx, name)
+	if err != nil {
+		return // the informers keep trying with what they have
+	}
+	_, _ = r.Update(ctx, name, access)
 }
 
 // Close stops every informer of every cluster the registry built and waits until
@@ -142,11 +218,11 @@ func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
 func (r *Clusters) Close() {
 	r.mu.Lock()
 	r.closed = true
-	all := r.replaced
+	all := r.forgotten
 	for _, reg := range r.clusters {
 		all = append(all, reg.cluster)
 	}
-	r.clusters, r.replaced = map[string]registered{}, nil
+	r.clusters, r.forgotten = map[string]registered{}, nil
 	r.mu.Unlock()
 	for _, c := range all {
 		c.close()
@@ -158,7 +234,7 @@ func (r *Clusters) Forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if reg, ok := r.clusters[name]; ok {
-		r.replaced = append(r.replaced, reg.cluster)
+		r.forgotten = append(r.forgotten, reg.cluster)
 	}
 	delete(r.clusters, name)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,9 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -46,15 +48,35 @@ func (k watchKey) String() string {
 // Each informer lists once and then watches, resuming from the resource version it
 // last saw when a watch drops (it lists again only when the API server no longer
 // has that version), so no transition is missed while it runs.
+//
+// The registry's successive clusters of one name (built anew when its credentials
+// change) share one watches: when the credentials change, every informer is started
+// again with the new ones (a list, then a watch) and replaces the old one once it has
+// listed, so its followers see the objects as the new credentials read them without
+// a gap (see rebind).
 type watches struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// source is the cluster whose clients start informers: the newest credentials.
+	source  *Cluster
 	running map[watchKey]*sharedWatch
 	starts  map[watchKey]int // informers started, for tests
 	readers appReaders
 	// closed refuses new informers once the cluster is closed; informers counts
-	// the goroutines running one, which close waits for.
+	// the goroutines running one (and the restarts and notices about them), which
+	// close waits for.
 	closed    bool
 	informers sync.WaitGroup
+	// replacedClients are the connection pools of credentials replaced since,
+	// whose idle connections close with the watches.
+	replacedClients []*http.Client
+	// onRejected, when set, is told in a goroutine of its own that the cluster
+	// refused the credentials of a running informer (the registry then looks for
+	// newer ones).
+	onRejected func()
+}
+
+func newWatches(source *Cluster) *watches {
+	return &watches{source: source, running: map[watchKey]*sharedWatch{}, starts: map[watchKey]int{}}
 }
 
 // errWatchesClosed is why a closed cluster follows nothing.
@@ -64,11 +86,21 @@ var errWatchesClosed = errors.New("cluster access is shut down")
 // or "name" for a cluster-scoped object).
 type sharedWatch struct {
 	key       watchKey
-	informer  cache.SharedIndexInformer
-	cancel    context.CancelFunc
 	ready     chan struct{} // closed once started (err says whether it failed)
 	err       error
 	followers map[string]map[*follower]bool // guarded by watches.mu
+	// run is the informer that follows now, replaced when the credentials
+	// change; rejected is why the cluster refuses its credentials (a list or
+	// watch answered 401 or 403), nil while it follows. Guarded by watches.mu.
+	run      *watchRun
+	rejected error
+}
+
+// watchRun is one informer of a sharedWatch, with the credentials it started with.
+type watchRun struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	source   *Cluster
 	// apps are the Applications the informer holds, decoded once per change, for
 	// the informer on all Applications only; snap indexes them until the next
 	// change. Guarded by watches.mu.
@@ -79,14 +111,33 @@ type sharedWatch struct {
 	degraded bool
 }
 
+// signal tells every follower of w that something changed; called with
+// watches.mu held.
+func (w *sharedWatch) signal() {
+	for _, fs := range w.followers {
+		for f := range fs {
+			f.signal()
+		}
+	}
+}
+
 type follower struct{ ch chan struct{} }
+
+func (f *follower) signal() {
+	select {
+	case f.ch <- struct{}{}:
+	default:
+	}
+}
 
 // Follow is one follower of one object. Changes receives a value at each change
 // the watch sees (added, updated, deleted), starting with the object as first
-// listed; a change that finds the channel full is merged into the one waiting
-// there, so the reader never falls behind. Stop ends the follow.
+// listed, and when the watch stops or starts following (see Err); a change that
+// finds the channel full is merged into the one waiting there, so the reader never
+// falls behind. Stop ends the follow.
 type Follow struct {
 	Changes <-chan struct{}
+	ws      *watches
 	w       *sharedWatch
 	key     string
 	stop    func()
@@ -99,12 +150,30 @@ func (f *Follow) Stop() { f.stop() }
 // Latest returns the object as the watch last saw it, shared with the informer:
 // read it, do not modify it. ok is false while it does not exist.
 func (f *Follow) Latest() (obj *unstructured.Unstructured, ok bool) {
-	v, exists, err := f.w.informer.GetStore().GetByKey(f.key)
+	f.ws.mu.Lock()
+	run := f.w.run
+	f.ws.mu.Unlock()
+	if run == nil {
+		return nil, false
+	}
+	v, exists, err := run.informer.GetStore().GetByKey(f.key)
 	if err != nil || !exists {
 		return nil, false
 	}
 	u, ok := v.(*unstructured.Unstructured)
 	return u, ok
+}
+
+// Err says why the watch does not follow the object now: the cluster refuses the
+// credentials it watches with (an *Error of class unreachable for a 401, forbidden
+// for a 403, on a list or a watch), so Latest may be stale and nothing more may be
+// reported until they are accepted again (the informer keeps trying, and starts
+// again with new credentials when the cluster's change). It is nil while the watch
+// follows. Changes receives a value whenever it changes.
+func (f *Follow) Err() error {
+	f.ws.mu.Lock()
+	defer f.ws.mu.Unlock()
+	return f.w.rejected
 }
 
 // FollowApplication follows the Application namespace/name (see Follow). The
@@ -187,9 +256,9 @@ func (r *appReaders) release(linger time.Duration) {
 }
 
 // watchedApplications returns the Applications of the running informer on all of
-// them, indexed; ok is false when none runs.
+// them, indexed; ok is false when none runs or it does not follow now.
 func (c *Cluster) watchedApplications() (*appSnapshot, bool) {
-	ws := &c.watches
+	ws := c.watches
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w, ok := ws.running[watchKey{resource: ApplicationResource}]
@@ -201,21 +270,22 @@ func (c *Cluster) watchedApplications() (*appSnapshot, bool) {
 	default:
 		return nil, false
 	}
-	if w.err != nil || w.degraded {
+	if w.err != nil || w.run == nil || w.run.degraded || w.rejected != nil {
 		return nil, false
 	}
-	if w.snap == nil {
-		apps := make([]argocd.Application, 0, len(w.apps))
-		for _, a := range w.apps {
+	run := w.run
+	if run.snap == nil {
+		apps := make([]argocd.Application, 0, len(run.apps))
+		for _, a := range run.apps {
 			apps = append(apps, a)
 		}
 		// The list's order, as the API server lists them.
 		slices.SortFunc(apps, func(a, b argocd.Application) int {
 			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 		})
-		w.snap = &appSnapshot{index: argocd.NewAppIndex(apps)}
+		run.snap = &appSnapshot{index: argocd.NewAppIndex(apps)}
 	}
-	return w.snap, true
+	return run.snap, true
 }
 
 // FollowResource follows one object (see Follow), for instance a deployment's
@@ -243,15 +313,12 @@ func (c *Cluster) FollowResource(ctx context.Context, ref argocd.ResourceRef) (*
 // follow adds a follower of objKey to the informer key, starting the informer when
 // none runs; followers arriving while it starts wait for it.
 func (c *Cluster) follow(ctx context.Context, key watchKey, objKey string) (*Follow, error) {
-	ws := &c.watches
+	ws := c.watches
 	f := &follower{ch: make(chan struct{}, 1)}
 	ws.mu.Lock()
 	if ws.closed {
 		ws.mu.Unlock()
 		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
-	}
-	if ws.running == nil {
-		ws.running, ws.starts = map[watchKey]*sharedWatch{}, map[watchKey]int{}
 	}
 	w, found := ws.running[key]
 	if !found {
@@ -263,10 +330,11 @@ func (c *Cluster) follow(ctx context.Context, key watchKey, objKey string) (*Fol
 		w.followers[objKey] = map[*follower]bool{}
 	}
 	w.followers[objKey][f] = true
+	source := ws.source
 	ws.mu.Unlock()
 
 	if !found {
-		w.err = c.startWatch(ctx, w)
+		w.err = ws.start(ctx, w, source)
 		if w.err != nil {
 			ws.mu.Lock()
 			if ws.running[key] == w {
@@ -279,21 +347,20 @@ func (c *Cluster) follow(ctx context.Context, key watchKey, objKey string) (*Fol
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
-		c.unfollow(w, objKey, f)
+		ws.unfollow(w, objKey, f)
 		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, ctx.Err())
 	}
 	if w.err != nil {
-		c.unfollow(w, objKey, f)
+		ws.unfollow(w, objKey, f)
 		return nil, w.err
 	}
 	var once sync.Once
-	return &Follow{Changes: f.ch, w: w, key: objKey, stop: func() { once.Do(func() { c.unfollow(w, objKey, f) }) }}, nil
+	return &Follow{Changes: f.ch, ws: ws, w: w, key: objKey, stop: func() { once.Do(func() { ws.unfollow(w, objKey, f) }) }}, nil
 }
 
 // unfollow removes a follower; the last one stops the informer (or, while it still
 // starts, has it stopped once started).
-func (c *Cluster) unfollow(w *sharedWatch, objKey string, f *follower) {
-	ws := &c.watches
+func (ws *watches) unfollow(w *sharedWatch, objKey string, f *follower) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	delete(w.followers[objKey], f)
@@ -306,32 +373,60 @@ func (c *Cluster) unfollow(w *sharedWatch, objKey string, f *follower) {
 	if ws.running[w.key] == w {
 		delete(ws.running, w.key)
 	}
-	select {
-	case <-w.ready:
-		if w.cancel != nil {
-			w.cancel()
-		}
-	default:
-		// Still starting: its starter sees no follower left and stops it.
+	// Still starting, or restarting, its starter sees no follower left and stops
+	// what it started.
+	if w.run != nil {
+		w.run.cancel()
 	}
 }
 
-// startWatch starts w's informer and waits (within the call timeout) until it has
-// listed; one that cannot list is stopped again and reported. The informer runs
-// detached from ctx's cancellation (it is shared) but logs through ctx's logger.
-func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
-	key := w.key
-	var tweak dynamicinformer.TweakListOptionsFunc
-	if key.name != "" {
-		selector := fields.OneTermEqualSelector("metadata.name", key.name).String()
-		tweak = func(o *metav1.ListOptions) { o.FieldSelector = selector }
+// start starts w's first informer with source's credentials and waits (within the
+// call timeout) until it has listed; one that cannot list is stopped again and
+// reported.
+func (ws *watches) start(ctx context.Context, w *sharedWatch, source *Cluster) error {
+	run, err := ws.startRun(ctx, w, source, false)
+	if err != nil {
+		return err
 	}
-	informer := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, key.resource, key.namespace, 0, cache.Indexers{}, tweak).Informer()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w.run = run
+	if len(w.followers) == 0 || ws.closed {
+		run.cancel() // everyone left, or the cluster was closed, while it started
+		return nil
+	}
+	// The first list told nobody (see notify): the followers of what it found are
+	// told now.
+	for k, fs := range w.followers {
+		if _, exists, _ := run.informer.GetStore().GetByKey(k); exists {
+			for f := range fs {
+				f.signal()
+			}
+		}
+	}
+	if ws.source != source {
+		// The credentials changed while it started with the old ones.
+		ws.restartLocked(context.WithoutCancel(ctx), w, ws.source)
+	}
+	return nil
+}
+
+// startRun starts an informer for w with source's clients and waits (within the
+// call timeout) until it has listed. One that cannot list is stopped again and
+// reported, unless keepFailing: then it is returned running (it lists again with a
+// backoff) with the error. The informer runs detached from ctx's cancellation (it
+// is shared) but logs through ctx's logger.
+func (ws *watches) startRun(ctx context.Context, w *sharedWatch, source *Cluster, keepFailing bool) (*watchRun, error) {
+	key, c := w.key, source
+	run := &watchRun{source: source}
+	log := zerolog.Ctx(ctx).With().Str("cluster", c.name).Str("watch", key.String()).Logger()
+	informer := cache.NewSharedIndexInformerWithOptions(ws.listWatch(w, run), &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{ObjectDescription: key.resource.String()})
+	run.informer = informer
 	// Nobody here reads managed fields; they are often the larger part of an object.
 	if err := informer.SetTransform(dropManagedFields); err != nil {
-		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
+		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
-	log := zerolog.Ctx(ctx).With().Str("cluster", c.name).Str("watch", key.String()).Logger()
 	startErr := make(chan error, 1)
 	var failed atomic.Pointer[error]
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -342,20 +437,23 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 			// Listed but no longer (or never) watchable: what it holds goes stale,
 			// so reads list again instead.
-			c.watches.mu.Lock()
-			w.degraded = true
-			c.watches.mu.Unlock()
+			ws.mu.Lock()
+			run.degraded = true
+			ws.mu.Unlock()
+		}
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			ws.reject(w, run, err)
 		}
 		// The reflector watches again from the last resource version it saw (and
 		// lists again only if the API server has compacted it away).
 		log.Debug().Err(err).Msg("Watch ended; resuming")
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	}); err != nil {
-		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
+		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
 	allApps := key == watchKey{resource: ApplicationResource}
 	if allApps {
-		w.apps = map[string]argocd.Application{}
+		run.apps = map[string]argocd.Application{}
 	}
 	notify := func(obj any, deleted bool) {
 		k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -374,21 +472,23 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 				}
 			}
 		}
-		c.watches.mu.Lock()
-		defer c.watches.mu.Unlock()
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
 		if allApps {
 			if decoded {
-				w.apps[k] = app
+				run.apps[k] = app
 			} else {
-				delete(w.apps, k)
+				delete(run.apps, k)
 			}
-			w.snap = nil
+			run.snap = nil
+		}
+		// An informer that is starting again with new credentials tells nobody
+		// until it replaces the old one; one it replaced tells nobody any more.
+		if w.run != run {
+			return
 		}
 		for f := range w.followers[k] {
-			select {
-			case f.ch <- struct{}{}:
-			default:
-			}
+			f.signal()
 		}
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -397,23 +497,14 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 		DeleteFunc: func(obj any) { notify(obj, true) },
 	})
 	if err != nil {
-		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
+		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, err)
 	}
 	runCtx, cancel := context.WithCancel(log.WithContext(context.WithoutCancel(ctx)))
-	c.watches.mu.Lock()
-	if c.watches.closed {
-		c.watches.mu.Unlock()
+	run.cancel = cancel
+	if !ws.spawn(func() { informer.RunWithContext(runCtx) }) {
 		cancel()
-		return fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
+		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
 	}
-	// Added under the lock that close takes first, so close waits for every
-	// informer started before it.
-	c.watches.informers.Add(1)
-	c.watches.mu.Unlock()
-	go func() {
-		defer c.watches.informers.Done()
-		informer.RunWithContext(runCtx)
-	}()
 	syncCtx, cancelSync := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancelSync()
 	// Synced once the handler has seen every listed object, so the followers and
@@ -427,27 +518,184 @@ func (c *Cluster) startWatch(ctx context.Context, w *sharedWatch) error {
 		case <-syncCtx.Done():
 		}
 	}()
-	if !cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced) {
-		cancel()
-		if err := failed.Load(); err != nil {
-			return &Error{Class: Classify(*err), Op: "watch " + key.String(), Err: fmt.Errorf("cluster %s: %w", c.name, *err)}
+	if cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced) {
+		return run, nil
+	}
+	var startFailure error
+	if err := failed.Load(); err != nil {
+		startFailure = &Error{Class: Classify(*err), Op: "watch " + key.String(), Err: fmt.Errorf("cluster %s: %w", c.name, *err)}
+	} else {
+		startFailure = fmt.Errorf("watch %s of cluster %s: not listed within %s", key, c.name, c.opts.CallTimeout)
+	}
+	if keepFailing {
+		return run, startFailure
+	}
+	cancel()
+	return nil, startFailure
+}
+
+// listWatch lists and watches w's objects with run's credentials. Each watch
+// request lasts at most Options.WatchRecheck, after which the reflector watches
+// again from where it was, so the API server checks the credentials and their
+// rights again (it does so only when a request starts); a list or watch it accepts
+// ends a rejection of them.
+func (ws *watches) listWatch(w *sharedWatch, run *watchRun) cache.ListerWatcher {
+	key, c := w.key, run.source
+	res := c.dynamic.Resource(key.resource).Namespace(key.namespace)
+	recheck := int64(c.opts.WatchRecheck / time.Second)
+	tweak := func(o *metav1.ListOptions) {
+		if key.name != "" {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
 		}
-		return fmt.Errorf("watch %s of cluster %s: not listed within %s", key, c.name, c.opts.CallTimeout)
 	}
-	c.watches.mu.Lock()
-	defer c.watches.mu.Unlock()
-	w.informer, w.cancel = informer, cancel
-	if len(w.followers) == 0 || c.watches.closed {
-		cancel() // everyone left, or the cluster was closed, while it started
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			list, err := res.List(ctx, o)
+			if err == nil {
+				ws.accept(w, run)
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			if o.TimeoutSeconds == nil || *o.TimeoutSeconds > recheck {
+				o.TimeoutSeconds = &recheck
+			}
+			wi, err := res.Watch(ctx, o)
+			if err == nil {
+				ws.accept(w, run)
+			}
+			return wi, err
+		},
+	}, c.dynamic)
+}
+
+// spawn runs fn in a goroutine that close waits for; false when closed.
+func (ws *watches) spawn(fn func()) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.spawnLocked(fn)
+}
+
+func (ws *watches) spawnLocked(fn func()) bool {
+	if ws.closed {
+		return false
 	}
-	return nil
+	// Added under the lock close takes first, so close waits for every one.
+	ws.informers.Add(1)
+	go func() {
+		defer ws.informers.Done()
+		fn()
+	}()
+	return true
+}
+
+// reject records that the cluster refused run's credentials, if run is the one
+// following for w, and tells w's followers and the registry when that is new.
+func (ws *watches) reject(w *sharedWatch, run *watchRun, err error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.run != run {
+		return
+	}
+	first := w.rejected == nil
+	w.rejected = &Error{Class: Classify(err), Op: "watch " + w.key.String(), Err: err}
+	if !first {
+		return
+	}
+	w.signal()
+	if ws.onRejected != nil {
+		ws.spawnLocked(ws.onRejected)
+	}
+}
+
+// accept ends a rejection of run's credentials, if run is the one following for w.
+func (ws *watches) accept(w *sharedWatch, run *watchRun) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.run != run || w.rejected == nil {
+		return
+	}
+	w.rejected = nil
+	w.signal()
+}
+
+// rebind makes source's credentials the ones every informer follows with: each
+// running informer is started again with them and replaces the old one once it has
+// listed (or failed to: then it keeps trying with the new credentials, and its
+// followers are told if those are refused). done is closed when every restart has
+// ended.
+func (ws *watches) rebind(ctx context.Context, source *Cluster) (done <-chan struct{}) {
+	ctx = context.WithoutCancel(ctx) // the restarts outlive the call that asked for them
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ch := make(chan struct{})
+	old := ws.source
+	ws.source = source
+	if old != nil && old.httpClient != source.httpClient {
+		ws.replacedClients = append(ws.replacedClients, old.httpClient)
+	}
+	var restarts sync.WaitGroup
+	for _, w := range ws.running {
+		if w.run == nil {
+			continue // still starting: it restarts itself once started (see start)
+		}
+		restarts.Add(1)
+		if !ws.spawnLocked(func() { defer restarts.Done(); ws.restart(ctx, w, source) }) {
+			restarts.Done()
+		}
+	}
+	if !ws.spawnLocked(func() { restarts.Wait(); close(ch) }) {
+		close(ch)
+	}
+	return ch
+}
+
+// restartLocked has w started again with source's credentials, in the background;
+// called with ws.mu held.
+func (ws *watches) restartLocked(ctx context.Context, w *sharedWatch, source *Cluster) {
+	ws.spawnLocked(func() { ws.restart(ctx, w, source) })
+}
+
+// restart starts a new informer for w with source's credentials and, once it has
+// listed or failed to, puts it in place of the old one, which stops; followers are
+// told, since the list may show what changed meanwhile. Nothing is replaced when w
+// lost its followers or newer credentials came meanwhile.
+func (ws *watches) restart(ctx context.Context, w *sharedWatch, source *Cluster) {
+	run, err := ws.startRun(ctx, w, source, true)
+	if run == nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("watch", w.key.String()).Msg("Watch not started again with the cluster's new credentials")
+		return
+	}
+	ws.mu.Lock()
+	if ws.running[w.key] != w || ws.closed || ws.source != source {
+		ws.mu.Unlock()
+		run.cancel()
+		return
+	}
+	old := w.run
+	w.run, w.rejected = run, nil
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("watch", w.key.String()).Msg("Watch started again with the cluster's new credentials has not listed")
+		var ke *Error
+		if errors.As(err, &ke) && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)) {
+			w.rejected = &Error{Class: ke.Class, Op: "watch " + w.key.String(), Err: errors.Unwrap(ke.Err)}
+		}
+	}
+	w.signal()
+	ws.mu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
 }
 
 // close stops every informer of the cluster, the hold of readers on Applications
 // included, and waits until their goroutines have ended; then it closes the idle
 // connections they leave. Later follows fail.
 func (c *Cluster) close() {
-	r := &c.watches.readers
+	ws := c.watches
+	r := &ws.readers
 	r.mu.Lock()
 	if r.linger != nil {
 		r.linger.Stop()
@@ -455,23 +703,21 @@ func (c *Cluster) close() {
 	r.follow, r.linger, r.closed = nil, nil, true
 	r.mu.Unlock()
 
-	ws := &c.watches
 	ws.mu.Lock()
 	ws.closed = true
 	for key, w := range ws.running {
 		delete(ws.running, key)
-		select {
-		case <-w.ready:
-			if w.cancel != nil {
-				w.cancel()
-			}
-		default:
-			// Still starting: its starter sees the cluster closed and stops it.
+		if w.run != nil {
+			w.run.cancel()
 		}
+		// One still starting sees the cluster closed and stops itself.
 	}
+	clients := append([]*http.Client{c.httpClient, ws.source.httpClient}, ws.replacedClients...)
 	ws.mu.Unlock()
 	ws.informers.Wait()
-	utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
+	for _, hc := range clients {
+		utilnet.CloseIdleConnectionsFor(hc.Transport)
+	}
 }
 
 // dropManagedFields is the informers' transform: objects are kept without

@@ -35,6 +35,9 @@ type following struct {
 	target clusteraccess.Followed            // nil: polled
 	// notes say what is polled and why; each is recorded once in the plan's history.
 	notes []string
+	// refused is the cluster's refusal of the watches' credentials last noted,
+	// "" while they follow.
+	refused string
 	// contains remembers GitHub's answers on whether a synced revision includes the
 	// merge commit: ancestry does not change, and a rollout brings many checks.
 	contains map[string]bool
@@ -49,15 +52,51 @@ func (f *following) stop() {
 	}
 }
 
-// polled reports whether something of the deployment is polled.
-func (f *following) polled() bool { return f.app == nil || f.target == nil }
+// polled reports whether something of the deployment is polled: it cannot be
+// watched, or the cluster refuses the credentials of its watch.
+func (f *following) polled() bool { return f.app == nil || f.target == nil || f.refusal() != "" }
 
-// application returns the plan's Application as its watch last saw it, if watched.
+// application returns the plan's Application as its watch last saw it, if watched
+// and the watch follows.
 func (f *following) application() (argocd.Application, bool) {
-	if f == nil || f.app == nil {
+	if f == nil || f.app == nil || f.app.Err() != nil {
 		return argocd.Application{}, false
 	}
 	return f.app.Latest()
+}
+
+// refusal is why the cluster refuses the credentials of a watch of the deployment
+// (the first that says so), "" while they are accepted.
+func (f *following) refusal() string {
+	if f.app != nil {
+		if err := f.app.Err(); err != nil {
+			return err.Error()
+		}
+	}
+	if f.target != nil {
+		if err := f.target.Err(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// noteRefusal adds a note to the plan's history when the cluster starts or stops
+// refusing the watches' credentials: while it does, the deployment is polled (and
+// fails at its deadline if the polls cannot read it either, as any unreadable
+// deployment), and followed by watch again once they are accepted (a new kubeconfig,
+// rights given back).
+func (f *following) noteRefusal(poll string) {
+	r := f.refusal()
+	if r == f.refused {
+		return
+	}
+	if r != "" {
+		f.notes = append(f.notes, "cluster credentials were rejected: "+r+"; following the deployment by polling every "+poll+" until the cluster accepts them again")
+	} else {
+		f.notes = append(f.notes, "cluster credentials are accepted again; following the deployment by watch")
+	}
+	f.refused = r
 }
 
 // followDeploy returns the run's follow of the plan's deployment, starting it at the
@@ -77,6 +116,7 @@ func (p *Pipeline) followDeploy(ctx context.Context, pl store.Plan, pay Payload)
 		p.follows[pl.Code] = f
 		p.mu.Unlock()
 	}
+	f.noteRefusal(p.cfg.DeployPoll.String())
 	for len(f.notes) > 0 {
 		saved, err := p.save(ctx, pl, pay, StatusDeploying, "system", "deploy", f.notes[0])
 		if err != nil {

@@ -30,10 +30,27 @@ type followedCluster struct {
 	appChanges, targetChanges chan struct{}
 	appErr, targetErr         error
 	appReads                  *atomic.Int64
+	// refused, when set, is what the watches report (Err): the cluster refuses
+	// their credentials.
+	refused *atomic.Pointer[error]
 }
 
 func newFollowedCluster(c *fakeCluster) followedCluster {
-	return followedCluster{fakeCluster: c, appChanges: make(chan struct{}, 1), targetChanges: make(chan struct{}, 1), appReads: &atomic.Int64{}}
+	return followedCluster{fakeCluster: c, appChanges: make(chan struct{}, 1), targetChanges: make(chan struct{}, 1), appReads: &atomic.Int64{},
+		refused: &atomic.Pointer[error]{}}
+}
+
+// refuse has the watches report err (nil: they follow again) and wakes the plan.
+func (c followedCluster) refuse(err error) {
+	if err == nil {
+		c.refused.Store(nil)
+	} else {
+		c.refused.Store(&err)
+	}
+	select {
+	case c.targetChanges <- struct{}{}:
+	default:
+	}
 }
 
 func (c followedCluster) Application(ctx context.Context, ref clusteraccess.Ref, ns, name string) (argocd.Application, error) {
@@ -45,20 +62,30 @@ func (c followedCluster) FollowApplication(context.Context, clusteraccess.Ref, s
 	if c.appErr != nil {
 		return nil, c.appErr
 	}
-	return followedApp{followed: followed{c.appChanges}, latest: c.application}, nil
+	return followedApp{followed: followed{c.appChanges, c.refused}, latest: c.application}, nil
 }
 
 func (c followedCluster) FollowObject(context.Context, clusteraccess.Ref, objref.Target) (clusteraccess.Followed, error) {
 	if c.targetErr != nil {
 		return nil, c.targetErr
 	}
-	return followed{c.targetChanges}, nil
+	return followed{c.targetChanges, c.refused}, nil
 }
 
-type followed struct{ changes chan struct{} }
+type followed struct {
+	changes chan struct{}
+	refused *atomic.Pointer[error]
+}
 
 func (f followed) Changes() <-chan struct{} { return f.changes }
 func (f followed) Stop()                    {}
+
+func (f followed) Err() error {
+	if err := f.refused.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
 
 type followedApp struct {
 	followed
@@ -184,4 +211,59 @@ func TestDeployPolledWhenTheWatchFails(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestDeployPolledWhileCredentialsAreRefused: with a poll of 20ms, the watches of a
+// deploying plan report that the cluster refuses their credentials; the plan is
+// woken, its history says so and that it polls, and polling deploys it. Once the
+// credentials are accepted again the history says the plan is watched again.
+func TestDeployPolledWhileCredentialsAreRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		c := newFollowedCluster(e.cluster)
+		pl, mergeSHA := mergedAndDeploying(t, e, c, 20*time.Millisecond)
+		const rejected = "cluster credentials were rejected: watch applications: Unauthorized; following the deployment by polling every 20ms until the cluster accepts them again"
+		c.refuse(errors.New("watch applications: Unauthorized"))
+		e.waitFor(pl.Code, "the refusal in its history", func(p store.Plan) bool { return hasEvent(t, db, p.Code, rejected) })
+		// No watch reports the sync: the poll finds it.
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		e.waitStatus(pl.Code, plan.StatusDeployed)
+	})
+}
+
+// TestDeployWatchedAgainOnceCredentialsAreAccepted: a refusal of the watches'
+// credentials that ends (a new kubeconfig) is noted in the plan's history both
+// ways, and with a poll of an hour only the watches deploy the plan.
+func TestDeployWatchedAgainOnceCredentialsAreAccepted(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		c := newFollowedCluster(e.cluster)
+		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)
+		c.refuse(errors.New("watch deployments shop/web: Unauthorized"))
+		e.waitFor(pl.Code, "the refusal in its history", func(p store.Plan) bool {
+			return hasEvent(t, db, p.Code, "cluster credentials were rejected: watch deployments shop/web: Unauthorized; following the deployment by polling every 1h0m0s until the cluster accepts them again")
+		})
+		c.refuse(nil)
+		e.waitFor(pl.Code, "watched again", func(p store.Plan) bool {
+			return hasEvent(t, db, p.Code, "cluster credentials are accepted again; following the deployment by watch")
+		})
+		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)
+		c.appChanges <- struct{}{}
+		e.waitStatus(pl.Code, plan.StatusDeployed)
+	})
+}
+
+// hasEvent reports whether the plan's history has an event saying msg.
+func hasEvent(t *testing.T, db *store.DB, code, msg string) bool {
+	t.Helper()
+	events, err := db.PlanEvents(context.Background(), code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Message == msg {
+			return true
+		}
+	}
+	return false
 }

@@ -38,6 +38,7 @@ var Routes = []Route{
 	{"GET /api/v1/installations", "api/setup", accessAdmin, "the team's installations"},
 	{"POST /api/v1/clusters", "api/setup", accessAdmin, "register a cluster"},
 	{"GET /api/v1/clusters", "api/setup", accessAdmin, "the team's clusters"},
+	{"PUT /api/v1/clusters/{cluster}/kubeconfig", "api/setup", accessAdmin, "replace a cluster's kubeconfig"},
 	{"POST /api/v1/clusters/{cluster}/repos", "api/setup", accessAdmin, "connect a repository to a cluster"},
 	{"GET /api/v1/clusters/{cluster}/repos", "api/setup", accessAdmin, "the cluster's connected repositories"},
 	{"DELETE /api/v1/clusters/{cluster}/repos", "api/setup", accessAdmin, "disconnect a repository"},

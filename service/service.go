@@ -74,11 +74,18 @@ type Service struct {
 // Option adjusts New for a test.
 type Option func(*options)
 
-type options struct{ hooks plan.Hooks }
+type options struct {
+	hooks        plan.Hooks
+	watchRecheck time.Duration
+}
 
 // WithPipelineHooks passes hooks to the pipeline, so a test can stop a plan at a step
 // as a crash would.
 func WithPipelineHooks(h plan.Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// WithWatchRecheck bounds each watch request of the cluster informers to d
+// (kube.Options.WatchRecheck), so a test meets revoked credentials within it.
+func WithWatchRecheck(d time.Duration) Option { return func(o *options) { o.watchRecheck = d } }
 
 // New builds the service on db (open and migrated) from cfg (validated). It calls
 // GitHub once (GET /app) when an App is configured, to learn the App's identity.
@@ -125,9 +132,12 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
-	s.clusters = kube.NewClusters(kube.Options{Observer: reads})
+	s.clusters = kube.NewClusters(kube.Options{Observer: reads, WatchRecheck: o.watchRecheck})
 	clusters := clusteraccess.Clusters{DB: db, Registry: s.clusters, Credentials: credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams}
+	// A watch whose credentials the cluster refuses looks in the store for newer
+	// ones, which another replica may have taken from the team.
+	s.clusters.SetAccessSource(clusters.AccessByID)
 
 	// 4. The change pipeline, or the one stand-in that says why it does not run, and
 	// the checks of pull requests the pipeline did not open, through the same
@@ -226,6 +236,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			Credentials:    credentials,
 			InClusterTeams: cfg.Clusters.InClusterTeams,
 			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
+			Access:         clusters,
 		},
 		changes,
 		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),

@@ -93,6 +93,26 @@ func (db *DB) CreateCluster(ctx context.Context, c Cluster) (Cluster, error) {
 	return row.cluster(), nil
 }
 
+// ReplaceClusterKubeconfig gives a team's cluster new sealed kubeconfig
+// credentials (a rotated token, a new certificate), whatever access it had; the old
+// ones are gone. ErrNotFound when the team has no cluster by that name.
+func (db *DB) ReplaceClusterKubeconfig(ctx context.Context, teamID, name, sealedCredentials string) (Cluster, error) {
+	if sealedCredentials == "" {
+		return Cluster{}, fmt.Errorf("replace kubeconfig of cluster %s: no sealed credentials", name)
+	}
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE clusters SET access = ?, credentials = ?, updated_at = ? WHERE team_id = ? AND name = ?`),
+		string(ClusterKubeconfig), sealedCredentials, toMillis(time.Now()), teamID, name)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("replace kubeconfig of cluster %s: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Cluster{}, fmt.Errorf("replace kubeconfig of cluster %s: %w", name, err)
+	} else if n == 0 {
+		return Cluster{}, fmt.Errorf("cluster %s: %w", name, ErrNotFound)
+	}
+	return db.ClusterByName(ctx, teamID, name)
+}
+
 // ClusterByName reads a team's cluster; ErrNotFound when the team has none by that name.
 func (db *DB) ClusterByName(ctx context.Context, teamID, name string) (Cluster, error) {
 	return getRow(ctx, db, "cluster "+name, clusterRow.cluster,

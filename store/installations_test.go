@@ -313,6 +313,26 @@ func TestClustersAndConnections(t *testing.T) {
 		if _, err := db.ClusterByName(ctx, team.ID, "nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown cluster: %v, want ErrNotFound", err)
 		}
+		// New credentials replace the old ones, in-cluster access included, and only
+		// the team's own cluster of that name changes.
+		for _, name := range []string{"stage", "prod"} {
+			replaced, err := db.ReplaceClusterKubeconfig(ctx, team.ID, name, "v1:rotated-"+name)
+			if err != nil || replaced.Access != store.ClusterKubeconfig || replaced.SealedCredentials != "v1:rotated-"+name {
+				t.Fatalf("ReplaceClusterKubeconfig(%s) = %+v, %v", name, replaced, err)
+			}
+			if got, err := db.ClusterByName(ctx, team.ID, name); err != nil || got.SealedCredentials != "v1:rotated-"+name || got.ID != replaced.ID {
+				t.Fatalf("after the replacement ClusterByName(%s) = %+v, %v", name, got, err)
+			}
+		}
+		if theirs, err := db.ClusterByName(ctx, other.ID, "prod"); err != nil || theirs.Access != store.ClusterInCluster {
+			t.Fatalf("the other team's prod = %+v, %v; want it untouched", theirs, err)
+		}
+		if _, err := db.ReplaceClusterKubeconfig(ctx, team.ID, "nope", "v1:x"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("replacing the kubeconfig of an unknown cluster: %v, want ErrNotFound", err)
+		}
+		if _, err := db.ReplaceClusterKubeconfig(ctx, team.ID, "stage", ""); err == nil {
+			t.Error("replaced a kubeconfig with nothing")
+		}
 		list, err := db.ListClusters(ctx, team.ID)
 		if err != nil || len(list) != 2 || list[0].Name != "prod" || list[1].Name != "stage" {
 			t.Errorf("ListClusters = %+v, %v; want prod, stage", list, err)

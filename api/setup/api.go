@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
@@ -60,6 +61,12 @@ type ApplicationRepoLister interface {
 	RepoURLs(ctx context.Context, cluster store.Cluster) ([]string, error)
 }
 
+// CredentialsListener is told that a team's cluster has new credentials in the
+// store; it returns once what the service follows on the cluster uses them.
+type CredentialsListener interface {
+	CredentialsChanged(ctx context.Context, cluster clusteraccess.Ref) error
+}
+
 // API holds the endpoints' collaborators.
 type API struct {
 	Store  *store.DB
@@ -82,6 +89,10 @@ type API struct {
 	// AppRepos reads the clusters' Applications for repository suggestions
 	// (ApplicationRepos); without it the suggestions endpoint answers 503.
 	AppRepos ApplicationRepoLister
+	// Access, when set, is told that a team replaced a cluster's kubeconfig, so the
+	// service's watches of the cluster go on with the new credentials
+	// (clusteraccess.Clusters).
+	Access CredentialsListener
 	// StateTTL defaults to DefaultStateTTL.
 	StateTTL time.Duration
 }
@@ -96,6 +107,7 @@ func (a *API) Mount(srv *server.Server) {
 	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, admin)
 	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, admin)
 	srv.HandleFunc("GET /api/v1/clusters", a.listClusters, admin)
+	srv.HandleFunc("PUT /api/v1/clusters/{cluster}/kubeconfig", a.replaceKubeconfig, admin)
 	srv.HandleFunc("POST /api/v1/clusters/{cluster}/repos", a.connectRepo, admin)
 	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos", a.listRepos, admin)
 	srv.HandleFunc("DELETE /api/v1/clusters/{cluster}/repos", a.disconnectRepo, admin)

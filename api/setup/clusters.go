@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/server"
@@ -55,18 +56,8 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 		}
 		c.Access = store.ClusterInCluster
 	case req.Kubeconfig != "":
-		if err := validateKubeconfig([]byte(req.Kubeconfig)); err != nil {
-			server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", err.Error())
-			return
-		}
-		sealedConfig, err := a.Credentials.Seal([]byte(req.Kubeconfig), store.CredentialsAssociatedData(t.ID, req.Name))
-		if errors.Is(err, sealed.ErrNoKey) {
-			server.WriteError(w, http.StatusServiceUnavailable, "credentials_key_missing",
-				"no encryption key for stored credentials is configured, so a kubeconfig cannot be stored; set encryption.key_file (or use in_cluster)")
-			return
-		}
-		if err != nil {
-			internalError(w, r, err)
+		sealedConfig, ok := a.sealKubeconfig(w, r, t.ID, req.Name, req.Kubeconfig, " (or use in_cluster)")
+		if !ok {
 			return
 		}
 		c.Access, c.SealedCredentials = store.ClusterKubeconfig, sealedConfig
@@ -86,6 +77,71 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.create", SubjectType: "cluster",
 		SubjectID: created.ID, Detail: mustJSON(map[string]string{"name": created.Name, "access": string(created.Access)})})
 	server.WriteJSON(w, http.StatusCreated, clusterJSON{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt})
+}
+
+type replaceKubeconfigRequest struct {
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// replaceKubeconfig answers PUT /api/v1/clusters/{cluster}/kubeconfig: the cluster
+// is reached with a new kubeconfig (a rotated token or certificate), checked as at
+// registration and stored sealed in place of its credentials. It answers once the
+// service's watches of the cluster (the deployments it follows, the Applications)
+// run with the new kubeconfig, so the old credentials may be revoked then.
+func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.cluster(w, r)
+	if !ok {
+		return
+	}
+	var req replaceKubeconfigRequest
+	if !server.DecodeJSON(w, r, &req) {
+		return
+	}
+	if req.Kubeconfig == "" {
+		server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", "give kubeconfig: the cluster's new kubeconfig as text")
+		return
+	}
+	sealedConfig, ok := a.sealKubeconfig(w, r, c.TeamID, c.Name, req.Kubeconfig, "")
+	if !ok {
+		return
+	}
+	replaced, err := a.Store.ReplaceClusterKubeconfig(r.Context(), c.TeamID, c.Name, sealedConfig)
+	if err != nil {
+		internalError(w, r, err)
+		return
+	}
+	t := team(r)
+	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.kubeconfig", SubjectType: "cluster",
+		SubjectID: replaced.ID, Detail: mustJSON(map[string]string{"name": replaced.Name, "previous_access": string(c.Access)})})
+	if a.Access != nil {
+		// Stored already: a watch that cannot start again now does at its next
+		// refusal of the old credentials, or at the cluster's next use.
+		if err := a.Access.CredentialsChanged(r.Context(), clusteraccess.Ref{TeamID: c.TeamID, Name: c.Name}); err != nil {
+			logger(r).Warn().Err(err).Str("cluster", c.Name).Msg("Watches of the cluster not started again with its new kubeconfig")
+		}
+	}
+	server.WriteJSON(w, http.StatusOK, clusterJSON{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt})
+}
+
+// sealKubeconfig checks a team's kubeconfig for its cluster name and seals it for
+// the store; otherwise it answers why not (orElse ends the advice when no key is
+// configured) and returns false.
+func (a *API) sealKubeconfig(w http.ResponseWriter, r *http.Request, teamID, name, kubeconfig, orElse string) (string, bool) {
+	if err := validateKubeconfig([]byte(kubeconfig)); err != nil {
+		server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", err.Error())
+		return "", false
+	}
+	sealedConfig, err := a.Credentials.Seal([]byte(kubeconfig), store.CredentialsAssociatedData(teamID, name))
+	if errors.Is(err, sealed.ErrNoKey) {
+		server.WriteError(w, http.StatusServiceUnavailable, "credentials_key_missing",
+			"no encryption key for stored credentials is configured, so a kubeconfig cannot be stored; set encryption.key_file"+orElse)
+		return "", false
+	}
+	if err != nil {
+		internalError(w, r, err)
+		return "", false
+	}
+	return sealedConfig, true
 }
 
 // validateKubeconfig refuses text that is not a kubeconfig with a usable current

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/api/setup"
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
@@ -289,4 +290,71 @@ func TestSuggestions(t *testing.T) {
 	if !bytes.Contains(body, []byte(`"skipped"`)) || !bytes.Contains(body, []byte("gitlab.example")) {
 		t.Errorf("the repo on another host is not reported as skipped: %s", body)
 	}
+}
+
+// credentialsListener records the clusters whose credentials changed.
+type credentialsListener struct{ changed []clusteraccess.Ref }
+
+func (l *credentialsListener) CredentialsChanged(_ context.Context, ref clusteraccess.Ref) error {
+	l.changed = append(l.changed, ref)
+	return nil
+}
+
+// TestReplaceClusterKubeconfig: a team replaces its cluster's kubeconfig; the new
+// one is checked as at registration, stored sealed in place of the old, and the
+// service's cluster access is told, once. A bad kubeconfig or an unknown cluster
+// changes nothing and tells nobody.
+func TestReplaceClusterKubeconfig(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		listener := &credentialsListener{}
+		e := newEnv(t, db, func(a *setup.API) { a.Access = listener })
+		if status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": kubeconfig}); status != http.StatusCreated {
+			t.Fatalf("register = %d %s", status, body)
+		}
+		rotated := strings.Replace(kubeconfig, "kube-token-do-not-leak", "rotated-token-do-not-leak", 1)
+		cases := map[string]struct {
+			path       string
+			body       map[string]any
+			wantStatus int
+			wantCode   string
+		}{
+			"not a config":    {"/api/v1/clusters/prod/kubeconfig", map[string]any{"kubeconfig": "{{{"}, http.StatusBadRequest, "invalid_kubeconfig"},
+			"none":            {"/api/v1/clusters/prod/kubeconfig", map[string]any{}, http.StatusBadRequest, "invalid_kubeconfig"},
+			"runs a command":  {"/api/v1/clusters/prod/kubeconfig", map[string]any{"kubeconfig": strings.Replace(kubeconfig, "token: kube-token-do-not-leak", "exec: {command: /bin/sh, apiVersion: client.authentication.k8s.io/v1}", 1)}, http.StatusBadRequest, "exec"},
+			"unknown cluster": {"/api/v1/clusters/stage/kubeconfig", map[string]any{"kubeconfig": rotated}, http.StatusNotFound, "cluster_not_found"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				status, body := e.do("PUT", tc.path, e.tokenA, tc.body)
+				if status != tc.wantStatus || !strings.Contains(string(body), tc.wantCode) {
+					t.Errorf("= %d %s, want %d %s", status, body, tc.wantStatus, tc.wantCode)
+				}
+			})
+		}
+		if len(listener.changed) != 0 {
+			t.Fatalf("refused replacements told the cluster access of %v", listener.changed)
+		}
+		status, body := e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenA, map[string]any{"kubeconfig": rotated})
+		if status != http.StatusOK || !strings.Contains(string(body), `"access":"kubeconfig"`) || strings.Contains(string(body), "rotated-token") {
+			t.Fatalf("replace = %d %s", status, body)
+		}
+		c, err := db.ClusterByName(ctx, e.teamA.ID, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := e.api.Credentials.Open(c.SealedCredentials, store.CredentialsAssociatedData(c.TeamID, c.Name))
+		if err != nil || string(plain) != rotated {
+			t.Fatalf("the stored kubeconfig is not the new one: %v", err)
+		}
+		if want := (clusteraccess.Ref{TeamID: e.teamA.ID, Name: "prod"}); len(listener.changed) != 1 || listener.changed[0] != want {
+			t.Fatalf("cluster access told of %v, want %v once", listener.changed, want)
+		}
+		if status, _ := e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenB, map[string]any{"kubeconfig": rotated}); status != http.StatusNotFound {
+			t.Errorf("another team replaced the kubeconfig: %d, want 404", status)
+		}
+		if strings.Contains(e.logs.String(), "rotated-token-do-not-leak") {
+			t.Error("the new kubeconfig's token reached the log")
+		}
+	})
 }

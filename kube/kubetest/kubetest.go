@@ -7,7 +7,8 @@
 // Starting a control plane takes seconds, so a test binary shares one: call Main from
 // TestMain and Start from tests. Tests on the shared server create their objects in
 // their own namespaces (Namespace) and Create deletes them again. A test that needs a
-// server of its own (no CRD, stopped mid-test) uses StartPrivate.
+// server of its own (no CRD, stopped mid-test) uses StartPrivate. NewAccount gives a
+// ServiceAccount whose tokens and rights a test can revoke mid-test.
 package kubetest
 
 import (
