@@ -2,6 +2,8 @@ package plan_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,4 +84,41 @@ func TestHelmAppsRenderWithTheirClustersCapabilities(t *testing.T) {
 			t.Logf("refused with Helm's defaults: %s", pl.StatusReason)
 		})
 	})
+	// A cluster that cannot be asked leaves its Helm apps to Helm's defaults
+	// (here the chart then renders no Probe) and the plan goes on, saying so.
+	t.Run("cluster that cannot be asked", func(t *testing.T) {
+		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			e := setup(t, db, argocd.AppDestination{Server: argocd.InClusterServer, Namespace: "shop"})
+			e.gh.PushCommit(t, repoName, "main", map[string]string{"apps/chart/templates/deploy.yaml": probeGatedDeployment}, githubtest.DefaultAuthor)
+			e.cluster.capsErr = &kube.Error{Class: argocd.FailureUnreachable, Op: "discover served kinds", Err: errors.New("dial tcp 10.0.0.9:6443: connect: connection refused")}
+			p := e.startedPipeline(ctx, plan.Hooks{})
+			pl := e.submitOpen(ctx, p, scale(5, "caps"))
+			pay, err := plan.PayloadOf(pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "argocd/web: rendered with Helm's default Kubernetes version and API versions (.Capabilities): the cluster could not be asked for them (unreachable)"
+			if !slices.Contains(pay.Warnings, want) || strings.Contains(strings.Join(pay.Warnings, "\n"), "10.0.0.9") {
+				t.Fatalf("warnings %q, want %q", pay.Warnings, want)
+			}
+			if !strings.Contains(pay.GitDiff, "+replicas: 5") {
+				t.Fatalf("git diff:\n%s", pay.GitDiff)
+			}
+		})
+	})
 }
+
+// probeGatedDeployment adds a Probe where the cluster serves them, and takes
+// the Deployment's replicas from the values on any cluster.
+const probeGatedDeployment = `{{- if .Capabilities.APIVersions.Has "kukie.example/v1/Probe" }}
+apiVersion: kukie.example/v1
+kind: Probe
+metadata: {name: web, namespace: shop}
+---
+{{- end }}
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: {{ .Values.replicas }}
+`

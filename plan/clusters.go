@@ -24,16 +24,18 @@ const otherClusterReads = 4
 // cluster's. Their names end in " (cluster <name>)". A cluster that cannot be read
 // is listed in notChecked, "cluster <name> (<why>)", for the check run and the pull
 // request to say; the reason is the class of the failure, never the error text,
-// which can carry the cluster's address into a pull request.
-func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch string) (apps []render.Application, notChecked []string, err error) {
+// which can carry the cluster's address into a pull request. Why a Helm app
+// renders with Helm's default capabilities is added to notes, by its name here.
+func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch string, notes map[string]string) (apps []render.Application, notChecked []string, err error) {
 	names, err := p.cluster.Clusters(ctx, pl.TeamID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list the clusters of the team: %w", err)
 	}
 	sort.Strings(names)
 	type read struct {
-		apps []render.Application
-		err  error
+		apps  []render.Application
+		notes map[string]string
+		err   error
 	}
 	reads := make([]read, len(names))
 	slots := make(chan struct{}, otherClusterReads)
@@ -48,7 +50,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 			ref := clusteraccess.Ref{TeamID: pl.TeamID, Name: name}
 			apps, err := p.cluster.Applications(ctx, ref)
 			if err == nil {
-				reads[i].apps, err = renderApps(apps, pl.Repo, branch, p.capabilities(ctx, ref))
+				reads[i].apps, reads[i].notes = renderApps(apps, pl.Repo, branch, p.capabilities(ctx, ref))
 			}
 			reads[i].err = err
 		})
@@ -64,7 +66,11 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 			continue
 		}
 		for _, a := range reads[i].apps {
+			note := reads[i].notes[a.Name]
 			a.Name += " (cluster " + name + ")"
+			if note != "" {
+				notes[a.Name] = note
+			}
 			apps = append(apps, a)
 		}
 	}

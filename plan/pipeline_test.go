@@ -60,9 +60,10 @@ type fakeCluster struct {
 	elsewhere  map[string][]argocd.Application
 	unreadable map[string]error
 	// caps are what the cluster tells Helm charts, capsReads how often they
-	// were read.
+	// were read; capsErr fails the read.
 	caps      kube.Capabilities
 	capsReads int
+	capsErr   error
 }
 
 func newFakeCluster() *fakeCluster {
@@ -121,7 +122,7 @@ func (c *fakeCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Cap
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.capsReads++
-	return c.caps, nil
+	return c.caps, c.capsErr
 }
 
 func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {

@@ -204,6 +204,11 @@ type Payload struct {
 	// to; the head is then never called verified, only asked to be acted on. A rebase
 	// that succeeds clears it.
 	BaseRefusal string `json:"base_refusal,omitempty"`
+
+	// capabilities says, by app name, why a Helm app of the verification
+	// renders with Helm's default capabilities; the verified apps among them
+	// become warnings (recordVerified).
+	capabilities map[string]string
 }
 
 // DecisionInfo is the path decision as stored with the plan.

@@ -237,24 +237,35 @@ func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder 
 // cannot mirror is kept, marked: render refuses only an edit that reaches it. A
 // Helm app deploying to the cluster it is read from renders with that cluster's
 // capabilities (caps, asked for once it is needed), as Argo CD renders it; one
-// deploying to another cluster renders with Helm's defaults, unless it sets its
-// own, since the service does not reach the clusters Argo CD deploys to
-// (ClusterCapabilities).
-func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error)) ([]render.Application, error) {
-	var out []render.Application
+// deploying to another cluster, which the service does not reach, or whose
+// cluster cannot be asked, renders with Helm's defaults unless it sets its own
+// (ClusterCapabilities), and notes says so by app name, for the plan's warnings.
+func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error)) (out []render.Application, notes map[string]string) {
+	notes = map[string]string{}
 	for _, a := range apps {
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })
-		if _, err := ClusterCapabilities(a, converted, caps); err != nil {
-			return nil, fmt.Errorf("read the Kubernetes version and API versions its Helm charts see: %w", err)
+		if note, _ := ClusterCapabilities(a, converted, caps); note != "" {
+			for _, ra := range converted {
+				if ra.SourceType == render.SourceHelm {
+					notes[ra.Name] = note
+				}
+			}
 		}
 		out = append(out, converted...)
 	}
-	return out, nil
+	return out, notes
 }
 
-// capabilities reads a cluster's capabilities once, when first asked for.
+// capabilities reads a cluster's capabilities once, when first asked for; a
+// failure is logged here, its callers render with Helm's defaults and say so.
 func (p *Pipeline) capabilities(ctx context.Context, cluster clusteraccess.Ref) func() (kube.Capabilities, error) {
-	return sync.OnceValues(func() (kube.Capabilities, error) { return p.cluster.Capabilities(ctx, cluster) })
+	return sync.OnceValues(func() (kube.Capabilities, error) {
+		caps, err := p.cluster.Capabilities(ctx, cluster)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cluster.Name).Msg("Could not read the cluster's capabilities; its Helm apps render with Helm's defaults")
+		}
+		return caps, err
+	})
 }
 
 // DeploysFrom reports whether a source deploys the tree of repo ("owner/name") at
@@ -318,10 +329,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 // pay.NotChecked).
 func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload, apps []argocd.Application, branch string) (string, []render.Application, map[string]bool, error) {
 	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps, err := renderApps(apps, pl.Repo, branch, p.capabilities(ctx, clusterOf(pl)))
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("cluster %s: %w", pl.Cluster, err)
-	}
+	rapps, notes := renderApps(apps, pl.Repo, branch, p.capabilities(ctx, clusterOf(pl)))
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}
@@ -329,11 +337,12 @@ func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload
 	for _, a := range rapps {
 		home[a.Name] = true
 	}
-	others, notChecked, err := p.otherClusterApps(ctx, pl, branch)
+	others, notChecked, err := p.otherClusterApps(ctx, pl, branch, notes)
 	if err != nil {
 		return "", nil, nil, err
 	}
 	pay.NotChecked = notChecked
+	pay.capabilities = notes
 	return appKey, append(rapps, others...), home, nil
 }
 
@@ -346,6 +355,11 @@ func (p *Pipeline) recordVerified(ctx context.Context, pl store.Plan, pay *Paylo
 	pay.Warnings = nil
 	for _, w := range res.Warnings {
 		pay.Warnings = append(pay.Warnings, w.String())
+	}
+	for _, v := range res.Verification.Apps {
+		if note := pay.capabilities[v.App]; note != "" {
+			pay.Warnings = append(pay.Warnings, v.App+": "+note)
+		}
 	}
 	pay.VerificationResult = verificationSummary(res.Verification)
 
