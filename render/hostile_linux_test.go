@@ -83,6 +83,11 @@ func runHostileChild(spec string) int {
 		timeout.Store(int64(10 * Timeout))
 	}
 	as := pages*uint64(os.Getpagesize()) + headroom
+	// A lower limit the test run itself is under stays: it may not be raised.
+	var inherited syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &inherited); err == nil && inherited.Max < as {
+		as = inherited.Max
+	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		fmt.Fprintln(os.Stderr, "hostile child: limit memory:", err)
 		return 3
