@@ -537,8 +537,9 @@ func (ws *watches) startRun(ctx context.Context, w *sharedWatch, source *Cluster
 // listWatch lists and watches w's objects with run's credentials. Each watch
 // request lasts at most Options.WatchRecheck, after which the reflector watches
 // again from where it was, so the API server checks the credentials and their
-// rights again (it does so only when a request starts); a list or watch it accepts
-// ends a rejection of them.
+// rights again (it does so only when a request starts); a watch it accepts ends a
+// rejection of them (a list alone does not: rights to list but not to watch would
+// otherwise end and start a rejection at every retry).
 func (ws *watches) listWatch(w *sharedWatch, run *watchRun) cache.ListerWatcher {
 	key, c := w.key, run.source
 	res := c.dynamic.Resource(key.resource).Namespace(key.namespace)
@@ -551,11 +552,7 @@ func (ws *watches) listWatch(w *sharedWatch, run *watchRun) cache.ListerWatcher 
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
-			list, err := res.List(ctx, o)
-			if err == nil {
-				ws.accept(w, run)
-			}
-			return list, err
+			return res.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
