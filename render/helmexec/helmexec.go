@@ -9,8 +9,9 @@
 // render gets a [*LimitError] naming the limit. A worker is killed when its
 // render's context is done: Helm's engine cannot be interrupted in process, but a
 // process can. A [Pool] keeps a few workers running between renders so a render
-// does not pay a process start, starts a new one for each that ended, and lets
-// only as many renders run at once as it has workers.
+// does not pay a process start, replaces one that ended (a limit, a kill, a
+// crash) at the next render, and lets only as many renders run at once as it has
+// workers.
 //
 // A worker is the running executable started again with an environment marker
 // that this package's init function recognises (see init in worker.go), so every
