@@ -7,10 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kukie/kukie-gitops/argocd"
-	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/kube"
@@ -64,25 +61,14 @@ func TestCheckAsksEachClusterForItsCapabilitiesOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := githubtest.New(t)
-			s.CreateRepo(t, "acme", "deploy", chart, "main")
-			inst := s.CreateInstallation(t, "acme", "deploy")
-			cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}, prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.DefaultArchiveLimits)
-			if err != nil {
-				t.Fatal(err)
-			}
-			url := "https://" + strings.TrimPrefix(s.URL(), "http://") + "/acme/deploy.git"
+			s, inst, repos, url := fakeRepo(t, chart)
 			var apps []argocd.Application
 			for _, name := range []string{"web-a", "web-b", "web-c"} {
 				apps = append(apps, argocd.Application{Name: name, Namespace: "argocd", Spec: argocd.AppSpec{
 					Source:      &argocd.AppSource{RepoURL: url, Path: "charts/web", TargetRevision: "main"},
 					Destination: argocd.AppDestination{Server: argocd.InClusterServer, Namespace: "web"}}, Status: argocd.AppStatus{SourceType: "Helm"}})
 			}
-			checker := &prcheck.Checker{GitHub: github.Repos{Clients: cc, Archives: archives}, Connections: twoClusters{},
+			checker := &prcheck.Checker{GitHub: repos(), Connections: twoClusters{},
 				Applications: applications{apps}, Capabilities: c.caps}
 			for i, size := range []string{"large", "huge"} {
 				head := s.PushCommit(t, repo, "grow", map[string]string{"charts/web/values.yaml": "size: " + size + "\n"}, githubtest.DefaultAuthor)

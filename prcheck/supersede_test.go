@@ -73,29 +73,37 @@ type replicas struct {
 	held *heldGitHub
 }
 
-func newReplicas(t *testing.T, db *store.DB, poll time.Duration) *replicas {
+// fakeRepo serves files as the repository acme/deploy of a fake GitHub the App
+// is installed on, and returns readers of it (github.Repos), each with archive
+// caches of its own, and its clone URL as Applications name it.
+func fakeRepo(t *testing.T, files map[string]string) (s *githubtest.Server, inst int64, repos func() github.Repos, url string) {
 	t.Helper()
-	s := githubtest.New(t)
+	s = githubtest.New(t)
 	s.CreateRepo(t, "acme", "deploy", files, "main")
-	inst := s.CreateInstallation(t, "acme", "deploy")
+	inst = s.CreateInstallation(t, "acme", "deploy")
 	cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL()}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := strings.TrimPrefix(s.URL(), "http://")
-	apps := applications{[]argocd.Application{{Name: "web", Namespace: "argocd", Spec: argocd.AppSpec{
-		Source:      &argocd.AppSource{RepoURL: "https://" + host + "/acme/deploy.git", Path: "apps/web", TargetRevision: "main"},
-		Destination: argocd.AppDestination{Namespace: "web"}}, Status: argocd.AppStatus{SourceType: "Kustomize"}}}}
-	replica := func(gh prcheck.GitHub) *prcheck.Checker {
-		return &prcheck.Checker{GitHub: gh, Connections: connections{}, Applications: apps, Records: db,
-			PublicURL: "https://kukie.example", SupersedePoll: poll}
-	}
-	repos := func() github.Repos {
+	repos = func() github.Repos {
 		archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.DefaultArchiveLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return github.Repos{Clients: cc, Archives: archives}
+	}
+	return s, inst, repos, "https://" + strings.TrimPrefix(s.URL(), "http://") + "/acme/deploy.git"
+}
+
+func newReplicas(t *testing.T, db *store.DB, poll time.Duration) *replicas {
+	t.Helper()
+	s, inst, repos, url := fakeRepo(t, files)
+	apps := applications{[]argocd.Application{{Name: "web", Namespace: "argocd", Spec: argocd.AppSpec{
+		Source:      &argocd.AppSource{RepoURL: url, Path: "apps/web", TargetRevision: "main"},
+		Destination: argocd.AppDestination{Namespace: "web"}}, Status: argocd.AppStatus{SourceType: "Kustomize"}}}}
+	replica := func(gh prcheck.GitHub) *prcheck.Checker {
+		return &prcheck.Checker{GitHub: gh, Connections: connections{}, Applications: apps, Records: db,
+			PublicURL: "https://kukie.example", SupersedePoll: poll}
 	}
 	held := &heldGitHub{Repos: repos(), entered: make(chan struct{})}
 	return &replicas{gh: s, inst: inst, db: db, a: replica(held), b: replica(repos()), held: held}
