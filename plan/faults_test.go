@@ -88,9 +88,17 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 							t.Fatalf("plan failed on GitHub's rate limit: %s", pl.StatusReason)
 						}
 					default:
+						// A 5xx or no answer is taken again a few times, each recorded,
+						// before the plan fails and waits for an operator.
 						pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
 						if pl.ErrorCode != plan.CodeRemoteError || pl.StatusReason == "" {
 							t.Fatalf("failed with %q (%s), want a remote error with its reason", pl.ErrorCode, pl.StatusReason)
+						}
+						if n := transientRetries(t, db, pl.Code); n != plan.DefaultTransientRetries {
+							t.Fatalf("%d retries recorded before the plan failed, want %d", n, plan.DefaultTransientRetries)
+						}
+						if hits := e.gh.FaultHits(step.method, step.path); hits < plan.DefaultTransientRetries+1 {
+							t.Fatalf("GitHub was asked %d times, want the first try and %d retries", hits, plan.DefaultTransientRetries)
 						}
 					}
 					noSuccessOn(t, e, pl.HeadSHA, pl.CommitSHA, e.gh.Head(t, repoName, "kukie/"+pl.Code))
@@ -105,6 +113,53 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// transientRetries counts the plan's history entries saying a step GitHub failed
+// transiently is taken again.
+func transientRetries(t *testing.T, db *store.DB, code string) int {
+	t.Helper()
+	events, err := db.PlanEvents(context.Background(), code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range events {
+		if strings.HasPrefix(ev.Message, "GitHub failed transiently; trying again at ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTransientFailureThatPassesIsRetriedAlone: GitHub fails a step twice with a 502
+// and then answers; the plan takes the step again by itself, records both retries,
+// and opens its pull request with no operator retry.
+func TestTransientFailureThatPassesIsRetriedAlone(t *testing.T) {
+	for _, step := range []struct{ method, path string }{
+		{http.MethodPost, "/repos/*/*/git/refs"},
+		{http.MethodPost, "/repos/*/*/pulls"},
+	} {
+		t.Run(step.path, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				e := newFaultEnv(t, db)
+				ctx := context.Background()
+				p := e.startedPipeline(ctx, plan.Hooks{})
+				fault := githubtest.ServerError(http.StatusBadGateway)
+				fault.Times = 2
+				e.gh.InjectFault(fault.On(step.method, step.path))
+				pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl = e.waitStatus(pl.Code, plan.StatusPROpen)
+				if n := transientRetries(t, db, pl.Code); n != 2 {
+					t.Errorf("%d retries recorded, want 2", n)
+				}
+				wantOneOfEach(t, e, pl, "success")
+			})
+		})
 	}
 }
 

@@ -21,6 +21,11 @@ const (
 	DefaultClaimTTL      = 2 * time.Minute
 	DefaultDeployTimeout = 15 * time.Minute
 	DefaultDeployPoll    = 5 * time.Second
+	// Three more tries, 2, 4 and 8 s apart: GitHub's 5xx and dropped connections
+	// mostly pass within seconds, and a failure that lasts longer is worth a
+	// person's look.
+	DefaultTransientRetries = 3
+	DefaultTransientBackoff = 2 * time.Second
 )
 
 // Config tunes the pipeline.
@@ -39,6 +44,13 @@ type Config struct {
 	PublicURL string
 	// BotLogin is the App's own login ("<slug>[bot]"); its pushes are not "someone else".
 	BotLogin string
+	// TransientRetries is how many times a step GitHub failed transiently (a 5xx, no
+	// answer in time, a broken connection) is taken again by itself before the plan
+	// fails and waits for an operator's retry; TransientBackoff is the first wait
+	// between tries, doubled after each (see retryTransient). A negative
+	// TransientRetries retries nothing.
+	TransientRetries int
+	TransientBackoff time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +65,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeployPoll <= 0 {
 		c.DeployPoll = DefaultDeployPoll
+	}
+	if c.TransientRetries == 0 {
+		c.TransientRetries = DefaultTransientRetries
+	}
+	if c.TransientBackoff <= 0 {
+		c.TransientBackoff = DefaultTransientBackoff
 	}
 	return c
 }
@@ -451,9 +469,13 @@ func editPaths(edits []StoredEdit) []string {
 // kept. Either way the plan's file locks go with the move (see lockChange).
 //
 // A rate limit of GitHub is no failure: the plan records that it waits for it and
-// stays where it is (see waitForRateLimit).
+// stays where it is (see waitForRateLimit). Nor, the first few times, is a transient
+// failure of GitHub (see retryTransient).
 func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error) {
 	if saved, err, limited := p.waitForRateLimit(ctx, pl, pay, cause, step); limited {
+		return saved, err
+	}
+	if saved, err, retrying := p.retryTransient(ctx, pl, pay, cause, step); retrying {
 		return saved, err
 	}
 	e, ok := AsError(cause)

@@ -334,7 +334,7 @@ func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	}
 	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: r, Repos: e.repos, Connections: e.conns, Observer: e.observer, Policy: e.policy, Hooks: hooks}, plan.Config{
 		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
-		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
+		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), TransientBackoff: 10 * time.Millisecond,
 	})
 	e.t.Cleanup(p.Close)
 	return p

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,15 +12,17 @@ import (
 )
 
 // rateLimitWait ends a step that GitHub's rate limit (or the client's budget for it)
-// stopped: the plan did not fail, it waits until until and its run takes the step
-// again. Steps are idempotent, so the repeat finishes what the first try began.
+// stopped, or that GitHub failed transiently: the plan did not fail, it waits until
+// until and its run takes the step again. Steps are idempotent, so the repeat
+// finishes what the first try began.
 type rateLimitWait struct {
 	until time.Time
 	cause error
+	what  string // the history's words for the wait (rateLimitMessage, transientMessage)
 }
 
 func (e *rateLimitWait) Error() string {
-	return rateLimitMessage + e.until.UTC().Format(time.RFC3339) + ": " + e.cause.Error()
+	return e.what + e.until.UTC().Format(time.RFC3339) + ": " + e.cause.Error()
 }
 
 func (e *rateLimitWait) Unwrap() error { return e.cause }
@@ -44,7 +47,7 @@ func (p *Pipeline) waitForRateLimit(ctx context.Context, pl store.Plan, pay Payl
 	if limit := now.Add(maxRateLimitWait); until.After(limit) {
 		until = limit
 	}
-	wait := &rateLimitWait{until: until, cause: cause}
+	wait := &rateLimitWait{until: until, cause: cause, what: rateLimitMessage}
 	if p.alreadyWaiting(ctx, pl.Code, step) {
 		return pl, wait, true // one history entry for a wait that goes on
 	}
@@ -72,6 +75,56 @@ func (p *Pipeline) alreadyWaiting(ctx context.Context, code, step string) bool {
 	}
 	last := events[len(events)-1]
 	return last.Step == step && strings.HasPrefix(last.Message, rateLimitMessage)
+}
+
+// transientMessage starts the history entry of a step GitHub failed transiently and
+// that is taken again.
+const transientMessage = "GitHub failed transiently; trying again at "
+
+// retryTransient makes a step that GitHub failed transiently (github.Transient: a
+// 5xx, no answer within the client's timeout, a broken connection) wait and run
+// again, up to the configured number of retries, recording each try in pl's
+// history; ok is false when cause is not transient or the retries are spent, and the
+// plan fails as before. The tries are counted from the plan's latest history entries,
+// so a retry still counts after a restart, and a step that got further starts
+// afresh.
+func (p *Pipeline) retryTransient(ctx context.Context, pl store.Plan, pay Payload, cause error, step string) (store.Plan, error, bool) {
+	if _, own := AsError(cause); own || ctx.Err() != nil || !github.Transient(cause) {
+		return pl, nil, false
+	}
+	tries := p.transientTries(ctx, pl.Code, step)
+	if tries >= p.cfg.TransientRetries {
+		return pl, nil, false
+	}
+	wait := min(p.cfg.TransientBackoff<<tries, maxTransientBackoff)
+	until := time.Now().Add(wait)
+	msg := fmt.Sprintf("%s%s (retry %d of %d): %v", transientMessage, until.UTC().Format(time.TimeOnly+" MST"),
+		tries+1, p.cfg.TransientRetries, cause)
+	saved, err := p.save(ctx, pl, pay, Status(pl.Status), "system", step, msg)
+	if err != nil {
+		return pl, err, true
+	}
+	return saved, &rateLimitWait{until: until, cause: cause, what: transientMessage}, true
+}
+
+// maxTransientBackoff bounds one wait between retries, however many are configured.
+const maxTransientBackoff = time.Minute
+
+// transientTries counts the retries of step after a transient failure that end the
+// plan's history.
+func (p *Pipeline) transientTries(ctx context.Context, code, step string) int {
+	events, err := p.db.PlanEvents(ctx, code)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Step != step || !strings.HasPrefix(events[i].Message, transientMessage) {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // sleepOutRateLimit waits for the time err names when it is a *rateLimitWait, and
