@@ -96,17 +96,9 @@ func TestBasePushLeavesAPlanAnotherWorkerHoldsForItsRetry(t *testing.T) {
 // rebases counts the plan's records of being verified again on base.
 func rebases(t *testing.T, db *store.DB, code, base string) int {
 	t.Helper()
-	events, err := db.PlanEvents(context.Background(), code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range events {
-		if ev.Step == "rebase" && strings.Contains(ev.Message, base) {
-			n++
-		}
-	}
-	return n
+	return countEvents(t, db, code, func(ev store.PlanEvent) bool {
+		return ev.Step == "rebase" && strings.Contains(ev.Message, base)
+	})
 }
 
 // TestBasePushRefusedOnTheNewBase moves the base under an open plan to where the

@@ -11,8 +11,8 @@ import (
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
-// branchDeletions counts the plan's "branch deleted" events.
-func branchDeletions(t *testing.T, db *store.DB, code string) int {
+// countEvents counts the plan's history entries that match.
+func countEvents(t *testing.T, db *store.DB, code string, match func(store.PlanEvent) bool) int {
 	t.Helper()
 	events, err := db.PlanEvents(context.Background(), code)
 	if err != nil {
@@ -20,11 +20,19 @@ func branchDeletions(t *testing.T, db *store.DB, code string) int {
 	}
 	n := 0
 	for _, ev := range events {
-		if ev.Step == "branch" && strings.Contains(ev.Message, "deleted") {
+		if match(ev) {
 			n++
 		}
 	}
 	return n
+}
+
+// branchDeletions counts the plan's "branch deleted" events.
+func branchDeletions(t *testing.T, db *store.DB, code string) int {
+	t.Helper()
+	return countEvents(t, db, code, func(ev store.PlanEvent) bool {
+		return ev.Step == "branch" && strings.Contains(ev.Message, "deleted")
+	})
 }
 
 func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {

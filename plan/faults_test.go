@@ -120,17 +120,9 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 // transiently is taken again.
 func transientRetries(t *testing.T, db *store.DB, code string) int {
 	t.Helper()
-	events, err := db.PlanEvents(context.Background(), code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range events {
-		if strings.HasPrefix(ev.Message, "GitHub failed transiently; trying again at ") {
-			n++
-		}
-	}
-	return n
+	return countEvents(t, db, code, func(ev store.PlanEvent) bool {
+		return strings.HasPrefix(ev.Message, "GitHub failed transiently; trying again at ")
+	})
 }
 
 // TestTransientFailureThatPassesIsRetriedAlone: GitHub fails a step twice with a 502
@@ -167,16 +159,9 @@ func TestTransientFailureThatPassesIsRetriedAlone(t *testing.T) {
 // it waits for GitHub's rate limit (a wait that goes on is recorded once).
 func waitsForRateLimit(t *testing.T, db *store.DB, code string) bool {
 	t.Helper()
-	events, err := db.PlanEvents(context.Background(), code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range events {
-		if strings.HasPrefix(ev.Message, "waiting for GitHub's rate limit until ") {
-			n++
-		}
-	}
+	n := countEvents(t, db, code, func(ev store.PlanEvent) bool {
+		return strings.HasPrefix(ev.Message, "waiting for GitHub's rate limit until ")
+	})
 	if n > 1 {
 		t.Fatalf("%d history entries for one rate limit wait, want 1", n)
 	}
