@@ -78,6 +78,10 @@ func serveWorker() int {
 		fmt.Fprintln(os.Stderr, "helm worker: limit memory:", err)
 		return exitBadStart
 	}
+	// Not fatal, and not written to stderr, where the pool reads why a worker
+	// ended: the address-space limit still bounds the worker; only the OOM
+	// killer's choice in a full container is lost.
+	_ = preferOOMKill()
 	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	if err := writeValue(out, hello{Protocol: workerProtocol}); err != nil {
