@@ -18,7 +18,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -430,4 +433,60 @@ func (k Clusters) AppDetail(ctx context.Context, ref Ref, namespace, name string
 		return d, fmt.Errorf("application %s/%s: %w", namespace, name, ErrObjectNotFound)
 	}
 	return d, err
+}
+
+// ClusterByServer names the team's cluster registered with a kubeconfig whose
+// server is server (an Application's spec.destination.server), compared by scheme,
+// host and port, a trailing slash aside; ok is false when none is. Clusters
+// registered in-cluster are not matched: their address is the service's own
+// cluster's, which Argo CD names by its in-cluster address, not by server. A
+// cluster whose credentials cannot be opened is passed over (logged), as it could
+// not be asked anyway.
+func (k Clusters) ClusterByServer(ctx context.Context, teamID, server string) (name string, ok bool, err error) {
+	want, valid := normalServer(server)
+	if !valid {
+		return "", false, nil
+	}
+	cls, err := k.DB.ListClusters(ctx, teamID)
+	if err != nil {
+		return "", false, fmt.Errorf("list clusters: %w", err)
+	}
+	for _, cl := range cls {
+		if cl.Access != store.ClusterKubeconfig {
+			continue
+		}
+		access, err := k.access(ctx, cl)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cl.Name).Msg("Could not open a cluster's credentials to compare its server with an Application's destination")
+			continue
+		}
+		cfg, err := kube.RESTConfig(access)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cl.Name).Msg("Could not read a cluster's server to compare it with an Application's destination")
+			continue
+		}
+		if got, valid := normalServer(cfg.Host); valid && got == want {
+			return cl.Name, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// normalServer is an API server's address as scheme://host:port, lower case, the
+// port the scheme's default when left out (client-go takes an address without a
+// scheme as https); valid is false for an address that is not one.
+func normalServer(server string) (string, bool) {
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[strings.ToLower(u.Scheme)]
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + path, true
 }

@@ -8,17 +8,17 @@ import (
 
 // ClusterCapabilities gives the Helm apps converted from a (render.FromArgoCD)
 // the capabilities of a's destination cluster, as Argo CD passes them to helm
-// template. read returns those of the cluster a is read from, which is the
-// destination when a deploys in-cluster; it is called only then, and only when
-// one of the apps leaves its Kubernetes version or API versions to the cluster,
-// so callers hand in a read that asks the cluster once (sync.OnceValues) from its
-// discovery cache, never once per render.
+// template. read returns those of the destination: the cluster a is read from
+// when a deploys in-cluster, or the team's cluster registered at a's destination
+// address (DestinationRead); nil when the service reaches no such cluster. It is
+// called only when one of the apps leaves its Kubernetes version or API versions
+// to the cluster, so callers hand in a read that asks the cluster once
+// (sync.OnceValues) from its discovery cache, never once per render.
 //
 // When such an app must render with Helm's defaults instead, note says why, for
 // the check or view to show beside its render: a destination that is another
-// cluster (the service reads only the clusters registered with it, and knows
-// none of them by Argo CD's address for it), or a read that failed, whose error
-// is returned too. The note names no address: it may reach a pull request.
+// cluster the team has not registered (read is nil), or a read that failed, whose
+// error is returned too. The note names no address: it may reach a pull request.
 func ClusterCapabilities(a argocd.Application, apps []render.Application, read func() (kube.Capabilities, error)) (note string, err error) {
 	needs := false
 	for _, ra := range apps {
@@ -29,8 +29,8 @@ func ClusterCapabilities(a argocd.Application, apps []render.Application, read f
 	if !needs {
 		return "", nil
 	}
-	if !a.Spec.Destination.InCluster() {
-		return "rendered with Helm's default Kubernetes version and API versions (.Capabilities): it deploys to another cluster than the one its Application is read from, and the service does not ask that one", nil
+	if read == nil {
+		return "rendered with Helm's default Kubernetes version and API versions (.Capabilities): it deploys to another cluster than the one its Application is read from, which the team has not registered with the service at that address", nil
 	}
 	caps, err := read()
 	if err != nil {
@@ -52,4 +52,20 @@ func capabilitiesFailure(err error) string {
 		return "the service may not read its discovery"
 	}
 	return "its discovery could not be read"
+}
+
+// DestinationRead is the capabilities read of a's destination for
+// ClusterCapabilities: own, that of the cluster a is read from, when a deploys
+// in-cluster; else registered(server) for a's spec.destination.server, which
+// returns nil when the team registered no cluster there (registered may be nil).
+// A destination given by name alone is not looked up: Argo CD's cluster names are
+// its own, and a team names its registered clusters independently of them.
+func DestinationRead(a argocd.Application, own func() (kube.Capabilities, error), registered func(server string) func() (kube.Capabilities, error)) func() (kube.Capabilities, error) {
+	switch d := a.Spec.Destination; {
+	case d.InCluster():
+		return own
+	case d.Server != "" && registered != nil:
+		return registered(d.Server)
+	}
+	return nil
 }

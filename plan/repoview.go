@@ -99,7 +99,7 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 	for _, a := range apps {
 		level := a.Level()
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return fromRepo(src, repo.FullName()) })
-		warning, err := ClusterCapabilities(a, converted, caps)
+		warning, err := ClusterCapabilities(a, converted, DestinationRead(a, caps, nil))
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cluster.Name).Str("app", a.Key().String()).
 				Msg("Could not read the cluster's capabilities; its Helm apps render with Helm's defaults")

@@ -244,7 +244,7 @@ func renderApps(apps []argocd.Application, repo, branch string, caps func() (kub
 	notes = map[string]string{}
 	for _, a := range apps {
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })
-		if note, _ := ClusterCapabilities(a, converted, caps); note != "" {
+		if note, _ := ClusterCapabilities(a, converted, DestinationRead(a, caps, nil)); note != "" {
 			for _, ra := range converted {
 				if ra.SourceType == render.SourceHelm {
 					notes[ra.Name] = note

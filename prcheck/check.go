@@ -75,6 +75,13 @@ type Capabilities interface {
 	Capabilities(ctx context.Context, teamID, cluster string) (kube.Capabilities, error)
 }
 
+// Destinations finds the team's cluster registered at an Application's
+// destination address (clusteraccess.Clusters.ClusterByServer); ok is false
+// when the team registered none there.
+type Destinations interface {
+	ClusterByServer(ctx context.Context, teamID, server string) (name string, ok bool, err error)
+}
+
 // errNoCapabilities is the read of a Checker without Capabilities.
 var errNoCapabilities = errors.New("the check reads no cluster capabilities")
 
@@ -104,6 +111,11 @@ type Checker struct {
 	// from that cluster's capabilities, as Argo CD renders them; without it, or
 	// when it fails, they render with Helm's defaults and the check says so.
 	Capabilities Capabilities
+	// Destinations, when set, gives an Application deploying to another cluster
+	// than the one it is read from, which the team registered too at that
+	// address, that cluster's capabilities and dry-run; without it, or for
+	// another destination, it renders with Helm's defaults and is not dry-run.
+	Destinations Destinations
 	// Records, when set, keeps every check and its result, and supersedes checks
 	// across replicas; without it a newer head supersedes only checks running in
 	// this process, and checks have no page.
@@ -471,8 +483,10 @@ func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs
 type appInfo struct {
 	cluster string
 	level   argocd.Level
-	// inCluster: the app deploys to the cluster its Application is read from.
-	inCluster bool
+	// destination is the registered cluster the app deploys to: cluster when it
+	// deploys in-cluster, the team's cluster at its destination's address, or
+	// "" when the team registered none there.
+	destination string
 	// capabilities says why a Helm app renders with Helm's default capabilities
 	// instead of its cluster's ("" when it does not).
 	capabilities string
@@ -588,14 +602,14 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 	wg.Wait()
 	var out []render.Application
 	info := map[string]appInfo{}
-	for i, name := range clusters {
-		if err := reads[i].err; err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", name).Msg("Could not read the Applications of a cluster; the change is not checked there")
-			rep.notChecked = append(rep.notChecked, fmt.Sprintf("cluster %s: its Applications could not be read", name))
-			continue
+	// Capabilities are asked once per cluster and check, when a Helm app first
+	// needs them; destinations are looked up once per address and check.
+	capsOf := map[string]func() (kube.Capabilities, error){}
+	capsRead := func(name string) func() (kube.Capabilities, error) {
+		if read, ok := capsOf[name]; ok {
+			return read
 		}
-		// Asked once per cluster and check, when a Helm app first needs it.
-		caps := sync.OnceValues(func() (kube.Capabilities, error) {
+		read := sync.OnceValues(func() (kube.Capabilities, error) {
 			if c.Capabilities == nil {
 				return kube.Capabilities{}, errNoCapabilities
 			}
@@ -605,12 +619,46 @@ func (c *Checker) apps(ctx context.Context, h Head, team string, clusters []stri
 			}
 			return caps, err
 		})
+		capsOf[name] = read
+		return read
+	}
+	registeredAt := map[string]string{}
+	registered := func(server string) string {
+		if name, ok := registeredAt[server]; ok || c.Destinations == nil {
+			return name
+		}
+		name, ok, err := c.Destinations.ClusterByServer(ctx, team, server)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("Could not look up the cluster an Application deploys to; it is treated as not registered")
+		}
+		if !ok {
+			name = ""
+		}
+		registeredAt[server] = name
+		return name
+	}
+	for i, name := range clusters {
+		if err := reads[i].err; err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", name).Msg("Could not read the Applications of a cluster; the change is not checked there")
+			rep.notChecked = append(rep.notChecked, fmt.Sprintf("cluster %s: its Applications could not be read", name))
+			continue
+		}
 		for _, a := range reads[i].apps {
 			converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return plan.DeploysFrom(src, h.Repo, h.BaseBranch) })
-			note, _ := plan.ClusterCapabilities(a, converted, caps)
+			dest := ""
+			read := plan.DestinationRead(a, capsRead(name), func(server string) func() (kube.Capabilities, error) {
+				if dest = registered(server); dest == "" {
+					return nil
+				}
+				return capsRead(dest)
+			})
+			if a.Spec.Destination.InCluster() {
+				dest = name
+			}
+			note, _ := plan.ClusterCapabilities(a, converted, read)
 			for _, ra := range converted {
 				ra.Name += " (cluster " + name + ")"
-				in := appInfo{cluster: name, level: a.Level(), inCluster: a.Spec.Destination.InCluster()}
+				in := appInfo{cluster: name, level: a.Level(), destination: dest}
 				if ra.SourceType == render.SourceHelm {
 					in.capabilities = note
 				}
@@ -656,12 +704,12 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 	res.diffs = diffs
 	switch {
 	case pc == nil || pc.dryRun == nil:
-	case !info.inCluster:
-		// The registered cluster is the one Argo CD runs in; another destination's
+	case info.destination == "":
+		// Sent to the cluster the Application is read from, another destination's
 		// objects would be asked of the wrong API server.
 		res.dryRun.elsewhere = len(changedObjects(r.App, after, diffs)) > 0
 	default:
-		res.dryRun = pc.dryRun.run(r.App, info.cluster, after, diffs)
+		res.dryRun = pc.dryRun.run(r.App, info.destination, after, diffs)
 		res.findings = append(res.findings, pc.cfg.DryRunFindings(policy.App{Name: r.App.Name, Namespace: r.App.Namespace}, pc.fsys, res.dryRun.refusals)...)
 	}
 	return res

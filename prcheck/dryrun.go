@@ -103,6 +103,8 @@ type appDryRun struct {
 	// elsewhere is set for an app deploying to a cluster other than the one its
 	// Application is read from: nothing of it is sent.
 	elsewhere bool
+	// cluster is the registered cluster the objects were sent to.
+	cluster string
 }
 
 // claim takes up to n of the objects left to send, and the budget's context.
@@ -128,7 +130,7 @@ type changed struct {
 // against its cluster.
 func (d *dryRunCheck) run(app render.Application, cluster string, after []render.Object, diffs []render.ObjectDiff) appDryRun {
 	objs := changedObjects(app, after, diffs)
-	var out appDryRun
+	out := appDryRun{cluster: cluster}
 	if len(objs) == 0 {
 		return out
 	}
@@ -232,12 +234,12 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 		refused += len(a.dryRun.refusals)
 		leftOut += a.dryRun.leftOut
 		if a.dryRun.unreachable != "" {
-			unreachable[a.cluster] = a.dryRun.unreachable
+			unreachable[a.dryRun.cluster] = a.dryRun.unreachable
 		}
 	}
 	var away string
 	if len(elsewhere) > 0 {
-		away = fmt.Sprintf("not sent for %s: they deploy to a cluster other than the one their Application is read from, which the service does not reach",
+		away = fmt.Sprintf("not sent for %s: they deploy to a cluster other than the one their Application is read from, which the team has not registered with the service at that address",
 			strings.Join(elsewhere, ", "))
 	}
 	if sent == 0 && leftOut == 0 && len(unreachable) == 0 {

@@ -413,7 +413,7 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 		return nil, nil, err
 	}
 	checks := &prcheck.Checker{GitHub: repos, Connections: prcheck.StoreConnections{DB: db}, Applications: clusterApplications{clusters},
-		Capabilities: clusterApplications{clusters}, Records: db, PublicURL: cfg.Server.PublicURL, DryRun: clusters}
+		Capabilities: clusterApplications{clusters}, Destinations: clusters, Records: db, PublicURL: cfg.Server.PublicURL, DryRun: clusters}
 	host, _ := os.Hostname()
 	return plan.New(plan.Deps{
 		Store:       db,

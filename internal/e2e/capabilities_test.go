@@ -110,6 +110,45 @@ func (s *service) helmApp(ns, name, server string) *unstructured.Unstructured {
 	return app
 }
 
+// capsDefaults begins what a check or view says of a Helm app rendered with
+// Helm's default capabilities.
+const capsDefaults = "rendered with Helm's default Kubernetes version and API versions"
+
+// checkCapsRender fails t unless app's diff in the check run's text renders the
+// Gauge (when gauge) and the Kubernetes version version (when atVersion), and
+// neither otherwise; where says of the app's cluster, for the failure.
+func checkCapsRender(t *testing.T, text, app string, gauge, atVersion bool, version, where string) {
+	t.Helper()
+	section := appSection(t, text, app)
+	if strings.Contains(section, "Gauge") != gauge || strings.Contains(section, "+kind: Gauge") != gauge || strings.Contains(section, version) != atVersion {
+		t.Errorf("%s, the chart renders (Gauge wanted %t, version %s wanted %t):\n%s", where, gauge, version, atVersion, section)
+	}
+}
+
+// checkDefaultsFor fails t unless the check run's summary says, of app alone,
+// that it rendered with Helm's defaults.
+func checkDefaultsFor(t *testing.T, summary, app string) {
+	t.Helper()
+	if !strings.Contains(summary, app+": "+capsDefaults) || strings.Count(summary, capsDefaults) != 1 {
+		t.Errorf("the summary does not say, for %s alone, that it rendered with Helm's defaults:\n%s", app, summary)
+	}
+}
+
+// greenCapsPullRequest opens a pull request changing capsChart's suffix to green
+// and returns its head and its kukie/render run's text and summary, once that run
+// has concluded success.
+func (s *service) greenCapsPullRequest() (head, text, summary string) {
+	s.t.Helper()
+	head = s.gh.PushCommit(s.t, s.repo, "green", map[string]string{"apps/caps/values.yaml": "suffix: green\n"}, githubtest.DefaultAuthor)
+	s.gh.OpenPullRequest(s.t, s.repo, "green", "main", "Green caps", githubtest.DefaultAuthor)
+	run := s.completedRun(head)
+	text, summary = run.GetOutput().GetText(), run.GetOutput().GetSummary()
+	if run.GetConclusion() != github.ConclusionSuccess {
+		s.t.Fatalf("run %s:\n%s\n%s", run.GetConclusion(), summary, text)
+	}
+	return head, text, summary
+}
+
 // appSection is the part of a check run's text that shows app's diff.
 func appSection(t *testing.T, text, app string) string {
 	t.Helper()
@@ -147,29 +186,11 @@ func TestHelmChartsRenderWithTheirClustersCapabilities(t *testing.T) {
 		s.mustJSON("POST", "/api/v1/clusters", map[string]any{"name": "edge", "kubeconfig": string(edge.Kubeconfig)}, http.StatusCreated, nil)
 		s.mustJSON("POST", "/api/v1/clusters/edge/repos", map[string]any{"repo": s.repoURL}, http.StatusCreated, nil)
 
-		head := s.gh.PushCommit(t, s.repo, "green", map[string]string{"apps/caps/values.yaml": "suffix: green\n"}, githubtest.DefaultAuthor)
-		s.gh.OpenPullRequest(t, s.repo, "green", "main", "Green caps", githubtest.DefaultAuthor)
-		run := s.completedRun(head)
-		text, summary := run.GetOutput().GetText(), run.GetOutput().GetSummary()
-		if run.GetConclusion() != github.ConclusionSuccess {
-			t.Fatalf("run %s:\n%s\n%s", run.GetConclusion(), summary, text)
-		}
-		onEdge := appSection(t, text, edgeNS+"/caps (cluster edge)")
-		onProd := appSection(t, text, s.appNS+"/caps (cluster prod)")
-		elsewhere := appSection(t, text, s.appNS+"/caps-elsewhere (cluster prod)")
-		if !strings.Contains(onEdge, "+kind: Gauge") || !strings.Contains(onEdge, edgeVersion) {
-			t.Errorf("in cluster edge, which serves Gauges, at %s, the chart renders:\n%s", edgeVersion, onEdge)
-		}
-		if strings.Contains(onProd, "Gauge") || !strings.Contains(onProd, edgeVersion) {
-			t.Errorf("in cluster prod, which serves no Gauges, at %s, the chart renders:\n%s", edgeVersion, onProd)
-		}
-		if strings.Contains(elsewhere, "Gauge") || strings.Contains(elsewhere, edgeVersion) {
-			t.Errorf("deploying to a cluster the service does not read, the chart renders:\n%s", elsewhere)
-		}
-		const defaults = "rendered with Helm's default Kubernetes version and API versions"
-		if !strings.Contains(summary, s.appNS+"/caps-elsewhere (cluster prod): "+defaults) || strings.Count(summary, defaults) != 1 {
-			t.Errorf("the summary does not say, for that app alone, that it rendered with Helm's defaults:\n%s", summary)
-		}
+		_, text, summary := s.greenCapsPullRequest()
+		checkCapsRender(t, text, edgeNS+"/caps (cluster edge)", true, true, edgeVersion, "in cluster edge, which serves Gauges")
+		checkCapsRender(t, text, s.appNS+"/caps (cluster prod)", false, true, edgeVersion, "in cluster prod, which serves no Gauges")
+		checkCapsRender(t, text, s.appNS+"/caps-elsewhere (cluster prod)", false, false, edgeVersion, "deploying to a cluster the service does not read")
+		checkDefaultsFor(t, summary, s.appNS+"/caps-elsewhere (cluster prod)")
 		if strings.Contains(summary+text, "spoke.example") {
 			t.Errorf("the check shows the destination's address:\n%s\n%s", summary, text)
 		}
@@ -194,13 +215,55 @@ func TestHelmChartsRenderWithTheirClustersCapabilities(t *testing.T) {
 				}
 				seen++
 				if strings.Contains(a.YAML, "kind: Gauge") != wantGauge || strings.Contains(a.YAML, edgeVersion) != wantVersion ||
-					strings.HasPrefix(a.Warning, defaults) != wantWarning {
+					strings.HasPrefix(a.Warning, capsDefaults) != wantWarning {
 					t.Errorf("cluster %s's view of %s: warning %q, render:\n%s", cluster, a.Name, a.Warning, a.YAML)
 				}
 			}
 		}
 		if seen != 3 {
 			t.Errorf("the views show %d of the 3 Helm apps: %+v", seen, views)
+		}
+	})
+}
+
+// An Application deploying to another cluster than the one it is read from,
+// which the team registered with the service too, renders with that cluster's
+// capabilities and is dry-run there, as one deploying in-cluster is with its own:
+// the app in cluster prod deploying to edge's API server (its address written
+// with a trailing slash) renders its Gauge at edge's version, and both its changed
+// objects, the Gauge among them, which prod does not serve, are dry-run and
+// accepted. One deploying to an address no registered cluster has keeps Helm's
+// defaults and is not dry-run, and the check says so without the address.
+func TestHelmAppDeployingToARegisteredClusterUsesIt(t *testing.T) {
+	edge, edgeVersion := capsEdge(t)
+	ns, err := kubetest.DecodeObjects([]byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: caps\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge.Create(t, ns...)
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newService(t, db)
+		files := map[string]string{".kukie.yml": "version: 1\nrules:\n  dry_run:\n    level: error\n"}
+		for path, text := range capsChart {
+			files[path] = text
+		}
+		s.gh.PushCommit(t, s.repo, "main", files, githubtest.DefaultAuthor)
+		s.kube.Create(t, s.helmApp(s.appNS, "caps-edge", edge.Config.Host+"/"), s.helmApp(s.appNS, "caps-elsewhere", "https://spoke.example:6443"))
+		s.mustJSON("POST", "/api/v1/clusters", map[string]any{"name": "edge", "kubeconfig": string(edge.Kubeconfig)}, http.StatusCreated, nil)
+
+		head, text, summary := s.greenCapsPullRequest()
+		checkCapsRender(t, text, s.appNS+"/caps-edge (cluster prod)", true, true, edgeVersion, "deploying to cluster edge, which serves Gauges")
+		checkCapsRender(t, text, s.appNS+"/caps-elsewhere (cluster prod)", false, false, edgeVersion, "deploying to a cluster the team has not registered")
+		checkDefaultsFor(t, summary, s.appNS+"/caps-elsewhere (cluster prod)")
+
+		polRun := s.completedRunNamed(head, github.PolicyCheckRunName)
+		pol := polRun.GetOutput().GetSummary()
+		if polRun.GetConclusion() != github.ConclusionSuccess || !strings.Contains(pol, "2 changed objects sent, 0 refused") ||
+			!strings.Contains(pol, "not sent for "+s.appNS+"/caps-elsewhere (cluster prod)") {
+			t.Errorf("kukie/policy %s:\n%s", polRun.GetConclusion(), pol)
+		}
+		if strings.Contains(summary+text+pol, "spoke.example") || strings.Contains(summary+text+pol, edge.Config.Host) {
+			t.Errorf("the checks show a destination's address:\n%s\n%s\n%s", summary, text, pol)
 		}
 	})
 }

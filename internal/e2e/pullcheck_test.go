@@ -34,16 +34,22 @@ func (s *service) renderRuns(sha string) []*gh.CheckRun {
 // completedRun waits until sha's kukie/render run is completed and returns it.
 func (s *service) completedRun(sha string) *gh.CheckRun {
 	s.t.Helper()
+	return s.completedRunNamed(sha, github.CheckRunName)
+}
+
+// completedRunNamed waits until sha's run called name is completed and returns it.
+func (s *service) completedRunNamed(sha, name string) *gh.CheckRun {
+	s.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		for _, r := range s.renderRuns(sha) {
+		for _, r := range s.runsNamed(sha, name) {
 			if r.GetStatus() == "completed" {
 				return r
 			}
 		}
 		if time.Now().After(deadline) {
 			logs := s.logs.String()
-			s.t.Fatalf("no completed kukie/render run on %s: %v\nlast log lines:\n%s", sha, s.renderRuns(sha), logs[max(0, len(logs)-4000):])
+			s.t.Fatalf("no completed %s run on %s: %v\nlast log lines:\n%s", name, sha, s.runsNamed(sha, name), logs[max(0, len(logs)-4000):])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
