@@ -574,6 +574,11 @@ func (c *parityCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.C
 	return kube.Capabilities{}, nil
 }
 
+// ClusterByServer finds no cluster: the team registered none beside the plan's.
+func (c *parityCluster) ClusterByServer(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
 func (c *parityCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }

@@ -93,6 +93,11 @@ func (c *fakeCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Cap
 	return kube.Capabilities{}, nil
 }
 
+// ClusterByServer finds no cluster: the team registered none beside the plan's.
+func (c *fakeCluster) ClusterByServer(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
 func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }

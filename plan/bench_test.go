@@ -96,6 +96,11 @@ func (c *benchCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Ca
 	return kube.Capabilities{}, nil
 }
 
+// ClusterByServer finds no cluster: the team registered none beside the plan's.
+func (c *benchCluster) ClusterByServer(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
 func (c *benchCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }

@@ -57,6 +57,11 @@ func (c manyApps) Capabilities(context.Context, clusteraccess.Ref) (kube.Capabil
 
 func (c manyApps) Clusters(context.Context, string) ([]string, error) { return []string{"prod"}, nil }
 
+// ClusterByServer finds no cluster: the team registered none beside the plan's.
+func (c manyApps) ClusterByServer(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
 func (c manyApps) Application(_ context.Context, _ clusteraccess.Ref, _, name string) (argocd.Application, error) {
 	return c.app(name), nil
 }

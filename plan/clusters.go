@@ -39,6 +39,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 	}
 	reads := make([]read, len(names))
 	slots := make(chan struct{}, otherClusterReads)
+	registered := p.registered(ctx, pl.TeamID)
 	var wg sync.WaitGroup
 	for i, name := range names {
 		if name == pl.Cluster {
@@ -50,7 +51,7 @@ func (p *Pipeline) otherClusterApps(ctx context.Context, pl store.Plan, branch s
 			ref := clusteraccess.Ref{TeamID: pl.TeamID, Name: name}
 			apps, err := p.cluster.Applications(ctx, ref)
 			if err == nil {
-				reads[i].apps, reads[i].notes = renderApps(apps, pl.Repo, branch, p.capabilities(ctx, ref))
+				reads[i].apps, reads[i].notes = renderApps(apps, pl.Repo, branch, p.capabilities(ctx, ref), registered)
 			}
 			reads[i].err = err
 		})

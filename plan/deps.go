@@ -24,6 +24,10 @@ type Cluster interface {
 	// deploying to it (.Capabilities.KubeVersion and APIVersions), as Argo CD
 	// passes them to "helm template".
 	Capabilities(ctx context.Context, cluster clusteraccess.Ref) (kube.Capabilities, error)
+	// ClusterByServer names the team's cluster registered at an Application's
+	// destination address, if any (ok), so an app deploying there renders with
+	// that cluster's capabilities.
+	ClusterByServer(ctx context.Context, teamID, server string) (name string, ok bool, err error)
 	// Clusters names the team's registered clusters. Their Applications may deploy
 	// from the repository a change edits, so a plan verifies those too.
 	Clusters(ctx context.Context, teamID string) ([]string, error)

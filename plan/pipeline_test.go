@@ -125,6 +125,11 @@ func (c *fakeCluster) Capabilities(context.Context, clusteraccess.Ref) (kube.Cap
 	return c.caps, c.capsErr
 }
 
+// ClusterByServer finds no cluster: the team registered none beside the plan's.
+func (c *fakeCluster) ClusterByServer(context.Context, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
 func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -95,11 +95,11 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 	folders := map[string][]string{}
 	at := cache.Commit{Repo: repo.FullName(), SHA: sha}
 	// Helm apps render with the cluster's capabilities, as Argo CD renders them.
-	caps := p.capabilities(ctx, cluster)
+	caps, registered := p.capabilities(ctx, cluster), p.registered(ctx, cluster.TeamID)
 	for _, a := range apps {
 		level := a.Level()
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return fromRepo(src, repo.FullName()) })
-		warning, err := ClusterCapabilities(a, converted, DestinationRead(a, caps, nil))
+		warning, err := ClusterCapabilities(a, converted, DestinationRead(a, caps, registered))
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("cluster", cluster.Name).Str("app", a.Key().String()).
 				Msg("Could not read the cluster's capabilities; its Helm apps render with Helm's defaults")

@@ -236,15 +236,17 @@ func (p *Pipeline) wait(ctx context.Context, pl store.Plan, pay Payload, holder 
 // render's view, so an edit that leaks into another app is caught. An app render
 // cannot mirror is kept, marked: render refuses only an edit that reaches it. A
 // Helm app deploying to the cluster it is read from renders with that cluster's
-// capabilities (caps, asked for once it is needed), as Argo CD renders it; one
-// deploying to another cluster, which the service does not reach, or whose
-// cluster cannot be asked, renders with Helm's defaults unless it sets its own
-// (ClusterCapabilities), and notes says so by app name, for the plan's warnings.
-func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error)) (out []render.Application, notes map[string]string) {
+// capabilities (caps, asked for once it is needed), as Argo CD renders it, and
+// one deploying to another cluster the team registered too those of that one
+// (registered, see Pipeline.registered); one deploying to any other cluster, or
+// whose cluster cannot be asked, renders with Helm's defaults unless it sets its
+// own (ClusterCapabilities), and notes says so by app name, for the plan's
+// warnings.
+func renderApps(apps []argocd.Application, repo, branch string, caps func() (kube.Capabilities, error), registered func(server string) func() (kube.Capabilities, error)) (out []render.Application, notes map[string]string) {
 	notes = map[string]string{}
 	for _, a := range apps {
 		converted := render.FromArgoCD(a, func(src argocd.AppSource) bool { return DeploysFrom(src, repo, branch) })
-		if note, _ := ClusterCapabilities(a, converted, DestinationRead(a, caps, nil)); note != "" {
+		if note, _ := ClusterCapabilities(a, converted, DestinationRead(a, caps, registered)); note != "" {
 			for _, ra := range converted {
 				if ra.SourceType == render.SourceHelm {
 					notes[ra.Name] = note
@@ -254,6 +256,36 @@ func renderApps(apps []argocd.Application, repo, branch string, caps func() (kub
 		out = append(out, converted...)
 	}
 	return out, notes
+}
+
+// registered gives, for one plan or view, the capabilities read of the team's
+// cluster registered at an Application's destination address, nil when the team
+// registered none there (for DestinationRead): each address is looked up once,
+// each cluster asked once, from renders on several goroutines.
+func (p *Pipeline) registered(ctx context.Context, teamID string) func(server string) func() (kube.Capabilities, error) {
+	var mu sync.Mutex
+	at := map[string]func() (kube.Capabilities, error){}
+	of := map[string]func() (kube.Capabilities, error){}
+	return func(server string) func() (kube.Capabilities, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if read, ok := at[server]; ok {
+			return read
+		}
+		name, ok, err := p.cluster.ClusterByServer(ctx, teamID, server)
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("Could not look up the cluster an Application deploys to; it is treated as not registered")
+		}
+		var read func() (kube.Capabilities, error)
+		if ok {
+			if read = of[name]; read == nil {
+				read = p.capabilities(ctx, clusteraccess.Ref{TeamID: teamID, Name: name})
+				of[name] = read
+			}
+		}
+		at[server] = read
+		return read
+	}
 }
 
 // capabilities reads a cluster's capabilities once, when first asked for; a
@@ -329,7 +361,7 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 // pay.NotChecked).
 func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload, apps []argocd.Application, branch string) (string, []render.Application, map[string]bool, error) {
 	appKey := argocd.AppKey{Namespace: pay.App.Namespace, Name: pay.App.Name}.String()
-	rapps, notes := renderApps(apps, pl.Repo, branch, p.capabilities(ctx, clusterOf(pl)))
+	rapps, notes := renderApps(apps, pl.Repo, branch, p.capabilities(ctx, clusterOf(pl)), p.registered(ctx, pl.TeamID))
 	if !containsApp(rapps, appKey) {
 		rapps = append(rapps, render.Application{Name: appKey, Path: pay.App.Path, SourceType: render.SourceType(pay.App.SourceType)})
 	}

@@ -233,7 +233,8 @@ func TestHelmChartsRenderWithTheirClustersCapabilities(t *testing.T) {
 // with a trailing slash) renders its Gauge at edge's version, and both its changed
 // objects, the Gauge among them, which prod does not serve, are dry-run and
 // accepted. One deploying to an address no registered cluster has keeps Helm's
-// defaults and is not dry-run, and the check says so without the address.
+// defaults and is not dry-run, and the check says so without the address. The
+// repository view, which renders as a plan does, renders them alike.
 func TestHelmAppDeployingToARegisteredClusterUsesIt(t *testing.T) {
 	edge, edgeVersion := capsEdge(t)
 	ns, err := kubetest.DecodeObjects([]byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: caps\n"))
@@ -264,6 +265,29 @@ func TestHelmAppDeployingToARegisteredClusterUsesIt(t *testing.T) {
 		}
 		if strings.Contains(summary+text+pol, "spoke.example") || strings.Contains(summary+text+pol, edge.Config.Host) {
 			t.Errorf("the checks show a destination's address:\n%s\n%s\n%s", summary, text, pol)
+		}
+
+		// prod's repository view, whose renders plans share, renders them alike.
+		var view struct {
+			Apps []struct {
+				Name, YAML, Warning string
+			}
+		}
+		s.mustJSON("GET", "/api/v1/clusters/prod/repository?"+url.Values{"repo": {s.repoURL}, "revision": {"green"}}.Encode(), nil, http.StatusOK, &view)
+		seen := 0
+		for _, a := range view.Apps {
+			toEdge := strings.HasSuffix(a.Name, "/caps-edge")
+			if !toEdge && !strings.HasSuffix(a.Name, "/caps-elsewhere") {
+				continue
+			}
+			seen++
+			if strings.Contains(a.YAML, "kind: Gauge") != toEdge || strings.Contains(a.YAML, edgeVersion) != toEdge ||
+				strings.HasPrefix(a.Warning, capsDefaults) == toEdge {
+				t.Errorf("the view of %s: warning %q, render:\n%s", a.Name, a.Warning, a.YAML)
+			}
+		}
+		if seen != 2 {
+			t.Errorf("the view shows %d of the 2 Helm apps: %+v", seen, view)
 		}
 	})
 }
