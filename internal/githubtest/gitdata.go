@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -724,6 +725,28 @@ func (s *Server) diffFiles(rp *repo, from, to *object.Tree, ref string) ([]*gith
 	if to == nil {
 		to = &object.Tree{}
 	}
+	key := from.Hash.String() + ".." + to.Hash.String() + "@" + ref
+	rp.memo.Lock()
+	files, ok := rp.memo.diffs[key]
+	rp.memo.Unlock()
+	if ok {
+		return slices.Clone(files), nil
+	}
+	files, err := s.computeDiffFiles(rp, from, to, ref)
+	if err != nil {
+		return nil, err
+	}
+	rp.memo.Lock()
+	if rp.memo.diffs == nil {
+		rp.memo.diffs = map[string][]*github.CommitFile{}
+	}
+	rp.memo.diffs[key] = files
+	rp.memo.Unlock()
+	return slices.Clone(files), nil
+}
+
+// computeDiffFiles is diffFiles without its memo.
+func (s *Server) computeDiffFiles(rp *repo, from, to *object.Tree, ref string) ([]*github.CommitFile, error) {
 	changes, err := object.DiffTree(from, to)
 	if err != nil {
 		return nil, fmt.Errorf("diff trees: %w", err)

@@ -104,8 +104,30 @@ func (rp *repo) liveSHAs(pr *pull) {
 }
 
 // mergeTree runs a real three-way merge of head into base and returns the resulting
-// tree, or ok=false when it conflicts.
+// tree, or ok=false when it conflicts; a merge of two commits is run once.
 func (rp *repo) mergeTree(base, head string) (plumbing.Hash, bool, error) {
+	key := base + "..." + head
+	rp.memo.Lock()
+	m, ok := rp.memo.merges[key]
+	rp.memo.Unlock()
+	if ok {
+		return m.tree, m.clean, nil
+	}
+	tree, clean, err := rp.computeMergeTree(base, head)
+	if err == nil && hexSHA.MatchString(base) && hexSHA.MatchString(head) && len(base) == 40 && len(head) == 40 {
+		rp.memo.Lock()
+		if rp.memo.merges == nil {
+			rp.memo.merges = map[string]mergeResult{}
+		}
+		rp.memo.merges[key] = mergeResult{tree, clean}
+		rp.memo.Unlock()
+	}
+	return tree, clean, err
+}
+
+// computeMergeTree merges head into base without touching a work tree: the
+// tree of the merge and whether it is free of conflicts.
+func (rp *repo) computeMergeTree(base, head string) (plumbing.Hash, bool, error) {
 	out, err := rp.gitCLI("merge-tree", "--write-tree", "--no-messages", base, head)
 	line, _, _ := strings.Cut(out, "\n")
 	if err != nil {

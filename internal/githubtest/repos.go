@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/google/go-github/v62/github"
 )
 
 // repo is one repository: a bare git repository on disk plus GitHub's own records
@@ -42,6 +44,21 @@ type repo struct {
 	tarballDownloads int
 	// roles are the repository roles given to people with SetPermission, by account id.
 	roles map[int64]string
+
+	// memo keeps what is computed from commits alone, which never change: the
+	// file lists of tree diffs and merge results. GitHub computes them once too;
+	// without it every pull request read of a large tree re-reads it whole, and a
+	// benchmark against the fake measures the fake.
+	memo struct {
+		sync.Mutex
+		diffs  map[string][]*github.CommitFile
+		merges map[string]mergeResult
+	}
+}
+
+type mergeResult struct {
+	tree  plumbing.Hash
+	clean bool
 }
 
 func (rp *repo) fullName() string { return rp.owner.login + "/" + rp.name }
