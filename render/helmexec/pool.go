@@ -152,8 +152,10 @@ func (p *Pool) explain(w *worker, err error) error {
 		return &LimitError{Stack: true, Bytes: p.cfg.maxStack()}
 	case strings.Contains(tail, "out of memory"),
 		strings.Contains(tail, "cannot allocate memory"),
-		// The race detector's own allocator, in race builds.
+		// The race detector's own allocator, in race builds; its heap mapping
+		// at a chosen address fails the same way at the limit.
 		strings.Contains(tail, "ThreadSanitizer failed to allocate"),
+		strings.Contains(tail, "too many address space collisions"),
 		strings.Contains(tail, "pthread_create failed"),
 		strings.Contains(tail, "failed to create new OS thread"):
 		return &LimitError{Bytes: p.cfg.MemoryBytes}
