@@ -86,24 +86,56 @@ func TestNoReadAccessLooksLikeNoCheck(t *testing.T) {
 // shown with the parser's words and a link to its line on the default branch.
 func TestCheckPageShowsAnInvalidPolicyAtItsLine(t *testing.T) {
 	e := newEnv(t)
-	ctx := t.Context()
-	c, err := e.db.BeginPullCheck(ctx, store.PullCheck{InstallationID: 1, Repo: repoName, RepoURL: "https://github.example/" + repoName, Key: "pull/8",
-		BaseBranch: "main", BaseSHA: "1111111111111111111111111111111111111111", HeadSHA: "4444444444444444444444444444444444444444"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(prcheck.Result{Title: "No Application reads the changed files", Conclusion: "neutral",
+	id := e.completedCheck(t, "pull/8", "4444444444444444444444444444444444444444", prcheck.Result{Title: "No Application reads the changed files", Conclusion: "neutral",
 		Policy: &prcheck.ResultPolicy{Title: ".kukie.yml is not valid", Conclusion: "failure", DefaultBranch: "release/2",
 			ConfigError: "did not find expected key", ConfigLine: 7}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, "neutral", "", raw); err != nil {
-		t.Fatal(err)
-	}
-	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+c.ID)
+	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+id)
 	want := `<code>.kukie.yml</code> on <code>release/2</code> at <a href="https://github.example/acme/deploy/blob/release/2/.kukie.yml#L7">line 7</a>: did not find expected key`
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, want) || !strings.Contains(body, ".kukie.yml is not valid") {
 		t.Fatalf("check page %d lacks %q:\n%s", res.StatusCode, want, body)
 	}
+}
+
+// TestCheckPageShowsTheCapabilitiesWarning: a Helm app the check rendered with
+// Helm's default capabilities, because its cluster could not be asked, is named
+// with the reason on the page as in the check run; one that was not checked at
+// all says only that.
+func TestCheckPageShowsTheCapabilitiesWarning(t *testing.T) {
+	e := newEnv(t)
+	const warning = "rendered with Helm's default Kubernetes version and API versions (.Capabilities): the cluster could not be asked for them (unreachable)"
+	id := e.completedCheck(t, "pull/9", "5555555555555555555555555555555555555555", prcheck.Result{Title: "1 Applications affected, 1 change in the cluster", Conclusion: "success",
+		Apps: []prcheck.ResultApp{
+			{Name: "argocd/web (cluster prod)", Cluster: "prod", SyncPolicy: "auto", Changed: 1, Warning: warning},
+			{Name: "argocd/other (cluster prod)", Cluster: "prod", SyncPolicy: "auto", NotChecked: "a Helm chart from another repository", Warning: warning},
+		}})
+	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+id)
+	_, warnings, _ := strings.Cut(body, `<section id="warnings">`)
+	warnings, _, _ = strings.Cut(warnings, "</section>")
+	want := "<li>argocd/web (cluster prod): rendered with Helm's default Kubernetes version and API versions (.Capabilities): the cluster could not be asked for them (unreachable)</li>"
+	if res.StatusCode != http.StatusOK || !strings.Contains(warnings, want) {
+		t.Fatalf("check page %d lacks %q in its warnings:\n%s", res.StatusCode, want, warnings)
+	}
+	if strings.Count(warnings, "<li>") != 2 || !strings.Contains(warnings, "<li>argocd/other (cluster prod) was not checked: a Helm chart from another repository</li>") {
+		t.Errorf("the app that was not checked is not said to be that alone:\n%s", warnings)
+	}
+}
+
+// completedCheck stores a completed check of the pull request key at head with
+// res as its result, and returns its id.
+func (e *env) completedCheck(t *testing.T, key, head string, res prcheck.Result) string {
+	t.Helper()
+	ctx := t.Context()
+	c, err := e.db.BeginPullCheck(ctx, store.PullCheck{InstallationID: 1, Repo: repoName, RepoURL: "https://github.example/" + repoName, Key: key,
+		BaseBranch: "main", BaseSHA: "1111111111111111111111111111111111111111", HeadSHA: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, res.Conclusion, "", raw); err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
 }

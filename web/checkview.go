@@ -122,6 +122,11 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 		case a.DiffsLeftOut:
 			v.Warnings = append(v.Warnings, a.Name+": its diff was too large to keep with the check; the counts are complete")
 		}
+		// As the check run says it: an app rendered with Helm's default
+		// capabilities was checked against a cluster it may not deploy to.
+		if a.Warning != "" && a.NotChecked == "" {
+			v.Warnings = append(v.Warnings, a.Name+": "+a.Warning)
+		}
 	}
 	v.Warnings = append(v.Warnings, res.NotChecked...)
 	if res.Incomplete {
