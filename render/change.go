@@ -214,6 +214,9 @@ func expectedAfter(before *object, c Change) (map[string]any, error) {
 	case c.DeleteResource != nil:
 		return nil, fmt.Errorf("a deleted resource has no expected object")
 	case c.Patch != nil:
+		if err := checkPatchLists(before, c.Patch); err != nil {
+			return nil, err
+		}
 		out, err := applyMergePatch(before.body, c.Patch)
 		if err != nil {
 			return nil, refuse(CodeInvalidRequest, "%s %s: %v", before.kind, before.name, err)

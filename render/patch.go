@@ -28,7 +28,8 @@ type Patch struct {
 	// Set lists fields by JSON pointer (RFC 6901, "/spec/rules", "~1" for "/" in
 	// a key), each with its new value (null removes it): the merge patch that
 	// holds exactly those fields. A pointer names object members only, since a
-	// merge patch replaces lists whole.
+	// merge patch replaces lists whole (one through a list of the target is
+	// refused, see checkPatchLists).
 	Set []FieldValue `json:"set,omitempty"`
 }
 
@@ -404,4 +405,79 @@ func (p *Patch) sets(path ...string) bool {
 func approxSize(v any) int {
 	data, _ := json.Marshal(v)
 	return len(data)
+}
+
+// checkPatchLists refuses a patch that gives an object where the target has a
+// list: RFC 7386 would replace the list with that object ("/spec/ports/0/port"
+// read as a merge patch makes spec.ports a map with a key "0"), which is never
+// what was meant and which the API server rejects. The reason names the list
+// and, when the object's keys are indexes of it, spells the whole list the
+// patch should give instead.
+func checkPatchLists(target *object, p *Patch) error {
+	doc, err := p.document()
+	if err != nil {
+		return refuse(CodeInvalidRequest, "%s %s: %v", target.kind, target.name, err)
+	}
+	var check func(at []string, cur any, m map[string]any) error
+	check = func(at []string, cur any, m map[string]any) error {
+		cm, _ := cur.(map[string]any)
+		for _, k := range sortedKeys(m) {
+			sub, ok := m[k].(map[string]any)
+			if !ok {
+				continue
+			}
+			here := append(append([]string(nil), at...), k)
+			list, isList := cm[k].([]any)
+			if !isList {
+				if err := check(here, cm[k], sub); err != nil {
+					return err
+				}
+				continue
+			}
+			ptr := "/" + strings.Join(escapeAll(here), "/")
+			reason := fmt.Sprintf("%s %s: the patch gives an object for %s, which is a list: a merge patch replaces a list whole, so a field path cannot name one of its items (%s/%s); give the whole list instead",
+				target.kind, target.name, strings.Join(here, "."), ptr, escapePointer(sortedKeys(sub)[0]))
+			if whole, ok := patchedItems(list, sub); ok {
+				if data, err := json.Marshal(whole); err == nil && len(data) <= 400 {
+					reason += fmt.Sprintf(", for example %s=%s", ptr, data)
+				}
+			}
+			return refuse(CodeInvalidRequest, "%s", reason)
+		}
+		return nil
+	}
+	return check(nil, target.body, doc)
+}
+
+// patchedItems is list with the merge patch of each item applied, when every
+// key of m is the index of an item; ok is false otherwise.
+func patchedItems(list []any, m map[string]any) ([]any, bool) {
+	out := make([]any, len(list))
+	copy(out, list)
+	for k, v := range m {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(list) || strconv.Itoa(i) != k {
+			return nil, false
+		}
+		item, _ := json.Marshal(list[i])
+		patch, _ := json.Marshal(v)
+		merged, err := jsonpatch.MergePatch(item, patch)
+		if err != nil {
+			return nil, false
+		}
+		var x any
+		if err := json.Unmarshal(merged, &x); err != nil {
+			return nil, false
+		}
+		out[i] = x
+	}
+	return out, true
+}
+
+func escapeAll(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = escapePointer(k)
+	}
+	return out
 }
