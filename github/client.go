@@ -148,8 +148,8 @@ func NewClientCreator(cfg Config, reg prometheus.Registerer) (githubapp.ClientCr
 			}),
 			githubapp.WithClientMiddleware(
 				// Paths and status codes only: request and response bodies may carry
-				// installation tokens and are never logged.
-				githubapp.ClientLogging(zerolog.DebugLevel),
+				// installation tokens and are never logged, nor are query strings.
+				logRequests(zerolog.DebugLevel),
 				// The budget holds a request back before it is counted: the
 				// metrics see each request GitHub sees, resends included.
 				budgets.middleware(label),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -40,6 +41,13 @@ func TarballFetcher(client *gh.Client, owner, repo, sha string) cache.Fetcher {
 		}
 		dl, err := client.Client().Do(req)
 		if err != nil {
+			// The link authorizes the download with a token in its query (codeload's
+			// ?token=), which net/http's error names; the error reaches logs and a
+			// plan's history.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				ue.URL = withoutQuery(link)
+			}
 			return nil, fmt.Errorf("download tarball: %w", err)
 		}
 		if dl.StatusCode != http.StatusOK {
@@ -48,4 +56,11 @@ func TarballFetcher(client *gh.Client, owner, repo, sha string) cache.Fetcher {
 		}
 		return dl.Body, nil
 	}
+}
+
+// withoutQuery is u without its query and fragment, where a link's token may be.
+func withoutQuery(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "", false, "", ""
+	return c.String()
 }

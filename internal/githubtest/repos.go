@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -243,6 +245,14 @@ func (s *Server) TarballDownloads(repoName string) int {
 		return rp.tarballDownloads
 	}
 	return 0
+}
+
+// ArchiveTokens are the tokens of every archive link the tarball redirect handed
+// out, sorted: a test looks for them where they must not appear.
+func (s *Server) ArchiveTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.archives))
 }
 
 func (s *Server) mustRepoLocked(t TB, name string) *repo {
