@@ -279,3 +279,62 @@ func TestCreatedFileIsNeverWrittenThroughASymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinkCycleIsRefusedWithAReason plans over a repository holding a cycle of
+// symlinks (git stores one as readily as any link): whatever reads it, a Directory
+// app listing it, a kustomization naming it or a chart holding it, the plan is
+// refused naming the link, not failed as an error of the service.
+func TestSymlinkCycleIsRefusedWithAReason(t *testing.T) {
+	cases := map[string]struct {
+		files map[string]string
+		app   Application
+	}{
+		"directory app": {
+			files: map[string]string{"app/deployment.yaml": twoContainerDeployment},
+			app:   Application{Name: "web", Path: "app", SourceType: SourceDirectory, Namespace: "web"},
+		},
+		"kustomize resource": {
+			files: map[string]string{"app/deployment.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deployment.yaml\n- a.yaml\n"},
+			app:   Application{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"},
+		},
+		"helm chart": {
+			files: map[string]string{"app/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n", "app/templates/deployment.yaml": twoContainerDeployment},
+			app:   Application{Name: "web", Path: "app", SourceType: SourceHelm, Namespace: "web"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := testtree.Write(t, tc.files)
+			writeLinks(t, repo, map[string]string{"app/a.yaml": "b.yaml", "app/b.yaml": "a.yaml"})
+			_, err := Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{tc.app}, App: "web",
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				Change: Change{Replicas: &Replicas{Count: 3}}})
+			var ref *Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+			const want = "app/a.yaml is a symlink that does not resolve (a cycle of symlinks, or more than the system follows)"
+			if ref.Code != CodeRenderFailed || !strings.Contains(ref.Reason, want) {
+				t.Fatalf("refused (%s): %s\nwant (%s) with: %s", ref.Code, ref.Reason, CodeRenderFailed, want)
+			}
+		})
+	}
+}
+
+// TestSymlinkThroughAFileNamesNothing plans a Directory app holding a symlink into
+// a path through a regular file: like a dangling link it names no file, and the
+// plan goes on without it.
+func TestSymlinkThroughAFileNamesNothing(t *testing.T) {
+	repo := testtree.Write(t, map[string]string{"app/deployment.yaml": twoContainerDeployment})
+	writeLinks(t, repo, map[string]string{"app/c.yaml": "deployment.yaml/x"})
+	res, err := Plan(context.Background(), Request{RepoDir: repo,
+		Apps: []Application{{Name: "web", Path: "app", SourceType: SourceDirectory, Namespace: "web"}}, App: "web",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Replicas: &Replicas{Count: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Edits) != 1 || res.Edits[0].Path != "app/deployment.yaml" {
+		t.Fatalf("edits %+v, want one of app/deployment.yaml", res.Edits)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -243,8 +244,15 @@ func (t *tree) resolveSymlink(rel, link, full string) statEntry {
 	}
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		// A link into a path through a file names nothing, like one to a
+		// missing file. A cycle of links is repository content too (git stores
+		// one as readily as any link): the plan is refused, not failed.
+		_, serr := os.Stat(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(serr, syscall.ENOTDIR):
 			return statEntry{kind: kindNone, canon: link, dangling: true}
+		case errors.Is(serr, syscall.ELOOP):
+			return statEntry{err: refuse(CodeRenderFailed, "%s is a symlink that does not resolve (a cycle of symlinks, or more than the system follows)", rel)}
 		}
 		return statEntry{err: fmt.Errorf("resolve %s: %w", rel, err)}
 	}
