@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -33,19 +32,21 @@ func (db *DB) DeferWebhookDeliveryUntil(ctx context.Context, claim DeliveryClaim
 
 // RequeueFailedWebhookDelivery takes a redelivery (the same delivery id, from
 // GitHub's "Redeliver") of a delivery that failed: it becomes pending again, due now,
-// with the redelivered body and a fresh attempt budget. It reports false, changing
-// nothing, when the stored delivery is not failed (pending, processing or done: the
-// redelivery is a duplicate) or names another event.
+// with a fresh attempt budget. It reports false, changing nothing, when the stored
+// delivery is not failed (pending, processing or done: the redelivery is a
+// duplicate), names another event or has another body: GitHub redelivers the body
+// it signed the first time, and the delivery id is not signed, so a signed body
+// under a failed delivery's id is another delivery, which must not replace the
+// stored one.
 func (db *DB) RequeueFailedWebhookDelivery(ctx context.Context, d WebhookDelivery) (bool, error) {
 	if !utf8.Valid(d.Payload) {
 		return false, fmt.Errorf("requeue webhook delivery %s: payload is not valid UTF-8", d.DeliveryID)
 	}
 	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE webhook_deliveries
-		SET state = ?, action = ?, installation_id = ?, payload = ?, free_attempts = attempts, last_error = '', skip_reason = '',
+		SET state = ?, free_attempts = attempts, last_error = '', skip_reason = '',
 			lease_expires_at = NULL, next_attempt_at = NULL, finished_at = NULL
-		WHERE delivery_id = ? AND event = ? AND state = ?`),
-		DeliveryPending, d.Action, sql.NullInt64{Int64: d.InstallationID, Valid: d.InstallationID != 0}, string(d.Payload),
-		d.DeliveryID, d.Event, DeliveryFailed)
+		WHERE delivery_id = ? AND event = ? AND state = ? AND payload = ?`),
+		DeliveryPending, d.DeliveryID, d.Event, DeliveryFailed, string(d.Payload))
 	if err != nil {
 		return false, fmt.Errorf("requeue webhook delivery %s: %w", d.DeliveryID, err)
 	}

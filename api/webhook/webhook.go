@@ -62,7 +62,9 @@ const maxDeliveryIDLength = 100
 // stored, nor run. A verified one is stored under its delivery id and answered 202:
 // the work happens later in the inbox workers, so GitHub's 10-second limit is never
 // at risk and a crash loses nothing. A delivery id seen before is answered 409,
-// unless that delivery failed: GitHub's "Redeliver" of it is queued again.
+// unless that delivery failed and the body is the one received: GitHub's "Redeliver"
+// of it is queued again. GitHub signs the body, not the delivery id, so another
+// signed body under a known id is another delivery and never replaces the stored one.
 func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 	log := zerolog.Ctx(r.Context())
 	if !rc.Secret.IsSet() {
@@ -115,8 +117,9 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 	err = rc.Store.InsertWebhookDelivery(r.Context(), delivery)
 	status := "queued"
 	if errors.Is(err, store.ErrConflict) {
-		// GitHub's "Redeliver" reuses the delivery id: a delivery that failed is
-		// taken again; one pending, running or done is a duplicate.
+		// GitHub's "Redeliver" reuses the delivery id and body: a delivery that
+		// failed is taken again; one pending, running or done, or another body under
+		// the id, is a duplicate.
 		var requeued bool
 		if requeued, err = rc.Store.RequeueFailedWebhookDelivery(r.Context(), delivery); err == nil && requeued {
 			log.Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Redelivery of a failed webhook delivery queued again")
@@ -131,7 +134,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 		log.Info().Str("delivery_id", deliveryID).Str("event", event).Msg("Webhook redelivery ignored")
 		rc.audit(r, store.AuditEvent{Actor: "github", Action: "webhook.redelivery", SubjectType: "webhook_delivery",
 			SubjectID: deliveryID, Detail: detail(map[string]string{"event": event, "action": envelope.Action})})
-		server.WriteError(w, http.StatusConflict, "duplicate_delivery", "this delivery was already received and is queued, running or done; it is processed once")
+		server.WriteError(w, http.StatusConflict, "duplicate_delivery", "this delivery id was already received (its delivery is queued, running or done, or had another body); a delivery is processed once")
 		return
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -157,4 +158,39 @@ func TestWebhookWithoutSecretRefusesEverything(t *testing.T) {
 	if _, err := db.WebhookDeliveryByID(context.Background(), "d-unsigned"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("delivery stored without a secret: %v (audit %v)", err, list)
 	}
+}
+
+// TestWebhookRedeliveryWithAnotherBodyIsRefused: the delivery id is not signed, so a
+// validly signed body sent under the id of a delivery that failed is another
+// delivery: it must neither replace what was received under that id nor run in its
+// place. GitHub's own redelivery (the same body) is queued again.
+func TestWebhookRedeliveryWithAnotherBodyIsRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		first := []byte(`{"action":"added","installation":{"id":1}}`)
+		if status, resp := e.postHook("d-1", "installation_repositories", sign(hookSecret, first), first); status != http.StatusAccepted {
+			t.Fatalf("first delivery = %d %s", status, resp)
+		}
+		claimed, err := db.ClaimWebhookDeliveries(ctx, 10, time.Minute)
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim = %+v, %v", claimed, err)
+		}
+		if err := db.FailWebhookDelivery(ctx, claimed[0].Claim(), "gave up"); err != nil {
+			t.Fatal(err)
+		}
+		other := []byte(`{"action":"removed","installation":{"id":1}}`)
+		status, resp := e.postHook("d-1", "installation_repositories", sign(hookSecret, other), other)
+		if status != http.StatusConflict || !strings.Contains(resp, "duplicate_delivery") {
+			t.Errorf("another body under a failed delivery's id = %d %s, want 409 duplicate_delivery", status, resp)
+		}
+		d, err := db.WebhookDeliveryByID(ctx, "d-1")
+		if err != nil || d.State != store.DeliveryFailed || !bytes.Equal(d.Payload, first) || d.Action != "added" {
+			t.Errorf("stored delivery = %+v, %v; want the failed one as first received", d, err)
+		}
+		status, resp = e.postHook("d-1", "installation_repositories", sign(hookSecret, first), first)
+		if status != http.StatusAccepted || !strings.Contains(resp, "requeued") {
+			t.Errorf("redelivery of the same body = %d %s, want 202 requeued", status, resp)
+		}
+	})
 }
