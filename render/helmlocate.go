@@ -226,8 +226,7 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 	// Each chain is one changed field: all of them must change, so a candidate
 	// sets one key per chain; with several chains (an env change of several
 	// variables) the keys found first for each are combined.
-	var perChain [][]helmValueSet
-	for _, chain := range chains {
+	setsFor := func(chain []fieldChange) ([]helmValueSet, error) {
 		var sets []helmValueSet
 		for _, fc := range chain {
 			for i := len(editable) - 1; i >= 0; i-- {
@@ -265,33 +264,80 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 				}
 			}
 		}
-		perChain = append(perChain, dedupeSets(sets))
+		return dedupeSets(sets), nil
 	}
-	var builders []candidateBuilder
-	if len(perChain) == 0 {
-		return nil, nil
+	var perChain [][]helmValueSet
+	for _, chain := range chains {
+		sets, err := setsFor(chain)
+		if err != nil {
+			return nil, err
+		}
+		perChain = append(perChain, sets)
 	}
 	// One builder per candidate of the first chain, the other chains taking their
 	// first candidate: the common case is a single chain.
-	for _, first := range perChain[0] {
+	var builders []candidateBuilder
+	for i, first := range firstChain(perChain) {
+		if i == maxHelmCandidates {
+			break
+		}
 		sets := []helmValueSet{first}
-		ok := true
 		for _, others := range perChain[1:] {
-			if len(others) == 0 {
-				ok = false
-				break
-			}
 			sets = append(sets, others[0])
 		}
-		if !ok {
-			break
-		}
 		builders = append(builders, p.valuesBuilder(sets))
-		if len(builders) >= maxHelmCandidates {
-			break
+	}
+	// An env change that adds, removes or renames variables changes several
+	// items of the list: the key that holds the whole list (a mapping of names
+	// to values, see envMapSets) is one edit for all of them, tried after the
+	// keys of single items.
+	if envChain, ok := envListChange(target.body, expected, chains); ok {
+		sets, err := setsFor(envChain)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sets {
+			builders = append(builders, p.valuesBuilder([]helmValueSet{s}))
 		}
 	}
 	return builders, nil
+}
+
+// firstChain is the candidates of the first chain when every other chain has
+// one too, else none: a candidate must change every field.
+func firstChain(perChain [][]helmValueSet) []helmValueSet {
+	if len(perChain) == 0 {
+		return nil
+	}
+	for _, others := range perChain[1:] {
+		if len(others) == 0 {
+			return nil
+		}
+	}
+	return perChain[0]
+}
+
+// envListChange is the change of the whole env list of one container when the
+// chains change several of its items (or one item's name): nil when the chains
+// hold one change of the list already or anything besides env items.
+func envListChange(target, expected map[string]any, chains [][]fieldChange) ([]fieldChange, bool) {
+	var at []string
+	for _, chain := range chains {
+		p := chain[0].path
+		i := slices.Index(p, "env")
+		if i < 0 || i == len(p)-1 {
+			return nil, false
+		}
+		if at == nil {
+			at = p[:i+1]
+		} else if !slices.Equal(at, p[:i+1]) {
+			return nil, false
+		}
+	}
+	if at == nil {
+		return nil, false
+	}
+	return []fieldChange{{path: at, old: lookupPath(target, at), new: lookupPath(expected, at)}}, true
 }
 
 // helmEditableFiles returns the values files an edit of the primary Helm app
@@ -324,6 +370,9 @@ func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 		if sameValue(l, fc.old) {
 			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: fc.new})
 		}
+	}
+	if len(fc.path) > 0 && fc.path[len(fc.path)-1] == "env" {
+		return append(out, envMapSets(leaves, fc)...)
 	}
 	if len(fc.path) == 0 || fc.path[len(fc.path)-1] != "image" {
 		return out
@@ -358,6 +407,91 @@ func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 		}
 	}
 	return out
+}
+
+// envMapSets returns the edits for a container's env list that a chart renders
+// from a values mapping of names to values ("range $k, $v := .Values.env"), the
+// common shape besides a list passed through: each mapping whose every key is a
+// variable of the old list with its value, or an empty mapping under a key
+// naming env, set to the mapping the new list needs (a variable removed goes,
+// one added joins, one changed changes). Variables the mapping does not hold
+// (those the chart writes itself) are left to the chart; rendering decides
+// whether the mapping was the right one.
+func envMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	oldVars, ok1 := envValues(fc.old)
+	newVars, ok2 := envValues(fc.new)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	var out []helmValueSet
+	for _, l := range leaves {
+		if l.node.Kind != yaml.MappingNode || len(l.path) == 0 {
+			continue
+		}
+		held, ok := scalarMapping(l.node)
+		if !ok {
+			continue
+		}
+		if len(held) == 0 && !strings.Contains(strings.ToLower(l.path[len(l.path)-1].Key), "env") {
+			continue
+		}
+		matches := true
+		for k, v := range held {
+			if old, in := oldVars[k]; !in || old != v {
+				matches = false
+				break
+			}
+		}
+		if !matches {
+			continue
+		}
+		want := map[string]any{}
+		for k := range held {
+			if v, kept := newVars[k]; kept {
+				want[k] = v
+			}
+		}
+		for k, v := range newVars {
+			if _, was := oldVars[k]; !was {
+				want[k] = v
+			}
+		}
+		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
+	}
+	return out
+}
+
+// envValues reads an env list whose entries are all a name and a literal value;
+// ok is false for any other shape (valueFrom, a missing name).
+func envValues(v any) (map[string]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(list))
+	for _, it := range list {
+		m, _ := it.(map[string]any)
+		name, _ := m["name"].(string)
+		value, isString := m["value"].(string)
+		if name == "" || !isString || len(m) != 2 {
+			return nil, false
+		}
+		out[name] = value
+	}
+	return out, true
+}
+
+// scalarMapping reads a mapping node whose values are all scalars, as written.
+func scalarMapping(n *yaml.Node) (map[string]string, bool) {
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+			return nil, false
+		}
+		out[k.Value] = v.Value
+	}
+	return out, true
 }
 
 func dedupeSets(sets []helmValueSet) []helmValueSet {
