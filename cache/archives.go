@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -46,6 +47,18 @@ var DefaultArchiveLimits = ArchiveLimits{
 
 // ErrArchiveTooLarge is wrapped by extraction errors caused by a limit.
 var ErrArchiveTooLarge = errors.New("repository archive over the limit")
+
+// entryOverhead is what one archive entry may add to the unpacked stream beyond its
+// file's bytes: its header, an extended header for a long name or link target, the
+// padding. Headers are read whatever the entry is, and an entry that is skipped
+// (a global header, a link or device not created) writes nothing, so the stream as
+// a whole is bounded, not only the files written: one blob of a repository can be
+// referenced by every entry of its archive.
+const entryOverhead = 8 << 10
+
+// maxLinkHops is how many symbolic links resolving one link may pass through, as
+// many as Linux follows: a longer chain, or a cycle, would not resolve there either.
+const maxLinkHops = 40
 
 // completeMarker is written last into an extracted tree; a directory without it is
 // the leftover of an interrupted extraction and is discarded.
@@ -191,32 +204,38 @@ func (c *Archives) adoptExisting() error {
 
 // ExtractTarball unpacks a GitHub repository tarball (one top-level folder named after
 // the commit) into dir and returns the bytes written. Paths leaving dir, symlinks that
-// point outside it, devices and other special files are never created; limits are
-// enforced on the bytes actually read, not on what headers claim.
+// point outside it (by themselves or through other links), devices and other special
+// files are never created; limits are enforced on the bytes actually read, not on
+// what headers claim, and on the whole unpacked stream, headers included.
 func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return 0, fmt.Errorf("open gzip: %w", err)
 	}
 	defer zr.Close()
+	stream := &countingReader{r: zr, limit: limits.MaxTotalBytes + int64(limits.MaxFiles+1)*entryOverhead}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return 0, fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer root.Close()
 
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(stream)
 	var total int64
 	files := 0
 	// Symlinks created so far. An entry below one is refused: git never writes such a
 	// tree, and a link's target is checked lexically from its own folder, which holds
 	// only while no folder on the way is itself a link (a link "a/up -> .." followed by
-	// "a/up/l -> ../../x" would otherwise point outside the tree).
-	links := map[string]bool{}
+	// "a/up/l -> ../../x" would otherwise point outside the tree). Each maps to its
+	// target.
+	links := map[string]string{}
 	for {
 		hdr, err := tr.Next()
+		if stream.over() {
+			return total, fmt.Errorf("%w: the archive unpacks to more than %d bytes of headers and files", ErrArchiveTooLarge, stream.limit)
+		}
 		if errors.Is(err, io.EOF) {
-			return total, nil
+			return total, removeEscapingLinks(root, links)
 		}
 		if err != nil {
 			return total, fmt.Errorf("read tar: %w", err)
@@ -265,7 +284,7 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
 				return total, fmt.Errorf("create link %s: %w", name, err)
 			}
-			links[name] = true
+			links[name] = hdr.Linkname
 		default:
 			// Hard links, devices, fifos: never part of a manifest repository.
 		}
@@ -273,17 +292,100 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 }
 
 // belowLink reports the symlink among links that is a parent folder of name, if any.
-func belowLink(name string, links map[string]bool) (string, bool) {
+func belowLink(name string, links map[string]string) (string, bool) {
 	if len(links) == 0 {
 		return "", false
 	}
 	for d := path.Dir(name); d != "."; d = path.Dir(d) {
-		if links[d] {
+		if _, ok := links[d]; ok {
 			return d, true
 		}
 	}
 	return "", false
 }
+
+// removeEscapingLinks removes, once the whole tree is written, each link that
+// resolves outside it through other links. A link's target was checked from its
+// own folder, but a link it passes through may lead to a folder of another depth
+// ("p/q/y -> ../../t" is one folder deep, so "p/q/x -> y/../../../etc" climbs out of
+// the tree), and the link passed through may come later in the archive. The tree
+// is then read as if the link did not exist, like one that points outside by itself.
+func removeEscapingLinks(root *os.Root, links map[string]string) error {
+	for name := range links {
+		if linkResolvesInside(name, links) {
+			continue
+		}
+		if err := root.Remove(name); err != nil {
+			return fmt.Errorf("remove link %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// linkResolvesInside resolves the link name as the kernel would, through the
+// links of the tree, and reports whether it ends inside the tree (not at its top
+// folder) within maxLinkHops links.
+func linkResolvesInside(name string, links map[string]string) bool {
+	hops := 0
+	// resolve follows target from the folder dir (its path elements).
+	var resolve func(dir []string, target string) ([]string, bool)
+	resolve = func(dir []string, target string) ([]string, bool) {
+		cur := slices.Clone(dir)
+		for _, el := range strings.Split(target, "/") {
+			switch el {
+			case "", ".":
+				continue
+			case "..":
+				if len(cur) == 0 {
+					return nil, false
+				}
+				cur = cur[:len(cur)-1]
+				continue
+			}
+			cur = append(cur, el)
+			next, isLink := links[strings.Join(cur, "/")]
+			if !isLink {
+				continue
+			}
+			if hops++; hops > maxLinkHops {
+				return nil, false
+			}
+			var ok bool
+			if cur, ok = resolve(cur[:len(cur)-1], next); !ok {
+				return nil, false
+			}
+		}
+		return cur, true
+	}
+	var dir []string
+	if d := path.Dir(name); d != "." {
+		dir = strings.Split(d, "/")
+	}
+	end, ok := resolve(dir, links[name])
+	return ok && len(end) > 0
+}
+
+// countingReader counts the bytes read through it and stops at limit.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.over() {
+		return 0, ErrArchiveTooLarge
+	}
+	if rest := c.limit + 1 - c.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// over reports whether more than limit bytes were read.
+func (c *countingReader) over() bool { return c.n > c.limit }
 
 func writeConfined(root *os.Root, name string, r io.Reader, limit int64) (int64, error) {
 	if err := mkParent(root, name); err != nil {

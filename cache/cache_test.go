@@ -82,6 +82,26 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 		"symlink to the tree itself skipped": {
 			entries: []tar.Header{link("top/a/self", "..")}, absent: []string{"a/self"},
 		},
+		"symlink climbing out through another symlink skipped": {
+			// Each link stays inside when read from its own folder, but p/q/y is
+			// one folder deep on disk, so the kernel climbs out of the tree
+			// through it (either order of the two links).
+			entries: []tar.Header{{Name: "top/t/", Typeflag: tar.TypeDir}, link("top/p/q/x", "y/../../../etc/passwd"), link("top/p/q/y", "../../t")},
+			exist:   []string{"p/q/y"}, absent: []string{"p/q/x"},
+		},
+		"symlink climbing out through a later symlink skipped": {
+			entries: []tar.Header{{Name: "top/t/", Typeflag: tar.TypeDir}, link("top/p/q/y", "../../t"), link("top/p/q/x", "y/../../../etc/passwd")},
+			exist:   []string{"p/q/y"}, absent: []string{"p/q/x"},
+		},
+		"cycle of symlinks skipped": {
+			entries: []tar.Header{link("top/a", "b"), link("top/b", "a"), reg("top/c")},
+			absent:  []string{"a", "b"}, exist: []string{"c"},
+		},
+		"symlink through an inner symlink kept": {
+			entries:  []tar.Header{{Name: "top/t/", Typeflag: tar.TypeDir}, reg("top/t/a.yaml"), link("top/p/q/y", "../../t"), link("top/p/q/x", "y/../t/a.yaml")},
+			contents: map[string]string{"top/t/a.yaml": "x\n"},
+			exist:    []string{"p/q/y", "p/q/x"},
+		},
 		"entry beyond a symlink refused": {
 			// up -> a is inside the tree, but a link written through it would be
 			// checked from the wrong folder and could point outside.
@@ -115,6 +135,12 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 			entries:  []tar.Header{reg("top/a"), reg("top/b")},
 			contents: map[string]string{"top/a": strings.Repeat("x", 9), "top/b": strings.Repeat("x", 9)},
 			wantErr:  "bytes in all",
+		},
+		"headers of skipped entries over the cap": {
+			// Nothing is written, but every header is unpacked: one blob can be
+			// the target of every link of an archive.
+			entries: []tar.Header{link("top/a", "/"+strings.Repeat("x", 20_000)), link("top/b", "/"+strings.Repeat("x", 20_000)), link("top/c", "/"+strings.Repeat("x", 20_000))},
+			wantErr: "more than 49167 bytes of headers and files",
 		},
 		"too many entries": {
 			entries: []tar.Header{reg("top/1"), reg("top/2"), reg("top/3"), reg("top/4"), reg("top/5"), reg("top/6")},
