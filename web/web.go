@@ -106,7 +106,10 @@ type Pages struct {
 	publicURL string
 	secure    bool
 	sealer    sealer
-	now       func() time.Time
+	// origins refuses a cross-site POST (a form of another site signing a person
+	// out), by the browser's Sec-Fetch-Site or Origin.
+	origins *http.CrossOriginProtection
+	now     func() time.Time
 	// unavailable says why sign-in cannot work, "" when it can.
 	unavailable string
 }
@@ -121,7 +124,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 // New builds the pages.
 func New(d Deps) (*Pages, error) {
-	p := &Pages{plans: d.Plans, checks: d.Checks, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now}
+	p := &Pages{plans: d.Plans, checks: d.Checks, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now,
+		origins: http.NewCrossOriginProtection()}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -136,6 +140,11 @@ func New(d Deps) (*Pages, error) {
 			return nil, fmt.Errorf("web pages: public url: %w", err)
 		}
 		p.secure = u.Scheme == "https"
+		// Behind a proxy the request's Host may not be the public one the browser
+		// names as the Origin of the service's own sign-out button.
+		if err := p.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("web pages: public url: %w", err)
+		}
 		if p.sealer, err = newSealer(d.SessionKey); err != nil {
 			return nil, fmt.Errorf("web pages: %w", err)
 		}
@@ -356,7 +365,11 @@ func localPath(path string) string {
 	return "/"
 }
 
-func (p *Pages) signOut(w http.ResponseWriter, _ *http.Request) {
+func (p *Pages) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := p.origins.Check(r); err != nil {
+		p.message(w, http.StatusForbidden, "Not signed out", "Signing out takes the sign-out button of this service's own pages.")
+		return
+	}
 	http.SetCookie(w, p.cookie(sessionCookie, "", time.Time{}))
 	p.message(w, http.StatusOK, "Signed out", "You are signed out of this service. GitHub keeps you signed in there.")
 }

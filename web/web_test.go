@@ -314,3 +314,40 @@ func (stubSignIn) UserLogin(context.Context, secret.Secret) (string, error) {
 func (stubSignIn) CanReadRepository(context.Context, secret.Secret, string) (bool, error) {
 	return false, errors.New("not reached")
 }
+
+// TestSignOutRefusesACrossSitePost: a page of another site must not sign a person out
+// (its form posting here would clear the session); the service's own sign-out
+// button, a same-origin post, does.
+func TestSignOutRefusesACrossSitePost(t *testing.T) {
+	e := newEnv(t)
+	browser, res, body := e.signIn(t, reader)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d\n%s", res.StatusCode, body)
+	}
+	signOut := func(fetchSite, origin string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/auth/signout", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Sec-Fetch-Site", fetchSite)
+		req.Header.Set("Origin", origin)
+		res, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, res)
+		return res
+	}
+	res = signOut("cross-site", "https://attacker.example")
+	if res.StatusCode != http.StatusForbidden || cookieNamed(res, "kukie_session") != nil {
+		t.Fatalf("cross-site sign-out: %d, cookies %v; want 403 and the session kept", res.StatusCode, res.Cookies())
+	}
+	if again, body := get(t, browser, e.srv.URL+web.ChangePathPrefix+e.code); again.StatusCode != http.StatusOK || !strings.Contains(body, gitDiffLine) {
+		t.Fatalf("after a cross-site sign-out the page is %d at %s", again.StatusCode, again.Request.URL)
+	}
+	res = signOut("same-origin", e.srv.URL)
+	if s := cookieNamed(res, "kukie_session"); res.StatusCode != http.StatusOK || s == nil || s.MaxAge >= 0 {
+		t.Fatalf("same-origin sign-out: %d, session cookie %+v; want 200 and the session cleared", res.StatusCode, s)
+	}
+}
