@@ -150,6 +150,8 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
+	// The secret is shown this once: no cache on the way may keep it.
+	w.Header().Set("Cache-Control", "no-store")
 	server.WriteJSON(w, http.StatusCreated, createdEndpoint{NotificationEndpoint: ep, Secret: clear.Reveal()})
 }
 

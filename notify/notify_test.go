@@ -438,3 +438,30 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointSecretAnswerIsNotCached: the answer that shows an endpoint's secret,
+// the only time it is shown, must not be kept by a cache on the way, like the other
+// answers that hand out a secret (repository tokens, install states).
+func TestEndpointSecretAnswerIsNotCached(t *testing.T) {
+	db := storetest.SQLite(t)
+	e := newEnv(t, db)
+	req, err := http.NewRequest(http.MethodPost, e.api.URL+"/api/v1/notifications/endpoints", strings.NewReader(`{"url":"https://chat.example.com/hooks"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.admin.Reveal())
+	res, err := e.api.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var created struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&created); err != nil || res.StatusCode != http.StatusCreated || created.Secret == "" {
+		t.Fatalf("register = %d (%v), secret %q", res.StatusCode, err, created.Secret)
+	}
+	if got := res.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q on the answer with the endpoint's secret, want no-store", got)
+	}
+}
