@@ -185,6 +185,9 @@ func (p *planner) findTarget(app Application, objs []*object) (*object, error) {
 		} else {
 			msg += fmt.Sprintf("; it renders no %s at all", t.Kind)
 		}
+		if held := p.unreadHolders(app, want); len(held) > 0 {
+			msg += "; " + strings.Join(held, "; ")
+		}
 		return nil, &Refusal{Code: CodeTargetNotFound, App: app.Name, Reason: msg}
 	default:
 		var found []string
