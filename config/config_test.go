@@ -371,6 +371,20 @@ func TestValidate(t *testing.T) {
 			edit:    func(c *Config) { c.GitHub.APIURL = "http://ghe.internal/api/v3/" },
 			want:    []string{"github.api_url", "must use https"},
 		},
+		"production refuses an http public URL": {
+			profile: Production,
+			edit:    func(c *Config) { c.Server.PublicURL = "http://kukie.example.com" },
+			want:    []string{"server.public_url", "must use https"},
+			count:   1,
+		},
+		"production takes an https public URL": {
+			profile: Production,
+			edit:    func(c *Config) { c.Server.PublicURL = "https://kukie.example.com" },
+		},
+		"dev accepts an http public URL": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.PublicURL = "http://127.0.0.1:8080" },
+		},
 		"dev accepts http GitHub URLs (a fake GitHub in tests)": {
 			profile: Dev,
 			edit:    func(c *Config) { c.GitHub.APIURL = "http://127.0.0.1:9999/" },

@@ -30,8 +30,8 @@ func (e *ValidationError) Error() string {
 // listing all problems at once, or nil. The production profile fails closed: it
 // refuses anything that would run without the App's credentials (client credentials
 // included, without which anyone could bind another's installation), with insecure
-// transport to GitHub, on SQLite, without the credential encryption key, or with
-// dev authentication.
+// transport to GitHub or from browsers (an http public URL), on SQLite, without the
+// credential encryption key, or with dev authentication.
 func (c Config) Validate(profile Profile) error {
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
@@ -47,7 +47,9 @@ func (c Config) Validate(profile Profile) error {
 		}
 	}
 	if c.Server.PublicURL != "" {
-		if err := checkURL(c.Server.PublicURL, false); err != nil {
+		// In production the pages' session cookie carries a person's GitHub token:
+		// it is Secure only when browsers reach the service over https.
+		if err := checkURL(c.Server.PublicURL, profile == Production); err != nil {
 			add("server.public_url: %v", err)
 		}
 	}
