@@ -66,13 +66,14 @@ func associatedData(teamID, u string) []byte {
 	return []byte("notification-endpoint:" + teamID + ":" + u)
 }
 
-type createRequest struct {
+// EndpointRequest is the body of POST /api/v1/notifications/endpoints.
+type EndpointRequest struct {
 	URL         string `json:"url"`
 	Description string `json:"description"`
 }
 
-// createdEndpoint is the answer to a registration: the only time the secret is shown.
-type createdEndpoint struct {
+// EndpointCreated is the answer to a registration: the only time the secret is shown.
+type EndpointCreated struct {
 	store.NotificationEndpoint
 	Secret string `json:"secret"`
 }
@@ -117,7 +118,7 @@ func (a *API) checkURL(raw string) error {
 }
 
 func (a *API) create(w http.ResponseWriter, r *http.Request) {
-	var req createRequest
+	var req EndpointRequest
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
@@ -152,7 +153,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	}
 	// The secret is shown this once: no cache on the way may keep it.
 	w.Header().Set("Cache-Control", "no-store")
-	server.WriteJSON(w, http.StatusCreated, createdEndpoint{NotificationEndpoint: ep, Secret: clear.Reveal()})
+	server.WriteJSON(w, http.StatusCreated, EndpointCreated{NotificationEndpoint: ep, Secret: clear.Reveal()})
 }
 
 func newSecret() (secret.Secret, error) {
@@ -163,7 +164,8 @@ func newSecret() (secret.Secret, error) {
 	return secret.New(SecretPrefix + base64.RawURLEncoding.EncodeToString(b)), nil
 }
 
-type endpointList struct {
+// EndpointList is the answer of GET /api/v1/notifications/endpoints.
+type EndpointList struct {
 	Endpoints []store.NotificationEndpoint `json:"endpoints"`
 }
 
@@ -189,7 +191,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if eps == nil {
 		eps = []store.NotificationEndpoint{}
 	}
-	server.WriteJSON(w, http.StatusOK, endpointList{Endpoints: eps})
+	server.WriteJSON(w, http.StatusOK, EndpointList{Endpoints: eps})
 }
 
 func (a *API) remove(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +209,8 @@ func (a *API) resume(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, ep)
 }
 
-type deliveryList struct {
+// DeliveryList is the answer of GET /api/v1/notifications/endpoints/{id}/deliveries.
+type DeliveryList struct {
 	Deliveries []store.NotificationDelivery `json:"deliveries"`
 }
 
@@ -234,7 +237,7 @@ func (a *API) deliveries(w http.ResponseWriter, r *http.Request) {
 	if ds == nil {
 		ds = []store.NotificationDelivery{}
 	}
-	server.WriteJSON(w, http.StatusOK, deliveryList{Deliveries: ds})
+	server.WriteJSON(w, http.StatusOK, DeliveryList{Deliveries: ds})
 }
 
 func notFound(w http.ResponseWriter) {

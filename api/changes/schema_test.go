@@ -1,0 +1,198 @@
+package changes
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/notify"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// fullSchema is the part of an OpenAPI schema the field walk below reads: nested
+// objects and array items, which the top-level schema type of changes_test.go
+// keeps as raw JSON.
+type fullSchema struct {
+	Ref        string                 `json:"$ref"`
+	Type       string                 `json:"type"`
+	Enum       []string               `json:"enum"`
+	Properties map[string]*fullSchema `json:"properties"`
+	Items      *fullSchema            `json:"items"`
+}
+
+func loadSchemas(t *testing.T) map[string]*fullSchema {
+	t.Helper()
+	var doc struct {
+		Components struct {
+			Schemas map[string]*fullSchema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	return doc.Components.Schemas
+}
+
+// jsonFields lists the JSON names of a struct's fields as encoding/json writes and
+// reads them, embedded structs flattened, each with its field's type.
+func jsonFields(typ reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = ft
+	}
+	return out
+}
+
+// elem strips pointers, and with slices also their element, down to what a schema
+// describes.
+func elem(typ reflect.Type) reflect.Type {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	return typ
+}
+
+var (
+	rawMessage = reflect.TypeFor[json.RawMessage]()
+	timeType   = reflect.TypeFor[interface{ Format(string) string }]()
+)
+
+// compareFields reports, at path, the fields the Go type has and the schema does
+// not name and the other way round, and goes into every nested object whose
+// schema lists properties (a schema without properties is documented as free-form).
+func compareFields(schemas map[string]*fullSchema, path string, s *fullSchema, typ reflect.Type, problems *[]string) {
+	for s != nil && s.Ref != "" {
+		s = schemas[strings.TrimPrefix(s.Ref, "#/components/schemas/")]
+	}
+	typ = elem(typ)
+	if s == nil || typ == rawMessage {
+		return
+	}
+	if typ.Kind() == reflect.Slice && s.Items != nil {
+		compareFields(schemas, path+"[]", s.Items, typ.Elem(), problems)
+		return
+	}
+	if typ.Kind() != reflect.Struct || s.Properties == nil || typ.Implements(timeType) {
+		return
+	}
+	fields := jsonFields(typ)
+	for name, ft := range fields {
+		prop, ok := s.Properties[name]
+		if !ok {
+			*problems = append(*problems, path+"."+name+": sent or read by the service, not in openapi.json")
+			continue
+		}
+		compareFields(schemas, path+"."+name, prop, ft, problems)
+	}
+	for name := range s.Properties {
+		if _, ok := fields[name]; !ok {
+			*problems = append(*problems, path+"."+name+": in openapi.json, not a field of "+typ.String())
+		}
+	}
+}
+
+// TestOpenAPISchemasMatchTheTypes holds every schema of openapi.json to the Go type
+// the service decodes a request into or encodes an answer from, field by field and
+// both ways, down every nested object the document spells out: a request field the
+// document omits is refused by the strict decoder, and an answer field it omits is
+// one clients cannot know of.
+func TestOpenAPISchemasMatchTheTypes(t *testing.T) {
+	schemas := loadSchemas(t)
+	types := map[string]reflect.Type{
+		"Target":                      reflect.TypeFor[objref.Target](),
+		"Change":                      reflect.TypeFor[render.Change](),
+		"ChangeRequest":               reflect.TypeFor[plan.Request](),
+		"Error":                       reflect.TypeFor[ChangeError](),
+		"RepoView":                    reflect.TypeFor[plan.RepoView](),
+		"NotificationEndpointRequest": reflect.TypeFor[notify.EndpointRequest](),
+		"NotificationEndpoint":        reflect.TypeFor[store.NotificationEndpoint](),
+		"NotificationEndpointCreated": reflect.TypeFor[notify.EndpointCreated](),
+		"NotificationEndpointList":    reflect.TypeFor[notify.EndpointList](),
+		"NotificationDelivery":        reflect.TypeFor[store.NotificationDelivery](),
+		"NotificationDeliveryList":    reflect.TypeFor[notify.DeliveryList](),
+		"PlanNotification":            reflect.TypeFor[store.PlanNotification](),
+		"ConnectionNotification":      reflect.TypeFor[store.ConnectionNotification](),
+		"ChangeView":                  reflect.TypeFor[ChangeView](),
+		"ChangeList":                  reflect.TypeFor[changeList](),
+		"RollbackRequest":             reflect.TypeFor[rollbackRequest](),
+		"DecideRequest":               reflect.TypeFor[decideRequest](),
+		"DecideResponse":              reflect.TypeFor[DecideResponse](),
+		"AppList":                     reflect.TypeFor[argocd.AppList](),
+		"AppDetail":                   reflect.TypeFor[AppDetailView](),
+	}
+	var problems []string
+	for name, s := range schemas {
+		typ, ok := types[name]
+		if !ok {
+			problems = append(problems, name+": a schema this test does not hold to a type")
+			continue
+		}
+		compareFields(schemas, name, s, typ, &problems)
+	}
+	for name := range types {
+		if _, ok := schemas[name]; !ok {
+			problems = append(problems, name+": no such schema in openapi.json")
+		}
+	}
+	sort.Strings(problems)
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestOpenAPIEnumsAreTheServicesValues holds the documented enums to the values the
+// service stores and answers.
+func TestOpenAPIEnumsAreTheServicesValues(t *testing.T) {
+	schemas := loadSchemas(t)
+	view := schemas["ChangeView"].Properties
+	var statuses []string
+	for _, s := range plan.AllStatuses {
+		statuses = append(statuses, string(s))
+	}
+	cases := map[string]struct {
+		documented []string
+		want       []string
+	}{
+		"ChangeView.status": {view["status"].Enum, statuses},
+		"ChangeView.deployment.state": {view["deployment"].Properties["state"].Enum,
+			[]string{plan.DeployPending, plan.DeployInProgress, plan.DeploySucceeded, plan.DeployFailed, plan.DeployRolledBack}},
+	}
+	for name, c := range cases {
+		got, want := append([]string(nil), c.documented...), append([]string(nil), c.want...)
+		sort.Strings(got)
+		sort.Strings(want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: openapi.json says %v, the service uses %v", name, got, want)
+		}
+	}
+}
