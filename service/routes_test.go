@@ -16,11 +16,10 @@ import (
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
-// TestRoutesAreWhatTheServiceServes holds the route table to the service New builds:
-// the server mounts exactly the listed patterns, and each route enforces the access
-// the table names (no token: 401 on token routes only; a read-only token: 403
-// insufficient_scope on change and admin routes only).
-func TestRoutesAreWhatTheServiceServes(t *testing.T) {
+// testService is the service New builds on a fresh SQLite database with the
+// default configuration, and a token of team shop for each of the scope sets asked.
+func testService(t *testing.T, tokenScopes ...[]store.Scope) (*Service, *store.DB, []string) {
+	t.Helper()
 	ctx := context.Background()
 	db := storetest.SQLite(t)
 	cfg := config.Default()
@@ -29,6 +28,47 @@ func TestRoutesAreWhatTheServiceServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	team, err := db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, scopes := range tokenScopes {
+		_, tok, err := db.CreateAPIToken(ctx, team.ID, "test", scopes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok.Reveal())
+	}
+	return svc, db, tokens
+}
+
+// callRoute calls route r of svc, its path parameters filled in, with the
+// Authorization header auth (none when empty) and body.
+func callRoute(svc *Service, r Route, auth, body string) *httptest.ResponseRecorder {
+	method, path, ok := strings.Cut(r.Pattern, " ")
+	if !ok {
+		method, path = http.MethodPost, r.Pattern
+	}
+	path = strings.NewReplacer("{cluster}", "prod", "{code}", "k1", "{namespace}", "shop", "{name}", "web", "{id}", "e1").Replace(path)
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// TestRoutesAreWhatTheServiceServes holds the route table to the service New builds:
+// the server mounts exactly the listed patterns, and each route enforces the access
+// the table names (no token: 401 on token routes only; a read-only token: 403
+// insufficient_scope on change and admin routes only).
+func TestRoutesAreWhatTheServiceServes(t *testing.T) {
+	svc, _, tokens := testService(t, []store.Scope{store.ScopeRead})
+	readOnly := tokens[0]
 	var listed []string
 	for _, r := range Routes {
 		listed = append(listed, r.Pattern)
@@ -40,29 +80,12 @@ func TestRoutesAreWhatTheServiceServes(t *testing.T) {
 		t.Fatalf("Routes lists\n  %s\nthe server mounts\n  %s", strings.Join(listed, "\n  "), strings.Join(mounted, "\n  "))
 	}
 
-	team, err := db.CreateTeam(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, readOnly, err := db.CreateAPIToken(ctx, team.ID, "reader", store.ScopeRead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.Handler()
 	call := func(r Route, token string) (int, string) {
-		method, path, ok := strings.Cut(r.Pattern, " ")
-		if !ok {
-			method, path = http.MethodPost, r.Pattern
-		}
-		path = strings.NewReplacer("{cluster}", "prod", "{code}", "k1", "{namespace}", "shop", "{name}", "web", "{id}", "e1").Replace(path)
-		req := httptest.NewRequest(method, path, strings.NewReader("{}"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		auth := ""
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			auth = "Bearer " + token
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := callRoute(svc, r, auth, "{}")
 		var answer struct{ Error string }
 		_ = json.Unmarshal(rec.Body.Bytes(), &answer)
 		return rec.Code, answer.Error
@@ -80,7 +103,7 @@ func TestRoutesAreWhatTheServiceServes(t *testing.T) {
 			if !needsToken {
 				return
 			}
-			status, code = call(r, readOnly.Reveal())
+			status, code = call(r, readOnly)
 			refused := status == http.StatusForbidden && code == "insufficient_scope"
 			if want := r.Access != accessRead; refused != want || status == http.StatusUnauthorized {
 				t.Fatalf("with a read-only token: %d %s; the table says access is %q", status, code, r.Access)

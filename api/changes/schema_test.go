@@ -196,3 +196,36 @@ func TestOpenAPIEnumsAreTheServicesValues(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPINamesEveryErrorCode holds the document's list of error codes to the
+// codes the change routes answer: every code of the plan package (a refusal the
+// pipeline answers at once passes it through), the token checks, the body decoder
+// and writeError's own.
+func TestOpenAPINamesEveryErrorCode(t *testing.T) {
+	var doc struct {
+		Info struct {
+			Description string `json:"description"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, w := range strings.FieldsFunc(doc.Info.Description, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z')
+	}) {
+		named[w] = true
+	}
+	codes := []string{
+		"missing_token", "invalid_token", "insufficient_scope", "invalid_json", "body_too_large",
+		plan.CodeInvalidRequest, plan.CodeNotGitOpsManaged, plan.CodeRepoNotConnected, plan.CodeRevisionNotABranch,
+		plan.CodeRevisionNotFound, plan.CodeRefused, plan.CodeClusterRejected, plan.CodePathMismatch, plan.CodeAppNotFound,
+		plan.CodeUnsupportedSource, plan.CodeEditNoLongerApplies, plan.CodeNotFound, plan.CodeConflict,
+		plan.CodePipelineUnavailable, CodeClusterNotFound, "cluster_unavailable", "internal",
+	}
+	for _, c := range codes {
+		if !named[c] {
+			t.Errorf("openapi.json's description does not name the error code %s", c)
+		}
+	}
+}
