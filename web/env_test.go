@@ -59,6 +59,12 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.n
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOver(t, false)
+}
+
+// newEnvOver is newEnv served over https when overTLS.
+func newEnvOver(t *testing.T, overTLS bool) *env {
+	t.Helper()
 	gh := githubtest.New(t)
 	gh.CreateRepo(t, "acme", "deploy", map[string]string{"apps/web/kustomization.yaml": "resources: [deploy.yaml]\n"}, "main")
 	gh.CreateInstallation(t, "acme", "deploy")
@@ -77,7 +83,12 @@ func newEnv(t *testing.T) *env {
 	}
 	// The pages need the address they are served on (their public URL), so they
 	// are mounted once the listener is up.
-	e.srv = httptest.NewServer(srv.Handler())
+	e.srv = httptest.NewUnstartedServer(srv.Handler())
+	if overTLS {
+		e.srv.StartTLS()
+	} else {
+		e.srv.Start()
+	}
 	t.Cleanup(e.srv.Close)
 	gh.AddCallbackURL(e.srv.URL + web.CallbackPath)
 

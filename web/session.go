@@ -90,14 +90,10 @@ func (s sealer) seal(name string, v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(name))), nil
 }
 
-// open reads the cookie name of r into v; false when it is missing, altered or
-// sealed with another key.
-func (s sealer) open(r *http.Request, name string, v any) bool {
-	c, err := r.Cookie(name)
-	if err != nil {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+// open reads the value of the cookie name, sealed as name, into v; false when it is
+// altered or sealed with another key.
+func (s sealer) open(value, name string, v any) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(value)
 	if err != nil || len(raw) < s.aead.NonceSize() {
 		return false
 	}
@@ -112,12 +108,34 @@ func (s sealer) open(r *http.Request, name string, v any) bool {
 // a top-level navigation, which Lax lets through; a cross-site POST or fetch does not
 // carry it), Secure when the service is served over https.
 func (p *Pages) cookie(name, value string, expires time.Time) *http.Cookie {
-	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: p.secure,
+	c := &http.Cookie{Name: p.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: p.secure,
 		SameSite: http.SameSiteLaxMode, Expires: expires}
 	if value == "" {
 		c.MaxAge = -1
 	}
 	return c
+}
+
+// cookieName is the name the cookie name is sent under. Over https it has the
+// __Host- prefix, whose cookies browsers take only from this host itself (Secure,
+// Path=/, no Domain): a page on a sibling subdomain can set a cookie for the whole
+// domain, and could otherwise plant its own sign-in's state or session here, signing
+// this browser in as someone else.
+func (p *Pages) cookieName(name string) string {
+	if p.secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
+// open reads the sealed cookie name of r into v; false when it is missing, altered
+// or sealed with another key.
+func (p *Pages) open(r *http.Request, name string, v any) bool {
+	c, err := r.Cookie(p.cookieName(name))
+	if err != nil {
+		return false
+	}
+	return p.sealer.open(c.Value, name, v)
 }
 
 // randomState is an OAuth state: 32 random bytes.

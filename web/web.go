@@ -263,7 +263,7 @@ func (p *Pages) session(w http.ResponseWriter, r *http.Request) (session, bool) 
 		return session{}, false
 	}
 	var s session
-	if !p.sealer.open(r, sessionCookie, &s) || !p.now().Before(s.Expires) {
+	if !p.open(r, sessionCookie, &s) || !p.now().Before(s.Expires) {
 		p.startSignIn(w, r)
 		return session{}, false
 	}
@@ -317,7 +317,7 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	var pending signIn
 	state := r.URL.Query().Get("state")
-	if !p.sealer.open(r, stateCookie, &pending) || !p.now().Before(pending.Expires) || state == "" ||
+	if !p.open(r, stateCookie, &pending) || !p.now().Before(pending.Expires) || state == "" ||
 		subtle.ConstantTimeCompare([]byte(state), []byte(pending.State)) != 1 {
 		http.SetCookie(w, p.cookie(stateCookie, "", time.Time{}))
 		p.message(w, http.StatusBadRequest, "Sign-in not completed",

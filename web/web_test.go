@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ func (e *env) signInAt(t *testing.T, login, path string) (*http.Client, *http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	browser := &http.Client{Jar: jar}
+	// The test server's client trusts its certificate when it serves https.
+	browser := &http.Client{Jar: jar, Transport: e.srv.Client().Transport}
 	res, body := get(t, browser, e.srv.URL+path)
 	// The page sent the browser to GitHub's authorize page.
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Request.URL.String(), e.gh.URL()+"/login/oauth/authorize") {
@@ -169,8 +171,8 @@ func TestCookiesAreSecureOverHTTPS(t *testing.T) {
 	rec := httptest.NewRecorder()
 	pages.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, web.ChangePathPrefix+e.code, nil))
 	res := rec.Result()
-	state := cookieNamed(res, "kukie_oauth_state")
-	if res.StatusCode != http.StatusSeeOther || state == nil || !state.Secure {
+	state := cookieNamed(res, "__Host-kukie_oauth_state")
+	if res.StatusCode != http.StatusSeeOther || state == nil || !state.Secure || state.Path != "/" || state.Domain != "" {
 		t.Fatalf("%d, state cookie %+v", res.StatusCode, state)
 	}
 	if loc := res.Header.Get("Location"); !strings.Contains(loc, url.QueryEscape("https://kukie.example.com"+web.CallbackPath)) {
@@ -349,5 +351,55 @@ func TestSignOutRefusesACrossSitePost(t *testing.T) {
 	res = signOut("same-origin", e.srv.URL)
 	if s := cookieNamed(res, "kukie_session"); res.StatusCode != http.StatusOK || s == nil || s.MaxAge >= 0 {
 		t.Fatalf("same-origin sign-out: %d, session cookie %+v; want 200 and the session cleared", res.StatusCode, s)
+	}
+}
+
+// TestCookiesOverHTTPSAreHostOnly: over https the pages' cookies carry the __Host-
+// prefix, so a page on a sibling subdomain, which can set a cookie for the whole
+// domain but not one of those, cannot plant its own sign-in's state in a victim's
+// browser and have the victim finish it (signed in as the attacker).
+func TestCookiesOverHTTPSAreHostOnly(t *testing.T) {
+	e := newEnvOver(t, true)
+	browser, res, body := e.signIn(t, reader)
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != web.ChangePathPrefix+e.code {
+		t.Fatalf("sign-in over https: %d at %s:\n%s", res.StatusCode, res.Request.URL, body)
+	}
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range browser.Jar.Cookies(u) {
+		names = append(names, c.Name)
+	}
+	if !slices.Contains(names, "__Host-kukie_session") || slices.Contains(names, "kukie_session") {
+		t.Errorf("cookies over https %v, want the session as __Host-kukie_session", names)
+	}
+
+	// The attacker starts a sign-in of their own and keeps the state and its cookie.
+	attackerJar, _ := cookiejar.New(nil)
+	attacker := noRedirects(attackerJar)
+	attacker.Transport = e.srv.Client().Transport
+	res, _ = get(t, attacker, e.srv.URL+web.ChangePathPrefix+e.code)
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || len(res.Cookies()) == 0 {
+		t.Fatalf("attacker's start: %d %q, cookies %v", res.StatusCode, res.Header.Get("Location"), res.Cookies())
+	}
+	var sealedState string
+	for _, c := range res.Cookies() {
+		if strings.HasSuffix(c.Name, "kukie_oauth_state") {
+			sealedState = c.Value
+		}
+	}
+	// A sibling subdomain plants it in the victim's browser under the one name it can
+	// set, and sends the victim the callback link with the attacker's code.
+	victimJar, _ := cookiejar.New(nil)
+	victimJar.SetCookies(u, []*http.Cookie{{Name: "kukie_oauth_state", Value: sealedState, Path: "/"}})
+	victim := noRedirects(victimJar)
+	victim.Transport = e.srv.Client().Transport
+	link := e.srv.URL + web.CallbackPath + "?" + url.Values{"code": {e.gh.AuthorizationCode(t, outsider)}, "state": {loc.Query().Get("state")}}.Encode()
+	res, body = get(t, victim, link)
+	if res.StatusCode != http.StatusBadRequest || cookieNamed(res, "__Host-kukie_session") != nil || cookieNamed(res, "kukie_session") != nil {
+		t.Errorf("callback with a planted state cookie: %d, cookies %v, want 400 and no session:\n%s", res.StatusCode, res.Cookies(), body)
 	}
 }
