@@ -143,6 +143,9 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	if _, err := v.t.reachKustomization(root, components); err != nil {
 		return nil, withApp(err, app.Name)
 	}
+	if err := v.t.checkTransformWork(root, app.Kustomize, components); err != nil {
+		return nil, withApp(err, app.Name)
+	}
 	kfile, err := v.kustomizationFile(root)
 	if err != nil {
 		return nil, err

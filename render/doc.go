@@ -69,7 +69,8 @@
 // chart is further bounded by [MaxChartFiles], [MaxChartArchiveBytes] and
 // [MaxHelmOutputBytes]); the kustomization
 // graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
-// runs. Plan and Render run under [Timeout]: a kustomize build, which cannot be
+// runs, and so is the work of its transformers ([MaxTransformedBytes]), which no
+// read interrupts. Plan and Render run under [Timeout]: a kustomize build, which cannot be
 // cancelled, is abandoned when it passes, and its reads fail from then on. A
 // chart's templates run in a worker process of package render/helmexec (see
 // [WithHelmWorkers]), under a memory and a stack limit, killed when the render's

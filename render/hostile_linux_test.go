@@ -358,6 +358,23 @@ func TestHostileRepositoriesAreRefusedWithinBounds(t *testing.T) {
 			// also says so; the bound is what stops the third app.
 			code: CodeLeak, reasonHas: "application a3 also reads the edited files but cannot be rendered: reading b32.yaml: the plan's renders read more than 67108864 bytes together, at most 67108864",
 		},
+		"a large patch set on every resource": {
+			files: func() map[string]string {
+				// Read within every bound, but kustomize would set the value on
+				// each resource after its last read, where no deadline stops it.
+				patch := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: any\ndata:\n  blob: " + strings.Repeat("x", 200_000) + "\n"
+				return map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/cms.yaml": configMaps(900, "cm"), "app/patch.yaml": patch,
+					"app/kustomization.yaml": kustomization("deploy.yaml", "cms.yaml") + "patches:\n- path: patch.yaml\n  target:\n    kind: ConfigMap\n"}
+			},
+			app: kust("app"), code: CodeTooLarge, reason: "kustomization app: its transformers would set about 180261268 bytes over the resources they apply to (those of app/kustomization.yaml: 200068 bytes, each set on up to 901 resources), at most 16777216",
+		},
+		"a large annotation set on every resource": {
+			files: func() map[string]string {
+				return map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/cms.yaml": configMaps(900, "cm"),
+					"app/kustomization.yaml": kustomization("deploy.yaml", "cms.yaml") + "commonAnnotations:\n  note: " + strings.Repeat("x", 100_000) + "\n"}
+			},
+			app: kust("app"), code: CodeTooLarge, reason: "kustomization app: its transformers would set about 90103604 bytes over the resources they apply to (those of app/kustomization.yaml: 100004 bytes, each set on up to 901 resources), at most 16777216",
+		},
 		"kustomization graph too large": {
 			files: func() map[string]string {
 				// Each level includes both directories of the next: kustomize
