@@ -523,6 +523,7 @@ func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 		build: func() (*candidate, error) {
 			c := &candidate{strategy: strategy, files: map[string][]byte{}}
 			for _, s := range sets {
+				c.keys = append(c.keys, s.path.String())
 				v := p.before
 				if len(c.files) > 0 {
 					v = p.before.with(c.files)

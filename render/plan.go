@@ -483,6 +483,10 @@ type candidate struct {
 	// expectation for this candidate.
 	apps map[string]Application
 	exp  expectation
+	// keys names the values keys a Helm candidate sets, for the reason of an
+	// attempt that does not verify: several keys of one file are tried, and
+	// the file alone does not say which one rendered wrong.
+	keys []string
 }
 
 func (c *candidate) paths() []string {
@@ -801,7 +805,11 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			}
 			ev.Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", reason).Msg("Verified candidate edit")
 		}
-		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: vr.reason})
+		reason := vr.reason
+		if reason != "" && len(c.keys) > 0 {
+			reason = "setting " + strings.Join(c.keys, ", ") + ": " + reason
+		}
+		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason})
 		if vr.ok {
 			out.winner, out.verified = c, vr
 			return out, nil
