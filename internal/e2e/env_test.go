@@ -494,6 +494,10 @@ func (s *service) secretsSeen(text string) []string {
 	}
 	check("api token", s.token.Reveal())
 	check("webhook secret", s.gh.WebhookSecret().Reveal())
+	// The archive download links' own tokens (codeload's ?token=).
+	for _, tok := range s.gh.ArchiveTokens() {
+		check("archive link token", tok)
+	}
 	key := s.gh.PrivateKeyPEM().Reveal()
 	for _, line := range strings.Split(key, "\n") {
 		if len(line) > 40 && !strings.HasPrefix(line, "-----") {

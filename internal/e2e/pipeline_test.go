@@ -113,6 +113,9 @@ func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 		if len(s.logs.String()) == 0 {
 			t.Fatal("no log output was captured; the scan proved nothing")
 		}
+		if len(s.gh.ArchiveTokens()) == 0 {
+			t.Fatal("no archive was downloaded; the scan for its link's token proved nothing")
+		}
 	})
 }
 
