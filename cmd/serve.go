@@ -82,7 +82,7 @@ func (p program) serve(ctx context.Context, cfg config.Config, profile config.Pr
 	render.SetHelmWorkers(helmWorkers)
 	// Its workers end with the service; a later render starts a default pool.
 	defer render.SetHelmWorkers(nil)
-	svc, err := service.New(ctx, cfg, db, log)
+	svc, err := service.New(ctx, cfg, db, log, service.WithHelmWorkers(helmWorkers))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,10 @@ func TestServeExposesMetricsWithoutAToken(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /metrics without a token = %d %s, want 200", status, body)
 	}
-	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds"} {
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds",
+		// The Helm workers of the process, before any render.
+		"kukie_helm_workers_max", `kukie_helm_workers{state="idle"}`, "kukie_helm_worker_starts_total", `kukie_helm_worker_exits_total{cause="memory_limit"}`,
+		`kukie_helm_renders_total{outcome="deadline"}`, "kukie_helm_render_duration_seconds_count"} {
 		if !strings.Contains(body, "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s:\n%s", name, body)
 		}

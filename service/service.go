@@ -42,6 +42,7 @@ import (
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/render/helmexec"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
@@ -71,13 +72,19 @@ type Service struct {
 	clusters *kube.Clusters
 }
 
-// Option adjusts New for a test.
+// Option adjusts New: for a test, or to hand it what the caller owns.
 type Option func(*options)
 
 type options struct {
 	hooks        plan.Hooks
 	watchRecheck time.Duration
+	helmWorkers  *helmexec.Pool
 }
+
+// WithHelmWorkers has the service report p's Helm worker processes on its
+// metrics (p's observer becomes the service's). The pool stays the caller's to
+// close: every render of the process shares it (render.SetHelmWorkers).
+func WithHelmWorkers(p *helmexec.Pool) Option { return func(o *options) { o.helmWorkers = p } }
 
 // WithPipelineHooks passes hooks to the pipeline, so a test can stop a plan at a step
 // as a crash would.
@@ -104,6 +111,13 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	}
 	if err := registry.Register(metrics.StoreCollector{Store: db}); err != nil {
 		return nil, fmt.Errorf("register store metrics: %w", err)
+	}
+	if o.helmWorkers != nil {
+		helmMetrics, err := metrics.NewHelmWorkers(registry, o.helmWorkers)
+		if err != nil {
+			return nil, err
+		}
+		o.helmWorkers.SetObserver(helmMetrics)
 	}
 	s.metrics = newMetricsExposition(ctx, registry, cfg.Metrics.Address)
 

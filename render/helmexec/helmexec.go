@@ -11,7 +11,9 @@
 // process can. A [Pool] keeps a few workers running between renders so a render
 // does not pay a process start, replaces one that ended (a limit, a kill, a
 // crash) at the next render, and lets only as many renders run at once as it has
-// workers.
+// workers. It tells an [Observer] (the service's metrics) of each worker's start
+// and end, with the cause, and of each render's outcome and time; [Pool.Stats]
+// counts its running, idle and waiting at any moment.
 //
 // A worker is the running executable started again with an environment marker
 // that this package's init function recognises (see init in worker.go), so every

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -28,8 +29,12 @@ const responseSlack = 1 << 20
 type Pool struct {
 	cfg   Config
 	slots chan struct{}
-	// starts counts the workers started, for tests and metrics.
-	starts atomic.Int64
+	// starts counts the workers started, for tests; running those not yet
+	// ended, waiting the renders waiting for a slot, for Stats.
+	starts  atomic.Int64
+	running atomic.Int64
+	waiting atomic.Int64
+	obs     atomic.Pointer[observerBox]
 
 	mu     sync.Mutex
 	idle   []*worker
@@ -52,6 +57,31 @@ func (p *Pool) Config() Config { return p.cfg }
 // Started reports how many worker processes the pool has started.
 func (p *Pool) Started() int64 { return p.starts.Load() }
 
+// SetObserver makes o the observer of the pool's workers and renders from now
+// on; nil stops observing.
+func (p *Pool) SetObserver(o Observer) {
+	if o == nil {
+		p.obs.Store(nil)
+		return
+	}
+	p.obs.Store(&observerBox{o})
+}
+
+func (p *Pool) observer() Observer {
+	if b := p.obs.Load(); b != nil {
+		return b.Observer
+	}
+	return nopObserver{}
+}
+
+// Stats reports the pool's workers and renders now.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	idle := len(p.idle)
+	p.mu.Unlock()
+	return Stats{Workers: p.cfg.Workers, Running: p.running.Load(), Idle: idle, Waiting: p.waiting.Load()}
+}
+
 // Close ends the idle workers; a render under way ends its worker when it
 // finishes, and so does a render after Close: a closed pool keeps no worker.
 func (p *Pool) Close() {
@@ -60,7 +90,7 @@ func (p *Pool) Close() {
 	p.idle, p.closed = nil, true
 	p.mu.Unlock()
 	for _, w := range idle {
-		w.stop()
+		p.retire(w, ExitNormal)
 	}
 }
 
@@ -70,6 +100,15 @@ func (p *Pool) Close() {
 // ErrOutputTooLarge, ctx's error when it ended first (the worker killed), or a
 // failure to run a worker. ch is not changed.
 func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any, opts Options) (string, error) {
+	var ev RenderEvent
+	out, err := p.render(ctx, ch, vals, opts, &ev)
+	ev.Outcome = outcomeOf(err)
+	p.observer().Rendered(ev)
+	return out, err
+}
+
+// render is Render, telling ev how long it waited and ran.
+func (p *Pool) render(ctx context.Context, ch *chart.Chart, vals map[string]any, opts Options, ev *RenderEvent) (string, error) {
 	req := request{Chart: toWire(ch), Values: vals, Options: opts}
 	if d, ok := ctx.Deadline(); ok {
 		req.Deadline = d
@@ -78,23 +117,33 @@ func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any,
 	if err != nil {
 		return "", fmt.Errorf("encode helm request: %w", err)
 	}
+	began := time.Now()
+	p.waiting.Add(1)
 	select {
 	case p.slots <- struct{}{}:
+		p.waiting.Add(-1)
 	case <-ctx.Done():
+		p.waiting.Add(-1)
+		ev.Wait = time.Since(began)
 		return "", ctx.Err()
 	}
 	defer func() { <-p.slots }()
 	w, err := p.take(ctx)
+	ev.Wait = time.Since(began)
 	if err != nil {
 		return "", err
 	}
+	sent := time.Now()
 	resp, err := w.do(ctx, frame, int64(opts.OutputLimit)+responseSlack, p.sent)
+	ev.Run, ev.Ran = time.Since(sent), true
 	if err != nil {
-		w.stop()
 		if ctxErr := ctx.Err(); ctxErr != nil {
+			p.retire(w, exitCauseOf(ctxErr))
 			return "", ctxErr
 		}
+		w.stop()
 		err = p.explain(w, err)
+		p.retire(w, exitCauseOf(err))
 		var limit *LimitError
 		if !errors.As(err, &limit) {
 			zerolog.Ctx(ctx).Warn().Err(err).Int("pid", w.cmd.Process.Pid).Msg("Helm worker ended without an answer")
@@ -124,7 +173,7 @@ func (p *Pool) take(ctx context.Context) (*worker, error) {
 			return w, nil
 		}
 		// Ended while idle (killed from outside): reaped, and replaced below.
-		w.stop()
+		p.retire(w, ExitCrash)
 	}
 	p.mu.Unlock()
 	return p.start(ctx)
@@ -138,8 +187,16 @@ func (p *Pool) put(w *worker) {
 	}
 	p.mu.Unlock()
 	if w != nil {
-		w.stop()
+		p.retire(w, ExitNormal)
 	}
+}
+
+// retire stops w, which the pool started, and tells the observer why it ended.
+// Each worker is retired once.
+func (p *Pool) retire(w *worker, cause ExitCause) {
+	w.stop()
+	p.running.Add(-1)
+	p.observer().WorkerExited(cause)
 }
 
 // explain turns the end of a worker that was not killed for its context into
@@ -227,6 +284,8 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		return nil, fmt.Errorf("start helm worker %s: %w", exe, err)
 	}
 	p.starts.Add(1)
+	p.running.Add(1)
+	p.observer().WorkerStarted()
 	w := &worker{cmd: cmd, stdin: inW, stdoutFile: outR, stdout: bufio.NewReader(outR), stderr: &stderrBuffer{limit: 8 << 10}, exited: make(chan struct{})}
 	go func() {
 		_, _ = io.Copy(w.stderr, errR)
@@ -252,9 +311,12 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		w.stop()
 		<-ready
 		if ctxErr := ctx.Err(); ctxErr != nil {
+			p.retire(w, exitCauseOf(ctxErr))
 			return nil, ctxErr
 		}
-		return nil, fmt.Errorf("start helm worker %s: %w", exe, p.explain(w, err))
+		err = fmt.Errorf("start helm worker %s: %w", exe, p.explain(w, err))
+		p.retire(w, exitCauseOf(err))
+		return nil, err
 	}
 	return w, nil
 }

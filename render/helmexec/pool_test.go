@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -56,12 +59,68 @@ func wantStarted(t *testing.T, p *Pool, want int64) {
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// recorder is an Observer that counts what it is told.
+type recorder struct {
+	mu       sync.Mutex
+	started  int
+	exits    map[ExitCause]int
+	outcomes map[Outcome]int
+	ran      int
+}
+
+func observed(p *Pool) *recorder {
+	r := &recorder{exits: map[ExitCause]int{}, outcomes: map[Outcome]int{}}
+	p.SetObserver(r)
+	return r
+}
+
+func (r *recorder) WorkerStarted() { r.mu.Lock(); r.started++; r.mu.Unlock() }
+func (r *recorder) WorkerExited(c ExitCause) {
+	r.mu.Lock()
+	r.exits[c]++
+	r.mu.Unlock()
+}
+func (r *recorder) Rendered(ev RenderEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.outcomes[ev.Outcome]++
+	if ev.Ran {
+		r.ran++
+	}
+}
+
+// want checks what r was told: workers started, exits by cause and renders by
+// outcome, every one of them in a worker.
+func (r *recorder) want(t *testing.T, started int, exits map[ExitCause]int, outcomes map[Outcome]int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	renders := 0
+	for _, n := range outcomes {
+		renders += n
+	}
+	if r.started != started || !maps.Equal(r.exits, exits) || !maps.Equal(r.outcomes, outcomes) || r.ran != renders {
+		t.Errorf("observed %d starts, exits %v, renders %v (%d in a worker); want %d, %v, %v (%d)",
+			r.started, r.exits, r.outcomes, r.ran, started, exits, outcomes, renders)
+	}
+}
+
+// wantStats checks the pool's running and idle workers.
+func wantStats(t *testing.T, p *Pool, running int64, idle int) {
+	t.Helper()
+	if st := p.Stats(); st.Running != running || st.Idle != idle || st.Waiting != 0 || st.Workers != p.cfg.Workers {
+		t.Errorf("stats %+v, want %d running, %d idle, none waiting", st, running, idle)
+	}
+}
+
 // TestRenderReusesItsWorker: renders one after the other share one process, and
 // the chart's own errors and an output over its limit leave it in use.
 func TestRenderReusesItsWorker(t *testing.T) {
 	p := New(Config{Workers: 1})
 	defer p.Close()
+	obs := observed(p)
 	renderConfigMap(t, p)
+	wantStats(t, p, 1, 1)
 	_, err := p.Render(context.Background(), testChart(t, map[string]string{"bad.yaml": `{{ fail "no" }}`}), nil, testOptions)
 	var te *TemplateError
 	if !errors.As(err, &te) || !strings.Contains(te.Message, "no") {
@@ -73,6 +132,9 @@ func TestRenderReusesItsWorker(t *testing.T) {
 	}
 	renderConfigMap(t, p)
 	wantStarted(t, p, 1)
+	p.Close()
+	wantStats(t, p, 0, 0)
+	obs.want(t, 1, map[ExitCause]int{ExitNormal: 1}, map[Outcome]int{OutcomeOK: 2, OutcomeTemplateError: 1, OutcomeTooLarge: 1})
 }
 
 // TestCancelledRenderKillsItsWorker: a render whose context ends while the
@@ -81,14 +143,14 @@ func TestRenderReusesItsWorker(t *testing.T) {
 func TestCancelledRenderKillsItsWorker(t *testing.T) {
 	p := New(Config{Workers: 1})
 	defer p.Close()
+	obs := observed(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	var pid int
 	p.sent = func(n int) {
 		pid = n
 		cancel()
 	}
-	spin := testChart(t, map[string]string{"spin.yaml": `{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}`})
-	_, err := p.Render(ctx, spin, nil, testOptions)
+	_, err := p.Render(ctx, spinChart(t), nil, testOptions)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -98,6 +160,46 @@ func TestCancelledRenderKillsItsWorker(t *testing.T) {
 	p.sent = nil
 	renderConfigMap(t, p)
 	wantStarted(t, p, 2)
+	obs.want(t, 2, map[ExitCause]int{ExitCancelled: 1}, map[Outcome]int{OutcomeCancelled: 1, OutcomeOK: 1})
+}
+
+// TestRenderPastItsDeadlineKillsItsWorker: the worker of a render whose
+// deadline passed while its templates ran is killed, and said to be.
+func TestRenderPastItsDeadlineKillsItsWorker(t *testing.T) {
+	p := New(Config{Workers: 1})
+	defer p.Close()
+	obs := observed(p)
+	ctx := &passedDeadline{Context: context.Background(), done: make(chan struct{})}
+	p.sent = func(int) { close(ctx.done) }
+	_, err := p.Render(ctx, spinChart(t), nil, testOptions)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want context.DeadlineExceeded", err)
+	}
+	wantStats(t, p, 0, 0)
+	obs.want(t, 1, map[ExitCause]int{ExitDeadline: 1}, map[Outcome]int{OutcomeDeadline: 1})
+}
+
+// passedDeadline is a context whose deadline passes when done is closed, so a
+// test decides when without a clock.
+type passedDeadline struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *passedDeadline) Done() <-chan struct{} { return c.done }
+
+func (c *passedDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// spinChart loops 10^15 times.
+func spinChart(t *testing.T) *chart.Chart {
+	return testChart(t, map[string]string{"spin.yaml": `{{ range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}`})
 }
 
 // TestWorkerLimits: templates that take more memory, or nest deeper, than a
@@ -120,24 +222,31 @@ func TestWorkerLimits(t *testing.T) {
 		memory    int64
 		want      LimitError
 		message   string
+		exit      ExitCause
+		outcome   Outcome
 	}{
 		"memory": {
 			templates: map[string]string{"_chain.tpl": chain.String(), "c.yaml": `# {{ include "c20" . }}`},
 			memory:    128 << 20,
 			want:      LimitError{Bytes: 128 << 20},
 			message:   "chart templates exceeded the 128 MiB memory limit of a Helm render",
+			exit:      ExitMemoryLimit,
+			outcome:   OutcomeMemoryLimit,
 		},
 		"stack": {
 			templates: map[string]string{"_ring.tpl": ring.String(), "r.yaml": `# {{ include "r0" 0 }}`},
 			memory:    256 << 20,
 			want:      LimitError{Stack: true, Bytes: 32 << 20},
 			message:   "chart templates nested deeper than the 32 MiB stack limit of a Helm render allows",
+			exit:      ExitStackLimit,
+			outcome:   OutcomeStackLimit,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := New(Config{Workers: 1, MemoryBytes: tc.memory})
 			defer p.Close()
+			obs := observed(p)
 			_, err := p.Render(context.Background(), testChart(t, tc.templates), nil, testOptions)
 			var le *LimitError
 			if !errors.As(err, &le) || *le != tc.want || err.Error() != tc.message {
@@ -145,6 +254,8 @@ func TestWorkerLimits(t *testing.T) {
 			}
 			renderConfigMap(t, p)
 			wantStarted(t, p, 2)
+			wantStats(t, p, 1, 1)
+			obs.want(t, 2, map[ExitCause]int{tc.exit: 1}, map[Outcome]int{tc.outcome: 1, OutcomeOK: 1})
 		})
 	}
 }
@@ -154,6 +265,7 @@ func TestWorkerLimits(t *testing.T) {
 func TestWorkerKilledWhileIdleIsReplaced(t *testing.T) {
 	p := New(Config{Workers: 1})
 	defer p.Close()
+	obs := observed(p)
 	var pid int
 	p.sent = func(n int) { pid = n }
 	renderConfigMap(t, p)
@@ -166,6 +278,7 @@ func TestWorkerKilledWhileIdleIsReplaced(t *testing.T) {
 	<-w.exited
 	renderConfigMap(t, p)
 	wantStarted(t, p, 2)
+	obs.want(t, 2, map[ExitCause]int{ExitCrash: 1}, map[Outcome]int{OutcomeOK: 2})
 }
 
 // TestConcurrentRenders: more renders than workers wait for one, and each gets
@@ -193,4 +306,39 @@ func TestConcurrentRenders(t *testing.T) {
 	if n := p.Started(); n > 2 {
 		t.Fatalf("%d workers started, want at most 2", n)
 	}
+}
+
+// TestRenderWaitingForAWorkerIsCounted: while the one worker renders, a second
+// render waits for it, and Stats says so.
+func TestRenderWaitingForAWorkerIsCounted(t *testing.T) {
+	p := New(Config{Workers: 1})
+	defer p.Close()
+	obs := observed(p)
+	rendering, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p.sent = func(int) {
+		once.Do(func() { close(rendering) })
+		<-release
+	}
+	cm := testChart(t, map[string]string{"cm.yaml": configMap})
+	errs := make(chan error, 2)
+	render := func() {
+		_, err := p.Render(context.Background(), cm, map[string]any{"n": 1}, testOptions)
+		errs <- err
+	}
+	go render()
+	<-rendering
+	wantStats(t, p, 1, 0)
+	go render()
+	for p.Stats().Waiting != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStats(t, p, 1, 1)
+	obs.want(t, 1, map[ExitCause]int{}, map[Outcome]int{OutcomeOK: 2})
 }
