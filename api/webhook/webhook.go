@@ -59,7 +59,8 @@ const maxDeliveryIDLength = 100
 
 // receive answers POST /webhooks/github. The signature over the raw body is
 // checked before anything else; an unverified delivery is neither parsed, nor
-// stored, nor run. A verified one is stored under its delivery id and answered 202:
+// stored, nor run, and one without a signature in GitHub's form is not even read. A
+// verified one is stored under its delivery id and answered 202:
 // the work happens later in the inbox workers, so GitHub's 10-second limit is never
 // at risk and a crash loses nothing. A delivery id seen before is answered 409,
 // unless that delivery failed and the body is the one received: GitHub's "Redeliver"
@@ -72,6 +73,14 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 			"no webhook secret is configured, so deliveries cannot be verified and none is accepted")
 		return
 	}
+	// A request that is not signed at all, or not in GitHub's form, is refused before
+	// its body (up to 25 MB) is read: the route is public.
+	sigHeader := r.Header.Get(headerSignature)
+	if code, reason := signatureForm(sigHeader); code != "" {
+		rc.refuseSignature(r, code)
+		server.WriteError(w, http.StatusUnauthorized, code, reason)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -82,9 +91,8 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusBadRequest, "unreadable_body", "the delivery body could not be read")
 		return
 	}
-	if code, reason := verifySignature(rc.Secret.Reveal(), r.Header.Get(headerSignature), body); code != "" {
-		log.Warn().Str("reason", code).Str("delivery_id", truncate(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
-			Msg("Webhook delivery refused: signature")
+	if code, reason := verifySignature(rc.Secret.Reveal(), sigHeader, body); code != "" {
+		rc.refuseSignature(r, code)
 		server.WriteError(w, http.StatusUnauthorized, code, reason)
 		return
 	}
@@ -149,18 +157,32 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusAccepted, map[string]string{"delivery_id": deliveryID, "status": status})
 }
 
-// verifySignature checks GitHub's X-Hub-Signature-256 ("sha256=<hex HMAC of the
-// body>"); go-github computes the HMAC and compares it in constant time. It returns
-// an error code and reason, or "" when valid. Only sha256 is taken: the library also
-// accepts sha1= and sha512=, which this header never carries, and a weaker scheme
-// named in it must not pass.
-func verifySignature(secret, header string, body []byte) (string, string) {
+func (rc *Receiver) refuseSignature(r *http.Request, code string) {
+	zerolog.Ctx(r.Context()).Warn().Str("reason", code).Str("delivery_id", truncate(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
+		Msg("Webhook delivery refused: signature")
+}
+
+// signatureForm checks that X-Hub-Signature-256 is there and has GitHub's form,
+// "sha256=<hex>", returning an error code and reason, or "". Only sha256 is taken:
+// go-github also accepts sha1= and sha512=, which this header never carries, and a
+// weaker scheme named in it must not pass.
+func signatureForm(header string) (string, string) {
 	if header == "" {
 		return "missing_signature", "X-Hub-Signature-256 is required; unsigned deliveries are never accepted"
 	}
 	hexSig, ok := strings.CutPrefix(header, "sha256=")
 	if _, err := hex.DecodeString(hexSig); !ok || err != nil {
 		return "invalid_signature", "X-Hub-Signature-256 must look like sha256=<hex>"
+	}
+	return "", ""
+}
+
+// verifySignature checks GitHub's X-Hub-Signature-256 (the hex HMAC of the body,
+// in the form signatureForm checks); go-github computes the HMAC and compares it in
+// constant time. It returns an error code and reason, or "" when valid.
+func verifySignature(secret, header string, body []byte) (string, string) {
+	if code, reason := signatureForm(header); code != "" {
+		return code, reason
 	}
 	if err := gh.ValidateSignature(header, body, []byte(secret)); err != nil {
 		return "invalid_signature", "the signature does not match the body and the configured webhook secret"

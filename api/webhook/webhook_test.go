@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,4 +194,61 @@ func TestWebhookRedeliveryWithAnotherBodyIsRefused(t *testing.T) {
 			t.Errorf("redelivery of the same body = %d %s, want 202 requeued", status, resp)
 		}
 	})
+}
+
+// countingBody is a request body that counts the bytes read from it.
+type countingBody struct {
+	r    io.Reader
+	read int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// TestWebhookUnsignedBodyIsNotRead: the route is public and takes bodies up to 25 MB;
+// a request without a signature in GitHub's form is refused before its body is read,
+// so unsigned floods cost no memory. A signed one is read whole, as before.
+func TestWebhookUnsignedBodyIsNotRead(t *testing.T) {
+	db := storetest.SQLite(t)
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&webhook.Receiver{Store: db, Secret: hookSecret}).Mount(srv)
+	payload := append([]byte(`{"action":"created","pad":"`), bytes.Repeat([]byte("x"), 4<<20)...)
+	payload = append(payload, `"}`...)
+	for name, tc := range map[string]struct {
+		signature string
+		status    int
+		wantRead  bool
+	}{
+		"unsigned":       {signature: "", status: http.StatusUnauthorized},
+		"not GitHub's":   {signature: "sha1=00", status: http.StatusUnauthorized},
+		"signed, wrong":  {signature: sign(secret.New("other"), payload), status: http.StatusUnauthorized, wantRead: true},
+		"signed, GitHub": {signature: sign(hookSecret, payload), status: http.StatusAccepted, wantRead: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := &countingBody{r: bytes.NewReader(payload)}
+			req := httptest.NewRequest(http.MethodPost, webhook.Path, nil)
+			req.Body = body
+			req.Header.Set("X-GitHub-Event", "installation")
+			req.Header.Set("X-GitHub-Delivery", "d-"+strings.ReplaceAll(name, " ", ""))
+			if tc.signature != "" {
+				req.Header.Set("X-Hub-Signature-256", tc.signature)
+			}
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("= %d %s, want %d", rec.Code, rec.Body, tc.status)
+			}
+			if read := body.read == len(payload); read != tc.wantRead || (!tc.wantRead && body.read != 0) {
+				t.Errorf("%d of %d body bytes read, want all: %v", body.read, len(payload), tc.wantRead)
+			}
+		})
+	}
 }
