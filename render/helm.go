@@ -348,7 +348,10 @@ func helmValueFiles(v *view, app Application, root string) ([]string, error) {
 			if app.Helm.IgnoreMissingValueFiles && k == kindNone {
 				continue
 			}
-			return nil, refuse(CodeRenderFailed, "values file %s (%q) does not exist", p, f)
+			if k != kindNone {
+				return nil, refuse(CodeRenderFailed, "values file %s (%q of %s.valueFiles) is not a file", p, f, helmSettings(app))
+			}
+			return nil, refuse(CodeRenderFailed, "values file %s (%q of %s.valueFiles) does not exist, so Argo CD cannot render the app either: add the file, remove it from valueFiles, or set ignoreMissingValueFiles: true", p, f, helmSettings(app))
 		}
 		if !seen[p] {
 			seen[p] = true

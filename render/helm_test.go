@@ -180,7 +180,8 @@ func TestHelmRefusesWhatItDoesNotApplyByName(t *testing.T) {
 		helm       HelmOptions
 		code, part string
 	}{
-		"a missing values file":    {HelmOptions{ValueFiles: []string{"nope.yaml"}}, CodeRenderFailed, `values file chart/nope.yaml ("nope.yaml") does not exist`},
+		"a missing values file":    {HelmOptions{ValueFiles: []string{"nope.yaml"}}, CodeRenderFailed, `values file chart/nope.yaml ("nope.yaml" of spec.source.helm.valueFiles) does not exist, so Argo CD cannot render the app either: add the file, remove it from valueFiles, or set ignoreMissingValueFiles: true`},
+		"a directory values file":  {HelmOptions{ValueFiles: []string{"templates"}}, CodeRenderFailed, `values file chart/templates ("templates" of spec.source.helm.valueFiles) is not a file`},
 		"a values file outside":    {HelmOptions{ValueFiles: []string{"../../etc/passwd"}}, CodePathEscape, "it leaves the repository"},
 		"a remote values file":     {HelmOptions{ValueFiles: []string{"https://example.com/v.yaml"}}, CodeHelm, `the remote values file "https://example.com/v.yaml"`},
 		"a values file glob":       {HelmOptions{ValueFiles: []string{"values-*.yaml"}}, CodeHelm, `the values file glob "values-*.yaml"`},
