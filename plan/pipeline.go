@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -278,6 +282,9 @@ func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request
 		return store.Plan{}, false, fmt.Errorf("store plan: %w", err)
 	}
 	if !created {
+		if err := sameRequest(stored, req, change); err != nil {
+			return store.Plan{}, false, err
+		}
 		return stored, false, nil
 	}
 	p.observer.Transition("", StatusDeciding)
@@ -292,6 +299,37 @@ func (p *Pipeline) Submit(ctx context.Context, teamID, actor string, req Request
 	}
 	p.Kick(stored.Code)
 	return p.reload(ctx, stored)
+}
+
+// sameRequest refuses an idempotency key sent again with another request: the key
+// names one change, and answering its plan to a request for another cluster,
+// target or change would tell the caller that change was taken when nothing of it
+// was. The wording (reason, requested_by) may differ between a request and its
+// retry. change is req.Change as Submit encoded it; the stored one is decoded and
+// encoded again the same way, so the comparison does not hang on how it was kept.
+func sameRequest(stored store.Plan, req Request, change []byte) error {
+	var was render.Change
+	storedChange := stored.Change
+	if err := json.Unmarshal(stored.Change, &was); err == nil {
+		if b, err := jsonOf(was); err == nil {
+			storedChange = b
+		}
+	}
+	var differ []string
+	if stored.Cluster != req.Cluster {
+		differ = append(differ, fmt.Sprintf("cluster %s, not %s", stored.Cluster, req.Cluster))
+	}
+	if stored.Target != req.Target {
+		differ = append(differ, fmt.Sprintf("target %s, not %s", stored.Target, req.Target))
+	}
+	if !bytes.Equal(storedChange, change) {
+		differ = append(differ, fmt.Sprintf("change %s, not %s", storedChange, change))
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	return refusal(CodeConflict, "idempotency key %q was used for change %s (%s); send another change with a new key",
+		req.IdempotencyKey, stored.Code, strings.Join(differ, "; "))
 }
 
 func (p *Pipeline) reload(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
