@@ -16,8 +16,8 @@ import (
 //
 // A file of one document is refused (ErrUnsupported): removing its only document
 // is removing the file, which is the caller's to do. So are files whose document
-// boundaries whole lines cannot show ("..." end markers, directives, content on a
-// separator line). The result is checked like every
+// boundaries whole lines cannot show (directives, content on a separator line);
+// a "..." end marker goes with the document it closes. The result is checked like every
 // edit: it parses into the other documents, each meaning exactly what it did.
 func RemoveDocument(src []byte, docIndex int) ([]byte, error) {
 	t, err := newText(src)
@@ -102,7 +102,11 @@ func (t *text) segments() ([]segment, error) {
 			headerOpen = false
 			continue
 		case isMarker(line, "..."):
-			return nil, fmt.Errorf("line %d: a document end marker: %w", i+1, ErrUnsupported)
+			// An end marker closes the document its segment holds: it goes
+			// with that document's lines. (YAML lets a document begin after
+			// one without a "---"; such a file is not split here, and the
+			// count check below refuses it.)
+			continue
 		case len(line) > 0 && line[0] == '%':
 			return nil, fmt.Errorf("line %d: a YAML directive: %w", i+1, ErrUnsupported)
 		}

@@ -67,9 +67,23 @@ func TestRemoveDocument(t *testing.T) {
 			doc:  1,
 			want: "x: &a 1\ny: *a\n",
 		},
-		"the only document":              {src: "# c\na: 1\n", doc: 0, err: ErrUnsupported},
-		"past the end":                   {src: "a: 1\n---\nb: 2\n", doc: 2, err: ErrNotFound},
-		"an end marker":                  {src: "a: 1\n...\n---\nb: 2\n", doc: 1, err: ErrUnsupported},
+		"the only document": {src: "# c\na: 1\n", doc: 0, err: ErrUnsupported},
+		"past the end":      {src: "a: 1\n---\nb: 2\n", doc: 2, err: ErrNotFound},
+		"after an end marker": {
+			src:  "a: 1\n...\n---\nb: 2\n",
+			doc:  1,
+			want: "a: 1\n...\n",
+		},
+		"the first one with its end marker": {
+			src:  "a: 1\n...\n---\nb: 2\n",
+			doc:  0,
+			want: "b: 2\n",
+		},
+		"the middle one with its end marker and comment": {
+			src:  "a: 1\n---\nb: 2\n... # end of b\n# c next\n---\nc: 3\n...\n",
+			doc:  1,
+			want: "a: 1\n---\nc: 3\n...\n",
+		},
 		"a directive":                    {src: "%TAG !e! tag:example.com,2000:\n---\na: 1\n---\nb: 2\n", doc: 1, err: ErrUnsupported},
 		"content on the separator":       {src: "a: 1\n--- !!map\nb: 2\n", doc: 1, err: ErrUnsupported},
 		"negative index":                 {src: "a: 1\n---\nb: 2\n", doc: -1, err: ErrNotFound},
@@ -99,7 +113,7 @@ func TestRemoveDocument(t *testing.T) {
 // the other documents (RemoveDocument checks that itself; a failure of its check
 // is a bug) and only removes bytes.
 func FuzzRemoveDocument(f *testing.F) {
-	for _, s := range []string{"a: 1\n---\nb: 2\n", "# h\n\na: 1\n---\n# c\nb: [1, 2]\n---\nc: |\n  ---x\n", "---\n---\na: 1\n"} {
+	for _, s := range []string{"a: 1\n---\nb: 2\n", "# h\n\na: 1\n---\n# c\nb: [1, 2]\n---\nc: |\n  ---x\n", "---\n---\na: 1\n", "a: 1\n...\n---\nb: 2\n...\n"} {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(1))
 	}
