@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -138,4 +139,75 @@ func (g Repos) Blob(ctx context.Context, inst int64, repo, sha string, maxBytes 
 		return nil, err
 	}
 	return Blob(ctx, c, owner, name, sha, maxBytes)
+}
+
+// Git modes of tree entries that FileModes reports.
+const (
+	ModeFile       = "100644"
+	ModeExecutable = "100755"
+	ModeSymlink    = "120000"
+	ModeSubmodule  = "160000"
+)
+
+// FileModes returns the git mode of each of paths at commit (ModeFile, ModeSymlink,
+// ...): a comparison does not say a changed file is a symbolic link, whose blob
+// is the link's target. It reads the commit's trees one folder at a time, each
+// folder on the way to a path once; a path the commit does not hold is left out,
+// and a folder listing GitHub truncated is an error.
+func FileModes(ctx context.Context, c *gh.Client, owner, repo, commit string, paths []string) (map[string]string, error) {
+	folders := map[string]map[string]*gh.TreeEntry{}
+	list := func(dir, sha string) (map[string]*gh.TreeEntry, error) {
+		if entries, ok := folders[dir]; ok {
+			return entries, nil
+		}
+		t, _, err := c.Git.GetTree(ctx, owner, repo, sha, false)
+		if err != nil {
+			return nil, fmt.Errorf("read tree of %q at %s: %w", dir, commit, err)
+		}
+		if t.GetTruncated() {
+			return nil, fmt.Errorf("read tree of %q at %s: GitHub truncated the listing", dir, commit)
+		}
+		entries := map[string]*gh.TreeEntry{}
+		for _, e := range t.Entries {
+			entries[e.GetPath()] = e
+		}
+		folders[dir] = entries
+		return entries, nil
+	}
+	out := map[string]string{}
+	for _, p := range paths {
+		entries, err := list("", commit)
+		if err != nil {
+			return nil, err
+		}
+		elems := strings.Split(p, "/")
+		dir := ""
+		for i, el := range elems {
+			e, ok := entries[el]
+			if !ok {
+				break
+			}
+			if i == len(elems)-1 {
+				out[p] = e.GetMode()
+				break
+			}
+			if e.GetType() != "tree" {
+				break
+			}
+			dir = path.Join(dir, el)
+			if entries, err = list(dir, e.GetSHA()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// FileModes is the package function FileModes through the installation's client.
+func (g Repos) FileModes(ctx context.Context, inst int64, repo, commit string, paths []string) (map[string]string, error) {
+	c, owner, name, err := g.client(inst, repo)
+	if err != nil {
+		return nil, err
+	}
+	return FileModes(ctx, c, owner, name, commit, paths)
 }

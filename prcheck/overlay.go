@@ -18,10 +18,11 @@ import (
 // whole repository, which in a monorepo is most of a check's time.
 const maxOverlayFiles = 20
 
-// Blobs reads single blobs; github.Repos implements it. A GitHub without it gets
-// every head as an archive.
+// Blobs reads single blobs and the modes of files; github.Repos implements it. A
+// GitHub without it gets every head as an archive.
 type Blobs interface {
 	Blob(ctx context.Context, inst int64, repo, sha string, maxBytes int) ([]byte, error)
+	FileModes(ctx context.Context, inst int64, repo, commit string, paths []string) (map[string]string, error)
 }
 
 // headTree opens the head's tree: the base's (the merge base's, which with the
@@ -63,6 +64,10 @@ func overlay(ctx context.Context, blobs Blobs, h Head, baseDir string, cmp githu
 		return "", nil, fmt.Errorf("head tree: %w", err)
 	}
 	defer root.Close()
+	if err := regularFiles(ctx, blobs, h, cmp); err != nil {
+		release()
+		return "", nil, err
+	}
 	for _, f := range cmp.Files {
 		if err := overlayFile(ctx, blobs, root, h, f); err != nil {
 			release()
@@ -70,6 +75,34 @@ func overlay(ctx context.Context, blobs Blobs, h Head, baseDir string, cmp githu
 		}
 	}
 	return dir, release, nil
+}
+
+// regularFiles checks that every file the head changes is a regular file there. A
+// comparison does not say a file is a symbolic link, whose blob is its target:
+// written as a file, it would hide from the check what the link deploys. The
+// head's archive makes links as Argo CD's checkout does.
+func regularFiles(ctx context.Context, blobs Blobs, h Head, cmp github.Comparison) error {
+	var paths []string
+	for _, f := range cmp.Files {
+		if f.Status != "removed" {
+			paths = append(paths, f.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	modes, err := blobs.FileModes(ctx, h.InstallationID, h.Repo, h.HeadSHA, paths)
+	if err != nil {
+		return fmt.Errorf("head tree: %w", err)
+	}
+	for _, p := range paths {
+		switch m := modes[p]; m {
+		case github.ModeFile, github.ModeExecutable:
+		default:
+			return fmt.Errorf("head tree: %s has git mode %q, not a regular file's", p, m)
+		}
+	}
+	return nil
 }
 
 // overlayFile writes one changed file of the head over the base's, never through

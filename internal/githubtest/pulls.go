@@ -664,6 +664,17 @@ func (s *Server) PushCommit(t TB, repoName, branch string, files map[string]stri
 	return s.push(t, repoName, branch, fileChanges(files), author)
 }
 
+// PushSymlinks commits symbolic links (path → target) on top of branch as author,
+// as PushCommit commits files.
+func (s *Server) PushSymlinks(t TB, repoName, branch string, links map[string]string, author Author) string {
+	t.Helper()
+	changes := fileChanges(links)
+	for i := range changes {
+		changes[i].link = true
+	}
+	return s.push(t, repoName, branch, changes, author)
+}
+
 // DeleteFiles commits the removal of paths on branch as author and fires the same
 // events as PushCommit.
 func (s *Server) DeleteFiles(t TB, repoName, branch string, author Author, paths ...string) string {

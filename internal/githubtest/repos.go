@@ -425,6 +425,7 @@ func (rp *repo) editTree(base plumbing.Hash, changes []treeChange) (plumbing.Has
 type fileChange struct {
 	path    string
 	content *string // nil deletes
+	link    bool    // content is the target of a symbolic link
 }
 
 func fileChanges(files map[string]string) []fileChange {
@@ -465,7 +466,11 @@ func (s *Server) commitFilesLocked(rp *repo, parent plumbing.Hash, files []fileC
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		changes = append(changes, treeChange{path: f.path, mode: filemode.Regular, hash: h})
+		mode := filemode.Regular
+		if f.link {
+			mode = filemode.Symlink
+		}
+		changes = append(changes, treeChange{path: f.path, mode: mode, hash: h})
 	}
 	tree, _, err := rp.editTree(base, changes)
 	if err != nil {
