@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -297,21 +298,27 @@ func (e *LoadError) Unwrap() []error { return e.Problems }
 
 // Load builds the configuration: defaults, then the YAML file at path (if path is
 // not empty), then environment overrides from lookupEnv, then secret files. A file
-// that cannot be read or decoded is an error of its own, with no configuration;
-// problems with single values are all reported in one *LoadError, returned with
-// the configuration read so far.
+// that cannot be read or is not YAML is an error of its own, with no
+// configuration; problems with single values (an unknown key or a value of the
+// wrong kind in the file, a variable that does not parse, a secret file that
+// cannot be read) are all reported in one *LoadError, each naming its setting,
+// returned with the configuration read so far.
 func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
 	cfg := Default()
+	var problems []error
 	if path != "" {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			return Config{}, fmt.Errorf("read config file: %w", err)
 		}
-		if err := decodeYAML(raw, &cfg); err != nil {
+		fileProblems, err := decodeYAML(raw, &cfg)
+		if err != nil {
 			return Config{}, fmt.Errorf("config file %s: %w", path, err)
 		}
+		for _, p := range fileProblems {
+			problems = append(problems, fmt.Errorf("config file %s: %w", path, p))
+		}
 	}
-	var problems []error
 	problems = append(problems, applyEnv(&cfg, lookupEnv)...)
 	problems = append(problems, loadSecretFiles(&cfg)...)
 	if len(problems) > 0 {
@@ -320,18 +327,145 @@ func Load(path string, lookupEnv func(string) (string, bool)) (Config, error) {
 	return cfg, nil
 }
 
-// decodeYAML rejects unknown keys, so a typo cannot silently leave a default in place.
-func decodeYAML(raw []byte, cfg *Config) error {
+// decodeYAML decodes the one YAML document of raw into cfg setting by setting,
+// so that each problem names its key (server.read_timeout) and line and says
+// what is wrong, and all of them are reported at once. Unknown keys are
+// problems, so a typo cannot silently leave a default in place. The error is a
+// file that is not YAML at all.
+func decodeYAML(raw []byte, cfg *Config) ([]error, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	var doc yaml.Node
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
-	var extra any
+	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("holds more than one YAML document")
+		return nil, errors.New("holds more than one YAML document")
 	}
-	return nil
+	if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+		return nil, nil
+	}
+	var problems []error
+	decodeSection(doc.Content[0], reflect.ValueOf(cfg).Elem(), "", &problems)
+	return problems, nil
+}
+
+// decodeSection decodes the mapping n into the struct v, the section at prefix.
+func decodeSection(n *yaml.Node, v reflect.Value, prefix string, problems *[]error) {
+	add := func(key string, at *yaml.Node, format string, args ...any) {
+		*problems = append(*problems, fmt.Errorf("%s (line %d): %s", key, at.Line, fmt.Sprintf(format, args...)))
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		name := strings.TrimSuffix(prefix, ".")
+		if name == "" {
+			name = "the file"
+		}
+		add(name, n, "want a mapping of settings (key: value), got %s", kindName(n))
+		return
+	}
+	// Keys merged in (<<: *defaults) come first, so the section's own win
+	// wherever they stand.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, value := n.Content[i], n.Content[i+1]; k.Tag == "!!merge" {
+			merged := []*yaml.Node{value}
+			if value.Kind == yaml.SequenceNode {
+				merged = value.Content
+			}
+			for _, m := range merged {
+				decodeSection(m, v, prefix, problems)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, value := n.Content[i], n.Content[i+1]
+		if k.Tag == "!!merge" {
+			continue
+		}
+		key := prefix + k.Value
+		if line, ok := seen[k.Value]; ok {
+			add(key, k, "set twice (first at line %d)", line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		f, secret := settingField(v, k.Value)
+		switch {
+		case secret:
+			add(key, k, "%s", secretHint(key))
+			continue
+		case !f.IsValid():
+			add(key, k, "unknown setting")
+			continue
+		case f.Kind() == reflect.Struct:
+			decodeSection(value, f, key+".", problems)
+			continue
+		}
+		if err := value.Decode(f.Addr().Interface()); err != nil {
+			add(key, value, "%s", wantedValue(f.Type(), value))
+		}
+	}
+}
+
+// settingField is the field of the struct v whose YAML key is key; secret says
+// key names a secret, which has no YAML key.
+func settingField(v reflect.Value, key string) (f reflect.Value, secret bool) {
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		switch yamlKey, _, _ := strings.Cut(sf.Tag.Get("yaml"), ","); {
+		case yamlKey == key:
+			return v.Field(i), false
+		case yamlKey == "-" && strings.Split(sf.Tag.Get("json"), ",")[0] == key:
+			return reflect.Value{}, true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// secretHint says where the secret a config file named at key is set instead.
+func secretHint(key string) string {
+	env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	for _, s := range envSettings {
+		if s.name == env {
+			return fmt.Sprintf("a secret is never read from the config file: set %s, or name a file holding it with %s_file", env, key)
+		}
+	}
+	return "a secret is never read from the config file: set it in the environment, or name a file holding it with a *_file setting"
+}
+
+// wantedValue says what a setting of type t takes, and what it was given.
+func wantedValue(t reflect.Type, got *yaml.Node) string {
+	given := kindName(got)
+	if got.Kind == yaml.ScalarNode {
+		given = fmt.Sprintf("%q", got.Value)
+	}
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return "not a duration such as 30s or 2m: " + given
+	case t.Kind() == reflect.Int64:
+		return "not an integer: " + given
+	case t.Kind() == reflect.Bool:
+		return "not true or false: " + given
+	case t.Kind() == reflect.Slice:
+		return "not a list such as [a, b]: " + given
+	}
+	return "not a single value: " + given
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return fmt.Sprintf("%q", n.Value)
 }
 
 // loadSecretFiles reads secrets named by *_file settings. A secret set directly in

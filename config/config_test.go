@@ -19,34 +19,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"gopkg.in/yaml.v3"
 
 	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
+	"github.com/kukie/kukie-gitops/store"
 )
 
 func secretOf(s string) secret.Secret { return secret.New(s) }
-
-// yamlKeys lists the leaf YAML keys of a struct, without section prefixes.
-func yamlKeys(v any) []string {
-	var out []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := f.Tag.Get("yaml")
-			if tag == "-" || tag == "" {
-				continue
-			}
-			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
-				out = append(out, tag)
-				walk(f.Type)
-				continue
-			}
-			out = append(out, tag)
-		}
-	}
-	walk(reflect.TypeOf(v))
-	return out
-}
 
 var (
 	keyOnce sync.Once
@@ -248,11 +228,48 @@ func TestLoad(t *testing.T) {
 		},
 		"unknown yaml key": {
 			yaml:    "server:\n  adress: 0.0.0.0:9000\n",
-			wantErr: []string{"adress"},
+			wantErr: []string{"server.adress (line 2): unknown setting"},
 		},
 		"secret value inline in yaml is refused": {
 			yaml:    "github:\n  webhook_secret: hunter2\n",
-			wantErr: []string{"webhook_secret"},
+			wantErr: []string{"github.webhook_secret (line 2): a secret is never read from the config file: set KUKIE_GITHUB_WEBHOOK_SECRET, or name a file holding it with github.webhook_secret_file"},
+		},
+		"every bad value of the file at once, each with its key, line and reason": {
+			yaml: "server:\n  read_timeout: soon\n  shutdown_timeout: 30\n  address: [a]\ngithub:\n  app_id: forty-two\n" +
+				"clusters:\n  in_cluster_teams: platform\nnotifications:\n  allow_http: maybe\nmetrics: 9100\nlog:\n  level: info\n  level: debug\n" +
+				"database:\n  secret_url: postgres://u:pw@db/k\nrender: {helm_workers: 2, typo: 1}\n",
+			wantErr: []string{
+				`config file `, `server.read_timeout (line 2): not a duration such as 30s or 2m: "soon"`,
+				`server.shutdown_timeout (line 3): not a duration such as 30s or 2m: "30"`,
+				`server.address (line 4): not a single value: a list`,
+				`github.app_id (line 6): not an integer: "forty-two"`,
+				`clusters.in_cluster_teams (line 8): not a list such as [a, b]: "platform"`,
+				`notifications.allow_http (line 10): not true or false: "maybe"`,
+				`metrics (line 11): want a mapping of settings (key: value), got "9100"`,
+				`log.level (line 14): set twice (first at line 13)`,
+				`database.secret_url (line 16): a secret is never read from the config file: set it in the environment`,
+				`render.typo (line 17): unknown setting`,
+			},
+		},
+		"merged keys and aliases, the section's own keys winning": {
+			yaml: "server:\n  write_timeout: 9s\n  <<: {read_timeout: &five 5s, write_timeout: 7s}\n  idle_timeout: *five\n",
+			check: func(t *testing.T, c Config) {
+				if c.Server.ReadTimeout != 5*time.Second || c.Server.WriteTimeout != 9*time.Second || c.Server.IdleTimeout != 5*time.Second {
+					t.Fatalf("server %+v, want read and idle 5s, write 9s", c.Server)
+				}
+			},
+		},
+		"an empty file": {
+			yaml: "# nothing set\n",
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c, Default()) {
+					t.Fatalf("got %+v, want the defaults", c)
+				}
+			},
+		},
+		"not YAML": {
+			yaml:    "server: [\n",
+			wantErr: []string{"config file", "yaml:"},
 		},
 		"two yaml documents": {
 			yaml:    "log:\n  level: info\n---\nlog:\n  level: debug\n",
@@ -426,17 +443,17 @@ func TestValidate(t *testing.T) {
 		"encryption key of wrong size": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Encryption.Key = secretOf(base64.StdEncoding.EncodeToString([]byte("short"))) },
-			want:    []string{"must decode to 32 bytes"},
+			want:    []string{"KUKIE_ENCRYPTION_KEY or encryption.key_file: encryption key must decode to 32 bytes"},
 		},
 		"encryption key not base64": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Encryption.Key = "not base64!" },
-			want:    []string{"not valid base64"},
+			want:    []string{"KUKIE_ENCRYPTION_KEY or encryption.key_file: encryption key is not valid base64"},
 		},
 		"private key that is not PEM": {
 			profile: Dev,
 			edit:    func(c *Config) { c.GitHub.PrivateKey = "ssh-rsa AAAA" },
-			want:    []string{"github private key: not PEM"},
+			want:    []string{"github private key (KUKIE_GITHUB_PRIVATE_KEY or github.private_key_file): not PEM"},
 		},
 		"password in the yaml database url": {
 			profile: Dev,
@@ -454,7 +471,12 @@ func TestValidate(t *testing.T) {
 		"unknown database scheme": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Database.SecretURL = "mysql://db/k" },
-			want:    []string{"unsupported scheme"},
+			want:    []string{`database url: unsupported scheme, want "sqlite:PATH" or "postgres://..." (set by KUKIE_DATABASE_URL or database.url_file)`},
+		},
+		"unknown database scheme in the yaml": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Database.SecretURL = ""; c.Database.URL = "mysql://db/k" },
+			want:    []string{`database url: unsupported scheme, want "sqlite:PATH" or "postgres://..." (set by database.url)`},
 		},
 		"bad address, log format and level together": {
 			profile: Dev,
@@ -576,15 +598,15 @@ func TestValidate(t *testing.T) {
 // (an unreadable secret file, a bad number or duration) are listed with every
 // validation problem in one answer, not alone.
 func TestCheckListsLoadAndValidationProblemsTogether(t *testing.T) {
-	c, err := Load("", env(map[string]string{
+	c, err := Load(writeFile(t, "config.yml", "pipeline:\n  claim_ttl: 2 minutes\n"), env(map[string]string{
 		"KUKIE_GITHUB_PRIVATE_KEY_FILE": filepath.Join(t.TempDir(), "missing.pem"),
 		"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "soon",
 		"KUKIE_SERVER_MAX_BODY_BYTES":   "lots",
 		"KUKIE_LOG_FORMAT":              "xml",
 	}))
 	var loadErr *LoadError
-	if !errors.As(err, &loadErr) || len(loadErr.Problems) != 3 {
-		t.Fatalf("Load = %v, want a *LoadError with 3 problems", err)
+	if !errors.As(err, &loadErr) || len(loadErr.Problems) != 4 {
+		t.Fatalf("Load = %v, want a *LoadError with 4 problems", err)
 	}
 	if c.Log.Format != "xml" || c.Pipeline.DeployTimeout != DefaultDeployTimeout {
 		t.Errorf("configuration read so far = %+v, want the readable values applied and the others at their defaults", c)
@@ -595,13 +617,14 @@ func TestCheckListsLoadAndValidationProblemsTogether(t *testing.T) {
 		t.Fatalf("Check = %v, want a *ValidationError", err)
 	}
 	all := strings.Join(invalid.Problems, "\n")
-	for _, want := range []string{"read github private key file", "KUKIE_PIPELINE_DEPLOY_TIMEOUT", "KUKIE_SERVER_MAX_BODY_BYTES",
+	for _, want := range []string{`pipeline.claim_ttl (line 2): not a duration such as 30s or 2m: "2 minutes"`,
+		"read github private key file", "KUKIE_PIPELINE_DEPLOY_TIMEOUT", "KUKIE_SERVER_MAX_BODY_BYTES",
 		"log.format", "github.app_id is required", "database must be PostgreSQL", "encryption key for stored credentials is required"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems do not mention %q:\n%s", want, all)
 		}
 	}
-	if !strings.HasPrefix(invalid.Problems[0], "KUKIE_") && !strings.HasPrefix(invalid.Problems[0], "read ") {
+	if !strings.HasPrefix(invalid.Problems[0], "config file ") {
 		t.Errorf("the problems of reading come after validation's: %q", invalid.Problems)
 	}
 
@@ -675,11 +698,55 @@ func TestExampleConfigIsCompleteAndValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range yamlKeys(Config{}) {
-		if !strings.Contains(string(raw), key+":") {
-			t.Errorf("config.example.yml does not mention %s", key)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]bool{}
+	for _, key := range nodeKeys(&doc, "") {
+		shown[key] = true
+	}
+	for _, key := range settingKeys(reflect.TypeFor[Config](), "") {
+		if !shown[key] {
+			t.Errorf("config.example.yml does not set %s", key)
 		}
 	}
+}
+
+// settingKeys lists the dotted YAML keys of the settings of t (server.address),
+// sections left out.
+func settingKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("yaml")
+		if tag == "-" || tag == "" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, settingKeys(f.Type, prefix+tag+".")...)
+			continue
+		}
+		out = append(out, prefix+tag)
+	}
+	return out
+}
+
+// nodeKeys lists the dotted keys of the scalars and sequences a YAML document
+// sets, mappings left out.
+func nodeKeys(n *yaml.Node, prefix string) []string {
+	if n.Kind == yaml.DocumentNode {
+		return nodeKeys(n.Content[0], prefix)
+	}
+	var out []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i].Value, n.Content[i+1]
+		if value.Kind == yaml.MappingNode {
+			out = append(out, nodeKeys(value, prefix+key+".")...)
+			continue
+		}
+		out = append(out, prefix+key)
+	}
+	return out
 }
 
 func TestParseProfile(t *testing.T) {
@@ -692,14 +759,101 @@ func TestParseProfile(t *testing.T) {
 	}
 }
 
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
+// TestREADMEDocumentsEverySetting: the configuration table of README.md has a
+// row for every YAML key and no other, and each variable is in the row of the
+// setting it sets (a secret's in its section's rows: it has no YAML key).
+func TestREADMEDocumentsEverySetting(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range EnvNames() {
-		if !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("README's configuration table does not list %s", name)
+	_, table, _ := strings.Cut(string(readme), "\n## Configuration\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string]string{}
+	for line := range strings.Lines(table) {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			key, _, _ := strings.Cut(rest, "`")
+			rows[key] = line
 		}
+	}
+	keys := map[string]bool{}
+	for _, key := range settingKeys(reflect.TypeFor[Config](), "") {
+		keys[key] = true
+		if rows[key] == "" {
+			t.Errorf("README's configuration table has no row for %s", key)
+		}
+	}
+	for key := range rows {
+		if !keys[key] {
+			t.Errorf("README's configuration table has a row for %s, which is no setting", key)
+		}
+	}
+	for _, s := range envSettings {
+		key := envKey(t, s)
+		if section, ok := strings.CutSuffix(key, ".-"); ok {
+			found := false
+			for k, row := range rows {
+				found = found || strings.HasPrefix(k, section+".") && strings.Contains(row, "`"+s.name+"`")
+			}
+			if !found {
+				t.Errorf("README's configuration table lists %s in no row of %s", s.name, section)
+			}
+			continue
+		}
+		if !strings.Contains(rows[key], "`"+s.name+"`") {
+			t.Errorf("README's configuration table does not list %s in the row of %s, which it sets", s.name, key)
+		}
+	}
+}
+
+// envKey is the dotted YAML key of the setting s sets, found by setting it on
+// a zero Config; "section.-" for a secret, which has none.
+func envKey(t *testing.T, s envSetting) string {
+	t.Helper()
+	var c Config
+	for _, v := range []string{"1s", "1"} {
+		if s.set(&c, v) == nil {
+			break
+		}
+	}
+	var find func(v reflect.Value, prefix string) string
+	find = func(v reflect.Value, prefix string) string {
+		for i := range v.NumField() {
+			f, tag := v.Field(i), v.Type().Field(i).Tag.Get("yaml")
+			if f.Kind() == reflect.Struct {
+				if k := find(f, prefix+tag+"."); k != "" {
+					return k
+				}
+			} else if !f.IsZero() {
+				return prefix + tag
+			}
+		}
+		return ""
+	}
+	key := find(reflect.ValueOf(c), "")
+	if key == "" {
+		t.Fatalf("%s sets no setting", s.name)
+	}
+	return key
+}
+
+// TestExampleConfigShowsTheDefaults: config.example.yml says its values are the
+// defaults; it loads to the configuration of no file at all, the server's and the
+// store's own defaults filled in where Config leaves them to those packages.
+func TestExampleConfigShowsTheDefaults(t *testing.T) {
+	c, err := Load(filepath.Join("..", "config.example.yml"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Server = Server{Address: server.DefaultAddress, ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
+		ReadTimeout: server.DefaultReadTimeout, WriteTimeout: server.DefaultWriteTimeout, IdleTimeout: server.DefaultIdleTimeout,
+		ShutdownTimeout: server.DefaultShutdownTimeout, MaxBodyBytes: server.DefaultMaxBodyBytes}
+	want.Database.URL = store.DefaultURL
+	if c.Clusters.InClusterTeams != nil && len(c.Clusters.InClusterTeams) == 0 {
+		c.Clusters.InClusterTeams = nil
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("config.example.yml loads to\n%+v\nnot the defaults\n%+v", c, want)
 	}
 }

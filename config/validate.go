@@ -71,7 +71,8 @@ func (c Config) Validate(profile Profile) error {
 
 	dialect, err := store.DialectOf(c.DatabaseURL().Reveal())
 	if err != nil {
-		add("%v", err)
+		// The error names no part of the URL, which may hold a password.
+		add("%v (set by %s)", err, c.databaseURLSource())
 	}
 	if u, err := url.Parse(c.Database.URL); err == nil {
 		_, inUserInfo := u.User.Password()
@@ -95,7 +96,7 @@ func (c Config) Validate(profile Profile) error {
 	}
 	if c.GitHub.PrivateKey.IsSet() {
 		if err := checkPrivateKey(c.GitHub.PrivateKey.Reveal()); err != nil {
-			add("github private key: %v", err)
+			add("github private key (KUKIE_GITHUB_PRIVATE_KEY or github.private_key_file): %v", err)
 		}
 	}
 	// Production lists each missing one below.
@@ -104,7 +105,7 @@ func (c Config) Validate(profile Profile) error {
 	}
 	if c.Encryption.Key.IsSet() {
 		if _, err := c.EncryptionKey(); err != nil {
-			add("%v (make one with: head -c 32 /dev/urandom | base64)", err)
+			add("KUKIE_ENCRYPTION_KEY or encryption.key_file: %v (make one with: head -c 32 /dev/urandom | base64)", err)
 		}
 	}
 	if c.Auth.DevTeam != "" {
@@ -229,6 +230,17 @@ func Check(cfg Config, profile Profile, loadErr error) error {
 		return nil
 	}
 	return &ValidationError{Profile: profile, Problems: problems}
+}
+
+// databaseURLSource names the setting the database URL came from.
+func (c Config) databaseURLSource() string {
+	switch {
+	case c.Database.SecretURL.IsSet():
+		return "KUKIE_DATABASE_URL or database.url_file"
+	case c.Database.URL != "":
+		return "database.url"
+	}
+	return "the default database URL"
 }
 
 func checkURL(raw string, requireHTTPS bool) error {
