@@ -28,11 +28,13 @@ var installationToken = regexp.MustCompile(`ghs_[A-Za-z0-9_]{8,}`)
 // with a successful check run; the merge (through the fake, which fires the webhook)
 // moves the plan to merged; a syncer standing in for Argo CD applies the merged
 // render and the plan reaches deployed. A rollback goes through the same pipeline to
-// rolled_back. Nothing captured on the way carries a secret.
+// rolled_back. Nothing captured on the way carries a secret, and the service writes
+// only its own branches and merges nothing.
 func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newService(t, db)
 		s.deployWeb("main")
+		s.gh.RecordRequests()
 
 		var c change
 		s.mustJSON("POST", "/api/v1/changes", s.scale(4, "chat-1"), http.StatusAccepted, &c)
@@ -84,6 +86,11 @@ func TestDirectoryScaleMergedDeployedRolledBack(t *testing.T) {
 		s.waitStatus(c.Code, "rolled_back")
 		if n := s.liveReplicas(); n != 2 {
 			t.Fatalf("live replicas %d after rollback", n)
+		}
+
+		// The branches written are the service's own, the merges the person's.
+		if n := checkWritesOnlyOwnBranches(t, s.gh.Requests()); n < 2 {
+			t.Errorf("%d ref writes recorded, want the change's and the revert's branches", n)
 		}
 
 		// Acceptance 8: no token, key or credential anywhere people or logs can see.
