@@ -2,8 +2,10 @@ package github
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -27,6 +29,14 @@ type Limits struct {
 	// longer wait is returned at once as a *BudgetError, so the caller can wait
 	// without holding a request open (the pipeline records it in the plan's history).
 	MaxWait time.Duration
+	// Abandoned is how long a request the client gave up on before its answer
+	// ended (its timeout, a cancelled context, a connection that broke) keeps its
+	// Concurrent slot after that. GitHub counts a request in flight until it has
+	// served it, which the client cannot see once it stopped listening; GitHub ends
+	// a request after 10 s of work, so it has let go of one the client abandoned
+	// by then. Releasing the slot at once would let the next request go out while
+	// GitHub still counts the old one, one over the limit for each timeout.
+	Abandoned time.Duration
 }
 
 // Window is a number of requests allowed in any span of time of length Per.
@@ -40,6 +50,9 @@ type Window struct {
 const (
 	DefaultConcurrent = 100
 	DefaultMaxWait    = 20 * time.Second
+	// DefaultAbandoned is GitHub's 10 s limit on serving a request, and 5 s for a
+	// request that was still on its way to GitHub when the client gave up on it.
+	DefaultAbandoned = 15 * time.Second
 )
 
 // DefaultContentWindows are GitHub's limits on content-creating requests.
@@ -54,6 +67,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWait <= 0 {
 		l.MaxWait = DefaultMaxWait
+	}
+	if l.Abandoned <= 0 {
+		l.Abandoned = DefaultAbandoned
 	}
 	return l
 }
@@ -166,7 +182,11 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 		res, err := next.RoundTrip(r)
 		sent()
 		if err != nil {
-			b.sem.Release(1)
+			if neverSent(err) {
+				b.sem.Release(1)
+			} else {
+				b.abandon(ctx)
+			}
 			return nil, err
 		}
 		b.observe(res)
@@ -174,7 +194,7 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 		wait := max(time.Until(at), minResendWait)
 		resendable := r.GetBody != nil || r.Body == nil || r.Body == http.NoBody
 		if !limited || !resendable || resends >= maxResends || wait > b.allowed(ctx) {
-			res.Body = &releasingBody{ReadCloser: res.Body, release: func() { b.sem.Release(1) }}
+			res.Body = &releasingBody{ReadCloser: res.Body, release: func() { b.sem.Release(1) }, abandon: func() { b.abandon(ctx) }}
 			return res, nil
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
@@ -193,6 +213,21 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 			r.Body = body
 		}
 	}
+}
+
+// abandon gives back the concurrency slot of a request the client gave up on once
+// GitHub must have stopped serving it (see Limits.Abandoned).
+func (b *budget) abandon(ctx context.Context) {
+	zerolog.Ctx(ctx).Debug().Str("installation", b.label).Dur("for", b.limits.Abandoned).
+		Msg("A request given up on keeps its concurrency slot while GitHub may still serve it")
+	time.AfterFunc(b.limits.Abandoned, func() { b.sem.Release(1) })
+}
+
+// neverSent reports whether err ended a request before any of it reached GitHub:
+// no connection could be made, so GitHub counts nothing.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // observe records what a response says about the limits: a rate limit answer blocks
@@ -399,17 +434,22 @@ func createsContent(r *http.Request) bool {
 // releasingBody gives back a request's concurrency slot once its body is read to the
 // end or closed, whichever comes first: GitHub counts the request in flight until it
 // has sent the whole answer, and go-github reads an error answer to its end without
-// closing it (it closes a copy).
+// closing it (it closes a copy). A read that fails (the timeout ran out while the
+// answer came, the connection broke) abandons the request: GitHub may still be
+// sending it.
 type releasingBody struct {
 	io.ReadCloser
-	once    sync.Once
-	release func()
+	once             sync.Once
+	release, abandon func()
 }
 
 func (b *releasingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.once.Do(b.release)
+	case err != nil:
+		b.once.Do(b.abandon)
 	}
 	return n, err
 }

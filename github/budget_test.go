@@ -215,3 +215,44 @@ func requestsCounter(reg *prometheus.Registry, method, status, cached string) pr
 	}
 	return c
 }
+
+// TestBudgetKeepsTheSlotOfARequestGivenUp: two reads GitHub is slow to answer fill
+// the two concurrent requests allowed, and their callers give up on them. GitHub
+// goes on serving them until its own timeout, so the next read waits in the client
+// until the abandoned ones no longer count, instead of going out as a third request
+// in flight that GitHub refuses.
+func TestBudgetKeepsTheSlotOfARequestGivenUp(t *testing.T) {
+	s := githubtest.New(t)
+	// The client keeps a slot given up on longer than GitHub serves a request, as
+	// the defaults do: the two clocks start apart and a machine under load runs
+	// timers late.
+	s.EnforceSecondaryLimits(githubtest.SecondaryLimits{Concurrent: 2, ServerTimeout: time.Second})
+	c, _ := budgetClient(t, s, github.Limits{Concurrent: 2, Abandoned: 2 * time.Second}, nil)
+	slow := githubtest.Fault{Hold: make(chan struct{}), Times: 2}.On(http.MethodGet, "/repos/acme/deploy")
+	s.InjectFault(slow)
+	gctx, giveUp := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, _, err := c.Repositories.Get(gctx, "acme", "deploy")
+			errs <- err
+		}()
+	}
+	// The callers give up once GitHub has both requests, as a timeout would.
+	for s.FaultHits(http.MethodGet, "/repos/acme/deploy") < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	giveUp()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("read given up on: %v, want context.Canceled", err)
+		}
+	}
+	repo, _, err := c.Repositories.Get(context.Background(), "acme", "deploy")
+	if err != nil || repo.GetFullName() != "acme/deploy" {
+		t.Fatalf("read after the ones given up on: %v %v", repo, err)
+	}
+	if v := s.LimitViolations(); v != 0 {
+		t.Errorf("%d requests went over GitHub's concurrency limit", v)
+	}
+}

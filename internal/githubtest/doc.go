@@ -16,7 +16,8 @@
 // secondary rate limits with their headers), for a number of requests or until removed.
 // EnforceSecondaryLimits makes it refuse, as GitHub does, whatever goes over GitHub's
 // secondary limits (concurrent and content-creating requests per caller) and counts
-// those refusals. Successful JSON reads carry an ETag and a conditional read of an
+// those refusals; a request counts in flight until GitHub would have finished serving
+// it (at most its 10 s server timeout), whether or not its client is still there. Successful JSON reads carry an ETag and a conditional read of an
 // unchanged resource is answered 304 Not Modified, as GitHub does.
 //
 // Clients use the server as a GitHub Enterprise host: the REST API answers both at the

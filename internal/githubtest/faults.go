@@ -1,7 +1,6 @@
 package githubtest
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -46,6 +45,9 @@ type Fault struct {
 	// Hang never answers: the request is held until the client gives up (its context
 	// ends, e.g. a client timeout) or the server closes. Status and Body are ignored.
 	Hang bool
+	// A request held by Delay, Hold or Hang whose client gave up goes on counting
+	// toward the enforced concurrency limit (see SecondaryLimits.ServerTimeout) as
+	// long as the fault would have held it: GitHub does not see a client leave.
 }
 
 // injectedFault is a Fault in the server's list with its bookkeeping. Fields other than
@@ -181,30 +183,42 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 }
 
 // serveFault plays f on the request and reports whether it answered (or abandoned)
-// the request; false means the real handler should serve it.
-func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) bool {
+// the request; false means the real handler should serve it. A request whose client
+// gave up while the fault held it is still being served, as far as GitHub's limits
+// go, until the fault would have let it go: busy is closed then (never, for Hang),
+// and is nil when the server is done with the request.
+func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) (answered bool, busy <-chan struct{}) {
 	if f.Hang {
-		s.hold(r.Context(), nil)
-		return true
+		select {
+		case <-r.Context().Done():
+			return true, make(chan struct{})
+		case <-s.closing:
+			return true, nil
+		}
 	}
 	if f.Hold != nil {
 		select {
 		case <-f.Hold:
 		case <-r.Context().Done():
-			return true
+			return true, f.Hold
 		case <-s.closing:
-			return true
+			return true, nil
 		}
 	}
 	if f.Delay > 0 {
+		end := time.Now().Add(f.Delay)
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
-		if !s.hold(r.Context(), t.C) {
-			return true
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return true, closedAt(end)
+		case <-s.closing:
+			return true, nil
 		}
 	}
 	if f.Status == 0 {
-		return false
+		return false, nil
 	}
 	for k, vs := range f.Header {
 		for _, v := range vs {
@@ -220,19 +234,26 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, f *Fault) bo
 	}
 	w.WriteHeader(f.Status)
 	_, _ = w.Write([]byte(body))
-	return true
+	return true, nil
 }
 
-// hold waits for done, the request's end or the server's close, and reports whether
-// done fired. A nil done waits for one of the others only.
-func (s *Server) hold(ctx context.Context, done <-chan time.Time) bool {
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-	case <-s.closing:
-	}
-	return false
+// closedAt returns a channel closed at t.
+func closedAt(t time.Time) <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(time.Until(t), func() { close(c) })
+	return c
+}
+
+// finishLater ends a request's share of the limits (done) once busy is closed or
+// the server closes.
+func (s *Server) finishLater(busy <-chan struct{}, done func()) {
+	go func() {
+		defer done()
+		select {
+		case <-busy:
+		case <-s.closing:
+		}
+	}()
 }
 
 func splitPath(p string) []string {

@@ -23,7 +23,17 @@ type SecondaryLimits struct {
 	// window of Per; 0: no limit.
 	Content int
 	Per     time.Duration
+	// ServerTimeout is how long GitHub serves a request before it ends it (GitHub:
+	// 10 s): a request stops counting toward Concurrent when its handler returns or
+	// this long after it arrived, whichever comes first. Whether its client is still
+	// there does not matter: GitHub goes on serving a request whose client gave up.
+	// The fake cannot stop its handler, which finishes what it does, unseen by the
+	// limit. 0: DefaultServerTimeout.
+	ServerTimeout time.Duration
 }
+
+// DefaultServerTimeout is how long GitHub serves a request at most.
+const DefaultServerTimeout = 10 * time.Second
 
 // limiter is the state of enforced secondary limits. Its own mutex keeps it off the
 // server's lock, which handlers hold while they work.
@@ -58,8 +68,9 @@ func (s *Server) LimitViolations() int {
 }
 
 // admit applies the secondary limits to r. It returns the function that ends the
-// request's share of the concurrency limit, or a nonzero wait when r is over a limit
-// and must be refused with that Retry-After.
+// request's share of the concurrency limit (safe to call more than once; the
+// server timeout ends it too), or a nonzero wait when r is over a limit and must be
+// refused with that Retry-After.
 func (l *limiter) admit(r *http.Request, now time.Time) (done func(), retryAfter time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,10 +96,23 @@ func (l *limiter) admit(r *http.Request, now time.Time) (done func(), retryAfter
 		l.content[caller] = append(recent, now)
 	}
 	l.inFlight[caller]++
+	inFlight := l.inFlight // EnforceSecondaryLimits starts a new count
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			inFlight[caller]--
+		})
+	}
+	timeout := lim.ServerTimeout
+	if timeout <= 0 {
+		timeout = DefaultServerTimeout
+	}
+	t := time.AfterFunc(timeout, end)
 	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.inFlight[caller]--
+		t.Stop()
+		end()
 	}, 0
 }
 

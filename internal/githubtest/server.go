@@ -268,10 +268,18 @@ func (s *Server) routes() http.Handler {
 			refuseOverLimit(w, retryAfter)
 			return
 		}
-		defer done()
-		if f := s.takeFault(r); f != nil && s.serveFault(w, r, f) {
-			return
+		if f := s.takeFault(r); f != nil {
+			answered, busy := s.serveFault(w, r, f)
+			if busy != nil {
+				s.finishLater(busy, done)
+				return
+			}
+			if answered {
+				done()
+				return
+			}
 		}
+		defer done()
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.count(unmatchedEndpoint)
 			writeError(w, r, http.StatusNotFound, "Not Found")
