@@ -31,7 +31,7 @@ const (
 // to what the server mounts and to the access each route enforces.
 var Routes = []Route{
 	{"GET /healthz", "server", accessAnyone, "liveness"},
-	{"GET /readyz", "server", accessAnyone, "readiness: the database answers, migrations applied"},
+	{"GET /readyz", "server", accessAnyone, "readiness: the database answers, migrations applied, the pipeline built when an App is configured"},
 	{"POST /webhooks/github", "api/webhook", accessGitHub, "GitHub's deliveries (HMAC-signed), into the inbox"},
 	{"GET /github/setup", "api/setup", accessGitHub, "GitHub's setup callback (one-time state): binds an installation"},
 	{"POST /api/v1/installations/state", "api/setup", accessAdmin, "an install link for the team"},

@@ -220,10 +220,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		Logger:  logger,
 		Auth:    db,
 		DevTeam: devTeam,
-		Ready: []server.Check{
-			{Name: "database", Check: db.PingContext},
-			{Name: "migrations", Check: db.CheckSchema},
-		},
+		Ready:   s.readiness(db),
 	})
 	if err != nil {
 		return nil, err
@@ -258,6 +255,24 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			AllowPrivateNetworks: cfg.Notifications.AllowPrivateNetworks},
 		pages)
 	return s, nil
+}
+
+// readiness is what /readyz checks: the database answers, every migration is
+// applied, and the change pipeline runs unless no App is configured (a replica
+// whose pipeline could not be built takes no changes and checks no pull request
+// until it is fixed and restarted, so it must not be counted in a rollout).
+// GitHub is not asked: it is another system, and a replica could not do better
+// than its peers without it; an outage there would only take every replica out
+// at once.
+func (s *Service) readiness(db *store.DB) []server.Check {
+	checks := []server.Check{
+		{Name: "database", Check: db.PingContext},
+		{Name: "migrations", Check: db.CheckSchema},
+	}
+	if s.unavailable != nil && errors.Is(s.unavailable.reason, errPipelineNotBuilt) {
+		checks = append(checks, server.Check{Name: "pipeline", Check: func(context.Context) error { return errPipelineNotBuilt }})
+	}
+	return checks
 }
 
 // newPages builds the web pages, signing people in through the App's OAuth client
