@@ -460,6 +460,20 @@ func (p *planner) outermostFlow(hops []hop) (hop, bool) {
 	return hop{}, false
 }
 
+// inlineFlow reports whether n is a YAML flow collection written on one line
+// (so without comments inside) that holds something, and v (nil for a
+// removal) is a scalar: such a member is added to or removed from it in place,
+// as in JSON ("[a.yaml, b.yaml]"), rather than the collection rewritten in
+// block style. A structure added to one is written in block style, which
+// keeps the line readable.
+func (p *planner) inlineFlow(n *yaml.Node, v *tree) bool {
+	if p.json || n.Kind == scalarNode || n.Style&yaml.FlowStyle == 0 || len(n.Content) == 0 || (v != nil && v.kind != scalarNode) {
+		return false
+	}
+	open, end, err := p.t.bounds(n, -1)
+	return err == nil && p.t.lineOf(open) == p.t.lineOf(end-1)
+}
+
 func (p *planner) toBlock(h hop) (action, error) {
 	if len(h.res.Content) == 0 {
 		return action{}, fmt.Errorf("line %d: empty flow collection cannot be rewritten in block style: %w", h.raw.Line, ErrUnsupported)
@@ -471,7 +485,9 @@ func (p *planner) toBlock(h hop) (action, error) {
 func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
 	c := hops[len(hops)-1]
 	s := rest[0]
-	if f, ok := p.outermostFlow(hops); ok {
+	inline := len(rest) == 1 && p.inlineFlow(c.res, v) &&
+		((c.res.Kind == mappingNode && s.kind() == stepKey) || (c.res.Kind == sequenceNode && s.kind() == stepIndex))
+	if f, ok := p.outermostFlow(hops); ok && !inline {
 		if f.res != c.res || len(c.res.Content) > 0 {
 			return p.toBlock(f)
 		}
@@ -503,7 +519,7 @@ func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
 	}
 	switch {
 	case c.res.Kind == mappingNode && s.kind() == stepKey:
-		if p.json {
+		if p.json || inline {
 			return p.flowInsert(c.res, s.Key, inner)
 		}
 		return p.insertEntry(c.res, s.Key, inner, hops)
@@ -514,7 +530,7 @@ func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
 				return action{}, err
 			}
 		}
-		if p.json {
+		if p.json || inline {
 			return p.flowInsert(c.res, "", item)
 		}
 		return p.appendItem(c.res, item)
@@ -835,7 +851,7 @@ func (p *planner) remove(hops []hop) (action, error) {
 	h := hops[last]
 	parent := h.parent
 	if h.inFlow {
-		if p.json {
+		if p.json || p.inlineFlow(parent, nil) {
 			return p.flowRemove(h)
 		}
 		f, _ := p.outermostFlow(hops)
@@ -994,6 +1010,10 @@ func (p *planner) flowInsert(c *yaml.Node, key string, v *tree) (action, error) 
 	}
 	member := func(col int, pretty bool) (string, error) {
 		s, err := p.lay.flowText(v, p.ctx(), pretty, col)
+		if !p.json && v.kind == scalarNode && count > 0 {
+			// A YAML string quoted like the member before it.
+			s, err = p.lay.scalarText(v, inFlow, c.Content[len(c.Content)-1].Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle))
+		}
 		if err != nil || step == 1 {
 			return s, err
 		}

@@ -177,7 +177,9 @@ type Document struct {
 // documents of a multi-document file) and returns the new file bytes. Warnings say
 // which lines changed shape when a file had to be restructured (flow-style collection
 // on the path, anchors/aliases on the path, a multi-line scalar replaced); every other
-// line is untouched.
+// line is untouched. A scalar added to or removed from a flow collection written on
+// one line ("resources: [a.yaml, b.yaml]") is spliced in place, quoted like the
+// member before it; a structure added to one rewrites it in block style.
 func Edit(src []byte, docIndex int, ops ...Op) (out []byte, warnings []Warning, err error) {
 	res, err := edit(src, docIndex, ops)
 	if err != nil {

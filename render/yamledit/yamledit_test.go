@@ -124,6 +124,19 @@ var goldenCases = []struct {
 		warnLines: []int{10},
 	},
 	{
+		// Scalars join and leave one-line flow collections in place; no warning.
+		name: "flow-members-in-place",
+		ops: []Op{
+			Delete(Path{K("resources"), I(2)}),
+			Set(Path{K("resources"), I(2)}, "hpa.yaml"),
+			Set(Path{K("spec"), K("containers"), M("name", "web"), K("args"), I(2)}, "--verbose"),
+			Set(Path{K("spec"), K("containers"), M("name", "web"), K("resources"), K("requests"), K("memory")}, "64Mi"),
+			Delete(Path{K("spec"), K("containers"), M("name", "web"), K("resources"), K("limits")}),
+			Set(Path{K("images"), M("name", "web"), K("newName")}, "ghcr.io/example/web"),
+		},
+		changedLines: 4,
+	},
+	{
 		name: "empty-flow-mapping",
 		ops: []Op{
 			Set(containerPath("web", K("resources"), K("limits"), K("memory")), "256Mi"),
