@@ -143,3 +143,48 @@ func TestREADMEErrorCodesAreTheAnswers(t *testing.T) {
 		t.Fatalf("only %d error codes answered; the calls do not reach the handlers", len(answered))
 	}
 }
+
+// TestOpenAPIDocumentIsTheRouteTable walks Routes and the OpenAPI document the
+// service serves both ways: every operation the document describes is a route of
+// the table, needing the scope the table says (none for a route anyone may call),
+// and every /api/v1/ route is in the document, except the administrative routes of
+// api/setup, which the README alone describes.
+func TestOpenAPIDocumentIsTheRouteTable(t *testing.T) {
+	svc, _, _ := testService(t)
+	rec := callRoute(svc, Route{Pattern: "GET /api/v1/openapi.json"}, "", "")
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Scope    string            `json:"x-required-scope"`
+			Security []json.RawMessage `json:"security"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || len(doc.Paths) == 0 {
+		t.Fatalf("GET /api/v1/openapi.json = %d, %v", rec.Code, err)
+	}
+	scopeOf := map[string]string{accessRead: "read", accessChange: "change", accessAdmin: "admin", accessAnyone: ""}
+	routes := map[string]Route{}
+	for _, r := range Routes {
+		routes[r.Pattern] = r
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			pattern := strings.ToUpper(method) + " " + path
+			documented[pattern] = true
+			r, ok := routes[pattern]
+			if !ok {
+				t.Errorf("openapi.json documents %s, which the service does not serve", pattern)
+				continue
+			}
+			if want := scopeOf[r.Access]; op.Scope != want || (want == "") != (op.Security != nil && len(op.Security) == 0) {
+				t.Errorf("%s: openapi.json says scope %q (security %v), the route table %q", pattern, op.Scope, op.Security, r.Access)
+			}
+		}
+	}
+	for _, r := range Routes {
+		_, path, _ := strings.Cut(r.Pattern, " ")
+		if strings.HasPrefix(path, "/api/v1/") && r.By != "api/setup" && !documented[r.Pattern] {
+			t.Errorf("%s (%s) is not in openapi.json", r.Pattern, r.By)
+		}
+	}
+}
