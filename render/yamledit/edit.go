@@ -765,14 +765,54 @@ func (p *planner) ctx() scalarContext {
 }
 
 // insertLinesAfter adds whole lines after the line holding off.
-func (p *planner) insertLinesAfter(off int, lines []string) *splice {
+func (p *planner) insertLinesAfter(off int, lines []string) action {
 	txt := strings.Join(lines, "\n")
 	if p.t.hasBreak(off) {
 		at := p.t.nextLine(off)
-		return &splice{start: at, end: at, text: txt + "\n"}
+		return action{splice: &splice{start: at, end: at, text: txt + "\n"}}
 	}
 	// The file has no final newline; keep it that way.
-	return &splice{start: len(p.t.b), end: len(p.t.b), text: "\n" + txt}
+	if h, hEnd, ok := p.blockScalarAtEOF(); ok {
+		// A block scalar that ends the file holds no final line break; the
+		// break before the new lines would become its own. Stripping its
+		// trailing breaks ("|-") keeps its value as it was.
+		header := strings.NewReplacer("+", "", "-", "").Replace(string(p.t.b[h:hEnd]))
+		header = header[:1] + "-" + header[1:]
+		return action{
+			splice: &splice{start: h, end: len(p.t.b), text: header + string(p.t.b[hEnd:]) + "\n" + txt},
+			warn:   fmt.Sprintf("the block scalar that ended the file marked %s so its value keeps no final line break", header),
+		}
+	}
+	return action{splice: &splice{start: len(p.t.b), end: len(p.t.b), text: "\n" + txt}}
+}
+
+// blockScalarAtEOF finds a literal or folded scalar of the document whose
+// content runs to the end of a file without a final line break, and does not
+// strip its trailing breaks already: the offsets of its header ("|", ">" and
+// their indicators).
+func (p *planner) blockScalarAtEOF() (h, hEnd int, ok bool) {
+	var last *yaml.Node
+	walkNodes(p.root, func(n *yaml.Node) {
+		if n.Kind == scalarNode && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 && (last == nil || p.t.start(n) > p.t.start(last)) {
+			last = n
+		}
+	})
+	if last == nil {
+		return 0, 0, false
+	}
+	h = p.t.start(last)
+	end, err := p.t.blockScalarEnd(last, h, p.t.indentAt(h))
+	if err != nil || end != len(p.t.b) {
+		return 0, 0, false
+	}
+	hEnd = h + 1
+	for hEnd < len(p.t.b) && strings.IndexByte("+-0123456789", p.t.b[hEnd]) >= 0 {
+		hEnd++
+	}
+	if bytes.IndexByte(p.t.b[h:hEnd], '-') >= 0 {
+		return 0, 0, false
+	}
+	return h, hEnd, true
 }
 
 // insertEntry appends key: v to a block mapping, at the column of its keys.
@@ -799,7 +839,7 @@ func (p *planner) insertEntry(m *yaml.Node, key string, v *tree, hops []hop) (ac
 		return action{}, err
 	}
 	lines[0] = pad(col) + lines[0]
-	return action{splice: p.insertLinesAfter(end, lines)}, nil
+	return p.insertLinesAfter(end, lines), nil
 }
 
 // appendItem adds an item after the last one of a block sequence, written like
@@ -841,7 +881,7 @@ func (p *planner) appendItem(seq *yaml.Node, item *tree) (action, error) {
 		}
 		lines = []string{pad(col) + "- " + s}
 	}
-	return action{splice: p.insertLinesAfter(end, lines)}, nil
+	return p.insertLinesAfter(end, lines), nil
 }
 
 // remove deletes the key or item at the end of hops with its whole block.

@@ -124,6 +124,13 @@ var goldenCases = []struct {
 		warnLines: []int{10},
 	},
 	{
+		// A key after a block scalar that ends the file: the scalar strips its
+		// trailing breaks so that the new line break is not its own.
+		name:      "block-scalar-at-eof",
+		ops:       []Op{Set(Path{K("image"), K("tag")}, "1.2.3")},
+		warnLines: []int{3},
+	},
+	{
 		// Scalars join and leave one-line flow collections in place; no warning.
 		name: "flow-members-in-place",
 		ops: []Op{
