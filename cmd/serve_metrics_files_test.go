@@ -71,6 +71,10 @@ func TestMonitoringFilesUseOnlyExportedMetrics(t *testing.T) {
 	t.Setenv("KUKIE_GITHUB_API_URL", gh.APIURL())
 	t.Setenv("KUKIE_GITHUB_WEB_URL", gh.URL())
 	addr, logs, stop := serveInProcess(t)
+	// The request metrics have a series once a request was answered.
+	if status, _ := get(t, "http://"+addr+"/healthz", ""); status != 200 {
+		t.Fatalf("GET /healthz = %d", status)
+	}
 	status, body := get(t, "http://"+addr+"/metrics", "")
 	if code := stop(); code != 0 {
 		t.Fatalf("exit code %d\n%s", code, logs)

@@ -8,6 +8,9 @@ import (
 func TestServeExposesMetricsWithoutAToken(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr, logs, stop := serveInProcess(t)
+	if status, _ := get(t, "http://"+addr+"/healthz", ""); status != 200 {
+		t.Fatalf("GET /healthz = %d", status)
+	}
 	status, body := get(t, "http://"+addr+"/metrics", "")
 	if status != 200 {
 		t.Fatalf("GET /metrics without a token = %d %s, want 200", status, body)
@@ -15,7 +18,9 @@ func TestServeExposesMetricsWithoutAToken(t *testing.T) {
 	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds",
 		// The Helm workers of the process, before any render.
 		"kukie_helm_workers_max", `kukie_helm_workers{state="idle"}`, "kukie_helm_worker_starts_total", `kukie_helm_worker_exits_total{cause="memory_limit"}`,
-		`kukie_helm_renders_total{outcome="deadline"}`, "kukie_helm_render_duration_seconds_count"} {
+		`kukie_helm_renders_total{outcome="deadline"}`, "kukie_helm_render_duration_seconds_count",
+		// The requests answered, by route.
+		`kukie_http_requests_total{route="GET /healthz",status="2xx"}`, `kukie_http_request_duration_seconds_count{route="GET /healthz"}`} {
 		if !strings.Contains(body, "\n"+name+" ") {
 			t.Errorf("/metrics lacks %s:\n%s", name, body)
 		}

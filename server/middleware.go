@@ -141,6 +141,33 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // recoverPanics turns a handler panic into a logged 500 instead of a dropped
 // connection, so one bad request cannot take the process down.
+// counted tells Deps.Requests of each request h answers on route, outside the
+// route's options, so a refused token is counted as the route's 401. A handler
+// that panicked counts as the 500 recoverPanics answers.
+func (s *Server) counted(route string, h http.Handler) http.Handler {
+	obs := s.deps.Requests
+	if obs == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
+		returned := false
+		defer func() {
+			status := rec.status
+			switch {
+			case !returned && status == 0:
+				status = http.StatusInternalServerError
+			case status == 0:
+				status = http.StatusOK
+			}
+			obs.Request(route, status, time.Since(start))
+		}()
+		h.ServeHTTP(rec, r)
+		returned = true
+	})
+}
+
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}

@@ -1,6 +1,7 @@
 // Package server owns the HTTP front of the service: the net/http server with its
 // timeouts and body limits, the middleware every request passes (request id, request
-// log, panic recovery, team authentication), the health endpoints, JSON answers and
+// log, panic recovery, team authentication, each answer told by route to a
+// RequestObserver), the health endpoints, JSON answers and
 // errors, and graceful shutdown.
 //
 // It is the framework only: the service's endpoints live in the api/ packages
@@ -119,7 +120,20 @@ type Deps struct {
 	DevTeam *store.Team
 	// Ready lists what /readyz checks.
 	Ready []Check
+	// Requests, when set, is told of every request answered: its route's pattern
+	// ("POST /api/v1/changes"; UnmatchedRoute for a path no route serves), status
+	// and duration.
+	Requests RequestObserver
 }
+
+// RequestObserver is told of each request a Server answered; metrics implement
+// it. It must not block.
+type RequestObserver interface {
+	Request(route string, status int, d time.Duration)
+}
+
+// UnmatchedRoute is the route of a request no route serves (answered 404).
+const UnmatchedRoute = "unmatched"
 
 // Server is the HTTP server. Create it with New, add routes, then Run.
 type Server struct {
@@ -143,12 +157,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
 	s.handler = s.observe(s.recoverPanics(s.limitBody(s.mux)))
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /healthz", s.counted("GET /healthz", http.HandlerFunc(s.healthz)))
+	s.mux.Handle("GET /readyz", s.counted("GET /readyz", http.HandlerFunc(s.readyz)))
 	s.patterns = []string{"GET /healthz", "GET /readyz"}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("/", s.counted(UnmatchedRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
-	})
+	})))
 	return s, nil
 }
 
@@ -185,7 +199,7 @@ func (s *Server) Handle(pattern string, h http.Handler, opts ...RouteOption) {
 	for i := len(opts) - 1; i >= 0; i-- {
 		h = opts[i](s, h)
 	}
-	s.mux.Handle(pattern, h)
+	s.mux.Handle(pattern, s.counted(pattern, h))
 	s.patterns = append(s.patterns, pattern)
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -544,5 +547,43 @@ func TestRequestLogLine(t *testing.T) {
 	}
 	if id, _ := health["request_id"].(string); id == "" || id == "req-1" {
 		t.Errorf("health request id = %q, want its own", id)
+	}
+}
+
+// requestLog is a RequestObserver that keeps what it is told.
+type requestLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *requestLog) Request(route string, status int, _ time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, fmt.Sprintf("%s %d", route, status))
+}
+
+// TestRequestsAreObservedByRoute: each answered request is told by its route's
+// pattern, never its path: a refused token as its route's 401, a panic as the
+// 500 answered, a path no route serves as unmatched.
+func TestRequestsAreObservedByRoute(t *testing.T) {
+	seen := &requestLog{}
+	s, _ := newServer(t, server.Config{}, server.Deps{Requests: seen})
+	s.HandleFunc("GET /api/v1/things/{id}", func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id")})
+	}, server.TeamAuth(store.ScopeRead))
+	s.HandleFunc("POST /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	s.HandleFunc("GET /quiet", func(http.ResponseWriter, *http.Request) {})
+	for _, r := range []*http.Request{
+		httptest.NewRequest("GET", "/healthz", nil),
+		httptest.NewRequest("GET", "/api/v1/things/secret-id-7", nil),
+		httptest.NewRequest("POST", "/boom", nil),
+		httptest.NewRequest("GET", "/quiet", nil),
+		httptest.NewRequest("GET", "/no/such/path", nil),
+	} {
+		do(t, s.Handler(), r)
+	}
+	want := []string{"GET /healthz 200", "GET /api/v1/things/{id} 401", "POST /boom 500", "GET /quiet 200", "unmatched 404"}
+	if !slices.Equal(seen.seen, want) {
+		t.Fatalf("observed %q, want %q", seen.seen, want)
 	}
 }

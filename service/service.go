@@ -208,6 +208,10 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		devTeam = &t
 		logger.Warn().Str("team", t.Name).Msg("INSECURE: dev authentication is on; requests without a token act as this team")
 	}
+	httpMetrics, err := metrics.NewHTTP(registry)
+	if err != nil {
+		return nil, err
+	}
 	s.server, err = server.New(server.Config{
 		Address:           cfg.Server.Address,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -217,10 +221,11 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		ShutdownTimeout:   cfg.Server.ShutdownTimeout,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
 	}, server.Deps{
-		Logger:  logger,
-		Auth:    db,
-		DevTeam: devTeam,
-		Ready:   s.readiness(db),
+		Logger:   logger,
+		Auth:     db,
+		DevTeam:  devTeam,
+		Ready:    s.readiness(db),
+		Requests: httpMetrics,
 	})
 	if err != nil {
 		return nil, err
