@@ -338,3 +338,37 @@ func TestSymlinkThroughAFileNamesNothing(t *testing.T) {
 		t.Fatalf("edits %+v, want one of app/deployment.yaml", res.Edits)
 	}
 }
+
+// TestPathLongerThanTheSystemAllowsIsRefused plans a Directory app that recurses
+// into folders nested past the longest path the system opens (git has no such
+// limit: a few folders of long names suffice): refused naming the bound, not
+// failed with the system's error, which names the path on this machine.
+func TestPathLongerThanTheSystemAllowsIsRefused(t *testing.T) {
+	repo := testtree.Write(t, map[string]string{"app/deployment.yaml": twoContainerDeployment})
+	root, err := os.OpenRoot(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	deep := "app"
+	for range 20 {
+		deep += "/" + strings.Repeat("d", 240)
+	}
+	if err := root.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.WriteFile(deep+"/cm.yaml", []byte(configMap("deep")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Plan(context.Background(), Request{RepoDir: repo,
+		Apps: []Application{{Name: "web", Path: "app", SourceType: SourceDirectory, Namespace: "web", Directory: DirectoryOptions{Recurse: true}}}, App: "web",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Replicas: &Replicas{Count: 3}}})
+	var ref *Refusal
+	if !errors.As(err, &ref) {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	if ref.Code != CodeTooLarge || !strings.Contains(ref.Reason, "the path is longer than the file system allows") || strings.Contains(ref.Reason, repo) {
+		t.Fatalf("refused (%s): %s\nwant (%s) saying the path is too long, without the repository's place on disk", ref.Code, ref.Reason, CodeTooLarge)
+	}
+}

@@ -114,6 +114,21 @@ func openTree(dir string) (*tree, error) {
 	}, nil
 }
 
+// fsError is the error of a file system operation op on the repository path rel.
+// A path longer than the system opens is the repository's doing (git has no such
+// limit, and a few folders of long names exceed it): a refusal, which names the
+// path within the repository alone.
+func fsError(op, rel string, err error) error {
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		const shown = 200
+		if len(rel) > shown {
+			rel = rel[:shown] + "..."
+		}
+		return refuse(CodeTooLarge, "%s %s: the path is longer than the file system allows", op, rel)
+	}
+	return fmt.Errorf("%s %s: %w", op, rel, err)
+}
+
 // cleanRel turns a repository path into its canonical relative form ("." for the
 // root). It reports false when the path climbs above the root.
 func cleanRel(p string) (string, bool) {
@@ -224,7 +239,7 @@ func (t *tree) entryMode(dir, real, name string) (fs.FileMode, bool, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return 0, false, nil
 		default:
-			return 0, false, fmt.Errorf("stat %s: %w", path.Join(dir, name), err)
+			return 0, false, fsError("stat", path.Join(dir, name), err)
 		}
 	}
 	listing := t.listDir(dir, real)
@@ -254,7 +269,7 @@ func (t *tree) resolveSymlink(rel, link, full string) statEntry {
 		case errors.Is(serr, syscall.ELOOP):
 			return statEntry{err: refuse(CodeRenderFailed, "%s is a symlink that does not resolve (a cycle of symlinks, or more than the system follows)", rel)}
 		}
-		return statEntry{err: fmt.Errorf("resolve %s: %w", rel, err)}
+		return statEntry{err: fsError("resolve", rel, err)}
 	}
 	within, err := filepath.Rel(t.root, real)
 	if err != nil || within == ".." || strings.HasPrefix(within, ".."+string(filepath.Separator)) {
@@ -284,7 +299,7 @@ func (t *tree) listDir(rel, real string) dirEntry {
 	e := dirEntry{modes: map[string]fs.FileMode{}}
 	entries, err := os.ReadDir(real)
 	if err != nil {
-		e.err = fmt.Errorf("read directory %s: %w", rel, err)
+		e.err = fsError("read directory", rel, err)
 	}
 	for _, d := range entries {
 		e.names = append(e.names, d.Name())
@@ -337,7 +352,7 @@ func (t *tree) readFileUncached(rel string) ([]byte, error) {
 	}
 	f, err := os.Open(st.real)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
+		return nil, fsError("read", rel, err)
 	}
 	defer f.Close()
 	// Read one byte past the limit to tell a large file from one at the limit.
