@@ -129,6 +129,13 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
+// changeFlags are the flags of a change (see changeUsage): given before the
+// change, the plan's own flag set does not know them.
+var changeFlags = map[string]bool{
+	"c": true, "container": true, "n": true, "api-version": true, "replicas": true,
+	"requests": true, "limits": true, "f": true, "merge": true,
+}
+
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f planFlags
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
@@ -162,7 +169,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout)
 			return 0
 		}
-		printUsage(stderr)
+		// The flag package said which flag was wrong; the whole usage would bury it.
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok && changeFlags[strings.TrimLeft(name, "-")] {
+			fmt.Fprintf(stderr, "%s is a flag of the change: give it after the change (plan [flags] <change> [change flags])\n", name)
+		}
+		fmt.Fprintln(stderr, "Run 'kukie-gitops plan --help' for usage.")
 		return 1
 	}
 	// A usage mistake is an error (1), never a refusal (2): a script that reads 2 as

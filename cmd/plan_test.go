@@ -31,6 +31,7 @@ func TestPlanCommand(t *testing.T) {
 		stdoutHas  []string
 		stderrHas  []string
 		stdoutLack []string
+		stderrLack []string
 	}{
 		"quick start: scale through the replicas entry": {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
@@ -78,6 +79,18 @@ func TestPlanCommand(t *testing.T) {
 			code:      1,
 			stderrHas: []string{"scale needs --replicas"},
 		},
+		"a change flag before the change": {
+			args:       []string{"--repo", sampleRepo, "--app", "apps/web", "-n", "web", "scale", "deployment/web", "--replicas", "4"},
+			code:       1,
+			stderrHas:  []string{"flag provided but not defined: -n", "-n is a flag of the change: give it after the change", "Run 'kukie-gitops plan --help' for usage."},
+			stderrLack: []string{"Exit codes"},
+		},
+		"an unknown flag": {
+			args:       []string{"--repo", sampleRepo, "--app", "apps/web", "--dry", "scale", "deployment/web", "--replicas", "4"},
+			code:       1,
+			stderrHas:  []string{"flag provided but not defined: -dry", "Run 'kukie-gitops plan --help' for usage."},
+			stderrLack: []string{"Exit codes", "is a flag of the change"},
+		},
 		"unknown kind": {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "scale", "widget/web", "--replicas", "2"},
 			code:      1,
@@ -124,6 +137,11 @@ func TestPlanCommand(t *testing.T) {
 			for _, s := range tc.stderrHas {
 				if !strings.Contains(stderr, s) {
 					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			for _, s := range tc.stderrLack {
+				if strings.Contains(stderr, s) {
+					t.Errorf("stderr shows %q:\n%s", s, stderr)
 				}
 			}
 		})
