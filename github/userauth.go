@@ -35,6 +35,9 @@ type UserInstallations struct {
 	oauth   oauth2.Config
 	http    *http.Client
 	timeout time.Duration
+	// apiURL and userAgent serve the one request made as the App's OAuth client
+	// itself (Basic auth with its client id and secret): revoking a token.
+	apiURL, userAgent string
 }
 
 // NewUserInstallations needs cfg's ClientID and ClientSecret; user-token requests go
@@ -59,8 +62,29 @@ func NewUserInstallations(cfg Config, cc githubapp.ClientCreator) (*UserInstalla
 			Timeout:   cfg.Timeout,
 			Transport: jsonTokenTransport{base: http.DefaultTransport, userAgent: cfg.UserAgent},
 		},
-		timeout: cfg.Timeout,
+		timeout:   cfg.Timeout,
+		apiURL:    cfg.APIURL,
+		userAgent: cfg.UserAgent,
 	}, nil
+}
+
+// RevokeToken makes a user access token unusable (DELETE
+// /applications/{client_id}/token, authenticated as the App's OAuth client), so a
+// copy of it, such as a stolen session cookie, is refused from then on. A token
+// GitHub no longer knows (expired, revoked already) is revoked.
+func (u *UserInstallations) RevokeToken(ctx context.Context, userToken secret.Secret) error {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	basic := &gh.BasicAuthTransport{Username: u.oauth.ClientID, Password: u.oauth.ClientSecret}
+	client, err := gh.NewClient(&http.Client{Transport: basic, Timeout: u.timeout}).WithEnterpriseURLs(u.apiURL, u.apiURL)
+	if err != nil {
+		return fmt.Errorf("revoke the user's token: %w", err)
+	}
+	client.UserAgent = u.userAgent
+	if _, err := client.Authorizations.Revoke(ctx, u.oauth.ClientID, userToken.Reveal()); err != nil && !isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("revoke the user's token: %w", err)
+	}
+	return nil
 }
 
 // ExchangeCode trades an authorization code for a user access token (one request,

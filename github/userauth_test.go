@@ -162,3 +162,31 @@ func TestUserInstallationsAsksGitHubWhoCanReadARepository(t *testing.T) {
 		t.Error("a name without owner was accepted")
 	}
 }
+
+// TestRevokeTokenEndsTheToken: a revoked user access token is refused by GitHub from
+// then on; revoking one GitHub no longer knows is no error.
+func TestRevokeTokenEndsTheToken(t *testing.T) {
+	ctx := context.Background()
+	s := githubtest.New(t)
+	s.AddUser("alice")
+	u := userInstallations(t, s, s.ClientSecret())
+	token, err := u.ExchangeCode(ctx, secret.New(s.AuthorizationCode(t, "alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if login, err := u.UserLogin(ctx, token); err != nil || login != "alice" {
+		t.Fatalf("before revoking: %q, %v", login, err)
+	}
+	if err := u.RevokeToken(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.UserLogin(ctx, token); !errors.Is(err, github.ErrUserTokenRejected) {
+		t.Errorf("a revoked token: %v, want ErrUserTokenRejected", err)
+	}
+	if err := u.RevokeToken(ctx, token); err != nil {
+		t.Errorf("revoking again: %v", err)
+	}
+	if n := s.RequestCount("DELETE /applications/{client_id}/token"); n != 2 {
+		t.Errorf("%d revocations sent, want 2", n)
+	}
+}

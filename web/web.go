@@ -15,7 +15,9 @@
 // gets the same "not found or no access" page, so a page never tells who may not read
 // it that the change or check exists.
 //
-// The package only reads: changes and checks from the store, access from GitHub. It must not
+// The package only reads: changes and checks from the store, access from GitHub; at
+// sign-out it has GitHub revoke the person's token, so a copy of the session cookie
+// stops working. It must not
 // show a Secret value (diffs are render's, masked, and a Secret's diff is reduced to
 // the fields that change), nor log or render a user's token or an authorization code.
 package web
@@ -67,6 +69,8 @@ type SignIn interface {
 	ExchangeCode(ctx context.Context, code secret.Secret) (secret.Secret, error)
 	UserLogin(ctx context.Context, userToken secret.Secret) (string, error)
 	CanReadRepository(ctx context.Context, userToken secret.Secret, fullName string) (bool, error)
+	// RevokeToken makes a person's token unusable, at sign-out.
+	RevokeToken(ctx context.Context, userToken secret.Secret) error
 }
 
 // Plans is what the pages read from the store.
@@ -369,6 +373,15 @@ func (p *Pages) signOut(w http.ResponseWriter, r *http.Request) {
 	if err := p.origins.Check(r); err != nil {
 		p.message(w, http.StatusForbidden, "Not signed out", "Signing out takes the sign-out button of this service's own pages.")
 		return
+	}
+	// The session is a cookie the service keeps no record of: a copy of it (a
+	// stolen one) would work until it expires, unless GitHub no longer takes its
+	// token.
+	var s session
+	if p.unavailable == "" && p.open(r, sessionCookie, &s) && s.Token != "" {
+		if err := p.signIn.RevokeToken(r.Context(), secret.New(s.Token)); err != nil {
+			zerolog.Ctx(r.Context()).Error().Err(err).Str("login", s.Login).Msg("Revoke the token of a signed-out session")
+		}
 	}
 	http.SetCookie(w, p.cookie(sessionCookie, "", time.Time{}))
 	p.message(w, http.StatusOK, "Signed out", "You are signed out of this service. GitHub keeps you signed in there.")

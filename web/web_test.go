@@ -317,6 +317,8 @@ func (stubSignIn) CanReadRepository(context.Context, secret.Secret, string) (boo
 	return false, errors.New("not reached")
 }
 
+func (stubSignIn) RevokeToken(context.Context, secret.Secret) error { return errors.New("not reached") }
+
 // TestSignOutRefusesACrossSitePost: a page of another site must not sign a person out
 // (its form posting here would clear the session); the service's own sign-out
 // button, a same-origin post, does.
@@ -401,5 +403,36 @@ func TestCookiesOverHTTPSAreHostOnly(t *testing.T) {
 	res, body = get(t, victim, link)
 	if res.StatusCode != http.StatusBadRequest || cookieNamed(res, "__Host-kukie_session") != nil || cookieNamed(res, "kukie_session") != nil {
 		t.Errorf("callback with a planted state cookie: %d, cookies %v, want 400 and no session:\n%s", res.StatusCode, res.Cookies(), body)
+	}
+}
+
+// TestSignOutEndsACopiedSession: the session is a sealed cookie the service keeps no
+// record of, so signing out must also end a copy of it (one stolen from the
+// browser): GitHub revokes its token, and the copy opens no page any more.
+func TestSignOutEndsACopiedSession(t *testing.T) {
+	e := newEnv(t)
+	browser, res, body := e.signIn(t, reader)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d\n%s", res.StatusCode, body)
+	}
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, _ := cookiejar.New(nil)
+	copied.SetCookies(u, browser.Jar.Cookies(u))
+	thief := noRedirects(copied)
+	if res, _ := get(t, thief, e.srv.URL+web.ChangePathPrefix+e.code); res.StatusCode != http.StatusOK {
+		t.Fatalf("the copied session before sign-out: %d, want the page", res.StatusCode)
+	}
+	res, err = browser.PostForm(e.srv.URL+"/auth/signout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readBody(t, res); res.StatusCode != http.StatusOK {
+		t.Fatalf("sign-out: %d\n%s", res.StatusCode, body)
+	}
+	if res, body := get(t, thief, e.srv.URL+web.ChangePathPrefix+e.code); res.StatusCode != http.StatusSeeOther || strings.Contains(body, gitDiffLine) {
+		t.Errorf("the copied session after sign-out: %d, want a new sign-in\n%s", res.StatusCode, body)
 	}
 }

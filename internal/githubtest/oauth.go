@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -129,7 +130,36 @@ func (s *Server) oauthRoutes() []route {
 		{pattern: "GET /user/installations",
 			doc:     "/apps/installations#list-app-installations-accessible-to-the-user-access-token",
 			handler: s.handleUserInstallations},
+		{pattern: "DELETE /applications/{client_id}/token",
+			doc:     "/apps/oauth-applications#delete-an-app-token",
+			handler: s.handleDeleteAppToken},
 	}
+}
+
+// handleDeleteAppToken revokes a user access token, as GitHub does for the App's own
+// client (Basic auth with its client id and secret): 204, or 404 for a token GitHub
+// does not know.
+func (s *Server) handleDeleteAppToken(w http.ResponseWriter, r *http.Request) {
+	id, secretText, ok := r.BasicAuth()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok || id != s.oauth.clientID || secretText != s.oauth.clientSecret || r.PathValue("client_id") != s.oauth.clientID {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+		return
+	}
+	var body struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.AccessToken == "" {
+		writeError(w, r, http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	if _, known := s.oauth.userTokens[body.AccessToken]; !known {
+		writeError(w, r, http.StatusNotFound, "Not Found")
+		return
+	}
+	delete(s.oauth.userTokens, body.AccessToken)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // handleAccessToken exchanges an authorization code for a user access token. Like
