@@ -484,6 +484,28 @@ func TestValidate(t *testing.T) {
 			want:    []string{"server.address", "log.format", "log.level"},
 			count:   3,
 		},
+		"metrics on the main listener's port": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.Address = "0.0.0.0:8080"; c.Metrics.Address = "127.0.0.1:8080" },
+			want:    []string{`metrics.address "127.0.0.1:8080" takes the port of server.address "0.0.0.0:8080"`},
+		},
+		"metrics on the default main listener's port": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Metrics.Address = "127.0.0.1:8080" },
+			want:    []string{`metrics.address "127.0.0.1:8080" takes the port of server.address "127.0.0.1:8080"`},
+		},
+		"metrics on a port of their own, or on any free one": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.Address = "0.0.0.0:8080"; c.Metrics.Address = "0.0.0.0:9100" },
+		},
+		"metrics and the main listener both on any free port": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.Address = "127.0.0.1:0"; c.Metrics.Address = "127.0.0.1:0" },
+		},
+		"metrics on the main listener's port of another address": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.Address = "10.0.0.1:8080"; c.Metrics.Address = "127.0.0.1:8080" },
+		},
 		"negative timeout": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Server.ReadTimeout = -time.Second },

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -44,6 +46,9 @@ func (c Config) Validate(profile Profile) error {
 	if c.Metrics.Address != "" {
 		if _, _, err := net.SplitHostPort(c.Metrics.Address); err != nil {
 			add("metrics.address %q is not host:port: %v", c.Metrics.Address, err)
+		} else if main := cmp.Or(c.Server.Address, server.DefaultAddress); sameListener(c.Metrics.Address, main) {
+			add("metrics.address %q takes the port of server.address %q: leave it empty to serve /metrics on the main listener, or give it a port of its own",
+				c.Metrics.Address, main)
 		}
 	}
 	if c.Server.PublicURL != "" {
@@ -230,6 +235,19 @@ func Check(cfg Config, profile Profile, loadErr error) error {
 		return nil
 	}
 	return &ValidationError{Profile: profile, Problems: problems}
+}
+
+// sameListener reports whether listening on a and on b would take one port: the
+// same port, not 0 (any free one), on the same host or where either listens on
+// every address.
+func sameListener(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb || pa == "0" {
+		return false
+	}
+	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || every(ha) || every(hb)
 }
 
 // databaseURLSource names the setting the database URL came from.
