@@ -27,20 +27,28 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/kukie/kukie-gitops/render"
 )
 
 // ArchiveLimits bound what one repository archive may unpack to. A repository that
-// exceeds them is refused as a whole: reading half a repository would render wrong.
+// exceeds the total or the count is refused as a whole: reading half a repository
+// would render wrong. A file over MaxFileBytes is kept cut to its first
+// MaxFileBytes+1 bytes, so a reader bounded by MaxFileBytes (render reads no file
+// over its own 5 MiB) still sees a file over the limit, and refuses that file
+// alone: the repository is not refused for a large file no render reads (an
+// image, a dashboard).
 type ArchiveLimits struct {
-	MaxFileBytes  int64 // one regular file
-	MaxTotalBytes int64 // all regular files together
+	MaxFileBytes  int64 // what is kept of one regular file, beyond which it is cut
+	MaxTotalBytes int64 // all regular files together, as kept
 	MaxFiles      int   // entries of any kind
 }
 
 // DefaultArchiveLimits fit manifest repositories, including large monorepos, and keep
 // a hostile archive from filling the disk.
 var DefaultArchiveLimits = ArchiveLimits{
-	MaxFileBytes:  5 << 20,
+	// A file is cut where render stops reading one.
+	MaxFileBytes:  render.MaxFileSize,
 	MaxTotalBytes: 512 << 20,
 	MaxFiles:      100_000,
 }
@@ -263,9 +271,6 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 				return total, fmt.Errorf("create folder %s: %w", name, err)
 			}
 		case tar.TypeReg:
-			if hdr.Size > limits.MaxFileBytes {
-				return total, fmt.Errorf("%w: %s is %d bytes (limit %d)", ErrArchiveTooLarge, name, hdr.Size, limits.MaxFileBytes)
-			}
 			n, err := writeConfined(root, name, tr, limits.MaxFileBytes)
 			total += n
 			if err != nil {
@@ -387,6 +392,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // over reports whether more than limit bytes were read.
 func (c *countingReader) over() bool { return c.n > c.limit }
 
+// writeConfined writes the file name from r, cut past limit+1 bytes (the tar
+// reader skips the rest of the entry).
 func writeConfined(root *os.Root, name string, r io.Reader, limit int64) (int64, error) {
 	if err := mkParent(root, name); err != nil {
 		return 0, err
@@ -401,9 +408,6 @@ func writeConfined(root *os.Root, name string, r io.Reader, limit int64) (int64,
 	}
 	if err != nil {
 		return n, fmt.Errorf("write %s: %w", name, err)
-	}
-	if n > limit {
-		return n, fmt.Errorf("%w: %s is over %d bytes", ErrArchiveTooLarge, name, limit)
 	}
 	return n, nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/cache"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render"
 )
 
 func tarball(t *testing.T, entries []tar.Header, contents map[string]string) []byte {
@@ -56,6 +59,7 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 		wantErr  string
 		exist    []string
 		absent   []string
+		sizes    map[string]int64 // of files written
 	}{
 		"plain tree": {
 			entries:  []tar.Header{{Name: "top/", Typeflag: tar.TypeDir}, reg("top/a/b.yaml")},
@@ -127,9 +131,11 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 			contents: map[string]string{"top/a.yaml": "x\n"},
 			exist:    []string{"b.yaml"},
 		},
-		"file over the per-file cap": {
-			entries: []tar.Header{reg("top/big")}, contents: map[string]string{"top/big": strings.Repeat("x", 11)},
-			wantErr: "limit",
+		"file over the per-file cap kept cut past it": {
+			// A reader bounded by the cap still sees a file over it; the
+			// repository is not refused for it.
+			entries: []tar.Header{reg("top/big"), reg("top/small")}, contents: map[string]string{"top/big": strings.Repeat("x", 1000), "top/small": "y"},
+			sizes: map[string]int64{"big": 11, "small": 1},
 		},
 		"total over the cap": {
 			entries:  []tar.Header{reg("top/a"), reg("top/b")},
@@ -163,6 +169,11 @@ func TestExtractTarballConfinesAndLimits(t *testing.T) {
 			for _, p := range tc.exist {
 				if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 					t.Errorf("%s missing: %v", p, err)
+				}
+			}
+			for p, want := range tc.sizes {
+				if info, err := os.Stat(filepath.Join(dir, p)); err != nil || info.Size() != want {
+					t.Errorf("%s: %v, want %d bytes", p, err, want)
 				}
 			}
 			for _, p := range tc.absent {
@@ -264,4 +275,33 @@ func TestRenderCacheEntriesAppearWhole(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestLargeFileRefusesOnlyTheRenderThatReadsIt: an archive holding a file over
+// the per-file cap still extracts; an app that does not read the file plans, one
+// that reads it is refused naming the file, as if the whole file were there.
+func TestLargeFileRefusesOnlyTheRenderThatReadsIt(t *testing.T) {
+	reg := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644} }
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: " + strings.Repeat("x", 6<<20) + "\n"
+	dir := t.TempDir()
+	entries := []tar.Header{reg("top/web/deployment.yaml"), reg("top/big/deployment.yaml"), reg("top/big/big.yaml")}
+	contents := map[string]string{"top/web/deployment.yaml": deployment, "top/big/deployment.yaml": deployment, "top/big/big.yaml": big}
+	if _, err := cache.ExtractTarball(bytes.NewReader(tarball(t, entries, contents)), dir, cache.DefaultArchiveLimits); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(path string) error {
+		_, err := render.Plan(context.Background(), render.Request{RepoDir: dir,
+			Apps: []render.Application{{Name: "web", Path: path, SourceType: render.SourceDirectory, Namespace: "web"}}, App: "web",
+			Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Change: render.Change{Replicas: &render.Replicas{Count: 3}}})
+		return err
+	}
+	if err := plan("web"); err != nil {
+		t.Fatalf("the app that does not read the large file: %v", err)
+	}
+	var ref *render.Refusal
+	if err := plan("big"); !errors.As(err, &ref) || ref.Code != render.CodeFileTooLarge || ref.Reason != "big/big.yaml is over the 5242880 byte limit" {
+		t.Fatalf("the app that reads it: %v", err)
+	}
 }
