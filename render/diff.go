@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -142,6 +143,22 @@ func flowText(v any) string {
 		return string(out)
 	}
 	return fmt.Sprint(v)
+}
+
+// typedText is a value with its type, for values whose text alone is ambiguous
+// (the string "false" and the boolean false).
+func typedText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x) + " (a string)"
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", x)
+	case int64, float64:
+		return fmt.Sprintf("%v (a number)", x)
+	case nil:
+		return "null"
+	}
+	return flowText(v)
 }
 
 // absent marks a missing field in a difference.
@@ -391,6 +408,9 @@ func describeDifferences(o *object, diffs []difference) []string {
 			msg = fmt.Sprintf("%s: unexpected field (rendered %s)", d.path(), flowText(got))
 		case isAbsent(got):
 			msg = fmt.Sprintf("%s: missing (expected %s)", d.path(), flowText(want))
+		case flowText(want) == flowText(got):
+			// Values that print alike differ in type: say which.
+			msg = fmt.Sprintf("%s: expected %s, rendered %s", d.path(), typedText(want), typedText(got))
 		default:
 			msg = fmt.Sprintf("%s: expected %s, rendered %s", d.path(), flowText(want), flowText(got))
 		}

@@ -422,11 +422,16 @@ func checkPatchLists(target *object, p *Patch) error {
 	check = func(at []string, cur any, m map[string]any) error {
 		cm, _ := cur.(map[string]any)
 		for _, k := range sortedKeys(m) {
+			here := append(append([]string(nil), at...), k)
+			if stringsOnly(target, at) {
+				if err := checkStringValue(target, here, m[k]); err != nil {
+					return err
+				}
+			}
 			sub, ok := m[k].(map[string]any)
 			if !ok {
 				continue
 			}
-			here := append(append([]string(nil), at...), k)
 			list, isList := cm[k].([]any)
 			if !isList {
 				if err := check(here, cm[k], sub); err != nil {
@@ -447,6 +452,28 @@ func checkPatchLists(target *object, p *Patch) error {
 		return nil
 	}
 	return check(nil, target.body, doc)
+}
+
+// stringsOnly reports whether the map at path at of the target holds strings
+// alone: labels and annotations wherever they are, a ConfigMap's data.
+func stringsOnly(target *object, at []string) bool {
+	if n := len(at); n >= 2 && at[n-2] == "metadata" && (at[n-1] == "labels" || at[n-1] == "annotations") {
+		return true
+	}
+	return target.kind == "ConfigMap" && groupOf(target.apiVersion) == "" && len(at) == 1 && at[0] == "data"
+}
+
+// checkStringValue refuses a value other than a string (or null, a removal)
+// for a field that holds strings: "/metadata/annotations/x=false" reads false
+// as JSON, which the API server rejects there and which no edit can render.
+func checkStringValue(target *object, at []string, v any) error {
+	switch v.(type) {
+	case nil, string:
+		return nil
+	}
+	text := flowText(v)
+	return refuse(CodeInvalidRequest, "%s %s: the patch gives %s the value %s, but it holds strings only: give the string %q (as a field path, /%s=%s)",
+		target.kind, target.name, strings.Join(at, "."), typedText(v), text, strings.Join(escapeAll(at), "/"), strconv.Quote(text))
 }
 
 // patchedItems is list with the merge patch of each item applied, when every

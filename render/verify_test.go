@@ -318,3 +318,24 @@ func TestManyAppsOnlyAffectedRendered(t *testing.T) {
 		t.Fatalf("verified apps: %+v", res.Verification.Apps)
 	}
 }
+
+// TestDifferencesSayTheTypeOfValuesThatPrintAlike: the string "false" and the
+// boolean false (a quoted values key, an unquoted annotation) differ, and the
+// reason must say how, not "expected false, rendered false".
+func TestDifferencesSayTheTypeOfValuesThatPrintAlike(t *testing.T) {
+	dep := &object{apiVersion: "apps/v1", kind: "Deployment", name: "web"}
+	diffs := []difference{
+		{segs: []string{"metadata", "annotations", "prometheus.io/scrape"}, want: false, got: "false"},
+		{segs: []string{"spec", "replicas"}, want: int64(3), got: "3"},
+		{segs: []string{"spec", "minReadySeconds"}, want: int64(3), got: int64(5)},
+	}
+	got := describeDifferences(dep, diffs)
+	want := []string{
+		`metadata.annotations.prometheus.io/scrape: expected false (a boolean), rendered "false" (a string)`,
+		`spec.replicas: expected 3 (a number), rendered "3" (a string)`,
+		`spec.minReadySeconds: expected 3, rendered 5`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("differences\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
