@@ -587,3 +587,24 @@ func TestRequestsAreObservedByRoute(t *testing.T) {
 		t.Fatalf("observed %q, want %q", seen.seen, want)
 	}
 }
+
+// TestReadinessChecksShareOneDeadline: the checks of one /readyz run within one
+// deadline, so the answer comes within it however the time is spread over them.
+func TestReadinessChecksShareOneDeadline(t *testing.T) {
+	var deadlines []time.Time
+	record := func(ctx context.Context) error {
+		d, ok := ctx.Deadline()
+		if !ok {
+			return errors.New("no deadline")
+		}
+		deadlines = append(deadlines, d)
+		return nil
+	}
+	s, _ := newServer(t, server.Config{}, server.Deps{Ready: []server.Check{{Name: "database", Check: record}, {Name: "migrations", Check: record}}})
+	if rec, _ := do(t, s.Handler(), httptest.NewRequest("GET", "/readyz", nil)); rec.Code != http.StatusOK {
+		t.Fatalf("GET /readyz = %d %s", rec.Code, rec.Body)
+	}
+	if len(deadlines) != 2 || !deadlines[0].Equal(deadlines[1]) {
+		t.Fatalf("the checks' deadlines %v, want one shared", deadlines)
+	}
+}
