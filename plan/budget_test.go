@@ -123,30 +123,75 @@ func scaleApp(i int) plan.Request {
 }
 
 // settle waits until every plan is out of the pipeline's hands: a pull request with
-// its check run, or stopped. It returns the plans.
+// its check run, or stopped. It returns the plans. A busy machine makes the plans
+// slow, not wrong, so it waits as long as some plan gets further (a step recorded)
+// within settleStall; a plan asleep on a rate limit wakes well within it.
 func settle(t *testing.T, db *store.DB, codes []string) []store.Plan {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	ctx := context.Background()
+	done := map[string]store.Plan{}
+	progress := map[string]int64{} // the stored version of each plan not settled yet
+	lastProgress := time.Now()
 	for {
-		var out []store.Plan
 		for _, code := range codes {
-			pl, err := db.PlanByCode(context.Background(), code)
+			if _, ok := done[code]; ok {
+				continue
+			}
+			pl, err := db.PlanByCode(ctx, code)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch s := plan.Status(pl.Status); {
 			case s == plan.StatusPROpen && pl.CheckRunID != 0, s == plan.StatusFailed, s == plan.StatusRefused:
-				out = append(out, pl)
+				done[code] = pl
+				lastProgress = time.Now()
+				continue
+			}
+			if pl.Version != progress[code] {
+				progress[code] = pl.Version
+				lastProgress = time.Now()
 			}
 		}
-		if len(out) == len(codes) {
+		if len(done) == len(codes) {
+			out := make([]store.Plan, len(codes))
+			for i, code := range codes {
+				out[i] = done[code]
+			}
 			return out
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d plans settled", len(out), len(codes))
+		if time.Since(lastProgress) > settleStall {
+			var stuck []string
+			for _, code := range codes {
+				if _, ok := done[code]; !ok {
+					stuck = append(stuck, stuckPlan(t, db, code))
+				}
+			}
+			t.Fatalf("%d of %d plans settled; no plan got further for %s:\n%s", len(done), len(codes), settleStall, strings.Join(stuck, "\n"))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// settleStall is how long settle waits for some plan to get further.
+const settleStall = 2 * time.Minute
+
+// stuckPlan describes a plan that did not settle: its state and latest history entry.
+func stuckPlan(t *testing.T, db *store.DB, code string) string {
+	t.Helper()
+	pl, err := db.PlanByCode(context.Background(), code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := db.PlanEvents(context.Background(), code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := "no history"
+	if len(events) > 0 {
+		ev := events[len(events)-1]
+		last = ev.Step + ": " + ev.Message
+	}
+	return fmt.Sprintf("%s %s (check run %d): %s", code, pl.Status, pl.CheckRunID, last)
 }
 
 // TestPipelineKeepsWithinGitHubSecondaryLimits submits 100 changes at once against a
