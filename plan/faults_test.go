@@ -352,7 +352,8 @@ func TestRebaseUnderGitHubFaults(t *testing.T) {
 				moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
 				after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
 				remove := e.gh.InjectFault(fault().On(step.method, step.path))
-				if err := p.BasePushed(ctx, repoName, "main", after, []string{webFile}); err == nil {
+				// The plan's own run may still hold its claim just after its check run.
+				if err := e.basePushed(ctx, p, after, []string{webFile}); err == nil {
 					t.Fatal("the base push was handled while GitHub failed the rebase, want an error so it is retried")
 				}
 				if e.gh.FaultHits(step.method, step.path) == 0 {
@@ -412,7 +413,7 @@ func commitsOver(t *testing.T, e *env, base string) []string {
 func retryBasePush(t *testing.T, p *plan.Pipeline, after string) {
 	t.Helper()
 	var err error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(eventually); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if err = p.BasePushed(context.Background(), repoName, "main", after, []string{webFile}); err == nil {
 			return
 		}
