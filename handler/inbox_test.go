@@ -459,7 +459,7 @@ func TestInboxLateOutcomeOfAnOverrunHandlerIsDropped(t *testing.T) {
 
 		// Once the lease has run out, the second worker claims the delivery and its
 		// attempt fails, to be retried after a backoff.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			n, err := second.Drain(context.Background())
 			if err != nil {

@@ -395,12 +395,17 @@ func scale(n int64, key string) plan.Request {
 		Change: render.Change{Replicas: &render.Replicas{Count: n}}, Reason: "more traffic", RequestedBy: "alice", IdempotencyKey: key}
 }
 
+// eventually bounds the wait for something the pipeline gets to by itself: far more
+// than it takes on an idle machine, so that a loaded one (CI, the race detector)
+// makes a test slower, not failed.
+const eventually = 2 * time.Minute
+
 // basePushed hands a push to main to the pipeline and, as the inbox does with a
 // delivery that failed, tries again while the push found a plan whose own run
 // still held its claim.
 func (e *env) basePushed(ctx context.Context, p *plan.Pipeline, after string, files []string) error {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		err := p.BasePushed(ctx, repoName, "main", after, files)
 		if !errors.Is(err, plan.ErrPlanBusy) || time.Now().After(deadline) {
@@ -413,7 +418,7 @@ func (e *env) basePushed(ctx context.Context, p *plan.Pipeline, after string, fi
 // waitFor polls the plan until cond holds.
 func (e *env) waitFor(code string, what string, cond func(store.Plan) bool) store.Plan {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		pl, err := e.db.PlanByCode(context.Background(), code)
 		if err != nil {
@@ -632,7 +637,7 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 				code = pl.Code
 				select {
 				case <-crashed:
-				case <-time.After(20 * time.Second):
+				case <-time.After(eventually):
 					t.Fatalf("the pipeline never reached %s", boundary)
 				}
 				first.Close()

@@ -237,7 +237,7 @@ func TestPipelineStopsOnALostClaim(t *testing.T) {
 					// makes of an abandoned call, it is not part of this plan's record.
 					select {
 					case err = <-ran:
-					case <-time.After(20 * time.Second):
+					case <-time.After(eventually):
 						t.Fatalf("the worker kept working on the plan after losing its claim")
 					}
 					if !errors.Is(err, store.ErrClaimLost) {
