@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
@@ -515,6 +516,11 @@ func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause e
 	}
 	if saved, err, retrying := p.retryTransient(ctx, pl, pay, cause, step); retrying {
 		return saved, err
+	}
+	if errors.Is(cause, cache.ErrArchiveTooLarge) {
+		// The repository's own content: another try downloads the same archive.
+		ref := &render.Refusal{Code: render.CodeTooLarge, Reason: cause.Error()}
+		cause = &Error{Code: CodeRefused, Reason: ref.Reason, Details: ref}
 	}
 	e, ok := AsError(cause)
 	to := StatusRefused
