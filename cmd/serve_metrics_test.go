@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/service"
 )
 
 func TestServeExposesMetricsWithoutAToken(t *testing.T) {
@@ -15,7 +18,7 @@ func TestServeExposesMetricsWithoutAToken(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /metrics without a token = %d %s, want 200", status, body)
 	}
-	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds",
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds", `kukie_build_info{goversion="` + runtime.Version() + `",version="` + service.Version + `"}`, `kukie_plans{state="pr_open"}`, `kukie_webhook_inbox_deliveries{state="pending"}`, "kukie_webhook_inbox_oldest_pending_age_seconds",
 		// The Helm workers of the process, before any render.
 		"kukie_helm_workers_max", `kukie_helm_workers{state="idle"}`, "kukie_helm_worker_starts_total", `kukie_helm_worker_exits_total{cause="memory_limit"}`,
 		`kukie_helm_renders_total{outcome="deadline"}`, "kukie_helm_render_duration_seconds_count",

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/metrics"
 	"github.com/kukie/kukie-gitops/server"
 )
 
@@ -20,7 +21,8 @@ import (
 const MetricsPath = "/metrics"
 
 // newRegistry is the registry every part of the service records on (never the
-// process-wide default), with the Go runtime and process collectors.
+// process-wide default), with the Go runtime and process collectors and the
+// build's version.
 func newRegistry() (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
@@ -28,6 +30,9 @@ func newRegistry() (*prometheus.Registry, error) {
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, fmt.Errorf("register process metrics: %w", err)
+	}
+	if err := metrics.RegisterBuildInfo(reg, Version); err != nil {
+		return nil, err
 	}
 	return reg, nil
 }
