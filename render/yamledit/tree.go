@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -36,11 +39,36 @@ func parseDocuments(b []byte, upTo int) ([]*yaml.Node, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("parse document %d: %w", len(docs), err)
+			return nil, fmt.Errorf("parse document %d: %w%s", len(docs)+1, err, tabHint(b, err))
 		}
 		docs = append(docs, &n)
 	}
 	return docs, nil
+}
+
+// yamlErrorLine finds the line a yaml.v3 error names.
+var yamlErrorLine = regexp.MustCompile(`^yaml: line (\d+):`)
+
+// tabHint names the line indented with a tab when yaml.v3 fails on one (its
+// "found character that cannot start any token", or a tab that "violates
+// indentation", sometimes counted on the line before): an editor that inserts
+// tabs is the usual cause, and the parser's words do not say which line.
+func tabHint(b []byte, err error) string {
+	msg := err.Error()
+	m := yamlErrorLine.FindStringSubmatch(msg)
+	if m == nil || !(strings.Contains(msg, "cannot start any token") || strings.Contains(msg, "tab character")) {
+		return ""
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := bytes.SplitN(b, []byte("\n"), n+2)
+	for i := n; i <= n+1 && i >= 1 && i <= len(lines); i++ {
+		line := lines[i-1]
+		indent := line[:len(line)-len(bytes.TrimLeft(line, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 {
+			return fmt.Sprintf(" (line %d is indented with a tab; YAML indents with spaces only)", i)
+		}
+	}
+	return ""
 }
 
 // documentAt decodes the stream up to document i and returns it.

@@ -509,3 +509,24 @@ func TestQuoteStyleKept(t *testing.T) {
 		})
 	}
 }
+
+// TestParseErrorsNameTabs: a line indented with a tab is named, whichever of
+// its two errors the parser gives and whichever line it counts; documents count
+// from 1, as every other message does.
+func TestParseErrorsNameTabs(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"a key":                 {"a: 1\n---\nkind: Deployment\nmetadata:\n\tname: x\n", "parse document 2: yaml: line 5: found character that cannot start any token (line 5 is indented with a tab; YAML indents with spaces only)"},
+		"a list item's field":   {"spec:\n  - name: web\n\t  image: nginx\n", "(line 3 is indented with a tab; YAML indents with spaces only)"},
+		"a tab inside a scalar": {"a: \"x\ty\"\nb: [\n", "parse document 1: yaml: line 2: did not find expected node content"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Documents([]byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if name == "a tab inside a scalar" && strings.Contains(err.Error(), "indented with a tab") {
+				t.Errorf("error %v blames a tab that indents nothing", err)
+			}
+		})
+	}
+}
