@@ -1,6 +1,6 @@
 // Package server owns the HTTP front of the service: the net/http server with its
 // timeouts and body limits, the middleware every request passes (request id, request
-// log, panic recovery, team authentication, each answer told by route to a
+// log, security headers, panic recovery, team authentication, each answer told by route to a
 // RequestObserver), the health endpoints, JSON answers and
 // errors, and graceful shutdown.
 //
@@ -71,6 +71,10 @@ type Config struct {
 	// shutdown begins; requests still running then are cut off.
 	ShutdownTimeout time.Duration
 	MaxBodyBytes    int64
+	// HSTS makes every answer carry Strict-Transport-Security: the service is
+	// reached over https (server.public_url), even when a proxy in front of it ends
+	// TLS and speaks plain HTTP to it.
+	HSTS bool
 }
 
 func (c Config) withDefaults() Config {
@@ -159,7 +163,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: max body bytes must be positive, got %d", cfg.MaxBodyBytes)
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
-	s.handler = s.observe(s.recoverPanics(s.limitBody(s.mux)))
+	s.handler = s.observe(s.secureHeaders(s.recoverPanics(s.limitBody(s.mux))))
 	s.mux.Handle("GET /healthz", s.counted("GET /healthz", http.HandlerFunc(s.healthz)))
 	s.mux.Handle("GET /readyz", s.counted("GET /readyz", http.HandlerFunc(s.readyz)))
 	s.patterns = []string{"GET /healthz", "GET /readyz"}

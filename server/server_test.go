@@ -608,3 +608,29 @@ func TestReadinessChecksShareOneDeadline(t *testing.T) {
 		t.Fatalf("the checks' deadlines %v, want one shared", deadlines)
 	}
 }
+
+// TestSecurityHeadersOnEveryAnswer: every answer, whoever writes it (a handler that
+// sets no header, a 404, a panic), carries nosniff, and Strict-Transport-Security
+// exactly when the server is configured for https.
+func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	for name, hsts := range map[string]bool{"https": true, "http": false} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newServer(t, server.Config{HSTS: hsts}, server.Deps{})
+			s.HandleFunc("GET /style.css", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "body{}") })
+			s.HandleFunc("GET /panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+			for _, path := range []string{"/style.css", "/healthz", "/no-such-route", "/panic"} {
+				rec, _ := do(t, s.Handler(), httptest.NewRequest(http.MethodGet, path, nil))
+				if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+					t.Errorf("%s: X-Content-Type-Options %q, want nosniff", path, got)
+				}
+				got := rec.Header().Get("Strict-Transport-Security")
+				if hsts && !strings.HasPrefix(got, "max-age=") {
+					t.Errorf("%s: Strict-Transport-Security %q, want max-age=...", path, got)
+				}
+				if !hsts && got != "" {
+					t.Errorf("%s: Strict-Transport-Security %q over http", path, got)
+				}
+			}
+		})
+	}
+}

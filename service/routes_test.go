@@ -111,3 +111,24 @@ func TestRoutesAreWhatTheServiceServes(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryRouteSetsSecurityHeaders: with an https server.public_url, every route's
+// answer (the stylesheet's included) carries Strict-Transport-Security and nosniff.
+func TestEveryRouteSetsSecurityHeaders(t *testing.T) {
+	cfg := config.Default()
+	cfg.Pipeline.CacheDir = t.TempDir()
+	cfg.Server.PublicURL = "https://kukie.example.com"
+	svc, err := New(context.Background(), cfg, storetest.SQLite(t), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Routes {
+		rec := callRoute(svc, r, "", "{}")
+		if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s answers %d with X-Content-Type-Options %q, want nosniff", r.Pattern, rec.Code, got)
+		}
+		if got := rec.Header().Get("Strict-Transport-Security"); !strings.HasPrefix(got, "max-age=") {
+			t.Errorf("%s answers %d with Strict-Transport-Security %q, want max-age=...", r.Pattern, rec.Code, got)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,6 +221,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ShutdownTimeout:   cfg.Server.ShutdownTimeout,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
+		HSTS:              strings.HasPrefix(cfg.Server.PublicURL, "https://"),
 	}, server.Deps{
 		Logger:   logger,
 		Auth:     db,
