@@ -327,6 +327,13 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 		c.stopped(ctx, h, rec, runs...)
 		return ctx.Err()
 	}
+	if errors.Is(err, cache.ErrArchiveTooLarge) {
+		// The repository's own content: another try downloads the same archive.
+		reason := fmt.Sprintf("The repository cannot be checked, nothing was rendered: %v.", err)
+		c.finish(ctx, rec, store.PullCheckCompleted, github.ConclusionFailure, reason, nil)
+		c.conclude(ctx, h, rec, runs, github.ConclusionFailure, "Repository over the service's limits", reason)
+		return nil
+	}
 	if err != nil {
 		c.finish(ctx, rec, store.PullCheckFailed, "", "The check could not be completed; the service retries it.", nil)
 		return err
@@ -463,10 +470,16 @@ func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs
 		return
 	}
 	c.finish(ctx, rec, store.PullCheckSuperseded, github.ConclusionCancelled, reason, nil)
+	c.conclude(ctx, h, rec, runs, github.ConclusionCancelled, "Superseded", reason)
+}
+
+// conclude publishes the same conclusion on each of a check's runs, which did
+// not get a report of their own.
+func (c *Checker) conclude(ctx context.Context, h Head, rec store.PullCheck, runs []startedRun, conclusion, title, summary string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	for _, r := range runs {
-		report := github.CheckReport{Name: r.name, ExternalID: h.Key, Conclusion: github.ConclusionCancelled, Title: "Superseded", Summary: reason}
+		report := github.CheckReport{Name: r.name, ExternalID: h.Key, Conclusion: conclusion, Title: title, Summary: summary}
 		switch r.name {
 		case github.CheckRunName:
 			report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
@@ -474,7 +487,7 @@ func (c *Checker) stopped(ctx context.Context, h Head, rec store.PullCheck, runs
 			report.DetailsURL = policyURL(CheckURL(c.PublicURL, rec.ID))
 		}
 		if _, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, r.id, report); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Str("run", r.name).Msg("Could not conclude a superseded check run")
+			zerolog.Ctx(ctx).Warn().Err(err).Str("head", h.HeadSHA).Str("run", r.name).Str("conclusion", conclusion).Msg("Could not conclude a check run")
 		}
 	}
 }
