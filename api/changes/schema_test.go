@@ -186,6 +186,19 @@ func TestOpenAPIEnumsAreTheServicesValues(t *testing.T) {
 		"ChangeView.status": {view["status"].Enum, statuses},
 		"ChangeView.deployment.state": {view["deployment"].Properties["state"].Enum,
 			[]string{plan.DeployPending, plan.DeployInProgress, plan.DeploySucceeded, plan.DeployFailed, plan.DeployRolledBack}},
+		"ChangeView.path":          {view["path"].Enum, []string{"", string(argocd.PathGit), string(argocd.PathDirect)}},
+		"ChangeView.cluster_check": {view["cluster_check"].Enum, []string{plan.ClusterCheckPassed, plan.ClusterCheckUnreachable, plan.ClusterCheckSkipped}},
+		"ChangeRequest.expected_path": {schemas["ChangeRequest"].Properties["expected_path"].Enum,
+			[]string{string(argocd.PathGit), string(argocd.PathDirect)}},
+		"DecideResponse.path": {schemas["DecideResponse"].Properties["path"].Enum, []string{string(argocd.PathGit), string(argocd.PathDirect)}},
+		"DecideResponse.failure": {schemas["DecideResponse"].Properties["failure"].Enum, []string{string(argocd.FailureNotInstalled),
+			string(argocd.FailureForbidden), string(argocd.FailureUnreachable), string(argocd.FailureNotFound), string(argocd.FailureOther)}},
+		"NotificationDelivery.event": {schemas["NotificationDelivery"].Properties["event"].Enum,
+			[]string{store.EventPlanTransition, store.EventConnectionChanged}},
+		"NotificationDelivery.state": {schemas["NotificationDelivery"].Properties["state"].Enum,
+			[]string{store.NotificationPending, store.NotificationDelivered}},
+		"ConnectionNotification.status": {schemas["ConnectionNotification"].Properties["status"].Enum, []string{string(store.ConnectionConnected),
+			string(store.ConnectionPendingApproval), string(store.ConnectionRevoked), store.ConnectionDisconnected}},
 	}
 	for name, c := range cases {
 		got, want := append([]string(nil), c.documented...), append([]string(nil), c.want...)
