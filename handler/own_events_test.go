@@ -32,8 +32,8 @@ func (p *trackingPipeline) PlanForPull(context.Context, string, string) (store.P
 	return p.plan, true, nil
 }
 
-func (p *trackingPipeline) PullClosed(context.Context, string, string, int64, bool, string) error {
-	p.record("PullClosed")
+func (p *trackingPipeline) PullClosed(_ context.Context, _, branch, base string, _ int64, merged bool, _ string) error {
+	p.record(fmt.Sprintf("PullClosed %s into %s merged=%v", branch, base, merged))
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 // Repositories are named "owner/name" in lower case.
 type Pipeline interface {
 	PlanForPull(ctx context.Context, repo, branch string) (store.Plan, bool, error)
-	PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error
+	PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error
 	HeadPushed(ctx context.Context, repo, branch, sha, sender string) error
 	BasePushed(ctx context.Context, repo, branch, after string, changed []string) error
 	Reverify(ctx context.Context, code string) error
@@ -62,7 +62,7 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	ctx = logger.WithContext(ctx)
 	switch event.Action {
 	case "closed":
-		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA)
+		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Base.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA)
 	case "synchronize":
 		if h.IsOwnEvent(event.Sender.Login) {
 			return nil

@@ -66,7 +66,7 @@ func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The closed webhook arrives after the cancel moved the plan.
-			if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, false, ""); err != nil {
+			if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, false, ""); err != nil {
 				t.Fatal(err)
 			}
 			if hasBranch(pl.Branch) {
@@ -84,7 +84,7 @@ func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 			for _, head := range []string{"feature/readme", "kukie-notes"} {
 				n := e.gh.OpenPullRequest(t, repoName, head, "main", "by hand", githubtest.DefaultAuthor)
 				sha := e.gh.Merge(t, repoName, n, githubtest.MergeCommit)
-				if err := p.PullClosed(ctx, repoName, head, int64(n), true, sha); err != nil {
+				if err := p.PullClosed(ctx, repoName, head, "main", int64(n), true, sha); err != nil {
 					t.Fatal(err)
 				}
 				if !hasBranch(head) {

@@ -369,7 +369,7 @@ func (e *env) submitOpen(ctx context.Context, p *plan.Pipeline, req plan.Request
 // pullMerged tells the pipeline that the pull request of pl was merged as mergeSHA.
 func (e *env) pullMerged(ctx context.Context, p *plan.Pipeline, pl store.Plan, mergeSHA string) {
 	e.t.Helper()
-	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.PRNumber, true, mergeSHA); err != nil {
+	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, true, mergeSHA); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -477,7 +477,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
 			t.Fatal(err)
 		}
 		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
@@ -503,7 +503,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 			}
 		}
 		revertSHA := e.gh.Merge(t, repoName, revert, githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, rb.Branch, int64(revert), true, revertSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, rb.Branch, rb.BaseBranch, int64(revert), true, revertSHA); err != nil {
 			t.Fatal(err)
 		}
 		e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
@@ -901,7 +901,7 @@ func testDeleteThroughThePullRequest(t *testing.T, gone bool, says string) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := e.gh.FileAt(t, repoName, "main", svcFile); ok {

@@ -80,27 +80,39 @@ func actorOf(ctx context.Context) string {
 	return "system"
 }
 
-// PullClosed handles a closed pull request of a kukie branch: merged → merged (then
-// deployment tracking), otherwise closed. Locks are released and waiters woken with
-// the move (see lockChange), and the plan's branch is deleted.
-func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number int64, merged bool, mergeSHA string) error {
+// PullClosed handles a closed pull request of a kukie branch, base being the branch
+// it closed on: merged into the plan's base branch → merged (then deployment
+// tracking), otherwise closed. A merge into another branch (a person retargeted the
+// pull request) closes the plan too: the change never reached the branch its
+// Application deploys. Locks are released and waiters woken with the move (see
+// lockChange), and the plan's branch is deleted.
+func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error {
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
 	if err != nil || !ok {
 		return err
 	}
-	to := StatusClosed
-	if merged {
-		to = StatusMerged
-	}
 	saved, err := p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		to, message := StatusClosed, fmt.Sprintf("pull request #%d %s", number, StatusClosed)
+		switch {
+		case merged && base != "" && base != pl.BaseBranch:
+			app := "its Application"
+			if pay.App != nil {
+				app = "Application " + pay.App.Namespace + "/" + pay.App.Name
+			}
+			message = fmt.Sprintf("pull request #%d was merged into %s, not into %s, the branch %s deploys: the change does not reach the cluster; request it again to open a pull request on %s",
+				number, base, pl.BaseBranch, app, pl.BaseBranch)
+			pl.StatusReason = message
+		case merged:
+			to, message = StatusMerged, fmt.Sprintf("pull request #%d %s", number, StatusMerged)
+		}
 		if Status(pl.Status) == to || !CanMove(Status(pl.Status), to) {
 			return "", "", "", errNothingToDo
 		}
-		if merged {
+		if to == StatusMerged {
 			pl.MergeSHA = mergeSHA
 			pay.RollbackReference = mergeSHA
 		}
-		return to, "pull_request", fmt.Sprintf("pull request #%d %s", number, to), nil
+		return to, "pull_request", message, nil
 	})
 	switch {
 	case errors.Is(err, errNothingToDo):
@@ -112,7 +124,7 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch string, number i
 	case err != nil:
 		return err
 	default:
-		if merged {
+		if Status(saved.Status) == StatusMerged {
 			p.Kick(saved.Code)
 		}
 	}

@@ -1,0 +1,34 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// TestPullClosedPassesTheBranchItClosedOn: the pipeline learns the base branch a
+// change's pull request was closed or merged on, so that a merge into a branch
+// other than the change's base is not taken for the change's merge.
+func TestPullClosedPassesTheBranchItClosedOn(t *testing.T) {
+	repo := map[string]any{"full_name": "acme/deploy", "name": "deploy", "owner": map[string]any{"login": "acme"}}
+	for _, base := range []string{"main", "release"} {
+		p := &trackingPipeline{plan: store.Plan{Code: "abc123", Branch: "kukie/abc123"}}
+		h := &PullRequest{Base: Base{App: github.App{ID: 1, Slug: "kukie"}}, Pipeline: p}
+		body, err := json.Marshal(map[string]any{"action": "closed", "repository": repo, "sender": map[string]any{"login": "octocat"},
+			"pull_request": map[string]any{"number": 7, "merged": true, "merge_commit_sha": "2222222222222222222222222222222222222222",
+				"head": map[string]any{"ref": "kukie/abc123", "repo": repo}, "base": map[string]any{"ref": base, "repo": repo}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Handle(context.Background(), "pull_request", "d-"+base, body); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"PullClosed kukie/abc123 into " + base + " merged=true"}; fmt.Sprint(p.calls) != fmt.Sprint(want) {
+			t.Errorf("pipeline calls %v, want %v", p.calls, want)
+		}
+	}
+}
