@@ -610,3 +610,28 @@ func helmSettings(app Application) string {
 	}
 	return "spec.source.helm"
 }
+
+// noValuesKeyReason is the refusal reason of a Helm change no values key can
+// hold: no values file of the app nor the chart's defaults holds what the chart
+// renders now at the changed fields, so its templates write them.
+func (p *planner) noValuesKeyReason(target *object) string {
+	files := "no values file"
+	if editable, _, err := p.helmEditableFiles(); err == nil && len(editable) > 0 {
+		files = strings.Join(editable, ", ")
+	}
+	expected, err := expectedAfter(target, p.req.Change)
+	var fields []string
+	if err == nil {
+		var chains [][]fieldChange
+		targetChanges(target.body, expected, nil, &chains)
+		for _, c := range chains {
+			f := strings.Join(c[0].path, ".")
+			if c[0].old == nil {
+				f += " (not rendered now)"
+			}
+			fields = append(fields, f)
+		}
+	}
+	return fmt.Sprintf("no values edit can express %s for %s: no key of the values of application %s (%s, and the chart's defaults) holds what the chart renders at %s, so only its templates decide it; change the chart, or make it read a value there",
+		p.req.Change.describe(), p.req.Target, p.primary.Name, files, strings.Join(fields, ", "))
+}

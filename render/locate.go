@@ -115,6 +115,9 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 	reason := fmt.Sprintf("no edit location for %s verifies: %s", p.req.Target, attemptsReason(out.attempts))
 	if len(out.attempts) == 0 {
 		reason = fmt.Sprintf("no place in the repository can express %s for %s", p.req.Change.describe(), p.req.Target)
+		if p.primary.SourceType == SourceHelm {
+			reason = p.noValuesKeyReason(target)
+		}
 	}
 	if code == CodeComponent {
 		reason = fmt.Sprintf("%s comes from component %s, which the edit cannot change without changing every app that uses it; %s", p.req.Target, path.Dir(target.origin), reason)
