@@ -24,8 +24,9 @@ type Limits struct {
 	// Content bounds the content-creating requests (POST, PATCH, PUT, DELETE) in any
 	// window of each Window's length (GitHub: 80 a minute and 500 an hour).
 	Content []Window
-	// MaxWait is the longest a request waits inside the client, for its turn or for
-	// a limit GitHub reported to pass; a request's own deadline bounds it too. A
+	// MaxWait is the longest a request waits inside the client, for its turn (a
+	// concurrency slot, room in the content windows) or for a limit GitHub reported
+	// to pass; a request's own deadline bounds it too. A
 	// longer wait is returned at once as a *BudgetError, so the caller can wait
 	// without holding a request open (the pipeline records it in the plan's history).
 	MaxWait time.Duration
@@ -79,8 +80,9 @@ func (l Limits) withDefaults() Limits {
 // as they do for GitHub's own rate limit answers.
 type BudgetError struct {
 	Installation string
-	// Reason is the limit: "content" (content-creating requests), "secondary" (a
-	// secondary rate limit GitHub answered) or "primary" (the hourly requests used).
+	// Reason is the limit: "content" (content-creating requests), "concurrent" (no
+	// concurrency slot came free in time), "secondary" (a secondary rate limit
+	// GitHub answered) or "primary" (the hourly requests used).
 	Reason string
 	Until  time.Time
 }
@@ -92,9 +94,10 @@ func (e *BudgetError) Error() string {
 
 // Rate limit reasons, as BudgetError.Reason and the wait metrics name them.
 const (
-	reasonContent   = "content"
-	reasonSecondary = "secondary"
-	reasonPrimary   = "primary"
+	reasonContent    = "content"
+	reasonSecondary  = "secondary"
+	reasonPrimary    = "primary"
+	reasonConcurrent = "concurrent"
 )
 
 // budget is one installation's: a semaphore for the concurrency limit, a log of
@@ -168,7 +171,7 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 		if err := b.waitUnblocked(ctx); err != nil {
 			return nil, err
 		}
-		if err := b.sem.Acquire(ctx, 1); err != nil {
+		if err := b.acquire(ctx); err != nil {
 			return nil, err
 		}
 		sent := func() {}
@@ -213,6 +216,27 @@ func (b *budget) roundTrip(next http.RoundTripper, r *http.Request) (*http.Respo
 			r.Body = body
 		}
 	}
+}
+
+// acquire waits for a concurrency slot as long as a request may wait in the client,
+// or returns a *BudgetError. The wait counts against the request's timeout, which
+// bounds the whole call: a request that waited its turn for most of it would go out
+// with too little time left for GitHub to answer, and fail as if GitHub had not.
+func (b *budget) acquire(ctx context.Context) error {
+	if b.sem.TryAcquire(1) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.allowed(ctx))
+	defer cancel()
+	start := time.Now()
+	err := b.sem.Acquire(wctx, 1)
+	if err == nil || ctx.Err() != nil {
+		b.metrics.waited(b.label, reasonConcurrent, time.Since(start))
+		return err
+	}
+	b.metrics.refused(b.label, reasonConcurrent)
+	// No answer says when a slot frees up; the caller tries again shortly.
+	return &BudgetError{Installation: b.label, Reason: reasonConcurrent, Until: time.Now()}
 }
 
 // abandon gives back the concurrency slot of a request the client gave up on once

@@ -256,3 +256,54 @@ func TestBudgetKeepsTheSlotOfARequestGivenUp(t *testing.T) {
 		t.Errorf("%d requests went over GitHub's concurrency limit", v)
 	}
 }
+
+// TestBudgetDefersAWaitForASlotLongerThanARequestMayBeHeld: the one concurrent
+// request allowed is in flight and GitHub is slow to answer it. The next request
+// does not wait for its slot longer than a request may wait in the client, whose
+// timeout would otherwise run out in the queue and look like GitHub failing to
+// answer: it is not sent and fails with a *github.BudgetError the caller waits on.
+func TestBudgetDefersAWaitForASlotLongerThanARequestMayBeHeld(t *testing.T) {
+	s := githubtest.New(t)
+	c, _ := budgetClient(t, s, github.Limits{Concurrent: 1, MaxWait: 200 * time.Millisecond}, nil)
+	hold := make(chan struct{})
+	s.InjectFault(githubtest.Fault{Hold: hold, Times: 1}.On(http.MethodGet, "/repos/acme/deploy"))
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := c.Repositories.Get(context.Background(), "acme", "deploy")
+		first <- err
+	}()
+	for s.FaultHits(http.MethodGet, "/repos/acme/deploy") < 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := s.TotalRequests()
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := c.Repositories.Get(context.Background(), "acme", "deploy")
+		second <- err
+	}()
+	var err error
+	select {
+	case err = <-second:
+	case <-time.After(30 * time.Second): // far beyond MaxWait: it waited for the slot
+		close(hold)
+		err = <-second
+	}
+	var be *github.BudgetError
+	if !errors.As(err, &be) || be.Reason != "concurrent" {
+		t.Fatalf("read while the only slot is taken: %v, want a *github.BudgetError for the concurrency limit", err)
+	}
+	if _, ok := github.RetryAt(err, time.Now()); !ok {
+		t.Errorf("RetryAt does not read the budget's refusal %v", err)
+	}
+	if n := s.TotalRequests(); n != before {
+		t.Errorf("%d requests sent while the only slot was taken, want none", n-before)
+	}
+	select {
+	case <-hold:
+	default:
+		close(hold)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the read in flight: %v", err)
+	}
+}
