@@ -271,10 +271,32 @@ func (b *readBudget) exceeded() error {
 	return b.failure
 }
 
-// withTimeout bounds a Plan or Render call by Timeout.
+// withTimeout bounds a Plan or Render call by Timeout. The call's builds count
+// their use of the slots of tools that run one build at a time (slotUse), so a
+// call whose time ran out while it only waited says so.
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := time.Duration(timeout.Load())
+	if slotUseOf(ctx) == nil {
+		ctx = context.WithValue(ctx, slotUseKey{}, new(slotUse))
+	}
 	return context.WithTimeoutCause(ctx, d, timeoutCause{after: d})
+}
+
+// slotUse is how the builds of one timed call use the slots of tools that run
+// one build at a time (see runInSlot): how many waited for a slot and never got
+// it (a wait that ends with the call's context is never taken back: the call is
+// over), and how many run. A call whose time ran out with builds waiting and none
+// running spent it waiting for other calls' builds, possibly one abandoned at its
+// own deadline that still runs.
+type slotUse struct {
+	waiting, running atomic.Int32
+}
+
+type slotUseKey struct{}
+
+func slotUseOf(ctx context.Context) *slotUse {
+	u, _ := ctx.Value(slotUseKey{}).(*slotUse)
+	return u
 }
 
 // contextError is the error a render returns once ctx is done: a refusal when its
@@ -286,6 +308,9 @@ func contextError(ctx context.Context) error {
 	}
 	var cause timeoutCause
 	if errors.As(context.Cause(ctx), &cause) {
+		if u := slotUseOf(ctx); u != nil && u.waiting.Load() > 0 && u.running.Load() == 0 {
+			return refuse(CodeTimeout, "rendering took longer than %s waiting for another kustomize build to end (one runs at a time); this render's build never started", cause.after)
+		}
 		return refuse(CodeTimeout, "rendering took longer than %s; the work was stopped", cause.after)
 	}
 	return ctx.Err()

@@ -161,3 +161,25 @@ func TestPlanCancelledByItsCallerIsNoRefusal(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestBuildThatWaitedForTheKustomizeSlotSaysSo: a render whose kustomize build
+// never started, because another build (one abandoned at its deadline runs on)
+// held the one slot until this render's deadline, is refused as a timeout that
+// says so, not as a repository too slow to render.
+func TestBuildThatWaitedForTheKustomizeSlotSaysSo(t *testing.T) {
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	timeout.Store(int64(200 * time.Millisecond))
+	kustomizeSlot <- struct{}{}
+	t.Cleanup(func() { <-kustomizeSlot })
+	repo := testtree.Write(t, map[string]string{"app/deployment.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deployment.yaml\n"})
+	_, err := Plan(context.Background(), Request{RepoDir: repo,
+		Apps: []Application{{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"}}, App: "web",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Change: Change{Replicas: &Replicas{Count: 3}}})
+	var ref *Refusal
+	const want = "rendering took longer than 200ms waiting for another kustomize build to end (one runs at a time); this render's build never started"
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.Reason != want {
+		t.Fatalf("err = %v\nwant refused (%s): %s", err, CodeTimeout, want)
+	}
+}

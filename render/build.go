@@ -220,8 +220,15 @@ func (e *argoEditError) Error() string { return e.err.Error() }
 // panic in the tool is an error of this build.
 func runInSlot[T any](ctx context.Context, slots chan struct{}, tool string, build func() (T, error)) (T, error) {
 	var zero T
+	use := slotUseOf(ctx)
+	if use == nil {
+		use = new(slotUse)
+	}
+	use.waiting.Add(1)
 	select {
 	case slots <- struct{}{}:
+		use.waiting.Add(-1)
+		use.running.Add(1)
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
@@ -231,7 +238,7 @@ func runInSlot[T any](ctx context.Context, slots chan struct{}, tool string, bui
 	}
 	done := make(chan built, 1)
 	go func() {
-		defer func() { <-slots }()
+		defer func() { <-slots; use.running.Add(-1) }()
 		defer func() {
 			if r := recover(); r != nil {
 				done <- built{err: fmt.Errorf("%s failed: %v", tool, r)}
