@@ -57,6 +57,12 @@ const (
 	DefaultArchiveCacheBytes = 2 << 30
 	// MinArchiveCacheBytes keeps the cache large enough to hold a repository at all.
 	MinArchiveCacheBytes = 16 << 20
+	// Rate limit defaults: far above what a team's assistant or a person signing
+	// in does, far below what would hurt the service or its GitHub quota.
+	DefaultTeamChangesPerMinute = 60
+	DefaultTeamChangesBurst     = 30
+	DefaultClientPerMinute      = 30
+	DefaultClientBurst          = 20
 )
 
 // Config is every setting of the service.
@@ -72,6 +78,7 @@ type Config struct {
 	Clusters   Clusters   `yaml:"clusters" json:"clusters"`
 	Webhooks   Webhooks   `yaml:"webhooks" json:"webhooks"`
 	Metrics    Metrics    `yaml:"metrics" json:"metrics"`
+	RateLimits RateLimits `yaml:"rate_limits" json:"rate_limits"`
 	// Notifications are the signed deliveries to teams' webhook endpoints.
 	Notifications Notifications `yaml:"notifications" json:"notifications"`
 }
@@ -117,6 +124,22 @@ type Server struct {
 	IdleTimeout       time.Duration `yaml:"idle_timeout" json:"idle_timeout"`
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
 	MaxBodyBytes      int64         `yaml:"max_body_bytes" json:"max_body_bytes"`
+	// TrustForwardedFor takes the client address of per-client limits from the
+	// last X-Forwarded-For entry: only behind a proxy that sets it.
+	TrustForwardedFor bool `yaml:"trust_forwarded_for" json:"trust_forwarded_for"`
+}
+
+// RateLimits bound how often one caller may make the service work or call out: a
+// burst at once, then the rate a minute.
+type RateLimits struct {
+	// TeamChanges* limit each team's changes created, retried and rolled back,
+	// whatever its tokens and over HTTP and MCP alike.
+	TeamChangesPerMinute int64 `yaml:"team_changes_per_minute" json:"team_changes_per_minute"`
+	TeamChangesBurst     int64 `yaml:"team_changes_burst" json:"team_changes_burst"`
+	// Client* limit each client address on the routes anyone may call that make
+	// the service call GitHub (the sign-in and setup callbacks, sign-out).
+	ClientPerMinute int64 `yaml:"client_per_minute" json:"client_per_minute"`
+	ClientBurst     int64 `yaml:"client_burst" json:"client_burst"`
 }
 
 // Database names the store.
@@ -279,6 +302,8 @@ func Default() Config {
 		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
+		RateLimits: RateLimits{TeamChangesPerMinute: DefaultTeamChangesPerMinute, TeamChangesBurst: DefaultTeamChangesBurst,
+			ClientPerMinute: DefaultClientPerMinute, ClientBurst: DefaultClientBurst},
 	}
 }
 

@@ -86,6 +86,7 @@ var envSettings = []envSetting{
 	{"KUKIE_SERVER_IDLE_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Server.IdleTimeout })},
 	{"KUKIE_SERVER_SHUTDOWN_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Server.ShutdownTimeout })},
 	{"KUKIE_SERVER_MAX_BODY_BYTES", integer(func(c *Config) *int64 { return &c.Server.MaxBodyBytes })},
+	{"KUKIE_SERVER_TRUST_FORWARDED_FOR", boolean(func(c *Config) *bool { return &c.Server.TrustForwardedFor })},
 	{"KUKIE_DATABASE_URL", sec(func(c *Config) *secret.Secret { return &c.Database.SecretURL })},
 	{"KUKIE_DATABASE_URL_FILE", str(func(c *Config) *string { return &c.Database.URLFile })},
 	{"KUKIE_GITHUB_APP_ID", integer(func(c *Config) *int64 { return &c.GitHub.AppID })},
@@ -117,6 +118,10 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 	{"KUKIE_RENDER_HELM_WORKERS", integer(func(c *Config) *int64 { return &c.Render.HelmWorkers })},
 	{"KUKIE_RENDER_HELM_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.HelmWorkerMemory })},
+	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesPerMinute })},
+	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesBurst })},
+	{"KUKIE_RATE_LIMITS_CLIENT_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.ClientPerMinute })},
+	{"KUKIE_RATE_LIMITS_CLIENT_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.ClientBurst })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 }

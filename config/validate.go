@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -71,6 +72,19 @@ func (c Config) Validate(profile Profile) error {
 	} {
 		if f.value < 0 {
 			add("%s must not be negative", f.name)
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"rate_limits.team_changes_per_minute", c.RateLimits.TeamChangesPerMinute},
+		{"rate_limits.team_changes_burst", c.RateLimits.TeamChangesBurst},
+		{"rate_limits.client_per_minute", c.RateLimits.ClientPerMinute},
+		{"rate_limits.client_burst", c.RateLimits.ClientBurst},
+	} {
+		if f.value <= 0 || f.value > math.MaxInt32 {
+			add("%s must be from 1 to %d, got %d", f.name, math.MaxInt32, f.value)
 		}
 	}
 

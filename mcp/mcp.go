@@ -37,6 +37,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -138,7 +139,10 @@ func scopesText(s store.Scopes) string {
 func toolError(err error) error {
 	var noCluster *changes.ClusterNotFoundError
 	var unreadable *changes.ClusterReadError
+	var limited *ratelimit.RefusedError
 	switch {
+	case errors.As(err, &limited):
+		return fmt.Errorf("%s: %s", server.CodeRateLimited, limited.Error())
 	case errors.As(err, &noCluster):
 		return fmt.Errorf("cluster_not_found: %s", noCluster.Error())
 	case errors.As(err, &unreadable) && errors.Is(err, clusteraccess.ErrObjectNotFound):

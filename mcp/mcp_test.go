@@ -26,6 +26,7 @@ import (
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
@@ -188,6 +189,7 @@ type env struct {
 	read    secret.Secret // read scope only
 	change  secret.Secret // read and change
 	outside string        // a file next to the repository that no tool may reach
+	api     *changes.API  // its ChangeLimit may be set before the first call
 }
 
 func newEnv(t *testing.T) *env {
@@ -235,6 +237,7 @@ func newEnv(t *testing.T) *env {
 	pipeline.Close()
 
 	api := &changes.API{Store: e.db, Pipeline: pipeline, Apps: cluster}
+	e.api = api
 	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: e.db})
 	if err != nil {
 		t.Fatal(err)
@@ -446,6 +449,31 @@ func TestChangeToolsNeedTheChangeScope(t *testing.T) {
 	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
 	if err != nil || len(plans) != 0 {
 		t.Fatalf("plans after refused change tools = %v, %v; want none", plans, err)
+	}
+}
+
+// TestChangeToolsAreRateLimited: the change tools share the team's limit of the
+// change API; past it a tool is refused rate_limited, saying when to retry, and
+// nothing is stored.
+func TestChangeToolsAreRateLimited(t *testing.T) {
+	e := newEnv(t)
+	limit, err := ratelimit.New("changes for this team", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api.ChangeLimit = limit
+	cs := e.connect(t, e.change)
+	request := func(name string) map[string]any {
+		return map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": name},
+			"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"}
+	}
+	proposed := mustOK(t, cs, mcp.ToolProposeGitChange, request("web"))
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, request("web"), "rate_limited: too many changes for this team", "retry in 60 s")
+	code, _ := proposed["code"].(string)
+	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code}, "rate_limited: too many changes for this team")
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 1 {
+		t.Fatalf("plans after the limit: %d, %v; want the first one only", len(plans), err)
 	}
 }
 

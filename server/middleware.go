@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -114,6 +116,36 @@ func logRequest(r *http.Request, status, size int, duration time.Duration) {
 		Dur("duration", duration).
 		Str("remote", r.RemoteAddr).
 		Msg("Request")
+}
+
+// ClientAddress is the address of the client r came from: the peer's IP, or with
+// Config.TrustForwardedFor the last entry of X-Forwarded-For (the one the proxy in
+// front wrote; the entries before it are the client's to write). An IPv6 address is
+// cut to its /64, the least a site is given, so one host cannot pass for many.
+func (s *Server) ClientAddress(r *http.Request) string {
+	addr := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	if s.cfg.TrustForwardedFor {
+		if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
+			list := strings.Split(fwd[len(fwd)-1], ",")
+			if last := strings.TrimSpace(list[len(list)-1]); last != "" {
+				addr = last
+			}
+		}
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return ip.String()
 }
 
 // hstsMaxAge is a year, the least HSTS preload lists accept. Subdomains are left

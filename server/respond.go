@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+
+	"github.com/kukie/kukie-gitops/ratelimit"
 )
 
 // ErrorBody is the JSON shape of every error answer.
@@ -19,6 +22,16 @@ type ErrorBody struct {
 // WriteError answers with status and {"error": code, "reason": reason}.
 func WriteError(w http.ResponseWriter, status int, code, reason string) {
 	WriteJSON(w, status, ErrorBody{Error: code, Reason: reason})
+}
+
+// CodeRateLimited answers a caller over one of its rate limits (429).
+const CodeRateLimited = "rate_limited"
+
+// WriteRateLimited answers a refusal of a rate limit: 429 rate_limited, with
+// Retry-After in seconds, so a client can wait exactly as long as needed.
+func WriteRateLimited(w http.ResponseWriter, refused *ratelimit.RefusedError) {
+	w.Header().Set("Retry-After", strconv.Itoa(refused.RetryAfterSeconds()))
+	WriteError(w, http.StatusTooManyRequests, CodeRateLimited, refused.Error())
 }
 
 // WriteJSON answers with status and v encoded as JSON.

@@ -24,7 +24,9 @@
 // limit of Config.MaxBodyBytes unless MaxBody says otherwise. TeamAuth makes a route
 // require an API token (Authorization: Bearer kuk_...) with the scope the route
 // needs; the handler then reads the caller's team with TeamFrom and the token's
-// scopes with ScopesFrom. Errors are answered with WriteError, which writes
+// scopes with ScopesFrom. LimitPerClient limits a route anyone may call per client
+// address (ClientAddress), answered 429 rate_limited past it; WriteRateLimited
+// answers any other ratelimit refusal alike. Errors are answered with WriteError, which writes
 // {"error": "<stable_code>", "reason": "<human text>"}.
 package server
 
@@ -41,6 +43,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -75,6 +78,10 @@ type Config struct {
 	// reached over https (server.public_url), even when a proxy in front of it ends
 	// TLS and speaks plain HTTP to it.
 	HSTS bool
+	// TrustForwardedFor takes a request's client address from the last entry of
+	// X-Forwarded-For, the one the proxy in front added; only for a service reached
+	// through such a proxy alone, since anyone else can write the header.
+	TrustForwardedFor bool
 }
 
 func (c Config) withDefaults() Config {
@@ -131,6 +138,9 @@ type Deps struct {
 	// ("POST /api/v1/changes"; UnmatchedRoute for a path no route serves), status
 	// and duration.
 	Requests RequestObserver
+	// PerClient, when set, limits each client address on the routes mounted with
+	// LimitPerClient (see ClientAddress).
+	PerClient *ratelimit.Limiter
 }
 
 // RequestObserver is told of each request a Server answered; metrics implement
@@ -185,6 +195,27 @@ type RouteOption func(s *Server, h http.Handler) http.Handler
 // insufficient_scope naming the scope needed.
 func TeamAuth(scope store.Scope) RouteOption {
 	return func(s *Server, h http.Handler) http.Handler { return s.requireTeam(scope, h) }
+}
+
+// LimitPerClient limits how often one client address (see ClientAddress) may call
+// the route, by Deps.PerClient: for the routes anyone may call that make the service
+// call out (GitHub's token endpoint after sign-in, the installation lookup after
+// setup), so that nobody makes it call without bound. Over the limit: 429
+// rate_limited with Retry-After.
+func LimitPerClient() RouteOption {
+	return func(s *Server, h http.Handler) http.Handler {
+		if s.deps.PerClient == nil {
+			return h
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var refused *ratelimit.RefusedError
+			if err := s.deps.PerClient.Allow(s.ClientAddress(r)); errors.As(err, &refused) {
+				WriteRateLimited(w, refused)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
 }
 
 // MaxBody replaces the default request body limit for one route, such as webhooks,

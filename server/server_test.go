@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/internal/servicetest"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -630,6 +631,75 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 				if !hsts && got != "" {
 					t.Errorf("%s: Strict-Transport-Security %q over http", path, got)
 				}
+			}
+		})
+	}
+}
+
+// TestLimitPerClient: a route mounted with LimitPerClient answers one client
+// address its burst, then 429 rate_limited with Retry-After, while another address
+// still gets through. X-Forwarded-For names the client only when the server trusts
+// it, and then only its last entry (the proxy's); an IPv6 client is its /64.
+func TestLimitPerClient(t *testing.T) {
+	cases := map[string]struct {
+		trust          bool
+		first, second  func(*http.Request) // the same client, then another one
+		sameAfterLimit func(*http.Request) // the first client again, otherwise disguised
+	}{
+		"peer address, the header ignored": {
+			first:  func(r *http.Request) { r.RemoteAddr = "203.0.113.7:4000" },
+			second: func(r *http.Request) { r.RemoteAddr = "203.0.113.8:4000" },
+			sameAfterLimit: func(r *http.Request) {
+				r.RemoteAddr = "203.0.113.7:4001"
+				r.Header.Set("X-Forwarded-For", "198.51.100.1")
+			},
+		},
+		"trusted proxy, its last entry": {
+			trust:  true,
+			first:  func(r *http.Request) { r.RemoteAddr = "10.0.0.1:4000"; r.Header.Set("X-Forwarded-For", "203.0.113.7") },
+			second: func(r *http.Request) { r.RemoteAddr = "10.0.0.1:4000"; r.Header.Set("X-Forwarded-For", "203.0.113.8") },
+			sameAfterLimit: func(r *http.Request) {
+				r.RemoteAddr = "10.0.0.2:4000"
+				r.Header.Set("X-Forwarded-For", "198.51.100.1, 203.0.113.7")
+			},
+		},
+		"IPv6 by its /64": {
+			first:          func(r *http.Request) { r.RemoteAddr = "[2001:db8:1:2::1]:4000" },
+			second:         func(r *http.Request) { r.RemoteAddr = "[2001:db8:1:3::1]:4000" },
+			sameAfterLimit: func(r *http.Request) { r.RemoteAddr = "[2001:db8:1:2:ffff::9]:4000" },
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			limit, err := ratelimit.New("requests from this address", 1, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := newServer(t, server.Config{TrustForwardedFor: c.trust}, server.Deps{PerClient: limit})
+			calls := 0
+			s.HandleFunc("GET /callback", func(w http.ResponseWriter, _ *http.Request) { calls++ }, server.LimitPerClient())
+			call := func(from func(*http.Request)) (*httptest.ResponseRecorder, server.ErrorBody) {
+				req := httptest.NewRequest(http.MethodGet, "/callback", nil)
+				from(req)
+				return do(t, s.Handler(), req)
+			}
+			for i := range 2 {
+				if rec, _ := call(c.first); rec.Code != http.StatusOK {
+					t.Fatalf("call %d within the burst: %d", i+1, rec.Code)
+				}
+			}
+			rec, body := call(c.sameAfterLimit)
+			if rec.Code != http.StatusTooManyRequests || body.Error != server.CodeRateLimited || body.Reason == "" {
+				t.Fatalf("the same client past its burst: %d %+v, want 429 rate_limited", rec.Code, body)
+			}
+			if got := rec.Header().Get("Retry-After"); got != "60" {
+				t.Errorf("Retry-After %q, want 60", got)
+			}
+			if rec, _ := call(c.second); rec.Code != http.StatusOK {
+				t.Fatalf("another client: %d", rec.Code)
+			}
+			if calls != 3 {
+				t.Fatalf("the handler ran %d times, want 3: a refused call must not reach it", calls)
 			}
 		})
 	}

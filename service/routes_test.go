@@ -132,3 +132,37 @@ func TestEveryRouteSetsSecurityHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestCallbacksAreLimitedPerClient: the routes anyone may call that make the
+// service call GitHub (the sign-in and setup callbacks, sign-out) share one limit
+// per client address, rate_limits.client_burst at once; the other routes anyone may
+// call are not limited.
+func TestCallbacksAreLimitedPerClient(t *testing.T) {
+	svc, _, _ := testService(t)
+	limited := []string{"GET /auth/github/callback", "GET /github/setup", "POST /auth/signout"}
+	route := func(pattern string) Route {
+		for _, r := range Routes {
+			if r.Pattern == pattern {
+				return r
+			}
+		}
+		t.Fatalf("no route %s", pattern)
+		return Route{}
+	}
+	for i := range config.DefaultClientBurst {
+		if rec := callRoute(svc, route(limited[i%len(limited)]), "", ""); rec.Code == http.StatusTooManyRequests {
+			t.Fatalf("call %d, within the burst of %d: %d %s", i+1, config.DefaultClientBurst, rec.Code, rec.Body)
+		}
+	}
+	for _, pattern := range limited {
+		rec := callRoute(svc, route(pattern), "", "")
+		if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"rate_limited"`) || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s past the client's burst: %d %s (Retry-After %q), want 429 rate_limited", pattern, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+		}
+	}
+	for _, pattern := range []string{"GET /healthz", "GET /assets/style.css", "GET /api/v1/openapi.json"} {
+		if rec := callRoute(svc, route(pattern), "", ""); rec.Code != http.StatusOK {
+			t.Errorf("%s from the same client: %d, want 200", pattern, rec.Code)
+		}
+	}
+}

@@ -43,6 +43,7 @@ import (
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/render/helmexec"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -213,6 +214,14 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	perClient, err := ratelimit.New("requests from this address", int(cfg.RateLimits.ClientPerMinute), int(cfg.RateLimits.ClientBurst))
+	if err != nil {
+		return nil, err
+	}
+	teamChanges, err := ratelimit.New("changes for this team", int(cfg.RateLimits.TeamChangesPerMinute), int(cfg.RateLimits.TeamChangesBurst))
+	if err != nil {
+		return nil, err
+	}
 	s.server, err = server.New(server.Config{
 		Address:           cfg.Server.Address,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -222,17 +231,19 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		ShutdownTimeout:   cfg.Server.ShutdownTimeout,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
 		HSTS:              strings.HasPrefix(cfg.Server.PublicURL, "https://"),
+		TrustForwardedFor: cfg.Server.TrustForwardedFor,
 	}, server.Deps{
-		Logger:   logger,
-		Auth:     db,
-		DevTeam:  devTeam,
-		Ready:    s.readiness(db),
-		Requests: httpMetrics,
+		Logger:    logger,
+		Auth:      db,
+		DevTeam:   devTeam,
+		Ready:     s.readiness(db),
+		Requests:  httpMetrics,
+		PerClient: perClient,
 	})
 	if err != nil {
 		return nil, err
 	}
-	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters}
+	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters, ChangeLimit: teamChanges}
 	notificationMetrics, err := metrics.NewNotifications(registry)
 	if err != nil {
 		return nil, err

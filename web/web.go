@@ -168,9 +168,15 @@ func (p *Pages) routes() map[string]http.HandlerFunc {
 }
 
 // Mount adds the pages' routes to srv. None takes a team token: the pages have their
-// own sign-in.
+// own sign-in. The sign-in callback (which has GitHub exchange the code for a token)
+// and sign-out (which has GitHub revoke it) are limited per client address, since
+// anyone may call them.
 func (p *Pages) Mount(srv *server.Server) {
 	for pattern, h := range p.routes() {
+		if pattern == "GET "+CallbackPath || pattern == "POST "+signOutPath {
+			srv.HandleFunc(pattern, h, server.LimitPerClient())
+			continue
+		}
 		srv.HandleFunc(pattern, h)
 	}
 }

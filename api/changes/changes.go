@@ -25,6 +25,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -59,6 +60,9 @@ type API struct {
 	Store    *store.DB
 	Pipeline Pipeline
 	Apps     AppReader
+	// ChangeLimit, when set, limits how often each team may start pipeline work:
+	// create, retry and roll back changes, over HTTP and MCP alike.
+	ChangeLimit *ratelimit.Limiter
 }
 
 // changeRoute is one route of the change API and the token scope it needs.
@@ -196,7 +200,11 @@ func View(p store.Plan) ChangeView {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var noCluster *ClusterNotFoundError
 	var unreadable *ClusterReadError
+	var limited *ratelimit.RefusedError
 	switch {
+	case errors.As(err, &limited):
+		server.WriteRateLimited(w, limited)
+		return
 	case errors.As(err, &noCluster):
 		server.WriteError(w, http.StatusNotFound, CodeClusterNotFound, noCluster.Error())
 		return
@@ -315,6 +323,9 @@ func (a *API) cancelChange(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) retryChange(w http.ResponseWriter, r *http.Request) {
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+		if err := a.ChangeLimit.Allow(t.ID); err != nil {
+			return ChangeView{}, err
+		}
 		p, err := a.Pipeline.Retry(plan.WithActor(ctx, actor(t)), t.ID, code)
 		return View(p), err
 	}, http.StatusAccepted)

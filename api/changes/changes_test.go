@@ -18,6 +18,7 @@ import (
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -347,6 +348,12 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 // against db, where team shop holds the returned token and has cluster prod.
 func changesServer(t *testing.T, db *store.DB, pipeline Pipeline) (*server.Server, secret.Secret) {
 	t.Helper()
+	return limitedChangesServer(t, db, pipeline, nil)
+}
+
+// limitedChangesServer is changesServer with the API's ChangeLimit.
+func limitedChangesServer(t *testing.T, db *store.DB, pipeline Pipeline, limit *ratelimit.Limiter) (*server.Server, secret.Secret) {
+	t.Helper()
 	ctx := context.Background()
 	team, err := db.CreateTeam(ctx, "shop")
 	if err != nil {
@@ -363,7 +370,7 @@ func changesServer(t *testing.T, db *store.DB, pipeline Pipeline) (*server.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&API{Store: db, Pipeline: pipeline, Apps: stubApps{}}).Mount(srv)
+	(&API{Store: db, Pipeline: pipeline, Apps: stubApps{}, ChangeLimit: limit}).Mount(srv)
 	return srv, token
 }
 
@@ -470,4 +477,67 @@ func TestNotificationRoutesAnswerAsDocumented(t *testing.T) {
 	check("DELETE", list+"/{id}", status, body)
 	status, body = call("DELETE", list+"/"+created.ID, "")
 	check("DELETE", list+"/{id}", status, body)
+}
+
+// TestTeamChangesAreRateLimited: a team's changes created, retried and rolled back
+// share one limit whichever of its tokens asks; past it each is answered 429
+// rate_limited with Retry-After and does nothing, and another team is not held back.
+func TestTeamChangesAreRateLimited(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.SQLite(t)
+	// One a minute after a burst of 2: no refill within the test.
+	limit, err := ratelimit.New("changes for this team", 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, first := limitedChangesServer(t, db, stubPipeline{db}, limit)
+	shop, err := db.TeamByName(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, second, err := db.CreateAPIToken(ctx, shop.ID, "another chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
+	if status, body := callAs(srv, first, http.MethodPost, "/api/v1/changes", scale); status != http.StatusAccepted {
+		t.Fatalf("first change: %d %s", status, body)
+	}
+	if status, body := callAs(srv, second, http.MethodPost, "/api/v1/changes/web1/retry", ""); status == http.StatusTooManyRequests {
+		t.Fatalf("second change, within the burst: %d %s", status, body)
+	}
+	for _, path := range []string{"/api/v1/changes", "/api/v1/changes/web1/retry", "/api/v1/changes/web1/rollback"} {
+		for _, token := range []secret.Secret{first, second} {
+			body := ""
+			if path == "/api/v1/changes" {
+				body = scale
+			}
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token.Reveal())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("POST %s past the team's limit: %d %s", path, rec.Code, rec.Body)
+			}
+			wantCode(t, rec.Body.Bytes(), server.CodeRateLimited)
+			if got := rec.Header().Get("Retry-After"); got != "60" {
+				t.Errorf("POST %s: Retry-After %q, want 60 (one a minute)", path, got)
+			}
+		}
+	}
+	if plans, err := db.ListPlans(ctx, store.PlanFilter{TeamID: shop.ID}); err != nil || len(plans) != 1 {
+		t.Fatalf("plans of the team: %d, %v; want the first one only", len(plans), err)
+	}
+
+	billing, err := db.CreateTeam(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := db.CreateAPIToken(ctx, billing.ID, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := callAs(srv, other, http.MethodPost, "/api/v1/changes", scale); status == http.StatusTooManyRequests {
+		t.Fatalf("another team's change: %d %s", status, body)
+	}
 }

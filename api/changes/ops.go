@@ -17,7 +17,8 @@ import (
 // and the MCP tools both call them, so a change asked for either way takes the same
 // path through the pipeline and is answered from the same views. Errors are a
 // *ClusterNotFoundError, a *ClusterReadError, store.ErrNotFound (no such change for
-// the team), a *plan.Error with its stable code, or an internal failure.
+// the team), a *plan.Error with its stable code, a *ratelimit.RefusedError (the
+// team is over API.ChangeLimit), or an internal failure.
 
 // CodeClusterNotFound answers a request naming a cluster the team has not
 // registered.
@@ -106,6 +107,9 @@ func (a *API) CheckCluster(ctx context.Context, t store.Team, name string) error
 // named an existing change. A plan refused at once is returned, not an error (see
 // DecidedRefusal).
 func (a *API) CreateChange(ctx context.Context, t store.Team, req plan.Request) (p store.Plan, created bool, err error) {
+	if err := a.ChangeLimit.Allow(t.ID); err != nil {
+		return store.Plan{}, false, err
+	}
 	if req.Cluster != "" {
 		if err := a.CheckCluster(ctx, t, req.Cluster); err != nil {
 			return store.Plan{}, false, err
@@ -139,6 +143,9 @@ func (a *API) CancelChange(ctx context.Context, t store.Team, code string) (Chan
 
 // RollbackChange starts (or returns the running) revert of the change.
 func (a *API) RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (ChangeView, error) {
+	if err := a.ChangeLimit.Allow(t.ID); err != nil {
+		return ChangeView{}, err
+	}
 	p, err := a.Pipeline.Rollback(plan.WithActor(ctx, actor(t)), t.ID, code, requestedBy, reason)
 	return View(p), err
 }

@@ -102,7 +102,9 @@ type API struct {
 // authenticated route needs the admin scope.
 func (a *API) Mount(srv *server.Server) {
 	admin := server.TeamAuth(store.ScopeAdmin)
-	srv.HandleFunc("GET "+CallbackPath, a.setup)
+	// Anyone may call the callback, and it has GitHub exchange a code and look up
+	// an installation.
+	srv.HandleFunc("GET "+CallbackPath, a.setup, server.LimitPerClient())
 	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, admin)
 	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, admin)
 	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, admin)
