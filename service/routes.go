@@ -54,7 +54,7 @@ var Routes = []Route{
 	{"GET /api/v1/clusters/{cluster}/argocd/apps", "api/changes", accessRead, "the cluster's Argo CD Applications"},
 	{"GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}", "api/changes", accessRead, "one Application"},
 	{"GET /api/v1/clusters/{cluster}/repository", "api/changes", accessRead, "the repository view: folders, Applications, masked renders at a commit"},
-	{"GET /api/v1/openapi.json", "api/changes", accessAnyone, "the change API's OpenAPI document"},
+	{"GET /api/v1/openapi.json", "api/changes", accessAnyone, "the OpenAPI document of every token route"},
 	{"/mcp", "mcp", accessRead, "the MCP tool server over the change API"},
 	{"POST /api/v1/notifications/endpoints", "notify", accessAdmin, "register a notification endpoint (its secret shown once)"},
 	{"GET /api/v1/notifications/endpoints", "notify", accessAdmin, "the team's notification endpoints"},

@@ -1,8 +1,8 @@
 // Package changes serves the change API to chat integrations and agents: submitting,
 // reading, cancelling, retrying and rolling back changes, deciding a resource's path,
 // and reading a cluster's Argo CD Applications, each for the caller's team, plus the
-// OpenAPI document that describes these routes (openapi.json, checked against them
-// by a test). Mount adds the routes to a server.Server; the same operations (ops.go)
+// OpenAPI document that describes these routes and the token routes of packages setup
+// and notify (openapi.json, checked against their route tables and types by tests). Mount adds the routes to a server.Server; the same operations (ops.go)
 // are exported for the MCP tool server, so both answer from one code path.
 //
 // It translates requests to the pipeline and back, and nothing more: it must not decide a
@@ -31,8 +31,9 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// openAPIDocument describes every endpoint of the change API; a test checks it
-// against the routes mounted here and the answers they give.
+// openAPIDocument describes every token route of the service: the change API's, and
+// the administrative ones of packages setup and notify; tests check it against their
+// routes, the types they decode and answer, and the answers they give.
 //
 //go:embed openapi.json
 var openAPIDocument []byte

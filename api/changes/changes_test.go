@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/notify"
@@ -181,6 +183,16 @@ func (d openAPIDoc) conforms(s schema, body []byte) error {
 	return nil
 }
 
+// routesOf joins the route tables of the other packages whose routes the document
+// describes.
+func routesOf(tables ...map[string]store.Scope) map[string]store.Scope {
+	out := map[string]store.Scope{}
+	for _, t := range tables {
+		maps.Copy(out, t)
+	}
+	return out
+}
+
 func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 	doc := loadDoc(t)
 	documented := map[string]bool{}
@@ -201,7 +213,7 @@ func TestOpenAPIDocumentMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json does not document the 403 insufficient_scope of %s", pattern)
 		}
 	}
-	for pattern, scope := range notify.Routes {
+	for pattern, scope := range routesOf(notify.Routes, setup.Routes) {
 		mounted[pattern] = true
 		method, path, _ := strings.Cut(pattern, " ")
 		if op, ok := doc.Paths[path][strings.ToLower(method)]; ok && op.Scope != string(scope) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/objref"
@@ -149,6 +150,20 @@ func TestOpenAPISchemasMatchTheTypes(t *testing.T) {
 		"DecideResponse":              reflect.TypeFor[DecideResponse](),
 		"AppList":                     reflect.TypeFor[argocd.AppList](),
 		"AppDetail":                   reflect.TypeFor[AppDetailView](),
+		"InstallState":                reflect.TypeFor[setup.InstallState](),
+		"Installation":                reflect.TypeFor[setup.Installation](),
+		"InstallationList":            reflect.TypeFor[setup.InstallationList](),
+		"ClusterRequest":              reflect.TypeFor[setup.ClusterRequest](),
+		"KubeconfigRequest":           reflect.TypeFor[setup.KubeconfigRequest](),
+		"Cluster":                     reflect.TypeFor[setup.Cluster](),
+		"ClusterList":                 reflect.TypeFor[setup.ClusterList](),
+		"ConnectRequest":              reflect.TypeFor[setup.ConnectRequest](),
+		"RepoConnection":              reflect.TypeFor[setup.RepoConnection](),
+		"RepoConnectionList":          reflect.TypeFor[setup.RepoConnectionList](),
+		"RepoSuggestions":             reflect.TypeFor[setup.RepoSuggestions](),
+		"RepoNotInstalledError":       reflect.TypeFor[setup.RepoNotInstalledError](),
+		"TokenRequest":                reflect.TypeFor[setup.TokenRequest](),
+		"RepoToken":                   reflect.TypeFor[setup.RepoToken](),
 	}
 	var problems []string
 	for name, s := range schemas {
@@ -211,9 +226,9 @@ func TestOpenAPIEnumsAreTheServicesValues(t *testing.T) {
 }
 
 // TestOpenAPINamesEveryErrorCode holds the document's list of error codes to the
-// codes the change routes answer: every code of the plan package (a refusal the
-// pipeline answers at once passes it through), the token checks, the body decoder
-// and writeError's own.
+// codes the routes answer: every code of the plan package (a refusal the pipeline
+// answers at once passes it through), the token checks, the body decoder,
+// writeError's own and those of the administrative routes of package setup.
 func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 	var doc struct {
 		Info struct {
@@ -235,6 +250,10 @@ func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 		plan.CodeRevisionNotFound, plan.CodeRefused, plan.CodeClusterRejected, plan.CodePathMismatch, plan.CodeAppNotFound,
 		plan.CodeUnsupportedSource, plan.CodeEditNoLongerApplies, plan.CodeNotFound, plan.CodeConflict,
 		plan.CodePipelineUnavailable, CodeClusterNotFound, "cluster_unavailable", "internal",
+		// api/setup
+		"invalid_cluster_name", "invalid_cluster", "invalid_kubeconfig", "in_cluster_not_allowed", "cluster_exists",
+		"credentials_key_missing", "invalid_repo", "repo_not_installed", "installation_suspended", "installation_missing",
+		"connection_revoked", "connection_pending_approval", "cluster_unreadable", "suggestions_unavailable", "github_unavailable",
 	}
 	for _, c := range codes {
 		if !named[c] {

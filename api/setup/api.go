@@ -97,24 +97,44 @@ type API struct {
 	StateTTL time.Duration
 }
 
-// Mount adds the endpoints to srv. Everything a team does here administers it
-// (installations, clusters, repository connections, repository tokens), so every
-// authenticated route needs the admin scope.
+// Routes are the token routes Mount adds, each with the scope it needs (the change
+// API's OpenAPI test checks the document against them). Everything a team does here
+// administers it (installations, clusters, repository connections, repository
+// tokens), so every one needs the admin scope.
+var Routes = map[string]store.Scope{
+	"POST /api/v1/installations/state":                 store.ScopeAdmin,
+	"GET /api/v1/installations":                        store.ScopeAdmin,
+	"POST /api/v1/clusters":                            store.ScopeAdmin,
+	"GET /api/v1/clusters":                             store.ScopeAdmin,
+	"PUT /api/v1/clusters/{cluster}/kubeconfig":        store.ScopeAdmin,
+	"POST /api/v1/clusters/{cluster}/repos":            store.ScopeAdmin,
+	"GET /api/v1/clusters/{cluster}/repos":             store.ScopeAdmin,
+	"DELETE /api/v1/clusters/{cluster}/repos":          store.ScopeAdmin,
+	"GET /api/v1/clusters/{cluster}/repos/suggestions": store.ScopeAdmin,
+	"POST /api/v1/internal/tokens":                     store.ScopeAdmin,
+}
+
+// Mount adds the endpoints to srv: GitHub's setup callback (its one-time state
+// proves the caller) and Routes.
 func (a *API) Mount(srv *server.Server) {
-	admin := server.TeamAuth(store.ScopeAdmin)
 	// Anyone may call the callback, and it has GitHub exchange a code and look up
 	// an installation.
 	srv.HandleFunc("GET "+CallbackPath, a.setup, server.LimitPerClient())
-	srv.HandleFunc("POST /api/v1/installations/state", a.createInstallState, admin)
-	srv.HandleFunc("GET /api/v1/installations", a.listInstallations, admin)
-	srv.HandleFunc("POST /api/v1/clusters", a.createCluster, admin)
-	srv.HandleFunc("GET /api/v1/clusters", a.listClusters, admin)
-	srv.HandleFunc("PUT /api/v1/clusters/{cluster}/kubeconfig", a.replaceKubeconfig, admin)
-	srv.HandleFunc("POST /api/v1/clusters/{cluster}/repos", a.connectRepo, admin)
-	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos", a.listRepos, admin)
-	srv.HandleFunc("DELETE /api/v1/clusters/{cluster}/repos", a.disconnectRepo, admin)
-	srv.HandleFunc("GET /api/v1/clusters/{cluster}/repos/suggestions", a.suggestRepos, admin)
-	srv.HandleFunc("POST /api/v1/internal/tokens", a.issueToken, admin)
+	handlers := map[string]http.HandlerFunc{
+		"POST /api/v1/installations/state":                 a.createInstallState,
+		"GET /api/v1/installations":                        a.listInstallations,
+		"POST /api/v1/clusters":                            a.createCluster,
+		"GET /api/v1/clusters":                             a.listClusters,
+		"PUT /api/v1/clusters/{cluster}/kubeconfig":        a.replaceKubeconfig,
+		"POST /api/v1/clusters/{cluster}/repos":            a.connectRepo,
+		"GET /api/v1/clusters/{cluster}/repos":             a.listRepos,
+		"DELETE /api/v1/clusters/{cluster}/repos":          a.disconnectRepo,
+		"GET /api/v1/clusters/{cluster}/repos/suggestions": a.suggestRepos,
+		"POST /api/v1/internal/tokens":                     a.issueToken,
+	}
+	for pattern, h := range handlers {
+		srv.HandleFunc(pattern, h, server.TeamAuth(Routes[pattern]))
+	}
 }
 
 // team returns the caller's team; TeamAuth guarantees one.

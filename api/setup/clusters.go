@@ -18,13 +18,16 @@ import (
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
 
-type createClusterRequest struct {
+// ClusterRequest is the body of POST /api/v1/clusters: a kubeconfig or in_cluster.
+type ClusterRequest struct {
 	Name       string `json:"name"`
 	Kubeconfig string `json:"kubeconfig"`
 	InCluster  bool   `json:"in_cluster"`
 }
 
-type clusterJSON struct {
+// Cluster is a registered cluster as the routes answer it; its credentials are
+// never answered.
+type Cluster struct {
 	Name      string    `json:"name"`
 	Access    string    `json:"access"`
 	CreatedAt time.Time `json:"created_at"`
@@ -33,7 +36,7 @@ type clusterJSON struct {
 // createCluster answers POST /api/v1/clusters: register a cluster reached with a
 // kubeconfig (stored sealed) or with the service's own service account.
 func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
-	var req createClusterRequest
+	var req ClusterRequest
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
@@ -76,10 +79,11 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.create", SubjectType: "cluster",
 		SubjectID: created.ID, Detail: mustJSON(map[string]string{"name": created.Name, "access": string(created.Access)})})
-	server.WriteJSON(w, http.StatusCreated, clusterJSON{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt})
+	server.WriteJSON(w, http.StatusCreated, Cluster{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt})
 }
 
-type replaceKubeconfigRequest struct {
+// KubeconfigRequest is the body of PUT /api/v1/clusters/{cluster}/kubeconfig.
+type KubeconfigRequest struct {
 	Kubeconfig string `json:"kubeconfig"`
 }
 
@@ -93,7 +97,7 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req replaceKubeconfigRequest
+	var req KubeconfigRequest
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
@@ -120,7 +124,7 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 			logger(r).Warn().Err(err).Str("cluster", c.Name).Msg("Watches of the cluster not started again with its new kubeconfig")
 		}
 	}
-	server.WriteJSON(w, http.StatusOK, clusterJSON{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt})
+	server.WriteJSON(w, http.StatusOK, Cluster{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt})
 }
 
 // sealKubeconfig checks a team's kubeconfig for its cluster name and seals it for
@@ -173,11 +177,16 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
-	out := make([]clusterJSON, len(list))
+	out := make([]Cluster, len(list))
 	for i, c := range list {
-		out[i] = clusterJSON{Name: c.Name, Access: string(c.Access), CreatedAt: c.CreatedAt}
+		out[i] = Cluster{Name: c.Name, Access: string(c.Access), CreatedAt: c.CreatedAt}
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"clusters": out})
+	server.WriteJSON(w, http.StatusOK, ClusterList{Clusters: out})
+}
+
+// ClusterList answers GET /api/v1/clusters.
+type ClusterList struct {
+	Clusters []Cluster `json:"clusters"`
 }
 
 // Repository statuses shown to people.
@@ -190,7 +199,9 @@ const (
 	StatusInstallable     = "installable"
 )
 
-type repoJSON struct {
+// RepoConnection is a repository connected (or, among suggestions, connectable) to
+// a cluster, with its status as it stands now and why.
+type RepoConnection struct {
 	Repo      string    `json:"repo"`
 	FullName  string    `json:"full_name"`
 	Status    string    `json:"status"`
@@ -198,12 +209,14 @@ type repoJSON struct {
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
-type connectRequest struct {
+// ConnectRequest is the body of POST /api/v1/clusters/{cluster}/repos.
+type ConnectRequest struct {
 	Repo string `json:"repo"`
 }
 
-// errorWithLink is an error answer that also carries the install link.
-type errorWithLink struct {
+// RepoNotInstalledError is the repo_not_installed answer of connecting a repository:
+// an error that also carries the install link.
+type RepoNotInstalledError struct {
 	server.ErrorBody
 	InstallURL string `json:"install_url"`
 }
@@ -212,7 +225,7 @@ type errorWithLink struct {
 // team's installation can see is connected; when the team's installation still
 // waits for an owner's approval the connection is recorded as pending_approval.
 func (a *API) connectRepo(w http.ResponseWriter, r *http.Request) {
-	var req connectRequest
+	var req ConnectRequest
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
@@ -241,7 +254,7 @@ func (a *API) connectRepo(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the app installation that can see %s is suspended on GitHub; ask an owner to unsuspend it", repo.FullName()))
 		return
 	default:
-		server.WriteJSON(w, http.StatusForbidden, errorWithLink{
+		server.WriteJSON(w, http.StatusForbidden, RepoNotInstalledError{
 			ErrorBody: server.ErrorBody{Error: "repo_not_installed", Reason: fmt.Sprintf(
 				"your team's GitHub App installation cannot see %s: install the app on %s or add the repository to the installation, then connect it again (%s)",
 				repo.FullName(), repo.Owner, a.App.InstallURL(""))},
@@ -263,7 +276,7 @@ func (a *API) connectRepo(w http.ResponseWriter, r *http.Request) {
 	case created:
 		code = http.StatusCreated
 	}
-	out := repoJSON{Repo: conn.Repo, FullName: repo.FullName(), Status: string(conn.Status), UpdatedAt: conn.UpdatedAt}
+	out := RepoConnection{Repo: conn.Repo, FullName: repo.FullName(), Status: string(conn.Status), UpdatedAt: conn.UpdatedAt}
 	if status == store.ConnectionPendingApproval {
 		out.Reason = "your team's installation request waits for an organization owner's approval"
 	}
@@ -334,7 +347,7 @@ func (a *API) listRepos(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
-	out := make([]repoJSON, 0, len(conns))
+	out := make([]RepoConnection, 0, len(conns))
 	for _, conn := range conns {
 		item, err := a.describeConnection(r, c.TeamID, conn)
 		if err != nil {
@@ -343,14 +356,20 @@ func (a *API) listRepos(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, item)
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "repos": out})
+	server.WriteJSON(w, http.StatusOK, RepoConnectionList{Cluster: c.Name, Repos: out})
 }
 
-func (a *API) describeConnection(r *http.Request, teamID string, conn store.RepoConnection) (repoJSON, error) {
-	item := repoJSON{Repo: conn.Repo, Status: string(conn.Status), Reason: conn.StatusReason, UpdatedAt: conn.UpdatedAt}
+// RepoConnectionList answers GET /api/v1/clusters/{cluster}/repos.
+type RepoConnectionList struct {
+	Cluster string           `json:"cluster"`
+	Repos   []RepoConnection `json:"repos"`
+}
+
+func (a *API) describeConnection(r *http.Request, teamID string, conn store.RepoConnection) (RepoConnection, error) {
+	item := RepoConnection{Repo: conn.Repo, Status: string(conn.Status), Reason: conn.StatusReason, UpdatedAt: conn.UpdatedAt}
 	repo, err := github.ParseRepoURL(conn.Repo)
 	if err != nil {
-		return repoJSON{}, fmt.Errorf("stored connection %s: %w", conn.ID, err)
+		return RepoConnection{}, fmt.Errorf("stored connection %s: %w", conn.ID, err)
 	}
 	item.FullName = repo.FullName()
 	if conn.Status != store.ConnectionConnected {
@@ -361,7 +380,7 @@ func (a *API) describeConnection(r *http.Request, teamID string, conn store.Repo
 	}
 	acc, err := a.repoAccess(r, teamID, repo, false)
 	if err != nil {
-		return repoJSON{}, err
+		return RepoConnection{}, err
 	}
 	switch acc.status {
 	case StatusConnected:
@@ -431,22 +450,30 @@ func (a *API) suggestRepos(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"cluster": c.Name, "suggestions": out, "skipped": skipped})
+	server.WriteJSON(w, http.StatusOK, RepoSuggestions{Cluster: c.Name, Skipped: skipped, Suggestions: out})
 }
 
-type skippedRepo struct {
+// RepoSuggestions answers GET /api/v1/clusters/{cluster}/repos/suggestions.
+type RepoSuggestions struct {
+	Cluster     string           `json:"cluster"`
+	Skipped     []SkippedRepo    `json:"skipped"`
+	Suggestions []RepoConnection `json:"suggestions"`
+}
+
+// SkippedRepo is an Application's repository URL the suggestions leave out, and why.
+type SkippedRepo struct {
 	URL    string `json:"url"`
 	Reason string `json:"reason"`
 }
 
-func (a *API) suggestions(r *http.Request, teamID string, urls []string, byRepo map[string]store.RepoConnection) ([]repoJSON, []skippedRepo, error) {
+func (a *API) suggestions(r *http.Request, teamID string, urls []string, byRepo map[string]store.RepoConnection) ([]RepoConnection, []SkippedRepo, error) {
 	seen := map[string]bool{}
-	out := []repoJSON{}
-	skipped := []skippedRepo{}
+	out := []RepoConnection{}
+	skipped := []SkippedRepo{}
 	for _, u := range urls {
 		repo, err := a.parseRepo(u)
 		if err != nil {
-			skipped = append(skipped, skippedRepo{URL: u, Reason: err.Error()})
+			skipped = append(skipped, SkippedRepo{URL: u, Reason: err.Error()})
 			continue
 		}
 		if seen[repo.URL()] {
@@ -465,7 +492,7 @@ func (a *API) suggestions(r *http.Request, teamID string, urls []string, byRepo 
 		if err != nil {
 			return nil, nil, err
 		}
-		item := repoJSON{Repo: repo.URL(), FullName: repo.FullName()}
+		item := RepoConnection{Repo: repo.URL(), FullName: repo.FullName()}
 		switch acc.status {
 		case StatusConnected:
 			item.Status = StatusInstallable

@@ -14,7 +14,8 @@ import (
 
 func logger(r *http.Request) *zerolog.Logger { return zerolog.Ctx(r.Context()) }
 
-type stateResponse struct {
+// InstallState answers POST /api/v1/installations/state.
+type InstallState struct {
 	State      string    `json:"state"`
 	InstallURL string    `json:"install_url"`
 	ExpiresAt  time.Time `json:"expires_at"`
@@ -36,12 +37,13 @@ func (a *API) createInstallState(w http.ResponseWriter, r *http.Request) {
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.state_created",
 		SubjectType: "team", SubjectID: t.ID, Detail: mustJSON(map[string]any{"expires_at": expires})})
 	w.Header().Set("Cache-Control", "no-store")
-	server.WriteJSON(w, http.StatusCreated, stateResponse{
+	server.WriteJSON(w, http.StatusCreated, InstallState{
 		State: state.Reveal(), InstallURL: a.App.InstallURL(state.Reveal()), ExpiresAt: expires,
 	})
 }
 
-type installationJSON struct {
+// Installation is one of the team's GitHub App installations.
+type Installation struct {
 	InstallationID int64     `json:"installation_id,omitempty"`
 	Account        string    `json:"account,omitempty"`
 	AccountType    string    `json:"account_type,omitempty"`
@@ -56,12 +58,19 @@ func (a *API) listInstallations(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, err)
 		return
 	}
-	out := make([]installationJSON, len(list))
+	out := make([]Installation, len(list))
 	for i, in := range list {
-		out[i] = installationJSON{InstallationID: in.InstallationID, Account: in.AccountLogin, AccountType: in.AccountType,
+		out[i] = Installation{InstallationID: in.InstallationID, Account: in.AccountLogin, AccountType: in.AccountType,
 			Status: string(in.Status), UpdatedAt: in.UpdatedAt}
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"installations": out, "install_url": a.App.InstallURL("")})
+	server.WriteJSON(w, http.StatusOK, InstallationList{InstallURL: a.App.InstallURL(""), Installations: out})
+}
+
+// InstallationList answers GET /api/v1/installations: the installations and the
+// link that installs the App (without a team's state).
+type InstallationList struct {
+	InstallURL    string         `json:"install_url"`
+	Installations []Installation `json:"installations"`
 }
 
 // refreshRepos reads the installation's repositories from GitHub and stores them,

@@ -14,12 +14,14 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-type tokenRequest struct {
+// TokenRequest is the body of POST /api/v1/internal/tokens.
+type TokenRequest struct {
 	Cluster string `json:"cluster"`
 	Repo    string `json:"repo"`
 }
 
-type tokenResponse struct {
+// RepoToken answers POST /api/v1/internal/tokens: the token, shown only here.
+type RepoToken struct {
 	Token       string            `json:"token"`
 	ExpiresAt   time.Time         `json:"expires_at"`
 	Repository  string            `json:"repository"`
@@ -32,7 +34,7 @@ type tokenResponse struct {
 // and the installation that grants access is active. The token is handed over in
 // this answer and nowhere else: it is not stored, logged or audited.
 func (a *API) issueToken(w http.ResponseWriter, r *http.Request) {
-	var req tokenRequest
+	var req TokenRequest
 	if !server.DecodeJSON(w, r, &req) {
 		return
 	}
@@ -107,7 +109,7 @@ func (a *API) issueToken(w http.ResponseWriter, r *http.Request) {
 		})})
 	logger(r).Info().Str("repo", repo.URL()).Str("cluster", c.Name).Time("expires_at", tok.ExpiresAt).Msg("Installation token issued")
 	w.Header().Set("Cache-Control", "no-store")
-	server.WriteJSON(w, http.StatusCreated, tokenResponse{
+	server.WriteJSON(w, http.StatusCreated, RepoToken{
 		Token: tok.Value.Reveal(), ExpiresAt: tok.ExpiresAt, Repository: tok.Repository, Permissions: tok.Permissions,
 	})
 }
