@@ -6,7 +6,10 @@
 // repository tree on disk, the Argo CD Applications that deploy from it, a target
 // resource and a change, [Plan] finds where the change belongs (a kustomization's
 // replicas or images entry, an existing patch, the resource's own document, a new
-// replicas or images entry, or a new patch), edits only
+// replicas or images entry, or a new patch; for a data key of a ConfigMap a
+// configMapGenerator makes, its literal or env file line, or a new literal, the
+// expectation then carrying the ConfigMap's new hashed name and the references
+// renamed to it, see [Result].Renamed), edits only
 // the bytes of that spot (through package render/yamledit), renders every affected
 // Application before and after exactly as Argo CD would (kustomize through krusty
 // with Argo CD's default options; Helm charts through the Helm SDK with the flags

@@ -15,8 +15,8 @@ import (
 // of that name (the kustomization that creates it, and those that merge into
 // it) and, for each data key a patch sets, the literal, env file or file that
 // holds it, so the person asking knows which line to change. The edit itself
-// is not made: kustomize renames the object by a hash of its content and
-// rewrites every reference to it, which the verification does not follow.
+// is not made: a data key planGenerated cannot edit for this app alone, or
+// another change, which kustomize's rename by content hash makes unverifiable.
 func (p *planner) generatedRefusal(app Application, o *object) *Refusal {
 	const why = "kustomize names it by a hash of its content and rewrites the references to it, which a plan does not verify; change the generator's input instead"
 	gens := p.generatorEntries(app, o)
@@ -68,7 +68,9 @@ func generatorField(kind string) string {
 // generatorEntry is one generator entry of a kustomization of the app.
 type generatorEntry struct {
 	file, dir string
-	args      types.GeneratorArgs
+	// index is the entry's place in its kustomization's generator list.
+	index int
+	args  types.GeneratorArgs
 }
 
 // generatorEntries are the entries of the app's kustomizations that may make
@@ -81,7 +83,7 @@ func (p *planner) generatorEntries(app Application, o *object) []generatorEntry 
 	}
 	var out []generatorEntry
 	for _, n := range r.nodes {
-		var entries []types.GeneratorArgs
+		var entries []types.GeneratorArgs // by index in the field
 		switch o.generatedBy {
 		case "ConfigMapGenerator":
 			for _, g := range n.k.ConfigMapGenerator {
@@ -92,9 +94,9 @@ func (p *planner) generatorEntries(app Application, o *object) []generatorEntry 
 				entries = append(entries, g.GeneratorArgs)
 			}
 		}
-		for _, g := range entries {
+		for i, g := range entries {
 			if g.Name != "" && strings.Contains(o.name, g.Name) {
-				out = append(out, generatorEntry{file: n.file, dir: n.dir, args: g})
+				out = append(out, generatorEntry{file: n.file, dir: n.dir, index: i, args: g})
 			}
 		}
 	}

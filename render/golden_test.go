@@ -153,6 +153,9 @@ func writeOutcome(t *testing.T, dir string, res *Result, err error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "verified: %s\napp: %s\n", res.Strategy, res.App)
+	if res.Renamed != "" {
+		fmt.Fprintf(&b, "renamed: %s\n", res.Renamed)
+	}
 	for _, a := range res.Verification.Apps {
 		fmt.Fprintf(&b, "compared: %s objects=%d changed=%d\n", a.App, a.Objects, a.Changed)
 	}

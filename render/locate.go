@@ -44,6 +44,9 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if deepEqual(target.body, expected) {
 		return nil, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): there is nothing to change", p.req.Target, p.req.Change.describe())}
 	}
+	if target.generatedBy != "" {
+		return p.planGenerated(ctx, target, expected)
+	}
 	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected}
 
 	var builders []candidateBuilder
@@ -210,6 +213,10 @@ func (p *planner) checkTarget(app Application, o *object) error {
 	case o.remote:
 		return &Refusal{Code: CodeRemoteBase, App: app.Name, Reason: fmt.Sprintf("%s comes from a remote base; remote bases are not supported", name)}
 	case o.generatedBy != "":
+		if generatedDataPatch(o, p.req.Change) {
+			// planGenerated edits the generator's inputs, or refuses as below.
+			return nil
+		}
 		return p.generatedRefusal(app, o)
 	}
 	c := p.req.Change

@@ -241,6 +241,10 @@ type Result struct {
 	// Secret values included, so they are never serialised with the Result
 	// (json:"-"); ClusterDiff is what people see.
 	Changed []ChangedObject `json:"-"`
+	// Renamed is the target's name after the edit when the edit renames it (a
+	// configMapGenerator names its ConfigMap by a hash of its content): the
+	// name the deployment is followed under.
+	Renamed string `json:"renamed,omitempty"`
 }
 
 // ChangedObject is one object of an affected Application after the edit, as Argo
