@@ -141,10 +141,11 @@ func (p *Pipeline) startFollow(ctx context.Context, pl store.Plan, pay Payload) 
 		}
 	}
 	if follower, can := p.cluster.(ObjectFollower); can {
-		target, err := follower.FollowObject(ctx, clusterOf(pl), pl.Target)
+		t := deployTarget(pl, pay)
+		target, err := follower.FollowObject(ctx, clusterOf(pl), t)
 		if err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("plan", pl.Code).Msg("Cannot watch the target; polling it")
-			f.notes = append(f.notes, "checking the rollout of "+pl.Target.Kind+"/"+pl.Target.Name+" by polling every "+poll+": it cannot be watched: "+err.Error())
+			f.notes = append(f.notes, "checking the rollout of "+t.Kind+"/"+t.Name+" by polling every "+poll+": it cannot be watched: "+err.Error())
 		} else {
 			f.target = target
 		}

@@ -167,10 +167,14 @@ func newCode() string {
 
 // Payload is the plan's stored JSON document: what the pipeline learned at each step.
 type Payload struct {
-	Decision    *DecisionInfo       `json:"decision,omitempty"`
-	ArgoCD      *argocd.Payload     `json:"argocd,omitempty"`
-	App         *argocd.PayloadApp  `json:"app,omitempty"`
-	Strategy    string              `json:"strategy,omitempty"`
+	Decision *DecisionInfo      `json:"decision,omitempty"`
+	ArgoCD   *argocd.Payload    `json:"argocd,omitempty"`
+	App      *argocd.PayloadApp `json:"app,omitempty"`
+	Strategy string             `json:"strategy,omitempty"`
+	// Renamed is the target's name once the edit deploys, when the edit
+	// renames it (kustomize names a generated ConfigMap by a hash of its
+	// content): the deployment is followed under it (deployTarget).
+	Renamed     string              `json:"renamed,omitempty"`
 	Edits       []StoredEdit        `json:"edits,omitempty"`
 	GitDiff     string              `json:"git_diff,omitempty"`
 	ClusterDiff []render.ObjectDiff `json:"cluster_diff,omitempty"`
@@ -209,6 +213,16 @@ type Payload struct {
 	// renders with Helm's default capabilities; the verified apps among them
 	// become warnings (recordVerified).
 	capabilities map[string]string
+}
+
+// deployTarget is the object the plan's deployment is followed by: its target,
+// under the name the edit gives it.
+func deployTarget(pl store.Plan, pay Payload) objref.Target {
+	t := pl.Target
+	if pay.Renamed != "" {
+		t.Name = pay.Renamed
+	}
+	return t
 }
 
 // DecisionInfo is the path decision as stored with the plan.

@@ -16,6 +16,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/kube"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -508,7 +509,7 @@ func (p *Pipeline) observeDeployment(ctx context.Context, pl store.Plan, pay Pay
 	if c, err := ChangeOf(pl); err == nil && c.DeleteResource != nil && pl.RollbackOf == "" {
 		judge = p.judgeDeletion
 	}
-	final, failed, msg, readErr := judge(ctx, pl, app)
+	final, failed, msg, readErr := judge(ctx, pl, deployTarget(pl, pay), app)
 	if !final || failed {
 		dep.Message = msg
 		if failed {
@@ -561,12 +562,12 @@ func runningSyncMessage(op *argocd.AppOperationState) string {
 // Application's health as Argo CD assessed it after the sync: Degraded fails the
 // plan, Progressing and Missing wait, and Healthy, Suspended or Unknown (Argo CD has
 // no opinion) leave the verdict to the target.
-func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.Application) (final, failed bool, msg string, readFailed bool) {
-	name := pl.Target.Kind + "/" + pl.Target.Name
+func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, target objref.Target, app argocd.Application) (final, failed bool, msg string, readFailed bool) {
+	name := target.Kind + "/" + target.Name
 	// Read now, not from the target's watch: the Application's watch and the target's
 	// are not ordered against each other, and the target's may not have delivered
 	// Argo CD's apply yet when the Application reports the sync.
-	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
+	obj, err := p.cluster.Object(ctx, clusterOf(pl), target)
 	if err != nil {
 		return false, false, "reading " + name + " failed: " + err.Error(), true
 	}
@@ -599,9 +600,9 @@ func (p *Pipeline) judgeRollout(ctx context.Context, pl store.Plan, app argocd.A
 // the cluster is, and so is a target the sync left in place (the Application does
 // not prune, or the object says Prune=false; the plan warned about it), with a
 // message saying so; a target being deleted (finalizers) is waited for.
-func (p *Pipeline) judgeDeletion(ctx context.Context, pl store.Plan, _ argocd.Application) (final, failed bool, msg string, readFailed bool) {
-	name := pl.Target.Kind + "/" + pl.Target.Name
-	obj, err := p.cluster.Object(ctx, clusterOf(pl), pl.Target)
+func (p *Pipeline) judgeDeletion(ctx context.Context, pl store.Plan, target objref.Target, _ argocd.Application) (final, failed bool, msg string, readFailed bool) {
+	name := target.Kind + "/" + target.Name
+	obj, err := p.cluster.Object(ctx, clusterOf(pl), target)
 	switch {
 	case errors.Is(err, clusteraccess.ErrObjectNotFound):
 		return true, false, "synced; " + name + " is gone from the cluster", false
