@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -72,6 +73,17 @@ func plannerSince(t *testing.T, ctx context.Context, repo, treeID string, since 
 	return p
 }
 
+// treeRuns numbers the runs of the tests that name trees, so that a test run
+// again in the same process (-count) names new trees: the reach indexes are
+// kept per tree ID for the whole process, as they may be, since a real tree ID
+// names one content, and a tree of the run before would be found in them.
+var treeRuns atomic.Int64
+
+// treeName is a tree ID no earlier run of this process has used.
+func treeName(t *testing.T) string {
+	return fmt.Sprintf("repo@%s-%d", t.Name(), treeRuns.Add(1))
+}
+
 // derived is the outcome of planning a new commit from the reaches of an old one.
 type derived struct {
 	old, next, fresh *planner
@@ -82,7 +94,8 @@ type derived struct {
 // the old one with the paths that differ), and without any TreeID on to.
 func derive(t *testing.T, from, to commit, oldApps, newApps []Application) derived {
 	t.Helper()
-	oldID, newID := "repo@"+t.Name()+"-old", "repo@"+t.Name()+"-new"
+	tree := treeName(t)
+	oldID, newID := tree+"-old", tree+"-new"
 	old := plannerSince(t, context.Background(), from.write(t), oldID, nil, oldApps)
 	repo := to.write(t)
 	var logs bytes.Buffer
@@ -345,8 +358,9 @@ func TestDerivedReachesFallBackOnSymlinks(t *testing.T) {
 // to carry, and every reach is read.
 func TestDerivedReachesNeedTheOldTree(t *testing.T) {
 	repo := indexRepo.write(t)
-	since := &PriorTree{TreeID: "repo@" + t.Name() + "-never-planned", Changed: []string{"alone/cm.yaml"}}
-	next := plannerSince(t, context.Background(), repo, "repo@"+t.Name(), since, indexApps)
+	tree := treeName(t)
+	since := &PriorTree{TreeID: tree + "-never-planned", Changed: []string{"alone/cm.yaml"}}
+	next := plannerSince(t, context.Background(), repo, tree, since, indexApps)
 	fresh := plannerSince(t, context.Background(), repo, "", nil, indexApps)
 	for _, app := range indexApps {
 		if fmt.Sprint(next.reach(app).err) != fmt.Sprint(fresh.reach(app).err) {
