@@ -167,10 +167,10 @@ func (c *Archives) dirFor(repo, sha string) string {
 
 func (c *Archives) download(ctx context.Context, dir string, fetch Fetcher) (int64, error) {
 	if err := os.RemoveAll(dir); err != nil {
-		return 0, fmt.Errorf("clear %s: %w", dir, err)
+		return 0, fmt.Errorf("clear the archive's folder: %w", render.HostPathFree(err))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, fmt.Errorf("create %s: %w", dir, err)
+		return 0, fmt.Errorf("create the archive's folder: %w", render.HostPathFree(err))
 	}
 	body, err := fetch(ctx)
 	if err != nil {
@@ -182,7 +182,7 @@ func (c *Archives) download(ctx context.Context, dir string, fetch Fetcher) (int
 		return 0, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, completeMarker), nil, 0o600); err != nil {
-		return 0, fmt.Errorf("mark %s complete: %w", dir, err)
+		return 0, fmt.Errorf("mark the archive complete: %w", render.HostPathFree(err))
 	}
 	return size, nil
 }
@@ -224,7 +224,7 @@ func ExtractTarball(r io.Reader, dir string, limits ArchiveLimits) (int64, error
 	stream := &countingReader{r: zr, limit: limits.MaxTotalBytes + int64(limits.MaxFiles+1)*entryOverhead}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", dir, err)
+		return 0, fmt.Errorf("open the archive's folder: %w", render.HostPathFree(err))
 	}
 	defer root.Close()
 

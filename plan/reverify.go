@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -146,13 +147,14 @@ func treeFiles(dir string) (map[string][]byte, error) {
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			return fmt.Errorf("read %s: %w", rel, render.HostPathFree(err))
 		}
 		out[rel] = b
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", dir, err)
+		// The error may reach the plan's history: it names no folder of this host.
+		return nil, fmt.Errorf("read the repository's tree: %w", render.HostPathFree(err))
 	}
 	return out, nil
 }

@@ -126,7 +126,19 @@ func fsError(op, rel string, err error) error {
 		}
 		return refuse(CodeTooLarge, "%s %s: the path is longer than the file system allows", op, rel)
 	}
-	return fmt.Errorf("%s %s: %w", op, rel, err)
+	return fmt.Errorf("%s %s: %w", op, rel, HostPathFree(err))
+}
+
+// HostPathFree is err without the path on this host an *fs.PathError names (the
+// operation and the system's error stay, for errors.Is): what fails reading a
+// repository reaches the plan's history and the change's page, which people outside
+// the service read, and the caller names the repository path already.
+func HostPathFree(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // cleanRel turns a repository path into its canonical relative form ("." for the
@@ -277,7 +289,7 @@ func (t *tree) resolveSymlink(rel, link, full string) statEntry {
 	}
 	info, err := os.Stat(real)
 	if err != nil {
-		return statEntry{err: fmt.Errorf("stat %s: %w", rel, err)}
+		return statEntry{err: fsError("stat", rel, err)}
 	}
 	canon := filepath.ToSlash(within)
 	switch {
@@ -358,7 +370,7 @@ func (t *tree) readFileUncached(rel string) ([]byte, error) {
 	// Read one byte past the limit to tell a large file from one at the limit.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
+		return nil, fsError("read", rel, err)
 	}
 	if len(data) > MaxFileSize {
 		return nil, refuse(CodeFileTooLarge, "%s is over the %d byte limit", rel, MaxFileSize)
