@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -75,7 +76,9 @@ type generatorEntry struct {
 
 // generatorEntries are the entries of the app's kustomizations that may make
 // o: of its kind, with a name the rendered name holds (prefixes, suffixes and
-// the hash aside), the outermost kustomization (whose merge wins) first.
+// the hash aside), the outermost kustomization (whose merge wins) first. Of
+// names within one another ("api" in "api-config"), the longest is o's: the
+// shorter one's ConfigMap is another.
 func (p *planner) generatorEntries(app Application, o *object) []generatorEntry {
 	r := p.reach(app).kust
 	if r == nil {
@@ -100,7 +103,13 @@ func (p *planner) generatorEntries(app Application, o *object) []generatorEntry 
 			}
 		}
 	}
-	return out
+	longest := ""
+	for _, g := range out {
+		if len(g.args.Name) > len(longest) {
+			longest = g.args.Name
+		}
+	}
+	return slices.DeleteFunc(out, func(g generatorEntry) bool { return g.args.Name != longest })
 }
 
 // generatedKeySource says which input of the generator entries sets key, and
