@@ -28,6 +28,9 @@ func (p *commandPipeline) PlanForPull(context.Context, string, string) (store.Pl
 func (p *commandPipeline) PullClosed(context.Context, string, string, string, int64, bool, string) error {
 	return nil
 }
+func (p *commandPipeline) PullRetargeted(context.Context, string, string, string, string, int64) error {
+	return nil
+}
 func (p *commandPipeline) HeadPushed(context.Context, string, string, string, string) error {
 	return nil
 }

@@ -37,6 +37,11 @@ func (p *trackingPipeline) PullClosed(_ context.Context, _, branch, base string,
 	return nil
 }
 
+func (p *trackingPipeline) PullRetargeted(_ context.Context, _, branch, from, to string, _ int64) error {
+	p.record(fmt.Sprintf("PullRetargeted %s from %s to %s", branch, from, to))
+	return nil
+}
+
 func (p *trackingPipeline) HeadPushed(context.Context, string, string, string, string) error {
 	p.record("HeadPushed")
 	return nil

@@ -81,6 +81,15 @@ type pullRequestEvent struct {
 		Head           branchRef `json:"head"`
 		Base           branchRef `json:"base"`
 	} `json:"pull_request"`
+	// Changes says, for the edited action, what the edit changed; only a new base
+	// branch is read.
+	Changes *struct {
+		Base *struct {
+			Ref struct {
+				From string `json:"from"`
+			} `json:"ref"`
+		} `json:"base"`
+	} `json:"changes"`
 	Repo         repoRef         `json:"repository"`
 	Installation installationRef `json:"installation"`
 	Sender       userRef         `json:"sender"`

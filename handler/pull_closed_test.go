@@ -32,3 +32,32 @@ func TestPullClosedPassesTheBranchItClosedOn(t *testing.T) {
 		}
 	}
 }
+
+// TestPullEditedPassesOnlyANewBase: an edit that moves a change's pull request to
+// another base reaches the pipeline with both branches; one that changes only the
+// title does not.
+func TestPullEditedPassesOnlyANewBase(t *testing.T) {
+	repo := map[string]any{"full_name": "acme/deploy", "name": "deploy", "owner": map[string]any{"login": "acme"}}
+	pull := map[string]any{"number": 7, "head": map[string]any{"ref": "kukie/abc123", "repo": repo}, "base": map[string]any{"ref": "release", "repo": repo}}
+	for name, c := range map[string]struct {
+		changes map[string]any
+		want    []string
+	}{
+		"base":  {map[string]any{"base": map[string]any{"ref": map[string]any{"from": "main"}}}, []string{"PullRetargeted kukie/abc123 from main to release"}},
+		"title": {map[string]any{"title": map[string]any{"from": "old title"}}, nil},
+	} {
+		p := &trackingPipeline{plan: store.Plan{Code: "abc123", Branch: "kukie/abc123"}}
+		h := &PullRequest{Base: Base{App: github.App{ID: 1, Slug: "kukie"}}, Pipeline: p}
+		body, err := json.Marshal(map[string]any{"action": "edited", "repository": repo, "sender": map[string]any{"login": "octocat"},
+			"pull_request": pull, "changes": c.changes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Handle(context.Background(), "pull_request", "d-"+name, body); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(p.calls) != fmt.Sprint(c.want) {
+			t.Errorf("%s edit: pipeline calls %v, want %v", name, p.calls, c.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 type Pipeline interface {
 	PlanForPull(ctx context.Context, repo, branch string) (store.Plan, bool, error)
 	PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error
+	PullRetargeted(ctx context.Context, repo, branch, from, to string, number int64) error
 	HeadPushed(ctx context.Context, repo, branch, sha, sender string) error
 	BasePushed(ctx context.Context, repo, branch, after string, changed []string) error
 	Reverify(ctx context.Context, code string) error
@@ -31,8 +32,9 @@ func isPlanBranch(head, base branchRef) bool {
 	return strings.HasPrefix(head.Ref, github.BranchPrefix) && repoName(head.Repo) == repoName(base.Repo)
 }
 
-// PullRequest moves plans when their pull requests close (merged or not) and
-// re-verifies when someone else pushes to a plan's branch; every other pull
+// PullRequest moves plans when their pull requests close (merged or not), tells the
+// pipeline when a person retargets one at another base branch, and re-verifies when
+// someone else pushes to a plan's branch; every other pull
 // request's head is checked by Checks (see checkPullEvent).
 type PullRequest struct {
 	Base
@@ -63,6 +65,14 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	switch event.Action {
 	case "closed":
 		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Base.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA)
+	case "edited":
+		// Only a new base matters to the plan (a retargeted pull request would merge
+		// the change where its Application does not deploy from); title and body
+		// edits do not.
+		if c := event.Changes; c != nil && c.Base != nil && c.Base.Ref.From != "" && c.Base.Ref.From != pr.Base.Ref {
+			return h.Pipeline.PullRetargeted(ctx, repo, pr.Head.Ref, c.Base.Ref.From, pr.Base.Ref, pr.Number)
+		}
+		return nil
 	case "synchronize":
 		if h.IsOwnEvent(event.Sender.Login) {
 			return nil

@@ -159,7 +159,9 @@ func notCheckedLine(pay Payload) string {
 // the reason a re-verification failed. Without a failure it concludes success only
 // for the head the payload records as verified (Payload.VerifiedHead); any other head
 // gets an in-progress run saying it was not compared yet. A change refused on the
-// base its branch moved to (Payload.BaseRefusal) asks for action with the reason.
+// base its branch moved to (Payload.BaseRefusal) asks for action with the reason; a
+// pull request retargeted at another branch than the plan's base
+// (Payload.RetargetedTo) fails saying which branch the Application tracks.
 func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) github.CheckReport {
 	if failure == "" && pay.VerifiedHead != pl.HeadSHA {
 		return p.unverifiedReport(pl, errors.New("the comparison of commit "+pl.HeadSHA+" with the verified change has not completed"), true)
@@ -167,6 +169,10 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl)}
 	var b strings.Builder
 	switch {
+	case pay.RetargetedTo != "":
+		r.Conclusion, r.Title = github.ConclusionFailure, "Targets another branch"
+		fmt.Fprintf(&b, "**The pull request now targets %s while %s tracks %s.** Merged into %s, the change does not reach the cluster; "+
+			"change the pull request's base back to %s to verify it again.\n\n", pay.RetargetedTo, appName(pay), pl.BaseBranch, pay.RetargetedTo, pl.BaseBranch)
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", failure)
@@ -212,6 +218,14 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 		r.Annotations = append(r.Annotations, annotationsFor(e)...)
 	}
 	return r
+}
+
+// appName names the plan's Application for people.
+func appName(pay Payload) string {
+	if pay.App == nil {
+		return "its Application"
+	}
+	return "Application " + pay.App.Namespace + "/" + pay.App.Name
 }
 
 // unverifiedReport is the run of a head whose comparison with the verified change did

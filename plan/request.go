@@ -208,6 +208,11 @@ type Payload struct {
 	// to; the head is then never called verified, only asked to be acted on. A rebase
 	// that succeeds clears it.
 	BaseRefusal string `json:"base_refusal,omitempty"`
+	// RetargetedTo is the branch a person retargeted the open pull request at, when
+	// it is not the plan's base: merged there, the change would not reach the branch
+	// the Application tracks, so the head's kukie/render run fails saying so until
+	// the pull request targets the base again.
+	RetargetedTo string `json:"retargeted_to,omitempty"`
 
 	// capabilities says, by app name, why a Helm app of the verification
 	// renders with Helm's default capabilities; the verified apps among them

@@ -96,10 +96,7 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, nu
 		to, message := StatusClosed, fmt.Sprintf("pull request #%d %s", number, StatusClosed)
 		switch {
 		case merged && base != "" && base != pl.BaseBranch:
-			app := "its Application"
-			if pay.App != nil {
-				app = "Application " + pay.App.Namespace + "/" + pay.App.Name
-			}
+			app := appName(*pay)
 			message = fmt.Sprintf("pull request #%d was merged into %s, not into %s, the branch %s deploys: the change does not reach the cluster; request it again to open a pull request on %s",
 				number, base, pl.BaseBranch, app, pl.BaseBranch)
 			pl.StatusReason = message
@@ -130,6 +127,45 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, nu
 		}
 	}
 	return p.deleteBranch(ctx, saved)
+}
+
+// PullRetargeted handles a person changing the base branch of an open plan's pull
+// request from one branch to another. The move is recorded in the plan's history,
+// and the head's kukie/render run is published again by the plan's run
+// (stepCheckRun): failing while the pull request targets another branch than the
+// plan's base (CheckReport), its verdict restored once it targets the base again.
+func (p *Pipeline) PullRetargeted(ctx context.Context, repo, branch, from, to string, number int64) error {
+	pl, ok, err := p.planOfBranch(ctx, repo, branch)
+	if err != nil || !ok {
+		return err
+	}
+	_, err = p.update(ctx, pl.Code, func(pl *store.Plan, pay *Payload) (Status, string, string, error) {
+		if Status(pl.Status) != StatusPROpen {
+			return "", "", "", errNothingToDo
+		}
+		retargeted := ""
+		if to != pl.BaseBranch {
+			retargeted = to
+		}
+		if retargeted == pay.RetargetedTo {
+			return "", "", "", errNothingToDo // a repeated delivery, or an edit that changes nothing for the plan
+		}
+		pay.RetargetedTo = retargeted
+		pl.CheckRunID, pl.CheckRunURL = 0, ""
+		message := fmt.Sprintf("pull request #%d retargeted from %s to %s, while %s tracks %s", number, from, to, appName(*pay), pl.BaseBranch)
+		if retargeted == "" {
+			message = fmt.Sprintf("pull request #%d targets %s again (from %s), the branch %s tracks", number, to, from, appName(*pay))
+		}
+		return Status(pl.Status), "pull_retargeted", message, nil
+	})
+	if errors.Is(err, errNothingToDo) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.Kick(pl.Code)
+	return nil
 }
 
 // deleteBranch removes the branch of a plan whose pull request is over, so merged

@@ -86,6 +86,10 @@ func (u *unavailablePipeline) PullClosed(context.Context, string, string, string
 	return u.refusal()
 }
 
+func (u *unavailablePipeline) PullRetargeted(context.Context, string, string, string, string, int64) error {
+	return u.refusal()
+}
+
 func (u *unavailablePipeline) HeadPushed(context.Context, string, string, string, string) error {
 	return u.refusal()
 }

@@ -404,6 +404,7 @@ func (s *Server) handleUpdatePull(w http.ResponseWriter, r *http.Request, rp *re
 	}
 	bot := s.botLocked()
 	edited := false
+	var changes github.EditChange
 	if req.Title != nil && *req.Title != pr.title {
 		pr.title, edited = *req.Title, true
 	}
@@ -411,11 +412,16 @@ func (s *Server) handleUpdatePull(w http.ResponseWriter, r *http.Request, rp *re
 		pr.body, edited = *req.Body, true
 	}
 	if req.Base != nil && *req.Base != pr.base {
+		changes.Base = baseChange(rp, pr)
 		pr.base, edited = *req.Base, true
 	}
 	pr.updatedAt = s.clock.Now()
 	if edited {
-		s.firePullLocked(rp, pr, "edited", bot, nil)
+		s.firePullLocked(rp, pr, "edited", bot, func(ev *github.PullRequestEvent) {
+			if changes.Base != nil {
+				ev.Changes = &changes
+			}
+		})
 	}
 	if req.State != nil && *req.State != pr.state {
 		if *req.State == "closed" {
@@ -538,6 +544,33 @@ func (s *Server) ReopenPullRequest(t TB, repoName string, number int) {
 	done := s.firePullLocked(rp, pr, "reopened", s.personLocked(DefaultAuthor), nil)
 	s.mu.Unlock()
 	<-done
+}
+
+// RetargetPullRequest changes an open pull request's base branch as a person does
+// on GitHub, firing pull_request "edited" with changes.base naming the old base.
+func (s *Server) RetargetPullRequest(t TB, repoName string, number int, base string) {
+	t.Helper()
+	s.mu.Lock()
+	rp, pr := s.mustOpenPullLocked(t, "retarget", repoName, number)
+	if _, ok := rp.refHash(plumbing.NewBranchReferenceName(base)); !ok || base == pr.base {
+		s.mu.Unlock()
+		t.Fatalf("retarget %s#%d: no branch %q, or it is the base already", repoName, number, base)
+	}
+	changes := &github.EditChange{Base: baseChange(rp, pr)}
+	pr.base, pr.updatedAt = base, s.clock.Now()
+	done := s.firePullLocked(rp, pr, "edited", s.personLocked(DefaultAuthor), func(ev *github.PullRequestEvent) { ev.Changes = changes })
+	s.mu.Unlock()
+	<-done
+}
+
+// baseChange is the changes.base of an edit that moves pr off its current base.
+func baseChange(rp *repo, pr *pull) *github.EditBase {
+	from := pr.base
+	b := &github.EditBase{Ref: &github.EditRef{From: &from}}
+	if h, ok := rp.refHash(plumbing.NewBranchReferenceName(from)); ok {
+		b.SHA = &github.EditSHA{From: ptr(h.String())}
+	}
+	return b
 }
 
 // MarkReadyForReview turns a draft pull request into one ready for review, firing
