@@ -332,13 +332,20 @@ func newEnv(t *testing.T, db *store.DB, opts ...func(*github.Config)) *env {
 		conns: &connections{inst: inst, connected: true}, repos: github.Repos{Clients: cc, Archives: archives}}
 }
 
+// testClaimTTL is the claim lifetime of the tests' pipelines: short, so that a
+// test of a dead process's plan waits little for its claim to run out, and
+// long enough that the renewals of a working pipeline arrive in time on a
+// loaded machine. An unstarted pipeline has no periodic resume, so a claim
+// lost there (1 s was, under load) left a plan unfinished for good.
+const testClaimTTL = 3 * time.Second
+
 func (e *env) pipeline(hooks plan.Hooks) *plan.Pipeline {
 	var r plan.Renderer = e.render
 	if e.engine != nil {
 		r = e.engine
 	}
 	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: r, Repos: e.repos, Connections: e.conns, Observer: e.observer, Policy: e.policy, Hooks: hooks}, plan.Config{
-		ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
+		ClaimTTL: testClaimTTL, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
 		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), TransientBackoff: 10 * time.Millisecond,
 	})
 	e.t.Cleanup(p.Close)
@@ -642,7 +649,7 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 				}
 				first.Close()
 				// The dead process's claim expires; a new process resumes the plan.
-				time.Sleep(1100 * time.Millisecond)
+				time.Sleep(testClaimTTL + 100*time.Millisecond)
 				second := e.pipeline(plan.Hooks{})
 				if err := second.Start(ctx); err != nil {
 					t.Fatal(err)
