@@ -9,6 +9,7 @@ package ratelimit
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -26,6 +27,10 @@ type Limiter struct {
 	perMinute int
 	burst     int
 	buckets   *lru.Cache[string, *rate.Limiter]
+	// allowed holds the keys of the most recent actions allowed by AllowRepeat,
+	// as caller and key; mu makes looking one up and allowing it one step.
+	mu      sync.Mutex
+	allowed *lru.Cache[string, struct{}]
 }
 
 // New is a Limiter of perMinute actions a minute, burst at once, for each caller;
@@ -38,13 +43,45 @@ func New(what string, perMinute, burst int) (*Limiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rate limit of %s: %w", what, err)
 	}
-	return &Limiter{what: what, perMinute: perMinute, burst: burst, buckets: buckets}, nil
+	allowed, err := lru.New[string, struct{}](maxCallers)
+	if err != nil {
+		return nil, fmt.Errorf("rate limit of %s: %w", what, err)
+	}
+	return &Limiter{what: what, perMinute: perMinute, burst: burst, buckets: buckets, allowed: allowed}, nil
 }
 
 // Allow takes one action of caller's bucket now, or returns a *RefusedError saying
 // when the next one is allowed; a refused action takes nothing.
 func (l *Limiter) Allow(caller string) error {
 	return l.allowAt(caller, time.Now())
+}
+
+// AllowRepeat is Allow for an action that a key names (a change's idempotency
+// key): the same key again takes nothing once the action was allowed, since a
+// client repeating a request it may not have seen answered (a retry, a double
+// click, many replicas of one assistant) starts nothing new, and refusing it
+// would make the retry idempotency keys exist for fail. An empty key is Allow.
+// The most recent maxCallers keys are remembered; one forgotten takes a token
+// again.
+func (l *Limiter) AllowRepeat(caller, key string) error {
+	return l.allowRepeatAt(caller, key, time.Now())
+}
+
+func (l *Limiter) allowRepeatAt(caller, key string, now time.Time) error {
+	if l == nil || key == "" {
+		return l.allowAt(caller, now)
+	}
+	id := caller + "\x00" + key
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.allowed.Contains(id) {
+		return nil
+	}
+	if err := l.allowAt(caller, now); err != nil {
+		return err
+	}
+	l.allowed.Add(id, struct{}{})
+	return nil
 }
 
 func (l *Limiter) allowAt(caller string, now time.Time) error {

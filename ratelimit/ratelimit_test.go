@@ -58,3 +58,36 @@ func TestNewRefusesNonPositiveLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatOfAnAllowedActionTakesNothing: a key allowed once passes again
+// however often and even with the bucket empty; a new key takes a token and is
+// refused with the bucket empty; the same key of another caller is its own; an
+// empty key is an action of its own each time.
+func TestRepeatOfAnAllowedActionTakesNothing(t *testing.T) {
+	l, err := New("changes", 60, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 50 {
+		if err := l.allowRepeatAt("shop", "same-key", now); err != nil {
+			t.Fatalf("repeat %d of an allowed key refused: %v", i+1, err)
+		}
+	}
+	if err := l.allowRepeatAt("shop", "", now); err != nil {
+		t.Fatalf("the second token of the burst refused after repeats of one key: %v", err)
+	}
+	var refused *RefusedError
+	if err := l.allowRepeatAt("shop", "new-key", now); !errors.As(err, &refused) {
+		t.Fatalf("a new key with the bucket empty: %v, want a *RefusedError", err)
+	}
+	if err := l.allowRepeatAt("shop", "same-key", now); err != nil {
+		t.Fatalf("the allowed key with the bucket empty refused: %v", err)
+	}
+	if err := l.allowRepeatAt("billing", "same-key", now); err != nil {
+		t.Fatalf("another caller's first use of the key refused: %v", err)
+	}
+	if err := l.allowRepeatAt("shop", "new-key", now); !errors.As(err, &refused) {
+		t.Fatalf("a refused key was remembered as allowed: %v", err)
+	}
+}

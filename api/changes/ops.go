@@ -107,7 +107,7 @@ func (a *API) CheckCluster(ctx context.Context, t store.Team, name string) error
 // named an existing change. A plan refused at once is returned, not an error (see
 // DecidedRefusal).
 func (a *API) CreateChange(ctx context.Context, t store.Team, req plan.Request) (p store.Plan, created bool, err error) {
-	if err := a.ChangeLimit.Allow(t.ID); err != nil {
+	if err := a.ChangeLimit.AllowRepeat(t.ID, req.IdempotencyKey); err != nil {
 		return store.Plan{}, false, err
 	}
 	if req.Cluster != "" {
