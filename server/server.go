@@ -120,6 +120,16 @@ type Authenticator interface {
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Warn, when set and the check passed, describes a condition worth knowing
+	// that does not make the replica unready (a busy connection pool): the answer
+	// stays 200 and lists it, and it is logged. Empty means nothing to report.
+	Warn func() string
+}
+
+// PublicReason is implemented by a check's error that can say why it failed
+// without naming hosts, users or schema details; /readyz shows that reason.
+type PublicReason interface {
+	PublicReason() string
 }
 
 // Deps are the collaborators a Server needs.
@@ -325,14 +335,38 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	// out while every check passes.
 	ctx, cancel := context.WithTimeout(r.Context(), readinessCheckTimeout)
 	defer cancel()
+	var warnings []string
 	for _, c := range s.deps.Ready {
 		if err := c.Check(ctx); err != nil {
 			zerolog.Ctx(r.Context()).Warn().Err(err).Str("check", c.Name).Msg("Readiness check failed")
 			// The endpoint is unauthenticated and often public; the error may name
-			// hosts, users or schema details, so it goes to the log only.
-			WriteError(w, http.StatusServiceUnavailable, "not_ready", c.Name+": check failed; see the server log for request "+RequestID(r.Context()))
+			// hosts, users or schema details, so it goes to the log only, and the
+			// answer carries a reason only when the error has one fit to show.
+			reason := "check failed"
+			var public PublicReason
+			if errors.As(err, &public) {
+				reason += " (" + public.PublicReason() + ")"
+			}
+			WriteError(w, http.StatusServiceUnavailable, "not_ready", c.Name+": "+reason+"; see the server log for request "+RequestID(r.Context()))
 			return
 		}
+		if c.Warn == nil {
+			continue
+		}
+		if warning := c.Warn(); warning != "" {
+			zerolog.Ctx(r.Context()).Warn().Str("check", c.Name).Str("warning", warning).Msg("Ready with a warning")
+			warnings = append(warnings, c.Name+": "+warning)
+		}
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	if len(warnings) > 0 {
+		WriteJSON(w, http.StatusOK, readyAnswer{Status: "ready", Warnings: warnings})
+		return
+	}
+	WriteJSON(w, http.StatusOK, readyAnswer{Status: "ready"})
+}
+
+// readyAnswer is /readyz's 200 body.
+type readyAnswer struct {
+	Status   string   `json:"status"`
+	Warnings []string `json:"warnings,omitempty"`
 }

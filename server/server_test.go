@@ -80,6 +80,14 @@ func TestHealthAndReadiness(t *testing.T) {
 				return errors.New(`dial tcp 10.1.2.3:5432: pq: password authentication failed for user "kukie"`)
 			}},
 		}, 503, `"reason":"database: check failed`, `password authentication failed for user`},
+		"readyz with a warning is ready and lists it": {"/readyz", []server.Check{
+			{Name: "database", Check: func(context.Context) error { return nil }, Warn: func() string { return "all 20 connections of the pool are in use" }},
+		}, 200, `"warnings":["database: all 20 connections of the pool are in use"]`, ""},
+		"readyz shows a reason fit to show, the log has the detail": {"/readyz", []server.Check{
+			{Name: "database", Check: func(context.Context) error {
+				return &store.HealthError{Reason: "the database cannot be reached", Err: errors.New("dial tcp 10.1.2.3:5432: connect: connection refused")}
+			}},
+		}, 503, `"reason":"database: check failed (the database cannot be reached); see the server log`, "10.1.2.3:5432"},
 		"unknown path is a JSON 404": {"/nope", nil, 404, `"error":"not_found"`, ""},
 	}
 	for name, tc := range cases {

@@ -275,7 +275,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	return s, nil
 }
 
-// readiness is what /readyz checks: the database answers, every migration is
+// readiness is what /readyz checks: the database answers (on a connection of
+// its own, so a pool busy with work is a warning, not a failure), every migration is
 // applied, and the change pipeline runs unless no App is configured (a replica
 // whose pipeline could not be built takes no changes and checks no pull request
 // until it is fixed and restarted, so it must not be counted in a rollout).
@@ -284,8 +285,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 // at once.
 func (s *Service) readiness(db *store.DB) []server.Check {
 	checks := []server.Check{
-		{Name: "database", Check: db.PingContext},
-		{Name: "migrations", Check: db.CheckSchema},
+		{Name: "database", Check: db.PingReady, Warn: db.PoolBusy},
+		{Name: "migrations", Check: db.SchemaReady},
 	}
 	if s.unavailable != nil && errors.Is(s.unavailable.reason, errPipelineNotBuilt) {
 		checks = append(checks, server.Check{Name: "pipeline", Check: func(context.Context) error { return errPipelineNotBuilt }})

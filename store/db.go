@@ -55,6 +55,10 @@ type DB struct {
 	// payloads, when set, transforms plan payloads on their way in and out (see
 	// SealPlanPayloads).
 	payloads PayloadCodec
+	// health is a pool of one connection that only the readiness checks use
+	// (health.go), so a pool busy with work is not taken for a database that does
+	// not answer.
+	health *sqlx.DB
 }
 
 // Dialect reports which database this is.
@@ -90,7 +94,15 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		sqlDB.SetMaxIdleConns(20)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	db := &DB{DB: sqlx.NewDb(sqlDB, bindDriverName(bind)), dialect: dialect}
+	healthDB, err := sql.Open(driver, dsn)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open %s database for health checks: %w", dialect, err)
+	}
+	healthDB.SetMaxOpenConns(1)
+	healthDB.SetMaxIdleConns(1)
+	db := &DB{DB: sqlx.NewDb(sqlDB, bindDriverName(bind)), dialect: dialect,
+		health: sqlx.NewDb(healthDB, bindDriverName(bind))}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {

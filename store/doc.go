@@ -1,6 +1,9 @@
 // Package store owns the service's persistent state: opening the database by URL
 // (SQLite for a local run, PostgreSQL in production), the embedded schema migrations,
-// and the queries over every table. Nothing outside this package writes SQL.
+// and the queries over every table. Nothing outside this package writes SQL. The
+// readiness checks (PingReady, SchemaReady) run on a connection of their own, apart
+// from the pool the work shares, so a busy pool is reported (PoolBusy) and not taken
+// for a database that does not answer.
 //
 // # One schema for two databases
 //
