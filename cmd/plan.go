@@ -455,7 +455,11 @@ func printResult(w io.Writer, app render.Application, target objref.Target, chan
 	for _, e := range res.Edits {
 		files = append(files, e.Path)
 	}
-	fmt.Fprintf(w, "Edit:        %s (%s)\n\n", res.Strategy, strings.Join(files, ", "))
+	fmt.Fprintf(w, "Edit:        %s (%s)\n", res.Strategy, strings.Join(files, ", "))
+	for _, r := range res.Renames {
+		fmt.Fprintf(w, "Renamed:     [%s] %s\n", r.App, r)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Git diff:")
 	fmt.Fprintln(w, res.GitDiff)
 	fmt.Fprintln(w, "What will change in the cluster:")
@@ -464,7 +468,11 @@ func printResult(w io.Writer, app render.Application, target objref.Target, chan
 		if d.Namespace != "" {
 			ns = d.Namespace + "/"
 		}
-		fmt.Fprintf(w, "  [%s] %s %s%s %s\n", d.App, d.Kind, ns, d.Name, d.Action)
+		action := d.Action
+		if note := render.RenameNote(res.Renames, d); note != "" {
+			action += " (" + note + ")"
+		}
+		fmt.Fprintf(w, "  [%s] %s %s%s %s\n", d.App, d.Kind, ns, d.Name, action)
 		for _, c := range d.Changes {
 			switch {
 			case c.Before == "":

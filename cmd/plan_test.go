@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -411,5 +412,43 @@ func TestPlanCommandVerifiesTheAppsOfTheSameRepositoryHoweverSpelled(t *testing.
 				t.Fatalf("web-staging (repoURL %s) of another repository verified: exit %d\nstdout:\n%s\nstderr:\n%s", tc.repoURL, code, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestPlanCommandSaysWhichGeneratedObjectIsRenamed: a data key of a generated
+// ConfigMap changed renames the ConfigMap; the text says from what to what and
+// by which generator, the cluster diff marks its removed and added halves, and
+// the JSON carries the rename.
+func TestPlanCommandSaysWhichGeneratedObjectIsRenamed(t *testing.T) {
+	const repo = "../testdata/render/generated-literal-edit/input"
+	args := []string{"--repo", repo, "--app", "apps/web", "--type", "Kustomize", "--namespace", "web", "patch", "cm/web-settings-k89gbb87k7", "/data/MODE=slow"}
+	code, stdout, stderr := runPlanCmd(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		`Renamed:     [web] ConfigMap web/web-settings-k89gbb87k7 -> web/web-settings-c4kffct259 (configMapGenerator "web-settings" of apps/web/kustomization.yaml names it by a hash of its content; the references to it follow)`,
+		"[web] ConfigMap web/web-settings-k89gbb87k7 removed (renamed to web-settings-c4kffct259)",
+		"[web] ConfigMap web/web-settings-c4kffct259 added (renamed from web-settings-k89gbb87k7)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runPlanCmd(t, append([]string{"--output", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Result struct {
+			Renames []map[string]string `json:"renames"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	want := map[string]string{"app": "web", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "from": "web-settings-k89gbb87k7", "to": "web-settings-c4kffct259", "generator": `configMapGenerator "web-settings" of apps/web/kustomization.yaml`}
+	if len(out.Result.Renames) != 1 || !maps.Equal(out.Result.Renames[0], want) {
+		t.Fatalf("renames = %v, want [%v]", out.Result.Renames, want)
 	}
 }

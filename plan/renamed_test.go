@@ -31,6 +31,10 @@ func (r renamingRenderer) Plan(ctx context.Context, at cache.Commit, req render.
 	res, err := r.lineRenderer.Plan(ctx, at, req)
 	if res != nil {
 		res.Renamed = r.renamed
+		res.Renames = []render.Rename{{App: req.App, APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", From: "web-settings-k89gbb87k7", To: "web-settings-c4kffct259", Generator: `configMapGenerator "web-settings" of apps/web/kustomization.yaml`}}
+		res.ClusterDiff = append(res.ClusterDiff,
+			render.ObjectDiff{App: req.App, APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web-settings-c4kffct259", Action: "added"},
+			render.ObjectDiff{App: req.App, APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web-settings-k89gbb87k7", Action: "removed"})
 	}
 	return res, err
 }
@@ -85,6 +89,21 @@ func TestPipelineFollowsTheRenamedTarget(t *testing.T) {
 		pl := e.submitOpen(ctx, p, scale(4, "renamed"))
 		if pay, err := plan.PayloadOf(pl); err != nil || pay.Renamed != "web-5f8c2t9bkm" {
 			t.Fatalf("payload renamed %q (%v), want web-5f8c2t9bkm", pay.Renamed, err)
+		} else if len(pay.Renames) != 1 || pay.Renames[0].To != "web-settings-c4kffct259" {
+			t.Fatalf("payload renames %+v, want the generated ConfigMap's", pay.Renames)
+		}
+		// The pull request's cluster diff says which added and removed objects
+		// are one renamed ConfigMap.
+		var body string
+		for _, pr := range e.gh.PullRequests(t, repoName) {
+			if pr.GetNumber() == int(pl.PRNumber) {
+				body = pr.GetBody()
+			}
+		}
+		for _, want := range []string{"**ConfigMap shop/web-settings-c4kffct259** (added, renamed from web-settings-k89gbb87k7,", "**ConfigMap shop/web-settings-k89gbb87k7** (removed, renamed to web-settings-c4kffct259,"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("pull request body lacks %q:\n%s", want, body)
+			}
 		}
 		mergeSHA := e.gh.Merge(t, repoName, int(pl.PRNumber), githubtest.MergeCommit)
 		e.cluster.sync(mergeSHA, argocd.PhaseSucceeded)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -130,7 +131,11 @@ func clusterDiffText(pay Payload) string {
 		if ns != "" {
 			ns += "/"
 		}
-		fmt.Fprintf(&b, "**%s %s%s** (%s, app `%s`)\n", d.Kind, ns, d.Name, d.Action, d.App)
+		action := d.Action
+		if note := render.RenameNote(pay.Renames, d); note != "" {
+			action += ", " + note
+		}
+		fmt.Fprintf(&b, "**%s %s%s** (%s, app `%s`)\n", d.Kind, ns, d.Name, action, d.App)
 		b.WriteString(fence(d.Diff))
 	}
 	return b.String()

@@ -174,7 +174,10 @@ type Payload struct {
 	// Renamed is the target's name once the edit deploys, when the edit
 	// renames it (kustomize names a generated ConfigMap by a hash of its
 	// content): the deployment is followed under it (deployTarget).
-	Renamed     string              `json:"renamed,omitempty"`
+	Renamed string `json:"renamed,omitempty"`
+	// Renames are the generated objects the edit renames (render's
+	// Result.Renames), which ClusterDiff shows as one removed and one added.
+	Renames     []render.Rename     `json:"renames,omitempty"`
 	Edits       []StoredEdit        `json:"edits,omitempty"`
 	GitDiff     string              `json:"git_diff,omitempty"`
 	ClusterDiff []render.ObjectDiff `json:"cluster_diff,omitempty"`

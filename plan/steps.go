@@ -383,7 +383,7 @@ func (p *Pipeline) appsToVerify(ctx context.Context, pl store.Plan, pay *Payload
 // returns the edits to commit.
 func (p *Pipeline) recordVerified(ctx context.Context, pl store.Plan, pay *Payload, res *render.Result, home map[string]bool) ([]StoredEdit, error) {
 	pay.Strategy, pay.GitDiff, pay.ClusterDiff = res.Strategy, res.GitDiff, res.ClusterDiff
-	pay.Renamed = res.Renamed
+	pay.Renamed, pay.Renames = res.Renamed, res.Renames
 	pay.Verification = &res.Verification
 	pay.Warnings = nil
 	for _, w := range res.Warnings {

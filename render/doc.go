@@ -7,9 +7,10 @@
 // resource and a change, [Plan] finds where the change belongs (a kustomization's
 // replicas or images entry, an existing patch, the resource's own document, a new
 // replicas or images entry, or a new patch; for a data key of a ConfigMap a
-// configMapGenerator makes, its literal or env file line, or a new literal, the
-// expectation then carrying the ConfigMap's new hashed name and the references
-// renamed to it, see [Result].Renamed), edits only
+// configMapGenerator makes, its literal or env file line, or a new literal, and
+// for a removed key that literal, line or files entry deleted, the expectation
+// then carrying the ConfigMap's new hashed name and the references renamed to
+// it, see [Result].Renamed and [Result].Renames), edits only
 // the bytes of that spot (through package render/yamledit), renders every affected
 // Application before and after exactly as Argo CD would (kustomize through krusty
 // with Argo CD's default options; Helm charts through the Helm SDK with the flags

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/hasher"
@@ -15,15 +17,18 @@ import (
 
 // Where an edit of a generated ConfigMap's data goes.
 const (
-	strategyGeneratorLiteral    = "generator literal"
-	strategyGeneratorEnvLine    = "generator env file line"
-	strategyNewGeneratorLiteral = "new generator literal"
+	strategyGeneratorLiteral       = "generator literal"
+	strategyGeneratorEnvLine       = "generator env file line"
+	strategyNewGeneratorLiteral    = "new generator literal"
+	strategyRemoveGeneratorLiteral = "removed generator literal"
+	strategyRemoveGeneratorEnvLine = "removed generator env file line"
+	strategyRemoveGeneratorFile    = "removed generator file"
 )
 
 // generatedDataPatch reports whether a change sets data keys of a ConfigMap a
-// configMapGenerator makes to strings, and nothing else: the change
-// planGenerated makes in the generator's inputs. Anything else of a generated
-// object (a removal, another field, a Secret) stays refused.
+// configMapGenerator makes to strings or removes them (null), and nothing
+// else: the change planGenerated makes in the generator's inputs. Anything
+// else of a generated object (another field, a Secret) stays refused.
 func generatedDataPatch(o *object, c Change) bool {
 	if o.generatedBy != "ConfigMapGenerator" || c.Patch == nil {
 		return false
@@ -37,7 +42,7 @@ func generatedDataPatch(o *object, c Change) bool {
 		return false
 	}
 	for _, v := range data {
-		if _, ok := v.(string); !ok {
+		if _, ok := v.(string); !ok && v != nil {
 			return false
 		}
 	}
@@ -49,19 +54,70 @@ type keyInput struct {
 	entry generatorEntry
 	// literal is the index of the literal in the entry's literals, -1 if none.
 	literal int
+	// file is the index of the files source whose content is the key's
+	// value, -1 if none.
+	file int
 	// envFile and line (from 1) are the env file line, when envFile is set.
 	envFile string
 	line    int
 }
 
+// entryEdit is what planGenerated changes in one generator entry.
+type entryEdit struct {
+	entry generatorEntry
+	// set are new values of literals by index; appended, new literals.
+	set      map[int]string
+	appended []string
+	// removedLiterals and removedFiles are indices of literals and files
+	// sources to delete.
+	removedLiterals, removedFiles map[int]bool
+}
+
+// ops are the edits of the entry's kustomization: values set first, then new
+// literals appended (their indices counted before any removal), then items
+// removed from the last, so that no edit shifts the index of another. A list
+// whose every item goes is removed whole rather than left as "[]".
+func (e *entryEdit) ops() []yamledit.Op {
+	at := func(field string, i int) yamledit.Path {
+		return yamledit.Path{yamledit.K("configMapGenerator"), yamledit.I(e.entry.index), yamledit.K(field), yamledit.I(i)}
+	}
+	var ops []yamledit.Op
+	for _, i := range slices.Sorted(maps.Keys(e.set)) {
+		ops = append(ops, yamledit.Set(at("literals", i), e.set[i]))
+	}
+	for k, lit := range e.appended {
+		ops = append(ops, yamledit.Set(at("literals", len(e.entry.args.LiteralSources)+k), lit))
+	}
+	remove := func(field string, removed map[int]bool, all int) {
+		if len(removed) == 0 {
+			return
+		}
+		if len(removed) == all {
+			ops = append(ops, yamledit.Delete(yamledit.Path{yamledit.K("configMapGenerator"), yamledit.I(e.entry.index), yamledit.K(field)}))
+			return
+		}
+		idx := slices.Sorted(maps.Keys(removed))
+		for i := len(idx) - 1; i >= 0; i-- {
+			ops = append(ops, yamledit.Delete(at(field, idx[i])))
+		}
+	}
+	remove("literals", e.removedLiterals, len(e.entry.args.LiteralSources)+len(e.appended))
+	remove("files", e.removedFiles, len(e.entry.args.FileSources))
+	return ops
+}
+
 // planGenerated edits the input of a configMapGenerator that sets each data key
 // the patch changes: its literal, its env file line, or, for a key no input
-// sets, a new literal of the outermost entry. Kustomize names the ConfigMap by
-// a hash of its content and rewrites every reference to it, so the edit is
-// verified against the before-render with the ConfigMap's data and name
-// changed and those references renamed, nothing else. A key a file holds,
-// that several entries set, or whose input other apps read too is refused as
-// before: the edit could not be made for this key and this app alone.
+// sets, a new literal of the outermost entry; a removed key's literal or env
+// file line is deleted, and a key that is a file's whole content loses that
+// file's entry in the generator's files (the file itself stays: other
+// kustomizations may read it, and a warning says it is no longer read here).
+// Kustomize names the ConfigMap by a hash of its content and rewrites every
+// reference to it, so the edit is verified against the before-render with the
+// ConfigMap's data and name changed and those references renamed, nothing
+// else. A new value of a file's key, a key several entries set, or an input
+// other apps read too is refused: the edit could not be made for this key and
+// this app alone.
 func (p *planner) planGenerated(ctx context.Context, target *object, expected map[string]any) (*Result, error) {
 	app := p.primary
 	gens := p.generatorEntries(app, target)
@@ -73,49 +129,75 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected ma
 		return nil, err
 	}
 	data, _ := doc["data"].(map[string]any)
-	ops := map[string][]yamledit.Op{}
-	envFiles := map[string][]byte{}
-	appended := map[string]int{}
-	strategy := ""
+	entries := map[string]*entryEdit{}
+	envEdits := map[string]map[int]*string{}
+	var warnings []Warning
+	var strategies []string
 	for _, key := range sortedKeys(data) {
-		value := data[key].(string)
+		value, set := data[key].(string)
 		in, ok := p.generatedKeyInput(gens, key)
-		if !ok {
+		if !ok || (in.file >= 0 && set) {
 			return nil, p.generatedRefusal(app, target)
+		}
+		if !set && in.envFile == "" && in.literal < 0 && in.file < 0 {
+			// No input the plan can read sets a key the ConfigMap has.
+			return nil, p.generatedRefusal(app, target)
+		}
+		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
+		e := entries[at]
+		if e == nil && in.envFile == "" {
+			e = &entryEdit{entry: in.entry, set: map[int]string{}, removedLiterals: map[int]bool{}, removedFiles: map[int]bool{}}
+			entries[at] = e
 		}
 		var file, s string
 		switch {
 		case in.envFile != "":
 			file, s = in.envFile, strategyGeneratorEnvLine
-			src, ok := envFiles[file]
-			if !ok {
-				if src, err = p.t.readFile(file); err != nil {
-					return nil, err
-				}
-			}
-			if envFiles[file], ok = setEnvLine(src, in.line, value); !ok {
+			if !set {
+				s = strategyRemoveGeneratorEnvLine
+			} else if strings.ContainsAny(value, "\r\n") {
+				// An env file value is one line.
 				return nil, p.generatedRefusal(app, target)
 			}
-		case in.literal >= 0:
+			if envEdits[file] == nil {
+				envEdits[file] = map[int]*string{}
+			}
+			if set {
+				envEdits[file][in.line] = &value
+			} else {
+				envEdits[file][in.line] = nil
+			}
+		case in.file >= 0:
+			file, s = in.entry.file, strategyRemoveGeneratorFile
+			e.removedFiles[in.file] = true
+			src := in.entry.args.FileSources[in.file]
+			if _, f, named := strings.Cut(src, "="); named {
+				src = f
+			}
+			warnings = append(warnings, Warning{
+				Code:        "unread_file",
+				Where:       path.Join(in.entry.dir, src),
+				Message:     fmt.Sprintf("no longer read by the configMapGenerator entry %q of %s, whose data key %s it was", in.entry.args.Name, in.entry.file, key),
+				Alternative: "delete the file in the pull request if nothing else reads it",
+			})
+		case in.literal >= 0 && set:
 			file, s = in.entry.file, strategyGeneratorLiteral
-			ops[file] = append(ops[file], yamledit.Set(yamledit.Path{yamledit.K("configMapGenerator"), yamledit.I(in.entry.index), yamledit.K("literals"), yamledit.I(in.literal)}, key+"="+value))
+			e.set[in.literal] = key + "=" + value
+		case in.literal >= 0:
+			file, s = in.entry.file, strategyRemoveGeneratorLiteral
+			e.removedLiterals[in.literal] = true
 		default:
 			file, s = in.entry.file, strategyNewGeneratorLiteral
-			// An index equal to the length appends.
-			at := fmt.Sprintf("%s#%d", file, in.entry.index)
-			n := len(in.entry.args.LiteralSources) + appended[at]
-			appended[at]++
-			ops[file] = append(ops[file], yamledit.Set(yamledit.Path{yamledit.K("configMapGenerator"), yamledit.I(in.entry.index), yamledit.K("literals"), yamledit.I(n)}, key+"="+value))
+			e.appended = append(e.appended, key+"="+value)
 		}
 		if p.sharedInput(file) {
 			return nil, p.generatedRefusal(app, target)
 		}
-		if strategy == "" || strategy == s {
-			strategy = s
-		} else {
-			strategy += ", " + s
+		if !slices.Contains(strategies, s) {
+			strategies = append(strategies, s)
 		}
 	}
+	strategy := strings.Join(strategies, ", ")
 	newName, err := generatedName(target, expected)
 	if err != nil {
 		return nil, err
@@ -128,10 +210,23 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected ma
 	newKey := oldKey
 	newKey.Name = newName
 	exp := &renamedExpectation{primary: app.Name, oldKey: oldKey, newKey: newKey, expected: renamed}
+	ops := map[string][]yamledit.Op{}
+	for _, at := range sortedKeys(entries) {
+		e := entries[at]
+		ops[e.entry.file] = append(ops[e.entry.file], e.ops()...)
+	}
 	build := func() (*candidate, error) {
-		c := &candidate{strategy: strategy, files: map[string][]byte{}}
-		for file, src := range envFiles {
-			c.files[file] = src
+		c := &candidate{strategy: strategy, files: map[string][]byte{}, warnings: append([]Warning(nil), warnings...)}
+		for file, edits := range envEdits {
+			src, err := p.t.readFile(file)
+			if err != nil {
+				return nil, err
+			}
+			out, ok := editEnvLines(src, edits)
+			if !ok {
+				return nil, p.generatedRefusal(app, target)
+			}
+			c.files[file] = out
 		}
 		for _, file := range sortedKeys(ops) {
 			out, ws, err := p.editFile(p.before, file, 0, ops[file]...)
@@ -143,7 +238,7 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected ma
 		}
 		return c, nil
 	}
-	files := append(sortedKeys(ops), sortedKeys(envFiles)...)
+	files := append(sortedKeys(ops), sortedKeys(envEdits)...)
 	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: strategy, files: files, build: build}}, exp)
 	if err != nil {
 		return nil, err
@@ -157,30 +252,46 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected ma
 	}
 	if newName != target.name {
 		res.Renamed = newName
+		res.Renames = append(res.Renames, Rename{
+			App: app.Name, APIVersion: target.apiVersion, Kind: target.kind, Namespace: oldKey.Namespace,
+			From: target.name, To: newName, Generator: generatorOf(gens),
+		})
 	}
 	return res, nil
 }
 
+// generatorOf names the entry of gens that creates the object (the others
+// merge into it or replace it).
+func generatorOf(gens []generatorEntry) string {
+	g := gens[len(gens)-1]
+	for _, e := range gens {
+		if e.args.Behavior == "" || e.args.Behavior == "create" {
+			g = e
+			break
+		}
+	}
+	return fmt.Sprintf("configMapGenerator %q of %s", g.args.Name, g.file)
+}
+
 // generatedKeyInput finds the one input of the generator entries that sets key,
-// or, when none does, the outermost entry for a new literal (literal -1, no env
-// file). It is false when a file entry sets the key, when several entries or
-// several lines of its env files do, or when the key is new and the outermost
-// entry is not of the app's own kustomization.
+// or, when none does, the outermost entry for a new literal (literal and file
+// -1, no env file). It is false when several inputs set the key (entries,
+// lines of its env files, literals or files).
 func (p *planner) generatedKeyInput(gens []generatorEntry, key string) (keyInput, bool) {
 	var found []keyInput
 	for _, g := range gens {
-		for _, src := range g.args.FileSources {
+		for i, src := range g.args.FileSources {
 			k, _, named := strings.Cut(src, "=")
 			if !named {
 				k = path.Base(src)
 			}
 			if k == key {
-				return keyInput{}, false
+				found = append(found, keyInput{entry: g, literal: -1, file: i})
 			}
 		}
 		for i, lit := range g.args.LiteralSources {
 			if k, _, ok := strings.Cut(lit, "="); ok && k == key {
-				found = append(found, keyInput{entry: g, literal: i})
+				found = append(found, keyInput{entry: g, literal: i, file: -1})
 			}
 		}
 		for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
@@ -189,7 +300,7 @@ func (p *planner) generatedKeyInput(gens []generatorEntry, key string) (keyInput
 			}
 			f := path.Join(g.dir, env)
 			for _, line := range p.envFileLines(f, key) {
-				found = append(found, keyInput{entry: g, literal: -1, envFile: f, line: line})
+				found = append(found, keyInput{entry: g, literal: -1, file: -1, envFile: f, line: line})
 			}
 		}
 	}
@@ -197,7 +308,7 @@ func (p *planner) generatedKeyInput(gens []generatorEntry, key string) (keyInput
 	case 1:
 		return found[0], true
 	case 0:
-		return keyInput{entry: gens[0], literal: -1}, true
+		return keyInput{entry: gens[0], literal: -1, file: -1}, true
 	}
 	return keyInput{}, false
 }
@@ -226,34 +337,37 @@ func (p *planner) envFileLines(file, key string) []int {
 	return out
 }
 
-// setEnvLine replaces the value of line n (from 1) of an env file, keeping
-// everything up to its first "=" and its line ending. A value with a line
-// break cannot be one line: false.
-func setEnvLine(src []byte, n int, value string) ([]byte, bool) {
-	if strings.ContainsAny(value, "\r\n") {
-		return nil, false
-	}
+// editEnvLines edits lines of an env file by number (from 1): a value
+// replaces everything after the line's first "=", keeping its line ending; nil
+// deletes the line with its ending. A value with a line break cannot be one
+// line, and a line beyond the file cannot be edited: false.
+func editEnvLines(src []byte, edits map[int]*string) ([]byte, bool) {
 	lines := bytes.SplitAfter(src, []byte("\n"))
-	if n < 1 || n > len(lines) {
-		return nil, false
-	}
-	line := lines[n-1]
-	body := bytes.TrimRight(line, "\r\n")
-	ending := line[len(body):]
 	var b bytes.Buffer
-	for _, l := range lines[:n-1] {
-		b.Write(l)
+	for n, line := range lines {
+		v, edited := edits[n+1]
+		switch {
+		case !edited:
+			b.Write(line)
+		case v == nil:
+		case strings.ContainsAny(*v, "\r\n"):
+			return nil, false
+		default:
+			body := bytes.TrimRight(line, "\r\n")
+			if i := bytes.IndexByte(body, '='); i >= 0 {
+				b.Write(body[:i+1])
+			} else {
+				b.Write(body)
+				b.WriteByte('=')
+			}
+			b.WriteString(*v)
+			b.Write(line[len(body):])
+		}
 	}
-	if i := bytes.IndexByte(body, '='); i >= 0 {
-		b.Write(body[:i+1])
-	} else {
-		b.Write(body)
-		b.WriteByte('=')
-	}
-	b.WriteString(value)
-	b.Write(ending)
-	for _, l := range lines[n:] {
-		b.Write(l)
+	for n := range edits {
+		if n < 1 || n > len(lines) {
+			return nil, false
+		}
 	}
 	return b.Bytes(), true
 }

@@ -156,6 +156,9 @@ func writeOutcome(t *testing.T, dir string, res *Result, err error) {
 	if res.Renamed != "" {
 		fmt.Fprintf(&b, "renamed: %s\n", res.Renamed)
 	}
+	for _, r := range res.Renames {
+		fmt.Fprintf(&b, "rename: [%s] %s %s\n", r.App, r.APIVersion, r)
+	}
 	for _, a := range res.Verification.Apps {
 		fmt.Fprintf(&b, "compared: %s objects=%d changed=%d\n", a.App, a.Objects, a.Changed)
 	}
@@ -169,7 +172,11 @@ func writeOutcome(t *testing.T, dir string, res *Result, err error) {
 	write("git.diff", []byte(res.GitDiff))
 	var c strings.Builder
 	for _, d := range res.ClusterDiff {
-		fmt.Fprintf(&c, "[%s] %s %s %s/%s %s\n", d.App, d.APIVersion, d.Kind, d.Namespace, d.Name, d.Action)
+		action := d.Action
+		if note := RenameNote(res.Renames, d); note != "" {
+			action += " (" + note + ")"
+		}
+		fmt.Fprintf(&c, "[%s] %s %s %s/%s %s\n", d.App, d.APIVersion, d.Kind, d.Namespace, d.Name, action)
 		for _, ch := range d.Changes {
 			fmt.Fprintf(&c, "  %s: %q -> %q\n", ch.Path, ch.Before, ch.After)
 		}

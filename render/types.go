@@ -245,6 +245,53 @@ type Result struct {
 	// configMapGenerator names its ConfigMap by a hash of its content): the
 	// name the deployment is followed under.
 	Renamed string `json:"renamed,omitempty"`
+	// Renames lists every generated object the edit renames, the target or
+	// another (an env change that goes to the generator of a ConfigMap its
+	// container reads): in ClusterDiff each is one object removed and one
+	// added, which these say are the same object under a new name.
+	Renames []Rename `json:"renames,omitempty"`
+}
+
+// Rename is a generated object an edit renames: kustomize names a generated
+// ConfigMap by a hash of its content, so new content is a new name, the
+// references to it in the app's objects follow, and the old name leaves the
+// render (Argo CD prunes it where the app prunes).
+type Rename struct {
+	App        string `json:"app"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	// Generator is the generator entry that names it, e.g.
+	// `configMapGenerator "api-config" of base/kustomization.yaml`.
+	Generator string `json:"generator"`
+}
+
+// RenameNote says of an object of a cluster diff that one of renames names:
+// "renamed to NEW" for the removed object, "renamed from OLD" for the added
+// one, else "".
+func RenameNote(renames []Rename, d ObjectDiff) string {
+	for _, r := range renames {
+		if r.App != d.App || r.APIVersion != d.APIVersion || r.Kind != d.Kind || r.Namespace != d.Namespace {
+			continue
+		}
+		switch {
+		case d.Action == "removed" && d.Name == r.From:
+			return "renamed to " + r.To
+		case d.Action == "added" && d.Name == r.To:
+			return "renamed from " + r.From
+		}
+	}
+	return ""
+}
+
+func (r Rename) String() string {
+	ns := ""
+	if r.Namespace != "" {
+		ns = r.Namespace + "/"
+	}
+	return fmt.Sprintf("%s %s%s -> %s%s (%s names it by a hash of its content; the references to it follow)", r.Kind, ns, r.From, ns, r.To, r.Generator)
 }
 
 // ChangedObject is one object of an affected Application after the edit, as Argo

@@ -126,6 +126,7 @@ type ChangeView struct {
 	CheckRun           *CheckRunView        `json:"check_run,omitempty"`
 	GitDiff            string               `json:"git_diff,omitempty"`
 	ClusterDiff        []render.ObjectDiff  `json:"cluster_diff,omitempty"`
+	Renames            []render.Rename      `json:"renames,omitempty"`
 	ClusterCheck       string               `json:"cluster_check,omitempty"`
 	ClusterCheckNote   string               `json:"cluster_check_note,omitempty"`
 	NotChecked         []string             `json:"not_checked,omitempty"`
@@ -190,6 +191,7 @@ func View(p store.Plan) ChangeView {
 	}
 	v.Warnings = append(v.Warnings, pay.Warnings...)
 	v.GitDiff, v.ClusterDiff, v.Verification, v.VerificationResult = pay.GitDiff, pay.ClusterDiff, pay.Verification, pay.VerificationResult
+	v.Renames = pay.Renames
 	v.ClusterCheck, v.ClusterCheckNote = pay.ClusterCheck, pay.ClusterCheckNote
 	v.NotChecked = pay.NotChecked
 	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference

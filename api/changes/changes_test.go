@@ -21,6 +21,7 @@ import (
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/ratelimit"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -551,5 +552,29 @@ func TestTeamChangesAreRateLimited(t *testing.T) {
 	}
 	if status, body := callAs(srv, other, http.MethodPost, "/api/v1/changes", scale); status == http.StatusTooManyRequests {
 		t.Fatalf("another team's change: %d %s", status, body)
+	}
+}
+
+// TestViewShowsRenames: a plan whose edit renames a generated ConfigMap shows
+// from what to what, beside the cluster diff that has it removed and added.
+func TestViewShowsRenames(t *testing.T) {
+	r := render.Rename{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", From: "web-settings-k89gbb87k7", To: "web-settings-c4kffct259", Generator: `configMapGenerator "web-settings" of apps/web/kustomization.yaml`}
+	pay, err := json.Marshal(plan.Payload{Renamed: r.To, Renames: []render.Rename{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(View(store.Plan{Code: "cm1", Payload: pay}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Renames []map[string]string `json:"renames"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"app": "web", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "from": r.From, "to": r.To, "generator": r.Generator}
+	if len(got.Renames) != 1 || !maps.Equal(got.Renames[0], want) {
+		t.Fatalf("view renames %v, want [%v]", got.Renames, want)
 	}
 }
