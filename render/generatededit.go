@@ -118,17 +118,13 @@ func (e *entryEdit) ops() []yamledit.Op {
 // else. A new value of a file's key, a key several entries set, or an input
 // other apps read too is refused: the edit could not be made for this key and
 // this app alone.
-func (p *planner) planGenerated(ctx context.Context, target *object, expected map[string]any) (*Result, error) {
+// data holds the keys changed: a string value sets one, nil removes it.
+func (p *planner) planGenerated(ctx context.Context, target *object, expected, data map[string]any) (*Result, error) {
 	app := p.primary
 	gens := p.generatorEntries(app, target)
 	if len(gens) == 0 {
 		return nil, p.generatedRefusal(app, target)
 	}
-	doc, err := p.req.Change.Patch.document()
-	if err != nil {
-		return nil, err
-	}
-	data, _ := doc["data"].(map[string]any)
 	entries := map[string]*entryEdit{}
 	envEdits := map[string]map[int]*string{}
 	var warnings []Warning

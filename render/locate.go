@@ -33,7 +33,7 @@ const (
 
 func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	app := p.primary
-	target, _, err := p.renderTarget()
+	target, objs, err := p.renderTarget()
 	if err != nil {
 		return nil, err
 	}
@@ -41,11 +41,21 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
+	if p.req.Change.Env != nil && app.SourceType == SourceKustomize {
+		if res, ok, err := p.planEnvThroughGenerator(ctx, target, objs); ok || err != nil {
+			return res, err
+		}
+	}
 	if deepEqual(target.body, expected) {
 		return nil, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): there is nothing to change", p.req.Target, p.req.Change.describe())}
 	}
 	if target.generatedBy != "" {
-		return p.planGenerated(ctx, target, expected)
+		doc, err := p.req.Change.Patch.document()
+		if err != nil {
+			return nil, err
+		}
+		data, _ := doc["data"].(map[string]any)
+		return p.planGenerated(ctx, target, expected, data)
 	}
 	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected}
 

@@ -1,0 +1,183 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// planEnvThroughGenerator plans an env change of a container whose variables
+// come only through envFrom of a ConfigMap a configMapGenerator makes: the
+// minimal edit is then the generator's input (the literal or env file line
+// that defines the variable, deleted for an unset), not an env override
+// beside it, and the ConfigMap's new hashed name in the pod template rolls the
+// workload, which is what makes a container read its envFrom again.
+//
+// It applies, and is true, only when for every variable of the change:
+//   - the container has no env entry of that name (one overrides envFrom, and
+//     the plan edits it as any env change);
+//   - the last envFrom source that defines it is a ConfigMap of the app's
+//     render that the generator makes, one for all the variables (with the
+//     source's prefix taken off to name its key), and no source after it is
+//     one the render does not hold (a Secret or ConfigMap from elsewhere may
+//     define it too and would win);
+//
+// and the ConfigMap is read by nothing else of the app than this container's
+// envFrom and env entries reading other keys (a change of its data would change
+// them too), and its name carries kustomize's hash (disableNameSuffixHash
+// keeps the name, so the pods would not restart and read it). Otherwise, or
+// when the generator's edit is refused or does not verify, it is false and the
+// change goes to the workload's env as before. The result's target keeps its
+// name; the ConfigMap's rename is in its Renames.
+func (p *planner) planEnvThroughGenerator(ctx context.Context, target *object, objs []*object) (*Result, bool, error) {
+	e := p.req.Change.Env
+	app := p.primary
+	ct, ok := findContainer(target.body, target.kind, e.Container)
+	if !ok {
+		return nil, false, nil
+	}
+	ns := target.key(app.Namespace).Namespace
+	names := append(sortedKeys(e.Set), e.Unset...)
+	var cm *object
+	data := map[string]any{}
+	for _, name := range names {
+		for _, env := range items(ct.body, "env") {
+			if env["name"] == name {
+				return nil, false, nil
+			}
+		}
+		src, key := envFromSource(ct.body, name, objs, app.Namespace, ns)
+		if src == nil || src.generatedBy != "ConfigMapGenerator" || (cm != nil && src != cm) {
+			return nil, false, nil
+		}
+		cm = src
+		if v, set := e.Set[name]; set {
+			data[key] = v
+		} else {
+			data[key] = nil
+		}
+	}
+	if !p.onlyReadBy(cm, target, ct, objs, data) {
+		return nil, false, nil
+	}
+	expected := deepCopy(cm.body).(map[string]any)
+	cmData, _ := expected["data"].(map[string]any)
+	for k, v := range data {
+		if v == nil {
+			delete(cmData, k)
+		} else {
+			cmData[k] = v
+		}
+	}
+	if deepEqual(cm.body, expected) {
+		return nil, true, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): container %s reads those values through envFrom from ConfigMap %s, there is nothing to change", p.req.Target, p.req.Change.describe(), e.Container, cm.name)}
+	}
+	if newName, err := generatedName(cm, expected); err != nil || newName == cm.name {
+		return nil, false, err
+	}
+	res, err := p.planGenerated(ctx, cm, expected, data)
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	res.Renamed = ""
+	return res, true, nil
+}
+
+// envFromSource is the ConfigMap of objs through whose envFrom entry the
+// container ct gets variable name, with the data key it reads: the last entry
+// whose object defines it (a configMapRef's ConfigMap or a secretRef's Secret,
+// by its keys, its prefix taken off), nil when no entry does, when that is a
+// Secret, or when an entry after it names an object objs does not hold.
+func envFromSource(ct map[string]any, name string, objs []*object, destination, ns string) (*object, string) {
+	find := func(kind, ref string) *object {
+		for _, o := range objs {
+			if k := o.key(destination); k.Group == "" && k.Kind == kind && k.Namespace == ns && k.Name == ref {
+				return o
+			}
+		}
+		return nil
+	}
+	var src *object
+	key := ""
+	unknown := false
+	for _, from := range items(ct, "envFrom") {
+		k, ok := strings.CutPrefix(name, str(from, "prefix"))
+		var o *object
+		switch {
+		case str(from, "configMapRef", "name") != "":
+			o = find("ConfigMap", str(from, "configMapRef", "name"))
+		case str(from, "secretRef", "name") != "":
+			o = find("Secret", str(from, "secretRef", "name"))
+		}
+		if o == nil {
+			unknown = true
+			continue
+		}
+		if !ok || !definesKey(o, k) {
+			continue
+		}
+		src, key, unknown = o, k, false
+		if o.kind == "Secret" {
+			src = nil
+		}
+	}
+	if unknown {
+		return nil, ""
+	}
+	return src, key
+}
+
+// definesKey reports whether a ConfigMap or Secret has key among its data (a
+// Secret's stringData too); a Secret's values are never read.
+func definesKey(o *object, key string) bool {
+	for _, field := range []string{"data", "binaryData", "stringData"} {
+		if m, ok := o.body[field].(map[string]any); ok {
+			if _, has := m[key]; has {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// onlyReadBy reports whether nothing of the app's render reads ConfigMap cm
+// but container ct of target: through its envFrom, or env entries that read
+// keys data does not change.
+func (p *planner) onlyReadBy(cm, target *object, ct container, objs []*object, data map[string]any) bool {
+	app := p.primary
+	want := cm.key(app.Namespace)
+	at := strings.Join(podSpecPath(target.kind), ".") + "." + ct.list + "[" + str(ct.body, "name") + "]"
+	for _, o := range objs {
+		k := o.key(app.Namespace)
+		for _, r := range namedReferences(o, k.Namespace) {
+			if r.key != want {
+				continue
+			}
+			if o != target {
+				return false
+			}
+			if strings.HasPrefix(r.field, at+".envFrom[") {
+				continue
+			}
+			env, ok := strings.CutPrefix(r.field, at+".env[")
+			if !ok {
+				return false
+			}
+			env = strings.TrimSuffix(env, "]")
+			for _, entry := range items(ct.body, "env") {
+				if entry["name"] != env {
+					continue
+				}
+				if _, changed := data[str(entry, "valueFrom", "configMapKeyRef", "key")]; changed {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
