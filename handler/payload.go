@@ -115,12 +115,13 @@ type pushCommit struct {
 }
 
 type pushEvent struct {
-	Ref     string       `json:"ref"`
-	After   string       `json:"after"`
-	Deleted bool         `json:"deleted"`
-	Forced  bool         `json:"forced"`
-	Commits []pushCommit `json:"commits"`
-	Repo    *repoRef     `json:"repository"`
+	Installation installationRef `json:"installation"`
+	Ref          string          `json:"ref"`
+	After        string          `json:"after"`
+	Deleted      bool            `json:"deleted"`
+	Forced       bool            `json:"forced"`
+	Commits      []pushCommit    `json:"commits"`
+	Repo         *repoRef        `json:"repository"`
 }
 
 type issueCommentEvent struct {

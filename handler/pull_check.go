@@ -18,6 +18,9 @@ type PullChecker interface {
 	Check(ctx context.Context, h prcheck.Head) error
 	// Cancel stops a running check of repo's key, on any replica.
 	Cancel(ctx context.Context, repo, key string) error
+	// BaseMoved marks stale the checks of pull requests whose base branch a push
+	// moved under the Applications they render.
+	BaseMoved(ctx context.Context, m prcheck.BaseMove) error
 }
 
 // Check run external ids of the heads PullChecker checks (a plan's run carries the

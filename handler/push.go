@@ -8,13 +8,18 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/prcheck"
 )
 
-// Push re-verifies open plans when their base branch moves under them. Pushes to
-// kukie branches arrive as pull_request synchronize and are handled there.
+// Push re-verifies open plans when their base branch moves under them, and marks
+// stale the checks of other pull requests into that branch that render what the
+// push changed. Pushes to kukie branches arrive as pull_request synchronize and are
+// handled there.
 type Push struct {
 	Base
 	Pipeline Pipeline
+	// Checks, when set, is told of every push to a branch (PullChecker.BaseMoved).
+	Checks PullChecker
 }
 
 // Handles implements githubapp.EventHandler.
@@ -33,7 +38,19 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if !ok || event.Deleted || strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil
 	}
-	return h.Pipeline.BasePushed(ctx, github.NormalizeFullName(event.Repo.FullName), branch, event.After, changedFiles(event))
+	repo, files := github.NormalizeFullName(event.Repo.FullName), changedFiles(event)
+	if err := h.Pipeline.BasePushed(ctx, repo, branch, event.After, files); err != nil {
+		return err
+	}
+	if h.Checks == nil {
+		return nil
+	}
+	r, err := h.Repo(event.Repo.FullName)
+	if err != nil {
+		return Permanent(err)
+	}
+	return h.Checks.BaseMoved(ctx, prcheck.BaseMove{InstallationID: event.Installation.ID, Repo: repo, RepoURL: r.URL(),
+		Branch: branch, SHA: event.After, Files: files})
 }
 
 // changedFiles lists the files a push touched, or nil when they are unknown (the

@@ -94,6 +94,10 @@ type Records interface {
 	ReleasePullCheckKey(ctx context.Context, repo, key string) error
 	SetPullCheckRun(ctx context.Context, id string, checkRunID int64) error
 	FinishPullCheck(ctx context.Context, id, state, conclusion, note string, result json.RawMessage) error
+	// The checks a push to their base may have made stale (BaseMoved).
+	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, limit int) ([]store.PullCheck, error)
+	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
+	MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error)
 }
 
 // DefaultSupersedePoll is how often a running check asks Records whether a newer

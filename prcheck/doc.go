@@ -23,7 +23,9 @@
 // request or queue entry supersedes a check still running, on any replica: each
 // check takes the next generation of its key in the store (Records) and asks
 // whether it still holds it while it renders and before it publishes; a
-// superseded check stops and says so on its own head, never on the new one. The
+// superseded check stops and says so on its own head, never on the new one. A push
+// to a base branch marks stale, once and for a bounded number of pull requests, the
+// completed runs whose Applications it reaches (BaseMoved). The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.
 package prcheck

@@ -244,11 +244,16 @@ func (r *report) checkReport(h Head) github.CheckReport {
 }
 
 // listed names the first few items, one a line, and how many more there are.
-func listed(items []string) string {
+func listed(items []string) string { return listedWith(items, "\n", "\n") }
+
+// listedInline names the first few items on one line, and how many more there are.
+func listedInline(items []string) string { return listedWith(items, ", ", " ") }
+
+func listedWith(items []string, sep, beforeMore string) string {
 	shown := items[:min(len(items), maxListedApps)]
-	s := strings.Join(shown, "\n")
+	s := strings.Join(shown, sep)
 	if more := len(items) - len(shown); more > 0 {
-		s += fmt.Sprintf("\nand %d more", more)
+		s += fmt.Sprintf("%sand %d more", beforeMore, more)
 	}
 	return s
 }

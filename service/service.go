@@ -190,7 +190,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		&handler.Installation{Base: base},
 		&handler.InstallationRepositories{Base: base},
 		&handler.PullRequest{Base: base, Pipeline: pipeline, Checks: checks},
-		&handler.Push{Base: base, Pipeline: pipeline},
+		&handler.Push{Base: base, Pipeline: pipeline, Checks: checks},
 		&handler.CheckRun{Base: base, Pipeline: pipeline, Checks: checks},
 		&handler.CheckSuite{Base: base, Pipeline: pipeline, Checks: checks},
 		&handler.MergeGroup{Base: base, Checks: checks},

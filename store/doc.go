@@ -34,5 +34,6 @@
 // fencing, 0005 skipped webhook deliveries, 0006 webhook redeliveries (free attempts,
 // pruning by finish time), 0007 API token scopes, 0008 notification endpoints and
 // their outbox of deliveries, 0009 pull request checks and the current check of each
-// pull request, 0010 the webhook inbox's claim index.
+// pull request, 0010 the webhook inbox's claim index, 0011 the base a pull request
+// check was first told moved under it.
 package store

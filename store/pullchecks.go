@@ -38,6 +38,9 @@ type PullCheck struct {
 	// Note says why a check was superseded or failed.
 	Note       string
 	CheckRunID int64
+	// BaseMovedSHA is the base branch's commit a push first moved it to after the
+	// check completed ("" while it did not): the check run says its result is stale.
+	BaseMovedSHA string
 	// Result is what the check computed (JSON), empty until it completed.
 	Result    json.RawMessage
 	CreatedAt time.Time
@@ -59,22 +62,23 @@ type pullCheckRow struct {
 	Note           string `db:"note"`
 	CheckRunID     int64  `db:"check_run_id"`
 	Result         string `db:"result"`
+	BaseMovedSHA   string `db:"base_moved_sha"`
 	CreatedAt      int64  `db:"created_at"`
 	UpdatedAt      int64  `db:"updated_at"`
 }
 
 const pullCheckColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
-	state, conclusion, note, check_run_id, result, created_at, updated_at`
+	state, conclusion, note, check_run_id, result, base_moved_sha, created_at, updated_at`
 
 // pullCheckListColumns leave the result out: a history lists checks, it does not
 // show their diffs.
 const pullCheckListColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
-	state, conclusion, note, check_run_id, '' AS result, created_at, updated_at`
+	state, conclusion, note, check_run_id, '' AS result, base_moved_sha, created_at, updated_at`
 
 func (r pullCheckRow) check() PullCheck {
 	c := PullCheck{ID: r.ID, InstallationID: r.InstallationID, Repo: r.Repo, RepoURL: r.RepoURL, Key: r.Key,
 		BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA, HeadSHA: r.HeadSHA, Generation: r.Generation, State: r.State,
-		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
+		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, BaseMovedSHA: r.BaseMovedSHA, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
 	if r.Result != "" {
 		c.Result = json.RawMessage(r.Result)
 	}
@@ -103,7 +107,7 @@ func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error
 			return fmt.Errorf("take key %s of %s: %w", c.Key, c.Repo, err)
 		}
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO pull_checks (`+pullCheckColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', ?, ?)`),
 			c.ID, c.InstallationID, c.Repo, c.RepoURL, c.Key, c.BaseBranch, c.BaseSHA, c.HeadSHA, c.Generation, c.State,
 			toMillis(now), toMillis(now)); err != nil {
 			return fmt.Errorf("insert check of %s: %w", c.HeadSHA, err)
@@ -211,4 +215,34 @@ func (db *DB) PrunePullChecks(ctx context.Context, before time.Time) (int64, err
 		return 0, fmt.Errorf("prune pull checks: %w", err)
 	}
 	return n, nil
+}
+
+// CurrentPullChecksOnBase lists the current, completed checks of repo's pull
+// requests into branch that were computed against another base than sha and are
+// not marked stale yet, most recently finished first, at most limit, without their
+// results: the checks a push of sha to branch may have made stale.
+func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, limit int) ([]PullCheck, error) {
+	return listRows(ctx, db, "current pull checks on "+branch, pullCheckRow.check,
+		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
+			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.created_at, c.updated_at
+		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
+		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch = ? AND c.state = ? AND c.base_sha <> ? AND c.base_moved_sha = ''
+		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, PullCheckCompleted, sha, limit)
+}
+
+// MarkPullCheckBaseMoved records that the base of the completed check id moved to
+// sha, unless it was marked already, and reports whether this call marked it: of
+// several replicas or repeated deliveries, one marks the check and says so on
+// GitHub.
+func (db *DB) MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error) {
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_checks SET base_moved_sha = ?, updated_at = ?
+		WHERE id = ? AND state = ? AND base_moved_sha = ''`), sha, toMillis(time.Now()), id, PullCheckCompleted)
+	if err != nil {
+		return false, fmt.Errorf("mark the base of pull check %s moved: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("mark the base of pull check %s moved: %w", id, err)
+	}
+	return n == 1, nil
 }

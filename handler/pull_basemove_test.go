@@ -1,0 +1,106 @@
+package handler
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// updateRunEndpoint is the fake's route a check run's update takes.
+const updateRunEndpoint = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+
+// TestBaseMoveMarksTheChecksItMakesStale: a push to main that changes a file the
+// Applications of a pull request's check read marks that check's kukie/render run
+// stale, keeping its conclusion, table and diffs, and says which of its apps the
+// push reaches; a pull request whose apps the push does not reach keeps its run,
+// and the same push delivered again, or a later one, marks nothing twice. A push
+// no check is on asks GitHub nothing.
+func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newCheckEnv(t)
+		e.checker.Records = db
+		push := &Push{Base: e.base, Pipeline: &trackingPipeline{}, Checks: e.checker}
+
+		// A push to main while no pull request is checked costs no request.
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{"docs/README.md": "how we deploy, again\n"}, githubtest.DefaultAuthor)
+		e.gh.ResetRequestCounts()
+		e.deliver(t, push, "push", "")
+		if n := e.gh.TotalRequests(); n != 0 {
+			t.Fatalf("a push with no check on its branch made %d requests to GitHub: %v", n, e.gh.RequestCounts())
+		}
+
+		shared := e.gh.PushCommit(t, checkRepo, "bump", map[string]string{
+			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "nginx:1.0", "nginx:1.1", 1)}, githubtest.DefaultAuthor)
+		e.gh.OpenPullRequest(t, checkRepo, "bump", "main", "Bump nginx", githubtest.DefaultAuthor)
+		e.deliver(t, e.pullHandler(), "pull_request", "opened")
+		solo := e.gh.PushCommit(t, checkRepo, "solo", map[string]string{
+			"apps/solo/cm.yaml": strings.Replace(checkFiles["apps/solo/cm.yaml"], `a: "1"`, `a: "2"`, 1)}, githubtest.DefaultAuthor)
+		e.gh.OpenPullRequest(t, checkRepo, "solo", "main", "Tune solo", githubtest.DefaultAuthor)
+		e.deliver(t, e.pullHandler(), "pull_request", "opened")
+		before := e.run(t, shared)
+		soloBefore := e.run(t, solo)
+		if before.GetConclusion() != github.ConclusionSuccess || soloBefore.GetConclusion() != github.ConclusionSuccess {
+			t.Fatalf("runs before the push: %s, %s", before.GetConclusion(), soloBefore.GetConclusion())
+		}
+
+		// Someone merges a change of the shared base into main.
+		moved := e.gh.PushCommit(t, checkRepo, "main", map[string]string{
+			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+
+		after := e.run(t, shared)
+		out := after.GetOutput()
+		if after.GetID() != before.GetID() || after.GetConclusion() != github.ConclusionSuccess ||
+			!strings.HasPrefix(out.GetTitle(), "Base branch moved: ") || !strings.Contains(out.GetTitle(), before.GetOutput().GetTitle()) {
+			t.Fatalf("the run after main moved: %d %s %q, want run %d still success, its title marked", after.GetID(), after.GetConclusion(), out.GetTitle(), before.GetID())
+		}
+		for _, want := range []string{"**main moved to " + moved[:7] + " after this check**", "argocd/web (cluster prod), argocd/api (cluster prod) read", "(base/deployment.yaml)",
+			"Update the branch", before.GetOutput().GetSummary()} {
+			if !strings.Contains(out.GetSummary(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, out.GetSummary())
+			}
+		}
+		if out.GetText() != before.GetOutput().GetText() {
+			t.Errorf("the diffs changed:\n%s\nwant\n%s", out.GetText(), before.GetOutput().GetText())
+		}
+		if got := e.run(t, solo).GetOutput(); got.GetTitle() != soloBefore.GetOutput().GetTitle() || got.GetSummary() != soloBefore.GetOutput().GetSummary() {
+			t.Errorf("the run of the pull request the push does not reach changed: %q\n%s", got.GetTitle(), got.GetSummary())
+		}
+		checks, err := db.PullChecksOf(context.Background(), checkRepo, "pull/1")
+		if err != nil || len(checks) != 1 || checks[0].BaseMovedSHA != moved {
+			t.Fatalf("stored checks %+v (%v), want the one marked moved to %s", checks, err, moved)
+		}
+
+		// The same delivery again, then another push: the mark is made once.
+		e.gh.ResetRequestCounts()
+		e.deliver(t, push, "push", "")
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{
+			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "replicas: 1", "replicas: 3", 1)}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		if n := e.gh.RequestCount(updateRunEndpoint); n != 0 {
+			t.Errorf("%d more updates of check runs, want none", n)
+		}
+		if got := e.run(t, shared).GetOutput().GetSummary(); strings.Count(got, "after this check") != 1 || !strings.Contains(got, moved[:7]) {
+			t.Errorf("summary after the later pushes:\n%s", got)
+		}
+
+		// A new head is checked afresh, and its own base move marks it again.
+		e.gh.PushCommit(t, checkRepo, "bump", map[string]string{"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "nginx:1.0", "nginx:1.2", 1)}, githubtest.DefaultAuthor)
+		e.deliver(t, e.pullHandler(), "pull_request", "synchronize")
+		head := e.gh.PushCommit(t, checkRepo, "bump", map[string]string{"docs/README.md": "bumped\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, e.pullHandler(), "pull_request", "synchronize")
+		if got := e.run(t, head).GetOutput().GetTitle(); strings.HasPrefix(got, "Base branch moved") {
+			t.Fatalf("the new head's run %q is marked before main moved", got)
+		}
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{"apps/web/kustomization.yaml": "namePrefix: web2-\nresources:\n- ../../base\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		if got := e.run(t, head).GetOutput(); !strings.HasPrefix(got.GetTitle(), "Base branch moved: ") || !strings.Contains(got.GetSummary(), "changing files that argocd/web (cluster prod) read (apps/web/kustomization.yaml)") {
+			t.Errorf("the new head's run after main moved again: %q\n%s", got.GetTitle(), got.GetSummary())
+		}
+	})
+}
