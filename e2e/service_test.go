@@ -106,12 +106,10 @@ func (s *suite) startService(t *testing.T) *service {
 	}
 	s.github.SetWebhookURL(svc.url + "/webhooks/github")
 
-	// The team installs the App on the organisation through the setup callback; GitHub
-	// hands the installing user's authorization code along, which proves that user can
-	// reach the installation.
-	installation := s.github.CreateInstallation(t, "acme", gitopsRepo)
-	s.github.AddUser("installer")
-	s.github.GrantInstallationAccess(t, "installer", installation)
+	// The team installs the App on the organisation through the setup callback; GitHub's
+	// installation webhook names the installing user, and GitHub hands their
+	// authorization code along, which proves who came back.
+	installation := s.github.CreateInstallationBy(t, "installer", "acme", gitopsRepo)
 	var state struct {
 		State string `json:"state"`
 	}

@@ -163,22 +163,38 @@ func (u *UserInstallations) AuthCodeURL(state, redirectURI string) string {
 	return c.AuthCodeURL(state)
 }
 
-// UserLogin is the login of the user access token's person (GET /user).
-func (u *UserInstallations) UserLogin(ctx context.Context, userToken secret.Secret) (string, error) {
+// User is a GitHub user as their own user access token shows them.
+type User struct {
+	// ID never changes; a login can be renamed and then taken by somebody else.
+	ID    int64
+	Login string
+}
+
+// AuthenticatedUser is the user access token's person (GET /user).
+func (u *UserInstallations) AuthenticatedUser(ctx context.Context, userToken secret.Secret) (User, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	client, err := u.clients.NewTokenClient(userToken.Reveal())
 	if err != nil {
-		return "", fmt.Errorf("read the signed-in user: %w", err)
+		return User{}, fmt.Errorf("read the signed-in user: %w", err)
 	}
 	user, _, err := client.Users.Get(ctx, "")
 	if err != nil {
 		if isStatus(err, http.StatusUnauthorized) {
-			return "", fmt.Errorf("read the signed-in user: %w", ErrUserTokenRejected)
+			return User{}, fmt.Errorf("read the signed-in user: %w", ErrUserTokenRejected)
 		}
-		return "", fmt.Errorf("read the signed-in user: %w", err)
+		return User{}, fmt.Errorf("read the signed-in user: %w", err)
 	}
-	return user.GetLogin(), nil
+	if user.GetID() <= 0 || user.GetLogin() == "" {
+		return User{}, errors.New("read the signed-in user: GitHub's answer has no id or login")
+	}
+	return User{ID: user.GetID(), Login: user.GetLogin()}, nil
+}
+
+// UserLogin is the login of the user access token's person (GET /user).
+func (u *UserInstallations) UserLogin(ctx context.Context, userToken secret.Secret) (string, error) {
+	user, err := u.AuthenticatedUser(ctx, userToken)
+	return user.Login, err
 }
 
 // CanReadRepository reports whether the user access token's person can read the

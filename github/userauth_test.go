@@ -134,6 +134,11 @@ func TestUserInstallationsAsksGitHubWhoCanReadARepository(t *testing.T) {
 	if login, err := u.UserLogin(ctx, alice); err != nil || login != "alice" {
 		t.Errorf("UserLogin = %q, %v", login, err)
 	}
+	a, errA := u.AuthenticatedUser(ctx, alice)
+	m, errM := u.AuthenticatedUser(ctx, mallory)
+	if errA != nil || errM != nil || a.Login != "alice" || m.Login != "mallory" || a.ID <= 0 || a.ID == m.ID {
+		t.Errorf("AuthenticatedUser = %+v, %v and %+v, %v; want each their own id and login", a, errA, m, errM)
+	}
 	for _, tc := range []struct {
 		name  string
 		token secret.Secret

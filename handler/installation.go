@@ -13,8 +13,10 @@ import (
 )
 
 // Installation keeps a bound installation's status current: created, deleted,
-// suspend, unsuspend, new_permissions_accepted. Installations no team has bound are
-// ignored; binding happens only through the setup callback with a valid state.
+// suspend, unsuspend, new_permissions_accepted. Binding happens only through the
+// setup callback with a valid state; of installations no team has bound, it records
+// only who created them (a "created" event's sender and requester), which the
+// callback requires of the person it binds for.
 type Installation struct {
 	Base
 }
@@ -34,6 +36,10 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 	id := event.Installation.ID
 	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
+
+	if err := h.recordInstaller(ctx, id, event); err != nil {
+		return err
+	}
 
 	var status store.InstallationStatus
 	switch event.Action {
@@ -75,6 +81,26 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 			return err
 		}
 		return h.revoked(ctx, change.Revoked, "the installation no longer has access to this repository")
+	}
+	return nil
+}
+
+// recordInstaller keeps who created an installation ("created") until it is deleted.
+func (h *Installation) recordInstaller(ctx context.Context, id int64, event installationEvent) error {
+	switch event.Action {
+	case "created":
+		if event.Sender.ID <= 0 {
+			// Nobody can then bind it, which is the safe side.
+			zerolog.Ctx(ctx).Warn().Msg("Installation created without a sender; nobody is recorded as its installer")
+			return nil
+		}
+		in := store.Installer{InstallationID: id, SenderID: event.Sender.ID, SenderLogin: event.Sender.Login}
+		if event.Requester != nil {
+			in.RequesterID, in.RequesterLogin = event.Requester.ID, event.Requester.Login
+		}
+		return h.Store.RecordInstaller(ctx, in)
+	case "deleted":
+		return h.Store.ForgetInstaller(ctx, id)
 	}
 	return nil
 }

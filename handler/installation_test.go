@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -176,4 +177,39 @@ func TestIsOwnEvent(t *testing.T) {
 	if (&Base{}).IsOwnEvent("[bot]") {
 		t.Error("without a known slug nothing is our own event")
 	}
+}
+
+func TestInstallationCreatedRecordsItsInstallerUntilDeleted(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		h := &Installation{Base: newBase(db)}
+		inst := &gh.Installation{ID: gh.Int64(77), Account: &gh.User{Login: gh.String("acme")}}
+		owner := &gh.User{ID: gh.Int64(5), Login: gh.String("owner")}
+		member := &gh.User{ID: gh.Int64(6), Login: gh.String("member")}
+		// No team has bound installation 77: the event is otherwise ignored.
+		created := gh.InstallationEvent{Action: gh.String("created"), Installation: inst, Sender: owner, Requester: member}
+		if err := h.Handle(ctx, "installation", "d-created", payload(t, created)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.InstallerOf(ctx, 77)
+		want := store.Installer{InstallationID: 77, SenderID: 5, SenderLogin: "owner", RequesterID: 6, RequesterLogin: "member"}
+		if err != nil || got != want {
+			t.Fatalf("installer = %+v, %v; want %+v", got, err, want)
+		}
+		// Another action's sender is not an installer.
+		suspend := gh.InstallationEvent{Action: gh.String("suspend"), Installation: inst, Sender: &gh.User{ID: gh.Int64(8), Login: gh.String("other")}}
+		if err := h.Handle(ctx, "installation", "d-suspend", payload(t, suspend)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.InstallerOf(ctx, 77); err != nil || got != want {
+			t.Fatalf("installer after suspend = %+v, %v; want %+v", got, err, want)
+		}
+		deleted := gh.InstallationEvent{Action: gh.String("deleted"), Installation: inst, Sender: owner}
+		if err := h.Handle(ctx, "installation", "d-deleted", payload(t, deleted)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.InstallerOf(ctx, 77); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("installer after deleted: %v, want ErrNotFound", err)
+		}
+	})
 }

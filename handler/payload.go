@@ -13,6 +13,7 @@ import (
 // apart from an empty one and skipped with a reason (see Skip) instead of acted on.
 
 type userRef struct {
+	ID    int64  `json:"id"`
 	Login string `json:"login"`
 }
 
@@ -145,6 +146,8 @@ type installationEvent struct {
 	// Repositories is nil when the payload has no list, which is not an empty list.
 	Repositories []repoRef `json:"repositories"`
 	Sender       userRef   `json:"sender"`
+	// Requester is the member whose request an owner approved ("created" only).
+	Requester *userRef `json:"requester"`
 }
 
 type installationRepositoriesEvent struct {

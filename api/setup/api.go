@@ -34,6 +34,10 @@ const CallbackPath = "/github/setup"
 const (
 	// DefaultStateTTL is how long an install link stays valid.
 	DefaultStateTTL = 10 * time.Minute
+	// DefaultInstallerWait is how long the setup callback waits for the
+	// installation's "created" webhook, which says who installed it: GitHub sends the
+	// browser back and the webhook at about the same time, in either order.
+	DefaultInstallerWait = 15 * time.Second
 )
 
 // GitHubApps is what the endpoints ask GitHub; github.Installations implements it.
@@ -43,13 +47,16 @@ type GitHubApps interface {
 	MintRepoToken(ctx context.Context, installationID int64, repo github.Repo) (github.Token, error)
 }
 
-// InstallerCheck proves, on the setup callback, that the person GitHub sent back can
-// access the installation the callback names: the installation id is
-// attacker-controlled, the authorization code GitHub adds when the App requests user
-// authorization during installation is not. *github.UserInstallations implements it.
+// InstallerCheck proves, on the setup callback, who the person GitHub sent back is
+// and that they can access the installation the callback names: the installation id
+// is attacker-controlled, the authorization code GitHub adds when the App requests
+// user authorization during installation is not. *github.UserInstallations
+// implements it.
 type InstallerCheck interface {
 	// ExchangeCode trades the callback's authorization code for a user access token.
 	ExchangeCode(ctx context.Context, code secret.Secret) (secret.Secret, error)
+	// AuthenticatedUser is the token's person.
+	AuthenticatedUser(ctx context.Context, userToken secret.Secret) (github.User, error)
 	// CanAccessInstallation reports whether the token's person can access the
 	// installation.
 	CanAccessInstallation(ctx context.Context, userToken secret.Secret, installationID int64) (bool, error)
@@ -95,6 +102,8 @@ type API struct {
 	Access CredentialsListener
 	// StateTTL defaults to DefaultStateTTL.
 	StateTTL time.Duration
+	// InstallerWait defaults to DefaultInstallerWait; negative: no wait, one look.
+	InstallerWait time.Duration
 }
 
 // Routes are the token routes Mount adds, each with the scope it needs (the change

@@ -60,7 +60,7 @@ func TestSuggestionsFromClusterApplications(t *testing.T) {
 	// Team A: an active installation that sees deploy and infra; deploy is connected.
 	e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 	e.gh.CreateRepo(t, "acme", "infra", nil, "main")
-	id := e.gh.CreateInstallation(t, "acme", "deploy", "infra")
+	id := e.install(e.tokenA, "acme", "deploy", "infra")
 	if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 		t.Fatalf("bind: %d %s", status, page)
 	}

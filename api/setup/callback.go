@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
@@ -20,10 +21,13 @@ import (
 // attacker-controlled, so the order of the steps in run matters: the state is
 // checked and consumed first, with no call to GitHub; then local checks refuse a
 // callback without an authorization code and installations bound to another team;
-// only then is GitHub asked, first who the person is and whether they can access the
-// installation (a valid state of one's own team must not bind somebody else's
-// installation), then to confirm the installation. The binding is written afterwards
-// in its own short transaction: no transaction is held while GitHub answers.
+// only then is GitHub asked, first who the person is, who must be the one GitHub's
+// signed installation "created" webhook names as its installer (or as the member
+// whose request an owner approved) and must be able to access it (a valid state of
+// one's own team must not bind somebody else's installation, nor one a fellow member
+// of the organization installed), then to confirm the installation. The binding is
+// written afterwards in its own short transaction: no transaction is held while
+// GitHub answers.
 //
 // Each step either passes or returns a *pageError carrying the page that says why
 // the callback stopped there; this handler renders whichever page comes back.
@@ -71,6 +75,8 @@ type callback struct {
 	action, rawID  string
 	team           store.Team
 	installationID int64
+	// user is the person GitHub sent back, once the code is exchanged.
+	user github.User
 }
 
 // run takes the steps in order and returns the page of a callback that went
@@ -241,6 +247,15 @@ func (c *callback) installerCanAccess() error {
 	case err != nil:
 		return c.githubUnreachable(err, "Exchanging the authorization code with GitHub failed", "The server could not check who you are with GitHub. Nothing was changed.")
 	}
+	user, err := c.a.Installer.AuthenticatedUser(ctx, userToken)
+	if err != nil {
+		return c.githubUnreachable(err, "Reading the installer's GitHub account failed", "The server could not check who you are with GitHub. Nothing was changed.")
+	}
+	c.user = user
+	c.log = c.log.With().Int64("github_user_id", user.ID).Str("github_user", user.Login).Logger()
+	if err := c.installedByUser(); err != nil {
+		return err
+	}
 	ok, err := c.a.Installer.CanAccessInstallation(ctx, userToken, c.installationID)
 	if err != nil {
 		return c.githubUnreachable(err, "Listing the installer's installations failed", "The server could not check which installations your GitHub account can access. Nothing was changed.")
@@ -256,6 +271,69 @@ func (c *callback) installerCanAccess() error {
 		}}
 	}
 	return nil
+}
+
+// installedByUser requires the person GitHub sent back to be who created the
+// installation, as its signed "created" webhook says: anyone who can see one of an
+// organization's repositories can access its installation, and must not be able to
+// bind it to their own team.
+func (c *callback) installedByUser() error {
+	installer, err := c.installer()
+	if errors.Is(err, store.ErrNotFound) {
+		c.log.Warn().Msg("No installation webhook names the installer yet; bind refused")
+		c.auditBindRefused("InstallerUnknown")
+		return &pageError{status: http.StatusConflict, page: page{
+			Code:  "InstallerUnknown",
+			Title: "GitHub has not said who installed the app yet",
+			Message: "An installation is connected only for the person GitHub names as its installer, and GitHub's notice of this installation " +
+				"has not reached the service. Nothing was changed.",
+			Next: "Wait a minute, then open a fresh install link and save the installation's settings again. " +
+				"An installation made before this service received GitHub's webhooks must be installed again.",
+		}}
+	}
+	if err != nil {
+		return c.serverFailed(err, "Reading the installation's installer failed", "The server could not check who installed the app. Nothing was changed.", "Try again with a fresh install link.")
+	}
+	if !installer.Installed(c.user.ID) {
+		c.log.Warn().Int64("installer_id", installer.SenderID).Msg("The person is not who installed the installation; bind refused")
+		c.auditBindRefused("NotTheInstaller")
+		return &pageError{status: http.StatusForbidden, page: page{
+			Code:  "NotTheInstaller",
+			Title: "Only the person who installed the app can connect it",
+			Message: fmt.Sprintf("GitHub says somebody other than you (%s) installed the app on this account. An installation is connected to a team "+
+				"by the person who installed it, or by the member whose request an owner approved; access to its repositories is not enough. Nothing was changed.",
+				c.user.Login),
+			Next: "Ask the person who installed the app to open a fresh install link of your team, or install the app on an account you administer.",
+		}}
+	}
+	return nil
+}
+
+// installerPoll is how often installer looks for the installation's "created" webhook.
+const installerPoll = 200 * time.Millisecond
+
+// installer is who created the installation, waiting up to InstallerWait for the
+// webhook that says so to be handled.
+func (c *callback) installer() (store.Installer, error) {
+	ctx := c.r.Context()
+	wait := c.a.InstallerWait
+	if wait == 0 {
+		wait = DefaultInstallerWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		in, err := c.a.Store.InstallerOf(ctx, c.installationID)
+		if !errors.Is(err, store.ErrNotFound) || !time.Now().Add(installerPoll).Before(deadline) {
+			return in, err
+		}
+		t := time.NewTimer(installerPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return in, err
+		case <-t.C:
+		}
+	}
 }
 
 // confirmInstallation asks GitHub, with the App's own credentials, for the
@@ -289,7 +367,7 @@ func (c *callback) bind(inst github.Installation) (store.Installation, error) {
 		return store.Installation{}, c.serverFailed(err, "Binding installation failed", "The installation could not be saved. Nothing was changed.", "Try again with a fresh install link.")
 	}
 	c.a.audit(c.r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "installation.bound", SubjectType: "installation",
-		SubjectID: strconv.FormatInt(inst.ID, 10), Detail: mustJSON(map[string]any{"account": inst.AccountLogin, "setup_action": c.action})})
+		SubjectID: strconv.FormatInt(inst.ID, 10), Detail: mustJSON(map[string]any{"account": inst.AccountLogin, "setup_action": c.action, "installer": c.user.Login})})
 	c.log.Info().Str("account", inst.AccountLogin).Msg("Installation bound to team")
 	return bound, nil
 }

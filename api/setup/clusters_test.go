@@ -124,7 +124,7 @@ func TestConnectRepositories(t *testing.T) {
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		e.gh.CreateRepo(t, "acme", "late", nil, "main")
 		e.gh.CreateRepo(t, "other", "private", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 			t.Fatalf("bind: %d %s", status, page)
 		}
@@ -223,7 +223,7 @@ func TestConnectWhileInstallationAwaitsApproval(t *testing.T) {
 	}
 
 	// The owner approves; the team finishes with a fresh link; the connection follows.
-	id := e.gh.CreateInstallation(t, "acme", "deploy")
+	id := e.install(e.tokenA, "acme", "deploy")
 	if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=update&state=" + e.state(e.tokenA) + "&code=" + e.code(e.tokenA, id)); status != http.StatusOK {
 		t.Fatalf("bind after approval: %d %s", status, page)
 	}
@@ -247,7 +247,7 @@ func TestSuggestions(t *testing.T) {
 	e := newEnv(t, db)
 	e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 	e.gh.CreateRepo(t, "acme", "infra", nil, "main")
-	id := e.gh.CreateInstallation(t, "acme", "deploy", "infra")
+	id := e.install(e.tokenA, "acme", "deploy", "infra")
 	if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 		t.Fatalf("bind: %d %s", status, page)
 	}

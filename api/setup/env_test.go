@@ -81,6 +81,9 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 		// The two teams below may use in-cluster access; tests of its refusal use
 		// another team.
 		InClusterTeams: []string{"team-a", "team-b"},
+		// The tests hand the installation webhook to the inbox themselves (drain):
+		// a callback looks once for who installed it.
+		InstallerWait: -1,
 	}
 	for _, o := range opts {
 		o(e.api)
@@ -131,8 +134,18 @@ func (e *env) installer(token secret.Secret) string {
 	return "alice"
 }
 
-// code lets the team's installer access the installation, as installing it does on
-// GitHub, and returns the authorization code GitHub hands the callback.
+// install has the team's installer install the App on account for repos, and the
+// service handle GitHub's installation webhook, which names them as its installer.
+func (e *env) install(token secret.Secret, account string, repos ...string) int64 {
+	e.t.Helper()
+	id := e.gh.CreateInstallationBy(e.t, e.installer(token), account, repos...)
+	e.drain()
+	return id
+}
+
+// code lets the team's installer access the installation, as access to one of its
+// repositories does on GitHub, and returns the authorization code GitHub hands the
+// callback.
 func (e *env) code(token secret.Secret, installationID int64) string {
 	e.t.Helper()
 	e.gh.GrantInstallationAccess(e.t, e.installer(token), installationID)

@@ -20,7 +20,7 @@ func TestWebhookRedeliveryIsRefusedAndAuditedWithOneEffect(t *testing.T) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		e.gh.CreateRepo(t, "acme", "infra", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 			t.Fatalf("bind: %d %s", status, page)
 		}
@@ -59,7 +59,7 @@ func TestWebhookRedeliveryOfAFailedDeliveryIsQueuedAgain(t *testing.T) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		e.gh.CreateRepo(t, "acme", "infra", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 			t.Fatalf("bind: %d %s", status, page)
 		}

@@ -37,8 +37,9 @@ func TestSetupRefusesAnInstallerWhoCannotAccessTheInstallation(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "victim", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "victim", "deploy")
-		// alice is a real GitHub user of team-a, but not a member of victim.
+		id := e.install(e.tokenA, "victim", "deploy")
+		// alice installed it, and has since left victim.
+		e.gh.RevokeInstallationAccess(t, e.installer(e.tokenA), id)
 		state := e.state(e.tokenA)
 		e.gh.ResetRequestCounts()
 
@@ -66,7 +67,7 @@ func TestSetupWithoutCodeIsRefusedBeforeAskingGitHub(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 
 		for _, action := range []string{"install", "update"} {
 			t.Run(action, func(t *testing.T) {
@@ -91,8 +92,8 @@ func TestSetupRefusesCodesGitHubWouldRefuse(t *testing.T) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		e.gh.CreateRepo(t, "acme", "infra", nil, "main")
-		first := e.gh.CreateInstallation(t, "acme", "deploy")
-		id := e.gh.CreateInstallation(t, "acme", "infra")
+		first := e.install(e.tokenA, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "infra")
 
 		used := e.code(e.tokenA, first)
 		if status, page := e.callback("installation_id=" + itoa(first) + "&setup_action=install&state=" + e.state(e.tokenA) + "&code=" + used); status != http.StatusOK {
@@ -128,7 +129,7 @@ func TestSetupWithAWrongClientSecretSaysTheServiceIsMisconfigured(t *testing.T) 
 		wrong := secret.New("not-the-apps-client-secret")
 		e.api.Installer = e.installerCheck(wrong)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		state := e.state(e.tokenA)
 		e.gh.ResetRequestCounts()
 
@@ -155,7 +156,7 @@ func TestSetupNeverLogsTheUserTokenOrTheCode(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		code := e.code(e.tokenA, id)
 		if status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + e.state(e.tokenA) + "&code=" + code); status != http.StatusOK {
 			t.Fatalf("callback = %d\n%s", status, page)
@@ -183,7 +184,7 @@ func TestSetupWithoutInstallerCheckBindsAndWarnsEachTime(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, withoutInstallerCheck())
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		e.gh.ResetRequestCounts()
 
 		status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=install&state=" + e.state(e.tokenA))

@@ -18,7 +18,7 @@ func TestSetupBindsInstallationToTheStatesTeam(t *testing.T) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", map[string]string{"README.md": "hi"}, "main")
 		e.gh.CreateRepo(t, "acme", "infra", map[string]string{"README.md": "hi"}, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy", "infra")
+		id := e.install(e.tokenA, "acme", "deploy", "infra")
 		e.gh.ResetRequestCounts()
 
 		status, page := e.bind(e.tokenA, id)
@@ -55,8 +55,8 @@ func TestSetupForgedCallbacksBindNothingAndCallGitHubNever(t *testing.T) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
 		e.gh.CreateRepo(t, "other", "deploy", nil, "main")
-		idA := e.gh.CreateInstallation(t, "acme", "deploy")
-		idB := e.gh.CreateInstallation(t, "other", "deploy")
+		idA := e.install(e.tokenA, "acme", "deploy")
+		idB := e.install(e.tokenB, "other", "deploy")
 
 		// team-b owns idB through a legitimate flow; its used state is reused below.
 		usedState := e.state(e.tokenB)
@@ -135,19 +135,19 @@ func TestSetupConcurrentBindsByTwoTeamsBindOnce(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		type attempt struct {
 			team        store.Team
 			state, code string
 		}
-		// Both teams' installers can access the installation (members of acme):
-		// only the unique binding decides.
+		// The installer administers both teams and binds with either's state: only
+		// the unique binding decides.
 		attempts := make([]attempt, 20)
 		for i := range attempts {
 			if i%2 == 0 {
 				attempts[i] = attempt{e.teamA, e.state(e.tokenA), e.code(e.tokenA, id)}
 			} else {
-				attempts[i] = attempt{e.teamB, e.state(e.tokenB), e.code(e.tokenB, id)}
+				attempts[i] = attempt{e.teamB, e.state(e.tokenB), e.code(e.tokenA, id)}
 			}
 		}
 		statuses := make([]int, len(attempts))
@@ -196,7 +196,7 @@ func TestSetupHoldsNoTransactionWhileAskingGitHub(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
-		id := e.gh.CreateInstallation(t, "acme", "deploy")
+		id := e.install(e.tokenA, "acme", "deploy")
 		e.gh.WaitForDeliveries()
 		state := e.state(e.tokenA)
 		code := e.code(e.tokenA, id)
@@ -321,8 +321,9 @@ func TestSetupUnknownInstallationBindsNothing(t *testing.T) {
 		wantStatus int
 		wantText   string
 	}{
-		// No one can access an installation that does not exist.
-		"installer checked":  {wantStatus: http.StatusForbidden, wantText: "Your GitHub account cannot access this installation"},
+		// No installation webhook names anyone as the installer of an installation
+		// that does not exist.
+		"installer checked":  {wantStatus: http.StatusConflict, wantText: "InstallerUnknown"},
 		"no installer check": {opts: []envOption{withoutInstallerCheck()}, wantStatus: http.StatusNotFound, wantText: "GitHub does not know this installation"},
 	}
 	for name, tc := range cases {

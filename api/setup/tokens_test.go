@@ -22,7 +22,7 @@ func connected(t *testing.T, e *env) int64 {
 	e.gh.CreateRepo(t, "acme", "deploy", map[string]string{"apps/web.yaml": "kind: Deployment\n"}, "main")
 	e.gh.CreateRepo(t, "acme", "infra", map[string]string{"README.md": "infra\n"}, "main")
 	e.gh.CreateRepo(t, "other", "private", map[string]string{"README.md": "secret\n"}, "main")
-	id := e.gh.CreateInstallation(t, "acme", "deploy", "infra")
+	id := e.install(e.tokenA, "acme", "deploy", "infra")
 	if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
 		t.Fatalf("bind: %d %s", status, page)
 	}

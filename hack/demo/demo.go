@@ -128,14 +128,13 @@ func start(ctx context.Context, opts options) (d *demo, err error) {
 		return nil, err
 	}
 
-	// The simulated GitHub: the App, the organization's repository and the App's
-	// installation on it, as if someone had installed the App.
+	// The simulated GitHub: the App and the organization's repository; the App is
+	// installed on it once the service receives webhooks.
 	if d.gh, err = githubtest.NewServer(); err != nil {
 		return nil, fmt.Errorf("start the simulated GitHub: %w", err)
 	}
 	d.cleanups = append(d.cleanups, d.gh.Close)
 	d.gh.CreateRepo(tb, owner, repoName, sampleRepo, "main")
-	installation := d.gh.CreateInstallation(tb, owner, repoName)
 
 	addr, err := resolveAddr(opts.addr)
 	if err != nil {
@@ -181,8 +180,8 @@ func start(ctx context.Context, opts options) (d *demo, err error) {
 	if _, d.token, err = d.db.CreateAPIToken(ctx, team.ID, "demo"); err != nil {
 		return nil, err
 	}
-	d.gh.AddUser(installer)
-	d.gh.GrantInstallationAccess(tb, installer, installation)
+	// The installer installs the App; GitHub's installation webhook names them.
+	installation := d.gh.CreateInstallationBy(tb, installer, owner, repoName)
 	var state struct {
 		State string `json:"state"`
 	}

@@ -90,7 +90,6 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	s.logger = zerolog.New(s.logs).Level(zerolog.DebugLevel)
 
 	s.gh.CreateRepo(t, "acme", "deploy", repoFiles(t), "main")
-	installation := s.gh.CreateInstallation(t, "acme", "deploy")
 	// The person who comments commands may push; everyone else only reads.
 	s.gh.SetPermission(t, s.repo, githubtest.DefaultAuthor.Login, githubtest.RoleWrite)
 
@@ -121,10 +120,9 @@ func newServiceWithHooks(t *testing.T, db *store.DB, hooks plan.Hooks) *service 
 	if _, s.token, err = db.CreateAPIToken(ctx, s.team.ID, "chat"); err != nil {
 		t.Fatal(err)
 	}
-	// GitHub sends the installing user's authorization code along; it proves that
-	// user can reach the installation.
-	s.gh.AddUser("installer")
-	s.gh.GrantInstallationAccess(t, "installer", installation)
+	// A person installs the App; GitHub's installation webhook names them, and the
+	// setup redirect carries their authorization code, which proves who came back.
+	installation := s.gh.CreateInstallationBy(t, "installer", "acme", "deploy")
 	var state struct{ State string }
 	s.mustJSON("POST", "/api/v1/installations/state", nil, http.StatusCreated, &state)
 	setup := url.Values{"installation_id": {strconv.FormatInt(installation, 10)}, "setup_action": {"install"},

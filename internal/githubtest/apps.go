@@ -149,16 +149,40 @@ func (s *Server) accountLocked(login, kind string) *account {
 
 func (s *Server) botLocked() *account { return s.accountLocked(s.BotLogin(), "Bot") }
 
+// DefaultInstaller is the person who installs the App in CreateInstallation.
+const DefaultInstaller = "octocat"
+
 // CreateInstallation installs the App on account for the given repositories ("name"
 // or "owner/name"; they must exist) with DefaultPermissions, fires the installation
-// "created" webhook and returns the installation id.
+// "created" webhook and returns the installation id. DefaultInstaller installs it.
 func (s *Server) CreateInstallation(t TB, accountLogin string, repos ...string) int64 {
 	t.Helper()
 	return s.CreateInstallationWithPermissions(t, accountLogin, DefaultPermissions(), repos...)
 }
 
+// CreateInstallationBy is CreateInstallation by the person installer (a user, created
+// when new): as on GitHub, the "created" webhook's sender is the person who installed
+// the App, and they can access the installation (GET /user/installations).
+func (s *Server) CreateInstallationBy(t TB, installer, accountLogin string, repos ...string) int64 {
+	t.Helper()
+	return s.createInstallation(t, installer, "", accountLogin, DefaultPermissions(), repos)
+}
+
+// ApproveInstallationRequest installs the App as an organization owner approving a
+// member's request to install it does: the "created" webhook's sender is the owner
+// and its requester the member who asked. Both can access the installation.
+func (s *Server) ApproveInstallationRequest(t TB, owner, requester, accountLogin string, repos ...string) int64 {
+	t.Helper()
+	return s.createInstallation(t, owner, requester, accountLogin, DefaultPermissions(), repos)
+}
+
 // CreateInstallationWithPermissions is CreateInstallation with explicit permissions.
 func (s *Server) CreateInstallationWithPermissions(t TB, accountLogin string, perms map[string]string, repos ...string) int64 {
+	t.Helper()
+	return s.createInstallation(t, DefaultInstaller, "", accountLogin, perms, repos)
+}
+
+func (s *Server) createInstallation(t TB, installer, requester, accountLogin string, perms map[string]string, repos []string) int64 {
 	t.Helper()
 	s.mu.Lock()
 	acc := s.accountLocked(accountLogin, "Organization")
@@ -181,7 +205,12 @@ func (s *Server) CreateInstallationWithPermissions(t TB, accountLogin string, pe
 		inst.repoIDs[rp.id] = true
 	}
 	s.installations[inst.id] = inst
-	p := s.installationEventLocked(inst, "created", s.accountLocked("octocat", "User"))
+	p := s.installationEventLocked(inst, "created", s.accountLocked(installer, "User"))
+	s.grantAccessLocked(installer, inst.id)
+	if requester != "" {
+		p.Requester = s.userJSON(s.accountLocked(requester, "User"))
+		s.grantAccessLocked(requester, inst.id)
+	}
 	p.Repositories = s.installationRepoSummaries(rps)
 	done := s.hooks.enqueueLocked("installation", p, inst)
 	s.mu.Unlock()

@@ -85,6 +85,21 @@ func (s *Server) GrantInstallationAccess(t TB, login string, installationID int6
 	if inst, ok := s.installations[installationID]; !ok || inst.deleted {
 		t.Fatalf("grant access: installation %d not found", installationID)
 	}
+	s.grantAccessLocked(login, installationID)
+}
+
+// RevokeInstallationAccess takes the person's access to the installation away, as
+// leaving its organization or losing access to its repositories does on GitHub: GET
+// /user/installations no longer lists it for them.
+func (s *Server) RevokeInstallationAccess(t TB, login string, installationID int64) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.oauth.access[strings.ToLower(login)], installationID)
+}
+
+// grantAccessLocked lets login (a user, created when new) access the installation.
+func (s *Server) grantAccessLocked(login string, installationID int64) {
 	s.accountLocked(login, "User")
 	key := strings.ToLower(login)
 	if s.oauth.access[key] == nil {

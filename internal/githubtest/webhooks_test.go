@@ -214,3 +214,61 @@ func TestEventsOnlyForInstalledRepositories(t *testing.T) {
 		t.Errorf("installation events = %d, want 1", len(got))
 	}
 }
+
+// TestInstallationCreatedNamesTheInstaller holds the fake to GitHub's installation
+// "created" payload: its sender is the person who installed the App and, when an
+// owner approved a member's request, its requester is that member, each the same
+// user (id and login) their own user access token shows on GET /user; both can then
+// access the installation.
+func TestInstallationCreatedNamesTheInstaller(t *testing.T) {
+	s := New(t)
+	rc := newReceiver(t, s)
+	s.CreateRepo(t, "acme", "a", nil, "main")
+	s.CreateRepo(t, "beta", "a", nil, "main")
+	installed := s.CreateInstallationBy(t, "alice", "acme", "a")
+	approved := s.ApproveInstallationRequest(t, "owner", "bob", "beta", "a")
+
+	created := map[int64]*github.InstallationEvent{}
+	for _, e := range rc.received() {
+		if p, ok := e.payload.(*github.InstallationEvent); ok && p.GetAction() == "created" {
+			created[p.GetInstallation().GetID()] = p
+		}
+	}
+	me := func(login string) *github.User {
+		t.Helper()
+		token := exchangeJSON(t, s, codeForm(s, s.AuthorizationCode(t, login)))["access_token"]
+		user, _, err := apiClient(t, s, token).Users.Get(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return user
+	}
+	same := func(what string, got *github.User, login string) {
+		t.Helper()
+		want := me(login)
+		if got.GetID() == 0 || got.GetID() != want.GetID() || got.GetLogin() != want.GetLogin() || got.GetType() != "User" {
+			t.Errorf("%s = %d %s %s, want the user %d %s", what, got.GetID(), got.GetLogin(), got.GetType(), want.GetID(), want.GetLogin())
+		}
+	}
+	if p := created[installed]; p == nil {
+		t.Fatalf("no created event for installation %d", installed)
+	} else {
+		same("sender of an installation", p.GetSender(), "alice")
+		if p.Requester != nil {
+			t.Errorf("requester of an installation nobody requested = %v", p.Requester)
+		}
+	}
+	if p := created[approved]; p == nil {
+		t.Fatalf("no created event for installation %d", approved)
+	} else {
+		same("sender of an approved request", p.GetSender(), "owner")
+		same("requester of an approved request", p.GetRequester(), "bob")
+	}
+	for login, id := range map[string]int64{"alice": installed, "owner": approved, "bob": approved} {
+		token := exchangeJSON(t, s, codeForm(s, s.AuthorizationCode(t, login)))["access_token"]
+		page, _, err := apiClient(t, s, token).Apps.ListUserInstallations(ctx, nil)
+		if err != nil || len(page) != 1 || page[0].GetID() != id {
+			t.Errorf("%s's installations = %v, %v; want [%d]", login, page, err, id)
+		}
+	}
+}
