@@ -24,9 +24,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -48,6 +51,12 @@ const Path = "/mcp"
 // MaxResultChars bounds the text of a repository tool's result; what is cut is said
 // in a note, so the model does not take a partial file for a whole one.
 const MaxResultChars = 24000
+
+// MaxBatch is the most messages one JSON-RPC batch may hold (protocol versions
+// before 2025-06-18 allow batches). Every call of a batch runs and its answer is
+// held until the last is done, so an unbounded batch would turn one request into
+// thousands of calls and their answers into one body.
+const MaxBatch = 10
 
 // Changes is the change API's operations (*changes.API implements it).
 type Changes interface {
@@ -92,9 +101,52 @@ func New(deps Deps) *Server {
 			"not the request. Every result starts with who owns the resource.",
 	})
 	s.addTools()
-	s.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
-		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	s.handler = boundBatches(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
+		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	return s
+}
+
+// boundBatches refuses a POST whose JSON-RPC batch holds more than MaxBatch
+// messages, before any of them runs. The body is already bounded by the server's
+// body limit; it is read here and handed on whole.
+func boundBatches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", tooLarge.Limit))
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, "the request body could not be read")
+			return
+		}
+		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+			var batch []json.RawMessage
+			if err := json.Unmarshal(trimmed, &batch); err == nil && len(batch) > MaxBatch {
+				writeRPCError(w, http.StatusBadRequest, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages, this one holds %d; "+
+					"send the rest in further requests", MaxBatch, len(batch)))
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeRPCError answers a JSON-RPC "invalid request" error (-32600) with no id: the
+// request was refused as a whole.
+func writeRPCError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32600, "message": message},
+	})
 }
 
 // Mount adds the tool server to srv. Listing and reading need the read scope, which
