@@ -58,6 +58,9 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 		return p.planGenerated(ctx, target, expected, data)
 	}
 	exp := &changeExpectation{primary: app.Name, target: target.key(app.Namespace), expected: expected}
+	if e := p.req.Change.Env; e != nil && app.SourceType == SourceHelm {
+		exp.envContainer, exp.envAdded = e.Container, addedEnv(target, e)
+	}
 
 	var builders []candidateBuilder
 	switch app.SourceType {

@@ -502,6 +502,13 @@ type expectation interface {
 	extra(app Application, added map[objKey]*object) []string
 }
 
+// aligner is an expectation that, for an object, takes from the render what
+// the change leaves to the render to decide and that means the same either
+// way (the place of a new env variable a Helm chart renders from a mapping).
+type aligner interface {
+	align(app Application, k objKey, want, got *object) (*object, string)
+}
+
 // unmetExpectation is an expectation that can also fail as a whole, after
 // every affected app was compared.
 type unmetExpectation interface {
@@ -605,11 +612,19 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 			case g == nil:
 				lines = append(lines, fmt.Sprintf("%s: missing after the edit", k))
 			default:
+				why := ""
+				if a, ok := exp.(aligner); ok {
+					w, why = a.align(app, k, w, g)
+				}
 				var diffs []difference
 				wb, gb := forComparison(w), forComparison(g)
 				compareValues(nil, wb, gb, &diffs, maxReportedDifferences)
 				if len(diffs) > 0 {
-					lines = append(lines, k.String()+": "+strings.Join(describeDifferences(w, diffs), ", "))
+					described := describeDifferences(w, diffs)
+					if why != "" {
+						described = append(described, why)
+					}
+					lines = append(lines, k.String()+": "+strings.Join(described, ", "))
 				}
 			}
 		}
@@ -722,6 +737,29 @@ type changeExpectation struct {
 	primary  string
 	target   objKey
 	expected map[string]any
+	// envContainer and envAdded are, for an env change of a Helm app's
+	// target, its container and the variables it adds, which take the place
+	// in the container's env the chart's template gives them (see
+	// alignEnvOrder); empty otherwise.
+	envContainer string
+	envAdded     map[string]bool
+}
+
+// align is the expected object w of key k of app in the order of the env
+// list the render g gives it, where that order means the same (see
+// alignEnvOrder); w otherwise, with why the order is not the same when a
+// reference says so.
+func (e *changeExpectation) align(app Application, k objKey, w, g *object) (*object, string) {
+	if len(e.envAdded) == 0 || app.Name != e.primary || k != e.target {
+		return w, ""
+	}
+	body, why, ok := alignEnvOrder(w.body, g.body, w.kind, e.envContainer, e.envAdded)
+	if !ok {
+		return w, why
+	}
+	cp := *w
+	cp.body = body
+	return &cp, ""
 }
 
 func (e *changeExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
