@@ -137,6 +137,11 @@ var changeFlags = map[string]bool{
 }
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The user's own repository on the user's own machine: kustomize builds in
+	// this process, as the user would run kustomize, not in worker processes,
+	// whose start costs more than most builds and which guard a service's
+	// memory and deadlines against repositories it does not trust.
+	render.SetKustomizeInProcess(true)
 	var f planFlags
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)

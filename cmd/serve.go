@@ -82,7 +82,11 @@ func (p program) serve(ctx context.Context, cfg config.Config, profile config.Pr
 	render.SetHelmWorkers(helmWorkers)
 	// Its workers end with the service; a later render starts a default pool.
 	defer render.SetHelmWorkers(nil)
-	svc, err := service.New(ctx, cfg, db, log, service.WithHelmWorkers(helmWorkers))
+	// Kustomize builds likewise, in workers of their own size.
+	kustomizeWorkers := helmexec.New(helmexec.Config{Workers: int(cfg.Render.KustomizeWorkers), MemoryBytes: cfg.Render.KustomizeWorkerMemory})
+	render.SetKustomizeWorkers(kustomizeWorkers)
+	defer render.SetKustomizeWorkers(nil)
+	svc, err := service.New(ctx, cfg, db, log, service.WithHelmWorkers(helmWorkers), service.WithKustomizeWorkers(kustomizeWorkers))
 	if err != nil {
 		return err
 	}

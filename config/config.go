@@ -221,8 +221,8 @@ type Pipeline struct {
 	ArchiveCacheBytes int64 `yaml:"archive_cache_bytes" json:"archive_cache_bytes"`
 }
 
-// Render sizes the worker processes that run Helm chart templates, which are
-// untrusted repository content.
+// Render sizes the worker processes that run Helm chart templates and kustomize
+// builds, which are untrusted repository content.
 type Render struct {
 	// HelmWorkers is how many charts render at once, each in a worker process kept
 	// running between renders; 0 means one per core.
@@ -230,6 +230,12 @@ type Render struct {
 	// HelmWorkerMemory is the memory in bytes one worker may map beyond what it
 	// holds when it starts; templates that need more are refused.
 	HelmWorkerMemory int64 `yaml:"helm_worker_memory" json:"helm_worker_memory"`
+	// KustomizeWorkers is how many kustomize builds run at once, each in a
+	// worker process kept running between builds; 0 means one per core.
+	KustomizeWorkers int64 `yaml:"kustomize_workers" json:"kustomize_workers"`
+	// KustomizeWorkerMemory is the memory in bytes one kustomize worker may map
+	// beyond what it holds when it starts; builds that need more are refused.
+	KustomizeWorkerMemory int64 `yaml:"kustomize_worker_memory" json:"kustomize_worker_memory"`
 }
 
 // Clusters decides how teams may reach their clusters.
@@ -285,6 +291,10 @@ const (
 	// render/helmexec's (a test in package service checks that).
 	DefaultHelmWorkerMemory = 512 << 20
 	MinHelmWorkerMemory     = 128 << 20
+	// DefaultKustomizeWorkerMemory equals package render's, and the least equals
+	// render/helmexec's (a test in package service checks that).
+	DefaultKustomizeWorkerMemory = 1 << 30
+	MinKustomizeWorkerMemory     = 128 << 20
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -299,7 +309,7 @@ func Default() Config {
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
-		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory},
+		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
 		RateLimits: RateLimits{TeamChangesPerMinute: DefaultTeamChangesPerMinute, TeamChangesBurst: DefaultTeamChangesBurst,

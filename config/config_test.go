@@ -146,17 +146,17 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		"render settings from yaml, environment wins": {
-			yaml: "render:\n  helm_workers: 3\n  helm_worker_memory: 268435456\n",
-			env:  map[string]string{"KUKIE_RENDER_HELM_WORKER_MEMORY": "1073741824"},
+			yaml: "render:\n  helm_workers: 3\n  helm_worker_memory: 268435456\n  kustomize_workers: 2\n  kustomize_worker_memory: 268435456\n",
+			env:  map[string]string{"KUKIE_RENDER_HELM_WORKER_MEMORY": "1073741824", "KUKIE_RENDER_KUSTOMIZE_WORKERS": "4"},
 			check: func(t *testing.T, c Config) {
-				if want := (Render{HelmWorkers: 3, HelmWorkerMemory: 1 << 30}); c.Render != want {
+				if want := (Render{HelmWorkers: 3, HelmWorkerMemory: 1 << 30, KustomizeWorkers: 4, KustomizeWorkerMemory: 256 << 20}); c.Render != want {
 					t.Fatalf("render = %+v, want %+v", c.Render, want)
 				}
 			},
 		},
 		"render defaults": {
 			check: func(t *testing.T, c Config) {
-				if want := (Render{HelmWorkerMemory: DefaultHelmWorkerMemory}); c.Render != want {
+				if want := (Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory}); c.Render != want {
 					t.Fatalf("render defaults = %+v, want %+v", c.Render, want)
 				}
 			},
@@ -575,6 +575,18 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Render.HelmWorkers = -1 },
 			want:    []string{"render.helm_workers must be 0 (one per core) or more, got -1"},
+			count:   1,
+		},
+		"kustomize worker memory too small": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.KustomizeWorkerMemory = 64 << 20 },
+			want:    []string{"render.kustomize_worker_memory must be at least 134217728 (128 MiB), got 67108864"},
+			count:   1,
+		},
+		"negative kustomize workers": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.KustomizeWorkers = -1 },
+			want:    []string{"render.kustomize_workers must be 0 (one per core) or more, got -1"},
 			count:   1,
 		},
 		"unknown profile": {

@@ -118,6 +118,8 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES", integer(func(c *Config) *int64 { return &c.Pipeline.ArchiveCacheBytes })},
 	{"KUKIE_RENDER_HELM_WORKERS", integer(func(c *Config) *int64 { return &c.Render.HelmWorkers })},
 	{"KUKIE_RENDER_HELM_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.HelmWorkerMemory })},
+	{"KUKIE_RENDER_KUSTOMIZE_WORKERS", integer(func(c *Config) *int64 { return &c.Render.KustomizeWorkers })},
+	{"KUKIE_RENDER_KUSTOMIZE_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.KustomizeWorkerMemory })},
 	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesPerMinute })},
 	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesBurst })},
 	{"KUKIE_RATE_LIMITS_CLIENT_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.ClientPerMinute })},

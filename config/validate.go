@@ -174,6 +174,12 @@ func (c Config) Validate(profile Profile) error {
 	if c.Render.HelmWorkerMemory < MinHelmWorkerMemory {
 		add("render.helm_worker_memory must be at least %d (128 MiB), got %d", MinHelmWorkerMemory, c.Render.HelmWorkerMemory)
 	}
+	if c.Render.KustomizeWorkers < 0 {
+		add("render.kustomize_workers must be 0 (one per core) or more, got %d", c.Render.KustomizeWorkers)
+	}
+	if c.Render.KustomizeWorkerMemory < MinKustomizeWorkerMemory {
+		add("render.kustomize_worker_memory must be at least %d (128 MiB), got %d", MinKustomizeWorkerMemory, c.Render.KustomizeWorkerMemory)
+	}
 
 	for _, name := range c.Clusters.InClusterTeams {
 		if err := store.ValidateTeamName(name); err != nil {

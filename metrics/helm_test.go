@@ -50,48 +50,20 @@ func TestHelmWorkerMetricsFollowRealWorkers(t *testing.T) {
 	}
 	ok := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n"
 
-	type state struct {
-		starts, idle, busy int
-		exits              map[string]int
-		renders            map[string]int
-	}
-	check := func(step string, want state) {
+	check := func(step string, want workerState) {
 		t.Helper()
-		var b strings.Builder
-		b.WriteString("# HELP kukie_helm_worker_exits_total x\n# TYPE kukie_helm_worker_exits_total counter\n")
-		for _, c := range helmexec.ExitCauses {
-			fmt.Fprintf(&b, "kukie_helm_worker_exits_total{cause=%q} %d\n", c, want.exits[string(c)])
-		}
-		b.WriteString("# HELP kukie_helm_renders_total x\n# TYPE kukie_helm_renders_total counter\n")
-		renders := 0
-		for _, o := range helmexec.Outcomes {
-			fmt.Fprintf(&b, "kukie_helm_renders_total{outcome=%q} %d\n", o, want.renders[string(o)])
-			renders += want.renders[string(o)]
-		}
-		fmt.Fprintf(&b, "# HELP kukie_helm_worker_starts_total x\n# TYPE kukie_helm_worker_starts_total counter\nkukie_helm_worker_starts_total %d\n", want.starts)
-		fmt.Fprintf(&b, "# HELP kukie_helm_workers x\n# TYPE kukie_helm_workers gauge\nkukie_helm_workers{state=\"busy\"} %d\nkukie_helm_workers{state=\"idle\"} %d\n", want.busy, want.idle)
-		b.WriteString("# HELP kukie_helm_workers_max x\n# TYPE kukie_helm_workers_max gauge\nkukie_helm_workers_max 1\n")
-		b.WriteString("# HELP kukie_helm_renders_waiting x\n# TYPE kukie_helm_renders_waiting gauge\nkukie_helm_renders_waiting 0\n")
-		if err := compareIgnoringHelp(reg, b.String()); err != nil {
-			t.Fatalf("after %s: %v", step, err)
-		}
-		// Every render reached a worker, so each has a duration and a wait.
-		for _, name := range []string{"kukie_helm_render_duration_seconds", "kukie_helm_render_wait_seconds"} {
-			if n := histogramCount(t, reg, name); n != uint64(renders) {
-				t.Fatalf("after %s: %s counts %d renders, want %d", step, name, n, renders)
-			}
-		}
+		checkWorkerMetrics(t, reg, helmNames, step, want)
 	}
 
-	check("nothing", state{})
+	check("nothing", workerState{})
 	if err := render(t.Context(), ok); err != nil {
 		t.Fatal(err)
 	}
-	check("a render", state{starts: 1, idle: 1, renders: map[string]int{"ok": 1}})
+	check("a render", workerState{starts: 1, idle: 1, jobs: map[string]int{"ok": 1}})
 	if err := render(t.Context(), `{{ fail "no" }}`); err == nil {
 		t.Fatal("a failing template rendered")
 	}
-	check("a template error", state{starts: 1, idle: 1, renders: map[string]int{"ok": 1, "template_error": 1}})
+	check("a template error", workerState{starts: 1, idle: 1, jobs: map[string]int{"ok": 1, "template_error": 1}})
 
 	// A doubling chain of templates: 2^20 copies of 64 KiB.
 	var chain strings.Builder
@@ -103,8 +75,8 @@ func TestHelmWorkerMetricsFollowRealWorkers(t *testing.T) {
 	if err := render(t.Context(), chain.String()); err == nil || !strings.Contains(err.Error(), "memory limit") {
 		t.Fatalf("got %v, want the memory limit", err)
 	}
-	check("the memory limit", state{starts: 1, exits: map[string]int{"memory_limit": 1},
-		renders: map[string]int{"ok": 1, "template_error": 1, "memory_limit": 1}})
+	check("the memory limit", workerState{starts: 1, exits: map[string]int{"memory_limit": 1},
+		jobs: map[string]int{"ok": 1, "template_error": 1, "memory_limit": 1}})
 
 	// A warm worker takes the spinning render; its caller gives up once the render
 	// holds the worker (none idle).
@@ -122,15 +94,64 @@ func TestHelmWorkerMetricsFollowRealWorkers(t *testing.T) {
 	if err := render(ctx, spin); err != context.Canceled {
 		t.Fatalf("got %v, want the render cancelled", err)
 	}
-	check("a cancelled render", state{starts: 2, exits: map[string]int{"memory_limit": 1, "cancelled": 1},
-		renders: map[string]int{"ok": 2, "template_error": 1, "memory_limit": 1, "cancelled": 1}})
+	check("a cancelled render", workerState{starts: 2, exits: map[string]int{"memory_limit": 1, "cancelled": 1},
+		jobs: map[string]int{"ok": 2, "template_error": 1, "memory_limit": 1, "cancelled": 1}})
 
 	if err := render(t.Context(), ok); err != nil {
 		t.Fatal(err)
 	}
 	pool.Close()
-	check("close", state{starts: 3, exits: map[string]int{"memory_limit": 1, "cancelled": 1, "normal": 1},
-		renders: map[string]int{"ok": 3, "template_error": 1, "memory_limit": 1, "cancelled": 1}})
+	check("close", workerState{starts: 3, exits: map[string]int{"memory_limit": 1, "cancelled": 1, "normal": 1},
+		jobs: map[string]int{"ok": 3, "template_error": 1, "memory_limit": 1, "cancelled": 1}})
+}
+
+// workerNames are the metric names of one tool's pool.
+type workerNames struct{ prefix, job, jobs string }
+
+var (
+	helmNames      = workerNames{prefix: "kukie_helm_", job: "render", jobs: "renders"}
+	kustomizeNames = workerNames{prefix: "kukie_kustomize_", job: "build", jobs: "builds"}
+)
+
+// workerState is what a pool of one worker's metrics should say.
+type workerState struct {
+	starts, idle, busy int
+	exits              map[string]int
+	jobs               map[string]int
+}
+
+// checkWorkerMetrics compares the metrics of the pool named n on reg with want.
+func checkWorkerMetrics(t *testing.T, reg *prometheus.Registry, n workerNames, step string, want workerState) {
+	t.Helper()
+	var b strings.Builder
+	family := func(name, kind string) string {
+		fmt.Fprintf(&b, "# HELP %s x\n# TYPE %s %s\n", name, name, kind)
+		return name
+	}
+	name := family(n.prefix+"worker_exits_total", "counter")
+	for _, c := range helmexec.ExitCauses {
+		fmt.Fprintf(&b, "%s{cause=%q} %d\n", name, c, want.exits[string(c)])
+	}
+	name = family(n.prefix+n.jobs+"_total", "counter")
+	jobs := 0
+	for _, o := range helmexec.Outcomes {
+		fmt.Fprintf(&b, "%s{outcome=%q} %d\n", name, o, want.jobs[string(o)])
+		jobs += want.jobs[string(o)]
+	}
+	fmt.Fprintf(&b, "%s %d\n", family(n.prefix+"worker_starts_total", "counter"), want.starts)
+	name = family(n.prefix+"workers", "gauge")
+	fmt.Fprintf(&b, "%s{state=\"busy\"} %d\n%s{state=\"idle\"} %d\n", name, want.busy, name, want.idle)
+	fmt.Fprintf(&b, "%s 1\n", family(n.prefix+"workers_max", "gauge"))
+	fmt.Fprintf(&b, "%s 0\n", family(n.prefix+n.jobs+"_waiting", "gauge"))
+	if err := compareIgnoringHelp(reg, b.String()); err != nil {
+		t.Fatalf("after %s: %v", step, err)
+	}
+	// Every job reached a worker, so each has a duration and a wait.
+	for _, name := range []string{n.prefix + n.job + "_duration_seconds", n.prefix + n.job + "_wait_seconds"} {
+		if got := histogramCount(t, reg, name); got != uint64(jobs) {
+			t.Fatalf("after %s: %s counts %d, want %d", step, name, got, jobs)
+		}
+	}
 }
 
 // compareIgnoringHelp compares the metrics of want's families, their help text

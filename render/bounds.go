@@ -317,10 +317,12 @@ func contextError(ctx context.Context) error {
 }
 
 // timedOut turns err into the timeout refusal when ctx reached its Timeout: a
-// render stopped half way fails in whatever way it happened to stop.
+// render stopped half way fails in whatever way it happened to stop. A timeout
+// refusal already (one that names what was stopped) stays.
 func timedOut(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
+	var ref *Refusal
+	if err == nil || errors.As(err, &ref) && ref.Code == CodeTimeout {
+		return err
 	}
 	if cerr := contextError(ctx); cerr != nil {
 		return cerr

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
 // kustomizeSlot serialises kustomize builds: krusty sets a process-wide OpenAPI
@@ -156,38 +158,32 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	}
 	// The build's own copy of the tree: what the edits write stays in it.
 	bv := v.with(nil)
-	resMap, err := runKustomize(ctx, func() (resmap.ResMap, error) {
-		if !app.Kustomize.empty() {
-			if err := applyArgoEdits(bv, root, app.Kustomize); err != nil {
-				return nil, &argoEditError{err: err}
-			}
-		}
-		if origin {
-			if err := withOriginAnnotations(bv, kfile); err != nil {
-				return nil, &argoEditError{err: err}
-			}
-		}
-		return krusty.MakeKustomizer(opts).Run(bv, abs(root))
-	})
+	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, opts, origin)
 	if err := contextError(ctx); err != nil {
-		return nil, err
+		return nil, buildTimedOut(err, app.Name, root)
 	}
 	if err != nil {
 		if exceeded := bv.budget.exceeded(); exceeded != nil {
 			return nil, withApp(exceeded, app.Name)
 		}
 		var edit *argoEditError
-		if errors.As(err, &edit) {
+		var limit *helmexec.LimitError
+		var objErr *objectMapError
+		switch {
+		case errors.As(err, &edit):
 			return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, edit.err)
+		case errors.As(err, &objErr):
+			return nil, fmt.Errorf("application %s: %w", app.Name, err)
+		case errors.Is(err, helmexec.ErrOutputTooLarge):
+			return nil, &Refusal{Code: CodeTooLarge, App: app.Name, Reason: fmt.Sprintf(
+				"application %s: kustomization %s: the build's resources take more than the %d bytes a render may hold", app.Name, root, MaxPlanRenderBytes)}
+		case errors.As(err, &limit):
+			return nil, &Refusal{Code: CodeTooLarge, App: app.Name, Reason: fmt.Sprintf("application %s: kustomization %s: %v", app.Name, root, err)}
 		}
 		return nil, refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err)
 	}
 	var objs []*object
-	for _, res := range resMap.Resources() {
-		m, err := res.Map()
-		if err != nil {
-			return nil, fmt.Errorf("application %s: read rendered object %s: %w", app.Name, res.CurId(), err)
-		}
+	for _, m := range maps {
 		o, ok := newObject(m)
 		if !ok {
 			return nil, refuse(CodeRenderFailed, "application %s: kustomize produced an object without apiVersion or kind", app.Name)
@@ -201,9 +197,102 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	return objs, nil
 }
 
-// runKustomize runs build, the edits and build of one kustomization, in the
-// kustomize slot (see runInSlot).
-func runKustomize(ctx context.Context, build func() (resmap.ResMap, error)) (resmap.ResMap, error) {
+// buildTimedOut names the app and kustomization of a timeout refusal of its
+// build: the build was stopped (its worker killed) or never started.
+func buildTimedOut(err error, app, root string) error {
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout {
+		return err
+	}
+	return &Refusal{Code: CodeTimeout, App: app, Reason: fmt.Sprintf("application %s: kustomize build %s: %s", app, root, ref.Reason)}
+}
+
+// buildKustomization makes the Argo CD edits of k (and, with origin, the
+// origin annotations) in bv and builds root from it, in a worker process of the
+// context's pool (see WithKustomizeWorkers) or, where the process builds in
+// process (SetKustomizeInProcess), in the kustomize slot. It answers each
+// resource's map, in the build's order.
+func buildKustomization(ctx context.Context, bv *view, root, kfile string, k KustomizeOptions, opts *krusty.Options, origin bool) ([]map[string]any, error) {
+	edit := func() error {
+		if !k.empty() {
+			if err := applyArgoEdits(bv, root, k); err != nil {
+				return &argoEditError{err: err}
+			}
+		}
+		if origin {
+			if err := withOriginAnnotations(bv, kfile); err != nil {
+				return &argoEditError{err: err}
+			}
+		}
+		return nil
+	}
+	workers := kustomizeWorkersOf(ctx)
+	if workers == nil {
+		return runKustomize(ctx, func() ([]map[string]any, error) {
+			if err := edit(); err != nil {
+				return nil, err
+			}
+			resMap, err := krusty.MakeKustomizer(opts).Run(bv, abs(root))
+			if err != nil {
+				return nil, err
+			}
+			return resourceMaps(resMap)
+		})
+	}
+	// The edits run kustomize's edit command in process, in the slot like any
+	// use of kustomize here; the build, which a repository can make take any
+	// time and memory, runs in a worker, killed at ctx's end.
+	if _, err := runKustomize(ctx, func() (struct{}, error) { return struct{}{}, edit() }); err != nil {
+		return nil, err
+	}
+	// Counted as a build in the slot is (see runInSlot): one that never got a
+	// worker stays waiting, so a timeout says the build never started.
+	use := slotUseOf(ctx)
+	if use == nil {
+		use = new(slotUse)
+	}
+	use.waiting.Add(1)
+	started := false
+	defer func() {
+		if started {
+			use.running.Add(-1)
+		}
+	}()
+	return workers.Kustomize(ctx, bv, helmexec.KustomizeJob{
+		Root: abs(root), Options: opts, OutputLimit: MaxPlanRenderBytes,
+		Started: func() { started = true; use.waiting.Add(-1); use.running.Add(1) },
+	})
+}
+
+// resourceMaps is each resource of resMap as a map.
+func resourceMaps(resMap resmap.ResMap) ([]map[string]any, error) {
+	out := make([]map[string]any, 0, resMap.Size())
+	for _, res := range resMap.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			return nil, &objectMapError{id: res.CurId().String(), err: err}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// objectMapError is a resource of a build that is no map.
+type objectMapError struct {
+	id  string
+	err error
+}
+
+func (e *objectMapError) Error() string {
+	return fmt.Sprintf("read rendered object %s: %v", e.id, e.err)
+}
+
+func (e *objectMapError) Unwrap() error { return e.err }
+
+// runKustomize runs build, a use of kustomize in process (the edits and build
+// of one kustomization, or the edits alone), in the kustomize slot (see
+// runInSlot).
+func runKustomize[T any](ctx context.Context, build func() (T, error)) (T, error) {
 	return runInSlot(ctx, kustomizeSlot, "kustomize", build)
 }
 

@@ -78,15 +78,23 @@ type Service struct {
 type Option func(*options)
 
 type options struct {
-	hooks        plan.Hooks
-	watchRecheck time.Duration
-	helmWorkers  *helmexec.Pool
+	hooks            plan.Hooks
+	watchRecheck     time.Duration
+	helmWorkers      *helmexec.Pool
+	kustomizeWorkers *helmexec.Pool
 }
 
 // WithHelmWorkers has the service report p's Helm worker processes on its
 // metrics (p's observer becomes the service's). The pool stays the caller's to
 // close: every render of the process shares it (render.SetHelmWorkers).
 func WithHelmWorkers(p *helmexec.Pool) Option { return func(o *options) { o.helmWorkers = p } }
+
+// WithKustomizeWorkers has the service report p's kustomize worker processes on
+// its metrics; the caller made it the process's pool
+// (render.SetKustomizeWorkers) and closes it.
+func WithKustomizeWorkers(p *helmexec.Pool) Option {
+	return func(o *options) { o.kustomizeWorkers = p }
+}
 
 // WithPipelineHooks passes hooks to the pipeline, so a test can stop a plan at a step
 // as a crash would.
@@ -120,6 +128,13 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			return nil, err
 		}
 		o.helmWorkers.SetObserver(helmMetrics)
+	}
+	if o.kustomizeWorkers != nil {
+		kustomizeMetrics, err := metrics.NewKustomizeWorkers(registry, o.kustomizeWorkers)
+		if err != nil {
+			return nil, err
+		}
+		o.kustomizeWorkers.SetObserver(kustomizeMetrics)
 	}
 	s.metrics = newMetricsExposition(ctx, registry, cfg.Metrics.Address)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
@@ -52,6 +53,12 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	}
 	if got := config.Default().Render.HelmWorkerMemory; got != helmexec.DefaultMemoryBytes {
 		t.Errorf("config's Helm worker memory %d differs from the helmexec package's %d", got, helmexec.DefaultMemoryBytes)
+	}
+	if got := config.Default().Render.KustomizeWorkerMemory; got != render.DefaultKustomizeWorkerMemory {
+		t.Errorf("config's kustomize worker memory %d differs from the render package's %d", got, render.DefaultKustomizeWorkerMemory)
+	}
+	if config.MinKustomizeWorkerMemory != helmexec.MinMemoryBytes {
+		t.Errorf("config's least kustomize worker memory %d differs from the helmexec package's %d", config.MinKustomizeWorkerMemory, helmexec.MinMemoryBytes)
 	}
 	if config.MinHelmWorkerMemory != helmexec.MinMemoryBytes {
 		t.Errorf("config's least Helm worker memory %d differs from the helmexec package's %d", config.MinHelmWorkerMemory, helmexec.MinMemoryBytes)

@@ -88,15 +88,23 @@ type Options struct {
 	ListLimit int
 }
 
-// LimitError is a render whose templates took more than a worker allows; the
-// worker ended and was replaced.
+// LimitError is a job that took more than a worker allows: a render whose
+// templates did, or a kustomize build; the worker ended and was replaced.
 type LimitError struct {
+	// Tool is the program the job ran: "Helm" or "kustomize".
+	Tool string
 	// Stack tells a goroutine stack that passed its limit from memory that did.
 	Stack bool
 	Bytes int64
 }
 
 func (e *LimitError) Error() string {
+	if e.Tool == string(toolKustomize) {
+		if e.Stack {
+			return fmt.Sprintf("the kustomize build nested deeper than the %d MiB stack limit of a kustomize worker allows", e.Bytes>>20)
+		}
+		return fmt.Sprintf("the kustomize build exceeded the %d MiB memory limit of a kustomize worker", e.Bytes>>20)
+	}
 	if e.Stack {
 		return fmt.Sprintf("chart templates nested deeper than the %d MiB stack limit of a Helm render allows", e.Bytes>>20)
 	}

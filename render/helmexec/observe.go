@@ -29,25 +29,27 @@ const (
 // ExitCauses are every ExitCause.
 var ExitCauses = []ExitCause{ExitNormal, ExitMemoryLimit, ExitStackLimit, ExitDeadline, ExitCancelled, ExitCrash}
 
-// Outcome is how a Render ended.
+// Outcome is how a Render or a Kustomize build ended.
 type Outcome string
 
 // The outcomes of a Render.
 const (
 	OutcomeOK            Outcome = "ok"
 	OutcomeTemplateError Outcome = "template_error"
-	OutcomeTooLarge      Outcome = "output_too_large"
-	OutcomeMemoryLimit   Outcome = "memory_limit"
-	OutcomeStackLimit    Outcome = "stack_limit"
-	OutcomeDeadline      Outcome = "deadline"
-	OutcomeCancelled     Outcome = "cancelled"
+	// OutcomeBuildError: kustomize's own error for the kustomization.
+	OutcomeBuildError  Outcome = "build_error"
+	OutcomeTooLarge    Outcome = "output_too_large"
+	OutcomeMemoryLimit Outcome = "memory_limit"
+	OutcomeStackLimit  Outcome = "stack_limit"
+	OutcomeDeadline    Outcome = "deadline"
+	OutcomeCancelled   Outcome = "cancelled"
 	// OutcomeFailed: no worker could be started, or one ended without an answer
 	// or failed in Helm itself.
 	OutcomeFailed Outcome = "failed"
 )
 
 // Outcomes are every Outcome.
-var Outcomes = []Outcome{OutcomeOK, OutcomeTemplateError, OutcomeTooLarge, OutcomeMemoryLimit, OutcomeStackLimit,
+var Outcomes = []Outcome{OutcomeOK, OutcomeTemplateError, OutcomeBuildError, OutcomeTooLarge, OutcomeMemoryLimit, OutcomeStackLimit,
 	OutcomeDeadline, OutcomeCancelled, OutcomeFailed}
 
 // RenderEvent is one Render as an Observer is told of it.
@@ -96,11 +98,14 @@ func (nopObserver) Rendered(RenderEvent)   {}
 func outcomeOf(err error) Outcome {
 	var limit *LimitError
 	var te *TemplateError
+	var be *BuildError
 	switch {
 	case err == nil:
 		return OutcomeOK
 	case errors.As(err, &te):
 		return OutcomeTemplateError
+	case errors.As(err, &be):
+		return OutcomeBuildError
 	case errors.Is(err, ErrOutputTooLarge):
 		return OutcomeTooLarge
 	case errors.As(err, &limit) && limit.Stack:

@@ -110,47 +110,10 @@ func (p *Pool) Render(ctx context.Context, ch *chart.Chart, vals map[string]any,
 // render is Render, telling ev how long it waited and ran.
 func (p *Pool) render(ctx context.Context, ch *chart.Chart, vals map[string]any, opts Options, ev *RenderEvent) (string, error) {
 	req := request{Chart: toWire(ch), Values: vals, Options: opts}
-	if d, ok := ctx.Deadline(); ok {
-		req.Deadline = d
-	}
-	frame, err := encodeFrame(req)
-	if err != nil {
-		return "", fmt.Errorf("encode helm request: %w", err)
-	}
-	began := time.Now()
-	p.waiting.Add(1)
-	select {
-	case p.slots <- struct{}{}:
-		p.waiting.Add(-1)
-	case <-ctx.Done():
-		p.waiting.Add(-1)
-		ev.Wait = time.Since(began)
-		return "", ctx.Err()
-	}
-	defer func() { <-p.slots }()
-	w, err := p.take(ctx)
-	ev.Wait = time.Since(began)
+	resp, err := p.run(ctx, job{tool: toolHelm, req: req, limit: int64(opts.OutputLimit) + responseSlack}, ev)
 	if err != nil {
 		return "", err
 	}
-	sent := time.Now()
-	resp, err := w.do(ctx, frame, int64(opts.OutputLimit)+responseSlack, p.sent)
-	ev.Run, ev.Ran = time.Since(sent), true
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			p.retire(w, exitCauseOf(ctxErr))
-			return "", ctxErr
-		}
-		w.stop()
-		err = p.explain(w, err)
-		p.retire(w, exitCauseOf(err))
-		var limit *LimitError
-		if !errors.As(err, &limit) {
-			zerolog.Ctx(ctx).Warn().Err(err).Int("pid", w.cmd.Process.Pid).Msg("Helm worker ended without an answer")
-		}
-		return "", err
-	}
-	p.put(w)
 	switch {
 	case resp.Panic != "":
 		return "", fmt.Errorf("helm failed: %s", resp.Panic)
@@ -160,6 +123,79 @@ func (p *Pool) render(ctx context.Context, ch *chart.Chart, vals map[string]any,
 		return "", &TemplateError{Message: resp.Err}
 	}
 	return resp.Manifest, nil
+}
+
+// tool names the program a job runs, in errors and logs.
+type tool string
+
+const (
+	toolHelm      tool = "Helm"
+	toolKustomize tool = "kustomize"
+)
+
+// job is one request to a worker and how to carry it out.
+type job struct {
+	tool tool
+	req  request
+	// limit bounds each frame the worker answers.
+	limit int64
+	// serve, when set, answers the file system calls the worker makes before
+	// its answer.
+	serve func(*fsCall) fsReply
+	// started, when set, is called once the job has a slot.
+	started func()
+}
+
+// run waits for a slot and a worker, sends j's request and returns the
+// worker's answer. The error is ctx's when it ended first (the worker killed),
+// a *LimitError when the worker passed a limit, or a failure to run a worker;
+// the answer's own fields say how the job itself ended.
+func (p *Pool) run(ctx context.Context, j job, ev *RenderEvent) (response, error) {
+	if d, ok := ctx.Deadline(); ok {
+		j.req.Deadline = d
+	}
+	frame, err := encodeFrame(j.req)
+	if err != nil {
+		return response{}, fmt.Errorf("encode %s request: %w", j.tool, err)
+	}
+	began := time.Now()
+	p.waiting.Add(1)
+	select {
+	case p.slots <- struct{}{}:
+		p.waiting.Add(-1)
+	case <-ctx.Done():
+		p.waiting.Add(-1)
+		ev.Wait = time.Since(began)
+		return response{}, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	if j.started != nil {
+		j.started()
+	}
+	w, err := p.take(ctx)
+	ev.Wait = time.Since(began)
+	if err != nil {
+		return response{}, err
+	}
+	sent := time.Now()
+	resp, err := w.do(ctx, frame, j.limit, p.sent, j.serve)
+	ev.Run, ev.Ran = time.Since(sent), true
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			p.retire(w, exitCauseOf(ctxErr))
+			return response{}, ctxErr
+		}
+		w.stop()
+		err = p.explain(w, j.tool, err)
+		p.retire(w, exitCauseOf(err))
+		var limit *LimitError
+		if !errors.As(err, &limit) {
+			zerolog.Ctx(ctx).Warn().Err(err).Int("pid", w.cmd.Process.Pid).Msgf("%s worker ended without an answer", j.tool)
+		}
+		return response{}, err
+	}
+	p.put(w)
+	return resp, nil
 }
 
 // take returns an idle worker that is still running, else starts one.
@@ -202,11 +238,11 @@ func (p *Pool) retire(w *worker, cause ExitCause) {
 // explain turns the end of a worker that was not killed for its context into
 // the error of the render: a limit it passed, as its runtime reported it, or
 // what else ended it.
-func (p *Pool) explain(w *worker, err error) error {
+func (p *Pool) explain(w *worker, t tool, err error) error {
 	tail := w.stderr.String()
 	switch {
 	case strings.Contains(tail, "goroutine stack exceeds"):
-		return &LimitError{Stack: true, Bytes: p.cfg.maxStack()}
+		return &LimitError{Tool: string(t), Stack: true, Bytes: p.cfg.maxStack()}
 	case strings.Contains(tail, "out of memory"),
 		strings.Contains(tail, "cannot allocate memory"),
 		// The race detector's own allocator, in race builds; its heap mapping
@@ -215,12 +251,12 @@ func (p *Pool) explain(w *worker, err error) error {
 		strings.Contains(tail, "too many address space collisions"),
 		strings.Contains(tail, "pthread_create failed"),
 		strings.Contains(tail, "failed to create new OS thread"):
-		return &LimitError{Bytes: p.cfg.MemoryBytes}
+		return &LimitError{Tool: string(t), Bytes: p.cfg.MemoryBytes}
 	}
 	if w.waitErr != nil {
-		return fmt.Errorf("helm worker ended (%v): %w: %s", w.waitErr, err, firstLine(tail))
+		return fmt.Errorf("%s worker ended (%v): %w: %s", t, w.waitErr, err, firstLine(tail))
 	}
-	return fmt.Errorf("helm worker: %w", err)
+	return fmt.Errorf("%s worker: %w", t, err)
 }
 
 // firstLine is the first line of a worker's stderr: the reason the runtime
@@ -247,17 +283,17 @@ type worker struct {
 func (p *Pool) start(ctx context.Context) (*worker, error) {
 	exe, err := executable()
 	if err != nil {
-		return nil, fmt.Errorf("start helm worker: %w", err)
+		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("start helm worker: %w", err)
+		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, fmt.Errorf("start helm worker: %w", err)
+		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
@@ -265,7 +301,7 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("start helm worker: %w", err)
+		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	cmd := exec.Command(exe)
 	// Only the marker: the worker runs untrusted templates and needs none of the
@@ -281,7 +317,7 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		inW.Close()
 		outR.Close()
 		errR.Close()
-		return nil, fmt.Errorf("start helm worker %s: %w", exe, err)
+		return nil, fmt.Errorf("start worker %s: %w", exe, err)
 	}
 	p.starts.Add(1)
 	p.running.Add(1)
@@ -314,35 +350,21 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 			p.retire(w, exitCauseOf(ctxErr))
 			return nil, ctxErr
 		}
-		err = fmt.Errorf("start helm worker %s: %w", exe, p.explain(w, err))
+		err = fmt.Errorf("start worker %s: %w", exe, p.explain(w, "", err))
 		p.retire(w, exitCauseOf(err))
 		return nil, err
 	}
 	return w, nil
 }
 
-// do sends one request and reads its answer, killing the worker when ctx ends
+// do sends one request and reads its answer, answering with serve the file
+// system calls the worker makes before it, and killing the worker when ctx ends
 // first. An error means the worker cannot be used again.
-func (w *worker) do(ctx context.Context, frame []byte, limit int64, sent func(int)) (response, error) {
-	type answer struct {
-		resp response
-		err  error
-	}
+func (w *worker) do(ctx context.Context, frame []byte, limit int64, sent func(int), serve func(*fsCall) fsReply) (response, error) {
 	done := make(chan answer, 1)
 	go func() {
-		var a answer
 		w.stderr.reset()
-		if _, err := w.stdin.Write(frame); err != nil {
-			a.err = fmt.Errorf("write request: %w", err)
-		} else {
-			if sent != nil {
-				sent(w.cmd.Process.Pid)
-			}
-			if err := readFrame(w.stdout, limit, &a.resp); err != nil {
-				a.err = fmt.Errorf("read answer: %w", err)
-			}
-		}
-		done <- a
+		done <- w.exchange(frame, limit, sent, serve)
 	}()
 	select {
 	case a := <-done:
@@ -351,6 +373,47 @@ func (w *worker) do(ctx context.Context, frame []byte, limit int64, sent func(in
 		w.stop()
 		<-done
 		return response{}, ctx.Err()
+	}
+}
+
+// answer is a worker's answer to one request, or why there is none.
+type answer struct {
+	resp response
+	err  error
+}
+
+// exchange writes frame and reads frames until the worker's answer.
+func (w *worker) exchange(frame []byte, limit int64, sent func(int), serve func(*fsCall) fsReply) (a answer) {
+	if _, err := w.stdin.Write(frame); err != nil {
+		a.err = fmt.Errorf("write request: %w", err)
+		return a
+	}
+	if sent != nil {
+		sent(w.cmd.Process.Pid)
+	}
+	for {
+		var resp response
+		if err := readFrame(w.stdout, limit, &resp); err != nil {
+			a.err = fmt.Errorf("read answer: %w", err)
+			return a
+		}
+		if resp.Call == nil {
+			a.resp = resp
+			return a
+		}
+		if serve == nil {
+			a.err = fmt.Errorf("the worker asked for %s %s, which this job does not answer", resp.Call.Op, resp.Call.Path)
+			return a
+		}
+		reply, err := encodeFrame(serve(resp.Call))
+		if err != nil {
+			a.err = fmt.Errorf("encode the answer to %s %s: %w", resp.Call.Op, resp.Call.Path, err)
+			return a
+		}
+		if _, err := w.stdin.Write(reply); err != nil {
+			a.err = fmt.Errorf("write the answer to %s %s: %w", resp.Call.Op, resp.Call.Path, err)
+			return a
+		}
 	}
 }
 

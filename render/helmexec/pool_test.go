@@ -228,7 +228,7 @@ func TestWorkerLimits(t *testing.T) {
 		"memory": {
 			templates: map[string]string{"_chain.tpl": chain.String(), "c.yaml": `# {{ include "c20" . }}`},
 			memory:    128 << 20,
-			want:      LimitError{Bytes: 128 << 20},
+			want:      LimitError{Tool: "Helm", Bytes: 128 << 20},
 			message:   "chart templates exceeded the 128 MiB memory limit of a Helm render",
 			exit:      ExitMemoryLimit,
 			outcome:   OutcomeMemoryLimit,
@@ -236,7 +236,7 @@ func TestWorkerLimits(t *testing.T) {
 		"stack": {
 			templates: map[string]string{"_ring.tpl": ring.String(), "r.yaml": `# {{ include "r0" 0 }}`},
 			memory:    256 << 20,
-			want:      LimitError{Stack: true, Bytes: 32 << 20},
+			want:      LimitError{Tool: "Helm", Stack: true, Bytes: 32 << 20},
 			message:   "chart templates nested deeper than the 32 MiB stack limit of a Helm render allows",
 			exit:      ExitStackLimit,
 			outcome:   OutcomeStackLimit,

@@ -23,23 +23,33 @@ func registerValueTypes() {
 	gob.Register(int(0))
 	gob.Register(int64(0))
 	gob.Register(float64(0))
+	gob.Register(time.Time{})
 }
 
-// request is one job for a worker.
+// request is one job for a worker: a Helm render, or a kustomize build when
+// Kustomize is set.
 type request struct {
-	Chart   wireChart
-	Values  map[string]any
-	Options Options
+	Chart     wireChart
+	Values    map[string]any
+	Options   Options
+	Kustomize *kustomizeRequest
 	// Deadline, when set, is when the worker ends itself should its parent be
 	// gone and not kill it.
 	Deadline time.Time
 }
 
-// response is a worker's answer: the output of "helm template", or why there is
-// none.
+// response is a worker's answer: the output of "helm template" or the
+// resources of a kustomize build, or why there is none. A response with Call
+// is no answer yet: the worker asks its parent for a file system call of a
+// build and waits for the fsReply.
 type response struct {
-	Manifest string
-	// Err is Helm's error for the chart, Panic a panic of Helm's.
+	Manifest  string
+	Resources []map[string]any
+	Call      *fsCall
+	// Printed is what a kustomize build printed (its warnings).
+	Printed string
+	// Err is the tool's error for its input (Helm's for the chart, kustomize's
+	// for the kustomization), Panic a panic of the tool's.
 	Err      string
 	Panic    string
 	TooLarge bool

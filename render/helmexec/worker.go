@@ -103,11 +103,26 @@ func serveWorker() int {
 				os.Exit(exitDeadline)
 			})
 		}
-		resp := execute(req)
+		resp := execute(req, in, out)
 		if watchdog != nil {
 			watchdog.Stop()
 		}
-		if err := writeValue(out, resp); err != nil {
+		frame, err := encodeFrame(resp)
+		if err == nil && req.Kustomize != nil && len(frame)-frameHeader > req.Kustomize.OutputLimit {
+			frame, err = encodeFrame(response{TooLarge: true})
+		}
+		if err != nil {
+			// What the tool made cannot be carried (a value gob does not know):
+			// the job's failure, told to the parent, not the worker's.
+			frame, err = encodeFrame(response{Panic: fmt.Sprintf("encode the answer: %v", err)})
+		}
+		if err == nil {
+			_, err = out.Write(frame)
+		}
+		if err == nil {
+			err = out.Flush()
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "helm worker: write response:", err)
 			return exitBadStart
 		}
@@ -128,21 +143,26 @@ func writeValue(w *bufio.Writer, v any) error {
 	return w.Flush()
 }
 
-// execute runs "helm template" for req; a panic of Helm's is its answer too.
-func execute(req request) (resp response) {
+// execute runs req's job: a kustomize build, whose file system calls go to the
+// parent over in and out, or "helm template"; a panic of the tool's is its
+// answer too.
+func execute(req request, in *bufio.Reader, out *bufio.Writer) (resp response) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp = response{Panic: fmt.Sprint(r)}
 		}
 	}()
-	out, err := runTemplate(req)
+	if req.Kustomize != nil {
+		return runKustomize(req.Kustomize, &remoteFS{in: in, out: out})
+	}
+	manifest, err := runTemplate(req)
 	switch {
 	case err == ErrOutputTooLarge:
 		return response{TooLarge: true}
 	case err != nil:
 		return response{Err: err.Error()}
 	}
-	return response{Manifest: out}
+	return response{Manifest: manifest}
 }
 
 func runTemplate(req request) (string, error) {

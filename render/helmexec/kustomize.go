@@ -1,0 +1,354 @@
+package helmexec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// KustomizeJob is one kustomize build.
+type KustomizeJob struct {
+	// Root is the directory of the kustomization in the file system the build
+	// reads.
+	Root string
+	// Options are the build's options; plugins must be disabled (a worker runs
+	// none).
+	Options *krusty.Options
+	// OutputLimit is how many bytes the resources may take as the worker sends
+	// them; more is ErrOutputTooLarge.
+	OutputLimit int
+	// Started, when set, is called once the build has a worker slot: before
+	// that it waited for other builds.
+	Started func()
+}
+
+// BuildError is kustomize's own error for the kustomization, told as kustomize
+// tells it.
+type BuildError struct{ Message string }
+
+func (e *BuildError) Error() string { return e.Message }
+
+// kustomizeRequest is a KustomizeJob as a worker receives it.
+type kustomizeRequest struct {
+	Root             string
+	Reorder          krusty.ReorderOption
+	LoadRestrictions types.LoadRestrictions
+	OutputLimit      int
+}
+
+// Kustomize runs "kustomize build" of job.Root in a worker. The worker's file
+// system is fsys: every call kustomize makes on it is forwarded to this process
+// and answered from fsys, in the order kustomize makes them, so the build reads
+// exactly what it would read from fsys in process, through fsys's own checks,
+// and what it writes lands in fsys. The answer is each resource's map, in the
+// build's order; what kustomize printed is printed on os.Stderr. The error is a *BuildError for kustomize's failures, a
+// *LimitError when the build took more than a worker allows,
+// ErrOutputTooLarge, ctx's error when it ended first (the worker killed), or a
+// failure to run a worker (a panic in kustomize among them).
+func (p *Pool) Kustomize(ctx context.Context, fsys filesys.FileSystem, kj KustomizeJob) ([]map[string]any, error) {
+	var ev RenderEvent
+	res, err := p.kustomize(ctx, fsys, kj, &ev)
+	ev.Outcome = outcomeOf(err)
+	p.observer().Rendered(ev)
+	return res, err
+}
+
+func (p *Pool) kustomize(ctx context.Context, fsys filesys.FileSystem, kj KustomizeJob, ev *RenderEvent) ([]map[string]any, error) {
+	o := kj.Options
+	if o == nil {
+		o = krusty.MakeDefaultOptions()
+	}
+	if o.PluginConfig != nil && o.PluginConfig.PluginRestrictions != types.PluginRestrictionsBuiltinsOnly {
+		return nil, errors.New("kustomize plugins do not run in a worker")
+	}
+	if o.AddManagedbyLabel {
+		return nil, errors.New("a kustomize worker does not add the managed-by label")
+	}
+	req := request{Kustomize: &kustomizeRequest{
+		Root: kj.Root, Reorder: o.Reorder, LoadRestrictions: o.LoadRestrictions, OutputLimit: kj.OutputLimit,
+	}}
+	resp, err := p.run(ctx, job{
+		tool: toolKustomize, req: req, limit: int64(kj.OutputLimit) + responseSlack,
+		serve: func(c *fsCall) fsReply { return serveFS(fsys, c) }, started: kj.Started,
+	}, ev)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Printed != "" {
+		// Where a build in process prints it: the service turns it into log
+		// entries (see package logging).
+		fmt.Fprint(os.Stderr, resp.Printed)
+	}
+	switch {
+	case resp.Panic != "":
+		return nil, fmt.Errorf("kustomize failed: %s", resp.Panic)
+	case resp.TooLarge:
+		return nil, ErrOutputTooLarge
+	case resp.Err != "":
+		return nil, &BuildError{Message: resp.Err}
+	}
+	return resp.Resources, nil
+}
+
+// maxPrinted bounds what a build in a worker may print and have passed on.
+const maxPrinted = 64 << 10
+
+// runKustomize builds req's kustomization over fsys, in a worker. What kustomize
+// prints (its deprecation warnings, on os.Stderr and the standard logger) is
+// part of the answer: the worker's own stderr tells its parent why it ended.
+func runKustomize(req *kustomizeRequest, fsys filesys.FileSystem) (resp response) {
+	printed, err := capturePrinted()
+	if err != nil {
+		return response{Panic: fmt.Sprintf("capture kustomize's output: %v", err)}
+	}
+	defer func() { resp.Printed = printed.end() }()
+	return buildKustomization(req, fsys)
+}
+
+func buildKustomization(req *kustomizeRequest, fsys filesys.FileSystem) response {
+	opts := &krusty.Options{
+		Reorder:          req.Reorder,
+		LoadRestrictions: req.LoadRestrictions,
+		PluginConfig:     types.DisabledPluginConfig(),
+	}
+	resMap, err := krusty.MakeKustomizer(opts).Run(fsys, req.Root)
+	if err != nil {
+		return response{Err: err.Error()}
+	}
+	out := make([]map[string]any, 0, resMap.Size())
+	for _, res := range resMap.Resources() {
+		m, err := res.Map()
+		if err != nil {
+			return response{Panic: fmt.Sprintf("read rendered object %s: %v", res.CurId(), err)}
+		}
+		out = append(out, m)
+	}
+	return response{Resources: out}
+}
+
+// printedOutput is os.Stderr and the standard logger of a worker during a build.
+type printedOutput struct {
+	stderr *os.File
+	logOut io.Writer
+	w      *os.File
+	done   chan []byte
+}
+
+func capturePrinted() (*printedOutput, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &printedOutput{stderr: os.Stderr, logOut: log.Writer(), w: w, done: make(chan []byte, 1)}
+	go func() {
+		data, _ := io.ReadAll(io.LimitReader(r, maxPrinted))
+		_, _ = io.Copy(io.Discard, r)
+		r.Close()
+		p.done <- data
+	}()
+	os.Stderr = w
+	log.SetOutput(w)
+	return p, nil
+}
+
+// end restores the outputs and returns what was printed.
+func (p *printedOutput) end() string {
+	os.Stderr = p.stderr
+	log.SetOutput(p.logOut)
+	p.w.Close()
+	return string(<-p.done)
+}
+
+// The file system calls a worker forwards, by the name of the method of
+// filesys.FileSystem.
+const (
+	opReadFile   = "ReadFile"
+	opExists     = "Exists"
+	opIsDir      = "IsDir"
+	opReadDir    = "ReadDir"
+	opGlob       = "Glob"
+	opCleanedAbs = "CleanedAbs"
+	opWriteFile  = "WriteFile"
+	opCreate     = "Create"
+	opMkdir      = "Mkdir"
+	opMkdirAll   = "MkdirAll"
+	opRemoveAll  = "RemoveAll"
+)
+
+// fsCall is a file system call of a build in a worker, which its parent makes.
+type fsCall struct {
+	Op   string
+	Path string
+	Data []byte
+}
+
+// fsReply is the result of an fsCall.
+type fsReply struct {
+	Bool  bool
+	Names []string
+	Data  []byte
+	// Dir and File are CleanedAbs's answer.
+	Dir, File string
+	// Err is the call's error; NotExist says it is fs.ErrNotExist, which the
+	// worker's error then is too.
+	Err      string
+	NotExist bool
+}
+
+// serveFS makes c on fsys.
+func serveFS(fsys filesys.FileSystem, c *fsCall) fsReply {
+	var r fsReply
+	var err error
+	switch c.Op {
+	case opReadFile:
+		r.Data, err = fsys.ReadFile(c.Path)
+	case opExists:
+		r.Bool = fsys.Exists(c.Path)
+	case opIsDir:
+		r.Bool = fsys.IsDir(c.Path)
+	case opReadDir:
+		r.Names, err = fsys.ReadDir(c.Path)
+	case opGlob:
+		r.Names, err = fsys.Glob(c.Path)
+	case opCleanedAbs:
+		var dir filesys.ConfirmedDir
+		dir, r.File, err = fsys.CleanedAbs(c.Path)
+		r.Dir = string(dir)
+	case opWriteFile:
+		err = fsys.WriteFile(c.Path, c.Data)
+	case opCreate:
+		var f filesys.File
+		if f, err = fsys.Create(c.Path); err == nil {
+			f.Close()
+			// The file exists in fsys now; what the build writes into it
+			// cannot follow it there.
+			err = fmt.Errorf("create %s: a kustomize build in a worker writes whole files only", c.Path)
+		}
+	case opMkdir:
+		err = fsys.Mkdir(c.Path)
+	case opMkdirAll:
+		err = fsys.MkdirAll(c.Path)
+	case opRemoveAll:
+		err = fsys.RemoveAll(c.Path)
+	default:
+		err = fmt.Errorf("unknown file system call %q", c.Op)
+	}
+	if err != nil {
+		r.Err, r.NotExist = err.Error(), errors.Is(err, fs.ErrNotExist)
+	}
+	return r
+}
+
+// remoteFS is the file system of a build in a worker: each call is made by the
+// parent, over the worker's stdout (the call) and stdin (its reply).
+type remoteFS struct {
+	in  *bufio.Reader
+	out *bufio.Writer
+}
+
+var _ filesys.FileSystem = (*remoteFS)(nil)
+
+// call makes c in the parent. A worker that cannot reach its parent has no one
+// to answer to: it ends.
+func (f *remoteFS) call(c fsCall) (fsReply, error) {
+	if err := writeValue(f.out, response{Call: &c}); err != nil {
+		fmt.Fprintln(os.Stderr, "kustomize worker: send a file system call:", err)
+		os.Exit(exitBadStart)
+	}
+	var r fsReply
+	if err := readFrame(f.in, maxRequestBytes, &r); err != nil {
+		fmt.Fprintln(os.Stderr, "kustomize worker: read a file system reply:", err)
+		os.Exit(exitBadStart)
+	}
+	if r.Err != "" {
+		return r, &remoteError{msg: r.Err, notExist: r.NotExist}
+	}
+	return r, nil
+}
+
+// remoteError is an error of a call the parent made, as it worded it.
+type remoteError struct {
+	msg      string
+	notExist bool
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+func (e *remoteError) Is(target error) bool { return e.notExist && target == fs.ErrNotExist }
+
+func (f *remoteFS) ReadFile(p string) ([]byte, error) {
+	r, err := f.call(fsCall{Op: opReadFile, Path: p})
+	return r.Data, err
+}
+
+// Open is not forwarded: a build reads files whole (ReadFile), and a handle
+// cannot be carried between processes.
+func (f *remoteFS) Open(p string) (filesys.File, error) {
+	return nil, fmt.Errorf("open %s: a kustomize build in a worker reads whole files only", p)
+}
+
+func (f *remoteFS) Exists(p string) bool {
+	r, _ := f.call(fsCall{Op: opExists, Path: p})
+	return r.Bool
+}
+
+func (f *remoteFS) IsDir(p string) bool {
+	r, _ := f.call(fsCall{Op: opIsDir, Path: p})
+	return r.Bool
+}
+
+func (f *remoteFS) ReadDir(p string) ([]string, error) {
+	r, err := f.call(fsCall{Op: opReadDir, Path: p})
+	return r.Names, err
+}
+
+func (f *remoteFS) Glob(pattern string) ([]string, error) {
+	r, err := f.call(fsCall{Op: opGlob, Path: pattern})
+	return r.Names, err
+}
+
+func (f *remoteFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	r, err := f.call(fsCall{Op: opCleanedAbs, Path: p})
+	return filesys.ConfirmedDir(r.Dir), r.File, err
+}
+
+func (f *remoteFS) WriteFile(p string, data []byte) error {
+	_, err := f.call(fsCall{Op: opWriteFile, Path: p, Data: data})
+	return err
+}
+
+func (f *remoteFS) Create(p string) (filesys.File, error) {
+	_, err := f.call(fsCall{Op: opCreate, Path: p})
+	return nil, err
+}
+
+func (f *remoteFS) Mkdir(p string) error {
+	_, err := f.call(fsCall{Op: opMkdir, Path: p})
+	return err
+}
+
+func (f *remoteFS) MkdirAll(p string) error {
+	_, err := f.call(fsCall{Op: opMkdirAll, Path: p})
+	return err
+}
+
+func (f *remoteFS) RemoveAll(p string) error {
+	_, err := f.call(fsCall{Op: opRemoveAll, Path: p})
+	return err
+}
+
+// Walk is not forwarded: a build never walks a directory (only kustomize's
+// localizer does), and a walk's callback cannot run in the parent.
+func (f *remoteFS) Walk(p string, _ filepath.WalkFunc) error {
+	return fmt.Errorf("walk %s: a kustomize build in a worker does not walk directories", p)
+}

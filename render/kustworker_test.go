@@ -1,0 +1,191 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
+	"github.com/kukie/kukie-gitops/render/helmexec"
+)
+
+// nameReferenceRepository is a kustomization within every bound render checks
+// that makes kustomize's name reference pass quadratic: deployments Deployments
+// each referencing 20 ConfigMaps of their own (envFrom), all under a name
+// prefix, a namespace and common labels, about a thousand documents in one file.
+func nameReferenceRepository(t *testing.T, deployments int) string {
+	t.Helper()
+	var docs strings.Builder
+	for d := range deployments {
+		fmt.Fprintf(&docs, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d%d\nspec:\n  selector:\n    matchLabels:\n      app: d%d\n  template:\n    metadata:\n      labels:\n        app: d%d\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        envFrom:\n", d, d, d)
+		for c := range 20 {
+			fmt.Fprintf(&docs, "        - configMapRef:\n            name: cm%d-%d\n", d, c)
+		}
+		for c := range 20 {
+			fmt.Fprintf(&docs, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d-%d\ndata:\n  k: v\n", d, c)
+		}
+	}
+	return testtree.Write(t, map[string]string{
+		"app/all.yaml":           docs.String(),
+		"app/kustomization.yaml": "namePrefix: p-\nnamespace: web\ncommonLabels:\n  team: web\nresources:\n- all.yaml\n",
+	})
+}
+
+// copyingPatchRepository is a kustomization of one ConfigMap with a value of
+// size bytes and a JSON patch that copies the value copies times: a few
+// kilobytes of patch within every bound render checks before the build, which
+// make kustomize hold copies*size bytes.
+func copyingPatchRepository(t *testing.T, size, copies int) string {
+	t.Helper()
+	var patch strings.Builder
+	for i := range copies {
+		fmt.Fprintf(&patch, "- op: copy\n  from: /data/k\n  path: /data/k%d\n", i)
+	}
+	return testtree.Write(t, map[string]string{
+		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  k: " + strings.Repeat("x", size) + "\n",
+		"app/copies.yaml":        patch.String(),
+		"app/kustomization.yaml": "resources:\n- cm.yaml\npatches:\n- path: copies.yaml\n  target:\n    kind: ConfigMap\n    name: big\n",
+	})
+}
+
+// smallKustomization is a repository of one Deployment, which builds at once.
+func smallKustomization(t *testing.T) string {
+	return testtree.Write(t, map[string]string{"app/deploy.yaml": twoContainerDeployment, "app/kustomization.yaml": "resources:\n- deploy.yaml\n"})
+}
+
+// kustomizePool is a pool of one kustomize worker for the test, and a context
+// whose builds use it.
+func kustomizePool(t *testing.T, memory int64) (*helmexec.Pool, context.Context) {
+	t.Helper()
+	pool := helmexec.New(helmexec.Config{Workers: 1, MemoryBytes: memory})
+	t.Cleanup(pool.Close)
+	return pool, WithKustomizeWorkers(context.Background(), pool)
+}
+
+var kustomizeApp = Application{Name: "web", Path: "app", SourceType: SourceKustomize, Namespace: "web"}
+
+// TestQuadraticKustomizeBuildIsStoppedAtItsDeadline: a build that stays within
+// every bound render checks but takes kustomize's name reference pass tens of
+// seconds is refused at the render's deadline, naming the app, and its worker
+// is killed then: no build of it runs on, the process's kustomize slot and the
+// pool's worker slot are free at once, and the next render gets a new worker.
+func TestQuadraticKustomizeBuildIsStoppedAtItsDeadline(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	timeout.Store(int64(500 * time.Millisecond))
+	_, err := Render(ctx, nameReferenceRepository(t, 47), kustomizeApp)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.App != "web" || !strings.Contains(ref.Reason, "took longer than 500ms") {
+		t.Fatalf("got %v (app %q), want a %s refusal of web naming its timeout", err, refApp(ref), CodeTimeout)
+	}
+	select {
+	case kustomizeSlot <- struct{}{}:
+		<-kustomizeSlot
+	default:
+		t.Fatal("the kustomize slot is still held after the render was refused")
+	}
+	if st := pool.Stats(); st.Running != 0 {
+		t.Fatalf("%d workers still running after the refusal, want 0: the build's worker is killed", st.Running)
+	}
+	timeout.Store(int64(10 * time.Minute))
+	objs, err := Render(ctx, smallKustomization(t), kustomizeApp)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("the render after: %d objects, %v", len(objs), err)
+	}
+	if n := pool.Started(); n != 2 {
+		t.Fatalf("%d workers started, want 2", n)
+	}
+}
+
+func refApp(ref *Refusal) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.App
+}
+
+// TestKustomizeBuildPastItsMemoryLimitIsRefused: a patch of a few kilobytes
+// that makes kustomize hold gigabytes ends its worker, not this process, and
+// the render is refused naming the limit; the pool builds the next one.
+func TestKustomizeBuildPastItsMemoryLimitIsRefused(t *testing.T) {
+	pool, ctx := kustomizePool(t, 128<<20)
+	// Time to reach the limit, however slow the machine (the race detector's
+	// limit is several times the memory).
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	timeout.Store(int64(10 * time.Minute))
+	_, err := Render(ctx, copyingPatchRepository(t, 2<<20, 1000), kustomizeApp)
+	var ref *Refusal
+	const want = "application web: kustomization app: the kustomize build exceeded the 128 MiB memory limit of a kustomize worker"
+	if !errors.As(err, &ref) || ref.Code != CodeTooLarge || ref.App != "web" || ref.Reason != want {
+		t.Fatalf("got %v, want refused (%s): %s", err, CodeTooLarge, want)
+	}
+	objs, err := Render(ctx, smallKustomization(t), kustomizeApp)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("the render after: %d objects, %v", len(objs), err)
+	}
+	if n := pool.Started(); n != 2 {
+		t.Fatalf("%d workers started, want 2", n)
+	}
+}
+
+// TestKustomizeWorkerIsReused: builds one after another share one worker, and
+// each reads its own repository.
+func TestKustomizeWorkerIsReused(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	for i := range 3 {
+		repo := testtree.Write(t, map[string]string{
+			"app/cm.yaml":            fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\n", i),
+			"app/kustomization.yaml": "resources:\n- cm.yaml\n",
+		})
+		objs, err := Render(ctx, repo, kustomizeApp)
+		if err != nil || len(objs) != 1 || objs[0].Manifest["metadata"].(map[string]any)["name"] != fmt.Sprintf("cm%d", i) {
+			t.Fatalf("build %d: %v, %v", i, objs, err)
+		}
+	}
+	if n := pool.Started(); n != 1 {
+		t.Fatalf("%d workers started, want 1", n)
+	}
+}
+
+// TestKustomizeBuildsInWorkersAsInProcess: the objects of every render golden's
+// repository, origins and all, are the same built in a worker as in process.
+func TestKustomizeBuildsInWorkersAsInProcess(t *testing.T) {
+	_, ctx := kustomizePool(t, 0)
+	// An Argo CD edit of the kustomization and a symlinked base: the edit is
+	// written into the build's view, the base read under its real path.
+	repo := testtree.Write(t, map[string]string{
+		"real/deploy.yaml":        twoContainerDeployment,
+		"real/kustomization.yaml": "resources:\n- deploy.yaml\n",
+		"app/kustomization.yaml":  "resources:\n- ../linked\n",
+	})
+	if err := os.Symlink("real", filepath.Join(repo, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := openTree(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := kustomizeApp
+	app.Kustomize = KustomizeOptions{NamePrefix: "p-", CommonLabels: map[string]string{"team": "web"}}
+	inWorker, err := renderApp(ctx, newView(tr, nil), app, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetKustomizeInProcess(true)
+	inProcess, err := renderApp(context.Background(), newView(tr, nil), app, true)
+	SetKustomizeInProcess(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inWorker) != 1 || inWorker[0].origin != "real/deploy.yaml" || inWorker[0].name != "p-web" || !reflect.DeepEqual(inWorker, inProcess) {
+		t.Fatalf("in a worker:\n%v\nin process:\n%v", inWorker, inProcess)
+	}
+}
