@@ -74,9 +74,13 @@
 // [MaxHelmOutputBytes]); the kustomization
 // graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
 // runs, and so is the work of its transformers ([MaxTransformedBytes]), which no
-// read interrupts. Plan and Render run under [Timeout]: a kustomize build, which cannot be
-// cancelled, is abandoned when it passes, and its reads fail from then on. A
-// chart's templates run in a worker process of package render/helmexec (see
-// [WithHelmWorkers]), under a memory and a stack limit, killed when the render's
-// context ends: the one thing render starts besides reading its directory.
+// read interrupts. Plan and Render run under [Timeout]. A kustomize build and a
+// chart's templates run in worker processes of package render/helmexec (see
+// [WithKustomizeWorkers], [WithHelmWorkers]), under a memory and a stack limit,
+// killed when the render's context ends: the one thing render starts besides
+// reading its directory. A build's every file system call is answered from the
+// render's view, so the bounds above hold for it as in process. Where the
+// process builds in process ([SetKustomizeInProcess]: the offline plan command),
+// a build, which cannot be cancelled, is abandoned when its time passes, and its
+// reads fail from then on.
 package render

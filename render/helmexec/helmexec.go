@@ -1,26 +1,35 @@
-// Package helmexec runs Helm's template engine ("helm template") on a chart that
-// is already loaded and bounded, in worker processes of the running binary, so
-// that chart templates, which are untrusted repository content, cannot take the
-// service's memory or outlive their render.
+// Package helmexec runs the tools that render untrusted repository content in
+// worker processes of the running binary: Helm's template engine ("helm
+// template") on a chart that is already loaded and bounded, and kustomize's
+// build of a kustomization, so that chart templates and kustomizations cannot
+// take the service's memory or outlive their render. (The name is the
+// package's first tool's.)
 //
 // A worker runs under a hard address-space limit (RLIMIT_AS on Linux) with Go's
-// own memory limit and a maximum goroutine stack below it: a template that asks
-// for more memory or nests deeper ends the worker, not the service, and the
-// render gets a [*LimitError] naming the limit. A worker is killed when its
-// render's context is done: Helm's engine cannot be interrupted in process, but a
-// process can. A [Pool] keeps a few workers running between renders so a render
-// does not pay a process start, replaces one that ended (a limit, a kill, a
-// crash) at the next render, and lets only as many renders run at once as it has
-// workers. It tells an [Observer] (the service's metrics) of each worker's start
-// and end, with the cause, and of each render's outcome and time; [Pool.Stats]
-// counts its running, idle and waiting at any moment.
+// own memory limit and a maximum goroutine stack below it: a job that asks for
+// more memory or nests deeper ends the worker, not the service, and the render
+// gets a [*LimitError] naming the limit. A worker is killed when its render's
+// context is done: neither Helm's engine nor kustomize can be interrupted in
+// process, but a process can. A [Pool] keeps a few workers running between jobs
+// so a render does not pay a process start, replaces one that ended (a limit, a
+// kill, a crash) at the next job, and lets only as many jobs run at once as it
+// has workers; the service keeps one pool per tool. It tells an [Observer] (the
+// service's metrics) of each worker's start and end, with the cause, and of
+// each job's outcome and time; [Pool.Stats] counts its running, idle and
+// waiting at any moment.
+//
+// A kustomize build in a worker reads nothing of the worker's own: every call
+// it makes on its file system is sent to the parent, which answers it from the
+// file system it passed to [Pool.Kustomize] (render's view of the repository),
+// so the build reads exactly what it would in process.
 //
 // A worker is the running executable started again with an environment marker
 // that this package's init function recognises (see init in worker.go), so every
 // binary that links this package — the service, the offline plan command and the
 // test binary of every package that renders — serves as its own worker without a
-// hook of its own. Requests and answers are length-prefixed gob frames over the
-// worker's stdin and stdout; an answer is bounded by the job's output limit.
+// hook of its own. Requests, file system calls and answers are length-prefixed
+// gob frames over the worker's stdin and stdout; an answer is bounded by the
+// job's output limit.
 package helmexec
 
 import (
