@@ -30,7 +30,7 @@ func TestBaseMoveMarksAPullRequestsCheckStale(t *testing.T) {
 		moved := s.gh.PushCommit(t, s.repo, "main", s.webDeployment(func(y string) string {
 			return strings.Replace(y, "nginx:1.27.0", "nginx:1.27.1", 1)
 		}), githubtest.DefaultAuthor)
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(eventually)
 		for {
 			r := s.completedRun(head)
 			if strings.HasPrefix(r.GetOutput().GetTitle(), "Base branch moved: ") {

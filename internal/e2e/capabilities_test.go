@@ -74,7 +74,7 @@ spec:
 		t.Fatal(err)
 	}
 	// Served once discovery lists it; the service reads discovery only later.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		if list, err := disc.ServerResourcesForGroupVersion(capsGroupVersion); err == nil && len(list.APIResources) > 0 {
 			break

@@ -85,7 +85,7 @@ func (s *service) awaitRevoked(kubeconfig []byte) {
 		s.t.Fatal(err)
 	}
 	ref := argocd.ResourceRef{Group: "apps", Kind: "Deployment", Namespace: s.shopNS, Name: "web"}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(eventually)
 	for {
 		_, err := c.GetResource(context.Background(), ref, kube.Fresh)
 		if err != nil && strings.Contains(err.Error(), "Unauthorized") {

@@ -271,10 +271,16 @@ func (s *service) get(code string) change {
 	return c
 }
 
+// eventually bounds a wait for something the service gets to by itself (a
+// webhook handled, a check run completed): far more than it takes on an idle
+// machine, so that a loaded one (CI, the race detector) makes a test slower, not
+// failed. A wait that reaches it is a hang.
+const eventually = 2 * time.Minute
+
 // waitFor polls the API until cond holds.
 func (s *service) waitFor(code, what string, cond func(change) bool) change {
 	s.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		c := s.get(code)
 		if cond(c) {

@@ -464,7 +464,7 @@ func TestChecksAndCommands(t *testing.T) {
 		reader := githubtest.Author{Name: "Mallory", Email: "mallory@example.com", Login: "mallory"}
 		s.gh.SetPermission(t, s.repo, reader.Login, githubtest.RoleRead)
 		s.gh.CommentOnPullRequest(t, s.repo, int(c.PullRequest.Number), reader, "/kukie cancel")
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(eventually)
 		for len(s.gh.IssueComments(t, s.repo, int(c.PullRequest.Number))) < 3 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -40,7 +40,7 @@ func (s *service) completedRun(sha string) *gh.CheckRun {
 // completedRunNamed waits until sha's run called name is completed and returns it.
 func (s *service) completedRunNamed(sha, name string) *gh.CheckRun {
 	s.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		for _, r := range s.runsNamed(sha, name) {
 			if r.GetStatus() == "completed" {
@@ -165,7 +165,7 @@ func TestStalePushIsNeverPublishedOnTheNewHead(t *testing.T) {
 		compare := "/repos/acme/deploy/compare/*..." + old
 		s.gh.InjectFault(githubtest.Fault{Method: http.MethodGet, Path: compare, Hold: release, Times: 1})
 		number := s.gh.OpenPullRequest(t, s.repo, "race", "main", "Race", githubtest.DefaultAuthor)
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(eventually)
 		for s.gh.FaultHits(http.MethodGet, compare) == 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the first head's check never compared the change")
