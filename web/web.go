@@ -116,20 +116,31 @@ type Pages struct {
 	now     func() time.Time
 	// unavailable says why sign-in cannot work, "" when it can.
 	unavailable string
+	pages       *template.Template
 }
 
 //go:embed templates/*.html style.css
 var assets embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"diffLines": diffLines,
-	"when":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-}).ParseFS(assets, "templates/*.html"))
+// parsePages parses the page templates. New does, not the package's
+// initialisation: every process of the binary initialises this package, and
+// the commands that serve no page (the offline plan above all, whose whole
+// process is a few tens of milliseconds) should not pay for parsing them.
+func parsePages() (*template.Template, error) {
+	return template.New("").Funcs(template.FuncMap{
+		"diffLines": diffLines,
+		"when":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	}).ParseFS(assets, "templates/*.html")
+}
 
 // New builds the pages.
 func New(d Deps) (*Pages, error) {
+	pages, err := parsePages()
+	if err != nil {
+		return nil, fmt.Errorf("web pages: templates: %w", err)
+	}
 	p := &Pages{plans: d.Plans, checks: d.Checks, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now,
-		origins: http.NewCrossOriginProtection()}
+		origins: http.NewCrossOriginProtection(), pages: pages}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -420,7 +431,7 @@ func (p *Pages) message(w http.ResponseWriter, status int, title, text string) {
 // no referrer sent on.
 func (p *Pages) render(w http.ResponseWriter, status int, name string, data any) {
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	if err := p.pages.ExecuteTemplate(&b, name, data); err != nil {
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
