@@ -48,7 +48,7 @@ func (p *planner) planEnvThroughGenerator(ctx context.Context, target *object, o
 			}
 		}
 		src, key := envFromSource(ct.body, name, objs, app.Namespace, ns)
-		if src == nil || src.generatedBy != "ConfigMapGenerator" || (cm != nil && src != cm) {
+		if src == nil || src.kind != "ConfigMap" || src.generatedBy != "ConfigMapGenerator" || (cm != nil && src != cm) {
 			return nil, false, nil
 		}
 		cm = src
@@ -88,11 +88,11 @@ func (p *planner) planEnvThroughGenerator(ctx context.Context, target *object, o
 	return res, true, nil
 }
 
-// envFromSource is the ConfigMap of objs through whose envFrom entry the
+// envFromSource is the object of objs through whose envFrom entry the
 // container ct gets variable name, with the data key it reads: the last entry
 // whose object defines it (a configMapRef's ConfigMap or a secretRef's Secret,
-// by its keys, its prefix taken off), nil when no entry does, when that is a
-// Secret, or when an entry after it names an object objs does not hold.
+// by its keys, its prefix taken off); nil when no entry does, or when an
+// entry after it names an object objs does not hold (which may define it too).
 func envFromSource(ct map[string]any, name string, objs []*object, destination, ns string) (*object, string) {
 	find := func(kind, ref string) *object {
 		for _, o := range objs {
@@ -118,18 +118,51 @@ func envFromSource(ct map[string]any, name string, objs []*object, destination, 
 			unknown = true
 			continue
 		}
-		if !ok || !definesKey(o, k) {
-			continue
-		}
-		src, key, unknown = o, k, false
-		if o.kind == "Secret" {
-			src = nil
+		if ok && definesKey(o, k) {
+			src, key, unknown = o, k, false
 		}
 	}
 	if unknown {
 		return nil, ""
 	}
 	return src, key
+}
+
+// secretEnvRefusal refuses an env change that sets a variable container ct of
+// target reads from a Secret (an env entry's secretKeyRef, or envFrom of a
+// Secret of the render that defines it): the value would be written into the
+// repository in clear, in place of the Secret's. It names the Secret and the
+// key, never a value.
+func (p *planner) secretEnvRefusal(target *object, objs []*object) *Refusal {
+	e := p.req.Change.Env
+	app := p.primary
+	ct, ok := findContainer(target.body, target.kind, e.Container)
+	if !ok {
+		return nil
+	}
+	ns := target.key(app.Namespace).Namespace
+	for _, name := range sortedKeys(e.Set) {
+		from := ""
+		inEnv := false
+		for _, env := range items(ct.body, "env") {
+			if env["name"] != name {
+				continue
+			}
+			inEnv = true
+			if ref := str(env, "valueFrom", "secretKeyRef", "name"); ref != "" {
+				from = fmt.Sprintf("key %s of Secret %s (env valueFrom secretKeyRef)", str(env, "valueFrom", "secretKeyRef", "key"), ref)
+			}
+		}
+		if !inEnv {
+			if src, key := envFromSource(ct.body, name, objs, app.Namespace, ns); src != nil && src.kind == "Secret" {
+				from = fmt.Sprintf("key %s of Secret %s (envFrom)", key, src.name)
+			}
+		}
+		if from != "" {
+			return &Refusal{Code: CodeSecret, App: app.Name, Reason: fmt.Sprintf("container %s of %s reads %s from %s: setting it in the env would write its value into the repository in clear instead of the Secret's; change the Secret's data where it is kept (a secret store, or the input of its secretGenerator, which this service never edits)", e.Container, p.req.Target, name, from)}
+		}
+	}
+	return nil
 }
 
 // definesKey reports whether a ConfigMap or Secret has key among its data (a

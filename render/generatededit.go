@@ -51,6 +51,7 @@ func generatedDataPatch(o *object, c Change) bool {
 
 // keyInput is the one input of the app's generator entries that sets a data key.
 type keyInput struct {
+	key   string
 	entry generatorEntry
 	// literal is the index of the literal in the entry's literals, -1 if none.
 	literal int
@@ -129,14 +130,19 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	envEdits := map[string]map[int]*string{}
 	var warnings []Warning
 	var strategies []string
+	var inputs []keyInput
 	for _, key := range sortedKeys(data) {
-		value, set := data[key].(string)
-		in, ok := p.generatedKeyInput(gens, key)
-		if !ok || (in.file >= 0 && set) {
+		_, set := data[key].(string)
+		ins, ok := p.generatedKeyInputs(gens, key, set)
+		if !ok {
 			return nil, p.generatedRefusal(app, target)
 		}
-		if !set && in.envFile == "" && in.literal < 0 && in.file < 0 {
-			// No input the plan can read sets a key the ConfigMap has.
+		inputs = append(inputs, ins...)
+	}
+	for _, in := range inputs {
+		key := in.key
+		value, set := data[key].(string)
+		if in.file >= 0 && set {
 			return nil, p.generatedRefusal(app, target)
 		}
 		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
@@ -269,25 +275,30 @@ func generatorOf(gens []generatorEntry) string {
 	return fmt.Sprintf("configMapGenerator %q of %s", g.args.Name, g.file)
 }
 
-// generatedKeyInput finds the one input of the generator entries that sets key,
-// or, when none does, the outermost entry for a new literal (literal and file
-// -1, no env file). It is false when several inputs set the key (entries,
-// lines of its env files, literals or files).
-func (p *planner) generatedKeyInput(gens []generatorEntry, key string) (keyInput, bool) {
+// generatedKeyInputs are the inputs of the generator entries that an edit of
+// key changes. A new value goes to the input of the outermost entry that sets
+// the key, whose merge wins over the entries inside it, or, when none does, to a
+// new literal of the outermost entry (literal and file -1, no env file). A
+// removal deletes every input that sets the key, since each inner one would
+// show through. An entry of behavior replace hides the entries inside it.
+// False when the entry a value goes to sets the key more than once, or when
+// no input the plan reads sets a key to remove.
+func (p *planner) generatedKeyInputs(gens []generatorEntry, key string, set bool) ([]keyInput, bool) {
 	var found []keyInput
 	for _, g := range gens {
+		var here []keyInput
 		for i, src := range g.args.FileSources {
 			k, _, named := strings.Cut(src, "=")
 			if !named {
 				k = path.Base(src)
 			}
 			if k == key {
-				found = append(found, keyInput{entry: g, literal: -1, file: i})
+				here = append(here, keyInput{key: key, entry: g, literal: -1, file: i})
 			}
 		}
 		for i, lit := range g.args.LiteralSources {
 			if k, _, ok := strings.Cut(lit, "="); ok && k == key {
-				found = append(found, keyInput{entry: g, literal: i, file: -1})
+				here = append(here, keyInput{key: key, entry: g, literal: i, file: -1})
 			}
 		}
 		for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
@@ -296,17 +307,21 @@ func (p *planner) generatedKeyInput(gens []generatorEntry, key string) (keyInput
 			}
 			f := path.Join(g.dir, env)
 			for _, line := range p.envFileLines(f, key) {
-				found = append(found, keyInput{entry: g, literal: -1, file: -1, envFile: f, line: line})
+				here = append(here, keyInput{key: key, entry: g, literal: -1, file: -1, envFile: f, line: line})
 			}
 		}
+		if set && len(here) > 0 {
+			return here, len(here) == 1
+		}
+		found = append(found, here...)
+		if g.args.Behavior == "replace" {
+			break
+		}
 	}
-	switch len(found) {
-	case 1:
-		return found[0], true
-	case 0:
-		return keyInput{entry: gens[0], literal: -1, file: -1}, true
+	if set {
+		return []keyInput{{key: key, entry: gens[0], literal: -1, file: -1}}, true
 	}
-	return keyInput{}, false
+	return found, len(found) > 0
 }
 
 // envFileLines are the lines (from 1) of a kustomize env file that set key, as

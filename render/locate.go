@@ -41,6 +41,11 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
+	if p.req.Change.Env != nil {
+		if ref := p.secretEnvRefusal(target, objs); ref != nil {
+			return nil, ref
+		}
+	}
 	if p.req.Change.Env != nil && app.SourceType == SourceKustomize {
 		if res, ok, err := p.planEnvThroughGenerator(ctx, target, objs); ok || err != nil {
 			return res, err
