@@ -63,6 +63,19 @@ const (
 	DefaultTeamChangesBurst     = 30
 	DefaultClientPerMinute      = 30
 	DefaultClientBurst          = 20
+	// An assistant exploring a repository reads a few dozen files and views; a
+	// view downloads an archive on a new commit and renders every app.
+	DefaultTeamRepositoryPerMinute = 120
+	DefaultTeamRepositoryBurst     = 60
+	// A decision and an Application read ask the team's cluster, through worker
+	// slots every team shares.
+	DefaultTeamClusterReadsPerMinute = 120
+	DefaultTeamClusterReadsBurst     = 60
+	// Repository tokens, connections, suggestions and kubeconfig replacements
+	// call GitHub or the cluster; agents of a team starting together mint a token
+	// each.
+	DefaultTeamAdminPerMinute = 60
+	DefaultTeamAdminBurst     = 30
 )
 
 // Config is every setting of the service.
@@ -140,6 +153,19 @@ type RateLimits struct {
 	// the service call GitHub (the sign-in and setup callbacks, sign-out).
 	ClientPerMinute int64 `yaml:"client_per_minute" json:"client_per_minute"`
 	ClientBurst     int64 `yaml:"client_burst" json:"client_burst"`
+	// TeamRepository* limit each team's repository views and reads (the
+	// repository route, the MCP repository tools), which download and render.
+	TeamRepositoryPerMinute int64 `yaml:"team_repository_per_minute" json:"team_repository_per_minute"`
+	TeamRepositoryBurst     int64 `yaml:"team_repository_burst" json:"team_repository_burst"`
+	// TeamClusterReads* limit each team's path decisions and Application reads,
+	// over HTTP and MCP alike.
+	TeamClusterReadsPerMinute int64 `yaml:"team_cluster_reads_per_minute" json:"team_cluster_reads_per_minute"`
+	TeamClusterReadsBurst     int64 `yaml:"team_cluster_reads_burst" json:"team_cluster_reads_burst"`
+	// TeamAdmin* limit each team's administrative calls that make the service call
+	// GitHub or the cluster: repository tokens and connections, suggestions,
+	// kubeconfig replacements.
+	TeamAdminPerMinute int64 `yaml:"team_admin_per_minute" json:"team_admin_per_minute"`
+	TeamAdminBurst     int64 `yaml:"team_admin_burst" json:"team_admin_burst"`
 }
 
 // Database names the store.
@@ -313,7 +339,10 @@ func Default() Config {
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
 		RateLimits: RateLimits{TeamChangesPerMinute: DefaultTeamChangesPerMinute, TeamChangesBurst: DefaultTeamChangesBurst,
-			ClientPerMinute: DefaultClientPerMinute, ClientBurst: DefaultClientBurst},
+			ClientPerMinute: DefaultClientPerMinute, ClientBurst: DefaultClientBurst,
+			TeamRepositoryPerMinute: DefaultTeamRepositoryPerMinute, TeamRepositoryBurst: DefaultTeamRepositoryBurst,
+			TeamClusterReadsPerMinute: DefaultTeamClusterReadsPerMinute, TeamClusterReadsBurst: DefaultTeamClusterReadsBurst,
+			TeamAdminPerMinute: DefaultTeamAdminPerMinute, TeamAdminBurst: DefaultTeamAdminBurst},
 	}
 }
 

@@ -124,6 +124,12 @@ var envSettings = []envSetting{
 	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesBurst })},
 	{"KUKIE_RATE_LIMITS_CLIENT_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.ClientPerMinute })},
 	{"KUKIE_RATE_LIMITS_CLIENT_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.ClientBurst })},
+	{"KUKIE_RATE_LIMITS_TEAM_REPOSITORY_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamRepositoryPerMinute })},
+	{"KUKIE_RATE_LIMITS_TEAM_REPOSITORY_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamRepositoryBurst })},
+	{"KUKIE_RATE_LIMITS_TEAM_CLUSTER_READS_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamClusterReadsPerMinute })},
+	{"KUKIE_RATE_LIMITS_TEAM_CLUSTER_READS_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamClusterReadsBurst })},
+	{"KUKIE_RATE_LIMITS_TEAM_ADMIN_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamAdminPerMinute })},
+	{"KUKIE_RATE_LIMITS_TEAM_ADMIN_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamAdminBurst })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 }

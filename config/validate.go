@@ -82,6 +82,12 @@ func (c Config) Validate(profile Profile) error {
 		{"rate_limits.team_changes_burst", c.RateLimits.TeamChangesBurst},
 		{"rate_limits.client_per_minute", c.RateLimits.ClientPerMinute},
 		{"rate_limits.client_burst", c.RateLimits.ClientBurst},
+		{"rate_limits.team_repository_per_minute", c.RateLimits.TeamRepositoryPerMinute},
+		{"rate_limits.team_repository_burst", c.RateLimits.TeamRepositoryBurst},
+		{"rate_limits.team_cluster_reads_per_minute", c.RateLimits.TeamClusterReadsPerMinute},
+		{"rate_limits.team_cluster_reads_burst", c.RateLimits.TeamClusterReadsBurst},
+		{"rate_limits.team_admin_per_minute", c.RateLimits.TeamAdminPerMinute},
+		{"rate_limits.team_admin_burst", c.RateLimits.TeamAdminBurst},
 	} {
 		if f.value <= 0 || f.value > math.MaxInt32 {
 			add("%s must be from 1 to %d, got %d", f.name, math.MaxInt32, f.value)

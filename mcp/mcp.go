@@ -18,6 +18,9 @@
 //     answer a tool error saying so.
 //   - Repository content is masked (Secrets and secret-looking values) and cut at
 //     MaxResultChars with a note.
+//   - A tool counts against the same per-team limit as its HTTP route (changes;
+//     repository reads; decisions and Application reads); past it the tool error
+//     starts "rate_limited:" and says when to retry.
 //
 // The server is stateless (no MCP session is kept between requests), so every call
 // is authenticated on its own and any replica can answer it.
@@ -69,6 +72,7 @@ type Changes interface {
 	AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (changes.AppDetailView, error)
 	CheckCluster(ctx context.Context, t store.Team, name string) error
 	RepoView(ctx context.Context, t store.Team, cluster, repo, revision string) (plan.RepoView, error)
+	AllowRepositoryRead(t store.Team) error
 }
 
 // Trees opens an Application's repository at its revision (*plan.Pipeline

@@ -189,13 +189,19 @@ type env struct {
 	read    secret.Secret // read scope only
 	change  secret.Secret // read and change
 	outside string        // a file next to the repository that no tool may reach
-	api     *changes.API  // its ChangeLimit may be set before the first call
+	api     *changes.API  // its limits may be set before the first call
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, storetest.SQLite(t))
+}
+
+// newEnvOn is newEnv on db.
+func newEnvOn(t *testing.T, db *store.DB) *env {
+	t.Helper()
 	ctx := context.Background()
-	e := &env{db: storetest.SQLite(t)}
+	e := &env{db: db}
 	var err error
 	if e.team, err = e.db.CreateTeam(ctx, "shop"); err != nil {
 		t.Fatal(err)
@@ -670,4 +676,67 @@ func TestRepositoryView(t *testing.T) {
 	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": unconnectedRepo}, "repo_not_connected", "connect it")
 	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "staging", "repo": connectedRepo}, "cluster_not_found")
 	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": "v1.2.0"}, "revision_not_found")
+}
+
+// TestReadToolsAreRateLimited: the repository tools share the team's limit of
+// repository views with the HTTP API, and the app and decision tools its limit of
+// cluster reads; past each the (N+1)th call is refused rate_limited, saying when to
+// retry, the other limit still lets its tools through, and another team is not held
+// back.
+func TestReadToolsAreRateLimited(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnvOn(t, db)
+		ctx := context.Background()
+		newLimit := func(what string) *ratelimit.Limiter {
+			// One a minute after a burst of 3: no refill within the test.
+			l, err := ratelimit.New(what, 1, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		e.api.RepositoryLimit, e.api.ClusterReadLimit = newLimit("repository reads for this team"), newLimit("cluster reads for this team")
+		web := map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"}
+		file := map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "apps/web/deployment.yaml"}
+		view := map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": deployedSHA}
+		repository := []struct {
+			tool string
+			args map[string]any
+		}{{mcp.ToolListRepoFiles, web}, {mcp.ToolReadRepoFile, file}, {mcp.ToolViewRepository, view}}
+		clusterReads := []struct {
+			tool string
+			args map[string]any
+		}{{mcp.ToolListApps, map[string]any{"cluster": "prod"}}, {mcp.ToolDescribeApp, web},
+			{mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": webTarget}}}
+
+		readOnly, shared := e.connect(t, e.read), e.connect(t, e.change)
+		for _, c := range repository {
+			mustOK(t, readOnly, c.tool, c.args)
+		}
+		for _, c := range repository {
+			mustRefuse(t, shared, c.tool, c.args, "rate_limited: too many repository reads for this team", "retry in 60 s")
+		}
+		for _, c := range clusterReads {
+			mustOK(t, shared, c.tool, c.args)
+		}
+		for _, c := range clusterReads {
+			mustRefuse(t, readOnly, c.tool, c.args, "rate_limited: too many cluster reads for this team", "retry in 60 s")
+		}
+
+		billing, err := e.db.CreateTeam(ctx, "billing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.CreateCluster(ctx, store.Cluster{TeamID: billing.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
+			t.Fatal(err)
+		}
+		_, other, err := e.db.CreateAPIToken(ctx, billing.ID, "chat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		elsewhere := e.connect(t, other)
+		for _, c := range append(repository, clusterReads...) {
+			mustOK(t, elsewhere, c.tool, c.args)
+		}
+	})
 }

@@ -352,6 +352,10 @@ func (s *Server) openTree(ctx context.Context, in repoInput) (*plan.AppTree, err
 	if err != nil {
 		return nil, err
 	}
+	// The repository view's limit: opening the tree may download an archive.
+	if err := s.deps.Changes.AllowRepositoryRead(t); err != nil {
+		return nil, toolError(err)
+	}
 	// The change API's cluster check, so a cluster the team does not have is
 	// answered as everywhere else.
 	if err := s.deps.Changes.CheckCluster(ctx, t, in.Cluster); err != nil {

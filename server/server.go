@@ -25,7 +25,8 @@
 // require an API token (Authorization: Bearer kuk_...) with the scope the route
 // needs; the handler then reads the caller's team with TeamFrom and the token's
 // scopes with ScopesFrom. LimitPerClient limits a route anyone may call per client
-// address (ClientAddress), answered 429 rate_limited past it; WriteRateLimited
+// address (ClientAddress) and LimitPerTeam a token route per team, answered 429
+// rate_limited past it; WriteRateLimited
 // answers any other ratelimit refusal alike. Errors are answered with WriteError, which writes
 // {"error": "<stable_code>", "reason": "<human text>"}.
 package server
@@ -220,6 +221,32 @@ func LimitPerClient() RouteOption {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var refused *ratelimit.RefusedError
 			if err := s.deps.PerClient.Allow(s.ClientAddress(r)); errors.As(err, &refused) {
+				WriteRateLimited(w, refused)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// LimitPerTeam limits how often the caller's team may call the route, by limit
+// (none when nil), whatever its token: for a token route that makes the service call
+// GitHub or a cluster. It goes after TeamAuth, whose team it counts. Over the limit:
+// 429 rate_limited with Retry-After.
+func LimitPerTeam(limit *ratelimit.Limiter) RouteOption {
+	return func(_ *Server, h http.Handler) http.Handler {
+		if limit == nil {
+			return h
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, ok := TeamFrom(r.Context())
+			if !ok {
+				// Mounted without TeamAuth before it: nothing to count, so nothing runs.
+				WriteError(w, http.StatusUnauthorized, "missing_token", "an API token is required")
+				return
+			}
+			var refused *ratelimit.RefusedError
+			if err := limit.Allow(t.ID); errors.As(err, &refused) {
 				WriteRateLimited(w, refused)
 				return
 			}

@@ -20,9 +20,14 @@ import (
 // default configuration, and a token of team shop for each of the scope sets asked.
 func testService(t *testing.T, tokenScopes ...[]store.Scope) (*Service, *store.DB, []string) {
 	t.Helper()
+	return testServiceWith(t, config.Default(), tokenScopes...)
+}
+
+// testServiceWith is testService with cfg.
+func testServiceWith(t *testing.T, cfg config.Config, tokenScopes ...[]store.Scope) (*Service, *store.DB, []string) {
+	t.Helper()
 	ctx := context.Background()
 	db := storetest.SQLite(t)
-	cfg := config.Default()
 	cfg.Pipeline.CacheDir = t.TempDir()
 	svc, err := New(ctx, cfg, db, zerolog.Nop())
 	if err != nil {
@@ -140,15 +145,7 @@ func TestEveryRouteSetsSecurityHeaders(t *testing.T) {
 func TestCallbacksAreLimitedPerClient(t *testing.T) {
 	svc, _, _ := testService(t)
 	limited := []string{"GET /auth/github/callback", "GET /github/setup", "POST /auth/signout"}
-	route := func(pattern string) Route {
-		for _, r := range Routes {
-			if r.Pattern == pattern {
-				return r
-			}
-		}
-		t.Fatalf("no route %s", pattern)
-		return Route{}
-	}
+	route := func(pattern string) Route { return routeOf(t, pattern) }
 	for i := range config.DefaultClientBurst {
 		if rec := callRoute(svc, route(limited[i%len(limited)]), "", ""); rec.Code == http.StatusTooManyRequests {
 			t.Fatalf("call %d, within the burst of %d: %d %s", i+1, config.DefaultClientBurst, rec.Code, rec.Body)
@@ -165,4 +162,62 @@ func TestCallbacksAreLimitedPerClient(t *testing.T) {
 			t.Errorf("%s from the same client: %d, want 200", pattern, rec.Code)
 		}
 	}
+}
+
+// TestTokenRoutesThatCallOutAreLimitedPerTeam: the token routes that download,
+// render or ask GitHub or a cluster share their team's limits of the configuration,
+// one per kind of work: past each limit's burst every route of it is answered 429
+// rate_limited with Retry-After, while the routes of the other limits and those
+// that only read the store still answer.
+func TestTokenRoutesThatCallOutAreLimitedPerTeam(t *testing.T) {
+	cfg := config.Default()
+	// One a minute after bursts of their own: no refill within the test.
+	rl := &cfg.RateLimits
+	rl.TeamRepositoryPerMinute, rl.TeamRepositoryBurst = 1, 3
+	rl.TeamClusterReadsPerMinute, rl.TeamClusterReadsBurst = 1, 4
+	rl.TeamAdminPerMinute, rl.TeamAdminBurst = 1, 5
+	svc, _, tokens := testServiceWith(t, cfg, []store.Scope{store.ScopeRead, store.ScopeChange, store.ScopeAdmin})
+	auth := "Bearer " + tokens[0]
+	route := func(pattern string) Route { return routeOf(t, pattern) }
+	limits := []struct {
+		name   string
+		burst  int
+		routes []string
+	}{
+		{"rate_limits.team_repository_*", int(rl.TeamRepositoryBurst), []string{"GET /api/v1/clusters/{cluster}/repository"}},
+		{"rate_limits.team_cluster_reads_*", int(rl.TeamClusterReadsBurst), []string{"POST /api/v1/decide",
+			"GET /api/v1/clusters/{cluster}/argocd/apps", "GET /api/v1/clusters/{cluster}/argocd/apps/{namespace}/{name}"}},
+		{"rate_limits.team_admin_*", int(rl.TeamAdminBurst), []string{"PUT /api/v1/clusters/{cluster}/kubeconfig",
+			"POST /api/v1/clusters/{cluster}/repos", "GET /api/v1/clusters/{cluster}/repos/suggestions", "POST /api/v1/internal/tokens"}},
+	}
+	for _, l := range limits {
+		for i := range l.burst {
+			if rec := callRoute(svc, route(l.routes[i%len(l.routes)]), auth, "{}"); rec.Code == http.StatusTooManyRequests {
+				t.Fatalf("%s: call %d, within the burst of %d: %d %s", l.name, i+1, l.burst, rec.Code, rec.Body)
+			}
+		}
+		for _, pattern := range l.routes {
+			rec := callRoute(svc, route(pattern), auth, "{}")
+			if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"rate_limited"`) || rec.Header().Get("Retry-After") != "60" {
+				t.Errorf("%s past %s's burst: %d %s (Retry-After %q), want 429 rate_limited", pattern, l.name, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+			}
+		}
+	}
+	for _, pattern := range []string{"GET /api/v1/changes", "GET /api/v1/clusters", "GET /api/v1/installations"} {
+		if rec := callRoute(svc, route(pattern), auth, ""); rec.Code == http.StatusTooManyRequests {
+			t.Errorf("%s, which asks only the store, with every limit spent: %d %s", pattern, rec.Code, rec.Body)
+		}
+	}
+}
+
+// routeOf is the route of Routes with pattern.
+func routeOf(t *testing.T, pattern string) Route {
+	t.Helper()
+	for _, r := range Routes {
+		if r.Pattern == pattern {
+			return r
+		}
+	}
+	t.Fatalf("no route %s", pattern)
+	return Route{}
 }

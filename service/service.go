@@ -237,6 +237,18 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	teamRepository, err := ratelimit.New("repository reads for this team", int(cfg.RateLimits.TeamRepositoryPerMinute), int(cfg.RateLimits.TeamRepositoryBurst))
+	if err != nil {
+		return nil, err
+	}
+	teamClusterReads, err := ratelimit.New("cluster reads for this team", int(cfg.RateLimits.TeamClusterReadsPerMinute), int(cfg.RateLimits.TeamClusterReadsBurst))
+	if err != nil {
+		return nil, err
+	}
+	teamAdmin, err := ratelimit.New("administrative calls for this team", int(cfg.RateLimits.TeamAdminPerMinute), int(cfg.RateLimits.TeamAdminBurst))
+	if err != nil {
+		return nil, err
+	}
 	s.server, err = server.New(server.Config{
 		Address:           cfg.Server.Address,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -258,7 +270,8 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
-	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters, ChangeLimit: teamChanges}
+	changes := &changesapi.API{Store: db, Pipeline: pipeline, Apps: clusters, ChangeLimit: teamChanges,
+		RepositoryLimit: teamRepository, ClusterReadLimit: teamClusterReads}
 	notificationMetrics, err := metrics.NewNotifications(registry)
 	if err != nil {
 		return nil, err
@@ -281,6 +294,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 			InClusterTeams: cfg.Clusters.InClusterTeams,
 			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
 			Access:         clusters,
+			AdminLimit:     teamAdmin,
 		},
 		changes,
 		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),

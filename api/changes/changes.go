@@ -64,6 +64,14 @@ type API struct {
 	// ChangeLimit, when set, limits how often each team may start pipeline work:
 	// create, retry and roll back changes, over HTTP and MCP alike.
 	ChangeLimit *ratelimit.Limiter
+	// RepositoryLimit, when set, limits each team's repository views and the MCP
+	// tools that open an Application's repository: each may download an archive
+	// and render every app deploying from it.
+	RepositoryLimit *ratelimit.Limiter
+	// ClusterReadLimit, when set, limits each team's path decisions and Argo CD
+	// Application reads, over HTTP and MCP alike: each asks the team's cluster
+	// through worker slots every team shares.
+	ClusterReadLimit *ratelimit.Limiter
 }
 
 // changeRoute is one route of the change API and the token scope it needs.

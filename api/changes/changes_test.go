@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -361,14 +362,29 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 // against db, where team shop holds the returned token and has cluster prod.
 func changesServer(t *testing.T, db *store.DB, pipeline Pipeline) (*server.Server, secret.Secret) {
 	t.Helper()
-	return limitedChangesServer(t, db, pipeline, nil)
+	return limitedChangesServer(t, db, pipeline, API{})
 }
 
-// limitedChangesServer is changesServer with the API's ChangeLimit.
-func limitedChangesServer(t *testing.T, db *store.DB, pipeline Pipeline, limit *ratelimit.Limiter) (*server.Server, secret.Secret) {
+// limitedChangesServer is changesServer with the limits of limits (ChangeLimit,
+// RepositoryLimit, ClusterReadLimit).
+func limitedChangesServer(t *testing.T, db *store.DB, pipeline Pipeline, limits API) (*server.Server, secret.Secret) {
+	t.Helper()
+	token := teamWithCluster(t, db, "shop")
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&API{Store: db, Pipeline: pipeline, Apps: stubApps{}, ChangeLimit: limits.ChangeLimit,
+		RepositoryLimit: limits.RepositoryLimit, ClusterReadLimit: limits.ClusterReadLimit}).Mount(srv)
+	return srv, token
+}
+
+// teamWithCluster creates team name with a cluster prod, and returns a token of the
+// team's.
+func teamWithCluster(t *testing.T, db *store.DB, name string) secret.Secret {
 	t.Helper()
 	ctx := context.Background()
-	team, err := db.CreateTeam(ctx, "shop")
+	team, err := db.CreateTeam(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,12 +395,21 @@ func limitedChangesServer(t *testing.T, db *store.DB, pipeline Pipeline, limit *
 	if _, err := db.CreateCluster(ctx, store.Cluster{TeamID: team.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	return token
+}
+
+// anotherToken is a new token of team.
+func anotherToken(t *testing.T, db *store.DB, team string) secret.Secret {
+	t.Helper()
+	tm, err := db.TeamByName(context.Background(), team)
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&API{Store: db, Pipeline: pipeline, Apps: stubApps{}, ChangeLimit: limit}).Mount(srv)
-	return srv, token
+	_, token, err := db.CreateAPIToken(context.Background(), tm.ID, "another chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
 
 // callAs sends a JSON request to srv with token and returns the answer's status
@@ -503,12 +528,9 @@ func TestTeamChangesAreRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, first := limitedChangesServer(t, db, stubPipeline{db}, limit)
+	srv, first := limitedChangesServer(t, db, stubPipeline{db}, API{ChangeLimit: limit})
+	second := anotherToken(t, db, "shop")
 	shop, err := db.TeamByName(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, second, err := db.CreateAPIToken(ctx, shop.ID, "another chat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,5 +598,152 @@ func TestViewShowsRenames(t *testing.T) {
 	want := map[string]string{"app": "web", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "from": r.From, "to": r.To, "generator": r.Generator}
 	if len(got.Renames) != 1 || !maps.Equal(got.Renames[0], want) {
 		t.Fatalf("view renames %v, want [%v]", got.Renames, want)
+	}
+}
+
+// TestTeamReadsAreRateLimited: a team's repository views share one limit and its
+// path decisions and Application reads another, whichever of its tokens asks; past
+// each the (N+1)th request is answered 429 rate_limited with Retry-After, the other
+// limit still lets its reads through, and another team is not held back.
+func TestTeamReadsAreRateLimited(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		const burst = 3
+		newLimit := func(what string) *ratelimit.Limiter {
+			// One a minute after the burst: no refill within the test.
+			l, err := ratelimit.New(what, 1, burst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		srv, first := limitedChangesServer(t, db, stubPipeline{db},
+			API{RepositoryLimit: newLimit("repository reads for this team"), ClusterReadLimit: newLimit("cluster reads for this team")})
+		second := anotherToken(t, db, "shop")
+		view := "/api/v1/clusters/prod/repository?repo=https://github.com/acme/deploy&revision=main"
+		decide := `{"cluster":"prod","target":{"apiVersion":"v1","kind":"ConfigMap","name":"x"}}`
+		type request struct{ method, path, body string }
+		clusterReads := []request{
+			{http.MethodPost, "/api/v1/decide", decide},
+			{http.MethodGet, "/api/v1/clusters/prod/argocd/apps", ""},
+			{http.MethodGet, "/api/v1/clusters/prod/argocd/apps/argocd/web", ""},
+		}
+		refused := func(token secret.Secret, r request, what string) {
+			t.Helper()
+			req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+			req.Header.Set("Authorization", "Bearer "+token.Reveal())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("%s %s past the team's limit: %d %s", r.method, r.path, rec.Code, rec.Body)
+			}
+			wantCode(t, rec.Body.Bytes(), server.CodeRateLimited)
+			if !strings.Contains(rec.Body.String(), what) {
+				t.Errorf("%s %s: %s does not name %q", r.method, r.path, rec.Body, what)
+			}
+			if got := rec.Header().Get("Retry-After"); got != "60" {
+				t.Errorf("%s %s: Retry-After %q, want 60 (one a minute)", r.method, r.path, got)
+			}
+		}
+
+		for i := range burst {
+			token := []secret.Secret{first, second}[i%2]
+			if status, body := callAs(srv, token, http.MethodGet, view, ""); status != http.StatusOK {
+				t.Fatalf("repository view %d, within the burst of %d: %d %s", i+1, burst, status, body)
+			}
+		}
+		for _, token := range []secret.Secret{first, second} {
+			refused(token, request{http.MethodGet, view, ""}, "too many repository reads for this team")
+		}
+		// The repository limit spent, the cluster reads have their own.
+		for _, r := range clusterReads {
+			if status, body := callAs(srv, second, r.method, r.path, r.body); status != http.StatusOK {
+				t.Fatalf("%s %s, within the burst of cluster reads: %d %s", r.method, r.path, status, body)
+			}
+		}
+		for _, r := range clusterReads {
+			refused(first, r, "too many cluster reads for this team")
+		}
+
+		other := teamWithCluster(t, db, "billing")
+		for _, r := range append(clusterReads, request{http.MethodGet, view, ""}) {
+			if status, body := callAs(srv, other, r.method, r.path, r.body); status != http.StatusOK {
+				t.Fatalf("another team's %s %s: %d %s", r.method, r.path, status, body)
+			}
+		}
+	})
+}
+
+// TestOpenAPIDocumentsEveryRateLimit holds the document's 429 answers to the routes
+// that answer one: each change API route is called twice with every limit at a
+// burst of one, and documents 429 (with Retry-After, its example conforming) exactly
+// when its second call is refused so; of the administrative routes exactly those of
+// setup.CallOut document it.
+func TestOpenAPIDocumentsEveryRateLimit(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	documents429 := func(pattern string) bool {
+		method, path, _ := strings.Cut(pattern, " ")
+		resp, ok := doc.Paths[path][strings.ToLower(method)].Responses["429"]
+		if ok && resp.Headers["Retry-After"] == nil {
+			t.Errorf("openapi.json documents the 429 of %s without Retry-After", pattern)
+		}
+		return ok
+	}
+	bodies := map[string]string{
+		"POST /api/v1/changes": `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`,
+		"POST /api/v1/decide":  `{"cluster":"prod","target":{"apiVersion":"v1","kind":"ConfigMap","name":"x"}}`,
+	}
+	params := strings.NewReplacer("{cluster}", "prod", "{code}", "web1", "{namespace}", "argocd", "{name}", "web")
+	for pattern := range (&API{}).changeRoutes() {
+		t.Run(pattern, func(t *testing.T) {
+			limit := func() *ratelimit.Limiter {
+				l, err := ratelimit.New("calls", 1, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			db := storetest.SQLite(t)
+			srv, token := limitedChangesServer(t, db, stubPipeline{db}, API{ChangeLimit: limit(), RepositoryLimit: limit(), ClusterReadLimit: limit()})
+			method, path, _ := strings.Cut(pattern, " ")
+			path = params.Replace(path)
+			if path == "/api/v1/clusters/prod/repository" {
+				path += "?repo=https://github.com/acme/deploy"
+			}
+			callAs(srv, token, method, path, bodies[pattern])
+			status, body := callAs(srv, token, method, path, bodies[pattern])
+			if limited := status == http.StatusTooManyRequests; limited != documents429(pattern) {
+				t.Fatalf("the second call answers %d %s; openapi.json documents a 429: %v", status, body, !limited)
+			}
+		})
+	}
+	for pattern := range setup.Routes {
+		if want := slices.Contains(setup.CallOut, pattern); documents429(pattern) != want {
+			t.Errorf("%s is limited per team: %v; openapi.json documents a 429: %v", pattern, want, !want)
+		}
+	}
+	for pattern := range notify.Routes {
+		if documents429(pattern) {
+			t.Errorf("openapi.json documents a 429 of %s, which has no limit", pattern)
+		}
+	}
+	full := loadDoc(t)
+	for path, ops := range full.Paths {
+		for method, op := range ops {
+			if resp, ok := op.Responses["429"]; ok {
+				c := resp.Content["application/json"]
+				if err := full.conforms(c.Schema, c.Example); len(c.Example) == 0 || err != nil {
+					t.Errorf("%s %s: the 429 example %s does not conform: %v", method, path, c.Example, err)
+				}
+			}
+		}
 	}
 }

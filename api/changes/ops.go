@@ -18,7 +18,7 @@ import (
 // path through the pipeline and is answered from the same views. Errors are a
 // *ClusterNotFoundError, a *ClusterReadError, store.ErrNotFound (no such change for
 // the team), a *plan.Error with its stable code, a *ratelimit.RefusedError (the
-// team is over API.ChangeLimit), or an internal failure.
+// team is over one of API's limits: nothing was done), or an internal failure.
 
 // CodeClusterNotFound answers a request naming a cluster the team has not
 // registered.
@@ -152,6 +152,9 @@ func (a *API) RollbackChange(ctx context.Context, t store.Team, code, requestedB
 
 // Decide is the path decision for one target on the team's cluster.
 func (a *API) Decide(ctx context.Context, t store.Team, cluster string, target objref.Target) (DecideResponse, error) {
+	if err := a.ClusterReadLimit.Allow(t.ID); err != nil {
+		return DecideResponse{}, err
+	}
 	if cluster == "" || target.Kind == "" || target.Name == "" || target.APIVersion == "" {
 		return DecideResponse{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: "cluster and target {apiVersion, kind, name} are required"}
 	}
@@ -165,6 +168,9 @@ func (a *API) Decide(ctx context.Context, t store.Team, cluster string, target o
 
 // AppList is the overview of the cluster's Argo CD Applications, problem apps first.
 func (a *API) AppList(ctx context.Context, t store.Team, cluster string) (argocd.AppList, error) {
+	if err := a.ClusterReadLimit.Allow(t.ID); err != nil {
+		return argocd.AppList{}, err
+	}
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return argocd.AppList{}, err
 	}
@@ -177,6 +183,9 @@ func (a *API) AppList(ctx context.Context, t store.Team, cluster string) (argocd
 
 // AppDetail is one Application with the team's changes that touched it.
 func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (AppDetailView, error) {
+	if err := a.ClusterReadLimit.Allow(t.ID); err != nil {
+		return AppDetailView{}, err
+	}
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return AppDetailView{}, err
 	}
@@ -201,6 +210,9 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 // RepoView is a repository connected to the team's cluster at a revision: which
 // folders which Applications deploy, and each app's render, masked.
 func (a *API) RepoView(ctx context.Context, t store.Team, cluster, repo, revision string) (plan.RepoView, error) {
+	if err := a.AllowRepositoryRead(t); err != nil {
+		return plan.RepoView{}, err
+	}
 	if repo == "" {
 		return plan.RepoView{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: "repo is required: the repository URL as the Applications name it"}
 	}
@@ -208,4 +220,12 @@ func (a *API) RepoView(ctx context.Context, t store.Team, cluster, repo, revisio
 		return plan.RepoView{}, err
 	}
 	return a.Pipeline.RepoView(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, repo, revision)
+}
+
+// AllowRepositoryRead takes one of the team's repository reads (API.RepositoryLimit)
+// or returns the *ratelimit.RefusedError saying when the next is allowed: the
+// repository view takes one, and so does each MCP tool that opens an Application's
+// repository, before it asks the cluster or GitHub anything.
+func (a *API) AllowRepositoryRead(t store.Team) error {
+	return a.RepositoryLimit.Allow(t.ID)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -249,7 +250,7 @@ func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 		plan.CodeInvalidRequest, plan.CodeNotGitOpsManaged, plan.CodeRepoNotConnected, plan.CodeRevisionNotABranch,
 		plan.CodeRevisionNotFound, plan.CodeRefused, plan.CodeClusterRejected, plan.CodePathMismatch, plan.CodeAppNotFound,
 		plan.CodeUnsupportedSource, plan.CodeEditNoLongerApplies, plan.CodeNotFound, plan.CodeConflict,
-		plan.CodePipelineUnavailable, CodeClusterNotFound, "cluster_unavailable", "internal",
+		plan.CodePipelineUnavailable, CodeClusterNotFound, "cluster_unavailable", "internal", server.CodeRateLimited,
 		// api/setup
 		"invalid_cluster_name", "invalid_cluster", "invalid_kubeconfig", "in_cluster_not_allowed", "cluster_exists",
 		"credentials_key_missing", "invalid_repo", "repo_not_installed", "installation_suspended", "installation_missing",

@@ -16,11 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -104,6 +106,8 @@ type API struct {
 	StateTTL time.Duration
 	// InstallerWait defaults to DefaultInstallerWait; negative: no wait, one look.
 	InstallerWait time.Duration
+	// AdminLimit, when set, limits each team's calls to the routes of CallOut.
+	AdminLimit *ratelimit.Limiter
 }
 
 // Routes are the token routes Mount adds, each with the scope it needs (the change
@@ -121,6 +125,17 @@ var Routes = map[string]store.Scope{
 	"DELETE /api/v1/clusters/{cluster}/repos":          store.ScopeAdmin,
 	"GET /api/v1/clusters/{cluster}/repos/suggestions": store.ScopeAdmin,
 	"POST /api/v1/internal/tokens":                     store.ScopeAdmin,
+}
+
+// CallOut are the routes of Routes that make the service call GitHub (a repository
+// token minted, the installations' repositories read again) or the team's cluster
+// (its Applications read, its watches started again with a new kubeconfig): each
+// team's calls to them share API.AdminLimit, answered 429 rate_limited past it.
+var CallOut = []string{
+	"PUT /api/v1/clusters/{cluster}/kubeconfig",
+	"POST /api/v1/clusters/{cluster}/repos",
+	"GET /api/v1/clusters/{cluster}/repos/suggestions",
+	"POST /api/v1/internal/tokens",
 }
 
 // Mount adds the endpoints to srv: GitHub's setup callback (its one-time state
@@ -142,6 +157,10 @@ func (a *API) Mount(srv *server.Server) {
 		"POST /api/v1/internal/tokens":                     a.issueToken,
 	}
 	for pattern, h := range handlers {
+		if slices.Contains(CallOut, pattern) {
+			srv.HandleFunc(pattern, h, server.TeamAuth(Routes[pattern]), server.LimitPerTeam(a.AdminLimit))
+			continue
+		}
 		srv.HandleFunc(pattern, h, server.TeamAuth(Routes[pattern]))
 	}
 }
