@@ -15,8 +15,11 @@ import (
 )
 
 // faultTimeout is the App's client timeout in these tests: a hung request fails after
-// it, as one to github.com fails after the service's configured timeout.
-const faultTimeout = time.Second
+// it, as one to github.com fails after the service's configured timeout. It applies
+// to every request of the way, not only the hung one: with a second, a loaded
+// machine timed out requests no fault touched, retrying the step once more than the
+// fault did.
+const faultTimeout = 5 * time.Second
 
 const tarballRoute = "/repos/*/*/tarball/**"
 
