@@ -136,7 +136,10 @@ type Server struct {
 	WriteTimeout      time.Duration `yaml:"write_timeout" json:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout" json:"idle_timeout"`
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
-	MaxBodyBytes      int64         `yaml:"max_body_bytes" json:"max_body_bytes"`
+	// DrainDelay is how long the server keeps accepting requests after SIGTERM,
+	// answering /readyz 503, before it stops listening (0: it stops at once).
+	DrainDelay   time.Duration `yaml:"drain_delay" json:"drain_delay"`
+	MaxBodyBytes int64         `yaml:"max_body_bytes" json:"max_body_bytes"`
 	// TrustForwardedFor takes the client address of per-client limits from the
 	// last X-Forwarded-For entry: only behind a proxy that sets it.
 	TrustForwardedFor bool `yaml:"trust_forwarded_for" json:"trust_forwarded_for"`

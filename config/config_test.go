@@ -511,6 +511,11 @@ func TestValidate(t *testing.T) {
 			edit:    func(c *Config) { c.Server.ReadTimeout = -time.Second },
 			want:    []string{"server.read_timeout must not be negative"},
 		},
+		"negative drain delay": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Server.DrainDelay = -time.Second },
+			want:    []string{"server.drain_delay must not be negative"},
+		},
 		"zero deploy timeout": {
 			profile: Dev,
 			edit:    func(c *Config) { c.Pipeline.DeployTimeout = 0 },

@@ -85,6 +85,7 @@ var envSettings = []envSetting{
 	{"KUKIE_SERVER_WRITE_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Server.WriteTimeout })},
 	{"KUKIE_SERVER_IDLE_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Server.IdleTimeout })},
 	{"KUKIE_SERVER_SHUTDOWN_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Server.ShutdownTimeout })},
+	{"KUKIE_SERVER_DRAIN_DELAY", dur(func(c *Config) *time.Duration { return &c.Server.DrainDelay })},
 	{"KUKIE_SERVER_MAX_BODY_BYTES", integer(func(c *Config) *int64 { return &c.Server.MaxBodyBytes })},
 	{"KUKIE_SERVER_TRUST_FORWARDED_FOR", boolean(func(c *Config) *bool { return &c.Server.TrustForwardedFor })},
 	{"KUKIE_DATABASE_URL", sec(func(c *Config) *secret.Secret { return &c.Database.SecretURL })},

@@ -68,6 +68,7 @@ func (c Config) Validate(profile Profile) error {
 		{"server.write_timeout", int64(c.Server.WriteTimeout)},
 		{"server.idle_timeout", int64(c.Server.IdleTimeout)},
 		{"server.shutdown_timeout", int64(c.Server.ShutdownTimeout)},
+		{"server.drain_delay", int64(c.Server.DrainDelay)},
 		{"server.max_body_bytes", c.Server.MaxBodyBytes},
 	} {
 		if f.value < 0 {

@@ -176,7 +176,7 @@ var chartCases = map[string]struct {
 	"defaults": {
 		want: expectation{
 			replicas: 2, image: "kukie-gitops:0.1.0", secret: defaultSecrets,
-			shutdown: 30 * time.Second, metricsPort: 9100, serviceAccount: "kukie-gitops", rbacRules: 1, pdb: true,
+			shutdown: 30 * time.Second, drain: 10 * time.Second, metricsPort: 9100, serviceAccount: "kukie-gitops", rbacRules: 1, pdb: true,
 			// The chart's defaults leave only the App's own settings to the operator.
 			problems: []string{"github.app_id is required", "github.app_slug is required", "github.client_id is required"},
 		},
@@ -196,6 +196,7 @@ var chartCases = map[string]struct {
 				"databaseURL":      map[string]any{"name": "kukie-db", "key": "url"},
 				"githubPrivateKey": map[string]any{"name": "", "key": "app.pem"},
 			},
+			"drainDelaySeconds":             5,
 			"shutdownTimeoutSeconds":        120,
 			"terminationGraceMarginSeconds": 20,
 			"port":                          8443,
@@ -220,7 +221,7 @@ var chartCases = map[string]struct {
 				"KUKIE_ENCRYPTION_KEY_FILE":        "kukie-app/encryption-key",
 				"KUKIE_DATABASE_URL_FILE":          "kukie-db/url",
 			},
-			shutdown: 120 * time.Second, port: 8443, serviceAccount: "kukie-gitops", rbacRules: 2, pdb: true,
+			shutdown: 120 * time.Second, drain: 5 * time.Second, port: 8443, serviceAccount: "kukie-gitops", rbacRules: 2, pdb: true,
 			ingress: true, serviceMonitor: true, logLevel: "debug",
 		},
 	},
@@ -233,7 +234,7 @@ var chartCases = map[string]struct {
 		},
 		want: expectation{
 			replicas: 2, image: "kukie-gitops:0.1.0", secret: defaultSecrets,
-			shutdown: 30 * time.Second, metricsPort: 9100, serviceAccount: "platform-reader",
+			shutdown: 30 * time.Second, drain: 10 * time.Second, metricsPort: 9100, serviceAccount: "platform-reader",
 		},
 	},
 }
@@ -243,8 +244,10 @@ type expectation struct {
 	replicas int32
 	image    string
 	// secret maps each secret file setting to the Secret and key it is read from.
-	secret      map[string]string
-	shutdown    time.Duration
+	secret   map[string]string
+	shutdown time.Duration
+	// drain is the drain delay the pods are started with.
+	drain       time.Duration
 	port        int32 // 0: 8080
 	metricsPort int32 // 0: /metrics on the main port
 	// serviceAccount is the account the pods run as; rbacRules the rules of the
@@ -442,8 +445,12 @@ func checkRelease(t *testing.T, r release, namespace string, want expectation) {
 	if cfg.Server.ShutdownTimeout != want.shutdown {
 		t.Errorf("server.shutdown_timeout %s, want %s", cfg.Server.ShutdownTimeout, want.shutdown)
 	}
-	if grace := pod.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= cfg.Server.ShutdownTimeout {
-		t.Errorf("terminationGracePeriodSeconds %v is not longer than server.shutdown_timeout %s", ptr.Deref(grace, 0), cfg.Server.ShutdownTimeout)
+	if cfg.Server.DrainDelay != want.drain {
+		t.Errorf("server.drain_delay %s, want %s", cfg.Server.DrainDelay, want.drain)
+	}
+	if grace := pod.Spec.TerminationGracePeriodSeconds; grace == nil || time.Duration(*grace)*time.Second <= cfg.Server.DrainDelay+cfg.Server.ShutdownTimeout {
+		t.Errorf("terminationGracePeriodSeconds %v is not longer than server.drain_delay %s and server.shutdown_timeout %s together",
+			ptr.Deref(grace, 0), cfg.Server.DrainDelay, cfg.Server.ShutdownTimeout)
 	}
 	if want.logLevel != "" && cfg.Log.Level != want.logLevel {
 		t.Errorf("log level %q, want %q from extraEnv", cfg.Log.Level, want.logLevel)
@@ -641,6 +648,7 @@ func TestChartRefusesValuesItCannotHonour(t *testing.T) {
 	}{
 		"listen address in config":   {inConfig("server", "address", "0.0.0.0:9000"), "config.server.address is set by the chart"},
 		"shutdown timeout in config": {inConfig("server", "shutdown_timeout", "5m"), "config.server.shutdown_timeout is set by the chart"},
+		"drain delay in config":      {inConfig("server", "drain_delay", "1m"), "config.server.drain_delay is set by the chart"},
 		"secret file in config":      {inConfig("github", "private_key_file", "/key.pem"), "config.github.private_key_file is set by the chart"},
 		"database in config":         {inConfig("database", "url", "sqlite:other.db"), "config.database.url is set by the chart"},
 		"metrics on the main port's number": {

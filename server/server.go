@@ -74,7 +74,14 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take to finish after
 	// shutdown begins; requests still running then are cut off.
 	ShutdownTimeout time.Duration
-	MaxBodyBytes    int64
+	// DrainDelay is how long the server goes on accepting requests once shutdown
+	// begins, answering /readyz 503, before it stops listening: a load balancer
+	// (a Kubernetes Service's endpoints, an ingress) takes a few seconds to stop
+	// sending a terminating replica new requests, and a listener closed at once
+	// refuses them, GitHub's webhook deliveries among them, which GitHub does not
+	// deliver again by itself. 0 stops listening at once.
+	DrainDelay   time.Duration
+	MaxBodyBytes int64
 	// HSTS makes every answer carry Strict-Transport-Security: the service is
 	// reached over https (server.public_url), even when a proxy in front of it ends
 	// TLS and speaks plain HTTP to it.
@@ -172,6 +179,8 @@ type Server struct {
 	draining atomic.Bool
 	addr     atomic.Value // net.Addr once listening
 	patterns []string     // every pattern mounted, in mount order
+	// drainWait is time.After; tests end the drain delay themselves.
+	drainWait func(time.Duration) <-chan time.Time
 }
 
 // New builds a server with /healthz and /readyz mounted.
@@ -183,7 +192,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: max body bytes must be positive, got %d", cfg.MaxBodyBytes)
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), drainWait: time.After}
 	s.handler = s.observe(s.secureHeaders(s.recoverPanics(s.limitBody(s.mux))))
 	s.mux.Handle("GET /healthz", s.counted("GET /healthz", http.HandlerFunc(s.healthz)))
 	s.mux.Handle("GET /readyz", s.counted("GET /readyz", http.HandlerFunc(s.readyz)))
@@ -304,8 +313,9 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln until ctx is cancelled. Then it stops accepting connections,
-// fails /readyz so load balancers stop sending traffic, waits up to
+// Serve serves on ln until ctx is cancelled. Then it fails /readyz so load
+// balancers stop sending traffic, goes on serving for Config.DrainDelay while they
+// do, stops accepting connections, waits up to
 // Config.ShutdownTimeout for in-flight requests to finish, and returns nil if they
 // all did. Request contexts are not cancelled by shutdown: a request that started
 // is allowed to complete.
@@ -334,6 +344,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	if s.cfg.DrainDelay > 0 {
+		log.Info().Dur("drain_delay", s.cfg.DrainDelay).Msg("Shutting down: /readyz fails, still serving while load balancers stop sending requests")
+		select {
+		case <-s.drainWait(s.cfg.DrainDelay):
+		case err := <-serveErr:
+			return fmt.Errorf("serve http: %w", err)
+		}
+	}
 	log.Info().Dur("timeout", s.cfg.ShutdownTimeout).Msg("Shutting down: draining in-flight requests")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()

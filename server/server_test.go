@@ -712,3 +712,49 @@ func TestLimitPerClient(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownServesThroughTheDrainDelay: once shutdown begins, the server goes on
+// accepting connections for the drain delay, answering /readyz 503 and serving
+// every other route, so requests a load balancer still sends its way (GitHub's
+// webhook deliveries among them) are answered, not refused; then it stops
+// listening and Serve returns. Without the delay the listener closed at once.
+func TestShutdownServesThroughTheDrainDelay(t *testing.T) {
+	s, _ := newServer(t, server.Config{DrainDelay: time.Hour}, server.Deps{})
+	waited, drained := make(chan time.Duration, 1), make(chan time.Time)
+	server.SetDrainWait(s, func(d time.Duration) <-chan time.Time {
+		waited <- d
+		return drained
+	})
+	addr, stop, done := startServer(t, s)
+	stop()
+	select {
+	case d := <-waited:
+		if d != time.Hour {
+			t.Fatalf("drain delay %s, want the configured hour", d)
+		}
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) without a drain delay", err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(path string) (int, error) {
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz on a new connection while draining = %d, %v; want 503", code, err)
+	}
+	if code, err := get("/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("/healthz on a new connection while draining = %d, %v; want 200", code, err)
+	}
+	close(drained)
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := get("/healthz"); err == nil {
+		t.Fatal("a connection was accepted after the drain delay ended")
+	}
+}

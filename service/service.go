@@ -256,6 +256,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		WriteTimeout:      cfg.Server.WriteTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ShutdownTimeout:   cfg.Server.ShutdownTimeout,
+		DrainDelay:        cfg.Server.DrainDelay,
 		MaxBodyBytes:      cfg.Server.MaxBodyBytes,
 		HSTS:              strings.HasPrefix(cfg.Server.PublicURL, "https://"),
 		TrustForwardedFor: cfg.Server.TrustForwardedFor,

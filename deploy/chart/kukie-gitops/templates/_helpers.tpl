@@ -66,7 +66,7 @@ overridden by the chart's environment variables (or fight them) without a word.
 */}}
 {{- define "kukie-gitops.checkConfig" -}}
 {{- $owned := dict
-  "server" (list "address" "shutdown_timeout")
+  "server" (list "address" "shutdown_timeout" "drain_delay")
   "metrics" (list "address")
   "pipeline" (list "cache_dir")
   "database" (list "url" "url_file")
@@ -76,7 +76,7 @@ overridden by the chart's environment variables (or fight them) without a word.
 {{- $set := index $.Values.config $section | default dict }}
 {{- range $keys }}
 {{- if hasKey $set . }}
-{{- fail (printf "config.%s.%s is set by the chart; see values.yaml (port, metrics.port, shutdownTimeoutSeconds, cache, secrets)" $section .) }}
+{{- fail (printf "config.%s.%s is set by the chart; see values.yaml (port, metrics.port, drainDelaySeconds, shutdownTimeoutSeconds, cache, secrets)" $section .) }}
 {{- end }}
 {{- end }}
 {{- end }}
