@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kukie/kukie-gitops/argocd"
 )
@@ -26,7 +28,35 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *Error) Error() string {
+	if code, ok := foreignAnswer(e.Err); ok {
+		return fmt.Sprintf("%s: the server answered HTTP %d, and not as a Kubernetes API server does (its answer is not shown); "+
+			"check that the kubeconfig's server is the cluster's API server", e.Op, code)
+	}
+	return e.Op + ": " + e.Err.Error()
+}
+
+// foreignAnswer reports whether err is client-go's error for an answer that was not
+// a Kubernetes Status, and its HTTP status. client-go puts up to 2 KiB of such a
+// body into its message, and the server is whatever a team's kubeconfig names, any
+// HTTPS service the service can reach: its page must not reach the team through
+// this error.
+func foreignAnswer(err error) (int32, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return 0, false
+	}
+	st := status.Status()
+	if st.Details == nil {
+		return 0, false
+	}
+	for _, c := range st.Details.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return st.Code, true
+		}
+	}
+	return 0, false
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 
