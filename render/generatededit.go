@@ -23,6 +23,7 @@ const (
 	strategyRemoveGeneratorLiteral = "removed generator literal"
 	strategyRemoveGeneratorEnvLine = "removed generator env file line"
 	strategyRemoveGeneratorFile    = "removed generator file"
+	strategyGeneratorFile          = "generator file content"
 )
 
 // generatedDataPatch reports whether a change sets data keys of a ConfigMap a
@@ -124,27 +125,28 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	app := p.primary
 	gens := p.generatorEntries(app, target)
 	if len(gens) == 0 {
-		return nil, p.generatedRefusal(app, target)
+		return nil, p.generatedRefusal(app, target, "")
 	}
 	entries := map[string]*entryEdit{}
 	envEdits := map[string]map[int]*string{}
+	fileContents := map[string][]byte{}
 	var warnings []Warning
 	var strategies []string
 	var inputs []keyInput
 	for _, key := range sortedKeys(data) {
 		_, set := data[key].(string)
 		ins, ok := p.generatedKeyInputs(gens, key, set)
+		if !ok && set {
+			return nil, p.generatedRefusal(app, target, fmt.Sprintf("the entry whose value of data key %s wins sets it more than once", key))
+		}
 		if !ok {
-			return nil, p.generatedRefusal(app, target)
+			return nil, p.generatedRefusal(app, target, fmt.Sprintf("no input of the generator that a plan reads sets data key %s", key))
 		}
 		inputs = append(inputs, ins...)
 	}
 	for _, in := range inputs {
 		key := in.key
 		value, set := data[key].(string)
-		if in.file >= 0 && set {
-			return nil, p.generatedRefusal(app, target)
-		}
 		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
 		e := entries[at]
 		if e == nil && in.envFile == "" {
@@ -158,8 +160,7 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			if !set {
 				s = strategyRemoveGeneratorEnvLine
 			} else if strings.ContainsAny(value, "\r\n") {
-				// An env file value is one line.
-				return nil, p.generatedRefusal(app, target)
+				return nil, p.generatedRefusal(app, target, fmt.Sprintf("the new value of data key %s has a line break, and an env file line holds one line", key))
 			}
 			if envEdits[file] == nil {
 				envEdits[file] = map[int]*string{}
@@ -169,16 +170,15 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			} else {
 				envEdits[file][in.line] = nil
 			}
+		case in.file >= 0 && set:
+			file, s = path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])), strategyGeneratorFile
+			fileContents[file] = []byte(value)
 		case in.file >= 0:
 			file, s = in.entry.file, strategyRemoveGeneratorFile
 			e.removedFiles[in.file] = true
-			src := in.entry.args.FileSources[in.file]
-			if _, f, named := strings.Cut(src, "="); named {
-				src = f
-			}
 			warnings = append(warnings, Warning{
 				Code:        "unread_file",
-				Where:       path.Join(in.entry.dir, src),
+				Where:       path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])),
 				Message:     fmt.Sprintf("no longer read by the configMapGenerator entry %q of %s, whose data key %s it was", in.entry.args.Name, in.entry.file, key),
 				Alternative: "delete the file in the pull request if nothing else reads it",
 			})
@@ -192,8 +192,8 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			file, s = in.entry.file, strategyNewGeneratorLiteral
 			e.appended = append(e.appended, key+"="+value)
 		}
-		if p.sharedInput(file) {
-			return nil, p.generatedRefusal(app, target)
+		if other := p.sharedInput(file); other != "" {
+			return nil, p.generatedRefusal(app, target, fmt.Sprintf("%s, the input of data key %s, is read by application %s too", file, key, other))
 		}
 		if !slices.Contains(strategies, s) {
 			strategies = append(strategies, s)
@@ -203,6 +203,13 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	newName, err := generatedName(target, expected)
 	if err != nil {
 		return nil, err
+	}
+	if newName == target.name {
+		w, err := p.unrolledReaders(target, gens)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, w...)
 	}
 	renamed := map[string]any(deepCopy(expected).(map[string]any))
 	if meta, ok := renamed["metadata"].(map[string]any); ok {
@@ -215,7 +222,9 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	ops := map[string][]yamledit.Op{}
 	for _, at := range sortedKeys(entries) {
 		e := entries[at]
-		ops[e.entry.file] = append(ops[e.entry.file], e.ops()...)
+		if eo := e.ops(); len(eo) > 0 {
+			ops[e.entry.file] = append(ops[e.entry.file], eo...)
+		}
 	}
 	build := func() (*candidate, error) {
 		c := &candidate{strategy: strategy, files: map[string][]byte{}, warnings: append([]Warning(nil), warnings...)}
@@ -226,9 +235,12 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			}
 			out, ok := editEnvLines(src, edits)
 			if !ok {
-				return nil, p.generatedRefusal(app, target)
+				return nil, p.generatedRefusal(app, target, "an env file line to edit is not in the file")
 			}
 			c.files[file] = out
+		}
+		for file, content := range fileContents {
+			c.files[file] = content
 		}
 		for _, file := range sortedKeys(ops) {
 			out, ws, err := p.editFile(p.before, file, 0, ops[file]...)
@@ -240,7 +252,7 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 		}
 		return c, nil
 	}
-	files := append(sortedKeys(ops), sortedKeys(envEdits)...)
+	files := append(append(sortedKeys(ops), sortedKeys(envEdits)...), sortedKeys(fileContents)...)
 	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: strategy, files: files, build: build}}, exp)
 	if err != nil {
 		return nil, err
@@ -383,16 +395,25 @@ func editEnvLines(src []byte, edits map[int]*string) ([]byte, bool) {
 	return b.Bytes(), true
 }
 
-// sharedInput reports whether an app other than the primary one reads file:
+// sharedInput is the first app other than the primary one that reads file:
 // its generator input is then not the app's alone to change.
-func (p *planner) sharedInput(file string) bool {
+func (p *planner) sharedInput(file string) string {
 	f := p.t.key(file)
 	for _, a := range p.apps {
 		if a.Name != p.primary.Name && p.reaches(a, f) {
-			return true
+			return a.Name
 		}
 	}
-	return false
+	return ""
+}
+
+// fileSourcePath is the file a configMapGenerator files source reads
+// ("key=path" or "path").
+func fileSourcePath(src string) string {
+	if _, f, named := strings.Cut(src, "="); named {
+		return f
+	}
+	return src
 }
 
 // generatedName is the name kustomize gives the generated ConfigMap target
@@ -526,4 +547,42 @@ func renameConfigMapRefs(o *object, from, to string) (map[string]any, bool) {
 		}
 	}
 	return body, changed
+}
+
+// unrolledReaders warns, for a generated ConfigMap that keeps its name when
+// its data changes (generatorOptions or the entry's options set
+// disableNameSuffixHash), that the workloads of the app that read it are not
+// rolled by the edit: a container reads env and envFrom values when it
+// starts, and mounted files follow after the kubelet's sync (never through
+// subPath), so the new data reaches running pods only when they restart.
+func (p *planner) unrolledReaders(target *object, gens []generatorEntry) ([]Warning, error) {
+	app := p.primary
+	objs, err := p.render(p.before, app)
+	if err != nil {
+		return nil, err
+	}
+	want := target.key(app.Namespace)
+	var readers []string
+	for _, o := range objs {
+		k := o.key(app.Namespace)
+		for _, r := range namedReferences(o, k.Namespace) {
+			if r.key == want {
+				readers = append(readers, o.kind+" "+o.name)
+				break
+			}
+		}
+	}
+	if len(readers) == 0 {
+		return nil, nil
+	}
+	who := readers[0] + ", which reads it, is"
+	if len(readers) > 1 {
+		who = strings.Join(readers, ", ") + ", which read it, are"
+	}
+	return []Warning{{
+		Code:        "no_rollout",
+		Where:       gens[0].file,
+		Message:     fmt.Sprintf("ConfigMap %s keeps its name (disableNameSuffixHash), so %s not restarted by the change: containers read env and envFrom values when they start, and mounted files change only after the kubelet's sync (never through subPath)", target.name, who),
+		Alternative: "restart the workloads after the sync (kubectl rollout restart), or let kustomize suffix the name with its hash",
+	}}, nil
 }

@@ -235,7 +235,7 @@ func (p *planner) checkTarget(app Application, o *object) error {
 			// planGenerated edits the generator's inputs, or refuses as below.
 			return nil
 		}
-		return p.generatedRefusal(app, o)
+		return p.generatedRefusal(app, o, "")
 	}
 	c := p.req.Change
 	if app.SourceType == SourceKustomize {
