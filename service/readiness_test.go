@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,14 +22,19 @@ import (
 )
 
 // TestReadinessWithThePoolExhausted: work holding every connection of the shared
-// pool in open transactions (past the readiness deadline) leaves the replica ready,
-// its answer warning that the pool is busy, since the database itself answers;
+// pool in open transactions (past the readiness deadline), with more work waiting
+// for one, leaves the replica ready, its answer warning that the pool is busy,
+// since the database itself answers; the pool merely in full use is no warning, and
 // once the work ends the warning goes. A ping through the shared pool waited for a
 // free connection until the deadline and answered 503.
 func TestReadinessWithThePoolExhausted(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		svc := readinessService(t, db)
 		txs := holdPool(t, db)
+		if code, answer := readyzAnswer(t, svc); code != http.StatusOK || len(answer.Warnings) != 0 {
+			t.Fatalf("pool in full use, nothing waiting: GET /readyz = %d %+v, want 200 without warnings", code, answer)
+		}
+		waiting := waitForConnection(t, db)
 		code, answer := readyzAnswer(t, svc)
 		if code != http.StatusOK {
 			t.Fatalf("pool exhausted: GET /readyz = %d %+v, want 200", code, answer)
@@ -41,6 +47,7 @@ func TestReadinessWithThePoolExhausted(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		<-waiting
 		if code, answer := readyzAnswer(t, svc); code != http.StatusOK || len(answer.Warnings) != 0 {
 			t.Fatalf("pool free: GET /readyz = %d %+v, want 200 without warnings", code, answer)
 		}
@@ -130,6 +137,24 @@ func holdPool(t *testing.T, db *store.DB) []*sqlx.Tx {
 		t.Fatalf("%d of %d connections in use, want all", st.InUse, st.MaxOpenConnections)
 	}
 	return txs
+}
+
+// waitForConnection starts a query on db's exhausted pool and returns once it
+// waits for a connection; the channel closes when the query has run.
+func waitForConnection(t *testing.T, db *store.DB) <-chan struct{} {
+	t.Helper()
+	waits := db.Stats().WaitCount
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := db.ExecContext(context.Background(), "SELECT 1"); err != nil {
+			t.Errorf("the waiting query: %v", err)
+		}
+	}()
+	for db.Stats().WaitCount == waits {
+		runtime.Gosched()
+	}
+	return done
 }
 
 type readyzBody struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,6 +60,9 @@ type DB struct {
 	// (health.go), so a pool busy with work is not taken for a database that does
 	// not answer.
 	health *sqlx.DB
+	// waits is the pool's count of waits for a connection when PoolBusy last
+	// looked.
+	waits *atomic.Int64
 }
 
 // Dialect reports which database this is.
@@ -102,7 +106,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	healthDB.SetMaxOpenConns(1)
 	healthDB.SetMaxIdleConns(1)
 	db := &DB{DB: sqlx.NewDb(sqlDB, bindDriverName(bind)), dialect: dialect,
-		health: sqlx.NewDb(healthDB, bindDriverName(bind))}
+		health: sqlx.NewDb(healthDB, bindDriverName(bind)), waits: &atomic.Int64{}}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {

@@ -36,7 +36,7 @@ func (db *DB) healthView() *DB {
 	if db.health == nil {
 		return db
 	}
-	return &DB{DB: db.health, dialect: db.dialect}
+	return &DB{DB: db.health, dialect: db.dialect, waits: db.waits}
 }
 
 // PingReady reports whether the database is reachable and answers a query,
@@ -60,15 +60,17 @@ func (db *DB) SchemaReady(ctx context.Context) error {
 	return err
 }
 
-// PoolBusy describes the shared pool when every connection is in use, and is
-// empty otherwise: work then waits for a connection, which is worth a warning but
-// says nothing about the database itself.
+// PoolBusy describes the shared pool when every connection is in use and work
+// waited for one since the last call, and is empty otherwise: that is worth a
+// warning but says nothing about the database itself. A pool merely in full use is
+// not reported: on SQLite, whose pool is one connection, that is any query.
 func (db *DB) PoolBusy() string {
 	st := db.Stats()
-	if st.MaxOpenConnections == 0 || st.InUse < st.MaxOpenConnections {
+	waited := st.WaitCount - db.waits.Swap(st.WaitCount)
+	if st.MaxOpenConnections == 0 || st.InUse < st.MaxOpenConnections || waited <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("all %d connections of the pool are in use (%d waits for a connection so far)", st.InUse, st.WaitCount)
+	return fmt.Sprintf("all %d connections of the pool are in use, and %d requests waited for one since the last check", st.InUse, waited)
 }
 
 // HealthError is a failed readiness check: Err is the full error, for the log;
