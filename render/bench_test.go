@@ -13,6 +13,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
 // The benchmarks generate repositories and time a full Plan (locate, edit, render
@@ -336,5 +337,34 @@ func BenchmarkPlanMonorepoNewCommit(b *testing.B) {
 				b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 			})
 		}
+	}
+}
+
+// BenchmarkKustomizeBuild renders the overlay app of 30 objects of
+// BenchmarkPlanOverlay30, its kustomize build in a warm worker and in process:
+// the difference is what a worker adds (the file system calls over the pipe,
+// the resources' encoding).
+func BenchmarkKustomizeBuild(b *testing.B) {
+	repo, apps := monorepo(b, 1, 1, 30, 0)
+	tr, err := openTree(repo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := helmexec.New(helmexec.Config{Workers: 1})
+	defer pool.Close()
+	for _, mode := range []string{"worker", "in-process"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := WithKustomizeWorkers(context.Background(), pool)
+			if mode == "in-process" {
+				SetKustomizeInProcess(true)
+				defer SetKustomizeInProcess(false)
+				ctx = context.Background()
+			}
+			for b.Loop() {
+				if _, err := renderApp(ctx, newView(tr, nil), apps[0], true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

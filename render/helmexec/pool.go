@@ -43,6 +43,9 @@ type Pool struct {
 	// sent, when set (by tests), is told the pid of a worker once a request is
 	// written to it.
 	sent func(pid int)
+	// exe, when set (by tests), is the program a worker runs instead of this
+	// executable.
+	exe string
 }
 
 // New returns a pool of cfg's size; workers start when renders need them.
@@ -281,7 +284,10 @@ type worker struct {
 
 // start starts a worker and waits for it to say it runs under its limits.
 func (p *Pool) start(ctx context.Context) (*worker, error) {
-	exe, err := executable()
+	exe, err := p.exe, error(nil)
+	if exe == "" {
+		exe, err = executable()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -341,11 +347,12 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 	select {
 	case err = <-ready:
 	case <-ctx.Done():
+		w.stop()
+		<-ready
 		err = ctx.Err()
 	}
 	if err != nil {
 		w.stop()
-		<-ready
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			p.retire(w, exitCauseOf(ctxErr))
 			return nil, ctxErr

@@ -342,3 +342,25 @@ func TestRenderWaitingForAWorkerIsCounted(t *testing.T) {
 	wantStats(t, p, 1, 1)
 	obs.want(t, 1, map[ExitCause]int{}, map[Outcome]int{OutcomeOK: 2})
 }
+
+// TestWorkerEndingBeforeItIsReadyFailsTheRender: a worker that ends before it
+// says it is ready (killed while it starts, or a program that is no worker)
+// fails its render with the reason and frees the slot; the render waited for
+// ever before.
+func TestWorkerEndingBeforeItIsReadyFailsTheRender(t *testing.T) {
+	p := New(Config{Workers: 1})
+	defer p.Close()
+	obs := observed(p)
+	p.exe = "/bin/true"
+	_, err := p.Render(context.Background(), testChart(t, map[string]string{"cm.yaml": configMap}), nil, testOptions)
+	if err == nil || !strings.Contains(err.Error(), "start worker /bin/true") || !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("got %v, want the worker's start failed", err)
+	}
+	p.exe = ""
+	renderConfigMap(t, p)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.started != 2 || !maps.Equal(obs.exits, map[ExitCause]int{ExitCrash: 1}) || !maps.Equal(obs.outcomes, map[Outcome]int{OutcomeFailed: 1, OutcomeOK: 1}) {
+		t.Fatalf("observed %d starts, exits %v, renders %v", obs.started, obs.exits, obs.outcomes)
+	}
+}
