@@ -214,3 +214,36 @@ func (p *planner) onlyReadBy(cm, target *object, ct container, objs []*object, d
 	}
 	return true
 }
+
+// envFromUnsetRefusal refuses an env change that unsets only variables the
+// container still gets through envFrom, which the plan could not edit at their
+// source (planEnvThroughGenerator): an env change cannot take away what
+// envFrom gives, so "already renders that way" would be false. It names the
+// source and key, and how to remove the key there; nil when some variable is
+// not from envFrom.
+func (p *planner) envFromUnsetRefusal(target *object, objs []*object) *Refusal {
+	e := p.req.Change.Env
+	app := p.primary
+	ct, ok := findContainer(target.body, target.kind, e.Container)
+	if !ok || len(e.Set) > 0 || len(e.Unset) == 0 {
+		return nil
+	}
+	ns := target.key(app.Namespace).Namespace
+	var from []string
+	code := CodeNoChange
+	for _, name := range e.Unset {
+		src, key := envFromSource(ct.body, name, objs, app.Namespace, ns)
+		if src == nil {
+			return nil
+		}
+		hint := fmt.Sprintf("with a patch of the ConfigMap setting /data/%s to null", key)
+		switch {
+		case src.kind == "Secret":
+			hint = "where the Secret's data is kept"
+		case src.generatedBy != "":
+			code = CodeGenerated
+		}
+		from = append(from, fmt.Sprintf("%s through envFrom from %s %s (key %s; remove it %s, which changes it for everything that reads it)", name, src.kind, src.name, key, hint))
+	}
+	return &Refusal{Code: code, App: app.Name, Reason: fmt.Sprintf("container %s of %s reads %s: its env has no entry to remove, and an env entry cannot unset what envFrom gives", e.Container, p.req.Target, strings.Join(from, "; "))}
+}

@@ -52,6 +52,11 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 		}
 	}
 	if deepEqual(target.body, expected) {
+		if p.req.Change.Env != nil {
+			if ref := p.envFromUnsetRefusal(target, objs); ref != nil {
+				return nil, ref
+			}
+		}
 		return nil, &Refusal{Code: CodeNoChange, App: app.Name, Reason: fmt.Sprintf("%s already renders that way (%s): there is nothing to change", p.req.Target, p.req.Change.describe())}
 	}
 	if target.generatedBy != "" {
