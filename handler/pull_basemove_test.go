@@ -48,9 +48,15 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 			t.Fatalf("runs before the push: %s, %s", before.GetConclusion(), soloBefore.GetConclusion())
 		}
 
-		// Someone merges a change of the shared base into main.
+		// Someone merges a change of the shared base into main. GitHub fails the
+		// first update of the run: the delivery is retried, and marks it then.
 		moved := e.gh.PushCommit(t, checkRepo, "main", map[string]string{
 			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, githubtest.DefaultAuthor)
+		e.gh.InjectFault(githubtest.Fault{Method: "PATCH", Path: "/repos/*/*/check-runs/*", Times: 1, Status: 502})
+		ds := e.gh.DeliveriesOf("push", "")
+		if err := push.Handle(context.Background(), "push", ds[len(ds)-1].ID, ds[len(ds)-1].Payload); err == nil {
+			t.Fatal("the push was handled while GitHub failed the run's update; want an error for the delivery to be retried")
+		}
 		e.deliver(t, push, "push", "")
 
 		after := e.run(t, shared)

@@ -41,7 +41,8 @@ const MaxBaseMoveMarks = 20
 // decides whether a branch must be up to date, and a merge queue checks the merge
 // itself) and says that the base moved, which of its Applications the push reaches
 // and how to check it again: update the branch, or re-run. A check is marked once
-// (the first move after it completed), by one replica. The Applications reached
+// (the first move after it completed); a publish that fails is tried again with the
+// delivery. The Applications reached
 // are found as a check finds them, on the new base's tree; a push that does not
 // list its files reaches all of them. GitHub is asked nothing unless a current
 // check is on the branch.
@@ -153,16 +154,18 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, cand store.PullChec
 			return nil
 		}
 	}
-	marked, err := c.Records.MarkPullCheckBaseMoved(ctx, rec.ID, m.SHA)
-	if err != nil || !marked {
-		return err
-	}
 	h := Head{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, BaseBranch: rec.BaseBranch,
 		BaseSHA: rec.BaseSHA, HeadSHA: rec.HeadSHA, Key: rec.Key}
 	report := staleReport(reportOf(res, rec.Repo, rec.BaseBranch).checkReport(h), m, rec, reached, hit)
 	report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
+	// Published first and recorded after: a publish that fails leaves the check
+	// unmarked for the delivery's retry, and a record that fails only publishes
+	// the same run again.
 	if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.CheckRunID, report); err != nil {
 		return fmt.Errorf("mark the check run of %s stale: %w", rec.Key, err)
+	}
+	if _, err := c.Records.MarkPullCheckBaseMoved(ctx, rec.ID, m.SHA); err != nil {
+		return err
 	}
 	zerolog.Ctx(ctx).Info().Str("key", rec.Key).Str("head", rec.HeadSHA).Str("base", m.SHA).Strs("apps", hit).
 		Msg("Marked a check stale: its base branch moved under Applications it renders")

@@ -231,9 +231,9 @@ func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha str
 }
 
 // MarkPullCheckBaseMoved records that the base of the completed check id moved to
-// sha, unless it was marked already, and reports whether this call marked it: of
-// several replicas or repeated deliveries, one marks the check and says so on
-// GitHub.
+// sha, unless it was marked already, and reports whether this call marked it: a
+// marked check is not listed by CurrentPullChecksOnBase again, so later pushes and
+// repeated deliveries say so on GitHub no more.
 func (db *DB) MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error) {
 	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_checks SET base_moved_sha = ?, updated_at = ?
 		WHERE id = ? AND state = ? AND base_moved_sha = ''`), sha, toMillis(time.Now()), id, PullCheckCompleted)
