@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -114,6 +115,8 @@ type planFlags struct {
 	argocdCM string
 	write    bool
 	output   string
+	// timeout bounds the render, as render.timeout bounds the service's.
+	timeout time.Duration
 	// Helm: the values files and release name of an app given by --app, and the
 	// destination cluster's version and API versions for every Helm app that
 	// does not set its own.
@@ -160,6 +163,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.fetchCharts, "fetch-charts", true, "fetch the Helm chart dependencies a Chart.lock pins and charts/ does not vendor from the repositories it names (the command's only network reads)")
 	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
+	fs.DurationVar(&f.timeout, "timeout", render.Timeout, "how long the render may take before it is stopped and refused as render_timeout (the service's render.timeout)")
 	printUsage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, planUsage)
@@ -197,9 +201,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.output != "text" && f.output != "json" {
 		return usageErr("--output must be text or json, not %q", f.output)
 	}
+	if f.timeout <= 0 {
+		return usageErr("--timeout must be a positive duration such as 5s or 1m, not %s", f.timeout)
+	}
 	if fs.NArg() == 0 {
 		return usageErr("no change given")
 	}
+	render.SetTimeout(f.timeout)
 	target, change, err := render.ParseChangeArgs(fs.Args(), readManifest)
 	if err != nil {
 		return usageErr("%v", err)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,8 +19,13 @@ import (
 
 const sampleRepo = "../testdata/sample-repo"
 
+// runPlanCmd runs the plan command with args, bounding its render by
+// testRenderTimeout unless args give a --timeout of their own.
 func runPlanCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--timeout") }) {
+		args = append([]string{"--timeout", testRenderTimeout.String()}, args...)
+	}
 	var stdout, stderr bytes.Buffer
 	code := runPlan(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
@@ -38,6 +44,16 @@ func TestPlanCommand(t *testing.T) {
 			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "scale", "deployment/web", "--replicas", "4"},
 			code:      0,
 			stdoutHas: []string{"-    count: 3", "+    count: 4", "spec.replicas: 3 -> 4", "Verdict: verified", "Nothing written"},
+		},
+		"a render past its --timeout is refused, naming it": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "--timeout", "1ns", "scale", "deployment/web", "--replicas", "4"},
+			code:      2,
+			stderrHas: []string{"render_timeout", "rendering took longer than 1ns"},
+		},
+		"a --timeout that is not positive": {
+			args:      []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "--timeout", "0s", "scale", "deployment/web", "--replicas", "4"},
+			code:      1,
+			stderrHas: []string{"--timeout must be a positive duration such as 5s or 1m, not 0s"},
 		},
 		"image tag through the images entry": {
 			args:      []string{"--repo", sampleRepo, "--application", sampleRepo + "/argocd/web.yaml", "--applications", sampleRepo + "/argocd", "set-image", "deployment/web", "web=ghcr.io/example/web:1.5.0"},

@@ -76,8 +76,11 @@ func (p program) serve(ctx context.Context, cfg config.Config, profile config.Pr
 			log.Warn().Msg("No API tokens exist: every API request will be refused; create one with 'kukie-gitops token create --team NAME'")
 		}
 	}
-	// Before the service renders anything: its Helm renders, from whichever part
-	// of it, share the configured workers.
+	// Before the service renders anything: its renders take the configured
+	// bound, and its Helm renders, from whichever part of it, share the
+	// configured workers.
+	defer render.SetTimeout(render.CurrentTimeout())
+	render.SetTimeout(cfg.Render.Timeout)
 	helmWorkers := helmexec.New(helmexec.Config{Workers: int(cfg.Render.HelmWorkers), MemoryBytes: cfg.Render.HelmWorkerMemory})
 	render.SetHelmWorkers(helmWorkers)
 	// Its workers end with the service; a later render starts a default pool.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/service"
@@ -36,10 +37,17 @@ import (
 // test-only routes below mounted.
 const runAsBinaryEnv = "KUKIE_TEST_RUN_AS_BINARY"
 
+// testRenderTimeout bounds the renders of the tests' plans, in the command and in
+// the services they start in this process: a render's bound is wall-clock time,
+// which a loaded machine (and the race detector) stretches many times past the
+// 5 s a service answers people within. The tests of that bound are render's.
+const testRenderTimeout = 2 * time.Minute
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsBinaryEnv) == "1" {
 		os.Exit(testProgram.main(os.Args[1:]))
 	}
+	render.SetTimeout(testRenderTimeout)
 	os.Exit(m.Run())
 }
 

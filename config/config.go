@@ -265,6 +265,9 @@ type Render struct {
 	// KustomizeWorkerMemory is the memory in bytes one kustomize worker may map
 	// beyond what it holds when it starts; builds that need more are refused.
 	KustomizeWorkerMemory int64 `yaml:"kustomize_worker_memory" json:"kustomize_worker_memory"`
+	// Timeout bounds one render (every build and the verification of a plan);
+	// past it the work is stopped and the plan refused as render_timeout.
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
 }
 
 // Clusters decides how teams may reach their clusters.
@@ -324,6 +327,11 @@ const (
 	// render/helmexec's (a test in package service checks that).
 	DefaultKustomizeWorkerMemory = 1 << 30
 	MinKustomizeWorkerMemory     = 128 << 20
+	// DefaultRenderTimeout equals package render's Timeout (a test in package
+	// service checks that); MaxRenderTimeout keeps a render from holding a worker and a plan's
+	// claim for longer than a person waits for an answer.
+	DefaultRenderTimeout = 5 * time.Second
+	MaxRenderTimeout     = 5 * time.Minute
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -338,7 +346,7 @@ func Default() Config {
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
 		},
-		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory},
+		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory, Timeout: DefaultRenderTimeout},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
 		RateLimits: RateLimits{TeamChangesPerMinute: DefaultTeamChangesPerMinute, TeamChangesBurst: DefaultTeamChangesBurst,

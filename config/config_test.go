@@ -146,17 +146,17 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		"render settings from yaml, environment wins": {
-			yaml: "render:\n  helm_workers: 3\n  helm_worker_memory: 268435456\n  kustomize_workers: 2\n  kustomize_worker_memory: 268435456\n",
-			env:  map[string]string{"KUKIE_RENDER_HELM_WORKER_MEMORY": "1073741824", "KUKIE_RENDER_KUSTOMIZE_WORKERS": "4"},
+			yaml: "render:\n  helm_workers: 3\n  helm_worker_memory: 268435456\n  kustomize_workers: 2\n  kustomize_worker_memory: 268435456\n  timeout: 20s\n",
+			env:  map[string]string{"KUKIE_RENDER_HELM_WORKER_MEMORY": "1073741824", "KUKIE_RENDER_KUSTOMIZE_WORKERS": "4", "KUKIE_RENDER_TIMEOUT": "30s"},
 			check: func(t *testing.T, c Config) {
-				if want := (Render{HelmWorkers: 3, HelmWorkerMemory: 1 << 30, KustomizeWorkers: 4, KustomizeWorkerMemory: 256 << 20}); c.Render != want {
+				if want := (Render{HelmWorkers: 3, HelmWorkerMemory: 1 << 30, KustomizeWorkers: 4, KustomizeWorkerMemory: 256 << 20, Timeout: 30 * time.Second}); c.Render != want {
 					t.Fatalf("render = %+v, want %+v", c.Render, want)
 				}
 			},
 		},
 		"render defaults": {
 			check: func(t *testing.T, c Config) {
-				if want := (Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory}); c.Render != want {
+				if want := (Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory, Timeout: DefaultRenderTimeout}); c.Render != want {
 					t.Fatalf("render defaults = %+v, want %+v", c.Render, want)
 				}
 			},
@@ -586,6 +586,18 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Render.KustomizeWorkerMemory = 64 << 20 },
 			want:    []string{"render.kustomize_worker_memory must be at least 134217728 (128 MiB), got 67108864"},
+			count:   1,
+		},
+		"render timeout zero": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.Timeout = 0 },
+			want:    []string{"render.timeout must be a positive duration such as 30s or 15m, got 0s"},
+			count:   1,
+		},
+		"render timeout past the most": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Render.Timeout = 10 * time.Minute },
+			want:    []string{"render.timeout must be at most 5m0s, got 10m0s"},
 			count:   1,
 		},
 		"negative kustomize workers": {

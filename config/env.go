@@ -121,6 +121,7 @@ var envSettings = []envSetting{
 	{"KUKIE_RENDER_HELM_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.HelmWorkerMemory })},
 	{"KUKIE_RENDER_KUSTOMIZE_WORKERS", integer(func(c *Config) *int64 { return &c.Render.KustomizeWorkers })},
 	{"KUKIE_RENDER_KUSTOMIZE_WORKER_MEMORY", integer(func(c *Config) *int64 { return &c.Render.KustomizeWorkerMemory })},
+	{"KUKIE_RENDER_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Render.Timeout })},
 	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesPerMinute })},
 	{"KUKIE_RATE_LIMITS_TEAM_CHANGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamChangesBurst })},
 	{"KUKIE_RATE_LIMITS_CLIENT_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.ClientPerMinute })},

@@ -156,6 +156,7 @@ func (c Config) Validate(profile Profile) error {
 		{"github.request_timeout", c.GitHub.RequestTimeout},
 		{"webhooks.retention", c.Webhooks.Retention},
 		{"notifications.retention", c.Notifications.Retention},
+		{"render.timeout", c.Render.Timeout},
 	} {
 		if f.value <= 0 {
 			add("%s must be a positive duration such as 30s or 15m, got %s", f.name, f.value)
@@ -186,6 +187,9 @@ func (c Config) Validate(profile Profile) error {
 	}
 	if c.Render.KustomizeWorkerMemory < MinKustomizeWorkerMemory {
 		add("render.kustomize_worker_memory must be at least %d (128 MiB), got %d", MinKustomizeWorkerMemory, c.Render.KustomizeWorkerMemory)
+	}
+	if c.Render.Timeout > MaxRenderTimeout {
+		add("render.timeout must be at most %s, got %s", MaxRenderTimeout, c.Render.Timeout)
 	}
 
 	for _, name := range c.Clusters.InClusterTeams {

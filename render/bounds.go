@@ -64,11 +64,26 @@ const (
 // that counts them exactly from costing the memory it guards against.
 const maxFileNodeEstimate = 2 * MaxRenderNodes
 
-// timeout is the Timeout in force, in nanoseconds. Only tests change it: under the
-// race detector, which makes parsing many times slower, the bound a test is about
-// must be what stops the plan, not the clock. It is atomic because a build
-// abandoned at its deadline may still be reading it when a test sets a new one.
+// timeout is the Timeout in force, in nanoseconds: the service's render.timeout
+// (SetTimeout), or a test's: under the race detector, which makes parsing many
+// times slower, the bound a test is about must be what stops the plan, not the
+// clock. It is atomic because a build abandoned at its deadline may still be
+// reading it when a new one is set.
 var timeout = newAtomicDuration(Timeout)
+
+// SetTimeout makes d the bound of every Plan and Render call that starts from now
+// on, in place of Timeout; d <= 0 restores Timeout. A repository whose renders
+// take longer on its own (a monorepo's overlay of thousands of objects, an
+// umbrella chart) needs a longer one; a shorter one frees workers sooner.
+func SetTimeout(d time.Duration) {
+	if d <= 0 {
+		d = Timeout
+	}
+	timeout.Store(int64(d))
+}
+
+// CurrentTimeout is the bound of a Plan or Render call starting now.
+func CurrentTimeout() time.Duration { return time.Duration(timeout.Load()) }
 
 func newAtomicDuration(d time.Duration) *atomic.Int64 {
 	v := new(atomic.Int64)

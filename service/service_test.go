@@ -57,6 +57,9 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	if got := config.Default().Render.KustomizeWorkerMemory; got != render.DefaultKustomizeWorkerMemory {
 		t.Errorf("config's kustomize worker memory %d differs from the render package's %d", got, render.DefaultKustomizeWorkerMemory)
 	}
+	if got := config.Default().Render.Timeout; got != render.Timeout {
+		t.Errorf("config's render timeout %s differs from the render package's %s", got, render.Timeout)
+	}
 	if config.MinKustomizeWorkerMemory != helmexec.MinMemoryBytes {
 		t.Errorf("config's least kustomize worker memory %d differs from the helmexec package's %d", config.MinKustomizeWorkerMemory, helmexec.MinMemoryBytes)
 	}
