@@ -324,7 +324,7 @@ func contextError(ctx context.Context) error {
 	var cause timeoutCause
 	if errors.As(context.Cause(ctx), &cause) {
 		if u := slotUseOf(ctx); u != nil && u.waiting.Load() > 0 && u.running.Load() == 0 {
-			return refuse(CodeTimeout, "rendering took longer than %s waiting for another kustomize build to end (one runs at a time); this render's build never started", cause.after)
+			return refuse(CodeTimeout, "rendering took longer than %s waiting for other kustomize builds to end (as many run at once as there are kustomize workers); this render's build never started", cause.after)
 		}
 		return refuse(CodeTimeout, "rendering took longer than %s; the work was stopped", cause.after)
 	}

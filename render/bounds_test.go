@@ -178,7 +178,7 @@ func TestBuildThatWaitedForTheKustomizeSlotSaysSo(t *testing.T) {
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Replicas: &Replicas{Count: 3}}})
 	var ref *Refusal
-	const want = "rendering took longer than 200ms waiting for another kustomize build to end (one runs at a time); this render's build never started"
+	const want = "rendering took longer than 200ms waiting for other kustomize builds to end (as many run at once as there are kustomize workers); this render's build never started"
 	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.Reason != want {
 		t.Fatalf("err = %v\nwant refused (%s): %s", err, CodeTimeout, want)
 	}

@@ -189,3 +189,38 @@ func TestKustomizeBuildsInWorkersAsInProcess(t *testing.T) {
 		t.Fatalf("in a worker:\n%v\nin process:\n%v", inWorker, inProcess)
 	}
 }
+
+// TestBuildThatWaitedForAKustomizeWorkerSaysSo: a render whose build waited for
+// a worker, every one of them building, until its deadline is refused as a
+// timeout that says its build never started.
+func TestBuildThatWaitedForAKustomizeWorkerSaysSo(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	timeout.Store(int64(10 * time.Minute))
+	busy, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	repo := nameReferenceRepository(t, 47)
+	go func() {
+		_, err := Render(busy, repo, kustomizeApp)
+		done <- err
+	}()
+	for st := pool.Stats(); st.Running != 1 || st.Idle != 0; st = pool.Stats() {
+		select {
+		case err := <-done:
+			t.Fatalf("the long build ended: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	timeout.Store(int64(200 * time.Millisecond))
+	_, err := Render(ctx, smallKustomization(t), kustomizeApp)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout || !strings.Contains(ref.Reason, "this render's build never started") {
+		t.Fatalf("got %v, want a %s refusal saying the build never started", err, CodeTimeout)
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the long build: %v, want cancelled", err)
+	}
+}
