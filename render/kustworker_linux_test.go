@@ -79,7 +79,9 @@ func TestKustomizeWorkerCrashIsARefusal(t *testing.T) {
 	}
 	err := <-done
 	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Code != CodeRenderFailed || !strings.Contains(ref.Reason, "application web: kustomize build app: kustomize worker ended (signal: killed)") {
+	if !errors.As(err, &ref) || ref.Code != CodeRenderFailed || !strings.HasPrefix(ref.Reason, "application web: kustomize build app: ") ||
+		// Killed in its build, or while it started under a slow machine.
+		!strings.Contains(ref.Reason, "worker ended (signal: killed)") {
 		t.Fatalf("got %v, want a %s refusal saying the worker ended", err, CodeRenderFailed)
 	}
 	objs, err := Render(ctx, smallKustomization(t), kustomizeApp)

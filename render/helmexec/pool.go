@@ -256,10 +256,14 @@ func (p *Pool) explain(w *worker, t tool, err error) error {
 		strings.Contains(tail, "failed to create new OS thread"):
 		return &LimitError{Tool: string(t), Bytes: p.cfg.MemoryBytes}
 	}
-	if w.waitErr != nil {
-		return fmt.Errorf("%s worker ended (%v): %w: %s", t, w.waitErr, err, firstLine(tail))
+	name := "worker"
+	if t != "" {
+		name = string(t) + " worker"
 	}
-	return fmt.Errorf("%s worker: %w", t, err)
+	if w.waitErr != nil {
+		return fmt.Errorf("%s ended (%v): %w: %s", name, w.waitErr, err, firstLine(tail))
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // firstLine is the first line of a worker's stderr: the reason the runtime
