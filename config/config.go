@@ -76,6 +76,10 @@ const (
 	// each.
 	DefaultTeamAdminPerMinute = 60
 	DefaultTeamAdminBurst     = 30
+	// A person opening change and check pages, each asking GitHub with their
+	// token whether they may read its repository.
+	DefaultUserPagesPerMinute = 60
+	DefaultUserPagesBurst     = 30
 )
 
 // Config is every setting of the service.
@@ -169,6 +173,9 @@ type RateLimits struct {
 	// kubeconfig replacements.
 	TeamAdminPerMinute int64 `yaml:"team_admin_per_minute" json:"team_admin_per_minute"`
 	TeamAdminBurst     int64 `yaml:"team_admin_burst" json:"team_admin_burst"`
+	// UserPages* limit each signed-in person's change and check pages.
+	UserPagesPerMinute int64 `yaml:"user_pages_per_minute" json:"user_pages_per_minute"`
+	UserPagesBurst     int64 `yaml:"user_pages_burst" json:"user_pages_burst"`
 }
 
 // Database names the store.
@@ -353,7 +360,8 @@ func Default() Config {
 			ClientPerMinute: DefaultClientPerMinute, ClientBurst: DefaultClientBurst,
 			TeamRepositoryPerMinute: DefaultTeamRepositoryPerMinute, TeamRepositoryBurst: DefaultTeamRepositoryBurst,
 			TeamClusterReadsPerMinute: DefaultTeamClusterReadsPerMinute, TeamClusterReadsBurst: DefaultTeamClusterReadsBurst,
-			TeamAdminPerMinute: DefaultTeamAdminPerMinute, TeamAdminBurst: DefaultTeamAdminBurst},
+			TeamAdminPerMinute: DefaultTeamAdminPerMinute, TeamAdminBurst: DefaultTeamAdminBurst,
+			UserPagesPerMinute: DefaultUserPagesPerMinute, UserPagesBurst: DefaultUserPagesBurst},
 	}
 }
 

@@ -132,6 +132,8 @@ var envSettings = []envSetting{
 	{"KUKIE_RATE_LIMITS_TEAM_CLUSTER_READS_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamClusterReadsBurst })},
 	{"KUKIE_RATE_LIMITS_TEAM_ADMIN_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.TeamAdminPerMinute })},
 	{"KUKIE_RATE_LIMITS_TEAM_ADMIN_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.TeamAdminBurst })},
+	{"KUKIE_RATE_LIMITS_USER_PAGES_PER_MINUTE", integer(func(c *Config) *int64 { return &c.RateLimits.UserPagesPerMinute })},
+	{"KUKIE_RATE_LIMITS_USER_PAGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.UserPagesBurst })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 }

@@ -89,6 +89,8 @@ func (c Config) Validate(profile Profile) error {
 		{"rate_limits.team_cluster_reads_burst", c.RateLimits.TeamClusterReadsBurst},
 		{"rate_limits.team_admin_per_minute", c.RateLimits.TeamAdminPerMinute},
 		{"rate_limits.team_admin_burst", c.RateLimits.TeamAdminBurst},
+		{"rate_limits.user_pages_per_minute", c.RateLimits.UserPagesPerMinute},
+		{"rate_limits.user_pages_burst", c.RateLimits.UserPagesBurst},
 	} {
 		if f.value <= 0 || f.value > math.MaxInt32 {
 			add("%s must be from 1 to %d, got %d", f.name, math.MaxInt32, f.value)

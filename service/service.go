@@ -327,7 +327,11 @@ func (s *Service) readiness(db *store.DB) []server.Check {
 // newPages builds the web pages, signing people in through the App's OAuth client
 // when it is configured (the pages say sign-in is not set up otherwise).
 func newPages(cfg config.Config, db *store.DB, gh gitHub) (*web.Pages, error) {
-	deps := web.Deps{Plans: db, Checks: db, PublicURL: cfg.Server.PublicURL}
+	pageLimit, err := ratelimit.New("pages for this person", int(cfg.RateLimits.UserPagesPerMinute), int(cfg.RateLimits.UserPagesBurst))
+	if err != nil {
+		return nil, err
+	}
+	deps := web.Deps{Plans: db, Checks: db, PublicURL: cfg.Server.PublicURL, PageLimit: pageLimit}
 	if gh.userAuth != nil {
 		key, err := web.SessionKey(cfg.GitHub.ClientSecret)
 		if err != nil {

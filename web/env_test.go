@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -65,6 +66,12 @@ func newEnv(t *testing.T) *env {
 // newEnvOver is newEnv served over https when overTLS.
 func newEnvOver(t *testing.T, overTLS bool) *env {
 	t.Helper()
+	return newEnvOn(t, storetest.SQLite(t), overTLS, nil)
+}
+
+// newEnvOn is newEnvOver on db, with the pages' PageLimit.
+func newEnvOn(t *testing.T, db *store.DB, overTLS bool, pageLimit *ratelimit.Limiter) *env {
+	t.Helper()
 	gh := githubtest.New(t)
 	gh.CreateRepo(t, "acme", "deploy", map[string]string{"apps/web/kustomization.yaml": "resources: [deploy.yaml]\n"}, "main")
 	gh.CreateInstallation(t, "acme", "deploy")
@@ -72,7 +79,6 @@ func newEnvOver(t *testing.T, overTLS bool) *env {
 	gh.AddUser(outsider)
 	gh.SetPermission(t, repoName, reader, githubtest.RoleRead)
 
-	db := storetest.SQLite(t)
 	e := &env{gh: gh, db: db, clock: &clock{now: time.Now()}}
 	e.code = createPlan(t, db)
 	e.check = createCheck(t, db)
@@ -106,7 +112,8 @@ func newEnvOver(t *testing.T, overTLS bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := web.New(web.Deps{Plans: db, Checks: db, SignIn: signIn, PublicURL: e.srv.URL, SessionKey: key, Now: e.clock.Now})
+	pages, err := web.New(web.Deps{Plans: db, Checks: db, SignIn: signIn, PublicURL: e.srv.URL, SessionKey: key, Now: e.clock.Now,
+		PageLimit: pageLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,10 @@
 // gets the same "not found or no access" page, so a page never tells who may not read
 // it that the change or check exists.
 //
+// Each signed-in person's pages are limited (Deps.PageLimit, by login), since each
+// asks GitHub with their token; past it the answer is 429 with Retry-After and a
+// page saying when to come back.
+//
 // The package only reads: changes and checks from the store, access from GitHub; at
 // sign-out it has GitHub revoke the person's token, so a copy of the session cookie
 // stops working. It must not
@@ -31,6 +35,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +44,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/prcheck"
+	"github.com/kukie/kukie-gitops/ratelimit"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -100,6 +106,10 @@ type Deps struct {
 	SessionKey []byte
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// PageLimit, when set, limits how often each signed-in person (by login) may
+	// open change and check pages, each of which asks GitHub with their token
+	// whether they may read its repository.
+	PageLimit *ratelimit.Limiter
 }
 
 // Pages serves the web pages.
@@ -117,6 +127,7 @@ type Pages struct {
 	// unavailable says why sign-in cannot work, "" when it can.
 	unavailable string
 	pages       *template.Template
+	pageLimit   *ratelimit.Limiter
 }
 
 //go:embed templates/*.html style.css
@@ -140,7 +151,7 @@ func New(d Deps) (*Pages, error) {
 		return nil, fmt.Errorf("web pages: templates: %w", err)
 	}
 	p := &Pages{plans: d.Plans, checks: d.Checks, signIn: d.SignIn, publicURL: strings.TrimSuffix(d.PublicURL, "/"), now: d.Now,
-		origins: http.NewCrossOriginProtection(), pages: pages}
+		origins: http.NewCrossOriginProtection(), pageLimit: d.PageLimit, pages: pages}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -181,7 +192,11 @@ func (p *Pages) routes() map[string]http.HandlerFunc {
 // Mount adds the pages' routes to srv. None takes a team token: the pages have their
 // own sign-in. The sign-in callback (which has GitHub exchange the code for a token)
 // and sign-out (which has GitHub revoke it) are limited per client address, since
-// anyone may call them.
+// anyone may call them. The change and check pages are limited per signed-in person
+// (Deps.PageLimit) rather than per address, so colleagues behind one proxy do not
+// hold one another back; without a session they only send the browser to sign in,
+// which reads nothing and asks GitHub nothing, and the sign-in then comes back
+// through the callback's limit.
 func (p *Pages) Mount(srv *server.Server) {
 	for pattern, h := range p.routes() {
 		if pattern == "GET "+CallbackPath || pattern == "POST "+signOutPath {
@@ -204,7 +219,7 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // change serves a change's page to a person who may read its repository.
 func (p *Pages) change(w http.ResponseWriter, r *http.Request) {
 	s, ok := p.session(w, r)
-	if !ok {
+	if !ok || !p.allowPage(w, s) {
 		return
 	}
 	ctx := r.Context()
@@ -240,7 +255,7 @@ func (p *Pages) change(w http.ResponseWriter, r *http.Request) {
 // repository.
 func (p *Pages) check(w http.ResponseWriter, r *http.Request) {
 	s, ok := p.session(w, r)
-	if !ok {
+	if !ok || !p.allowPage(w, s) {
 		return
 	}
 	ctx := r.Context()
@@ -289,6 +304,21 @@ func (p *Pages) session(w http.ResponseWriter, r *http.Request) (session, bool) 
 		return session{}, false
 	}
 	return s, true
+}
+
+// allowPage takes one of the person's pages (Deps.PageLimit), before the store or
+// GitHub is asked anything; past the limit it has answered 429 with Retry-After and
+// a page saying when to come back.
+func (p *Pages) allowPage(w http.ResponseWriter, s session) bool {
+	var refused *ratelimit.RefusedError
+	if err := p.pageLimit.Allow(s.Login); errors.As(err, &refused) {
+		w.Header().Set("Retry-After", strconv.Itoa(refused.RetryAfterSeconds()))
+		p.message(w, http.StatusTooManyRequests, "Too many pages", fmt.Sprintf(
+			"You opened more of this service's pages than it shows one person at a time (%d at once, %d a minute). Open this page again in %d s.",
+			refused.Burst, refused.PerMinute, refused.RetryAfterSeconds()))
+		return false
+	}
+	return true
 }
 
 // mayRead reports whether GitHub says the person of s can read repo; otherwise it
