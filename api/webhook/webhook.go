@@ -3,6 +3,14 @@
 // inbox, answering 202 before any work is done. It must not parse an unverified
 // delivery, act on a delivery itself or call GitHub: the inbox's handlers (package
 // handler) do the work, later and with retries.
+//
+// The route has no rate limit, not even on refused deliveries: GitHub does not
+// retry a delivery it was refused, and it sends from addresses that every GitHub
+// user's webhooks share, so anyone pointing a webhook with another secret here
+// could spend such a limit and have the service drop its own deliveries. What
+// bounds a refused request instead: one without a signature in GitHub's form is
+// refused before its body is read, and a body is read up to MaxBytes within the
+// server's read timeout, its HMAC costing about what receiving it does.
 package webhook
 
 import (
