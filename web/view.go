@@ -31,10 +31,13 @@ type appDiff struct {
 	Objects []objectDiff
 }
 
-// objectDiff is one object's diff as shown: for a Secret, only which fields change.
+// objectDiff is one object's diff as shown: for a Secret, only which fields
+// change; Renamed says which generated object an added or removed one is
+// under its other name (render.RenameNote).
 type objectDiff struct {
 	render.ObjectDiff
-	Secret bool
+	Secret  bool
+	Renamed string
 }
 
 func changePage(pl store.Plan, events []store.PlanEvent, login string) changeView {
@@ -43,13 +46,13 @@ func changePage(pl store.Plan, events []store.PlanEvent, login string) changeVie
 		v.Events = append(v.Events, changesapi.EventView{At: e.CreatedAt, Actor: e.Actor, From: e.FromStatus, To: e.ToStatus, Step: e.Step, Message: e.Message})
 	}
 	v.Request = requestText(v.ChangeView)
-	v.Apps = byApp(v.ClusterDiff)
+	v.Apps = byApp(v.ClusterDiff, v.Renames)
 	return v
 }
 
 // byApp groups a cluster diff by Application, in name order, each object as a page
 // shows it (see masked).
-func byApp(diffs []render.ObjectDiff) []appDiff {
+func byApp(diffs []render.ObjectDiff, renames []render.Rename) []appDiff {
 	index := map[string]*appDiff{}
 	for _, d := range diffs {
 		a := index[d.App]
@@ -57,7 +60,9 @@ func byApp(diffs []render.ObjectDiff) []appDiff {
 			a = &appDiff{App: d.App}
 			index[d.App] = a
 		}
-		a.Objects = append(a.Objects, masked(d))
+		od := masked(d)
+		od.Renamed = render.RenameNote(renames, d)
+		a.Objects = append(a.Objects, od)
 	}
 	out := make([]appDiff, 0, len(index))
 	for _, a := range index {

@@ -1,0 +1,47 @@
+package web
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// TestChangePageSaysWhichObjectsAreOneRenamedConfigMap: the cluster diff of an
+// edit that renames a generated ConfigMap has it removed and added; the page
+// marks each half with the other name.
+func TestChangePageSaysWhichObjectsAreOneRenamedConfigMap(t *testing.T) {
+	pay, err := json.Marshal(plan.Payload{
+		ClusterDiff: []render.ObjectDiff{
+			{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: "web-settings-c4kffct259", Action: "added"},
+			{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: "web-settings-k89gbb87k7", Action: "removed"},
+			{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", Name: "other", Action: "removed"},
+		},
+		Renames: []render.Rename{{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "web", From: "web-settings-k89gbb87k7", To: "web-settings-c4kffct259", Generator: `configMapGenerator "web-settings" of apps/web/kustomization.yaml`}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := changePage(store.Plan{Code: "cm1", Payload: pay}, nil, "")
+	pages, err := parsePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, "change.html", v); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"web/web-settings-c4kffct259</code> <span class=\"renamed\">(renamed from web-settings-k89gbb87k7)</span>",
+		"web/web-settings-k89gbb87k7</code> <span class=\"renamed\">(renamed to web-settings-c4kffct259)</span>",
+		"web/other</code></h4>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
