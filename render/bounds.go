@@ -55,7 +55,8 @@ const (
 	// base included by two overlays of the build is built, and counted, twice.
 	MaxKustomizations = 200
 	// Timeout bounds one Plan or Render call; the work left when it passes is
-	// abandoned and the call refused with CodeTimeout.
+	// abandoned and the call refused with CodeTimeout. A binary built with the
+	// race detector, which only tests are, allows ten times as long (see timeout).
 	Timeout = 5 * time.Second
 )
 
@@ -67,9 +68,12 @@ const maxFileNodeEstimate = 2 * MaxRenderNodes
 // timeout is the Timeout in force, in nanoseconds: the service's render.timeout
 // (SetTimeout), or a test's: under the race detector, which makes parsing many
 // times slower, the bound a test is about must be what stops the plan, not the
-// clock. It is atomic because a build abandoned at its deadline may still be
-// reading it when a new one is set.
-var timeout = newAtomicDuration(Timeout)
+// clock. For the same reason it starts at raceTimeoutFactor times Timeout: on a
+// loaded machine under the race detector one plan of a few files took longer
+// than Timeout, refused as render_timeout instead of what its test was about. It
+// is atomic because a build abandoned at its deadline may still be reading it
+// when a new one is set.
+var timeout = newAtomicDuration(raceTimeoutFactor * Timeout)
 
 // SetTimeout makes d the bound of every Plan and Render call that starts from now
 // on, in place of Timeout; d <= 0 restores Timeout. A repository whose renders
@@ -77,7 +81,7 @@ var timeout = newAtomicDuration(Timeout)
 // umbrella chart) needs a longer one; a shorter one frees workers sooner.
 func SetTimeout(d time.Duration) {
 	if d <= 0 {
-		d = Timeout
+		d = raceTimeoutFactor * Timeout
 	}
 	timeout.Store(int64(d))
 }
