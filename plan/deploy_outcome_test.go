@@ -48,7 +48,7 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 				ctx := context.Background()
 				rec := &recorder{}
 				p := plan.New(plan.Deps{Store: db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns, Observer: rec}, plan.Config{
-					ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: tc.timeout,
+					ClaimTTL: testClaimTTL, DeployPoll: 20 * time.Millisecond, DeployTimeout: tc.timeout,
 					PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
 				})
 				t.Cleanup(p.Close)

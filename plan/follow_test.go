@@ -101,7 +101,7 @@ func mergedAndDeploying(t *testing.T, e *env, cluster plan.Cluster, poll time.Du
 	t.Helper()
 	ctx := context.Background()
 	p := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns},
-		plan.Config{ClaimTTL: time.Second, DeployPoll: poll, DeployTimeout: time.Hour, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin()})
+		plan.Config{ClaimTTL: testClaimTTL, DeployPoll: poll, DeployTimeout: time.Hour, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin()})
 	t.Cleanup(p.Close)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 
 		p := plan.New(plan.Deps{Store: db, Clusters: cluster, Renderer: cache.RenderEngine{Renders: renders},
 			Repos: github.Repos{Clients: cc, Archives: archives}, Connections: &connections{inst: inst, connected: true}},
-			plan.Config{ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond,
+			plan.Config{ClaimTTL: testClaimTTL, DeployPoll: 20 * time.Millisecond,
 				DeployTimeout: 10 * time.Second, PublicURL: "https://kukie.example", BotLogin: gh.BotLogin()})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {

@@ -80,7 +80,7 @@ func TestPipelineFollowsTheRenamedTarget(t *testing.T) {
 		cluster := renamedCluster{fakeCluster: e.cluster, live: "web-5f8c2t9bkm", mu: &sync.Mutex{}, read: &read}
 		ctx := context.Background()
 		p := plan.New(plan.Deps{Store: e.db, Clusters: cluster, Renderer: e.engine, Repos: e.repos, Connections: e.conns}, plan.Config{
-			ClaimTTL: time.Second, DeployPoll: 20 * time.Millisecond, DeployTimeout: time.Hour, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), TransientBackoff: 10 * time.Millisecond,
+			ClaimTTL: testClaimTTL, DeployPoll: 20 * time.Millisecond, DeployTimeout: time.Hour, PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(), TransientBackoff: 10 * time.Millisecond,
 		})
 		t.Cleanup(p.Close)
 		if err := p.Start(ctx); err != nil {
