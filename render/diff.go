@@ -14,7 +14,13 @@ const diffContext = 3
 
 // unifiedHunks writes the hunks of a unified diff between two line lists (each line
 // keeping its ending), marking a last line without a newline as git does.
-func unifiedHunks(b *strings.Builder, a, c []string) {
+func unifiedHunks(b *strings.Builder, a, c []string) { shownHunks(b, a, c, a, c) }
+
+// shownHunks writes the hunks of the diff between the line lists a and c as the
+// lines shownA and shownC show them, line for line: a masked file's hunks are
+// those of its real lines, so a change of a secret value alone shows its line
+// changed, its value replaced on both sides, instead of no hunk at all.
+func shownHunks(b *strings.Builder, a, c, shownA, shownC []string) {
 	m := difflib.NewMatcher(a, c)
 	for _, group := range m.GetGroupedOpCodes(diffContext) {
 		first, last := group[0], group[len(group)-1]
@@ -22,10 +28,10 @@ func unifiedHunks(b *strings.Builder, a, c []string) {
 		for _, op := range group {
 			switch op.Tag {
 			case 'e':
-				writeLines(b, " ", a, op.I1, op.I2)
+				writeLines(b, " ", shownA, op.I1, op.I2)
 			case 'r', 'd', 'i':
-				writeLines(b, "-", a, op.I1, op.I2)
-				writeLines(b, "+", c, op.J1, op.J2)
+				writeLines(b, "-", shownA, op.I1, op.I2)
+				writeLines(b, "+", shownC, op.J1, op.J2)
 			}
 		}
 	}
@@ -74,7 +80,14 @@ func gitDiff(edits []FileEdit, roles map[string]sourceRole) string {
 		} else {
 			fmt.Fprintf(&b, "+++ b/%s\n", e.Path)
 		}
-		unifiedHunks(&b, maskFileLines(e.Old, role), maskFileLines(e.New, role))
+		shownA, shownC := maskFileLines(e.Old, role), maskFileLines(e.New, role)
+		if a, c := splitLines(e.Old), splitLines(e.New); len(a) == len(shownA) && len(c) == len(shownC) {
+			shownHunks(&b, a, c, shownA, shownC)
+		} else {
+			// Masking keeps line counts; were it ever not to, the masked lines'
+			// own diff is the one that cannot show a value.
+			unifiedHunks(&b, shownA, shownC)
+		}
 	}
 	return b.String()
 }

@@ -429,3 +429,36 @@ func TestSecretValuesOfEveryShape(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffShowsAChangedSecretLine: an edit that changes only a secret value shows
+// its line changed, the value masked on both sides; masked alike, the two lines
+// were equal and the diff showed a file header without a hunk.
+func TestDiffShowsAChangedSecretLine(t *testing.T) {
+	old := "secretGenerator:\n  - name: db\n    literals:\n      - password=old-s3cr3t\n      - user=app\n"
+	next := strings.Replace(old, "old-s3cr3t", "new-s3cr3t", 1)
+	for name, tc := range map[string]struct {
+		path     string
+		old, new string
+		role     sourceRole
+		want     []string
+	}{
+		"a secretGenerator literal": {"kustomization.yaml", old, next, roleManifest,
+			[]string{"@@ -1,5 +1,5 @@", "-      - password=[redacted]\n", "+      - password=[redacted]\n", "       - user=[redacted]\n"}},
+		"a secretGenerator env file": {"db.env", "password=old-s3cr3t\nuser=app\n", "password=new-s3cr3t\nuser=app\n", roleSecretEnv,
+			[]string{"-password=[redacted]\n", "+password=[redacted]\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := gitDiff([]FileEdit{{Path: tc.path, Old: []byte(tc.old), New: []byte(tc.new)}}, map[string]sourceRole{tc.path: tc.role})
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("diff lacks %q:\n%s", w, out)
+				}
+			}
+			for _, v := range []string{"old-s3cr3t", "new-s3cr3t"} {
+				if strings.Contains(out, v) {
+					t.Errorf("diff shows the secret %s:\n%s", v, out)
+				}
+			}
+		})
+	}
+}
