@@ -35,6 +35,9 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium makes temporary directories of its own beside the profile and
+		// leaves them when it is killed: in the test's, they go with the test.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1200, 1600),
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
