@@ -22,9 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +32,7 @@ import (
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kukie/kukie-gitops/netguard"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -130,50 +129,9 @@ func New(opts ...Option) *Fetcher {
 var _ render.ChartSource = (*Fetcher)(nil)
 
 // allowAddress refuses connections to loopback and link-local addresses unless
-// the Fetcher allows loopback, and to cloud metadata endpoints, whichever way the
-// address is written: an IPv4 address inside an IPv6 one (IPv4-mapped, NAT64's
-// 64:ff9b::/96, 6to4's 2002::/16) reaches the IPv4 host, so it is judged as that.
-func (f *Fetcher) allowAddress(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("address %s is not an IP address", address)
-	}
-	for _, a := range reachedAddrs(ip) {
-		if slices.Contains(metadataAddrs, a) {
-			return fmt.Errorf("address %s is a cloud metadata endpoint: chart repositories are not read from it", ip)
-		}
-		if (a.IsLoopback() && !f.loopback) || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() {
-			return fmt.Errorf("address %s is this host's own or link-local: chart repositories are not read from it", ip)
-		}
-	}
-	return nil
-}
-
-// metadataAddrs are cloud metadata endpoints outside the link-local ranges (most
-// clouds' 169.254.169.254 is link-local): AWS's IPv6 one and Alibaba Cloud's.
-var metadataAddrs = []netip.Addr{netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
-
-var (
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour   = netip.MustParsePrefix("2002::/16")
-)
-
-// reachedAddrs are ip and the IPv4 address it carries, if any.
-func reachedAddrs(ip netip.Addr) []netip.Addr {
-	ip = ip.Unmap()
-	out := []netip.Addr{ip}
-	b := ip.As16()
-	switch {
-	case nat64Prefix.Contains(ip):
-		out = append(out, netip.AddrFrom4([4]byte(b[12:16])))
-	case sixToFour.Contains(ip):
-		out = append(out, netip.AddrFrom4([4]byte(b[2:6])))
-	}
-	return out
+// the Fetcher allows loopback, and to cloud metadata endpoints (see netguard).
+func (f *Fetcher) allowAddress(network, address string, c syscall.RawConn) error {
+	return netguard.Policy{What: "chart repositories are not read from it", Loopback: f.loopback}.Control(network, address, c)
 }
 
 // registryClient is the client for OCI registries, which redirect blob

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kukie/kukie-gitops/netguard"
 )
 
 // KubeconfigError is why a kubeconfig was refused: the setting (entry and field, as
@@ -162,5 +166,18 @@ func checkServer(raw string) error {
 	if u.User != nil {
 		return errors.New("the server URL must not carry credentials; give them in the user entry")
 	}
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if err := clusterAddresses.Check(ip); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// clusterAddresses are the server addresses a team's kubeconfig may not name: a
+// cloud metadata endpoint hands out the credentials of the service's machine, and
+// a link-local address is the machine's own network. Loopback stays allowed: the
+// cluster a developer runs on their own machine (kind, minikube) listens there.
+// A server given by name is not resolved here: the https:// a server must use
+// does not reach the metadata endpoints, which answer plain HTTP only.
+var clusterAddresses = netguard.Policy{What: "an API server is not reached at it", Loopback: true}

@@ -120,6 +120,11 @@ func TestLoadKubeconfigRefusesAnythingButInlineSettings(t *testing.T) {
 		"no server":         {doc: kubeconfigDoc("    insecure-skip-tls-verify: true", inlineToken), wantField: "clusters[prod].server"},
 		"credentials in the server URL": {doc: kubeconfigDoc("    server: https://alice:pw@prod.example", inlineToken),
 			wantField: "clusters[prod].server"},
+		"a cloud metadata endpoint": {doc: kubeconfigDoc("    server: https://169.254.169.254", inlineToken), wantField: "clusters[prod].server"},
+		"AWS's IPv6 metadata endpoint": {doc: kubeconfigDoc("    server: https://[fd00:ec2::254]:443", inlineToken),
+			wantField: "clusters[prod].server"},
+		"a metadata endpoint inside an IPv6 address": {doc: kubeconfigDoc("    server: https://[::ffff:169.254.169.254]", inlineToken),
+			wantField: "clusters[prod].server"},
 		// The current context's user is inline; another user of the same document is
 		// not, and the document is stored whole.
 		"exec in a user no context selects": {doc: append(kubeconfigDoc(inlineServer, inlineToken),
