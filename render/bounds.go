@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -309,6 +310,53 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 // own deadline that still runs.
 type slotUse struct {
 	waiting, running atomic.Int32
+
+	// builds are the call's kustomize builds under way, oldest first, and those
+	// its deadline stopped: a call that returns at its deadline without waiting
+	// for its work to stop (Plan) names the build it stopped, as the build
+	// itself does (see buildTimedOut).
+	mu     sync.Mutex
+	builds []*buildUnderWay
+}
+
+// buildUnderWay is a kustomize build of an app's kustomization.
+type buildUnderWay struct{ app, root string }
+
+// building records a build of app's kustomization root under ctx's call and
+// returns the function that ends it. A build that ends with the call's context
+// done stays recorded: it is what the deadline stopped.
+func building(ctx context.Context, app, root string) (end func()) {
+	u := slotUseOf(ctx)
+	if u == nil {
+		return func() {}
+	}
+	b := &buildUnderWay{app: app, root: root}
+	u.mu.Lock()
+	u.builds = append(u.builds, b)
+	u.mu.Unlock()
+	return func() {
+		if ctx.Err() != nil {
+			return
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.builds = slices.DeleteFunc(u.builds, func(o *buildUnderWay) bool { return o == b })
+	}
+}
+
+// stoppedBuild is the oldest build of ctx's call still under way or stopped by
+// its deadline, if any.
+func stoppedBuild(ctx context.Context) *buildUnderWay {
+	u := slotUseOf(ctx)
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.builds) == 0 {
+		return nil
+	}
+	return u.builds[0]
 }
 
 type slotUseKey struct{}
@@ -335,6 +383,17 @@ func contextError(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// callTimedOut is the error of a call that returns as soon as its ctx is done,
+// without waiting for its work (Plan): contextError, naming the app and
+// kustomization of the build it stopped, if one was under way.
+func callTimedOut(ctx context.Context) error {
+	err := contextError(ctx)
+	if b := stoppedBuild(ctx); b != nil {
+		return buildTimedOut(err, b.app, b.root)
+	}
+	return err
+}
+
 // timedOut turns err into the timeout refusal when ctx reached its Timeout: a
 // render stopped half way fails in whatever way it happened to stop. A timeout
 // refusal already (one that names what was stopped) stays.
@@ -343,7 +402,7 @@ func timedOut(ctx context.Context, err error) error {
 	if err == nil || errors.As(err, &ref) && ref.Code == CodeTimeout {
 		return err
 	}
-	if cerr := contextError(ctx); cerr != nil {
+	if cerr := callTimedOut(ctx); cerr != nil {
 		return cerr
 	}
 	return err

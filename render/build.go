@@ -158,7 +158,9 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	}
 	// The build's own copy of the tree: what the edits write stays in it.
 	bv := v.with(nil)
+	end := building(ctx, app.Name, root)
 	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, opts, origin)
+	end()
 	if err := contextError(ctx); err != nil {
 		return nil, buildTimedOut(err, app.Name, root)
 	}

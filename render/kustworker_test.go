@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/internal/testtree"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render/helmexec"
 )
 
@@ -101,6 +102,31 @@ func TestQuadraticKustomizeBuildIsStoppedAtItsDeadline(t *testing.T) {
 	}
 	if n := pool.Started(); n != 2 {
 		t.Fatalf("%d workers started, want 2", n)
+	}
+}
+
+// TestQuadraticKustomizeBuildInAPlanNamesItsApp: a plan whose build is stopped
+// at the deadline is refused naming the app and the kustomization whose build
+// was stopped, as a render is: Plan returns at its deadline without waiting for
+// the build to end, and said only that rendering took too long.
+func TestQuadraticKustomizeBuildInAPlanNamesItsApp(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	saved := timeout.Load()
+	t.Cleanup(func() { timeout.Store(saved) })
+	SetTimeout(500 * time.Millisecond)
+	_, err := Plan(ctx, Request{
+		RepoDir: nameReferenceRepository(t, 47), Apps: []Application{kustomizeApp},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "p-d0"},
+		Change: Change{Replicas: &Replicas{Count: 3}},
+	})
+	var ref *Refusal
+	const want = "application web: kustomize build app: rendering took longer than 500ms"
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.App != "web" || !strings.HasPrefix(ref.Reason, want) {
+		t.Fatalf("got %v (app %q), want a %s refusal: %s…", err, refApp(ref), CodeTimeout, want)
+	}
+	for st := pool.Stats(); st.Running != 0; st = pool.Stats() {
+		// The worker is killed at the deadline; Plan does not wait for that.
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

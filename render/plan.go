@@ -51,7 +51,7 @@ func Plan(ctx context.Context, req Request) (*Result, error) {
 	case p := <-done:
 		return p.res, timedOut(ctx, p.err)
 	case <-ctx.Done():
-		return nil, contextError(ctx)
+		return nil, callTimedOut(ctx)
 	}
 }
 
