@@ -335,9 +335,9 @@ func (p *planner) manifestBuilder(m *appManifest, src *manifestSource, change *c
 				case "parameters":
 					ops = append(ops, yamledit.Set(joinPath(src.helm, yamledit.Path{yamledit.K("parameters"), yamledit.I(s.param), yamledit.K("value")}), yamledit.Quoted(s.value.(string))))
 				case "valuesObject":
-					ops = append(ops, yamledit.Set(joinPath(src.helm, yamledit.Path{yamledit.K("valuesObject")}, s.path), valuesValue(s.value)))
+					ops = append(ops, yamledit.SetSorted(joinPath(src.helm, yamledit.Path{yamledit.K("valuesObject")}, s.path), valuesValue(s.value)))
 				default:
-					valuesOps = append(valuesOps, yamledit.Set(s.path, valuesValue(s.value)))
+					valuesOps = append(valuesOps, yamledit.SetSorted(s.path, valuesValue(s.value)))
 				}
 			}
 			var out []byte

@@ -528,7 +528,7 @@ func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 				if len(c.files) > 0 {
 					v = p.before.with(c.files)
 				}
-				out, ws, err := p.editFile(v, s.file, s.doc, yamledit.Set(s.path, valuesValue(s.value)))
+				out, ws, err := p.editFile(v, s.file, s.doc, yamledit.SetSorted(s.path, valuesValue(s.value)))
 				if err != nil {
 					return nil, err
 				}

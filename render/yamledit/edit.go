@@ -3,6 +3,7 @@ package yamledit
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -317,11 +318,11 @@ func (p *planner) plan(op Op) (action, error) {
 		return p.remove(hops)
 	}
 	if !found {
-		return p.create(hops, op.Path[missing:], v)
+		return p.create(hops, op.Path[missing:], v, op.Sorted)
 	}
 	h := hops[last]
 	if h.viaMerge {
-		return p.insertEntry(hops[last-1].res, h.key.Value, v, hops)
+		return p.insertEntry(hops[last-1].res, h.key.Value, v, hops, false)
 	}
 	if v.kind == scalarNode {
 		if h.res.Kind == scalarNode || h.raw.Kind == aliasNode {
@@ -330,7 +331,7 @@ func (p *planner) plan(op Op) (action, error) {
 		return p.replaceValue(hops, last, v, "collection replaced by a scalar")
 	}
 	if h.res.Kind == v.kind {
-		return action{subOps: p.decompose(hops, op.Path, v)}, nil
+		return action{subOps: p.decompose(hops, op.Path, v, op.Sorted)}, nil
 	}
 	if isImplicitNull(h.res) {
 		return p.replaceValue(hops, last, v, "")
@@ -440,7 +441,7 @@ func (p *planner) copyMerged(m *yaml.Node, h hop) (action, error) {
 	if err != nil {
 		return action{}, err
 	}
-	act, err := p.insertEntry(m, h.key.Value, v, nil)
+	act, err := p.insertEntry(m, h.key.Value, v, nil, false)
 	act.warn = fmt.Sprintf("key %s copied out of the merge key (<<) so it can be changed here", h.key.Value)
 	act.again = true
 	return act, err
@@ -482,7 +483,7 @@ func (p *planner) toBlock(h hop) (action, error) {
 }
 
 // create adds the missing steps of a path with the value at their end.
-func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
+func (p *planner) create(hops []hop, rest Path, v *tree, sorted bool) (action, error) {
 	c := hops[len(hops)-1]
 	s := rest[0]
 	inline := len(rest) == 1 && p.inlineFlow(c.res, v) &&
@@ -522,7 +523,7 @@ func (p *planner) create(hops []hop, rest Path, v *tree) (action, error) {
 		if p.json || inline {
 			return p.flowInsert(c.res, s.Key, inner)
 		}
-		return p.insertEntry(c.res, s.Key, inner, hops)
+		return p.insertEntry(c.res, s.Key, inner, hops, sorted)
 	case c.res.Kind == sequenceNode && s.kind() != stepKey:
 		item := inner
 		if s.kind() == stepMatch {
@@ -584,7 +585,7 @@ func itemFor(s Step, inner *tree) (*tree, error) {
 
 // decompose turns "set this structure onto the existing one" into the smallest
 // edits: set each entry, delete entries the value does not have.
-func (p *planner) decompose(hops []hop, path Path, v *tree) []Op {
+func (p *planner) decompose(hops []hop, path Path, v *tree, sorted bool) []Op {
 	base := make(Path, 0, len(path)+1)
 	for i, s := range path {
 		if s.kind() == stepMatch {
@@ -598,7 +599,7 @@ func (p *planner) decompose(hops []hop, path Path, v *tree) []Op {
 	var ops []Op
 	if v.kind == mappingNode {
 		for i, k := range v.keys {
-			ops = append(ops, Op{Path: at(K(k)), Kind: OpSet, Value: v.vals[i]})
+			ops = append(ops, Op{Path: at(K(k)), Kind: OpSet, Value: v.vals[i], Sorted: sorted})
 		}
 		for i := 0; i+1 < len(cur.Content); i += 2 {
 			k := resolveAlias(cur.Content[i])
@@ -610,7 +611,7 @@ func (p *planner) decompose(hops []hop, path Path, v *tree) []Op {
 	}
 	n := len(cur.Content)
 	for i, item := range v.items {
-		ops = append(ops, Op{Path: at(I(i)), Kind: OpSet, Value: item})
+		ops = append(ops, Op{Path: at(I(i)), Kind: OpSet, Value: item, Sorted: sorted})
 	}
 	for i := n - 1; i >= len(v.items); i-- {
 		ops = append(ops, Op{Path: at(I(i)), Kind: OpDelete})
@@ -815,8 +816,10 @@ func (p *planner) blockScalarAtEOF() (h, hEnd int, ok bool) {
 	return h, hEnd, true
 }
 
-// insertEntry appends key: v to a block mapping, at the column of its keys.
-func (p *planner) insertEntry(m *yaml.Node, key string, v *tree, hops []hop) (action, error) {
+// insertEntry appends key: v to a block mapping, at the column of its keys;
+// sorted, it goes to its place in the order of the mapping's keys instead
+// when they are sorted (see sortedPlace).
+func (p *planner) insertEntry(m *yaml.Node, key string, v *tree, hops []hop, sorted bool) (action, error) {
 	if m.Style&yaml.FlowStyle != 0 {
 		if p.json {
 			return p.flowInsert(m, key, v)
@@ -830,16 +833,102 @@ func (p *planner) insertEntry(m *yaml.Node, key string, v *tree, hops []hop) (ac
 	if err != nil {
 		return action{}, err
 	}
-	end, err := p.t.end(m.Content[len(m.Content)-1], col)
-	if err != nil {
-		return action{}, err
-	}
 	lines, err := p.lay.blockLines(&tree{kind: mappingNode, keys: []string{key}, vals: []*tree{v}}, col)
 	if err != nil {
 		return action{}, err
 	}
 	lines[0] = pad(col) + lines[0]
+	if sorted {
+		if at, ok := p.sortedPlace(m, key); ok {
+			txt := strings.Join(lines, "\n") + "\n"
+			if at > 0 && p.t.blankLine(at-1) {
+				// Keys set apart by blank lines: so is the new one.
+				txt += "\n"
+			}
+			return action{splice: &splice{start: at, end: at, text: txt}}, nil
+		}
+	}
+	end, err := p.t.end(m.Content[len(m.Content)-1], col)
+	if err != nil {
+		return action{}, err
+	}
 	return p.insertLinesAfter(end, lines), nil
+}
+
+// sortedPlace is the offset where the new key goes in the block mapping m to
+// keep its keys sorted (followed by a blank line when a blank line sets the
+// key after it apart): the start of the block of the first key it sorts
+// before, the comment lines directly above that key at its column included
+// (they say something about it), except the comments that open the document
+// above its first key, which are the file's. False when the new key sorts
+// last, when m has fewer than two keys (no order to follow) or its keys are
+// in no order, and when the key it precedes shares its line with something
+// before it ("- name: x"), where no line can be inserted.
+func (p *planner) sortedPlace(m *yaml.Node, key string) (int, bool) {
+	var keys []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != scalarNode || isMerge(k) {
+			return 0, false
+		}
+		keys = append(keys, k.Value)
+	}
+	if len(keys) < 2 {
+		return 0, false
+	}
+	order := strings.Compare
+	if !slices.IsSortedFunc(keys, order) {
+		order = func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }
+		if !slices.IsSortedFunc(keys, order) {
+			return 0, false
+		}
+	}
+	next := -1
+	for i, k := range keys {
+		if order(key, k) < 0 {
+			next = i
+			break
+		}
+	}
+	if next < 0 {
+		return 0, false
+	}
+	t := p.t
+	first := t.start(m.Content[2*next])
+	if !t.onlySpaceBefore(first) {
+		return 0, false
+	}
+	col := t.column(first)
+	from := t.lineStart(first)
+	for from > 0 {
+		prev := t.lineStart(from - 1)
+		if t.indentAt(prev) != col || !t.commentLine(prev) {
+			break
+		}
+		from = prev
+	}
+	if next == 0 && from != t.lineStart(first) && m == resolveAlias(p.root) && p.opensDocument(from) {
+		from = t.lineStart(first)
+	}
+	return from, true
+}
+
+// opensDocument reports whether nothing but the document's start comes
+// before the line at off: the start of the file, a "---" marker or
+// directives.
+func (p *planner) opensDocument(off int) bool {
+	for off > 0 {
+		prev := p.t.lineStart(off - 1)
+		line := strings.TrimRight(string(p.t.b[prev:p.t.contentEnd(prev)]), " \t")
+		if strings.HasPrefix(line, "---") || strings.HasPrefix(line, "%") {
+			return true
+		}
+		if !p.t.blankLine(prev) {
+			return false
+		}
+		off = prev
+	}
+	return true
 }
 
 // appendItem adds an item after the last one of a block sequence, written like

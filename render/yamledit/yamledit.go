@@ -134,10 +134,19 @@ type Op struct {
 	// Delete: remove the key (or matched sequence item) with its whole block.
 	Kind  OpKind
 	Value any
+	// Sorted: a key Set adds to a block mapping of two keys or more that are
+	// in sorted order (by bytes, or ignoring case) goes to its place in that
+	// order, above the comment lines of the key it comes before, instead of
+	// after the last key; a mapping whose keys are in no order keeps the
+	// order its author gave it, and the key is appended.
+	Sorted bool
 }
 
 // Set is shorthand for an OpSet.
 func Set(p Path, value any) Op { return Op{Path: p, Kind: OpSet, Value: value} }
+
+// SetSorted is an OpSet whose new keys go to their sorted place (Op.Sorted).
+func SetSorted(p Path, value any) Op { return Op{Path: p, Kind: OpSet, Value: value, Sorted: true} }
 
 // Delete is shorthand for an OpDelete.
 func Delete(p Path) Op { return Op{Path: p, Kind: OpDelete} }
