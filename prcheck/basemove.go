@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -46,11 +49,23 @@ const MaxBaseMoveMarks = 20
 // are found as a check finds them, on the new base's tree; a push that does not
 // list its files reaches all of them. GitHub is asked nothing unless a current
 // check is on the branch.
+//
+// Their kukie/policy runs are marked the same way, once and apart from the render,
+// when the push changed the policy file on the branch the policy was read from:
+// the findings are those of the rules before it. A push that does not list its
+// files is asked of GitHub (the comparison of the check's base with the new one),
+// and one GitHub lists only in part may have changed it, and says so.
+//
+// A check still running is only told of the move (the newest one, in Records): a
+// running check is judged when it completes, against the files between its base
+// and that commit, and its runs are marked then, after its own result is
+// published. Re-checking it at once would show the same: a pull request's merge
+// base does not move with its base branch.
 func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 	if c.Records == nil {
 		return nil
 	}
-	candidates, err := c.Records.CurrentPullChecksOnBase(ctx, m.Repo, m.Branch, m.SHA, MaxBaseMoveMarks+1)
+	candidates, err := c.Records.CurrentPullChecksOnBase(ctx, m.Repo, m.Branch, m.SHA, m.Files == nil || touchesPolicy(m.Files), MaxBaseMoveMarks+1)
 	if err != nil {
 		return err
 	}
@@ -63,15 +78,27 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 			Msg("More open pull requests than a push marks stale; the checks finished longest ago are not marked")
 		candidates = candidates[:MaxBaseMoveMarks]
 	}
-	reached, err := c.reachedByPush(ctx, m)
-	if err != nil {
-		return err
-	}
+	// Reached only when a completed check needs it: a push under running checks
+	// alone renders nothing.
+	reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
+	policyMoved := c.policyMovedBy(m)
 	for _, cand := range candidates {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := c.markStale(ctx, m, cand, reached); err != nil {
+		if cand.State == store.PullCheckRunning {
+			told, err := c.Records.MarkPullCheckMovedWhileRunning(ctx, cand.ID, m.SHA)
+			if err != nil {
+				return err
+			}
+			if told {
+				log.Info().Str("key", cand.Key).Str("head", cand.HeadSHA).Str("base", m.SHA).
+					Msg("The base branch moved under a running check; it is judged when the check completes")
+				continue
+			}
+			// It completed since it was listed: judged as a completed check.
+		}
+		if err := c.markStale(ctx, m, cand.ID, reach, policyMoved); err != nil {
 			// One pull request's run that cannot be updated does not hold the others.
 			if github.Transient(err) || ctx.Err() != nil {
 				return err
@@ -80,6 +107,84 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 		}
 	}
 	return nil
+}
+
+// movedWhileRunning judges, once the check id has published its result, the base
+// move a push recorded while it ran (BaseMoved): the files between the check's base
+// and the newest commit the branch moved to, as GitHub compares them (all of them
+// when it lists only part), reach its Applications or the policy, or not. A
+// failure is logged: the check's own result stands, and the next push to the branch
+// judges the check as any completed one.
+func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
+	if id == "" || ctx.Err() != nil {
+		return
+	}
+	log := zerolog.Ctx(ctx)
+	rec, err := c.Records.PullCheckByID(ctx, id)
+	if err != nil {
+		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
+		return
+	}
+	if rec.MovedWhileRunningSHA == "" {
+		return
+	}
+	m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: rec.MovedWhileRunningSHA}
+	cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
+	if err != nil {
+		log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not compare a check's base with the commit its branch moved to while it ran; it is not marked stale")
+		return
+	}
+	if cmp.Complete {
+		m.Files = changedPaths(cmp.Files)
+	}
+	reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
+	if err := c.markStale(ctx, m, id, reach, c.policyMovedBy(m)); err != nil {
+		log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not mark a check stale after its base moved while it ran")
+	}
+}
+
+// changedPaths lists the paths of files, the old ones of renamed files too; never nil.
+func changedPaths(files []github.ChangedFile) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.Path)
+		if f.PreviousPath != "" {
+			out = append(out, f.PreviousPath)
+		}
+	}
+	return out
+}
+
+// touchesPolicy reports whether files hold the policy file.
+func touchesPolicy(files []string) bool { return slices.Contains(files, policy.ConfigFile) }
+
+// policyMove is what a base move did to the policy file a check was judged by:
+// changed, or maybe changed (GitHub did not list every file between the bases).
+type policyMove struct{ changed, maybe bool }
+
+// policyMovedBy tells, for each check, what the move m did to the policy file: the
+// push's files say it when they are listed; otherwise GitHub compares the check's
+// base with m.SHA, once per base.
+func (c *Checker) policyMovedBy(m BaseMove) func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
+	compared := map[string]policyMove{}
+	return func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
+		if m.Files != nil {
+			return policyMove{changed: touchesPolicy(m.Files)}, nil
+		}
+		if pm, ok := compared[rec.BaseSHA]; ok {
+			return pm, nil
+		}
+		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
+		if err != nil {
+			return policyMove{}, fmt.Errorf("compare the base %s of %s with %s: %w", short(rec.BaseSHA), rec.Key, short(m.SHA), err)
+		}
+		pm := policyMove{changed: touchesPolicy(changedPaths(cmp.Files))}
+		if !pm.changed && !cmp.Complete {
+			pm = policyMove{changed: true, maybe: true}
+		}
+		compared[rec.BaseSHA] = pm
+		return pm, nil
+	}
 }
 
 // pushReach is the Applications a push reaches: all when all is set (the push's
@@ -123,24 +228,43 @@ func (c *Checker) reachedByPush(ctx context.Context, m BaseMove) (pushReach, err
 	return out, nil
 }
 
-// markStale marks the check cand stale when the push reaches one of its
-// Applications, and says so on its kukie/render run.
-func (c *Checker) markStale(ctx context.Context, m BaseMove, cand store.PullCheck, reached pushReach) error {
-	rec, err := c.Records.PullCheckByID(ctx, cand.ID)
+// markStale marks the completed check id stale where the move m reaches it, and
+// says so on its runs: kukie/render when the push reaches one of its Applications,
+// kukie/policy when it changed the policy the run was judged by. Each run is
+// marked once.
+func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, reach func() (pushReach, error),
+	policyMoved func(context.Context, store.PullCheck) (policyMove, error)) error {
+	rec, err := c.Records.PullCheckByID(ctx, id)
 	if err != nil {
 		return err
+	}
+	if rec.State != store.PullCheckCompleted {
+		return nil
 	}
 	var res Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
 		return fmt.Errorf("read the result of check %s: %w", rec.ID, err)
 	}
+	var reached pushReach
 	var hit []string
-	for _, a := range res.Apps {
-		if _, ok := reached.apps[a.Name]; ok || reached.all {
-			hit = append(hit, a.Name)
+	if rec.BaseMovedSHA == "" && rec.CheckRunID != 0 && len(res.Apps) > 0 {
+		if reached, err = reach(); err != nil {
+			return err
+		}
+		for _, a := range res.Apps {
+			if _, ok := reached.apps[a.Name]; ok || reached.all {
+				hit = append(hit, a.Name)
+			}
 		}
 	}
-	if len(hit) == 0 || rec.CheckRunID == 0 {
+	var pm policyMove
+	// The policy is the default branch's: a move of another branch leaves it.
+	if rec.PolicyMovedSHA == "" && rec.PolicyCheckRunID != 0 && res.Policy != nil && res.Policy.DefaultBranch == m.Branch {
+		if pm, err = policyMoved(ctx, rec); err != nil {
+			return err
+		}
+	}
+	if len(hit) == 0 && !pm.changed {
 		return nil
 	}
 	// The pull request may have merged (this push may be its merge) or moved on
@@ -154,26 +278,49 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, cand store.PullChec
 			return nil
 		}
 	}
-	h := Head{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, BaseBranch: rec.BaseBranch,
-		BaseSHA: rec.BaseSHA, HeadSHA: rec.HeadSHA, Key: rec.Key}
-	report := staleReport(reportOf(res, rec.Repo, rec.BaseBranch).checkReport(h), m, rec, reached, hit)
-	report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
-	// Published first and recorded after: a publish that fails leaves the check
-	// unmarked for the delivery's retry, and a record that fails only publishes
-	// the same run again.
-	if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.CheckRunID, report); err != nil {
-		return fmt.Errorf("mark the check run of %s stale: %w", rec.Key, err)
+	log := zerolog.Ctx(ctx)
+	// Each run is published first and recorded after: a publish that fails leaves
+	// the check unmarked for the delivery's retry, and a record that fails only
+	// publishes the same run again.
+	if len(hit) > 0 {
+		h := Head{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, BaseBranch: rec.BaseBranch,
+			BaseSHA: rec.BaseSHA, HeadSHA: rec.HeadSHA, Key: rec.Key}
+		report := staleReport(reportOf(res, rec.Repo, rec.BaseBranch).checkReport(h), m, rec, reached, hit)
+		report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
+		if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.CheckRunID, report); err != nil {
+			return fmt.Errorf("mark the check run of %s stale: %w", rec.Key, err)
+		}
+		if _, err := c.Records.MarkPullCheckBaseMoved(ctx, rec.ID, m.SHA); err != nil {
+			return err
+		}
+		log.Info().Str("key", rec.Key).Str("head", rec.HeadSHA).Str("base", m.SHA).Strs("apps", hit).
+			Msg("Marked a check stale: its base branch moved under Applications it renders")
 	}
-	if _, err := c.Records.MarkPullCheckBaseMoved(ctx, rec.ID, m.SHA); err != nil {
-		return err
+	if pm.changed {
+		report := stalePolicyReport(*res.Policy, m, rec, pm)
+		report.DetailsURL = policyURL(CheckURL(c.PublicURL, rec.ID))
+		if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.PolicyCheckRunID, report); err != nil {
+			return fmt.Errorf("mark the policy run of %s stale: %w", rec.Key, err)
+		}
+		if _, err := c.Records.MarkPullCheckPolicyMoved(ctx, rec.ID, m.SHA); err != nil {
+			return err
+		}
+		log.Info().Str("key", rec.Key).Str("head", rec.HeadSHA).Str("base", m.SHA).Bool("maybe", pm.maybe).
+			Msg("Marked a policy run stale: the policy file changed on its base branch")
 	}
-	zerolog.Ctx(ctx).Info().Str("key", rec.Key).Str("head", rec.HeadSHA).Str("base", m.SHA).Strs("apps", hit).
-		Msg("Marked a check stale: its base branch moved under Applications it renders")
 	return nil
 }
 
 // staleTitlePrefix starts the title of a run whose base moved after it.
 const staleTitlePrefix = "Base branch moved: "
+
+// movedWhen says when the base moved, as a run's summary tells it.
+func movedWhen(m BaseMove, rec store.PullCheck) string {
+	if rec.MovedWhileRunningSHA == m.SHA {
+		return "while this check ran"
+	}
+	return "after this check"
+}
 
 // staleReport is the check run of rec as it was published, its title and summary
 // saying first that the base moved and what that means.
@@ -182,7 +329,7 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 	// Annotations already on the run stay; none is sent again.
 	r.Annotations = nil
 	var b strings.Builder
-	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s after this check**", m.Branch, short(m.SHA))
+	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s**", m.Branch, short(m.SHA), movedWhen(m, rec))
 	if reached.all {
 		fmt.Fprintf(&b, " (a push that does not list its files), so it may change what %s renders.", listedInline(hit))
 	} else {
@@ -197,6 +344,27 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 		"whose groups are checked as they merge.\n\n", short(rec.BaseSHA), m.Branch)
 	r.Summary = b.String() + r.Summary
 	return r
+}
+
+// stalePolicyReport is the kukie/policy run of rec as it was published (its
+// annotations stay on the run), its title and summary saying first that the policy
+// file changed on the branch it was read from and how to be judged by the new one.
+func stalePolicyReport(p ResultPolicy, m BaseMove, rec store.PullCheck, pm policyMove) github.CheckReport {
+	var b strings.Builder
+	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s", m.Branch, short(m.SHA), movedWhen(m, rec))
+	if pm.maybe {
+		fmt.Fprintf(&b, "**, and GitHub did not list every file it changed since %s, so `%s` may have changed:", short(rec.BaseSHA), policy.ConfigFile)
+	} else {
+		fmt.Fprintf(&b, ", changing `%s`**:", policy.ConfigFile)
+	}
+	fmt.Fprintf(&b, " this run judged the pull request by the rules %s had before. Re-run the check (GitHub's *Re-run* on either run), "+
+		"or push to the branch, for a judgement by the rules %s has now.\n\n", m.Branch, m.Branch)
+	summary := p.Summary
+	if summary == "" {
+		summary = "The findings are on the check's page.\n"
+	}
+	return github.CheckReport{Name: github.PolicyCheckRunName, ExternalID: rec.Key, Conclusion: p.Conclusion,
+		Title: staleTitlePrefix + p.Title, Summary: b.String() + summary}
 }
 
 // reportOf rebuilds the report a stored result was made of, for publishing it

@@ -93,11 +93,14 @@ type Records interface {
 	PullCheckHolder(ctx context.Context, id string) (holds bool, by string, err error)
 	ReleasePullCheckKey(ctx context.Context, repo, key string) error
 	SetPullCheckRun(ctx context.Context, id string, checkRunID int64) error
+	SetPullCheckPolicyRun(ctx context.Context, id string, checkRunID int64) error
 	FinishPullCheck(ctx context.Context, id, state, conclusion, note string, result json.RawMessage) error
 	// The checks a push to their base may have made stale (BaseMoved).
-	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, limit int) ([]store.PullCheck, error)
+	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]store.PullCheck, error)
 	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
 	MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error)
+	MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (bool, error)
+	MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)
 }
 
 // DefaultSupersedePoll is how often a running check asks Records whether a newer
@@ -313,6 +316,11 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 		return err
 	}
 	runs = append(runs, startedRun{github.PolicyCheckRunName, polRef.ID})
+	if rec.ID != "" {
+		if err := c.Records.SetPullCheckPolicyRun(ctx, rec.ID, polRef.ID); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("check", rec.ID).Msg("Could not record the policy run of a check; a base move will not mark it")
+		}
+	}
 	var dry DryRunner
 	if pol.Config != nil && pol.Config.Rules.DryRun.Level != policy.LevelOff {
 		if pol.DryRunAbsent = c.dryRunRefusal(h, pr); pol.DryRunAbsent == "" {
@@ -363,8 +371,11 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	}
 	polReport := pol.CheckReport(h.Key)
 	polReport.DetailsURL = policyURL(details)
-	_, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport)
-	return err
+	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport); err != nil {
+		return err
+	}
+	c.movedWhileRunning(ctx, rec.ID)
+	return nil
 }
 
 // policyURL is the kukie/policy run's details link: the check's page at its

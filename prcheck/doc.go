@@ -25,7 +25,9 @@
 // whether it still holds it while it renders and before it publishes; a
 // superseded check stops and says so on its own head, never on the new one. A push
 // to a base branch marks stale, once and for a bounded number of pull requests, the
-// completed runs whose Applications it reaches (BaseMoved). The
+// completed runs whose Applications it reaches, and their kukie/policy runs when it
+// changed the policy file; a check still running is told of the move and judges it
+// once it completed (BaseMoved). The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.
 package prcheck

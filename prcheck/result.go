@@ -70,6 +70,9 @@ type ResultPolicy struct {
 	// DryRun is what became of the dry-run rule (policy.Report.DryRunOutcome).
 	DryRun     string   `json:"dry_run,omitempty"`
 	NotChecked []string `json:"not_checked,omitempty"`
+	// Summary is the run's summary as published, for publishing it again marked
+	// stale (BaseMoved); "" for a check recorded before it was kept.
+	Summary string `json:"summary,omitempty"`
 }
 
 // ResultFinding is one policy finding: Path and Line are its manifest line, when
@@ -91,7 +94,7 @@ const maxStoredFindings = 1000
 // policyResult is what the store keeps of the kukie/policy run pol.
 func policyResult(pol *policy.Report) *ResultPolicy {
 	out := &ResultPolicy{Title: pol.Title(), Conclusion: pol.Conclusion(), DefaultBranch: pol.DefaultBranch,
-		Configured: pol.Config != nil && pol.Config.Enabled(), DryRun: pol.DryRunOutcome(), NotChecked: pol.NotChecked}
+		Configured: pol.Config != nil && pol.Config.Enabled(), DryRun: pol.DryRunOutcome(), NotChecked: pol.NotChecked, Summary: pol.Summary()}
 	if pol.ConfigErr != nil {
 		out.ConfigError, out.ConfigLine = pol.ConfigErr.Msg, pol.ConfigErr.Line
 	}

@@ -38,9 +38,18 @@ type PullCheck struct {
 	// Note says why a check was superseded or failed.
 	Note       string
 	CheckRunID int64
+	// PolicyCheckRunID is the check's kukie/policy run.
+	PolicyCheckRunID int64
 	// BaseMovedSHA is the base branch's commit a push first moved it to after the
 	// check completed ("" while it did not): the check run says its result is stale.
 	BaseMovedSHA string
+	// PolicyMovedSHA is the base branch's commit a push that changed the policy
+	// file first moved it to after the check completed: the kukie/policy run says
+	// the policy it was judged by is outdated.
+	PolicyMovedSHA string
+	// MovedWhileRunningSHA is the newest commit a push moved the base branch to
+	// while the check ran: the check judges it once it completes.
+	MovedWhileRunningSHA string
 	// Result is what the check computed (JSON), empty until it completed.
 	Result    json.RawMessage
 	CreatedAt time.Time
@@ -63,22 +72,28 @@ type pullCheckRow struct {
 	CheckRunID     int64  `db:"check_run_id"`
 	Result         string `db:"result"`
 	BaseMovedSHA   string `db:"base_moved_sha"`
+	PolicyRunID    int64  `db:"policy_check_run_id"`
+	PolicyMovedSHA string `db:"policy_moved_sha"`
+	MovedRunning   string `db:"moved_while_running_sha"`
 	CreatedAt      int64  `db:"created_at"`
 	UpdatedAt      int64  `db:"updated_at"`
 }
 
 const pullCheckColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
-	state, conclusion, note, check_run_id, result, base_moved_sha, created_at, updated_at`
+	state, conclusion, note, check_run_id, result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
+	created_at, updated_at`
 
 // pullCheckListColumns leave the result out: a history lists checks, it does not
 // show their diffs.
 const pullCheckListColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
-	state, conclusion, note, check_run_id, '' AS result, base_moved_sha, created_at, updated_at`
+	state, conclusion, note, check_run_id, '' AS result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
+	created_at, updated_at`
 
 func (r pullCheckRow) check() PullCheck {
 	c := PullCheck{ID: r.ID, InstallationID: r.InstallationID, Repo: r.Repo, RepoURL: r.RepoURL, Key: r.Key,
 		BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA, HeadSHA: r.HeadSHA, Generation: r.Generation, State: r.State,
-		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, BaseMovedSHA: r.BaseMovedSHA, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
+		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, PolicyCheckRunID: r.PolicyRunID, BaseMovedSHA: r.BaseMovedSHA, PolicyMovedSHA: r.PolicyMovedSHA,
+		MovedWhileRunningSHA: r.MovedRunning, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
 	if r.Result != "" {
 		c.Result = json.RawMessage(r.Result)
 	}
@@ -107,7 +122,7 @@ func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error
 			return fmt.Errorf("take key %s of %s: %w", c.Key, c.Repo, err)
 		}
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO pull_checks (`+pullCheckColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', 0, '', '', ?, ?)`),
 			c.ID, c.InstallationID, c.Repo, c.RepoURL, c.Key, c.BaseBranch, c.BaseSHA, c.HeadSHA, c.Generation, c.State,
 			toMillis(now), toMillis(now)); err != nil {
 			return fmt.Errorf("insert check of %s: %w", c.HeadSHA, err)
@@ -158,6 +173,11 @@ func (db *DB) ReleasePullCheckKey(ctx context.Context, repo, key string) error {
 // SetPullCheckRun records the check run a check publishes on.
 func (db *DB) SetPullCheckRun(ctx context.Context, id string, checkRunID int64) error {
 	return db.updatePullCheck(ctx, id, `check_run_id = ?`, checkRunID)
+}
+
+// SetPullCheckPolicyRun records the kukie/policy run a check publishes on.
+func (db *DB) SetPullCheckPolicyRun(ctx context.Context, id string, checkRunID int64) error {
+	return db.updatePullCheck(ctx, id, `policy_check_run_id = ?`, checkRunID)
 }
 
 // FinishPullCheck records how a check ended: its state (completed, superseded or
@@ -217,17 +237,23 @@ func (db *DB) PrunePullChecks(ctx context.Context, before time.Time) (int64, err
 	return n, nil
 }
 
-// CurrentPullChecksOnBase lists the current, completed checks of repo's pull
-// requests into branch that were computed against another base than sha and are
-// not marked stale yet, most recently finished first, at most limit, without their
-// results: the checks a push of sha to branch may have made stale.
-func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, limit int) ([]PullCheck, error) {
+// CurrentPullChecksOnBase lists the current checks of repo's pull requests into
+// branch that were computed against another base than sha, most recently updated
+// first, at most limit, without their results: the checks a push of sha to branch
+// may have made stale. They are the completed checks whose kukie/render run is not
+// marked stale yet or, with policy (the push may have changed the policy file),
+// whose kukie/policy run is not; and the running checks not yet told of sha
+// (MarkPullCheckMovedWhileRunning), which judge it when they complete.
+func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]PullCheck, error) {
 	return listRows(ctx, db, "current pull checks on "+branch, pullCheckRow.check,
 		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
-			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.created_at, c.updated_at
+			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
+			c.moved_while_running_sha, c.created_at, c.updated_at
 		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
-		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch = ? AND c.state = ? AND c.base_sha <> ? AND c.base_moved_sha = ''
-		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, PullCheckCompleted, sha, limit)
+		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch = ? AND c.base_sha <> ?
+			AND (c.state = ? AND (c.base_moved_sha = '' OR (? AND c.policy_check_run_id <> 0 AND c.policy_moved_sha = ''))
+				OR c.state = ? AND c.moved_while_running_sha <> ?)
+		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, sha, PullCheckCompleted, policy, PullCheckRunning, sha, limit)
 }
 
 // MarkPullCheckBaseMoved records that the base of the completed check id moved to
@@ -235,14 +261,38 @@ func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha str
 // marked check is not listed by CurrentPullChecksOnBase again, so later pushes and
 // repeated deliveries say so on GitHub no more.
 func (db *DB) MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error) {
-	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_checks SET base_moved_sha = ?, updated_at = ?
-		WHERE id = ? AND state = ? AND base_moved_sha = ''`), sha, toMillis(time.Now()), id, PullCheckCompleted)
+	return db.markPullCheck(ctx, "mark the base of pull check "+id+" moved", `base_moved_sha = ?`,
+		`state = ? AND base_moved_sha = ''`, sha, id, PullCheckCompleted)
+}
+
+// MarkPullCheckPolicyMoved records that a push that changed the policy file moved
+// the base of the completed check id to sha, unless it was marked so already, and
+// reports whether this call marked it: its kukie/policy run says so once.
+func (db *DB) MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (bool, error) {
+	return db.markPullCheck(ctx, "mark the policy of pull check "+id+" moved", `policy_moved_sha = ?`,
+		`state = ? AND policy_moved_sha = ''`, sha, id, PullCheckCompleted)
+}
+
+// MarkPullCheckMovedWhileRunning records that a push moved the base of the check
+// id to sha while the check runs, and reports whether it did: false when the check
+// is no longer running (it completed since it was listed, and is judged as a
+// completed check is). A later push replaces sha with its own.
+func (db *DB) MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error) {
+	return db.markPullCheck(ctx, "record a base move under running pull check "+id, `moved_while_running_sha = ?`,
+		`state = ?`, sha, id, PullCheckRunning)
+}
+
+// markPullCheck sets set to value on the check id when cond holds (with condArg),
+// and reports whether it did.
+func (db *DB) markPullCheck(ctx context.Context, what, set, cond, value, id, condArg string) (bool, error) {
+	res, err := db.ExecContext(ctx, db.Rebind(`UPDATE pull_checks SET `+set+`, updated_at = ? WHERE id = ? AND `+cond),
+		value, toMillis(time.Now()), id, condArg)
 	if err != nil {
-		return false, fmt.Errorf("mark the base of pull check %s moved: %w", id, err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("mark the base of pull check %s moved: %w", id, err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	return n == 1, nil
 }

@@ -9,64 +9,140 @@ import (
 )
 
 // TestCurrentPullChecksOnBase: a push of base1 to main may have made stale the
-// current, completed checks of pull requests into main computed against another
-// base and not marked yet, newest first and at most the limit; a running check, a
-// superseded one, a merge queue's, another branch's, one already against base1 and
-// a marked one are not listed, and a check is marked once.
+// current checks of pull requests into main computed against another base: the
+// completed ones whose render run is not marked yet, and the running ones not yet
+// told of base1, newest first and at most the limit; a superseded check, a merge
+// queue's, another branch's, one already against base1 and a marked one are not
+// listed, and a check is marked once.
 func TestCurrentPullChecksOnBase(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		begin := func(c store.PullCheck, finish bool) store.PullCheck {
-			t.Helper()
-			c, err := db.BeginPullCheck(ctx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if finish {
-				if err := db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, "success", "", []byte(`{}`)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return c
-		}
-		superseded := begin(pullCheck("pull/1", "old"), true)
-		first := begin(pullCheck("pull/1", "head1"), true)
-		second := begin(pullCheck("pull/2", "head2"), true)
-		begin(pullCheck("pull/3", "head3"), false)
-		begin(pullCheck("merge_group/gh-readonly-queue/main/pr-4", "head4"), true)
+		superseded := beginCheck(t, db, pullCheck("pull/1", "old"), true)
+		first := beginCheck(t, db, pullCheck("pull/1", "head1"), true)
+		second := beginCheck(t, db, pullCheck("pull/2", "head2"), true)
+		running := beginCheck(t, db, pullCheck("pull/3", "head3"), false)
+		beginCheck(t, db, pullCheck("merge_group/gh-readonly-queue/main/pr-4", "head4"), true)
 		release := pullCheck("pull/5", "head5")
 		release.BaseBranch = "release"
-		begin(release, true)
+		beginCheck(t, db, release, true)
 		current := pullCheck("pull/6", "head6")
 		current.BaseSHA = "base1"
-		begin(current, true)
-		marked := begin(pullCheck("pull/7", "head7"), true)
+		beginCheck(t, db, current, true)
+		marked := beginCheck(t, db, pullCheck("pull/7", "head7"), true)
 		if ok, err := db.MarkPullCheckBaseMoved(ctx, marked.ID, "base1"); err != nil || !ok {
 			t.Fatalf("mark: %v %v", ok, err)
 		}
 		if ok, err := db.MarkPullCheckBaseMoved(ctx, marked.ID, "base2"); err != nil || ok {
 			t.Fatalf("second mark: %v %v, want not marked again", ok, err)
 		}
+		if ok, err := db.MarkPullCheckBaseMoved(ctx, running.ID, "base1"); err != nil || ok {
+			t.Fatalf("render mark of a running check: %v %v, want none", ok, err)
+		}
 
-		got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", 10)
+		got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", false, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
-		for _, c := range got {
-			ids = append(ids, c.Key+" "+c.HeadSHA)
+		if ids := idsOf(got); len(got) != 3 || got[0].ID != running.ID || got[1].ID != second.ID || got[2].ID != first.ID {
+			t.Fatalf("listed %v, want pull/3 (running), pull/2 then pull/1 (not %s)", ids, superseded.ID)
 		}
-		if len(got) != 2 || got[0].ID != second.ID || got[1].ID != first.ID {
-			t.Fatalf("listed %v, want pull/2 then pull/1 (not %s)", ids, superseded.ID)
-		}
-		if got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", 1); err != nil || len(got) != 1 || got[0].ID != second.ID {
+		if got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", false, 1); err != nil || len(got) != 1 || got[0].ID != running.ID {
 			t.Fatalf("with a limit of 1: %v %v", got, err)
 		}
 		if c, err := db.PullCheckByID(ctx, marked.ID); err != nil || c.BaseMovedSHA != "base1" {
 			t.Fatalf("marked check %+v %v, want moved to base1", c, err)
 		}
-		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/other", "main", "base1", 10); len(got) != 0 {
+		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/other", "main", "base1", false, 10); len(got) != 0 {
 			t.Errorf("another repository's checks: %v", got)
 		}
+
+		// The running check told of base1 is not listed for it again, but is for
+		// a later push, which replaces the commit; once it completed it is told
+		// nothing more while running, and is listed as completed.
+		if ok, err := db.MarkPullCheckMovedWhileRunning(ctx, running.ID, "base1"); err != nil || !ok {
+			t.Fatalf("mark the running check: %v %v", ok, err)
+		}
+		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", false, 10); len(got) != 2 {
+			t.Fatalf("after the running check was told: %v, want pull/2 and pull/1", idsOf(got))
+		}
+		if ok, err := db.MarkPullCheckMovedWhileRunning(ctx, running.ID, "base2"); err != nil || !ok {
+			t.Fatalf("mark the running check for a later push: %v %v", ok, err)
+		}
+		if c, err := db.PullCheckByID(ctx, running.ID); err != nil || c.MovedWhileRunningSHA != "base2" || c.BaseMovedSHA != "" {
+			t.Fatalf("running check %+v %v, want moved to base2 while running, not marked", c, err)
+		}
+		if err := db.FinishPullCheck(ctx, running.ID, store.PullCheckCompleted, "success", "", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := db.MarkPullCheckMovedWhileRunning(ctx, running.ID, "base3"); err != nil || ok {
+			t.Fatalf("mark the completed check as running: %v %v, want not marked", ok, err)
+		}
+		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base3", false, 10); len(got) != 4 || got[0].ID != running.ID {
+			t.Fatalf("after the running check completed: %v, want it first, then pull/6, pull/2 and pull/1", idsOf(got))
+		}
 	})
+}
+
+// TestPolicyMarkIsApartFromTheRenderMark: a check whose render run is marked is
+// listed again only for a push that may change the policy file, and only when it
+// recorded its kukie/policy run; the policy mark is made once and lists it no more.
+func TestPolicyMarkIsApartFromTheRenderMark(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		withRun := beginCheck(t, db, pullCheck("pull/1", "head1"), false)
+		if err := db.SetPullCheckPolicyRun(ctx, withRun.ID, 42); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.FinishPullCheck(ctx, withRun.ID, store.PullCheckCompleted, "success", "", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		noRun := beginCheck(t, db, pullCheck("pull/2", "head2"), true)
+		for _, c := range []store.PullCheck{withRun, noRun} {
+			if ok, err := db.MarkPullCheckBaseMoved(ctx, c.ID, "base1"); err != nil || !ok {
+				t.Fatalf("render mark: %v %v", ok, err)
+			}
+		}
+		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base2", false, 10); len(got) != 0 {
+			t.Fatalf("a push that leaves the policy alone lists %v, want nothing", idsOf(got))
+		}
+		got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base2", true, 10)
+		if err != nil || len(got) != 1 || got[0].ID != withRun.ID || got[0].PolicyCheckRunID != 42 {
+			t.Fatalf("a push that may change the policy lists %+v (%v), want pull/1 with its policy run", got, err)
+		}
+		if ok, err := db.MarkPullCheckPolicyMoved(ctx, withRun.ID, "base2"); err != nil || !ok {
+			t.Fatalf("policy mark: %v %v", ok, err)
+		}
+		if ok, err := db.MarkPullCheckPolicyMoved(ctx, withRun.ID, "base3"); err != nil || ok {
+			t.Fatalf("second policy mark: %v %v, want not marked again", ok, err)
+		}
+		if got, _ := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base3", true, 10); len(got) != 0 {
+			t.Fatalf("after both marks: %v, want nothing", idsOf(got))
+		}
+		if c, err := db.PullCheckByID(ctx, withRun.ID); err != nil || c.PolicyMovedSHA != "base2" || c.BaseMovedSHA != "base1" {
+			t.Fatalf("check %+v %v, want its render marked at base1 and its policy at base2", c, err)
+		}
+	})
+}
+
+func beginCheck(t *testing.T, db *store.DB, c store.PullCheck, finish bool) store.PullCheck {
+	t.Helper()
+	ctx := context.Background()
+	c, err := db.BeginPullCheck(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if finish {
+		if err := db.FinishPullCheck(ctx, c.ID, store.PullCheckCompleted, "success", "", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func idsOf(checks []store.PullCheck) []string {
+	var ids []string
+	for _, c := range checks {
+		ids = append(ids, c.Key+" "+c.HeadSHA)
+	}
+	return ids
 }

@@ -139,3 +139,63 @@ func (e *env) completedCheck(t *testing.T, key, head string, res prcheck.Result)
 	}
 	return c.ID
 }
+
+// TestCheckPageSaysTheBaseMoved: a check whose base branch moved after it says,
+// before its outcome, the base commit it ran against, the commit the branch moved
+// to for its render and for its policy, each linked on GitHub, and what to do; a
+// check running when the branch moved says it is judged when it completes; a
+// check whose base did not move says nothing of it.
+func TestCheckPageSaysTheBaseMoved(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	const (
+		base      = "1111111111111111111111111111111111111111"
+		rendered  = "6666666666666666666666666666666666666666"
+		policyNow = "7777777777777777777777777777777777777777"
+		repoURL   = "https://github.example/acme/deploy"
+	)
+	id := e.completedCheck(t, "pull/10", "8888888888888888888888888888888888888888", prcheck.Result{Title: "1 Applications affected, 1 change in the cluster", Conclusion: "success",
+		Policy: &prcheck.ResultPolicy{Title: "1 Applications meet the policy", Conclusion: "success", DefaultBranch: "main", Configured: true}})
+	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+id)
+	if res.StatusCode != http.StatusOK || strings.Contains(body, `<section id="stale">`) {
+		t.Fatalf("the page of a check whose base did not move: %d:\n%s", res.StatusCode, body)
+	}
+
+	if ok, err := e.db.MarkPullCheckBaseMoved(ctx, id, rendered); err != nil || !ok {
+		t.Fatalf("mark: %v %v", ok, err)
+	}
+	if ok, err := e.db.MarkPullCheckPolicyMoved(ctx, id, policyNow); err != nil || !ok {
+		t.Fatalf("mark the policy: %v %v", ok, err)
+	}
+	browser, res, body := e.signInAt(t, reader, web.CheckPathPrefix+id)
+	stale, _, _ := strings.Cut(body, `<section id="decision">`)
+	_, stale, found := strings.Cut(stale, `<section id="stale">`)
+	if res.StatusCode != http.StatusOK || !found {
+		t.Fatalf("the page of a check whose base moved has no stale section before its outcome: %d:\n%s", res.StatusCode, body)
+	}
+	for _, want := range []string{
+		`rendered the pull request against <code>main</code> at <a href="` + repoURL + `/commit/` + base + `"><code>1111111</code></a>`,
+		`has since moved to <a href="` + repoURL + `/commit/` + rendered + `"><code>6666666</code></a>`,
+		"Update the branch (merge or rebase <code>main</code>)",
+		`before it moved to <a href="` + repoURL + `/commit/` + policyNow + `"><code>7777777</code></a>, which changed <code>.kukie.yml</code>`,
+		"Re-run the check",
+	} {
+		if !strings.Contains(stale, want) {
+			t.Errorf("the stale section lacks %q:\n%s", want, stale)
+		}
+	}
+
+	running, err := e.db.BeginPullCheck(ctx, store.PullCheck{InstallationID: 1, Repo: repoName, RepoURL: repoURL, Key: "pull/11",
+		BaseBranch: "main", BaseSHA: base, HeadSHA: "9999999999999999999999999999999999999999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.db.MarkPullCheckMovedWhileRunning(ctx, running.ID, rendered); err != nil || !ok {
+		t.Fatalf("mark the running check: %v %v", ok, err)
+	}
+	res, body = get(t, browser, e.srv.URL+web.CheckPathPrefix+running.ID)
+	want := `<code>main</code> moved to <a href="` + repoURL + `/commit/` + rendered + `"><code>6666666</code></a> while this check runs against <a href="` + repoURL + `/commit/` + base + `"><code>1111111</code></a>`
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, want) || strings.Contains(body, "Update the branch") {
+		t.Fatalf("the running check's page %d lacks %q or says more:\n%s", res.StatusCode, want, body)
+	}
+}

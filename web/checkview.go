@@ -36,6 +36,28 @@ type checkView struct {
 	Warnings []string
 	Files    []checkFile
 	History  []store.PullCheck
+	// Stale says the base branch moved under the check, when it did.
+	Stale *checkStale
+}
+
+// checkStale is what a page says of a check whose base branch moved after it (or
+// while it ran): the base it ran against, the commit the branch moved to for each
+// run it made stale, and what to do.
+type checkStale struct {
+	Branch string
+	// Ran is the base commit the check ran against.
+	Ran    checkCommit
+	Render *checkCommit
+	Policy *checkCommit
+	// Running is the commit the branch moved to while the check still runs.
+	Running *checkCommit
+}
+
+// checkCommit is a commit with its page on GitHub ("" without the repository's URL).
+type checkCommit struct {
+	SHA   string
+	Short string
+	URL   string
 }
 
 // checkApp is one reached Application with its objects as a page shows them.
@@ -81,6 +103,7 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 	if c.RepoURL != "" && c.BaseSHA != "" {
 		v.CompareURL = c.RepoURL + "/compare/" + url.PathEscape(c.BaseSHA) + "..." + url.PathEscape(c.HeadSHA)
 	}
+	v.Stale = staleView(c)
 	if len(c.Result) == 0 {
 		return v, nil
 	}
@@ -133,6 +156,35 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 		v.Warnings = append(v.Warnings, "GitHub listed only part of the changed files, so every Application deploying from the branch was rendered")
 	}
 	return v, nil
+}
+
+// staleView is what the page says of the base moves the check was told of; nil
+// when none concerns it.
+func staleView(c store.PullCheck) *checkStale {
+	commit := func(sha string) *checkCommit {
+		if sha == "" {
+			return nil
+		}
+		out := &checkCommit{SHA: sha, Short: sha}
+		if len(sha) > 7 {
+			out.Short = sha[:7]
+		}
+		if c.RepoURL != "" {
+			out.URL = c.RepoURL + "/commit/" + url.PathEscape(sha)
+		}
+		return out
+	}
+	st := &checkStale{Branch: c.BaseBranch, Render: commit(c.BaseMovedSHA), Policy: commit(c.PolicyMovedSHA)}
+	if c.State == store.PullCheckRunning {
+		st.Running = commit(c.MovedWhileRunningSHA)
+	}
+	if st.Render == nil && st.Policy == nil && st.Running == nil {
+		return nil
+	}
+	if ran := commit(c.BaseSHA); ran != nil {
+		st.Ran = *ran
+	}
+	return st
 }
 
 func policyView(c store.PullCheck, p prcheck.ResultPolicy) *checkPolicy {
