@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/hasher"
@@ -112,8 +113,9 @@ func (e *entryEdit) ops() []yamledit.Op {
 // the patch changes: its literal, its env file line, or, for a key no input
 // sets, a new literal of the outermost entry; a removed key's literal or env
 // file line is deleted, and a key that is a file's whole content loses that
-// file's entry in the generator's files (the file itself stays: other
-// kustomizations may read it, and a warning says it is no longer read here).
+// file's entry in the generator's files, and the file itself when nothing
+// else reads it (stillRead; otherwise it stays, and a warning says it is no
+// longer read here and what still reads it).
 // Kustomize names the ConfigMap by a hash of its content and rewrites every
 // reference to it, so the edit is verified against the before-render with the
 // ConfigMap's data and name changed and those references renamed, nothing
@@ -133,6 +135,8 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	var warnings []Warning
 	var strategies []string
 	var inputs []keyInput
+	// dropped are the files sources the edit deletes from their entries.
+	var dropped []keyInput
 	for _, key := range sortedKeys(data) {
 		_, set := data[key].(string)
 		ins, ok := p.generatedKeyInputs(gens, key, set)
@@ -176,12 +180,7 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 		case in.file >= 0:
 			file, s = in.entry.file, strategyRemoveGeneratorFile
 			e.removedFiles[in.file] = true
-			warnings = append(warnings, Warning{
-				Code:        "unread_file",
-				Where:       path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])),
-				Message:     fmt.Sprintf("no longer read by the configMapGenerator entry %q of %s, whose data key %s it was", in.entry.args.Name, in.entry.file, key),
-				Alternative: "delete the file in the pull request if nothing else reads it",
-			})
+			dropped = append(dropped, in)
 		case in.literal >= 0 && set:
 			file, s = in.entry.file, strategyGeneratorLiteral
 			e.set[in.literal] = key + "=" + value
@@ -250,9 +249,31 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			c.files[file] = out
 			c.warnings = append(c.warnings, ws...)
 		}
+		judged := map[string]bool{}
+		for _, in := range dropped {
+			f := path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file]))
+			if _, edited := c.files[f]; edited || judged[f] {
+				continue
+			}
+			judged[f] = true
+			kept := p.stillRead(f, c.files)
+			if kept == "" {
+				c.files[f] = nil
+				continue
+			}
+			c.warnings = append(c.warnings, Warning{
+				Code:        "unread_file",
+				Where:       f,
+				Message:     fmt.Sprintf("no longer read by the configMapGenerator entry %q of %s, whose data key %s it was; the file stays, since %s", in.entry.args.Name, in.entry.file, in.key, kept),
+				Alternative: "delete the file once nothing reads it",
+			})
+		}
 		return c, nil
 	}
 	files := append(append(sortedKeys(ops), sortedKeys(envEdits)...), sortedKeys(fileContents)...)
+	for _, in := range dropped {
+		files = append(files, path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])))
+	}
 	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: strategy, files: files, build: build}}, exp)
 	if err != nil {
 		return nil, err
@@ -393,6 +414,55 @@ func editEnvLines(src []byte, edits map[int]*string) ([]byte, bool) {
 		}
 	}
 	return b.Bytes(), true
+}
+
+// stillRead says what reads the repository file f once the kustomizations
+// edited (new contents by path) are written, "" when nothing does and the
+// file can go with the edit: the kustomizations of the primary app (an
+// edited one as edited: another entry or kustomization may list the same
+// file), and every other app of the repository by its reach. A file the plan
+// does not know every reader of, or reached through a symlink (deleting it
+// would break, or not delete, what the link names), is kept, and the reason
+// says why.
+func (p *planner) stillRead(f string, edited map[string][]byte) string {
+	rel, ok := cleanRel(f)
+	if !ok {
+		return "it lies outside the repository"
+	}
+	st := p.t.stat(rel)
+	switch {
+	case st.err != nil || st.kind != kindFile:
+		return "it is not a regular file of the repository"
+	case st.canon != rel || st.dangling:
+		return "the generator reads it through a symlink"
+	}
+	for _, a := range p.apps {
+		if a.Name != p.primary.Name && p.reaches(a, rel) {
+			return fmt.Sprintf("application %s reads it", a.Name)
+		}
+	}
+	r := p.reach(p.primary)
+	if r.err != nil || r.kust == nil {
+		return fmt.Sprintf("what else application %s reads is not known", p.primary.Name)
+	}
+	for _, n := range r.kust.nodes {
+		files := n.files
+		if data, ok := edited[n.file]; ok {
+			after, err := p.t.resolveKustomization(n.dir, n.file, data)
+			if err != nil {
+				return fmt.Sprintf("what the edited %s reads is not known", n.file)
+			}
+			files = after.files
+			sort.Strings(files)
+		}
+		if _, ok := slices.BinarySearch(files, rel); ok {
+			if _, ok := edited[n.file]; ok {
+				return fmt.Sprintf("%s still reads it", n.file)
+			}
+			return fmt.Sprintf("%s reads it", n.file)
+		}
+	}
+	return ""
 }
 
 // sharedInput is the first app other than the primary one that reads file:

@@ -88,7 +88,15 @@ func (t *tree) parseKustomization(dir string) (*kustNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.resolveKustomization(dir, file, data)
+}
+
+// resolveKustomization is the node of the kustomization file of dir whose
+// content is data, its references resolved in t: for the tree's own file, or
+// for an edit of it (what the edited file would read).
+func (t *tree) resolveKustomization(dir, file string, data []byte) (*kustNode, error) {
 	n := &kustNode{dir: dir, file: file, files: []string{file}}
+	var err error
 	if n.k, err = parsedKustomizations.parse(data); err != nil {
 		return nil, refuse(CodeRenderFailed, "parse %s: %v", file, err)
 	}

@@ -303,7 +303,8 @@ type ChangedObject struct {
 }
 
 // FileEdit is the new content of one file. Old is nil for a created file; New is
-// nil for a removed one (only a revert removes files).
+// nil for a removed one (a revert's, a deleted object's file, a generator's
+// file that nothing reads any more).
 type FileEdit struct {
 	Path    string `json:"path"`
 	Old     []byte `json:"-"`
