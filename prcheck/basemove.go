@@ -98,7 +98,7 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 			}
 			// It completed since it was listed: judged as a completed check.
 		}
-		if err := c.markStale(ctx, m, cand.ID, reach, policyMoved); err != nil {
+		if err := c.markStale(ctx, m, cand.ID, false, reach, policyMoved); err != nil {
 			// One pull request's run that cannot be updated does not hold the others.
 			if github.Transient(err) || ctx.Err() != nil {
 				return err
@@ -110,36 +110,44 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 }
 
 // movedWhileRunning judges, once the check id has published its result, the base
-// move a push recorded while it ran (BaseMoved): the files between the check's base
+// moves it was told of while it ran (BaseMoved): the files between the check's base
 // and the newest commit the branch moved to, as GitHub compares them (all of them
-// when it lists only part), reach its Applications or the policy, or not. A
-// failure is logged: the check's own result stands, and the next push to the branch
-// judges the check as any completed one.
+// when it lists only part), reach its Applications or the policy, or not. A push
+// that came between the check's record and its publish marked it as a completed
+// check, and the check's own result may have been published over that mark: a run
+// marked so is published marked again. A failure is logged: the check's own result
+// stands, and the next push to the branch judges the check as any completed one.
 func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 	if id == "" || ctx.Err() != nil {
 		return
 	}
 	log := zerolog.Ctx(ctx)
-	rec, err := c.Records.PullCheckByID(ctx, id)
+	rec, err := c.Records.PullCheckMarks(ctx, id)
 	if err != nil {
 		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
 		return
 	}
-	if rec.MovedWhileRunningSHA == "" {
-		return
+	var moves []string
+	for _, sha := range []string{rec.MovedWhileRunningSHA, rec.BaseMovedSHA, rec.PolicyMovedSHA} {
+		if sha != "" && !slices.Contains(moves, sha) {
+			moves = append(moves, sha)
+		}
 	}
-	m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: rec.MovedWhileRunningSHA}
-	cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
-	if err != nil {
-		log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not compare a check's base with the commit its branch moved to while it ran; it is not marked stale")
-		return
-	}
-	if cmp.Complete {
-		m.Files = changedPaths(cmp.Files)
-	}
-	reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
-	if err := c.markStale(ctx, m, id, reach, c.policyMovedBy(m)); err != nil {
-		log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not mark a check stale after its base moved while it ran")
+	for _, sha := range moves {
+		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: sha}
+		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
+		if err != nil {
+			log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not compare a check's base with the commit its branch moved to while it ran; it is not marked stale")
+			return
+		}
+		if cmp.Complete {
+			m.Files = changedPaths(cmp.Files)
+		}
+		reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
+		if err := c.markStale(ctx, m, id, true, reach, c.policyMovedBy(m)); err != nil {
+			log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not mark a check stale after its base moved while it ran")
+			return
+		}
 	}
 }
 
@@ -231,8 +239,8 @@ func (c *Checker) reachedByPush(ctx context.Context, m BaseMove) (pushReach, err
 // markStale marks the completed check id stale where the move m reaches it, and
 // says so on its runs: kukie/render when the push reaches one of its Applications,
 // kukie/policy when it changed the policy the run was judged by. Each run is
-// marked once.
-func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, reach func() (pushReach, error),
+// marked once; again publishes a run already marked at m.SHA once more.
+func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, again bool, reach func() (pushReach, error),
 	policyMoved func(context.Context, store.PullCheck) (policyMove, error)) error {
 	rec, err := c.Records.PullCheckByID(ctx, id)
 	if err != nil {
@@ -247,7 +255,8 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, reach fu
 	}
 	var reached pushReach
 	var hit []string
-	if rec.BaseMovedSHA == "" && rec.CheckRunID != 0 && len(res.Apps) > 0 {
+	unmarked := func(sha string) bool { return sha == "" || again && sha == m.SHA }
+	if unmarked(rec.BaseMovedSHA) && rec.CheckRunID != 0 && len(res.Apps) > 0 {
 		if reached, err = reach(); err != nil {
 			return err
 		}
@@ -259,7 +268,7 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, reach fu
 	}
 	var pm policyMove
 	// The policy is the default branch's: a move of another branch leaves it.
-	if rec.PolicyMovedSHA == "" && rec.PolicyCheckRunID != 0 && res.Policy != nil && res.Policy.DefaultBranch == m.Branch {
+	if unmarked(rec.PolicyMovedSHA) && rec.PolicyCheckRunID != 0 && res.Policy != nil && res.Policy.DefaultBranch == m.Branch {
 		if pm, err = policyMoved(ctx, rec); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,6 +240,51 @@ func TestBaseMoveWhileTheCheckRunsThatReachesNothingLeavesItCurrent(t *testing.T
 		if got := r.renderRun(t, head).GetOutput(); !strings.HasPrefix(got.GetTitle(), "Base branch moved: ") ||
 			!strings.Contains(got.GetSummary(), "**main moved to "+moved[:7]+" after this check**") {
 			t.Errorf("render run after a push reaching its app: %q\n%s", got.GetTitle(), got.GetSummary())
+		}
+	})
+}
+
+// hookedGitHub runs before once, just before the check publishes its own result on
+// its kukie/render run.
+type hookedGitHub struct {
+	github.Repos
+	before func()
+	once   sync.Once
+}
+
+func (g *hookedGitHub) PublishCheckRun(ctx context.Context, inst int64, repo, headSHA string, id int64, r github.CheckReport) (github.CheckRunRef, error) {
+	if r.Name == "" && r.Conclusion != "" && !strings.HasPrefix(r.Title, "Base branch moved") {
+		g.once.Do(g.before)
+	}
+	return g.Repos.PublishCheckRun(ctx, inst, repo, headSHA, id, r)
+}
+
+// TestBaseMoveBetweenACheckRecordAndItsPublishStaysMarked: main moves after the
+// check recorded its result and before it published it. The push marks the run as
+// a completed check's, then the check publishes its own result over that mark; it
+// publishes the run marked again.
+func TestBaseMoveBetweenACheckRecordAndItsPublishStaysMarked(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		head, number := r.openPull(t)
+		var moved string
+		hooked := &hookedGitHub{Repos: r.held.Repos, before: func() {
+			moved = r.move(t, map[string]string{"apps/web/deployment.yaml": strings.Replace(files["apps/web/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, false)
+			if c := r.onlyCheck(t, number); c.State != store.PullCheckCompleted || c.BaseMovedSHA != moved {
+				t.Fatalf("stored check %+v, want completed and marked by the push", c)
+			}
+		}}
+		c := &prcheck.Checker{GitHub: hooked, Connections: r.b.Connections, Applications: r.b.Applications, Records: db,
+			PublicURL: r.b.PublicURL, SupersedePoll: time.Hour}
+		if err := c.Check(ctx, r.head(t, number, head)); err != nil {
+			t.Fatal(err)
+		}
+		if moved == "" {
+			t.Fatal("the check published its result without the push between")
+		}
+		out := r.renderRun(t, head).GetOutput()
+		if !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") || !strings.Contains(out.GetSummary(), "**main moved to "+moved[:7]+" after this check**") {
+			t.Errorf("render run after its publish: %q\n%s", out.GetTitle(), out.GetSummary())
 		}
 	})
 }

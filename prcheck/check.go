@@ -98,6 +98,7 @@ type Records interface {
 	// The checks a push to their base may have made stale (BaseMoved).
 	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]store.PullCheck, error)
 	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
+	PullCheckMarks(ctx context.Context, id string) (store.PullCheck, error)
 	MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)

@@ -214,6 +214,11 @@ func (db *DB) PullCheckByID(ctx context.Context, id string) (PullCheck, error) {
 	return getRow(ctx, db, "pull check "+id, pullCheckRow.check, `SELECT `+pullCheckColumns+` FROM pull_checks WHERE id = ?`, id)
 }
 
+// PullCheckMarks reads one check without its result: its state, runs and marks.
+func (db *DB) PullCheckMarks(ctx context.Context, id string) (PullCheck, error) {
+	return getRow(ctx, db, "pull check "+id, pullCheckRow.check, `SELECT `+pullCheckListColumns+` FROM pull_checks WHERE id = ?`, id)
+}
+
 // PullChecksOf lists the checks of a repository's key, newest first, without their
 // results: the history of a pull request's checks.
 func (db *DB) PullChecksOf(ctx context.Context, repo, key string) ([]PullCheck, error) {

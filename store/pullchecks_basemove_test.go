@@ -121,6 +121,9 @@ func TestPolicyMarkIsApartFromTheRenderMark(t *testing.T) {
 		if c, err := db.PullCheckByID(ctx, withRun.ID); err != nil || c.PolicyMovedSHA != "base2" || c.BaseMovedSHA != "base1" {
 			t.Fatalf("check %+v %v, want its render marked at base1 and its policy at base2", c, err)
 		}
+		if c, err := db.PullCheckMarks(ctx, withRun.ID); err != nil || c.PolicyMovedSHA != "base2" || c.BaseMovedSHA != "base1" || c.PolicyCheckRunID != 42 || c.Result != nil {
+			t.Fatalf("marks of the check %+v %v, want both marks and the policy run, without the result", c, err)
+		}
 	})
 }
 
