@@ -12,7 +12,7 @@ import (
 )
 
 // updateRunEndpoint is the fake's route a check run's update takes.
-const updateRunEndpoint = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+const updateRunEndpoint = "PATCH /repos/{owner}/{repo}/check-runs/{id}"
 
 // TestBaseMoveMarksTheChecksItMakesStale: a push to main that changes a file the
 // Applications of a pull request's check read marks that check's kukie/render run
