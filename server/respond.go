@@ -54,8 +54,15 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
+		// What follows the value is read up to the body's limit too: a body past it
+		// is too large whatever it holds, not a request with data after its value.
 		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
+			var tooLarge *http.MaxBytesError
+			if errors.As(extra, &tooLarge) {
+				err = extra
+			} else {
+				err = errors.New("unexpected data after the JSON value")
+			}
 		}
 	}
 	if err == nil {

@@ -353,10 +353,13 @@ func TestBodyLimitsAndJSONDecoding(t *testing.T) {
 		"over the default limit":     {"/small", big, 413, "body_too_large"},
 		"route with a larger limit":  {"/large", big, 200, ""},
 		"over the route's own limit": {"/large", `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, "body_too_large"},
-		"unknown field":              {"/small", `{"name":"a","extra":1}`, 400, "invalid_json"},
-		"trailing data":              {"/small", `{"name":"a"} {"name":"b"}`, 400, "invalid_json"},
-		"empty body":                 {"/small", ``, 400, "invalid_json"},
-		"not json":                   {"/small", `name=a`, 400, "invalid_json"},
+		// The value fits and the white space after it runs past the limit: too
+		// large, not "unexpected data" (failed with 400 invalid_json).
+		"padded past the limit": {"/small", `{"name":"a"}` + strings.Repeat(" ", 200), 413, "body_too_large"},
+		"unknown field":         {"/small", `{"name":"a","extra":1}`, 400, "invalid_json"},
+		"trailing data":         {"/small", `{"name":"a"} {"name":"b"}`, 400, "invalid_json"},
+		"empty body":            {"/small", ``, 400, "invalid_json"},
+		"not json":              {"/small", `name=a`, 400, "invalid_json"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
