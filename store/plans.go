@@ -311,7 +311,17 @@ type PlanFilter struct {
 	// Target matches plans on this object (all four fields compared; an empty
 	// namespace matches only an empty namespace).
 	Target *objref.Target
+	// Before, when set, matches only the plans listed after it (older, or as old
+	// with a smaller code): the next page of a listing that ended at it.
+	Before *PlanPosition
 	Limit  int // default 100, at most 1000
+}
+
+// PlanPosition is a plan's place in ListPlans' order, newest first: its creation
+// time (to the millisecond the store keeps) and its code.
+type PlanPosition struct {
+	CreatedAt time.Time
+	Code      string
 }
 
 // ListPlans returns matching plans, newest first.
@@ -351,6 +361,11 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 		for _, s := range f.Statuses {
 			args = append(args, s)
 		}
+	}
+	if f.Before != nil {
+		ms := toMillis(f.Before.CreatedAt)
+		query += ` AND (created_at < ? OR (created_at = ? AND code < ?))`
+		args = append(args, ms, ms, f.Before.Code)
 	}
 	limit := f.Limit
 	if limit <= 0 {

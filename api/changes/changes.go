@@ -13,9 +13,12 @@ package changes
 import (
 	"context"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,14 +300,64 @@ func (a *API) getChange(w http.ResponseWriter, r *http.Request) {
 // changeList is the answer of GET /api/v1/changes.
 type changeList struct {
 	Changes []ChangeView `json:"changes"`
+	// Next, when set, is the before of the next page: more changes may follow.
+	Next string `json:"next,omitempty"`
 }
 
+// MaxChangesPage is the most changes GET /api/v1/changes answers at once, and how
+// many it answers without a limit: each carries its diffs.
+const MaxChangesPage = 100
+
+// changesCursor is the before (and next) of GET /api/v1/changes: the position of
+// the last change of a page, as "<created_at ms>.<code>" in base64url. It is no
+// secret: the listing is of the caller's team's changes whatever it says.
+func changesCursor(p store.Plan) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.CreatedAt.UnixMilli(), 10) + "." + p.Code))
+}
+
+// parseChangesCursor reads a before that changesCursor wrote.
+func parseChangesCursor(s string) (store.PlanPosition, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return store.PlanPosition{}, false
+	}
+	ms, code, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || code == "" {
+		return store.PlanPosition{}, false
+	}
+	return store.PlanPosition{CreatedAt: time.UnixMilli(n), Code: code}, true
+}
+
+// listChanges answers GET /api/v1/changes: the team's changes, newest first, a page
+// of limit (at most MaxChangesPage) at a time, the next from before=next.
 func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
 	}
-	f := store.PlanFilter{TeamID: t.ID, Cluster: r.URL.Query().Get("cluster")}
+	q := r.URL.Query()
+	limit := MaxChangesPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxChangesPage {
+			server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest,
+				fmt.Sprintf("limit must be a whole number from 1 to %d", MaxChangesPage))
+			return
+		}
+		limit = n
+	}
+	// One more than the page, to know whether another follows.
+	f := store.PlanFilter{TeamID: t.ID, Cluster: q.Get("cluster"), Limit: limit + 1}
+	if s := q.Get("before"); s != "" {
+		pos, ok := parseChangesCursor(s)
+		if !ok {
+			server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest,
+				"before must be the next of an earlier answer of this listing")
+			return
+		}
+		f.Before = &pos
+	}
 	if s := r.URL.Query().Get("status"); s != "" {
 		for _, one := range strings.Split(s, ",") {
 			if !plan.Status(one).Valid() {
@@ -319,7 +372,12 @@ func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := changeList{Changes: make([]ChangeView, len(plans))}
+	var out changeList
+	if len(plans) > limit {
+		plans = plans[:limit]
+		out.Next = changesCursor(plans[limit-1])
+	}
+	out.Changes = make([]ChangeView, len(plans))
 	for i, p := range plans {
 		out.Changes[i] = View(p)
 	}
