@@ -124,6 +124,46 @@ func (e *entryEdit) ops() []yamledit.Op {
 // this app alone.
 // data holds the keys changed: a string value sets one, nil removes it.
 func (p *planner) planGenerated(ctx context.Context, target *object, expected, data map[string]any) (*Result, error) {
+	g, err := p.prepareGenerated(target, expected, data)
+	if err != nil {
+		return nil, err
+	}
+	build := func() (*candidate, error) { return g.build(p.before) }
+	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: g.strategy, files: g.files, build: build}}, g.exp)
+	if err != nil {
+		return nil, err
+	}
+	if out.winner == nil {
+		return nil, p.noVerifiedEdit(target, out)
+	}
+	res, err := p.result(out.winner, out.verified, out.attempts)
+	if err != nil {
+		return nil, err
+	}
+	if g.rename != nil {
+		res.Renamed = g.rename.To
+		res.Renames = append(res.Renames, *g.rename)
+	}
+	return res, nil
+}
+
+// generatedEdit is the edit of a generator's inputs that changes the data of
+// the ConfigMap it makes, prepared by prepareGenerated.
+type generatedEdit struct {
+	strategy string
+	files    []string
+	// build makes the edit on the files of v (the tree before the edit, or
+	// with another edit of the same change written).
+	build func(v *view) (*candidate, error)
+	// exp expects the ConfigMap under its new name with its new data, the
+	// references to it renamed.
+	exp *renamedExpectation
+	// rename is the ConfigMap's, nil when it keeps its name.
+	rename *Rename
+}
+
+// prepareGenerated prepares the edit planGenerated verifies (see there).
+func (p *planner) prepareGenerated(target *object, expected, data map[string]any) (*generatedEdit, error) {
 	app := p.primary
 	gens := p.generatorEntries(app, target)
 	if len(gens) == 0 {
@@ -225,10 +265,10 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			ops[e.entry.file] = append(ops[e.entry.file], eo...)
 		}
 	}
-	build := func() (*candidate, error) {
+	build := func(v *view) (*candidate, error) {
 		c := &candidate{strategy: strategy, files: map[string][]byte{}, warnings: append([]Warning(nil), warnings...)}
 		for file, edits := range envEdits {
-			src, err := p.t.readFile(file)
+			src, err := v.read(file)
 			if err != nil {
 				return nil, err
 			}
@@ -242,7 +282,7 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 			c.files[file] = content
 		}
 		for _, file := range sortedKeys(ops) {
-			out, ws, err := p.editFile(p.before, file, 0, ops[file]...)
+			out, ws, err := p.editFile(v, file, 0, ops[file]...)
 			if err != nil {
 				return nil, err
 			}
@@ -274,25 +314,14 @@ func (p *planner) planGenerated(ctx context.Context, target *object, expected, d
 	for _, in := range dropped {
 		files = append(files, path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])))
 	}
-	out, err := p.tryCandidates(ctx, []candidateBuilder{{strategy: strategy, files: files, build: build}}, exp)
-	if err != nil {
-		return nil, err
-	}
-	if out.winner == nil {
-		return nil, p.noVerifiedEdit(target, out)
-	}
-	res, err := p.result(out.winner, out.verified, out.attempts)
-	if err != nil {
-		return nil, err
-	}
+	g := &generatedEdit{strategy: strategy, files: files, build: build, exp: exp}
 	if newName != target.name {
-		res.Renamed = newName
-		res.Renames = append(res.Renames, Rename{
+		g.rename = &Rename{
 			App: app.Name, APIVersion: target.apiVersion, Kind: target.kind, Namespace: oldKey.Namespace,
 			From: target.name, To: newName, Generator: generatorOf(gens),
-		})
+		}
 	}
-	return res, nil
+	return g, nil
 }
 
 // generatorOf names the entry of gens that creates the object (the others
