@@ -23,8 +23,18 @@ func seqNode(items ...*yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
 }
 
+// strNode is a string scalar, double-quoted when yaml.v3 would quote the Go
+// string: a node tagged !!str is written plain whenever YAML 1.2 reads it back as
+// a string, but kustomize reads a JSON 6902 patch as YAML 1.1, where a plain yes,
+// no, on or off is a bool.
 func strNode(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if !strings.ContainsAny(s, "\n\r") {
+		if out, err := yaml.Marshal(s); err == nil && string(out) != s+"\n" {
+			n.Style = yaml.DoubleQuotedStyle
+		}
+	}
+	return n
 }
 
 func nullNode() *yaml.Node {
