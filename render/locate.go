@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/types"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -163,6 +164,31 @@ func outcomeCode(out *tryOutcome) string {
 	return CodeVerificationFailed
 }
 
+// renderedKind is the kind of t as the render spells it: a kind given in another
+// case, as kubectl takes it ("certificate" for cert-manager's Certificate, with
+// --api-version), names the one kind of its group the render holds in that spelling
+// when none is spelled as given.
+func renderedKind(t objref.Target, objs []*object) string {
+	group := groupOf(t.APIVersion)
+	spelled := ""
+	for _, o := range objs {
+		if groupOf(o.apiVersion) != group || !strings.EqualFold(o.kind, t.Kind) {
+			continue
+		}
+		if o.kind == t.Kind {
+			return t.Kind
+		}
+		if spelled != "" && spelled != o.kind {
+			return t.Kind
+		}
+		spelled = o.kind
+	}
+	if spelled == "" {
+		return t.Kind
+	}
+	return spelled
+}
+
 func inComponent(r *kustReach, file string) bool {
 	for d := range r.componentDirs {
 		if strings.HasPrefix(file, d+"/") {
@@ -174,6 +200,7 @@ func inComponent(r *kustReach, file string) bool {
 
 // findTarget picks the one rendered object the request names.
 func (p *planner) findTarget(app Application, objs []*object) (*object, error) {
+	p.req.Target.Kind = renderedKind(p.req.Target, objs)
 	t := p.req.Target
 	want := objKey{Group: groupOf(t.APIVersion), Kind: t.Kind, Namespace: effectiveNamespace(t.APIVersion, t.Kind, t.Namespace, app.Namespace), Name: t.Name}
 	var matches, sameKind []*object
