@@ -40,13 +40,17 @@ type FieldValue struct {
 	Value any    `json:"value"`
 }
 
-// UnmarshalJSON refuses a field without a value, which would read as null.
+// UnmarshalJSON refuses a field without a value, which would read as null, and a
+// key beside path and value (a misspelt one would be dropped): a decoder that
+// refuses unknown fields does not reach into a type's own decoding.
 func (f *FieldValue) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Path  string          `json:"path"`
 		Value json.RawMessage `json:"value"`
 	}
-	if err := json.Unmarshal(data, &raw); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
 		return err
 	}
 	if len(raw.Value) == 0 {
