@@ -333,7 +333,7 @@ func (p *planner) manifestBuilder(m *appManifest, src *manifestSource, change *c
 				fields[s.field] = true
 				switch s.field {
 				case "parameters":
-					ops = append(ops, yamledit.Set(joinPath(src.helm, yamledit.Path{yamledit.K("parameters"), yamledit.I(s.param), yamledit.K("value")}), yamledit.Quoted(s.value.(string))))
+					ops = append(ops, yamledit.Set(joinPath(src.helm, yamledit.Path{yamledit.K("parameters"), yamledit.I(s.param), yamledit.K("value")}), s.value.(string)))
 				case "valuesObject":
 					ops = append(ops, yamledit.SetSorted(joinPath(src.helm, yamledit.Path{yamledit.K("valuesObject")}, s.path), valuesValue(s.value)))
 				default:
