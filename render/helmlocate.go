@@ -456,6 +456,15 @@ func envMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 				want[k] = v
 			}
 		}
+		for k := range oldVars {
+			if _, kept := newVars[k]; !kept {
+				if _, in := held[k]; !in {
+					// A variable a values file before this one or the chart's
+					// defaults give: null removes the key from what is merged.
+					want[k] = nil
+				}
+			}
+		}
 		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
 	}
 	return out
