@@ -67,7 +67,9 @@ func fuzzEdit(t *testing.T, src []byte, seed int64, pathSpec, value string, doc 
 			same = n.Kind == scalarNode && n.ShortTag() == "!!str" && n.Value == value
 		}
 	}
-	res, err := edit(src, doc, []Op{Set(path, value)})
+	// An odd seed also places a new key in sorted order (Op.Sorted), which
+	// must keep every property an appended key has.
+	res, err := edit(src, doc, []Op{{Path: path, Kind: OpSet, Value: value, Sorted: seed&1 == 1}})
 	if err != nil {
 		if errors.Is(err, errSelfCheck) || generated {
 			t.Fatalf("edit %s = %q:\n%s\nerror: %v", path, value, src, err)
