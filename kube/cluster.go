@@ -16,6 +16,10 @@
 //     server, inline TLS data and credentials): no exec plugin, auth provider, file
 //     path or proxy, in any entry. RESTConfig applies it at every use, so a document
 //     stored before the check cannot run a command or read a file of the service's.
+//     Every connection to an API server checks the address its host resolves to
+//     then (netguard: no cloud metadata endpoint, link-local or unspecified
+//     address), through one connection pool per Cluster that its clients and
+//     informers share and that closes with it.
 //   - Cluster.Decide(ctx, targets) returns the Git-or-direct argocd.Decision for up to
 //     Options.MaxTargets targets within Options.DecisionBudget; it never fails: a read
 //     that fails or runs out of time makes the decision unknown (Known=false, direct)
@@ -59,6 +63,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -127,6 +132,10 @@ type Options struct {
 	WrapTransport transport.WrapperFunc
 	// Observer, when set, is told the outcome of every read, for metrics.
 	Observer ReadObserver
+	// Resolve looks up the host names of API servers, whose addresses every
+	// connection checks (see NewCluster); the system's resolver when nil. For
+	// tests.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // ReadObserver is told of each read of a cluster: read is "applications" (the
@@ -208,19 +217,37 @@ type Cluster struct {
 	slots     *semaphore.Weighted
 	reads     *readCache
 	kinds     *readCache
-	// httpClient is the connection pool of every client above; its idle
-	// connections are closed when the cluster is closed.
+	// httpClient is the connection pool of every client above; conns are its
+	// connections, closed when the cluster is closed.
 	httpClient *http.Client
+	conns      *connections
 	// watches are the informers on Applications and on single objects while
 	// somebody follows them.
 	watches *watches
 }
 
 // NewCluster builds the client set for a cluster from a REST configuration. cfg is
-// copied; the caller's value is not changed.
+// copied; the caller's value is not changed. Every connection to the API server
+// checks the address its host resolves to then (a cloud metadata endpoint, a
+// link-local or unspecified address is refused, loopback allowed: see
+// clusterAddresses), so a server named by a host name cannot reach what the
+// service alone can, nor come to by a change of its DNS records after it was
+// registered. A refused connection fails the call with a *KubeconfigError naming
+// the server, whose Field is "server".
 func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
+	return newCluster(name, cfg, opts, "server")
+}
+
+// newCluster is NewCluster naming the server's setting serverField in a refused
+// connection's error (clusters[prod].server).
+func newCluster(name string, cfg *rest.Config, opts Options, serverField string) (*Cluster, error) {
 	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
+	// The dialer is one function per cluster: client-go keys its shared transports
+	// by it, so the cluster gets a transport (a connection pool) of its own, built
+	// once here for every client below and closed with the cluster (see close).
+	conns := newConnections()
+	cfg.Dial = conns.dialer(guardedDial(cfg.Host, serverField, opts.Resolve))
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	// Every call carries a context deadline (see do); an http.Client timeout on top
 	// would race with it and blur which budget ran out.
@@ -259,6 +286,7 @@ func NewCluster(name string, cfg *rest.Config, opts Options) (*Cluster, error) {
 		kinds:     newReadCache(opts.Clock, opts.DiscoveryTTL, opts.RefreshFloor, opts.CallTimeout),
 
 		httpClient: httpClient,
+		conns:      conns,
 	}
 	c.watches = newWatches(c)
 	return c, nil

@@ -38,6 +38,29 @@ func (e *InClusterError) Error() string {
 // stored before a check existed never runs a plugin or reads a file; only the
 // fields that check accepts reach client-go.
 func RESTConfig(access Access) (*rest.Config, error) {
+	cfg, _, err := restConfig(access)
+	return cfg, err
+}
+
+// restConfig is RESTConfig, also naming the setting of the server in a refused
+// connection's error: clusters[name].server for the kubeconfig's cluster entry.
+func restConfig(access Access) (*rest.Config, string, error) {
+	cfg, err := restConfigOf(access)
+	if err != nil || access.InCluster {
+		return cfg, "server", err
+	}
+	raw, _ := LoadKubeconfig(access.Kubeconfig) // parsed and accepted already
+	ctxName := access.Context
+	if ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	if c := raw.Contexts[ctxName]; c != nil {
+		return cfg, fmt.Sprintf("clusters[%s].server", c.Cluster), nil
+	}
+	return cfg, "server", nil
+}
+
+func restConfigOf(access Access) (*rest.Config, error) {
 	switch {
 	case access.InCluster && len(access.Kubeconfig) > 0:
 		return nil, errors.New("cluster access: choose a kubeconfig or in-cluster, not both")
@@ -156,11 +179,11 @@ func (r *Clusters) get(ctx context.Context, name string, access Access) (*Cluste
 	}
 	// name is the caller's key (an internal id, say): errors leave it out, for the
 	// caller to name the cluster as its people know it.
-	cfg, err := RESTConfig(access)
+	cfg, serverField, err := restConfig(access)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := NewCluster(name, cfg, r.opts)
+	c, err := newCluster(name, cfg, r.opts, serverField)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -29,6 +29,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	var refused *KubeconfigError
+	if errors.As(e.Err, &refused) {
+		// A connection the kubeconfig's server may not have (see guardedDial),
+		// without client-go's request line around it.
+		return e.Op + ": kubeconfig refused: " + refused.Error()
+	}
 	if code, ok := foreignAnswer(e.Err); ok {
 		return fmt.Sprintf("%s: the server answered HTTP %d, and not as a Kubernetes API server does (its answer is not shown); "+
 			"check that the kubeconfig's server is the cluster's API server", e.Op, code)

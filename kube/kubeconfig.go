@@ -1,9 +1,11 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"net/url"
 	"reflect"
@@ -178,6 +180,24 @@ func checkServer(raw string) error {
 // cloud metadata endpoint hands out the credentials of the service's machine, and
 // a link-local address is the machine's own network. Loopback stays allowed: the
 // cluster a developer runs on their own machine (kind, minikube) listens there.
-// A server given by name is not resolved here: the https:// a server must use
-// does not reach the metadata endpoints, which answer plain HTTP only.
+// A server given by name is not resolved here but at every connection, by
+// guardedDial: what a name resolves to when registered says nothing of what it
+// resolves to later.
 var clusterAddresses = netguard.Policy{What: "an API server is not reached at it", Loopback: true}
+
+// guardedDial connects to the API server at host (cfg.Host, for the error) only
+// at an address clusterAddresses allows, looked up with resolve (the system's
+// resolver when nil). A refusal is a *KubeconfigError naming serverField and the
+// server; it never carries the credentials, which are not the dialer's to see.
+func guardedDial(host, serverField string, resolve func(ctx context.Context, host string) ([]netip.Addr, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	p := clusterAddresses
+	p.Resolve = resolve
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := p.DialContext(ctx, network, address)
+		var refused *netguard.RefusedError
+		if errors.As(err, &refused) {
+			return nil, &KubeconfigError{Field: serverField, Reason: fmt.Sprintf("the server %s is not connected to: %v", host, refused)}
+		}
+		return conn, err
+	}
+}

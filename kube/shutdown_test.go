@@ -19,13 +19,18 @@ var pooledConnection = goleak.IgnoreTopFunction("golang.org/x/net/http2.(*Client
 
 // TestInformersEndWithTheirLastFollower: an Application and a Deployment are
 // followed, each by its own informer; once the last follower of each stopped, none
-// of their goroutines runs on.
+// of their goroutines runs on. The cluster's connection, which its informers
+// share with its reads, is opened by a read before: the informers open none of
+// their own, whose read loop would run on.
 func TestInformersEndWithTheirLastFollower(t *testing.T) {
 	env := kubetest.Start(t)
 	w := newWorld(t, env, true)
-	before := goleak.IgnoreCurrent()
 	c := clusterFor(t, env.Kubeconfig, kube.Options{})
 	ctx := context.Background()
+	if _, err := c.ListApplications(ctx, kube.Fresh); err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
 	app, err := c.FollowApplication(ctx, w.appsNS, "web")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -66,9 +64,9 @@ type watches struct {
 	// close waits for.
 	closed    bool
 	informers sync.WaitGroup
-	// replacedClients are the connection pools of credentials replaced since,
-	// whose idle connections close with the watches.
-	replacedClients []*http.Client
+	// replaced are the clusters of credentials replaced since, whose
+	// connections close with the watches.
+	replaced []*Cluster
 	// onRejected, when set, is told in a goroutine of its own that the cluster
 	// refused the credentials of a running informer (the registry then looks for
 	// newer ones).
@@ -630,8 +628,8 @@ func (ws *watches) rebind(ctx context.Context, source *Cluster) (done <-chan str
 	ch := make(chan struct{})
 	old := ws.source
 	ws.source = source
-	if old != nil && old.httpClient != source.httpClient {
-		ws.replacedClients = append(ws.replacedClients, old.httpClient)
+	if old != nil && old != source {
+		ws.replaced = append(ws.replaced, old)
 	}
 	var restarts sync.WaitGroup
 	for _, w := range ws.running {
@@ -688,8 +686,9 @@ func (ws *watches) restart(ctx context.Context, w *sharedWatch, source *Cluster)
 }
 
 // close stops every informer of the cluster, the hold of readers on Applications
-// included, and waits until their goroutines have ended; then it closes the idle
-// connections they leave. Later follows fail.
+// included, and waits until their goroutines have ended; then it closes the
+// connections of the cluster and of those it replaced. Later follows and calls
+// fail.
 func (c *Cluster) close() {
 	ws := c.watches
 	r := &ws.readers
@@ -709,11 +708,11 @@ func (c *Cluster) close() {
 		}
 		// One still starting sees the cluster closed and stops itself.
 	}
-	clients := append([]*http.Client{c.httpClient, ws.source.httpClient}, ws.replacedClients...)
+	clusters := append([]*Cluster{c, ws.source}, ws.replaced...)
 	ws.mu.Unlock()
 	ws.informers.Wait()
-	for _, hc := range clients {
-		utilnet.CloseIdleConnectionsFor(hc.Transport)
+	for _, cl := range clusters {
+		cl.conns.close(cl.httpClient)
 	}
 }
 

@@ -6,18 +6,24 @@
 //
 // [Policy.Control] judges an address at connection time (a net.Dialer's Control),
 // after name resolution, so a name that resolves to another address than the one
-// checked earlier is judged by the address connected to; [Policy.Check] judges an
-// address given literally. An IPv4 address written inside an IPv6 one
+// checked earlier is judged by the address connected to; [Policy.DialContext]
+// resolves a name itself (through Policy.Resolve, which tests replace), judges
+// every address it resolves to and connects only to those, so a name that
+// resolves, or comes to resolve (DNS rebinding), to a refused address is refused
+// when it is dialled; [Policy.Check] judges an address given literally. An IPv4 address written inside an IPv6 one
 // (IPv4-mapped, NAT64's 64:ff9b::/96, 6to4's 2002::/16) reaches the IPv4 host, so
 // it is judged as that.
 package netguard
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"syscall"
+	"time"
 )
 
 // Policy says which addresses a kind of connection refuses beyond the ones every
@@ -29,6 +35,82 @@ type Policy struct {
 	// Loopback allows this host's own addresses: a cluster a developer runs on
 	// their machine, a repository a test serves.
 	Loopback bool
+	// Resolve looks a host name up for DialContext; net.DefaultResolver's
+	// LookupNetIP when nil.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// RefusedError is a connection DialContext refused: Host as dialled (a name or an
+// address), the address it resolved to that the policy refuses, and why.
+type RefusedError struct {
+	Host string
+	Addr netip.Addr
+	Err  error
+}
+
+func (e *RefusedError) Error() string {
+	if a, err := netip.ParseAddr(e.Host); err == nil && a == e.Addr {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s resolves to %s: %v", e.Host, e.Addr, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// dialer is how DialContext connects once the addresses passed: client-go's and
+// net/http's defaults.
+var dialer = net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// DialContext connects to address (host:port) as a net.Dialer's DialContext does,
+// but only when every address host resolves to passes the policy: a name with one
+// refused address among others is refused whole, since whoever controls its
+// records chose it. The addresses checked are the ones connected to, in the order
+// resolved, each also judged by Control when connecting; the name is not looked
+// up again between the check and the connection. A refusal is a *RefusedError.
+func (p Policy) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		resolve := p.Resolve
+		if resolve == nil {
+			resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		if addrs, err = resolve(ctx, host); err != nil {
+			return nil, err
+		}
+		if len(addrs) == 0 {
+			return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
+		}
+	}
+	for _, a := range addrs {
+		if err := p.Check(a); err != nil {
+			return nil, &RefusedError{Host: host, Addr: a, Err: err}
+		}
+	}
+	d := dialer
+	d.Control = p.Control
+	var errs []error
+	for _, a := range addrs {
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.Unmap().String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
 }
 
 // Check refuses ip if the policy does, saying why.

@@ -1,8 +1,12 @@
 package netguard
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -80,5 +84,82 @@ func TestControlRefusesBeforeConnecting(t *testing.T) {
 	}
 	if err := p.Control("tcp", "cluster.example:443", nil); err == nil {
 		t.Error("a name reached Control unresolved and passed")
+	}
+}
+
+// TestDialContextJudgesWhatANameResolvesTo: a name is refused when it resolves to
+// a refused address (among others too), and again when it comes to resolve to one
+// after it was dialled (DNS rebinding); a name resolving to an allowed address is
+// connected to, and a literal address is judged without a lookup.
+func TestDialContextJudgesWhatANameResolvesTo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	var mu sync.Mutex
+	records := map[string][]netip.Addr{
+		"cluster.test":  {netip.MustParseAddr("127.0.0.1")},
+		"metadata.test": {netip.MustParseAddr("169.254.169.254")},
+		"aws.test":      {netip.MustParseAddr("fd00:ec2::254")},
+		"mixed.test":    {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("100.100.100.200")},
+		"empty.test":    {},
+	}
+	lookups := 0
+	p := Policy{What: "not here", Loopback: true, Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lookups++
+		addrs, ok := records[host]
+		if !ok {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		return addrs, nil
+	}}
+	ctx := context.Background()
+	dial := func(host string) error {
+		c, err := p.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial("cluster.test"); err != nil {
+		t.Fatalf("a name resolving to loopback: %v", err)
+	}
+	for host, want := range map[string]string{
+		"metadata.test":   "metadata.test resolves to 169.254.169.254: address 169.254.169.254 is link-local",
+		"aws.test":        "aws.test resolves to fd00:ec2::254: address fd00:ec2::254 is a cloud metadata endpoint",
+		"mixed.test":      "mixed.test resolves to 100.100.100.200: address 100.100.100.200 is a cloud metadata endpoint",
+		"169.254.169.254": "address 169.254.169.254 is link-local or unspecified: not here",
+	} {
+		err := dial(host)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "not here") {
+			t.Errorf("%s: %v, want a *RefusedError %q…", host, err, want)
+		}
+	}
+	if err := dial("empty.test"); err == nil || errors.As(err, new(*RefusedError)) {
+		t.Errorf("a name with no address: %v, want a lookup failure", err)
+	}
+	mu.Lock()
+	before := lookups
+	records["cluster.test"] = []netip.Addr{netip.MustParseAddr("::ffff:169.254.169.254")}
+	mu.Unlock()
+	if err := dial("cluster.test"); !errors.As(err, new(*RefusedError)) {
+		t.Errorf("a name rebound to the metadata endpoint after it was dialled: %v, want refused", err)
+	}
+	if err := dial("169.254.169.254"); lookups != before+1 {
+		t.Errorf("%d lookups for a name and a literal address (%v), want 1", lookups-before, err)
 	}
 }

@@ -1,0 +1,80 @@
+package kube
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// connections are the connections one Cluster's transport opened, closed all
+// together when the cluster is: closing only the idle ones leaves a connection
+// whose last stream (a watch just stopped) is still ending open, with its read
+// loop, until the transport's idle timeout. Once closed, the cluster opens no
+// more: a call made with it then fails with ErrClosed.
+type connections struct {
+	mu     sync.Mutex
+	open   map[*trackedConn]struct{}
+	closed bool
+}
+
+func newConnections() *connections { return &connections{open: map[*trackedConn]struct{}{}} }
+
+// dialer is dial with every connection it opens kept until it is closed.
+func (cs *connections) dialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		cs.mu.Lock()
+		closed := cs.closed
+		cs.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		conn, err := dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: conn, cs: cs}
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.closed {
+			conn.Close()
+			return nil, ErrClosed
+		}
+		cs.open[tc] = struct{}{}
+		return tc, nil
+	}
+}
+
+// close closes the transport's idle connections (in its own order) and then
+// every connection left, and refuses new ones.
+func (cs *connections) close(client *http.Client) {
+	utilnet.CloseIdleConnectionsFor(client.Transport)
+	cs.mu.Lock()
+	cs.closed = true
+	open := make([]*trackedConn, 0, len(cs.open))
+	for c := range cs.open {
+		open = append(open, c)
+	}
+	cs.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	cs   *connections
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.cs.mu.Lock()
+		delete(c.cs.open, c)
+		c.cs.mu.Unlock()
+	})
+	return err
+}
