@@ -374,6 +374,9 @@ func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	if len(fc.path) > 0 && fc.path[len(fc.path)-1] == "env" {
 		return append(out, envMapSets(leaves, fc)...)
 	}
+	if len(fc.path) > 0 && (fc.path[len(fc.path)-1] == "annotations" || fc.path[len(fc.path)-1] == "labels") {
+		out = append(out, metadataMapSets(leaves, fc)...)
+	}
 	if len(fc.path) == 0 || fc.path[len(fc.path)-1] != "image" {
 		return out
 	}
@@ -468,6 +471,79 @@ func envMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
 	}
 	return out
+}
+
+// metadataMapSets returns the edits for labels or annotations that a chart
+// renders from a values mapping beside its own ("toYaml .Values.podAnnotations"):
+// each mapping whose every key the rendered mapping holds with its value, or an
+// empty mapping under a key naming them (podAnnotations: {}, labels: {}), set to
+// the mapping the change needs (a key removed goes, one added joins, one changed
+// changes). Keys the mapping does not hold are the chart's own; rendering decides
+// whether the mapping was the right one.
+func metadataMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	word := strings.TrimSuffix(fc.path[len(fc.path)-1], "s")
+	oldMap, ok1 := stringMap(fc.old)
+	newMap, ok2 := stringMap(fc.new)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	var out []helmValueSet
+	for _, l := range leaves {
+		if l.node.Kind != yaml.MappingNode || len(l.path) == 0 {
+			continue
+		}
+		held, ok := scalarMapping(l.node)
+		if !ok {
+			continue
+		}
+		if len(held) == 0 && !strings.Contains(strings.ToLower(l.path[len(l.path)-1].Key), word) {
+			continue
+		}
+		matches := true
+		for k, v := range held {
+			if old, in := oldMap[k]; !in || old != v {
+				matches = false
+				break
+			}
+		}
+		if !matches {
+			continue
+		}
+		want := map[string]any{}
+		for k := range held {
+			if v, kept := newMap[k]; kept {
+				want[k] = v
+			}
+		}
+		for k, v := range newMap {
+			if old, was := oldMap[k]; !was || old != v {
+				want[k] = v
+			}
+		}
+		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
+	}
+	return out
+}
+
+// stringMap reads a rendered mapping of strings (labels, annotations); nil is
+// the empty mapping.
+func stringMap(v any) (map[string]string, bool) {
+	if v == nil {
+		return map[string]string{}, true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out[k] = s
+	}
+	return out, true
 }
 
 // envValues reads an env list whose entries are all a name and a literal value;
