@@ -684,6 +684,13 @@ func (p *planner) checkRenderable(app Application) error {
 		}
 		return &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be verified: %s", app.Name, app.Unsupported)}
 	}
+	if f := p.argoSourceFile(app); f != "" {
+		why := fmt.Sprintf("its path holds %s, whose parameter overrides (as an image updater's Git write-back leaves them) Argo CD merges into the Application's source before it renders; render does not apply them, so its render would not be Argo CD's: move them into the Application or the app's own files", f)
+		if app.Name == p.primary.Name {
+			return &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s cannot be verified: %s", app.Name, why)}
+		}
+		return &Refusal{Code: CodeUnverifiableApp, App: app.Name, Reason: fmt.Sprintf("application %s also reads the edited files but cannot be verified: %s", app.Name, why)}
+	}
 	r := p.reach(app)
 	if r.err != nil {
 		var ref *Refusal
@@ -699,6 +706,31 @@ func (p *planner) checkRenderable(app Application) error {
 		return r.err
 	}
 	return nil
+}
+
+// argoSourceFile is the file of app's path that Argo CD's repository server
+// merges into the app's source before rendering it, if any: .argocd-source.yaml,
+// then .argocd-source-<name>.yaml (<namespace>_<name> for an Application outside
+// Argo CD's own namespace).
+func (p *planner) argoSourceFile(app Application) string {
+	root, ok := cleanRel(app.Path)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(app.Name, " (source ")
+	names := []string{".argocd-source.yaml"}
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		names = append(names, ".argocd-source-"+n+".yaml", ".argocd-source-"+ns+"_"+n+".yaml")
+	} else {
+		names = append(names, ".argocd-source-"+name+".yaml")
+	}
+	for _, n := range names {
+		f := path.Join(root, n)
+		if k, err := p.before.kind(f); err == nil && k == kindFile {
+			return f
+		}
+	}
+	return ""
 }
 
 func reasonOf(err error) string {
