@@ -75,6 +75,10 @@ type Clusters struct {
 	// the service's own service account. It is checked at every use, so a row
 	// registered before the operator narrowed the list is not used either.
 	InClusterTeams []string
+	// AllowInsecureTLS accepts kubeconfigs with insecure-skip-tls-verify
+	// (clusters.allow_insecure_tls); they are refused otherwise, a kubeconfig
+	// stored while the operator allowed them too.
+	AllowInsecureTLS bool
 }
 
 // ErrInClusterNotAllowed is why a team's in-cluster cluster is not opened.
@@ -111,7 +115,7 @@ func (k Clusters) opened(ctx context.Context, name string, c *kube.Cluster, err 
 // access is how the stored cluster cl is reached now: its kubeconfig opened, or the
 // service's own account where the operator allows it for the team.
 func (k Clusters) access(ctx context.Context, cl store.Cluster) (kube.Access, error) {
-	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster}
+	access := kube.Access{InCluster: cl.Access == store.ClusterInCluster, AllowInsecureTLS: k.AllowInsecureTLS}
 	if access.InCluster {
 		t, err := k.DB.TeamByID(ctx, cl.TeamID)
 		if err != nil {

@@ -284,6 +284,11 @@ type Clusters struct {
 	// cluster the service runs in become the team's, so no team may unless the
 	// operator names it here; empty (the default) refuses in-cluster access to all.
 	InClusterTeams []string `yaml:"in_cluster_teams" json:"in_cluster_teams"`
+	// AllowInsecureTLS accepts kubeconfigs with insecure-skip-tls-verify: true
+	// (with a warning to the team). Without it (the default) they are refused at
+	// registration and at every use: the API server's certificate unverified, a
+	// man in the middle is sent the team's credentials.
+	AllowInsecureTLS bool `yaml:"allow_insecure_tls" json:"allow_insecure_tls"`
 }
 
 // DatabaseURL is the URL to open: the secret one when set, else the plain one, else

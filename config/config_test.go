@@ -222,6 +222,15 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"insecure TLS to clusters refused by default, allowed from yaml, environment wins": {
+			yaml: "clusters:\n  allow_insecure_tls: false\n",
+			env:  map[string]string{"KUKIE_CLUSTERS_ALLOW_INSECURE_TLS": "true"},
+			check: func(t *testing.T, c Config) {
+				if !c.Clusters.AllowInsecureTLS || Default().Clusters.AllowInsecureTLS {
+					t.Fatalf("allow_insecure_tls = %t (default %t), want true (false)", c.Clusters.AllowInsecureTLS, Default().Clusters.AllowInsecureTLS)
+				}
+			},
+		},
 		"pipeline duration that does not parse": {
 			env:     map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "20 minutes"},
 			wantErr: []string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", "not a duration"},

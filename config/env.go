@@ -136,6 +136,7 @@ var envSettings = []envSetting{
 	{"KUKIE_RATE_LIMITS_USER_PAGES_BURST", integer(func(c *Config) *int64 { return &c.RateLimits.UserPagesBurst })},
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
+	{"KUKIE_CLUSTERS_ALLOW_INSECURE_TLS", boolean(func(c *Config) *bool { return &c.Clusters.AllowInsecureTLS })},
 }
 
 // Variables read by the process but not settings of Config.

@@ -21,6 +21,9 @@ type Access struct {
 	Context string
 	// InCluster uses the service account the service runs as.
 	InCluster bool
+	// AllowInsecureTLS accepts a kubeconfig with insecure-skip-tls-verify (see
+	// KubeconfigOptions); it is refused otherwise.
+	AllowInsecureTLS bool
 }
 
 // InClusterError is why the service's own service account cannot be used: it does
@@ -49,7 +52,7 @@ func restConfig(access Access) (*rest.Config, string, error) {
 	if err != nil || access.InCluster {
 		return cfg, "server", err
 	}
-	raw, _ := LoadKubeconfig(access.Kubeconfig) // parsed and accepted already
+	raw, _, _ := LoadKubeconfigWith(access.Kubeconfig, access.kubeconfigOptions()) // parsed and accepted already
 	ctxName := access.Context
 	if ctxName == "" {
 		ctxName = raw.CurrentContext
@@ -73,7 +76,7 @@ func restConfigOf(access Access) (*rest.Config, error) {
 	case len(access.Kubeconfig) == 0:
 		return nil, errors.New("cluster access: no kubeconfig given")
 	}
-	raw, err := LoadKubeconfig(access.Kubeconfig)
+	raw, _, err := LoadKubeconfigWith(access.Kubeconfig, access.kubeconfigOptions())
 	var refused *KubeconfigError
 	if errors.As(err, &refused) {
 		return nil, fmt.Errorf("kubeconfig refused: %w", err)
@@ -92,10 +95,14 @@ func restConfigOf(access Access) (*rest.Config, error) {
 	return cfg, nil
 }
 
+func (a Access) kubeconfigOptions() KubeconfigOptions {
+	return KubeconfigOptions{AllowInsecureTLS: a.AllowInsecureTLS}
+}
+
 // fingerprint identifies access without keeping the credentials themselves.
 func (a Access) fingerprint() [sha256.Size]byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%t\x00%s\x00", a.InCluster, a.Context)
+	fmt.Fprintf(&b, "%t\x00%t\x00%s\x00", a.InCluster, a.AllowInsecureTLS, a.Context)
 	b.Write(a.Kubeconfig)
 	return sha256.Sum256(b.Bytes())
 }

@@ -232,7 +232,7 @@ func TestAccessFromKubeconfigContext(t *testing.T) {
 	}
 	// A second context pointing at a port nobody listens on.
 	current := raw.Contexts[raw.CurrentContext]
-	raw.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	raw.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", CertificateAuthorityData: env.Config.CAData}
 	ctxCopy := *current
 	ctxCopy.Cluster = "nowhere"
 	raw.Contexts["nowhere"] = &ctxCopy

@@ -41,7 +41,7 @@ func TestErrorsShowNoBodyOfAServerThatIsNotAnAPIServer(t *testing.T) {
 				_, _ = w.Write([]byte(tc.body))
 			}))
 			t.Cleanup(srv.Close)
-			doc := kubeconfigDoc("    server: "+srv.URL+"\n    insecure-skip-tls-verify: true", "    token: t")
+			doc := kubeconfigDoc("    server: "+srv.URL+"\n    certificate-authority-data: "+caData(srv), "    token: t")
 			c, err := kube.NewClusters(kube.Options{}).Get("cluster-1", kube.Access{Kubeconfig: doc})
 			if err != nil {
 				t.Fatal(err)

@@ -54,24 +54,59 @@ const (
 // turn against the service. The returned config keeps only the accepted fields
 // (extensions and preferences, which client-go does not act on, are dropped), so
 // nothing else reaches client-go even if it learns new fields.
+//
+// insecure-skip-tls-verify: true is refused too (see KubeconfigOptions).
 func LoadKubeconfig(b []byte) (*clientcmdapi.Config, error) {
+	cfg, _, err := LoadKubeconfigWith(b, KubeconfigOptions{})
+	return cfg, err
+}
+
+// KubeconfigOptions say what LoadKubeconfigWith accepts beyond inline settings.
+type KubeconfigOptions struct {
+	// AllowInsecureTLS accepts insecure-skip-tls-verify: true, with a warning
+	// (the operator's clusters.allow_insecure_tls). Without a verified
+	// certificate, whoever answers at the server's address (a man in the middle)
+	// is sent the team's credentials.
+	AllowInsecureTLS bool
+}
+
+// reasonInsecure is why insecure-skip-tls-verify is refused, and warnInsecure
+// what is said of it where the operator allows it.
+const (
+	reasonInsecure = "the API server's certificate would not be verified, so the credentials would go to whoever answers at " +
+		"the server's address; give certificate-authority-data (the cluster's CA certificate, base64-encoded) instead " +
+		"(the service's operator has not allowed unverified TLS: clusters.allow_insecure_tls)"
+	warnInsecure = "the API server's certificate is not verified (allowed by the service's operator), so the credentials go to " +
+		"whoever answers at the server's address; give certificate-authority-data (the cluster's CA certificate, base64-encoded) instead"
+)
+
+// LoadKubeconfigWith is LoadKubeconfig with opts; warnings say what opts allowed
+// that the team should change, each starting with the setting's name.
+func LoadKubeconfigWith(b []byte, opts KubeconfigOptions) (cfg *clientcmdapi.Config, warnings []string, err error) {
 	raw, err := clientcmd.Load(b)
 	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("parse kubeconfig: %w", err)
 	}
 	out := clientcmdapi.NewConfig()
 	out.CurrentContext = raw.CurrentContext
 	for _, name := range slices.Sorted(maps.Keys(raw.AuthInfos)) {
 		u, err := inlineUser(name, raw.AuthInfos[name])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out.AuthInfos[name] = u
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw.Clusters)) {
 		c, err := inlineCluster(name, raw.Clusters[name])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if c.InsecureSkipTLSVerify {
+			field := fmt.Sprintf("clusters[%s].insecure-skip-tls-verify", name)
+			if !opts.AllowInsecureTLS {
+				return nil, nil, &KubeconfigError{Field: field, Reason: reasonInsecure}
+			}
+			warnings = append(warnings, field+": "+warnInsecure)
 		}
 		out.Clusters[name] = c
 	}
@@ -82,7 +117,7 @@ func LoadKubeconfig(b []byte) (*clientcmdapi.Config, error) {
 		}
 		out.Contexts[name] = &clientcmdapi.Context{Cluster: c.Cluster, AuthInfo: c.AuthInfo, Namespace: c.Namespace}
 	}
-	return out, nil
+	return out, warnings, nil
 }
 
 // inlineUser and inlineCluster return the entry's accepted fields. An entry that

@@ -2,6 +2,8 @@ package kube_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/kube"
 )
 
@@ -57,7 +60,7 @@ clusters:
 - name: stage
   cluster:
     server: https://stage.example:6443
-    insecure-skip-tls-verify: true
+    certificate-authority-data: c3RhZ2UtY2E=
 contexts:
 - name: prod
   context: {cluster: prod, user: cert, namespace: shop}
@@ -117,7 +120,7 @@ func TestLoadKubeconfigRefusesAnythingButInlineSettings(t *testing.T) {
 		"proxy":             {doc: kubeconfigDoc(inlineServer+"\n    proxy-url: socks5://10.0.0.1:1080", inlineToken), wantField: "clusters[prod].proxy-url"},
 		"plain http server": {doc: kubeconfigDoc("    server: http://prod.example:8080", inlineToken), wantField: "clusters[prod].server"},
 		"unix socket":       {doc: kubeconfigDoc("    server: unix:///var/run/docker.sock", inlineToken), wantField: "clusters[prod].server"},
-		"no server":         {doc: kubeconfigDoc("    insecure-skip-tls-verify: true", inlineToken), wantField: "clusters[prod].server"},
+		"no server":         {doc: kubeconfigDoc("    certificate-authority-data: Y2EtZGF0YQ==", inlineToken), wantField: "clusters[prod].server"},
 		"credentials in the server URL": {doc: kubeconfigDoc("    server: https://alice:pw@prod.example", inlineToken),
 			wantField: "clusters[prod].server"},
 		"a cloud metadata endpoint": {doc: kubeconfigDoc("    server: https://169.254.169.254", inlineToken), wantField: "clusters[prod].server"},
@@ -178,6 +181,12 @@ func newAPIServer(t *testing.T) *apiServer {
 	return s
 }
 
+// caData is the certificate-authority-data of a kubeconfig for srv: its
+// certificate, which is its own CA.
+func caData(srv *httptest.Server) string {
+	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+}
+
 func (s *apiServer) authorizations() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,7 +225,7 @@ func TestStoredKubeconfigNeverRunsPluginsOrReadsFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := newAPIServer(t)
-			doc := kubeconfigDoc("    server: "+srv.URL+"\n    insecure-skip-tls-verify: true", tc.user(marker, ownSecret, credential))
+			doc := kubeconfigDoc("    server: "+srv.URL+"\n    certificate-authority-data: "+caData(srv.Server), tc.user(marker, ownSecret, credential))
 
 			c, err := kube.NewClusters(kube.Options{}).Get("cluster-id-1234", kube.Access{Kubeconfig: doc})
 			if err == nil {
@@ -236,5 +245,52 @@ func TestStoredKubeconfigNeverRunsPluginsOrReadsFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInsecureTLSIsRefusedUnlessTheOperatorAllowsIt: insecure-skip-tls-verify, in
+// any cluster entry, is refused naming it and saying to give
+// certificate-authority-data, at registration (LoadKubeconfig) and at use (a
+// kubeconfig stored before: nothing is sent to its server); allowed by the
+// operator, it is accepted with a warning naming it, and used.
+func TestInsecureTLSIsRefusedUnlessTheOperatorAllowsIt(t *testing.T) {
+	srv := newAPIServer(t)
+	insecure := kubeconfigDoc("    server: "+srv.URL+"\n    insecure-skip-tls-verify: true", inlineToken)
+	// The current context's cluster is verified; another of the document is not.
+	spare := kubeconfigDoc("    server: "+srv.URL+"\n    certificate-authority-data: "+caData(srv.Server)+
+		"\n- name: spare\n  cluster:\n    server: https://spare.example\n    insecure-skip-tls-verify: true", inlineToken)
+	for doc, field := range map[string]string{string(insecure): "clusters[prod].insecure-skip-tls-verify", string(spare): "clusters[spare].insecure-skip-tls-verify"} {
+		_, err := kube.LoadKubeconfig([]byte(doc))
+		var refused *kube.KubeconfigError
+		if !errors.As(err, &refused) || refused.Field != field ||
+			!strings.Contains(refused.Reason, "certificate-authority-data") || !strings.Contains(refused.Reason, "clusters.allow_insecure_tls") {
+			t.Errorf("LoadKubeconfig = %v, want a *KubeconfigError naming %s, certificate-authority-data and the setting", err, field)
+		}
+		cfg, warnings, err := kube.LoadKubeconfigWith([]byte(doc), kube.KubeconfigOptions{AllowInsecureTLS: true})
+		if err != nil || cfg == nil || len(warnings) != 1 || !strings.HasPrefix(warnings[0], field+": ") || !strings.Contains(warnings[0], "certificate-authority-data") {
+			t.Errorf("allowed: %v, warnings %q, want accepted with one warning naming %s", err, warnings, field)
+		}
+	}
+	if _, warnings, err := kube.LoadKubeconfigWith(kubeconfigDoc("    server: "+srv.URL+"\n    certificate-authority-data: "+caData(srv.Server), inlineToken),
+		kube.KubeconfigOptions{AllowInsecureTLS: true}); err != nil || len(warnings) != 0 {
+		t.Errorf("a verified kubeconfig: %v, warnings %q, want none", err, warnings)
+	}
+
+	if _, err := kube.NewClusters(kube.Options{}).Get("stored", kube.Access{Kubeconfig: insecure}); err == nil ||
+		!strings.Contains(err.Error(), "kubeconfig refused: clusters[prod].insecure-skip-tls-verify") {
+		t.Errorf("a stored insecure kubeconfig at use: %v, want refused naming the setting", err)
+	}
+	if got := srv.authorizations(); len(got) != 0 {
+		t.Fatalf("the server of a refused kubeconfig was sent %q", got)
+	}
+	c, err := kube.NewClusters(kube.Options{}).Get("allowed", kube.Access{Kubeconfig: insecure, AllowInsecureTLS: true})
+	if err != nil {
+		t.Fatalf("allowed by the operator, at use: %v", err)
+	}
+	if _, err := c.ListApplications(context.Background(), kube.Fresh); kube.ClassOf(err) != argocd.FailureForbidden {
+		t.Errorf("read through unverified TLS: %v, want the server's 403", err)
+	}
+	if got := srv.authorizations(); len(got) == 0 || got[0] != "Bearer inline-token" {
+		t.Errorf("the server was sent %q, want the token over the allowed connection", got)
 	}
 }

@@ -159,13 +159,16 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		logger.Warn().Strs("teams", cfg.Clusters.InClusterTeams).
 			Msg("In-cluster access is on: these teams may reach this cluster with the service's own service account")
 	}
+	if cfg.Clusters.AllowInsecureTLS {
+		logger.Warn().Msg("Kubeconfigs without TLS verification are accepted (clusters.allow_insecure_tls): their credentials go to whoever answers at their server's address")
+	}
 	reads, err := metrics.NewCluster(registry)
 	if err != nil {
 		return nil, err
 	}
 	s.clusters = kube.NewClusters(kube.Options{Observer: reads, WatchRecheck: o.watchRecheck})
 	clusters := clusteraccess.Clusters{DB: db, Registry: s.clusters, Credentials: credentials,
-		InClusterTeams: cfg.Clusters.InClusterTeams}
+		InClusterTeams: cfg.Clusters.InClusterTeams, AllowInsecureTLS: cfg.Clusters.AllowInsecureTLS}
 	// A watch whose credentials the cluster refuses looks in the store for newer
 	// ones, which another replica may have taken from the team.
 	s.clusters.SetAccessSource(clusters.AccessByID)
@@ -286,16 +289,17 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	routes(s.server, s.metrics,
 		&webhook.Receiver{Store: db, Secret: cfg.GitHub.WebhookSecret, Inbox: s.inbox},
 		&setup.API{
-			Store:          db,
-			GitHub:         gh.installations,
-			Installer:      gh.installer,
-			App:            gh.app,
-			WebHost:        gh.webHost,
-			Credentials:    credentials,
-			InClusterTeams: cfg.Clusters.InClusterTeams,
-			AppRepos:       setup.ApplicationRepos{Clusters: clusters},
-			Access:         clusters,
-			AdminLimit:     teamAdmin,
+			Store:            db,
+			GitHub:           gh.installations,
+			Installer:        gh.installer,
+			App:              gh.app,
+			WebHost:          gh.webHost,
+			Credentials:      credentials,
+			InClusterTeams:   cfg.Clusters.InClusterTeams,
+			AllowInsecureTLS: cfg.Clusters.AllowInsecureTLS,
+			AppRepos:         setup.ApplicationRepos{Clusters: clusters},
+			Access:           clusters,
+			AdminLimit:       teamAdmin,
 		},
 		changes,
 		mcp.New(mcp.Deps{Changes: changes, Trees: pipeline, Version: Version}),

@@ -95,6 +95,9 @@ type API struct {
 	// InClusterTeams names the teams that may register a cluster reached with the
 	// service's own service account (in_cluster); empty refuses it to every team.
 	InClusterTeams []string
+	// AllowInsecureTLS accepts kubeconfigs with insecure-skip-tls-verify, with a
+	// warning in the answer (clusters.allow_insecure_tls); refused otherwise.
+	AllowInsecureTLS bool
 	// AppRepos reads the clusters' Applications for repository suggestions
 	// (ApplicationRepos); without it the suggestions endpoint answers 503.
 	AppRepos ApplicationRepoLister

@@ -31,6 +31,9 @@ type Cluster struct {
 	Name      string    `json:"name"`
 	Access    string    `json:"access"`
 	CreatedAt time.Time `json:"created_at"`
+	// Warnings say what of the kubeconfig just given the team should change:
+	// insecure-skip-tls-verify, where the operator allows it.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // createCluster answers POST /api/v1/clusters: register a cluster reached with a
@@ -46,6 +49,7 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := store.Cluster{TeamID: t.ID, Name: req.Name}
+	var warnings []string
 	switch {
 	case req.InCluster && req.Kubeconfig != "":
 		server.WriteError(w, http.StatusBadRequest, "invalid_cluster", "give either kubeconfig or in_cluster, not both")
@@ -59,10 +63,11 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 		}
 		c.Access = store.ClusterInCluster
 	case req.Kubeconfig != "":
-		sealedConfig, ok := a.sealKubeconfig(w, r, t.ID, req.Name, req.Kubeconfig, " (or use in_cluster)")
+		sealedConfig, warned, ok := a.sealKubeconfig(w, r, t.ID, req.Name, req.Kubeconfig, " (or use in_cluster)")
 		if !ok {
 			return
 		}
+		warnings = warned
 		c.Access, c.SealedCredentials = store.ClusterKubeconfig, sealedConfig
 	default:
 		server.WriteError(w, http.StatusBadRequest, "invalid_cluster", "give kubeconfig (the cluster's kubeconfig as text) or in_cluster: true")
@@ -79,7 +84,7 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.create", SubjectType: "cluster",
 		SubjectID: created.ID, Detail: mustJSON(map[string]string{"name": created.Name, "access": string(created.Access)})})
-	server.WriteJSON(w, http.StatusCreated, Cluster{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt})
+	server.WriteJSON(w, http.StatusCreated, Cluster{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt, Warnings: warnings})
 }
 
 // KubeconfigRequest is the body of PUT /api/v1/clusters/{cluster}/kubeconfig.
@@ -105,7 +110,7 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", "give kubeconfig: the cluster's new kubeconfig as text")
 		return
 	}
-	sealedConfig, ok := a.sealKubeconfig(w, r, c.TeamID, c.Name, req.Kubeconfig, "")
+	sealedConfig, warnings, ok := a.sealKubeconfig(w, r, c.TeamID, c.Name, req.Kubeconfig, "")
 	if !ok {
 		return
 	}
@@ -124,50 +129,56 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 			logger(r).Warn().Err(err).Str("cluster", c.Name).Msg("Watches of the cluster not started again with its new kubeconfig")
 		}
 	}
-	server.WriteJSON(w, http.StatusOK, Cluster{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt})
+	server.WriteJSON(w, http.StatusOK, Cluster{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt, Warnings: warnings})
 }
 
 // sealKubeconfig checks a team's kubeconfig for its cluster name and seals it for
-// the store; otherwise it answers why not (orElse ends the advice when no key is
-// configured) and returns false.
-func (a *API) sealKubeconfig(w http.ResponseWriter, r *http.Request, teamID, name, kubeconfig, orElse string) (string, bool) {
-	if err := validateKubeconfig([]byte(kubeconfig)); err != nil {
+// the store, with the warnings of what the team should change in it; otherwise it
+// answers why not (orElse ends the advice when no key is configured) and returns
+// false.
+func (a *API) sealKubeconfig(w http.ResponseWriter, r *http.Request, teamID, name, kubeconfig, orElse string) (string, []string, bool) {
+	warnings, err := validateKubeconfig([]byte(kubeconfig), kube.KubeconfigOptions{AllowInsecureTLS: a.AllowInsecureTLS})
+	if err != nil {
 		server.WriteError(w, http.StatusBadRequest, "invalid_kubeconfig", err.Error())
-		return "", false
+		return "", nil, false
+	}
+	if len(warnings) > 0 {
+		logger(r).Warn().Strs("warnings", warnings).Str("cluster", name).Msg("Kubeconfig accepted with warnings")
 	}
 	sealedConfig, err := a.Credentials.Seal([]byte(kubeconfig), store.CredentialsAssociatedData(teamID, name))
 	if errors.Is(err, sealed.ErrNoKey) {
 		server.WriteError(w, http.StatusServiceUnavailable, "credentials_key_missing",
 			"no encryption key for stored credentials is configured, so a kubeconfig cannot be stored; set encryption.key_file"+orElse)
-		return "", false
+		return "", nil, false
 	}
 	if err != nil {
 		internalError(w, r, err)
-		return "", false
+		return "", nil, false
 	}
-	return sealedConfig, true
+	return sealedConfig, warnings, true
 }
 
 // validateKubeconfig refuses text that is not a kubeconfig with a usable current
 // context, so a typo is reported now rather than at the first change, and anything
 // beyond inline credentials (kube.LoadKubeconfig): the service would run a team's
-// exec plugin or read a file it names on its own host.
-func validateKubeconfig(b []byte) error {
-	cfg, err := kube.LoadKubeconfig(b)
+// exec plugin or read a file it names on its own host, or send the team's
+// credentials over TLS it does not verify unless opts allow it (then warned).
+func validateKubeconfig(b []byte, opts kube.KubeconfigOptions) (warnings []string, err error) {
+	cfg, warnings, err := kube.LoadKubeconfigWith(b, opts)
 	var refused *kube.KubeconfigError
 	if errors.As(err, &refused) {
-		return err
+		return nil, err
 	}
 	if err != nil {
-		return fmt.Errorf("kubeconfig does not parse: %w", err)
+		return nil, fmt.Errorf("kubeconfig does not parse: %w", err)
 	}
 	if cfg.CurrentContext == "" {
-		return errors.New("kubeconfig has no current-context")
+		return nil, errors.New("kubeconfig has no current-context")
 	}
 	if _, err := clientcmd.NewNonInteractiveClientConfig(*cfg, "", &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
-		return fmt.Errorf("kubeconfig is not usable: %w", err)
+		return nil, fmt.Errorf("kubeconfig is not usable: %w", err)
 	}
-	return nil
+	return warnings, nil
 }
 
 // listClusters answers GET /api/v1/clusters. Credentials are never listed.

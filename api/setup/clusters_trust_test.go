@@ -2,6 +2,7 @@ package setup_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,7 +35,7 @@ clusters:
 - name: prod
   cluster:
     server: %s
-    insecure-skip-tls-verify: true
+    certificate-authority-data: Y2EtZGF0YQ==
 %s
 contexts:
 - name: prod
@@ -166,5 +167,49 @@ func TestStoredClusterRefusedAtUse(t *testing.T) {
 		if !strings.Contains(e.logs.String(), "KUBERNETES_SERVICE_HOST") {
 			t.Errorf("the operator's log does not say why the service account cannot be used:\n%s", e.logs.String())
 		}
+	})
+}
+
+// TestRegisterClusterRefusesUnverifiedTLSUnlessAllowed: a kubeconfig with
+// insecure-skip-tls-verify is refused invalid_kubeconfig naming the setting and
+// certificate-authority-data, at registration and replacement, and nothing is
+// stored; where the operator allows it, both answer with a warning naming it.
+func TestRegisterClusterRefusesUnverifiedTLSUnlessAllowed(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		insecure := strings.Replace(kubeconfig, "    server: https://prod.example:6443\n",
+			"    server: https://prod.example:6443\n    insecure-skip-tls-verify: true\n", 1)
+		const field = "clusters[prod].insecure-skip-tls-verify"
+		refused := func(what string, status int, body []byte) {
+			t.Helper()
+			if status != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_kubeconfig"`) ||
+				!strings.Contains(string(body), field) || !strings.Contains(string(body), "certificate-authority-data") {
+				t.Errorf("%s = %d %s, want 400 invalid_kubeconfig naming %s and certificate-authority-data", what, status, body, field)
+			}
+		}
+		status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": insecure})
+		refused("register", status, body)
+		if _, err := db.ClusterByName(context.Background(), e.teamA.ID, "prod"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the cluster was stored (%v)", err)
+		}
+		if status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": kubeconfig}); status != http.StatusCreated || strings.Contains(string(body), "warnings") {
+			t.Fatalf("register verified = %d %s, want 201 without warnings", status, body)
+		}
+		status, body = e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenA, map[string]any{"kubeconfig": insecure})
+		refused("replace", status, body)
+
+		e.api.AllowInsecureTLS = true
+		warned := func(what string, status, want int, body []byte) {
+			t.Helper()
+			var got setup.Cluster
+			if err := json.Unmarshal(body, &got); status != want || err != nil || len(got.Warnings) != 1 ||
+				!strings.HasPrefix(got.Warnings[0], field+": ") || !strings.Contains(got.Warnings[0], "certificate-authority-data") {
+				t.Errorf("%s allowed = %d %s, want %d with a warning naming %s", what, status, body, want, field)
+			}
+		}
+		status, body = e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "stage", "kubeconfig": insecure})
+		warned("register", status, http.StatusCreated, body)
+		status, body = e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenA, map[string]any{"kubeconfig": insecure})
+		warned("replace", status, http.StatusOK, body)
 	})
 }
