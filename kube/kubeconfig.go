@@ -224,6 +224,8 @@ var clusterAddresses = netguard.Policy{What: "an API server is not reached at it
 // at an address clusterAddresses allows, looked up with resolve (the system's
 // resolver when nil). A refusal is a *KubeconfigError naming serverField and the
 // server; it never carries the credentials, which are not the dialer's to see.
+// Through the operator's proxy (HTTPS_PROXY) the address dialled is the proxy's,
+// and the proxy resolves the server's name: it has to refuse those addresses.
 func guardedDial(host, serverField string, resolve func(ctx context.Context, host string) ([]netip.Addr, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
 	p := clusterAddresses
 	p.Resolve = resolve
