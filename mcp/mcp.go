@@ -18,6 +18,10 @@
 //     answer a tool error saying so.
 //   - Repository content is masked (Secrets and secret-looking values) and cut at
 //     MaxResultChars with a note.
+//   - A request refused before any tool runs (a batch over MaxBatch, a body over the
+//     server's limit, what the MCP library refuses: a missing Accept, another
+//     content type, a GET or DELETE of this stateless server) is a JSON-RPC error
+//     with the refusal's status, never plain text.
 //   - A tool counts against the same per-team limit as its HTTP route (changes;
 //     repository reads; decisions and Application reads); past it the tool error
 //     starts "rate_limited:" and says when to retry.
@@ -105,10 +109,72 @@ func New(deps Deps) *Server {
 			"not the request. Every result starts with who owns the resource.",
 	})
 	s.addTools()
-	s.handler = boundBatches(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
-		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	s.handler = boundBatches(jsonRefusals(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
+		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})))
 	return s
 }
+
+// jsonRefusals answers the MCP library's refusals of a request (a missing Accept,
+// another content type, a body that is not JSON-RPC, a method a stateless server
+// does not serve), which it writes as plain text, as JSON-RPC errors with the same
+// status and text, as every other error of the service is JSON.
+func jsonRefusals(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &refusalWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		if !rw.refused {
+			return
+		}
+		message := strings.TrimSpace(rw.text.String())
+		if rw.status == http.StatusMethodNotAllowed {
+			message = "the tool server takes POST alone: it keeps no session, so there is no stream to GET nor a session to DELETE"
+		}
+		if message == "" {
+			message = http.StatusText(rw.status)
+		}
+		writeRPCError(w, rw.status, message)
+	})
+}
+
+// maxRefusalText bounds the text of a refusal kept for its JSON-RPC error.
+const maxRefusalText = 1 << 10
+
+// refusalWriter holds back a plain-text error answer (http.Error's) for
+// jsonRefusals and passes every other answer through.
+type refusalWriter struct {
+	http.ResponseWriter
+	refused bool
+	status  int
+	text    bytes.Buffer
+}
+
+func (rw *refusalWriter) WriteHeader(status int) {
+	if status >= http.StatusBadRequest && strings.HasPrefix(rw.Header().Get("Content-Type"), "text/plain") {
+		rw.refused, rw.status = true, status
+		return
+	}
+	rw.ResponseWriter.WriteHeader(status)
+}
+
+func (rw *refusalWriter) Write(b []byte) (int, error) {
+	if !rw.refused {
+		return rw.ResponseWriter.Write(b)
+	}
+	if room := maxRefusalText - rw.text.Len(); room > 0 {
+		rw.text.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+
+// Flush passes a flush of an answer on (the library streams some).
+func (rw *refusalWriter) Flush() {
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok && !rw.refused {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (rw *refusalWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // boundBatches refuses a POST whose JSON-RPC batch holds more than MaxBatch
 // messages, before any of them runs. The body is already bounded by the server's
