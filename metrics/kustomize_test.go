@@ -53,6 +53,10 @@ func TestKustomizeWorkerMetricsFollowRealWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a build", workerState{starts: 1, idle: 1, jobs: map[string]int{"ok": 1}})
+	// The build was sent no file: every call was the parent's.
+	if request, parent := fsCalls(t, reg); request != 0 || parent == 0 {
+		t.Fatalf("file system calls answered by the request %v, by the parent %v; want all by the parent", request, parent)
+	}
 	if err := build("resources:\n- missing.yaml\n", nil); err == nil {
 		t.Fatal("a kustomization of a missing file built")
 	}
@@ -79,4 +83,29 @@ func TestKustomizeWorkerMetricsFollowRealWorkers(t *testing.T) {
 	pool.Close()
 	check("close", workerState{starts: 2, exits: map[string]int{"memory_limit": 1, "normal": 1},
 		jobs: map[string]int{"ok": 2, "build_error": 1, "memory_limit": 1}})
+}
+
+// fsCalls reads kukie_kustomize_worker_fs_calls_total from reg.
+func fsCalls(t *testing.T, reg *prometheus.Registry) (request, parent float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "kukie_kustomize_worker_fs_calls_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			switch m.GetLabel()[0].GetValue() {
+			case "request":
+				request = m.GetCounter().GetValue()
+			case "parent":
+				parent = m.GetCounter().GetValue()
+			}
+		}
+		return request, parent
+	}
+	t.Fatal("no kukie_kustomize_worker_fs_calls_total")
+	return 0, 0
 }

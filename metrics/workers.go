@@ -25,6 +25,9 @@ type Workers struct {
 	jobs     *prometheus.CounterVec
 	duration prometheus.Histogram
 	wait     prometheus.Histogram
+	// fsCalls, of kustomize's pool only, counts the file system calls of its
+	// builds by who answered them: the request or the parent.
+	fsCalls *prometheus.CounterVec
 }
 
 // workerTool names the metrics of one tool's pool: the tool (Helm, kustomize),
@@ -90,7 +93,17 @@ func newWorkers(reg prometheus.Registerer, pool WorkerPool, t workerTool) (*Work
 		waiting: prometheus.NewDesc(t.prefix+t.jobs+"_waiting",
 			fmt.Sprintf("%s %s waiting for a worker slot: all %s slots are busy.", t.name, t.jobs, t.workersKey), nil, nil),
 	}
-	for _, c := range []prometheus.Collector{m.starts, m.exits, m.jobs, m.duration, m.wait, gauges} {
+	collectors := []prometheus.Collector{m.starts, m.exits, m.jobs, m.duration, m.wait, gauges}
+	if t == kustomizeTool {
+		m.fsCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: t.prefix + "worker_fs_calls_total",
+			Help: "File system calls of kustomize builds in worker processes, by what answered them: request (the files the kustomization graph predicted, sent with the build) or parent (forwarded to the service, one round trip each: files the graph did not predict).",
+		}, []string{"answered_by"})
+		m.fsCalls.WithLabelValues("request")
+		m.fsCalls.WithLabelValues("parent")
+		collectors = append(collectors, m.fsCalls)
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register %s worker metrics: %w", t.name, err)
 		}
@@ -120,6 +133,10 @@ func (m *Workers) Rendered(ev helmexec.RenderEvent) {
 	m.wait.Observe(ev.Wait.Seconds())
 	if ev.Ran {
 		m.duration.Observe(ev.Run.Seconds())
+	}
+	if m.fsCalls != nil {
+		m.fsCalls.WithLabelValues("request").Add(float64(ev.Answered))
+		m.fsCalls.WithLabelValues("parent").Add(float64(ev.Forwarded))
 	}
 }
 

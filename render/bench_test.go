@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,6 +353,8 @@ func BenchmarkKustomizeBuild(b *testing.B) {
 	}
 	pool := helmexec.New(helmexec.Config{Workers: 1})
 	defer pool.Close()
+	calls := &fsCallCounter{}
+	pool.SetObserver(calls)
 	for _, mode := range []string{"worker", "in-process"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := WithKustomizeWorkers(context.Background(), pool)
@@ -360,11 +363,43 @@ func BenchmarkKustomizeBuild(b *testing.B) {
 				defer SetKustomizeInProcess(false)
 				ctx = context.Background()
 			}
+			calls.reset()
 			for b.Loop() {
 				if _, err := renderApp(ctx, newView(tr, nil), apps[0], true); err != nil {
 					b.Fatal(err)
 				}
 			}
+			if mode == "worker" {
+				calls.report(b)
+			}
 		})
+	}
+}
+
+// fsCallCounter counts the file system calls of kustomize builds in workers:
+// those sent to this process and those answered from the request.
+type fsCallCounter struct {
+	builds, forwarded, answered atomic.Int64
+}
+
+func (c *fsCallCounter) WorkerStarted()                  {}
+func (c *fsCallCounter) WorkerExited(helmexec.ExitCause) {}
+func (c *fsCallCounter) Rendered(ev helmexec.RenderEvent) {
+	c.builds.Add(1)
+	c.forwarded.Add(int64(ev.Forwarded))
+	c.answered.Add(int64(ev.Answered))
+}
+
+func (c *fsCallCounter) reset() {
+	c.builds.Store(0)
+	c.forwarded.Store(0)
+	c.answered.Store(0)
+}
+
+// report reports the calls per build.
+func (c *fsCallCounter) report(b *testing.B) {
+	if n := c.builds.Load(); n > 0 {
+		b.ReportMetric(float64(c.forwarded.Load())/float64(n), "forwarded/build")
+		b.ReportMetric(float64(c.answered.Load())/float64(n), "answered/build")
 	}
 }

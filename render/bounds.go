@@ -281,6 +281,34 @@ func (b *readBudget) take(file string, size int, s yamlScan, err error) error {
 	return err
 }
 
+// takeIfFits accounts for a read of size bytes whose own check gave s, if it
+// keeps within every bound: a read ahead of the build (see readAhead), which
+// must not fail on a bound the build might not reach.
+func (b *readBudget) takeIfFits(size int, s yamlScan) bool {
+	if contextError(b.ctx) != nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bytes+size > MaxRenderBytes || b.docs+s.docs > MaxRenderDocuments || b.nodes+s.nodes > MaxRenderNodes || !b.plan.renderedIfFits(size) {
+		return false
+	}
+	b.bytes += size
+	b.docs += s.docs
+	b.nodes += s.nodes
+	return true
+}
+
+// giveBack undoes a takeIfFits of a read the build did not make.
+func (b *readBudget) giveBack(size int, s yamlScan) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bytes -= size
+	b.docs -= s.docs
+	b.nodes -= s.nodes
+	b.plan.rendered(-size)
+}
+
 // exceeded returns the first bound a read of the render exceeded, if any.
 func (b *readBudget) exceeded() error {
 	if b == nil {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
@@ -142,7 +144,8 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	// is refused here, never fetched. Edits add only local references, so the
 	// repository's own kustomizations are the ones to check.
 	components := effectiveComponents(v, root, app.Kustomize)
-	if _, err := v.t.reachKustomization(root, components); err != nil {
+	reach, err := v.t.reachKustomization(root, components)
+	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
 	if err := v.t.checkTransformWork(root, app.Kustomize, components); err != nil {
@@ -159,7 +162,7 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	// The build's own copy of the tree: what the edits write stays in it.
 	bv := v.with(nil)
 	end := building(ctx, app.Name, root)
-	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, opts, origin)
+	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, opts, origin, reach)
 	end()
 	if err := contextError(ctx); err != nil {
 		return nil, buildTimedOut(err, app.Name, root)
@@ -213,8 +216,9 @@ func buildTimedOut(err error, app, root string) error {
 // origin annotations) in bv and builds root from it, in a worker process of the
 // context's pool (see WithKustomizeWorkers) or, where the process builds in
 // process (SetKustomizeInProcess), in the kustomize slot. It answers each
-// resource's map, in the build's order.
-func buildKustomization(ctx context.Context, bv *view, root, kfile string, k KustomizeOptions, opts *krusty.Options, origin bool) ([]map[string]any, error) {
+// resource's map, in the build's order. A build in a worker is sent what reach
+// (the build's kustomization graph) says it reads (see expectedReads).
+func buildKustomization(ctx context.Context, bv *view, root, kfile string, k KustomizeOptions, opts *krusty.Options, origin bool, reach *kustReach) ([]map[string]any, error) {
 	edit := func() error {
 		if !k.empty() {
 			if err := applyArgoEdits(bv, root, k); err != nil {
@@ -260,10 +264,48 @@ func buildKustomization(ctx context.Context, bv *view, root, kfile string, k Kus
 			use.running.Add(-1)
 		}
 	}()
+	ahead := bv.readingAhead()
 	return workers.Kustomize(ctx, bv, helmexec.KustomizeJob{
 		Root: abs(root), Options: opts, OutputLimit: MaxPlanRenderBytes,
-		Started: func() { started = true; use.waiting.Add(-1); use.running.Add(1) },
+		Started:  func() { started = true; use.waiting.Add(-1); use.running.Add(1) },
+		Expected: expectedReads(reach), ReadAhead: ahead.read, Unread: ahead.unread,
 	})
+}
+
+// expectedReads are the paths a build of reach's kustomizations resolves and
+// reads, as kustomize names them (joined to the canonical directory its file
+// system answered), in about the order it reads them: each kustomization's
+// directory, the names it looks for its kustomization file under, its file,
+// its resources as listed, and the other files it reads. A file it names
+// through a symlink is asked for under another name, which the worker forwards.
+func expectedReads(reach *kustReach) []string {
+	if reach == nil {
+		return nil
+	}
+	names := konfig.RecognizedKustomizationFileNames()
+	var out []string
+	for _, n := range reach.nodes {
+		out = append(out, abs(n.dir))
+		for _, name := range names {
+			out = append(out, abs(path.Join(n.dir, name)))
+		}
+		listed := map[string]bool{}
+		for _, f := range append([]string{n.file}, n.k.Resources...) {
+			if f != n.file {
+				f = path.Join(n.dir, f)
+			}
+			if _, ok := slices.BinarySearch(n.files, f); ok && !listed[f] {
+				listed[f] = true
+				out = append(out, abs(f))
+			}
+		}
+		for _, f := range n.files {
+			if !listed[f] {
+				out = append(out, abs(f))
+			}
+		}
+	}
+	return out
 }
 
 // resourceMaps is each resource of resMap as a map.

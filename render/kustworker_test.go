@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,5 +249,130 @@ func TestBuildThatWaitedForAKustomizeWorkerSaysSo(t *testing.T) {
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the long build: %v, want cancelled", err)
+	}
+}
+
+// fsCalls counts the file system calls of the kustomize builds of a pool.
+type fsCalls struct {
+	mu                  sync.Mutex
+	builds              int
+	forwarded, answered int
+}
+
+func (c *fsCalls) WorkerStarted()                  {}
+func (c *fsCalls) WorkerExited(helmexec.ExitCause) {}
+func (c *fsCalls) Rendered(ev helmexec.RenderEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds++
+	c.forwarded += ev.Forwarded
+	c.answered += ev.Answered
+}
+
+func (c *fsCalls) counts() (builds, forwarded, answered int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.builds, c.forwarded, c.answered
+}
+
+// diamondRepository is an overlay of two bases that include one common base,
+// each with a patch, a resource through a symlinked directory, and a
+// ConfigMap generated from a file; and broken, a kustomization whose first
+// resource kustomize refuses (it has no kind).
+func diamondRepository(t *testing.T) string {
+	t.Helper()
+	repo := testtree.Write(t, map[string]string{
+		"common/kustomization.yaml": "resources:\n- deploy.yaml\n",
+		"common/deploy.yaml":        twoContainerDeployment,
+		"a/kustomization.yaml":      "nameSuffix: -a\nresources:\n- ../common\npatches:\n- path: replicas.yaml\n",
+		"a/replicas.yaml":           "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n",
+		"b/kustomization.yaml":      "nameSuffix: -b\nresources:\n- ../common\n",
+		"app/kustomization.yaml":    "resources:\n- ../a\n- ../b\n- linked/cm.yaml\nconfigMapGenerator:\n- name: settings\n  files:\n  - settings.conf\n",
+		"app/real/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  k: v\n",
+		"app/settings.conf":         "mode=fast\n",
+		"broken/kustomization.yaml": "resources:\n- nokind.yaml\n- cm.yaml\n",
+		"broken/nokind.yaml":        "apiVersion: v1\nmetadata:\n  name: nokind\n",
+		"broken/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  k: v\n",
+	})
+	if err := os.Symlink("real", filepath.Join(repo, "app", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// TestKustomizeBuildInAWorkerForwardsNoCallItsGraphPredicts: a build of an
+// overlay whose every file the kustomization graph names is sent with the
+// request forwards no file system call, and renders what a build in process
+// does.
+func TestKustomizeBuildInAWorkerForwardsNoCallItsGraphPredicts(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	calls := &fsCalls{}
+	pool.SetObserver(calls)
+	repo := testtree.Write(t, map[string]string{
+		"base/kustomization.yaml": "resources:\n- deploy.yaml\n- cm.yaml\n",
+		"base/deploy.yaml":        twoContainerDeployment,
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n",
+		"app/kustomization.yaml":  "namespace: web\nresources:\n- ../base\nimages:\n- name: nginx\n  newTag: \"2\"\n",
+	})
+	inWorker, err := Render(ctx, repo, kustomizeApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetKustomizeInProcess(true)
+	inProcess, err := Render(context.Background(), repo, kustomizeApp)
+	SetKustomizeInProcess(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inWorker) != 2 || !reflect.DeepEqual(inWorker, inProcess) {
+		t.Fatalf("in a worker:\n%v\nin process:\n%v", inWorker, inProcess)
+	}
+	if builds, forwarded, answered := calls.counts(); builds != 1 || forwarded != 0 || answered == 0 {
+		t.Fatalf("%d builds: %d calls forwarded, %d answered from the request; want 1 build, none forwarded", builds, forwarded, answered)
+	}
+}
+
+// TestKustomizeBuildInAWorkerReadsWhatItDoesInProcess: a build whose files the
+// graph does not predict as kustomize names them (a resource under a symlinked
+// directory, a generator's file) reads them through this process, a base
+// included twice is read twice, and the render's bounds count the same reads
+// as a build in process: a file sent that a build did not read (one that
+// failed before it) is given back.
+func TestKustomizeBuildInAWorkerReadsWhatItDoesInProcess(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	calls := &fsCalls{}
+	pool.SetObserver(calls)
+	repo := diamondRepository(t)
+	for _, c := range []struct {
+		path    string
+		objects int
+	}{{"app", 4}, {"broken", 0}} {
+		app := kustomizeApp
+		app.Path = c.path
+		build := func(ctx context.Context) ([]*object, error, *view) {
+			t.Helper()
+			tr, err := openTree(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := newView(tr, nil).metered(ctx)
+			objs, err := renderKustomize(ctx, v, app, true)
+			return objs, err, v
+		}
+		inWorker, werr, wv := build(ctx)
+		SetKustomizeInProcess(true)
+		inProcess, perr, pv := build(context.Background())
+		SetKustomizeInProcess(false)
+		if len(inWorker) != c.objects || !reflect.DeepEqual(inWorker, inProcess) || fmt.Sprint(werr) != fmt.Sprint(perr) || (c.objects == 0) != (werr != nil) {
+			t.Fatalf("%s in a worker: %v\n%v\nin process: %v\n%v", c.path, werr, inWorker, perr, inProcess)
+		}
+		w, p := wv.budget, pv.budget
+		if w.bytes != p.bytes || w.docs != p.docs || w.nodes != p.nodes || wv.t.renderedBytes != pv.t.renderedBytes || p.docs == 0 {
+			t.Fatalf("%s: a build in a worker read %d bytes, %d documents, %d nodes (the plan %d bytes); in process %d, %d, %d (%d)",
+				c.path, w.bytes, w.docs, w.nodes, wv.t.renderedBytes, p.bytes, p.docs, p.nodes, pv.t.renderedBytes)
+		}
+	}
+	if _, forwarded, answered := calls.counts(); forwarded == 0 || answered == 0 {
+		t.Fatalf("%d calls forwarded, %d answered; want the files not predicted forwarded", forwarded, answered)
 	}
 }

@@ -55,6 +55,18 @@ func (t *tree) rendered(n int) int {
 	return t.renderedBytes
 }
 
+// renderedIfFits counts n more bytes read by a render if the total stays
+// within MaxPlanRenderBytes, and reports whether it did.
+func (t *tree) renderedIfFits(n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.renderedBytes+n > MaxPlanRenderBytes {
+		return false
+	}
+	t.renderedBytes += n
+	return true
+}
+
 type fileEntry struct {
 	data []byte
 	scan yamlScan
@@ -553,6 +565,65 @@ func (v *view) read(rel string) ([]byte, error) {
 		return nil, e.err
 	}
 	return e.data, nil
+}
+
+// readAhead is the reading ahead of one build's files in a view: files read
+// for the build before it asks for them, counted against the render's budget
+// as its reads, and given back when it did not read them.
+type readAhead struct {
+	v     *view
+	mu    sync.Mutex
+	taken map[string]taken
+}
+
+// taken is what one file read ahead took from the budget.
+type taken struct {
+	size int
+	scan yamlScan
+}
+
+func (v *view) readingAhead() *readAhead {
+	return &readAhead{v: v, taken: map[string]taken{}}
+}
+
+// read reads the view's file p as ReadFile does, if the read succeeds and fits
+// the render's bounds: a read that fails or would pass a bound is left to the
+// build, which fails on it where it reads it (if it does), as it would in
+// process.
+func (a *readAhead) read(p string) ([]byte, bool) {
+	v := a.v
+	canon, err := v.t.canonical(v.rel(p))
+	if err != nil {
+		return nil, false
+	}
+	var e fileEntry
+	if b, ok := v.files[canon]; ok {
+		if b == nil {
+			return nil, false
+		}
+		e.data, e.scan = b, scanYAML(canon, b)
+		e.err = e.scan.err
+	} else {
+		e = v.t.readScanned(canon)
+	}
+	if e.err != nil || v.budget != nil && !v.budget.takeIfFits(len(e.data), e.scan) {
+		return nil, false
+	}
+	a.mu.Lock()
+	a.taken[p] = taken{size: len(e.data), scan: e.scan}
+	a.mu.Unlock()
+	return e.data, true
+}
+
+// unread gives back to the budget what the read of p ahead took.
+func (a *readAhead) unread(p string) {
+	a.mu.Lock()
+	t, ok := a.taken[p]
+	delete(a.taken, p)
+	a.mu.Unlock()
+	if ok && a.v.budget != nil {
+		a.v.budget.giveBack(t.size, t.scan)
+	}
 }
 
 func (v *view) list(rel string) ([]string, error) {

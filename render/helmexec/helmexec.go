@@ -19,9 +19,13 @@
 // waiting at any moment.
 //
 // A kustomize build in a worker reads nothing of the worker's own: every call
-// it makes on its file system is sent to the parent, which answers it from the
-// file system it passed to [Pool.Kustomize] (render's view of the repository),
-// so the build reads exactly what it would in process.
+// it makes on its file system is answered by the parent from the file system
+// it passed to [Pool.Kustomize] (render's view of the repository), so the build
+// reads exactly what it would in process. The calls of the paths the parent
+// expects the build to read (KustomizeJob.Expected: the files its
+// kustomizations name) are made before the build and their answers sent with
+// the request, which spares the build a round trip for each; any other call is
+// sent to the parent when the build makes it.
 //
 // A worker is the running executable started again with an environment marker
 // that this package's init function recognises (see init in worker.go), so every

@@ -30,6 +30,24 @@ type KustomizeJob struct {
 	// Started, when set, is called once the build has a worker slot: before
 	// that it waited for other builds.
 	Started func()
+	// Expected are the paths of the file system the build is expected to
+	// resolve and read (its kustomizations' directories and files, the files
+	// they name). Their answers go with the request, made on the file system as
+	// its calls would be (CleanedAbs of each, and ReadFile of each that is a
+	// file): the worker answers a call of one of them from its answer, each read
+	// once, and forwards every other call as it would without them, so the build
+	// reads the same whatever the prediction. A build that writes drops them
+	// all: what it reads after its write is read from the file system.
+	Expected []string
+	// ReadAhead reads an expected file for the request, as ReadFile would and
+	// counted as its read; false leaves the file, and every expected file after
+	// it, to be read when the build asks for it (its read would fail, or would
+	// pass a bound, which the build then passes where it does in process). Nil
+	// reads with ReadFile. Expected is best in the order the build reads.
+	ReadAhead func(path string) ([]byte, bool)
+	// Unread, when set, is told of each file ReadAhead read that the build did
+	// not read from the request, once the build ended.
+	Unread func(path string)
 }
 
 // BuildError is kustomize's own error for the kustomization, told as kustomize
@@ -44,14 +62,58 @@ type kustomizeRequest struct {
 	Reorder          krusty.ReorderOption
 	LoadRestrictions types.LoadRestrictions
 	OutputLimit      int
+	// Answers are the answers to the calls of the job's expected paths.
+	Answers []answeredCall
+}
+
+// answeredCall is a file system call answered before the build asked for it.
+type answeredCall struct {
+	Call  fsCall
+	Reply fsReply
+}
+
+// answerExpected makes the calls of kj's expected paths on fsys.
+func answerExpected(fsys filesys.FileSystem, kj KustomizeJob) []answeredCall {
+	if len(kj.Expected) == 0 {
+		return nil
+	}
+	readAhead := kj.ReadAhead
+	if readAhead == nil {
+		readAhead = func(p string) ([]byte, bool) {
+			data, err := fsys.ReadFile(p)
+			return data, err == nil
+		}
+	}
+	out := make([]answeredCall, 0, 2*len(kj.Expected))
+	seen := make(map[string]bool, len(kj.Expected))
+	reading := true
+	for _, p := range kj.Expected {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		c := fsCall{Op: opCleanedAbs, Path: p}
+		r := serveFS(fsys, &c)
+		out = append(out, answeredCall{Call: c, Reply: r})
+		if !reading || r.Err != "" || r.File == "" {
+			continue
+		}
+		data, ok := readAhead(p)
+		if reading = ok; ok {
+			out = append(out, answeredCall{Call: fsCall{Op: opReadFile, Path: p}, Reply: fsReply{Data: data}})
+		}
+	}
+	return out
 }
 
 // Kustomize runs "kustomize build" of job.Root in a worker. The worker's file
-// system is fsys: every call kustomize makes on it is forwarded to this process
-// and answered from fsys, in the order kustomize makes them, so the build reads
-// exactly what it would read from fsys in process, through fsys's own checks,
-// and what it writes lands in fsys. The answer is each resource's map, in the
-// build's order; what kustomize printed is printed on os.Stderr. The error is a *BuildError for kustomize's failures, a
+// system is fsys: every call kustomize makes on it is answered from fsys, ahead
+// of the build for the paths job expects (see KustomizeJob.Expected) and
+// forwarded to this process in the order kustomize makes them for the others,
+// so the build reads exactly what it would read from fsys in process, through
+// fsys's own checks, and what it writes lands in fsys. The answer is each
+// resource's map, in the build's order; what kustomize printed is printed on
+// os.Stderr. The error is a *BuildError for kustomize's failures, a
 // *LimitError when the build took more than a worker allows,
 // ErrOutputTooLarge, ctx's error when it ended first (the worker killed), or a
 // failure to run a worker (a panic in kustomize among them).
@@ -80,7 +142,14 @@ func (p *Pool) kustomize(ctx context.Context, fsys filesys.FileSystem, kj Kustom
 	resp, err := p.run(ctx, job{
 		tool: toolKustomize, req: req, limit: int64(kj.OutputLimit) + responseSlack,
 		serve: func(c *fsCall) fsReply { return serveFS(fsys, c) }, started: kj.Started,
+		// Read ahead once the build has its worker: a build that waited until
+		// its deadline reads nothing.
+		prepare: func(r *request) { r.Kustomize.Answers = answerExpected(fsys, kj) },
 	}, ev)
+	ev.Forwarded, ev.Answered = resp.Forwarded, resp.Answered
+	if kj.Unread != nil {
+		tellUnread(req.Kustomize.Answers, resp.ReadAnswered, kj.Unread)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +169,33 @@ func (p *Pool) kustomize(ctx context.Context, fsys filesys.FileSystem, kj Kustom
 	return resp.Resources, nil
 }
 
+// tellUnread tells unread of each file answered that the build did not read:
+// read lists those it did, by index (none when the worker gave no answer).
+func tellUnread(answers []answeredCall, read []int, unread func(string)) {
+	wasRead := make([]bool, len(answers))
+	for _, i := range read {
+		if i >= 0 && i < len(answers) {
+			wasRead[i] = true
+		}
+	}
+	for i, a := range answers {
+		if a.Call.Op == opReadFile && !wasRead[i] {
+			unread(a.Call.Path)
+		}
+	}
+}
+
 // maxPrinted bounds what a build in a worker may print and have passed on.
 const maxPrinted = 64 << 10
 
 // runKustomize builds req's kustomization over fsys, in a worker. What kustomize
 // prints (its deprecation warnings, on os.Stderr and the standard logger) is
 // part of the answer: the worker's own stderr tells its parent why it ended.
-func runKustomize(req *kustomizeRequest, fsys filesys.FileSystem) (resp response) {
+func runKustomize(req *kustomizeRequest, remote *remoteFS) (resp response) {
+	fsys := newAnsweredFS(remote, req.Answers)
+	defer func() {
+		resp.Forwarded, resp.Answered, resp.ReadAnswered = remote.calls, fsys.answered, fsys.read
+	}()
 	printed, err := capturePrinted()
 	if err != nil {
 		return response{Panic: fmt.Sprintf("capture kustomize's output: %v", err)}
@@ -254,6 +343,8 @@ func serveFS(fsys filesys.FileSystem, c *fsCall) fsReply {
 type remoteFS struct {
 	in  *bufio.Reader
 	out *bufio.Writer
+	// calls counts the calls made in the parent.
+	calls int
 }
 
 var _ filesys.FileSystem = (*remoteFS)(nil)
@@ -261,6 +352,7 @@ var _ filesys.FileSystem = (*remoteFS)(nil)
 // call makes c in the parent. A worker that cannot reach its parent has no one
 // to answer to: it ends.
 func (f *remoteFS) call(c fsCall) (fsReply, error) {
+	f.calls++
 	if err := writeValue(f.out, response{Call: &c}); err != nil {
 		fmt.Fprintln(os.Stderr, "kustomize worker: send a file system call:", err)
 		os.Exit(exitBadStart)
@@ -351,4 +443,95 @@ func (f *remoteFS) RemoveAll(p string) error {
 // localizer does), and a walk's callback cannot run in the parent.
 func (f *remoteFS) Walk(p string, _ filepath.WalkFunc) error {
 	return fmt.Errorf("walk %s: a kustomize build in a worker does not walk directories", p)
+}
+
+// answeredFS is the file system of a build in a worker whose request answered
+// some of its calls: those it answers as the parent did, a read once; it
+// forwards every other call to the parent. A write, after which an answer
+// made before it may be wrong, drops them all.
+type answeredFS struct {
+	*remoteFS
+	answers map[callKey]answerAt
+	// answered counts the calls answered here; read lists the files read
+	// from their answers, by the index of the answer in the request.
+	answered int
+	read     []int
+}
+
+// answerAt is an answer of a request and its index there.
+type answerAt struct {
+	reply fsReply
+	index int
+}
+
+var _ filesys.FileSystem = (*answeredFS)(nil)
+
+func newAnsweredFS(remote *remoteFS, answers []answeredCall) *answeredFS {
+	f := &answeredFS{remoteFS: remote, answers: make(map[callKey]answerAt, len(answers))}
+	for i, a := range answers {
+		f.answers[callKey{a.Call.Op, a.Call.Path}] = answerAt{a.Reply, i}
+	}
+	return f
+}
+
+// callKey is a call that carries no data.
+type callKey struct{ op, path string }
+
+// answer is the reply to the call op of p made before the build asked.
+func (f *answeredFS) answer(op, p string) (fsReply, bool) {
+	c := callKey{op, p}
+	a, ok := f.answers[c]
+	if !ok {
+		return fsReply{}, false
+	}
+	f.answered++
+	if op == opReadFile {
+		// A read is counted as the parent read it: once. Another read of the
+		// file is the parent's again.
+		delete(f.answers, c)
+		f.read = append(f.read, a.index)
+	}
+	return a.reply, true
+}
+
+func (f *answeredFS) ReadFile(p string) ([]byte, error) {
+	if r, ok := f.answer(opReadFile, p); ok {
+		return r.Data, nil
+	}
+	return f.remoteFS.ReadFile(p)
+}
+
+func (f *answeredFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	if r, ok := f.answer(opCleanedAbs, p); ok {
+		if r.Err != "" {
+			return "", "", &remoteError{msg: r.Err, notExist: r.NotExist}
+		}
+		return filesys.ConfirmedDir(r.Dir), r.File, nil
+	}
+	return f.remoteFS.CleanedAbs(p)
+}
+
+func (f *answeredFS) WriteFile(p string, data []byte) error {
+	clear(f.answers)
+	return f.remoteFS.WriteFile(p, data)
+}
+
+func (f *answeredFS) Create(p string) (filesys.File, error) {
+	clear(f.answers)
+	return f.remoteFS.Create(p)
+}
+
+func (f *answeredFS) Mkdir(p string) error {
+	clear(f.answers)
+	return f.remoteFS.Mkdir(p)
+}
+
+func (f *answeredFS) MkdirAll(p string) error {
+	clear(f.answers)
+	return f.remoteFS.MkdirAll(p)
+}
+
+func (f *answeredFS) RemoveAll(p string) error {
+	clear(f.answers)
+	return f.remoteFS.RemoveAll(p)
 }

@@ -1,10 +1,14 @@
 package helmexec
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,6 +105,133 @@ func TestKustomizeInAWorkerIsTheBuildInProcess(t *testing.T) {
 	obs.want(t, 1, map[ExitCause]int{}, map[Outcome]int{OutcomeOK: 2})
 }
 
+// cmExpected are the paths of cmKustomization's build: its directory, the
+// names of its kustomization file and its resource.
+var cmExpected = []string{"/app", "/app/kustomization.yaml", "/app/kustomization.yml", "/app/Kustomization", "/app/cm.yaml"}
+
+// forwardedCalls is a file system that records the calls made on it after
+// start.
+type forwardedCalls struct {
+	*recordingFS
+	from int
+}
+
+func (f *forwardedCalls) start()          { f.from = len(f.calls) }
+func (f *forwardedCalls) since() []string { return f.calls[f.from:] }
+
+// TestKustomizeOfExpectedPathsForwardsNoCall: a build whose every file system
+// call the request answered (its directory, the names of its kustomization
+// file, its files) forwards none to this process, reads each file once, and
+// answers what the build that forwards every call does.
+func TestKustomizeOfExpectedPathsForwardsNoCall(t *testing.T) {
+	p := New(Config{Workers: 1})
+	defer p.Close()
+	obs := observed(p)
+	want, err := p.Kustomize(context.Background(), kustomizeFS(t, cmKustomization), kustomizeJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := obs.lastRender(); ev.Forwarded == 0 || ev.Answered != 0 {
+		t.Fatalf("without expected paths: %d calls forwarded, %d answered; want all forwarded", ev.Forwarded, ev.Answered)
+	}
+	fsys := &recordingFS{FileSystem: kustomizeFS(t, cmKustomization)}
+	var unread []string
+	job := kustomizeJob
+	job.Expected, job.Unread = cmExpected, func(p string) { unread = append(unread, p) }
+	got, err := p.Kustomize(context.Background(), fsys, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with expected paths:\n%#v\nwithout:\n%#v", got, want)
+	}
+	ev := obs.lastRender()
+	if ev.Forwarded != 0 || ev.Answered == 0 || len(unread) != 0 {
+		t.Fatalf("%d calls forwarded, %d answered, unread %v; want none forwarded, every file read", ev.Forwarded, ev.Answered, unread)
+	}
+	reads := 0
+	for _, c := range fsys.calls {
+		if strings.HasPrefix(c, "ReadFile ") {
+			reads++
+		}
+	}
+	if reads != 2 {
+		t.Fatalf("calls on the file system: %v; want each of the 2 files read once", fsys.calls)
+	}
+}
+
+// TestKustomizeForwardsWhatWasNotExpected: a build that reads a file its
+// expected paths leave out (a resource the prediction missed) reads it through
+// the parent and builds as without any; a file read ahead that the build does
+// not read is told unread; a file whose read ahead fails is read when the build
+// asks for it, failing as it would.
+func TestKustomizeForwardsWhatWasNotExpected(t *testing.T) {
+	p := New(Config{Workers: 1})
+	defer p.Close()
+	obs := observed(p)
+	want, err := p.Kustomize(context.Background(), kustomizeFS(t, cmKustomization), kustomizeJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := maps.Clone(cmKustomization)
+	files["other.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n"
+	fsys := &forwardedCalls{recordingFS: &recordingFS{FileSystem: kustomizeFS(t, files)}}
+	var unread []string
+	job := kustomizeJob
+	job.Expected = []string{"/app", "/app/kustomization.yaml", "/app/other.yaml"}
+	job.Unread = func(p string) { unread = append(unread, p) }
+	job.ReadAhead = func(p string) ([]byte, bool) {
+		data, err := fsys.ReadFile(p)
+		fsys.start() // other.yaml, read last: the calls after are the build's
+		return data, err == nil
+	}
+	got, err := p.Kustomize(context.Background(), fsys, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with a file not expected:\n%#v\nwith none:\n%#v", got, want)
+	}
+	ev := obs.lastRender()
+	// The names of the kustomization file left out are looked up too.
+	wantForwarded := []string{"CleanedAbs /app/kustomization.yml", "CleanedAbs /app/Kustomization", "CleanedAbs /app/cm.yaml", "ReadFile /app/cm.yaml"}
+	if forwarded := fsys.since(); !slices.Equal(forwarded, wantForwarded) || ev.Forwarded != len(wantForwarded) || ev.Answered == 0 {
+		t.Fatalf("calls forwarded %v (counted %d), %d answered; want %v", forwarded, ev.Forwarded, ev.Answered, wantForwarded)
+	}
+	if !slices.Equal(unread, []string{"/app/other.yaml"}) {
+		t.Fatalf("unread %v, want the file read ahead the build did not read", unread)
+	}
+
+	// Reads ahead refused: the build reads the files itself, as without them.
+	refused := &recordingFS{FileSystem: kustomizeFS(t, cmKustomization)}
+	job = kustomizeJob
+	job.Expected = cmExpected
+	job.ReadAhead = func(string) ([]byte, bool) { return nil, false }
+	if got, err := p.Kustomize(context.Background(), refused, job); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("with reads ahead refused: %v\n%#v\nwant:\n%#v", err, got, want)
+	}
+	var reads []string
+	for _, c := range refused.calls {
+		if strings.HasPrefix(c, "ReadFile ") {
+			reads = append(reads, c)
+		}
+	}
+	if want := []string{"ReadFile /app/kustomization.yaml", "ReadFile /app/cm.yaml"}; !slices.Equal(reads, want) {
+		t.Fatalf("with reads ahead refused, the files read %v; want %v, by the build", reads, want)
+	}
+
+	// A missing file expected: the build fails as without expected paths.
+	files = map[string]string{"kustomization.yaml": "resources:\n- missing.yaml\n"}
+	_, wantErr := p.Kustomize(context.Background(), kustomizeFS(t, files), kustomizeJob)
+	job = kustomizeJob
+	job.Expected = []string{"/app", "/app/kustomization.yaml", "/app/missing.yaml"}
+	_, err = p.Kustomize(context.Background(), kustomizeFS(t, files), job)
+	var be *BuildError
+	if !errors.As(err, &be) || wantErr == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("got %v, want %v", err, wantErr)
+	}
+}
+
 // TestKustomizeErrorsAreKustomizes: kustomize's own error comes back as a
 // *BuildError worded as in process, and a file system error keeps being
 // fs.ErrNotExist in the worker (kustomize reads a missing file so).
@@ -188,4 +319,53 @@ func TestKustomizeOutputLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStarted(t, p, 1)
+}
+
+// TestAnsweredFileSystemDropsItsAnswersAtAWrite: a build's file system answers
+// a call from the request once per read, and after the build writes, which may
+// change what a call answers, forwards every call, so a file written is read
+// as written.
+func TestAnsweredFileSystemDropsItsAnswersAtAWrite(t *testing.T) {
+	parent := kustomizeFS(t, map[string]string{"a.yaml": "old", "b.yaml": "b"})
+	toParent, fromWorker := io.Pipe()
+	toWorker, fromParent := io.Pipe()
+	defer fromWorker.Close()
+	defer fromParent.Close()
+	go func() {
+		in := bufio.NewReader(toParent)
+		out := bufio.NewWriter(fromParent)
+		for {
+			var resp response
+			if err := readFrame(in, maxRequestBytes, &resp); err != nil || resp.Call == nil {
+				return
+			}
+			if err := writeValue(out, serveFS(parent, resp.Call)); err != nil {
+				return
+			}
+		}
+	}()
+	remote := &remoteFS{in: bufio.NewReader(toWorker), out: bufio.NewWriter(fromWorker)}
+	f := newAnsweredFS(remote, answerExpected(parent, KustomizeJob{Expected: []string{"/app/a.yaml", "/app/b.yaml"}}))
+	read := func(p, want string) {
+		t.Helper()
+		data, err := f.ReadFile(p)
+		if err != nil || string(data) != want {
+			t.Fatalf("read %s: %q, %v; want %q", p, data, err, want)
+		}
+	}
+	read("/app/b.yaml", "b")
+	read("/app/b.yaml", "b") // the second read is the parent's
+	if f.answered != 1 || remote.calls != 1 {
+		t.Fatalf("%d calls answered, %d forwarded; want 1 and 1", f.answered, remote.calls)
+	}
+	if err := f.WriteFile("/app/a.yaml", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	read("/app/a.yaml", "new")
+	if dir, file, err := f.CleanedAbs("/app/a.yaml"); err != nil || dir != "/app" || file != "a.yaml" {
+		t.Fatalf("CleanedAbs: %s, %s, %v", dir, file, err)
+	}
+	if f.answered != 1 || remote.calls != 4 {
+		t.Fatalf("%d calls answered, %d forwarded; want none answered after the write", f.answered, remote.calls)
+	}
 }

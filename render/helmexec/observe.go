@@ -62,6 +62,11 @@ type RenderEvent struct {
 	// Ran says it got that far.
 	Run time.Duration
 	Ran bool
+	// Forwarded, of a kustomize build, counts the file system calls the worker
+	// sent to this process; Answered those it answered from what its request
+	// carried (see KustomizeJob.Expected). Both are 0 when the worker gave no
+	// answer.
+	Forwarded, Answered int
 }
 
 // Observer is told what a Pool's workers do; metrics implement it. Its methods

@@ -147,6 +147,9 @@ type job struct {
 	serve func(*fsCall) fsReply
 	// started, when set, is called once the job has a slot.
 	started func()
+	// prepare, when set, completes the request once the job has its worker:
+	// work for the request that a job which never gets one should not do.
+	prepare func(*request)
 }
 
 // run waits for a slot and a worker, sends j's request and returns the
@@ -156,10 +159,6 @@ type job struct {
 func (p *Pool) run(ctx context.Context, j job, ev *RenderEvent) (response, error) {
 	if d, ok := ctx.Deadline(); ok {
 		j.req.Deadline = d
-	}
-	frame, err := encodeFrame(j.req)
-	if err != nil {
-		return response{}, fmt.Errorf("encode %s request: %w", j.tool, err)
 	}
 	began := time.Now()
 	p.waiting.Add(1)
@@ -179,6 +178,14 @@ func (p *Pool) run(ctx context.Context, j job, ev *RenderEvent) (response, error
 	ev.Wait = time.Since(began)
 	if err != nil {
 		return response{}, err
+	}
+	if j.prepare != nil {
+		j.prepare(&j.req)
+	}
+	frame, err := encodeFrame(j.req)
+	if err != nil {
+		p.put(w)
+		return response{}, fmt.Errorf("encode %s request: %w", j.tool, err)
 	}
 	sent := time.Now()
 	resp, err := w.do(ctx, frame, j.limit, p.sent, j.serve)

@@ -66,6 +66,15 @@ type recorder struct {
 	exits    map[ExitCause]int
 	outcomes map[Outcome]int
 	ran      int
+	// last is the last render told.
+	last RenderEvent
+}
+
+// lastRender is the last render r was told of.
+func (r *recorder) lastRender() RenderEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 func observed(p *Pool) *recorder {
@@ -84,6 +93,7 @@ func (r *recorder) Rendered(ev RenderEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.outcomes[ev.Outcome]++
+	r.last = ev
 	if ev.Ran {
 		r.ran++
 	}

@@ -53,6 +53,11 @@ type response struct {
 	Err      string
 	Panic    string
 	TooLarge bool
+	// Forwarded counts the file system calls of a kustomize build its parent
+	// made, Answered those the request had answered; ReadAnswered are the
+	// files the build read from the request, by the index of their answers.
+	Forwarded, Answered int
+	ReadAnswered        []int
 }
 
 // wireChart is a chart with its dependencies as exported fields, which gob can
