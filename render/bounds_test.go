@@ -165,7 +165,8 @@ func TestPlanCancelledByItsCallerIsNoRefusal(t *testing.T) {
 // TestBuildThatWaitedForTheKustomizeSlotSaysSo: a render whose kustomize build
 // never started, because another build (one abandoned at its deadline runs on)
 // held the one slot until this render's deadline, is refused as a timeout that
-// says so, not as a repository too slow to render.
+// says so, naming the app and kustomization, not as a repository too slow to
+// render.
 func TestBuildThatWaitedForTheKustomizeSlotSaysSo(t *testing.T) {
 	saved := timeout.Load()
 	t.Cleanup(func() { timeout.Store(saved) })
@@ -178,8 +179,8 @@ func TestBuildThatWaitedForTheKustomizeSlotSaysSo(t *testing.T) {
 		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		Change: Change{Replicas: &Replicas{Count: 3}}})
 	var ref *Refusal
-	const want = "rendering took longer than 200ms waiting for other kustomize builds to end (as many run at once as there are kustomize workers); this render's build never started"
-	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.Reason != want {
+	const want = "application web: kustomize build app: rendering took longer than 200ms waiting for other kustomize builds to end (as many run at once as there are kustomize workers); this render's build never started"
+	if !errors.As(err, &ref) || ref.Code != CodeTimeout || ref.App != "web" || ref.Reason != want {
 		t.Fatalf("err = %v\nwant refused (%s): %s", err, CodeTimeout, want)
 	}
 }
