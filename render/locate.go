@@ -189,6 +189,26 @@ func renderedKind(t objref.Target, objs []*object) string {
 	return spelled
 }
 
+// hashNamed is the one generated object of objs that kustomize names want's name
+// and a hash suffix of its content ("-" and ten characters), if there is one.
+func hashNamed(want objKey, objs []*object, appNamespace string) *object {
+	var found *object
+	for _, o := range objs {
+		k := o.key(appNamespace)
+		if o.generatedBy == "" || k.Group != want.Group || k.Kind != want.Kind || k.Namespace != want.Namespace {
+			continue
+		}
+		if len(k.Name) != len(want.Name)+11 || !strings.HasPrefix(k.Name, want.Name+"-") {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = o
+	}
+	return found
+}
+
 func inComponent(r *kustReach, file string) bool {
 	for d := range r.componentDirs {
 		if strings.HasPrefix(file, d+"/") {
@@ -222,6 +242,14 @@ func (p *planner) findTarget(app Application, objs []*object) (*object, error) {
 			return k + " from " + o.origin
 		}
 		return k
+	}
+	if len(matches) == 0 {
+		if o := hashNamed(want, sameKind, app.Namespace); o != nil {
+			// The generator's name, which the user knows and the hash of its
+			// content changes with every edit.
+			p.req.Target.Name = o.name
+			return o, nil
+		}
 	}
 	switch len(matches) {
 	case 1:
