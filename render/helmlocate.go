@@ -264,6 +264,21 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 				}
 			}
 		}
+		// A value only a subchart vendored under charts/ holds by default is
+		// set under the subchart's key in the app's last values file.
+		if len(editable) > 0 {
+			leaves, err := p.subchartDefaultLeaves(path.Dir(defaults))
+			if err != nil {
+				return nil, withApp(err, app.Name)
+			}
+			last := editable[len(editable)-1]
+			for _, fc := range chain {
+				for _, s := range matchLeaves(leaves, fc) {
+					s.file, s.doc, s.fresh = last, 0, true
+					sets = append(sets, s)
+				}
+			}
+		}
 		return dedupeSets(sets), nil
 	}
 	var perChain [][]helmValueSet
@@ -301,6 +316,70 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 		}
 	}
 	return builders, nil
+}
+
+// subchartDefaultLeaves returns the values leaves of the default values of each
+// chart vendored as a directory under the charts/ of the chart at root, each
+// under the key the parent's values give it: its alias in the parent's
+// dependencies, else its name.
+func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
+	dir := path.Join(root, "charts")
+	if k, _ := p.before.kind(dir); k != kindDir {
+		return nil, nil
+	}
+	names, err := p.before.list(dir)
+	if err != nil {
+		return nil, nil
+	}
+	aliases := map[string]string{}
+	if data, err := p.before.read(path.Join(root, "Chart.yaml")); err == nil {
+		var meta struct {
+			Dependencies []struct{ Name, Alias string } `yaml:"dependencies"`
+		}
+		if yaml.Unmarshal(data, &meta) == nil {
+			for _, d := range meta.Dependencies {
+				if d.Alias != "" {
+					aliases[d.Name] = d.Alias
+				}
+			}
+		}
+	}
+	var out []valuesLeaf
+	for _, n := range names {
+		sub := path.Join(dir, n)
+		values := path.Join(sub, "values.yaml")
+		if k, _ := p.before.kind(values); k != kindFile {
+			continue
+		}
+		data, err := p.before.read(path.Join(sub, "Chart.yaml"))
+		if err != nil {
+			continue
+		}
+		var meta struct{ Name string }
+		if yaml.Unmarshal(data, &meta) != nil || meta.Name == "" {
+			continue
+		}
+		key := meta.Name
+		if a, ok := aliases[key]; ok {
+			key = a
+		}
+		data, err = p.before.read(values)
+		if err != nil {
+			return nil, err
+		}
+		leaves, err := valuesLeaves(values, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range leaves {
+			if len(l.path) == 0 {
+				continue
+			}
+			l.path = append(yamledit.Path{yamledit.K(key)}, l.path...)
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // firstChain is the candidates of the first chain when every other chain has
