@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
@@ -107,6 +109,16 @@ func (a *API) CheckCluster(ctx context.Context, t store.Team, name string) error
 // named an existing change. A plan refused at once is returned, not an error (see
 // DecidedRefusal).
 func (a *API) CreateChange(ctx context.Context, t store.Team, req plan.Request) (p store.Plan, created bool, err error) {
+	fields := []boundedField{{"reason", req.Reason, MaxReasonChars}, {"requested_by", req.RequestedBy, MaxRequestedByChars},
+		{"target.apiVersion", req.Target.APIVersion, maxAPIVersionChars}, {"target.kind", req.Target.Kind, maxNameChars},
+		{"target.namespace", req.Target.Namespace, maxNameChars}, {"target.name", req.Target.Name, maxNameChars}}
+	if req.Application != nil {
+		fields = append(fields, boundedField{"application.namespace", req.Application.Namespace, maxNameChars},
+			boundedField{"application.name", req.Application.Name, maxNameChars})
+	}
+	if err := checkBounds(fields...); err != nil {
+		return store.Plan{}, false, err
+	}
 	if err := a.ChangeLimit.AllowRepeat(t.ID, req.IdempotencyKey); err != nil {
 		return store.Plan{}, false, err
 	}
@@ -143,6 +155,9 @@ func (a *API) CancelChange(ctx context.Context, t store.Team, code string) (Chan
 
 // RollbackChange starts (or returns the running) revert of the change.
 func (a *API) RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (ChangeView, error) {
+	if err := checkBounds(boundedField{"reason", reason, MaxReasonChars}, boundedField{"requested_by", requestedBy, MaxRequestedByChars}); err != nil {
+		return ChangeView{}, err
+	}
 	if err := a.ChangeLimit.Allow(t.ID); err != nil {
 		return ChangeView{}, err
 	}
@@ -228,4 +243,41 @@ func (a *API) RepoView(ctx context.Context, t store.Team, cluster, repo, revisio
 // repository, before it asks the cluster or GitHub anything.
 func (a *API) AllowRepositoryRead(t store.Team) error {
 	return a.RepositoryLimit.Allow(t.ID)
+}
+
+// Bounds of a change request's words. A request's reason and requester are copied
+// into its pull request, commit, check run, notifications and every listing of it,
+// so the body limit alone would let each change carry a megabyte of them.
+const (
+	// MaxReasonChars bounds a change's or rollback's reason.
+	MaxReasonChars = 2000
+	// MaxRequestedByChars bounds who asked for it.
+	MaxRequestedByChars = 200
+	// maxNameChars is the longest Kubernetes name (a DNS subdomain), which bounds
+	// a target's kind, namespace and name and an Application's.
+	maxNameChars = 253
+	// maxAPIVersionChars is a group of maxNameChars, a slash and a version label.
+	maxAPIVersionChars = maxNameChars + 1 + 63
+)
+
+// boundedField is a field of a request and the most characters it may hold.
+type boundedField struct {
+	name  string
+	value string
+	max   int
+}
+
+// checkBounds refuses a request whose fields are longer than their bounds, naming
+// each, before it takes anything of the team's limits.
+func checkBounds(fields ...boundedField) error {
+	var over []string
+	for _, f := range fields {
+		if n := utf8.RuneCountInString(f.value); n > f.max {
+			over = append(over, fmt.Sprintf("%s is %d characters long, at most %d are taken", f.name, n, f.max))
+		}
+	}
+	if len(over) > 0 {
+		return &plan.Error{Code: plan.CodeInvalidRequest, Reason: strings.Join(over, "; ")}
+	}
+	return nil
 }
