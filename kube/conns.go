@@ -3,10 +3,7 @@ package kube
 import (
 	"context"
 	"net"
-	"net/http"
 	"sync"
-
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // connections are the connections one Cluster's transport opened, closed all
@@ -47,10 +44,9 @@ func (cs *connections) dialer(dial func(ctx context.Context, network, address st
 	}
 }
 
-// close closes the transport's idle connections (in its own order) and then
-// every connection left, and refuses new ones.
-func (cs *connections) close(client *http.Client) {
-	utilnet.CloseIdleConnectionsFor(client.Transport)
+// close closes every connection and refuses new ones. The transport sees each
+// closed connection fail its next read and drops it from its pool.
+func (cs *connections) close() {
 	cs.mu.Lock()
 	cs.closed = true
 	open := make([]*trackedConn, 0, len(cs.open))

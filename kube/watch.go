@@ -64,9 +64,10 @@ type watches struct {
 	// close waits for.
 	closed    bool
 	informers sync.WaitGroup
-	// replaced are the clusters of credentials replaced since, whose
-	// connections close with the watches.
-	replaced []*Cluster
+	// replaced are the connections of the clusters of credentials replaced
+	// since, which close with the watches (the clusters themselves, with their
+	// caches, are not kept).
+	replaced []*connections
 	// onRejected, when set, is told in a goroutine of its own that the cluster
 	// refused the credentials of a running informer (the registry then looks for
 	// newer ones).
@@ -629,7 +630,7 @@ func (ws *watches) rebind(ctx context.Context, source *Cluster) (done <-chan str
 	old := ws.source
 	ws.source = source
 	if old != nil && old != source {
-		ws.replaced = append(ws.replaced, old)
+		ws.replaced = append(ws.replaced, old.conns)
 	}
 	var restarts sync.WaitGroup
 	for _, w := range ws.running {
@@ -708,11 +709,11 @@ func (c *Cluster) close() {
 		}
 		// One still starting sees the cluster closed and stops itself.
 	}
-	clusters := append([]*Cluster{c, ws.source}, ws.replaced...)
+	conns := append([]*connections{c.conns, ws.source.conns}, ws.replaced...)
 	ws.mu.Unlock()
 	ws.informers.Wait()
-	for _, cl := range clusters {
-		cl.conns.close(cl.httpClient)
+	for _, cs := range conns {
+		cs.close()
 	}
 }
 
