@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
@@ -319,7 +320,8 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 }
 
 // subchartDefaultLeaves returns the values leaves of the default values of each
-// chart vendored as a directory under the charts/ of the chart at root, each
+// chart vendored under the charts/ of the chart at root (a directory or an
+// archive), each
 // under the key the parent's values give it: its alias in the parent's
 // dependencies, else its name.
 func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
@@ -345,27 +347,55 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 		}
 	}
 	var out []valuesLeaf
+	budget := int64(MaxChartArchiveBytes)
 	for _, n := range names {
 		sub := path.Join(dir, n)
 		values := path.Join(sub, "values.yaml")
-		if k, _ := p.before.kind(values); k != kindFile {
+		var name string
+		var data []byte
+		if k, _ := p.before.kind(sub); k == kindFile && strings.HasSuffix(n, ".tgz") {
+			// An archive, as helm dependency build leaves it: expanded within
+			// the bound a render's archives have.
+			archive, err := p.before.read(sub)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkChartArchive(sub, archive, &budget); err != nil {
+				return nil, err
+			}
+			ch, err := loader.LoadArchive(bytes.NewReader(archive))
+			if err != nil {
+				continue
+			}
+			for _, f := range ch.Raw {
+				if f.Name == "values.yaml" {
+					name, data, values = ch.Name(), f.Data, sub+" (values.yaml)"
+				}
+			}
+			// The file came out of the archive, past the reader's bounds.
+			if scan := scanYAML(values, data); scan.err != nil {
+				return nil, scan.err
+			}
+		} else if k, _ := p.before.kind(values); k == kindFile {
+			meta, err := p.before.read(path.Join(sub, "Chart.yaml"))
+			if err != nil {
+				continue
+			}
+			var m struct{ Name string }
+			if yaml.Unmarshal(meta, &m) != nil {
+				continue
+			}
+			if data, err = p.before.read(values); err != nil {
+				return nil, err
+			}
+			name = m.Name
+		}
+		if name == "" || data == nil {
 			continue
 		}
-		data, err := p.before.read(path.Join(sub, "Chart.yaml"))
-		if err != nil {
-			continue
-		}
-		var meta struct{ Name string }
-		if yaml.Unmarshal(data, &meta) != nil || meta.Name == "" {
-			continue
-		}
-		key := meta.Name
+		key := name
 		if a, ok := aliases[key]; ok {
 			key = a
-		}
-		data, err = p.before.read(values)
-		if err != nil {
-			return nil, err
 		}
 		leaves, err := valuesLeaves(values, data)
 		if err != nil {
