@@ -176,7 +176,7 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 		var objErr *objectMapError
 		switch {
 		case errors.As(err, &edit):
-			return nil, refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, edit.err)
+			return nil, withApp(refuse(CodeRenderFailed, "application %s: %s: %v", app.Name, kfile, edit.err), app.Name)
 		case errors.As(err, &objErr):
 			return nil, fmt.Errorf("application %s: %w", app.Name, err)
 		case errors.Is(err, helmexec.ErrOutputTooLarge):
@@ -185,7 +185,7 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 		case errors.As(err, &limit):
 			return nil, &Refusal{Code: CodeTooLarge, App: app.Name, Reason: fmt.Sprintf("application %s: kustomization %s: %v", app.Name, root, err)}
 		}
-		return nil, refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err)
+		return nil, withApp(refuse(CodeRenderFailed, "application %s: kustomize build %s: %v", app.Name, root, err), app.Name)
 	}
 	var objs []*object
 	for _, m := range maps {
@@ -374,7 +374,7 @@ func runInSlot[T any](ctx context.Context, slots chan struct{}, tool string, bui
 		defer func() { <-slots; use.running.Add(-1) }()
 		defer func() {
 			if r := recover(); r != nil {
-				done <- built{err: fmt.Errorf("%s failed: %v", tool, r)}
+				done <- built{err: fmt.Errorf("%s panicked: %v", tool, r)}
 			}
 		}()
 		v, err := build()

@@ -376,3 +376,46 @@ func TestKustomizeBuildInAWorkerReadsWhatItDoesInProcess(t *testing.T) {
 		t.Fatalf("%d calls forwarded, %d answered; want the files not predicted forwarded", forwarded, answered)
 	}
 }
+
+// openAPIPanicRepository is a kustomization that makes kustomize itself panic
+// (an interface conversion of a nil value): its own OpenAPI schema (openapi:
+// path) has a definition whose x-kubernetes-group-version-kind entry is empty,
+// and a strategic-merge patch makes kustomize look the patched kind up in it.
+func openAPIPanicRepository(t *testing.T) string {
+	return testtree.Write(t, map[string]string{
+		"app/deploy.yaml":        twoContainerDeployment,
+		"app/schema.json":        `{"definitions": {"x": {"x-kubernetes-group-version-kind": [{}]}}}`,
+		"app/kustomization.yaml": "resources:\n- deploy.yaml\nopenapi:\n  path: schema.json\npatches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n    spec:\n      replicas: 3\n",
+	})
+}
+
+// TestKustomizePanicInAWorkerIsARefusalNamingTheApp: a kustomization that
+// makes kustomize panic is refused render_failed naming the app, the
+// kustomization and the panic, as in process; the worker answered, so its
+// slot is free and it builds the next render.
+func TestKustomizePanicInAWorkerIsARefusalNamingTheApp(t *testing.T) {
+	pool, ctx := kustomizePool(t, 0)
+	repo := openAPIPanicRepository(t)
+	_, err := Render(ctx, repo, kustomizeApp)
+	var ref *Refusal
+	const want = "application web: kustomize build app: kustomize panicked: interface conversion: interface {} is nil, not string"
+	if !errors.As(err, &ref) || ref.Code != CodeRenderFailed || ref.App != "web" || ref.Reason != want {
+		t.Fatalf("got %v (app %q), want refused (%s): %s", err, refApp(ref), CodeRenderFailed, want)
+	}
+	SetKustomizeInProcess(true)
+	_, inProcess := Render(context.Background(), repo, kustomizeApp)
+	SetKustomizeInProcess(false)
+	if fmt.Sprint(inProcess) != fmt.Sprint(err) {
+		t.Fatalf("in process: %v\nin a worker: %v", inProcess, err)
+	}
+	if st := pool.Stats(); st.Running != 1 || st.Idle != 1 {
+		t.Fatalf("after the panic %d workers running, %d idle; want the one worker idle", st.Running, st.Idle)
+	}
+	objs, err := Render(ctx, smallKustomization(t), kustomizeApp)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("the render after: %d objects, %v", len(objs), err)
+	}
+	if n := pool.Started(); n != 1 {
+		t.Fatalf("%d workers started, want 1: the worker that recovered from the panic builds on", n)
+	}
+}

@@ -160,7 +160,7 @@ func (p *Pool) kustomize(ctx context.Context, fsys filesys.FileSystem, kj Kustom
 	}
 	switch {
 	case resp.Panic != "":
-		return nil, fmt.Errorf("kustomize failed: %s", resp.Panic)
+		return nil, fmt.Errorf("kustomize panicked: %s", resp.Panic)
 	case resp.TooLarge:
 		return nil, ErrOutputTooLarge
 	case resp.Err != "":
