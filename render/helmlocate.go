@@ -792,6 +792,17 @@ func helmOverride(app Application, target, expected map[string]any) string {
 				}
 			}
 		}
+		// A mapping of them the chart renders (env, labels, annotations) that a
+		// new key joins.
+		for _, chain := range withEnclosing(target, expected, chains) {
+			for _, fc := range chain {
+				for _, s := range matchLeaves(leaves, fc) {
+					if !s.fresh {
+						return fmt.Sprintf("the Application sets it in %s.%s (%s), which Argo CD applies after every values file", helmSettings(app), app.Helm.ValuesField, s.path)
+					}
+				}
+			}
+		}
 	}
 	return ""
 }
