@@ -35,15 +35,15 @@ func TestEveryBodyIsBoundedThroughTheService(t *testing.T) {
 	}
 	ignores := map[string]string{
 		// Bounded by its own limit, GitHub's 25 MB, and read only with a signature
-		// in GitHub's form (package webhook's tests).
-		"POST /webhooks/github":                           "GitHub's limit",
-		"POST /api/v1/installations/state":                "no body",
-		"DELETE /api/v1/clusters/{cluster}/repos":         "the repository in the query",
-		"POST /api/v1/changes/{code}/cancel":              "no body",
-		"POST /api/v1/changes/{code}/retry":               "no body",
-		"DELETE /api/v1/notifications/endpoints/{id}":     "no body",
+		// in GitHub's form (api/webhook's TestWebhookOverGitHubsLimitIsRefused).
+		"POST /webhooks/github":                            "GitHub's limit",
+		"POST /api/v1/installations/state":                 "no body",
+		"DELETE /api/v1/clusters/{cluster}/repos":          "the repository in the query",
+		"POST /api/v1/changes/{code}/cancel":               "no body",
+		"POST /api/v1/changes/{code}/retry":                "no body",
+		"DELETE /api/v1/notifications/endpoints/{id}":      "no body",
 		"POST /api/v1/notifications/endpoints/{id}/resume": "no body",
-		"POST /auth/signout":                              "no body",
+		"POST /auth/signout":                               "no body",
 	}
 	oversized := `{"reason":"` + strings.Repeat("x", 2*int(cfg.Server.MaxBodyBytes)) + `"}`
 	for _, r := range Routes {
