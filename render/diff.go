@@ -118,7 +118,7 @@ func objectDiff(app string, k objKey, before, after *object) ObjectDiff {
 		var diffs []difference
 		compareValues(nil, a, c, &diffs, 50)
 		for _, df := range diffs {
-			d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: flowText(df.want), After: flowText(df.got)})
+			d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: changeText(df.want), After: changeText(df.got)})
 		}
 	}
 	var b strings.Builder
@@ -137,6 +137,17 @@ func yamlLines(m map[string]any) []string {
 		return []string{fmt.Sprintf("# cannot show object: %v\n", err)}
 	}
 	return splitLines(out)
+}
+
+// changeText is a field change's value (masked already) on one line: a string of
+// several lines (a config file, an Application's helm values) quoted, its line
+// breaks escaped. Free text keeps flowText, whose values the scrubbing of secret
+// values finds line by line.
+func changeText(v any) string {
+	if s, ok := v.(string); ok && strings.ContainsAny(s, "\n\r") {
+		return strconv.Quote(s)
+	}
+	return flowText(v)
 }
 
 // flowText shows a value on one line.
