@@ -58,6 +58,9 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultMaxBodyBytes      = 1 << 20
+	// MaxHeaderBytes bounds a request's headers on every listener the service
+	// opens; larger ones are answered 431.
+	MaxHeaderBytes = 64 << 10
 	// readinessCheckTimeout bounds all of /readyz's checks together, below the
 	// chart's 3 s probe timeout, so a check that runs out is answered, and logged,
 	// by name before the probe gives up.
@@ -328,7 +331,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          stdlog.New(log.With().Str("component", "net/http").Logger(), "", 0),
 		BaseContext: func(net.Listener) context.Context {
 			return log.WithContext(context.WithoutCancel(ctx))

@@ -62,15 +62,7 @@ func (m *metricsExposition) listen(ctx context.Context) (func(context.Context) e
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", m.address, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET "+MetricsPath, m.handler)
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
-		ReadTimeout:       server.DefaultReadTimeout,
-		WriteTimeout:      server.DefaultWriteTimeout,
-		IdleTimeout:       server.DefaultIdleTimeout,
-	}
+	hs := m.server()
 	zerolog.Ctx(ctx).Info().Str("address", ln.Addr().String()).Msg("Serving metrics")
 	return func(ctx context.Context) error {
 		stopped := make(chan struct{})
@@ -87,6 +79,21 @@ func (m *metricsExposition) listen(ctx context.Context) (func(context.Context) e
 		}
 		return fmt.Errorf("serve metrics: %w", err)
 	}, nil
+}
+
+// server is the metrics listener's HTTP server, bounded as the main one is:
+// whoever reaches the address can open connections and send headers.
+func (m *metricsExposition) server() *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET "+MetricsPath, m.handler)
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
+		ReadTimeout:       server.DefaultReadTimeout,
+		WriteTimeout:      server.DefaultWriteTimeout,
+		IdleTimeout:       server.DefaultIdleTimeout,
+		MaxHeaderBytes:    server.MaxHeaderBytes,
+	}
 }
 
 // promErrorLog sends the exposition handler's errors (a collector that failed during a
