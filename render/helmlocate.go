@@ -535,34 +535,8 @@ func envMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	var out []helmValueSet
-	for _, l := range leaves {
-		if l.node.Kind != yaml.MappingNode || len(l.path) == 0 {
-			continue
-		}
-		held, ok := scalarMapping(l.node)
-		if !ok {
-			continue
-		}
-		if len(held) == 0 && !strings.Contains(strings.ToLower(l.path[len(l.path)-1].Key), "env") {
-			continue
-		}
-		matches := true
-		for k, v := range held {
-			if old, in := oldVars[k]; !in || old != v {
-				matches = false
-				break
-			}
-		}
-		if !matches {
-			continue
-		}
-		want := map[string]any{}
-		for k := range held {
-			if v, kept := newVars[k]; kept {
-				want[k] = v
-			}
-		}
+	return heldMappingSets(leaves, "env", oldVars, func(held map[string]string) map[string]any {
+		want := keptOf(held, newVars)
 		for k, v := range newVars {
 			if _, was := oldVars[k]; !was {
 				want[k] = v
@@ -577,9 +551,8 @@ func envMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 				}
 			}
 		}
-		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
-	}
-	return out
+		return want
+	})
 }
 
 // metadataMapSets returns the edits for labels or annotations that a chart
@@ -596,6 +569,22 @@ func metadataMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	if !ok1 || !ok2 {
 		return nil
 	}
+	return heldMappingSets(leaves, word, oldMap, func(held map[string]string) map[string]any {
+		want := keptOf(held, newMap)
+		for k, v := range newMap {
+			if old, was := oldMap[k]; !was || old != v {
+				want[k] = v
+			}
+		}
+		return want
+	})
+}
+
+// heldMappingSets sets, to what want makes of it, each values mapping of scalars
+// that could be the source of a rendered mapping whose values were old: every key
+// it holds is in old with the same value, or it is empty under a key whose name
+// holds word (env: {}, podAnnotations: {}).
+func heldMappingSets(leaves []valuesLeaf, word string, old map[string]string, want func(held map[string]string) map[string]any) []helmValueSet {
 	var out []helmValueSet
 	for _, l := range leaves {
 		if l.node.Kind != yaml.MappingNode || len(l.path) == 0 {
@@ -610,28 +599,28 @@ func metadataMapSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 		}
 		matches := true
 		for k, v := range held {
-			if old, in := oldMap[k]; !in || old != v {
+			if o, in := old[k]; !in || o != v {
 				matches = false
 				break
 			}
 		}
-		if !matches {
-			continue
+		if matches {
+			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want(held)})
 		}
-		want := map[string]any{}
-		for k := range held {
-			if v, kept := newMap[k]; kept {
-				want[k] = v
-			}
-		}
-		for k, v := range newMap {
-			if old, was := oldMap[k]; !was || old != v {
-				want[k] = v
-			}
-		}
-		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: want})
 	}
 	return out
+}
+
+// keptOf is the part of a held mapping the new rendered mapping keeps, with its
+// new values.
+func keptOf(held, newMap map[string]string) map[string]any {
+	kept := map[string]any{}
+	for k := range held {
+		if v, in := newMap[k]; in {
+			kept[k] = v
+		}
+	}
+	return kept
 }
 
 // stringMap reads a rendered mapping of strings (labels, annotations); nil is
