@@ -256,13 +256,7 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 				if err != nil {
 					return nil, withApp(err, app.Name)
 				}
-				last := editable[len(editable)-1]
-				for _, fc := range chain {
-					for _, s := range matchLeaves(leaves, fc) {
-						s.file, s.doc, s.fresh = last, 0, true
-						sets = append(sets, s)
-					}
-				}
+				sets = append(sets, freshSets(leaves, chain, editable[len(editable)-1])...)
 			}
 		}
 		// A value only a subchart vendored under charts/ holds by default is
@@ -272,13 +266,7 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 			if err != nil {
 				return nil, withApp(err, app.Name)
 			}
-			last := editable[len(editable)-1]
-			for _, fc := range chain {
-				for _, s := range matchLeaves(leaves, fc) {
-					s.file, s.doc, s.fresh = last, 0, true
-					sets = append(sets, s)
-				}
-			}
+			sets = append(sets, freshSets(leaves, chain, editable[len(editable)-1])...)
 		}
 		return dedupeSets(sets), nil
 	}
@@ -516,6 +504,20 @@ func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 			if n.digest != "" && o.digest != n.digest {
 				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: append(append(yamledit.Path(nil), parent...), yamledit.K("digest")), value: n.digest, fresh: true})
 			}
+		}
+	}
+	return out
+}
+
+// freshSets are the sets of chain that defaults' leaves match, written as new
+// keys of the app's last values file: the value is held where the app cannot
+// edit it (the chart's or a subchart's defaults), and the last file wins.
+func freshSets(leaves []valuesLeaf, chain []fieldChange, last string) []helmValueSet {
+	var out []helmValueSet
+	for _, fc := range chain {
+		for _, s := range matchLeaves(leaves, fc) {
+			s.file, s.doc, s.fresh = last, 0, true
+			out = append(out, s)
 		}
 	}
 	return out
