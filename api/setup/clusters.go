@@ -83,7 +83,7 @@ func (a *API) createCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.create", SubjectType: "cluster",
-		SubjectID: created.ID, Detail: mustJSON(map[string]string{"name": created.Name, "access": string(created.Access)})})
+		SubjectID: created.ID, Detail: mustJSON(auditDetail(map[string]any{"name": created.Name, "access": string(created.Access)}, warnings))})
 	server.WriteJSON(w, http.StatusCreated, Cluster{Name: created.Name, Access: string(created.Access), CreatedAt: created.CreatedAt, Warnings: warnings})
 }
 
@@ -121,7 +121,7 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 	}
 	t := team(r)
 	a.audit(r, store.AuditEvent{TeamID: t.ID, Actor: "team:" + t.Name, Action: "cluster.kubeconfig", SubjectType: "cluster",
-		SubjectID: replaced.ID, Detail: mustJSON(map[string]string{"name": replaced.Name, "previous_access": string(c.Access)})})
+		SubjectID: replaced.ID, Detail: mustJSON(auditDetail(map[string]any{"name": replaced.Name, "previous_access": string(c.Access)}, warnings))})
 	if a.Access != nil {
 		// Stored already: a watch that cannot start again now does at its next
 		// refusal of the old credentials, or at the cluster's next use.
@@ -130,6 +130,17 @@ func (a *API) replaceKubeconfig(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	server.WriteJSON(w, http.StatusOK, Cluster{Name: replaced.Name, Access: string(replaced.Access), CreatedAt: replaced.CreatedAt, Warnings: warnings})
+}
+
+// auditDetail is detail with the warnings the kubeconfig was accepted with, if
+// any: whoever reads the audit trail later learns that the operator's setting let
+// a kubeconfig in that would otherwise have been refused (unverified TLS), and
+// what to ask the team to change.
+func auditDetail(detail map[string]any, warnings []string) map[string]any {
+	if len(warnings) > 0 {
+		detail["warnings"] = warnings
+	}
+	return detail
 }
 
 // sealKubeconfig checks a team's kubeconfig for its cluster name and seals it for

@@ -211,5 +211,35 @@ func TestRegisterClusterRefusesUnverifiedTLSUnlessAllowed(t *testing.T) {
 		warned("register", status, http.StatusCreated, body)
 		status, body = e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenA, map[string]any{"kubeconfig": insecure})
 		warned("replace", status, http.StatusOK, body)
+
+		// The audit trail says so too: the registration and the replacement
+		// accepted with the operator's setting carry its warning, the verified
+		// registration none.
+		events, err := db.ListAuditEvents(context.Background(), store.AuditFilter{SubjectType: "cluster", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warnedEvents := map[string]int{}
+		for _, ev := range events {
+			var detail struct {
+				Name     string   `json:"name"`
+				Warnings []string `json:"warnings"`
+			}
+			if err := json.Unmarshal(ev.Detail, &detail); err != nil {
+				t.Fatalf("audit detail %s: %v", ev.Detail, err)
+			}
+			for _, w := range detail.Warnings {
+				if !strings.HasPrefix(w, field+": ") || !strings.Contains(w, "certificate-authority-data") {
+					t.Errorf("audit event %s of %s warns %q, want the warning naming %s", ev.Action, detail.Name, w, field)
+				}
+			}
+			if len(detail.Warnings) > 0 {
+				warnedEvents[ev.Action+" "+detail.Name]++
+			}
+		}
+		want := map[string]int{"cluster.create stage": 1, "cluster.kubeconfig prod": 1}
+		if fmt.Sprint(warnedEvents) != fmt.Sprint(want) {
+			t.Errorf("audit events with warnings = %v, want %v (every event: %d)", warnedEvents, want, len(events))
+		}
 	})
 }
