@@ -321,6 +321,9 @@ func (p *planner) checkTarget(app Application, o *object) error {
 		if field, key, ok := metadataOverride(app.Kustomize, c.Patch); ok {
 			return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s %q in spec.source.kustomize.%s, which Argo CD applies over the repository when it renders; a Git edit would be overridden, change the Application instead", app.Name, strings.TrimSuffix(field, "s"), key, metadataOption[field])}
 		}
+		if err := p.transformerOverride(app, o); err != nil {
+			return err
+		}
 	}
 	return nil
 }
