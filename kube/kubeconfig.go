@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +16,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/netguard"
 )
@@ -55,7 +59,9 @@ const (
 // (extensions and preferences, which client-go does not act on, are dropped), so
 // nothing else reaches client-go even if it learns new fields.
 //
-// insecure-skip-tls-verify: true is refused too (see KubeconfigOptions).
+// insecure-skip-tls-verify: true is refused too (see KubeconfigOptions), and so is
+// a field kubeconfigs do not have (see checkKnownFields): client-go ignores one,
+// so a misspelt token or server would otherwise be dropped without a word.
 func LoadKubeconfig(b []byte) (*clientcmdapi.Config, error) {
 	cfg, _, err := LoadKubeconfigWith(b, KubeconfigOptions{})
 	return cfg, err
@@ -86,6 +92,9 @@ func LoadKubeconfigWith(b []byte, opts KubeconfigOptions) (cfg *clientcmdapi.Con
 	raw, err := clientcmd.Load(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	if err := checkKnownFields(b); err != nil {
+		return nil, nil, err
 	}
 	out := clientcmdapi.NewConfig()
 	out.CurrentContext = raw.CurrentContext
@@ -188,6 +197,164 @@ func inlineCluster(name string, c *clientcmdapi.Cluster) (*clientcmdapi.Cluster,
 		return nil, &KubeconfigError{Field: field("cluster"), Reason: reasonUnknown}
 	}
 	return kept, nil
+}
+
+// checkKnownFields refuses a kubeconfig that sets a field client-go's kubeconfig
+// type (clientcmd's v1 Config) does not have, with a *KubeconfigError naming the
+// entry that holds it (users[ci].user) and the field, and the known field it was
+// likely meant to be. client-go's decoder ignores such a field, so a misspelt
+// token, server or certificate-authority-data would leave the cluster reached
+// without it, and the team guessing why. Only names of settings are told, never a
+// value: a name that does not look like a setting's (a credential pasted as a
+// key, say) is not shown either. Extensions are free-form and not looked into.
+// b has been parsed by clientcmd.Load already.
+func checkKnownFields(b []byte) error {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	return knownFields(doc, reflect.TypeFor[clientcmdv1.Config](), "top level")
+}
+
+// knownFields checks v, decoded JSON, against the fields of t at path; a value of
+// another shape than t's is left to client-go's decoder, which refuses it.
+func knownFields(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil // decoded by its own rules: an extension's free-form content
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		fields := jsonFields(t)
+		for _, key := range slices.Sorted(maps.Keys(m)) {
+			ft, ok := fields[key]
+			if !ok {
+				return &KubeconfigError{Field: path, Reason: unknownField(key, slices.Sorted(maps.Keys(fields)))}
+			}
+			if err := knownFields(m[key], ft, childPath(path, key)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		items, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		for i, item := range items {
+			// Entries are named as the refusals of their settings name them:
+			// clusters[prod]; one without a name by its position.
+			at := fmt.Sprint(i)
+			if m, ok := item.(map[string]any); ok {
+				if name, ok := m["name"].(string); ok && name != "" {
+					at = name
+				}
+			}
+			if err := knownFields(item, t.Elem(), path+"["+at+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for _, key := range slices.Sorted(maps.Keys(m)) {
+			if err := knownFields(m[key], t.Elem(), path+"["+key+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func childPath(path, key string) string {
+	if path == "top level" {
+		return key
+	}
+	return path + "." + key
+}
+
+// jsonFields are the fields of struct type t by their JSON names, as client-go's
+// decoder matches them (case-sensitively).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+// unknownField says that key is no field of an entry that has known, and which
+// one it likely is. key is shown only if it looks like a setting's name.
+func unknownField(key string, known []string) string {
+	if !settingName(key) {
+		return "a field kubeconfigs do not have (its name is not shown: it does not look like the name of a setting); " +
+			"the fields here are " + strings.Join(known, ", ")
+	}
+	reason := fmt.Sprintf("unknown field %q", key)
+	best, bestDist := "", 3 // two edits at most: a typo, not another word
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return reason + fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return reason + "; the fields here are " + strings.Join(known, ", ")
+}
+
+// settingName reports whether s looks like the name of a kubeconfig setting
+// (certificate-authority-data is the longest): letters, digits, - and _.
+func settingName(s string) bool {
+	if s == "" || len(s) > 40 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// editDistance is the Levenshtein distance of a and b (short ASCII names).
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // checkServer requires an https URL naming a host: credentials are never sent in

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/kube"
 )
@@ -292,5 +294,136 @@ func TestInsecureTLSIsRefusedUnlessTheOperatorAllowsIt(t *testing.T) {
 	}
 	if got := srv.authorizations(); len(got) == 0 || got[0] != "Bearer inline-token" {
 		t.Errorf("the server was sent %q, want the token over the allowed connection", got)
+	}
+}
+
+// TestLoadKubeconfigRefusesUnknownFields: a field kubeconfigs do not have (a
+// misspelt setting, which client-go ignores) is refused naming the entry that
+// holds it and the field, with the setting it likely is; never with a value, nor
+// with a name that is no setting's, which may be a credential pasted as a key.
+// At use too, as every check of the document is.
+func TestLoadKubeconfigRefusesUnknownFields(t *testing.T) {
+	const secret = "s3cret-credential-value"
+	tests := map[string]struct {
+		doc                  []byte
+		wantField, wantInErr string
+	}{
+		"a misspelt token": {doc: kubeconfigDoc(inlineServer, "    tokn: "+secret),
+			wantField: "users[admin].user", wantInErr: `unknown field "tokn" (did you mean "token"?)`},
+		"a misspelt certificate-authority-data": {doc: kubeconfigDoc(inlineServer+"\n    certificate-authority-dat: "+secret, inlineToken),
+			wantField: "clusters[prod].cluster", wantInErr: `unknown field "certificate-authority-dat" (did you mean "certificate-authority-data"?)`},
+		"a misspelt server": {doc: kubeconfigDoc("    sever: https://prod.example:6443", inlineToken),
+			wantField: "clusters[prod].cluster", wantInErr: `unknown field "sever" (did you mean "server"?)`},
+		"a setting in another case": {doc: kubeconfigDoc(inlineServer, "    Token: "+secret),
+			wantField: "users[admin].user", wantInErr: `unknown field "Token" (did you mean "token"?)`},
+		"a misspelt namespace": {doc: []byte(strings.Replace(string(kubeconfigDoc(inlineServer, inlineToken)), "namespace: shop", "namspace: shop", 1)),
+			wantField: "contexts[prod].context", wantInErr: `unknown field "namspace" (did you mean "namespace"?)`},
+		"a misspelt list": {doc: append(kubeconfigDoc(inlineServer, inlineToken), "user:\n- name: ci\n  user: {token: "+secret+"}\n"...),
+			wantField: "top level", wantInErr: `unknown field "user" (did you mean "users"?)`},
+		"a misspelt entry body": {doc: append(kubeconfigDoc(inlineServer, inlineToken), "- name: ci\n  usr: {token: "+secret+"}\n"...),
+			wantField: "users[ci]", wantInErr: `unknown field "usr" (did you mean "user"?)`},
+		"a misspelt preference": {doc: append(kubeconfigDoc(inlineServer, inlineToken), "preferences: {colours: true}\n"...),
+			wantField: "preferences", wantInErr: `unknown field "colours" (did you mean "colors"?)`},
+		"a field far from any": {doc: kubeconfigDoc(inlineServer, inlineToken+"\n    role: admin"),
+			wantField: "users[admin].user", wantInErr: `unknown field "role"; the fields here are as, as-groups`},
+		"a credential pasted as a key": {doc: kubeconfigDoc(inlineServer, "    "+secret+".eyJzdWIiOiJjaSJ9: x"),
+			wantField: "users[admin].user", wantInErr: "its name is not shown"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(tc.doc)
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError", err)
+			}
+			if refused.Field != tc.wantField || !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Errorf("refusal %q (field %q), want field %q saying %q", err, refused.Field, tc.wantField, tc.wantInErr)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("refusal %q shows the credential", err)
+			}
+		})
+	}
+	_, err := kube.NewClusters(kube.Options{}).Get("stored", kube.Access{Kubeconfig: kubeconfigDoc(inlineServer, "    tokn: "+secret)})
+	if want := `kubeconfig refused: users[admin].user: unknown field "tokn"`; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
+		t.Errorf("a stored kubeconfig with a misspelt token at use: %v, want %s", err, want)
+	}
+}
+
+// TestLoadKubeconfigAcceptsWhatKubeconfigsHold: the fields of kubeconfigs as tools
+// write them are known ones (preferences, extensions at each level, a context's
+// namespace, tls-server-name, disable-compression, insecure-skip-tls-verify where
+// allowed), in YAML and in JSON; proxy-url is refused for what it is, not as an
+// unknown field.
+func TestLoadKubeconfigAcceptsWhatKubeconfigsHold(t *testing.T) {
+	doc := `apiVersion: v1
+kind: Config
+preferences: {}
+clusters:
+- name: minikube
+  cluster:
+    certificate-authority-data: Y2EtZGF0YQ==
+    extensions:
+    - extension:
+        last-update: Tue, 01 Dec 2026 10:00:00 UTC
+        provider: minikube.sigs.k8s.io
+        version: v1.36.0
+      name: cluster_info
+    server: https://192.168.49.2:8443
+    tls-server-name: api.minikube.internal
+    disable-compression: true
+- name: lab
+  cluster:
+    server: https://lab.example:6443
+    insecure-skip-tls-verify: true
+contexts:
+- name: minikube
+  context:
+    cluster: minikube
+    extensions:
+    - extension: {provider: minikube.sigs.k8s.io}
+      name: context_info
+    namespace: default
+    user: minikube
+- name: lab
+  context: {cluster: lab, user: ci}
+current-context: minikube
+users:
+- name: minikube
+  user:
+    client-certificate-data: Y2VydA==
+    client-key-data: a2V5
+    extensions:
+    - name: note
+      extension: {any: [thing, at, all]}
+- name: ci
+  user:
+    token: inline-token
+    as: deployer
+    as-uid: "1001"
+    as-groups: [deployers]
+    as-user-extra: {scopes: [view]}
+extensions:
+- name: tool
+  extension: {written-by: kubectl}
+`
+	cfg, warnings, err := kube.LoadKubeconfigWith([]byte(doc), kube.KubeconfigOptions{AllowInsecureTLS: true})
+	if err != nil || len(warnings) != 1 {
+		t.Fatalf("a kubeconfig as tools write it: %v, warnings %q", err, warnings)
+	}
+	if c := cfg.Clusters["minikube"]; c.TLSServerName != "api.minikube.internal" || !c.DisableCompression || cfg.Contexts["minikube"].Namespace != "default" {
+		t.Errorf("cluster %+v, context %+v, want their settings kept", c, cfg.Contexts["minikube"])
+	}
+	asJSON, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kube.LoadKubeconfigWith(asJSON, kube.KubeconfigOptions{AllowInsecureTLS: true}); err != nil {
+		t.Errorf("the same kubeconfig in JSON: %v", err)
+	}
+	_, err = kube.LoadKubeconfig(kubeconfigDoc(inlineServer+"\n    proxy-url: https://proxy.example:3128", inlineToken))
+	var refused *kube.KubeconfigError
+	if !errors.As(err, &refused) || refused.Field != "clusters[prod].proxy-url" || strings.Contains(err.Error(), "unknown field") {
+		t.Errorf("proxy-url: %v, want refused as a proxy", err)
 	}
 }
