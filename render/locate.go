@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -548,8 +549,9 @@ func changedLines(a, b string) int {
 }
 
 // selectorMatches reports whether a patch target selects the object (by its source
-// or rendered name). Label and annotation selectors are left to verification.
-func selectorMatches(sel *types.Selector, o *object, src *sourceDoc) bool {
+// or rendered name, or a name it has between the two: see layerNames). Label and
+// annotation selectors are left to verification.
+func selectorMatches(sel *types.Selector, o *object, src *sourceDoc, layers []string) bool {
 	if sel == nil {
 		return false
 	}
@@ -559,7 +561,7 @@ func selectorMatches(sel *types.Selector, o *object, src *sourceDoc) bool {
 	if sel.Group != "" && sel.Group != groupOf(o.apiVersion) {
 		return false
 	}
-	names := []string{o.name}
+	names := append([]string{o.name}, layers...)
 	namespaces := []string{o.namespace}
 	if src != nil {
 		names = append(names, src.name)
@@ -606,9 +608,10 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	// patch that sets it (a new transformer entry would leave that patch's value
 	// dead, since kustomize runs the transformers after the patches).
 	var entries []candidateBuilder
+	layers := layerNames(target.name, p.primary.Kustomize, reach.nodes)
 	if c.Replicas != nil {
 		for _, r := range root.k.Replicas {
-			if r.Name == sourceName || r.Name == target.name {
+			if r.Name == sourceName || r.Name == target.name || slices.Contains(layers, r.Name) {
 				entries = append(entries, kustEdit(strategyReplicasEntry, replicasCountOp(r.Name, c.Replicas.Count)))
 			}
 		}
@@ -617,8 +620,15 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 		entries = append(entries, p.imagesEntryBuilders(root, target, src, kustEdit)...)
 	}
 	builders = append(builders, entries...)
-	setting, others := p.patchBuilders(root, target, src, expected)
+	setting, others := p.patchBuilders(root, true, target, src, layers, expected)
 	builders = append(builders, setting...)
+	// A patch of a base or component the build includes that sets the field: the
+	// value is that patch's, and a new entry or patch of the overlay would leave
+	// it dead. Verification drops the edit of one another app reads too.
+	for _, n := range reach.nodes[1:] {
+		included, _ := p.patchBuilders(n, false, target, src, layers, expected)
+		builders = append(builders, included...)
+	}
 
 	// (2) The resource's document lives in the overlay's own folder: editing it
 	// leaves no value that a later layer overrides.
@@ -746,9 +756,39 @@ func (p *planner) newEntryBuilders(target *object, sourceName string, kustEdit f
 	return nil
 }
 
-// patchBuilders offers the overlay's existing patches of the target: first those
-// that already set the field, then the others.
-func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, expected map[string]any) (setting, others []candidateBuilder) {
+// layerNames are the names an object may have where the kustomizations of a
+// build see it, between its source document's and its rendered one: the rendered
+// name without the Application's namePrefix and nameSuffix, then without those of
+// each kustomization in turn, the app's own first. An overlay's patch sees a base's
+// object named by the base's namePrefix (shop-web), not yet by its own (eu-shop-web).
+// Names it never has only cost a candidate verification drops.
+func layerNames(name string, o KustomizeOptions, nodes []*kustNode) []string {
+	var out []string
+	strip := func(prefix, suffix string) {
+		n := name
+		if prefix != "" && strings.HasPrefix(n, prefix) {
+			n = strings.TrimPrefix(n, prefix)
+		}
+		if suffix != "" && strings.HasSuffix(n, suffix) {
+			n = strings.TrimSuffix(n, suffix)
+		}
+		if n != name && n != "" {
+			name = n
+			out = append(out, n)
+		}
+	}
+	strip(o.NamePrefix, o.NameSuffix)
+	for _, n := range nodes {
+		strip(n.k.NamePrefix, n.k.NameSuffix)
+	}
+	return out
+}
+
+// patchBuilders offers the existing patches of the target a kustomization lists:
+// first those that already set the field, then the others. Of a kustomization
+// other than the app's own (own false), only edits of the field's value are
+// offered, never new operations appended to its patch.
+func (p *planner) patchBuilders(root *kustNode, own bool, target *object, src *sourceDoc, layers []string, expected map[string]any) (setting, others []candidateBuilder) {
 	type scored struct {
 		b     candidateBuilder
 		score int
@@ -764,7 +804,7 @@ func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, 
 			continue
 		}
 		if ref.json || looksLikeJSONPatch(data) {
-			if ref.target != nil && selectorMatches(ref.target, target, src) {
+			if ref.target != nil && selectorMatches(ref.target, target, src, layers) && (own || p.req.Change.Env == nil) {
 				if b, ok := p.jsonPatchBuilder(root, ref, data, target, expected); ok {
 					found = append(found, scored{b, 0})
 				}
@@ -785,10 +825,10 @@ func (p *planner) patchBuilders(root *kustNode, target *object, src *sourceDoc, 
 			}
 			var matches bool
 			if ref.target != nil {
-				matches = selectorMatches(ref.target, target, src)
+				matches = selectorMatches(ref.target, target, src, layers)
 			} else {
 				matches = po.kind == target.kind && groupOf(po.apiVersion) == groupOf(target.apiVersion) &&
-					(po.name == sourceName || po.name == target.name)
+					(po.name == sourceName || po.name == target.name || slices.Contains(layers, po.name))
 			}
 			if !matches {
 				continue
