@@ -267,6 +267,15 @@ func (s *Server) requireTeam(scope store.Scope, next http.Handler) http.Handler 
 		var scopes store.Scopes
 		switch {
 		case header == "" && s.deps.DevTeam != nil:
+			// Nothing of the request proves who sent it, so any site a developer's
+			// browser opens could post to the API as the dev team (a form, or a
+			// fetch of text/plain, needs no preflight): such a request, told by the
+			// browser's Sec-Fetch-Site or Origin, is refused.
+			if err := s.devOrigins.Check(r); err != nil {
+				WriteError(w, http.StatusForbidden, "cross_origin_request",
+					"a request without a token acts as the dev team only when it does not come from another site's page; send a token (Authorization: Bearer <token>)")
+				return
+			}
 			team, scopes = *s.deps.DevTeam, store.AllScopes
 		case header == "":
 			unauthorized(w, "missing_token", "this endpoint needs an API token: Authorization: Bearer <token>")

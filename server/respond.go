@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/kukie/kukie-gitops/ratelimit"
 )
@@ -47,23 +49,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// DecodeJSON reads the request body into v, rejecting unknown fields and trailing
-// data. On failure it has already answered (400 or 413) and returns false.
+// DecodeJSON reads the request body into v, rejecting unknown fields, a member
+// given twice in one object and trailing data. On failure it has already answered
+// (400 or 413) and returns false.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	// The body is read whole, up to its limit, whatever it holds: a body past the
+	// limit is too large, not a request with data after its value.
+	body, err := io.ReadAll(r.Body)
 	if err == nil {
-		// What follows the value is read up to the body's limit too: a body past it
-		// is too large whatever it holds, not a request with data after its value.
-		if _, extra := dec.Token(); extra != io.EOF {
-			var tooLarge *http.MaxBytesError
-			if errors.As(extra, &tooLarge) {
-				err = extra
-			} else {
-				err = errors.New("unexpected data after the JSON value")
-			}
-		}
+		err = decodeStrict(body, v)
 	}
 	if err == nil {
 		return true
@@ -78,4 +72,82 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is not valid: "+err.Error())
 	}
 	return false
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, extra := dec.Token(); extra != io.EOF {
+		return errors.New("unexpected data after the JSON value")
+	}
+	// encoding/json keeps the last of a member given twice. Whatever else reads the
+	// body (a proxy's log, a reviewer, a policy in front) may take the first, so a
+	// body that says two things is refused rather than read as one of them.
+	if name, twice := duplicateMember(body); twice {
+		return fmt.Errorf("member %q is given twice; give each member of an object once", name)
+	}
+	return nil
+}
+
+// duplicateMember finds the first member name one object of data (valid JSON)
+// holds twice, and returns its JSON pointer ("/change/env/set/A", "/items/1/name").
+func duplicateMember(data []byte) (string, bool) {
+	type level struct {
+		object  bool
+		names   map[string]bool
+		nameDue bool // an object's next token is a member name
+		path    string
+		member  string // the current member of an object
+		index   int    // the next item of an array
+	}
+	var stack []*level
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.object && top.nameDue {
+			name, _ := tok.(string)
+			if top.names[name] {
+				return joinMember(top.path, name), true
+			}
+			top.names[name], top.member, top.nameDue = true, name, false
+			continue
+		}
+		// tok starts a value: a scalar, or an object or array whose tokens follow.
+		path := ""
+		switch {
+		case top != nil && top.object:
+			path, top.nameDue = joinMember(top.path, top.member), true
+		case top != nil:
+			path = top.path + "/" + strconv.Itoa(top.index)
+			top.index++
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{object: true, names: map[string]bool{}, nameDue: true, path: path})
+		case json.Delim('['):
+			stack = append(stack, &level{path: path})
+		}
+	}
+}
+
+// pointerEscape writes a member name as RFC 6901 does in a pointer.
+var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
+
+func joinMember(path, name string) string {
+	return path + "/" + pointerEscape.Replace(name)
 }

@@ -39,6 +39,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,6 +183,9 @@ type Server struct {
 	draining atomic.Bool
 	addr     atomic.Value // net.Addr once listening
 	patterns []string     // every pattern mounted, in mount order
+	// devOrigins refuses the requests of another site's page that would act as
+	// Deps.DevTeam without a token.
+	devOrigins *http.CrossOriginProtection
 	// drainWait is time.After; tests end the drain delay themselves.
 	drainWait func(time.Duration) <-chan time.Time
 }
@@ -195,15 +199,40 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: max body bytes must be positive, got %d", cfg.MaxBodyBytes)
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), drainWait: time.After}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), drainWait: time.After, devOrigins: http.NewCrossOriginProtection()}
 	s.handler = s.observe(s.secureHeaders(s.recoverPanics(s.limitBody(s.mux))))
 	s.mux.Handle("GET /healthz", s.counted("GET /healthz", http.HandlerFunc(s.healthz)))
 	s.mux.Handle("GET /readyz", s.counted("GET /readyz", http.HandlerFunc(s.readyz)))
 	s.patterns = []string{"GET /healthz", "GET /readyz"}
-	s.mux.Handle("/", s.counted(UnmatchedRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
-	})))
+	s.mux.Handle("/", s.counted(UnmatchedRoute, http.HandlerFunc(s.unmatched)))
 	return s, nil
+}
+
+// probedMethods are the methods unmatched asks the routes for when a request's
+// method finds none: every method a route of the service may be mounted with.
+var probedMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// unmatched answers a request no route serves: 405 method_not_allowed with Allow
+// when routes serve its path with other methods (a PUT of a path that takes GET and
+// POST is a wrong method, not a path that does not exist), else 404 not_found.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range probedMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+			r.Method+" is not served at "+r.URL.Path+"; it takes "+strings.Join(allow, ", "))
+		return
+	}
+	WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
 }
 
 // Handler is the complete handler with all middleware, for tests and embedding.

@@ -761,3 +761,143 @@ func TestShutdownServesThroughTheDrainDelay(t *testing.T) {
 		t.Fatal("a connection was accepted after the drain delay ended")
 	}
 }
+
+// TestDuplicateMembersAreRefused: a body that gives one member twice, at any depth,
+// is refused 400 invalid_json naming it, since encoding/json would keep the last and
+// something else reading the body may take the first (failed before: 200 with the
+// last value).
+func TestDuplicateMembersAreRefused(t *testing.T) {
+	type inner struct {
+		Set map[string]string `json:"set"`
+	}
+	type payload struct {
+		Cluster string            `json:"cluster"`
+		Change  inner             `json:"change"`
+		Items   []map[string]bool `json:"items"`
+	}
+	cases := map[string]struct {
+		body       string
+		wantStatus int
+		wantReason string
+	}{
+		"each member once":          {`{"cluster":"prod","change":{"set":{"A":"1","a":"2"}},"items":[{"x":true},{"x":false}]}`, 200, ""},
+		"top-level member twice":    {`{"cluster":"prod","cluster":"other"}`, 400, `member "/cluster" is given twice`},
+		"nested member twice":       {`{"change":{"set":{"A":"1","A":"2"}}}`, 400, `member "/change/set/A" is given twice`},
+		"member of an item twice":   {`{"items":[{"x":true},{"x":true,"x":false}]}`, 400, `member "/items/1/x" is given twice`},
+		"name with a slash twice":   {`{"change":{"set":{"a/b~":"1","a/b~":"2"}}}`, 400, `member "/change/set/a~1b~0" is given twice`},
+		"same name in two objects":  {`{"change":{"set":{"cluster":"x"}},"cluster":"prod"}`, 200, ""},
+		"a member after an object":  {`{"change":{"set":{}},"change":{"set":{"B":"2"}}}`, 400, `member "/change" is given twice`},
+		"a member after a list":     {`{"items":[],"cluster":"a","items":[]}`, 400, `member "/items" is given twice`},
+		"escaped spelling of a key": {`{"cluster":"prod","clust\u0065r":"other"}`, 400, `member "/cluster" is given twice`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newServer(t, server.Config{}, server.Deps{})
+			s.HandleFunc("POST /p", func(w http.ResponseWriter, r *http.Request) {
+				var p payload
+				if server.DecodeJSON(w, r, &p) {
+					server.WriteJSON(w, 200, p)
+				}
+			})
+			rec, body := do(t, s.Handler(), httptest.NewRequest("POST", "/p", strings.NewReader(tc.body)))
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status %d (%s), want %d", rec.Code, rec.Body, tc.wantStatus)
+			}
+			if tc.wantStatus != 200 && (body.Error != "invalid_json" || !strings.Contains(body.Reason, tc.wantReason)) {
+				t.Fatalf("answer %s, want invalid_json with %q", rec.Body, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestWrongMethodIsRefused405: a path routes serve with other methods answers 405
+// method_not_allowed with Allow naming them; a path none serves stays 404 (failed
+// before: 404 not_found "no route for PUT ...", no Allow).
+func TestWrongMethodIsRefused405(t *testing.T) {
+	s, _ := newServer(t, server.Config{}, server.Deps{})
+	ok := func(w http.ResponseWriter, _ *http.Request) { server.WriteJSON(w, 200, map[string]string{}) }
+	s.HandleFunc("GET /api/v1/things", ok, server.TeamAuth(store.ScopeRead))
+	s.HandleFunc("POST /api/v1/things", ok, server.TeamAuth(store.ScopeChange))
+	s.HandleFunc("POST /api/v1/things/{id}/cancel", ok)
+	cases := map[string]struct {
+		method, path string
+		wantStatus   int
+		wantCode     string
+		wantAllow    string
+	}{
+		"PUT of a GET and POST path":         {"PUT", "/api/v1/things", 405, "method_not_allowed", "GET, HEAD, POST"},
+		"DELETE of a GET and POST path":      {"DELETE", "/api/v1/things", 405, "method_not_allowed", "GET, HEAD, POST"},
+		"OPTIONS":                            {"OPTIONS", "/api/v1/things", 405, "method_not_allowed", "GET, HEAD, POST"},
+		"an unknown method":                  {"BREW", "/api/v1/things", 405, "method_not_allowed", "GET, HEAD, POST"},
+		"GET of a POST path with a wildcard": {"GET", "/api/v1/things/x7/cancel", 405, "method_not_allowed", "POST"},
+		"GET of /healthz still answers":      {"GET", "/healthz", 200, "", ""},
+		"PUT of /healthz":                    {"PUT", "/healthz", 405, "method_not_allowed", "GET, HEAD"},
+		"a path no route serves":             {"PUT", "/api/v1/nothing", 404, "not_found", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec, body := do(t, s.Handler(), httptest.NewRequest(tc.method, tc.path, nil))
+			if rec.Code != tc.wantStatus || body.Error != tc.wantCode {
+				t.Fatalf("got %d %s, want %d %q", rec.Code, rec.Body, tc.wantStatus, tc.wantCode)
+			}
+			if got := rec.Header().Get("Allow"); got != tc.wantAllow {
+				t.Fatalf("Allow %q, want %q", got, tc.wantAllow)
+			}
+			if tc.wantStatus == 405 && !strings.Contains(body.Reason, tc.method+" is not served at "+tc.path+"; it takes "+tc.wantAllow) {
+				t.Fatalf("reason %q does not say the method and what the path takes", body.Reason)
+			}
+		})
+	}
+}
+
+// TestDevTeamRefusesAnotherSitesPage: without a token the dev team acts only for a
+// request no other site's page sent: a form or a text/plain fetch of another origin
+// needs no preflight, so any page a developer opened could otherwise change their
+// clusters as the dev team (failed before: 200 for each cross-site write).
+func TestDevTeamRefusesAnotherSitesPage(t *testing.T) {
+	dev := store.Team{ID: "t1", Name: "dev"}
+	s, _ := newServer(t, server.Config{}, server.Deps{DevTeam: &dev})
+	s.HandleFunc("POST /api/v1/changes", func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, 200, map[string]string{"ran": "yes"})
+	}, server.TeamAuth(store.ScopeChange))
+	s.HandleFunc("GET /api/v1/changes", func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, 200, map[string]string{"ran": "yes"})
+	}, server.TeamAuth(store.ScopeRead))
+	cases := map[string]struct {
+		method     string
+		headers    map[string]string
+		wantStatus int
+	}{
+		"a program (no browser headers)":  {"POST", nil, 200},
+		"the service's own page":          {"POST", map[string]string{"Sec-Fetch-Site": "same-origin"}, 200},
+		"typed into the address bar":      {"POST", map[string]string{"Sec-Fetch-Site": "none"}, 200},
+		"another site's form":             {"POST", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/x-www-form-urlencoded"}, 403},
+		"a sibling subdomain's fetch":     {"POST", map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "text/plain"}, 403},
+		"an old browser, another origin":  {"POST", map[string]string{"Origin": "https://evil.example"}, 403},
+		"an old browser, the same origin": {"POST", map[string]string{"Origin": "http://example.com"}, 200},
+		"a read from another site":        {"GET", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "/api/v1/changes", strings.NewReader(`{}`))
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			rec, body := do(t, s.Handler(), req)
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status %d (%s), want %d", rec.Code, rec.Body, tc.wantStatus)
+			}
+			if tc.wantStatus == 403 && (body.Error != "cross_origin_request" || !strings.Contains(body.Reason, "send a token")) {
+				t.Fatalf("answer %s, want cross_origin_request saying to send a token", rec.Body)
+			}
+		})
+	}
+	// A token is checked as ever, whatever page sent it: a browser never adds one
+	// by itself.
+	req := httptest.NewRequest("POST", "/api/v1/changes", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Authorization", "Bearer kuk_unknown")
+	if rec, body := do(t, s.Handler(), req); rec.Code != 401 || body.Error != "invalid_token" {
+		t.Fatalf("a cross-site request with a token: %d %s, want 401 invalid_token", rec.Code, rec.Body)
+	}
+}
