@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -830,4 +831,82 @@ func (p *planner) noValuesKeyReason(target *object) string {
 	}
 	return fmt.Sprintf("no values edit can express %s for %s: no key of the values of application %s (%s, and the chart's defaults) holds what the chart renders at %s, so only its templates decide it; change the chart, or make it read a value there",
 		p.req.Change.describe(), p.req.Target, p.primary.Name, files, strings.Join(fields, ", "))
+}
+
+// helmDigestNote says, of a digest change of a Helm app that no values edit
+// expresses, which values keys the chart has for the container's image when
+// none of them is a digest: the chart then renders no digest whatever a values
+// file says, and a person has to add one to the chart (or set a tag). It is ""
+// for any other change, and when a digest key is there (its templates may not
+// read it, which the attempts already say).
+func (p *planner) helmDigestNote(target *object) string {
+	c := p.req.Change.Image
+	if c == nil || c.Digest == "" || p.primary.SourceType != SourceHelm {
+		return ""
+	}
+	ct, ok := findContainer(target.body, target.kind, c.Container)
+	if !ok {
+		return ""
+	}
+	img, _ := ct.body["image"].(string)
+	name := parseImageRef(img).name
+	if name == "" {
+		return ""
+	}
+	editable, defaults, err := p.helmEditableFiles()
+	if err != nil {
+		return ""
+	}
+	var leaves []valuesLeaf
+	for _, f := range append([]string{defaults}, editable...) {
+		if k, _ := p.before.kind(f); k != kindFile || slices.ContainsFunc(leaves, func(l valuesLeaf) bool { return l.file == f }) {
+			continue
+		}
+		data, err := p.before.read(f)
+		if err != nil {
+			return ""
+		}
+		l, _ := valuesLeaves(f, data)
+		leaves = append(leaves, l...)
+	}
+	if sub, err := p.subchartDefaultLeaves(path.Dir(defaults)); err == nil {
+		leaves = append(leaves, sub...)
+	}
+	// The mappings that hold the image's name (its repository) are the image's.
+	var parents []yamledit.Path
+	for _, l := range leaves {
+		if l.node.Kind != yaml.ScalarNode || len(l.path) < 2 {
+			continue
+		}
+		key := l.path[len(l.path)-1].Key
+		if (key == "repository" || key == "image" || key == "name") && (l.text == name || strings.HasSuffix(name, "/"+l.text)) {
+			parent := l.path[:len(l.path)-1]
+			if !slices.ContainsFunc(parents, func(q yamledit.Path) bool { return q.String() == parent.String() }) {
+				parents = append(parents, parent)
+			}
+		}
+	}
+	if len(parents) == 0 {
+		return ""
+	}
+	var keys, files []string
+	for _, parent := range parents {
+		for _, l := range leaves {
+			if len(l.path) != len(parent)+1 || l.path[:len(parent)].String() != parent.String() {
+				continue
+			}
+			if strings.Contains(strings.ToLower(l.path[len(parent)].Key), "digest") {
+				return ""
+			}
+			if k := l.path.String(); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			if !slices.Contains(files, l.file) {
+				files = append(files, l.file)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return fmt.Sprintf("the chart has no digest key for image %s: its values give %s (%s) and no digest beside them, so no values edit renders a digest; add a digest key its templates read (%s.digest, say) to the chart, or change the tag instead",
+		name, strings.Join(keys, ", "), strings.Join(files, ", "), parents[0])
 }

@@ -147,6 +147,9 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 			reason = p.noValuesKeyReason(target)
 		}
 	}
+	if note := p.helmDigestNote(target); note != "" {
+		reason += "; " + note
+	}
 	if code == CodeComponent {
 		reason = fmt.Sprintf("%s comes from component %s, which the edit cannot change without changing every app that uses it; %s", p.req.Target, path.Dir(target.origin), reason)
 	}
