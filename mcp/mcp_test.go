@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -739,4 +740,54 @@ func TestReadToolsAreRateLimited(t *testing.T) {
 			mustOK(t, elsewhere, c.tool, c.args)
 		}
 	})
+}
+
+// TestToolSchemasSayWhatTheToolsTake: each tool's input schema requires what its
+// handler refuses without, and says the bounds its handler holds the words to, so a
+// model reads them before a call rather than in a refusal (failed before:
+// read_repo_file's path was optional, described as defaulting to the app's folder,
+// and no schema named the 2000 and 200 characters of a reason and its requester).
+func TestToolSchemasSayWhatTheToolsTake(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type property struct {
+		Description string `json:"description"`
+	}
+	schemas := map[string]struct {
+		Required   []string            `json:"required"`
+		Properties map[string]property `json:"properties"`
+	}{}
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := schemas[tool.Name]
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatalf("%s: input schema %s: %v", tool.Name, raw, err)
+		}
+		schemas[tool.Name] = s
+	}
+	if read := schemas[mcp.ToolReadRepoFile]; !slices.Contains(read.Required, "path") || strings.Contains(read.Properties["path"].Description, "when empty") {
+		t.Errorf("read_repo_file requires %v, path described %q: want path required, no default", read.Required, read.Properties["path"].Description)
+	}
+	if list := schemas[mcp.ToolListRepoFiles]; slices.Contains(list.Required, "path") || !strings.Contains(list.Properties["path"].Description, "Application's folder when empty") {
+		t.Errorf("list_repo_files requires %v, path described %q: want path optional, defaulting to the app's folder", list.Required, list.Properties["path"].Description)
+	}
+	for _, tool := range []string{mcp.ToolProposeGitChange, mcp.ToolRollbackChange} {
+		props := schemas[tool].Properties
+		if d := props["reason"].Description; !strings.Contains(d, fmt.Sprintf("at most %d characters", changes.MaxReasonChars)) {
+			t.Errorf("%s reason described %q, without its bound", tool, d)
+		}
+		if d := props["requested_by"].Description; !strings.Contains(d, fmt.Sprintf("at most %d characters", changes.MaxRequestedByChars)) {
+			t.Errorf("%s requested_by described %q, without its bound", tool, d)
+		}
+	}
+	// The schema is what the call is held to: a call without the file is refused
+	// naming the missing path before the handler runs.
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"}, "missing properties", `"path"`)
 }

@@ -59,8 +59,8 @@ type proposeInput struct {
 	Target         objref.Target `json:"target" jsonschema:"the resource to change: apiVersion, kind, namespace, name"`
 	Change         render.Change `json:"change" jsonschema:"exactly one of replicas, image, env, resources, new_resource, patch (a JSON merge patch of any fields: merge, or set by JSON pointer), delete_resource ({}: remove the target from Git; refused while other objects of its app name it, warned when the app does not prune)"`
 	Application    *plan.AppRef  `json:"application,omitempty" jsonschema:"for new_resource only: the Argo CD Application that will deploy it"`
-	Reason         string        `json:"reason" jsonschema:"why, in the user's words; goes into the pull request"`
-	RequestedBy    string        `json:"requested_by" jsonschema:"who asked for the change"`
+	Reason         string        `json:"reason" jsonschema:"why, in the user's words, at most 2000 characters; goes into the pull request"`
+	RequestedBy    string        `json:"requested_by" jsonschema:"who asked for the change, at most 200 characters"`
 	IdempotencyKey string        `json:"idempotency_key,omitempty" jsonschema:"the same key returns the change already made with it"`
 }
 
@@ -70,8 +70,8 @@ type codeInput struct {
 
 type rollbackInput struct {
 	Code        string `json:"code" jsonschema:"the plan code of the change to revert"`
-	Reason      string `json:"reason,omitempty" jsonschema:"why it is rolled back"`
-	RequestedBy string `json:"requested_by,omitempty" jsonschema:"who asked for the rollback"`
+	Reason      string `json:"reason,omitempty" jsonschema:"why it is rolled back, at most 2000 characters"`
+	RequestedBy string `json:"requested_by,omitempty" jsonschema:"who asked for the rollback, at most 200 characters"`
 }
 
 type viewInput struct {
@@ -90,7 +90,16 @@ type repoInput struct {
 	Cluster   string `json:"cluster" jsonschema:"the team's cluster, as registered"`
 	Namespace string `json:"namespace" jsonschema:"namespace of the Argo CD Application (often argocd)"`
 	Name      string `json:"name" jsonschema:"name of the Argo CD Application"`
-	Path      string `json:"path,omitempty" jsonschema:"a path in the repository; list_repo_files defaults to the Application's folder"`
+	Path      string `json:"path,omitempty" jsonschema:"a folder of the repository, from its root; the Application's folder when empty"`
+}
+
+// fileInput is read_repo_file's: the file is required, a tool without one having
+// nothing to read, so the schema says so rather than the call's refusal.
+type fileInput struct {
+	Cluster   string `json:"cluster" jsonschema:"the team's cluster, as registered"`
+	Namespace string `json:"namespace" jsonschema:"namespace of the Argo CD Application (often argocd)"`
+	Name      string `json:"name" jsonschema:"name of the Argo CD Application"`
+	Path      string `json:"path" jsonschema:"the file, from the repository's root (list_repo_files lists them)"`
 }
 
 // Results. Each starts with the one-line ownership note.
@@ -427,12 +436,12 @@ func (s *Server) listRepoFiles(ctx context.Context, _ *sdk.CallToolRequest, in r
 	return nil, out, nil
 }
 
-func (s *Server) readRepoFile(ctx context.Context, _ *sdk.CallToolRequest, in repoInput) (*sdk.CallToolResult, any, error) {
+func (s *Server) readRepoFile(ctx context.Context, _ *sdk.CallToolRequest, in fileInput) (*sdk.CallToolResult, any, error) {
 	name, err := repoPath(in.Path)
 	if err != nil || name == "." {
 		return nil, nil, fmt.Errorf("invalid_request: path must name a file in the repository (list_repo_files lists them)")
 	}
-	tree, err := s.openTree(ctx, in)
+	tree, err := s.openTree(ctx, repoInput(in))
 	if err != nil {
 		return nil, nil, err
 	}
