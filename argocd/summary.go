@@ -67,17 +67,34 @@ func SummarizeApps(apps []Application) AppList {
 		l.Apps = append(l.Apps, item)
 	}
 	sort.Strings(l.Repos)
-	sort.SliceStable(l.Apps, func(i, j int) bool {
-		a, b := l.Apps[i], l.Apps[j]
-		if a.severity != b.severity {
-			return a.severity > b.severity
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+	sort.SliceStable(l.Apps, func(i, j int) bool { return l.Apps[i].Position().Before(l.Apps[j].Position()) })
 	return l
+}
+
+// AppPosition is where an item stands in an AppList's order: by severity of its
+// problems (the worst first), then by namespace and name. No two Applications
+// share one, so a listing split into pages resumes after the last item of a page
+// (a cursor) without repeating or skipping one whose problems stayed the same.
+type AppPosition struct {
+	Severity  int
+	Namespace string
+	Name      string
+}
+
+// Position is the item's place in its AppList's order.
+func (i AppListItem) Position() AppPosition {
+	return AppPosition{Severity: i.severity, Namespace: i.Namespace, Name: i.Name}
+}
+
+// Before reports whether p comes before q in an AppList.
+func (p AppPosition) Before(q AppPosition) bool {
+	if p.Severity != q.Severity {
+		return p.Severity > q.Severity
+	}
+	if p.Namespace != q.Namespace {
+		return p.Namespace < q.Namespace
+	}
+	return p.Name < q.Name
 }
 
 // problems describes what needs attention in a, with a severity for ordering: failed
