@@ -22,7 +22,6 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/helmrepo"
 	"github.com/kukie/kukie-gitops/logging"
-	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 )
 
@@ -263,7 +262,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.output == "json" {
 		return printJSON(stdout, stderr, map[string]any{"verdict": "verified", "notes": notes, "result": res, "written": f.write})
 	}
-	printResult(stdout, primary, target, change, res, notes, f.write)
+	printResult(stdout, primary, change, res, notes, f.write)
 	return 0
 }
 
@@ -454,15 +453,17 @@ func printNotes(w io.Writer, notes []string) {
 	}
 }
 
-func printResult(w io.Writer, app render.Application, target objref.Target, change render.Change, res *render.Result, notes []string, written bool) {
+func printResult(w io.Writer, app render.Application, change render.Change, res *render.Result, notes []string, written bool) {
 	printNotes(w, notes)
 	fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
 	if app.Namespace != "" {
 		fmt.Fprintf(w, ", namespace %s", app.Namespace)
 	}
 	fmt.Fprintln(w, ")")
-	if change.NewResource == nil {
-		fmt.Fprintf(w, "Target:      %s\n", target)
+	// The target as the render holds it: the kind as it spells it, the
+	// namespace it is applied in, a generated object's hashed name.
+	if res.Target != nil {
+		fmt.Fprintf(w, "Target:      %s\n", *res.Target)
 	}
 	var files []string
 	for _, e := range res.Edits {

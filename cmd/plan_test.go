@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/logging"
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 const sampleRepo = "../testdata/sample-repo"
@@ -466,5 +467,63 @@ func TestPlanCommandSaysWhichGeneratedObjectIsRenamed(t *testing.T) {
 	want := map[string]string{"app": "web", "apiVersion": "v1", "kind": "ConfigMap", "namespace": "web", "from": "web-settings-k89gbb87k7", "to": "web-settings-c4kffct259", "generator": `configMapGenerator "web-settings" of apps/web/kustomization.yaml`}
 	if len(out.Result.Renames) != 1 || !maps.Equal(out.Result.Renames[0], want) {
 		t.Fatalf("renames = %v, want [%v]", out.Result.Renames, want)
+	}
+}
+
+// TestPlanCommandPrintsTheTargetAsRendered: the Target line and the JSON's
+// result.target name the object the render holds, not the words of the
+// request: the kind as the render spells it, the namespace it is applied in
+// when none was given, and the generated name of a ConfigMap asked for by its
+// generator's name, in whichever namespace the app puts it.
+func TestPlanCommandPrintsTheTargetAsRendered(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"a short kind, the namespace the kustomization sets": {
+			args: []string{"--repo", sampleRepo, "--app", "apps/web", "--type", "Kustomize", "scale", "deploy/web", "--replicas", "4"},
+			want: "apps/v1 Deployment web/web",
+		},
+		"a ConfigMap by its generator's name, no namespace given": {
+			args: []string{"--repo", "../testdata/render/generated-target-by-generator-name/input", "--app", "apps/shop", "--type", "Kustomize",
+				"patch", "cm/shop-config", "/data/LOG_LEVEL=debug"},
+			want: "v1 ConfigMap shop/shop-config-c7hhc4bf48",
+		},
+		"a kind spelled in another case, the destination's namespace": {
+			args: []string{"--repo", "../testdata/render/kind-spelled-lowercase/input", "--app", "certs", "--type", "Directory", "--namespace", "shop",
+				"patch", "certificate/shop-tls", "--api-version", "cert-manager.io/v1", "--merge", `{"spec":{"dnsNames":["shop.example.com","www.shop.example.com"]}}`},
+			want: "cert-manager.io/v1 Certificate shop/shop-tls",
+		},
+		"a delete": {
+			args: []string{"--repo", sampleRepo, "--app", "plain/worker", "--type", "Directory", "--namespace", "worker", "delete", "cm/worker-settings"},
+			want: "v1 ConfigMap worker/worker-settings",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runPlanCmd(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, "\nTarget:      "+tc.want+"\n") {
+				t.Errorf("Target line is not %q:\n%s", tc.want, stdout)
+			}
+			code, stdout, stderr = runPlanCmd(t, append([]string{"--output", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("json: exit %d: %s", code, stderr)
+			}
+			var out struct {
+				Result struct {
+					Target *objref.Target `json:"target"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+			}
+			if out.Result.Target == nil || out.Result.Target.String() != tc.want {
+				t.Errorf("result.target = %v, want %s", out.Result.Target, tc.want)
+			}
+		})
 	}
 }

@@ -122,6 +122,8 @@ func (p *planner) renderTarget() (*object, []*object, error) {
 	if err := p.checkTarget(app, target); err != nil {
 		return nil, nil, err
 	}
+	k := target.key(app.Namespace)
+	p.target = &objref.Target{APIVersion: target.apiVersion, Kind: target.kind, Namespace: k.Namespace, Name: target.name}
 	return target, objs, nil
 }
 
@@ -194,12 +196,14 @@ func renderedKind(t objref.Target, objs []*object) string {
 }
 
 // hashNamed is the one generated object of objs that kustomize names want's name
-// and a hash suffix of its content ("-" and ten characters), if there is one.
-func hashNamed(want objKey, objs []*object, appNamespace string) *object {
+// and a hash suffix of its content ("-" and ten characters), if there is one: in
+// want's namespace, or in any when anyNamespace (neither the request nor the app
+// names one), as a target named in full is found.
+func hashNamed(want objKey, objs []*object, appNamespace string, anyNamespace bool) *object {
 	var found *object
 	for _, o := range objs {
 		k := o.key(appNamespace)
-		if o.generatedBy == "" || k.Group != want.Group || k.Kind != want.Kind || k.Namespace != want.Namespace {
+		if o.generatedBy == "" || k.Group != want.Group || k.Kind != want.Kind || (k.Namespace != want.Namespace && !anyNamespace) {
 			continue
 		}
 		if len(k.Name) != len(want.Name)+11 || !strings.HasPrefix(k.Name, want.Name+"-") {
@@ -248,7 +252,7 @@ func (p *planner) findTarget(app Application, objs []*object) (*object, error) {
 		return k
 	}
 	if len(matches) == 0 {
-		if o := hashNamed(want, sameKind, app.Namespace); o != nil {
+		if o := hashNamed(want, sameKind, app.Namespace, anyNamespace); o != nil {
 			// The generator's name, which the user knows and the hash of its
 			// content changes with every edit.
 			p.req.Target.Name = o.name

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"sigs.k8s.io/kustomize/api/konfig"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -112,6 +113,9 @@ type planner struct {
 	reachMu    sync.Mutex
 	reachCache map[string]*reachCall
 	warnings   []Warning
+	// target is the object of the request as the primary app renders it, once
+	// found (nil for a new resource): the Result's Target.
+	target *objref.Target
 
 	priorOnce sync.Once
 	priorTree *priorReaches
@@ -933,6 +937,7 @@ type candidateBuilder struct {
 func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*Result, error) {
 	res := &Result{
 		App:      p.primary.Name,
+		Target:   p.target,
 		Strategy: c.strategy,
 		Verification: Verification{
 			Verified: true,

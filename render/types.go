@@ -226,6 +226,12 @@ type Request struct {
 type Result struct {
 	// App is the Application the change was made for.
 	App string `json:"app"`
+	// Target is the object changed, as App renders it: its apiVersion, its kind
+	// as the render spells it, the namespace Argo CD applies it in (App's
+	// destination for a namespaced object without one) and its name before the
+	// edit (a generated object's hashed name, when the request named it by its
+	// generator). Nil for a new resource.
+	Target *objref.Target `json:"target,omitempty"`
 	// Strategy says where the edit went, e.g. "images entry", "new images entry", "in place", "new patch".
 	Strategy string     `json:"strategy"`
 	Edits    []FileEdit `json:"edits"`
