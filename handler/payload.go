@@ -118,11 +118,18 @@ type pushCommit struct {
 type pushEvent struct {
 	Installation installationRef `json:"installation"`
 	Ref          string          `json:"ref"`
+	Before       string          `json:"before"`
 	After        string          `json:"after"`
 	Deleted      bool            `json:"deleted"`
 	Forced       bool            `json:"forced"`
 	Commits      []pushCommit    `json:"commits"`
-	Repo         *repoRef        `json:"repository"`
+	Repo         *pushRepoRef    `json:"repository"`
+}
+
+// pushRepoRef is a push's repository, which names its default branch.
+type pushRepoRef struct {
+	repoRef
+	DefaultBranch string `json:"default_branch"`
 }
 
 type issueCommentEvent struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/store"
@@ -107,6 +108,79 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 		e.deliver(t, push, "push", "")
 		if got := e.run(t, head).GetOutput(); !strings.HasPrefix(got.GetTitle(), "Base branch moved: ") || !strings.Contains(got.GetSummary(), "changing files that argocd/web (cluster prod) read (apps/web/kustomization.yaml)") {
 			t.Errorf("the new head's run after main moved again: %q\n%s", got.GetTitle(), got.GetSummary())
+		}
+	})
+}
+
+// TestPolicyPushToTheDefaultBranchMarksPullRequestsIntoOtherBranches: the policy
+// of a pull request into release is main's .kukie.yml, whatever its base. A push to
+// main that changes it marks that pull request's kukie/policy run stale, saying
+// where the policy is read from, and leaves its kukie/render run alone (main is
+// not its base); a push to main that does not change it, or a push to release
+// that changes release's .kukie.yml, which no check reads, marks nothing.
+func TestPolicyPushToTheDefaultBranchMarksPullRequestsIntoOtherBranches(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newCheckEnv(t)
+		e.checker.Records = db
+		apps := e.checker.Applications.(fixedApplications).apps
+		release := apps[0]
+		release.Name, release.Spec.Source = "web-release", &argocd.AppSource{RepoURL: apps[0].Spec.Source.RepoURL, Path: "apps/web", TargetRevision: "release"}
+		e.checker.Applications = fixedApplications{append(apps, release)}
+		push := &Push{Base: e.base, Pipeline: &trackingPipeline{}, Checks: e.checker}
+
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: warning}\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		e.gh.CreateBranch(t, checkRepo, "release", "main")
+		e.gh.CreateBranch(t, checkRepo, "hotfix", "release")
+		head := e.gh.PushCommit(t, checkRepo, "hotfix", map[string]string{
+			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "nginx:1.0", "nginx:1.1", 1)}, githubtest.DefaultAuthor)
+		e.gh.OpenPullRequest(t, checkRepo, "hotfix", "release", "Hotfix nginx", githubtest.DefaultAuthor)
+		e.deliver(t, e.pullHandler(), "pull_request", "opened")
+		render, before := e.run(t, head), e.policyRun(t, head)
+		if !strings.Contains(before.GetOutput().GetTitle(), "1 warnings") {
+			t.Fatalf("policy run before the push: %s %q, want main's rule applied", before.GetConclusion(), before.GetOutput().GetTitle())
+		}
+
+		// Neither a push to main that leaves the policy, nor one to release that
+		// changes a .kukie.yml nobody reads, marks a run.
+		e.gh.ResetRequestCounts()
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{"docs/README.md": "how we deploy, again\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		e.gh.PushCommit(t, checkRepo, "release", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: error}\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		if n := e.gh.RequestCount(updateRunEndpoint); n != 0 {
+			t.Fatalf("pushes that change no policy the check read updated %d runs", n)
+		}
+
+		moved := e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: error}\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		after := e.policyRun(t, head)
+		out := after.GetOutput()
+		if after.GetID() != before.GetID() || after.GetConclusion() != before.GetConclusion() || out.GetTitle() != "Base branch moved: "+before.GetOutput().GetTitle() {
+			t.Fatalf("policy run after main's policy changed: %d %s %q, want run %d, %s, its title marked",
+				after.GetID(), after.GetConclusion(), out.GetTitle(), before.GetID(), before.GetConclusion())
+		}
+		for _, want := range []string{"**main moved to " + moved[:7] + " after this check, changing `.kukie.yml`**",
+			"the policy is read from main, the repository's default branch", "Re-run", before.GetOutput().GetSummary()} {
+			if !strings.Contains(out.GetSummary(), want) {
+				t.Errorf("policy summary lacks %q:\n%s", want, out.GetSummary())
+			}
+		}
+		if got := e.run(t, head).GetOutput(); got.GetTitle() != render.GetOutput().GetTitle() || got.GetSummary() != render.GetOutput().GetSummary() {
+			t.Errorf("the render run changed on a push to another branch than its base: %q\n%s", got.GetTitle(), got.GetSummary())
+		}
+		checks, err := db.PullChecksOf(context.Background(), checkRepo, "pull/1")
+		if err != nil || len(checks) != 1 || checks[0].PolicyMovedSHA != moved || checks[0].BaseMovedSHA != "" {
+			t.Fatalf("stored checks %+v (%v), want the one with its policy marked moved to %s, its render not", checks, err, moved)
+		}
+
+		// Marked once.
+		e.gh.ResetRequestCounts()
+		e.deliver(t, push, "push", "")
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: notice}\n"}, githubtest.DefaultAuthor)
+		e.deliver(t, push, "push", "")
+		if n := e.gh.RequestCount(updateRunEndpoint); n != 0 {
+			t.Errorf("%d more updates after the policy run was marked, want none", n)
 		}
 	})
 }

@@ -13,7 +13,8 @@ import (
 
 // Push re-verifies open plans when their base branch moves under them, and marks
 // stale the checks of other pull requests into that branch that render what the
-// push changed. Pushes to kukie branches arrive as pull_request synchronize and are
+// push changed, and, for a push to the default branch, the kukie/policy runs of
+// pull requests into any branch whose policy it changed. Pushes to kukie branches arrive as pull_request synchronize and are
 // handled there.
 type Push struct {
 	Base
@@ -50,7 +51,7 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 		return Permanent(err)
 	}
 	return h.Checks.BaseMoved(ctx, prcheck.BaseMove{InstallationID: event.Installation.ID, Repo: repo, RepoURL: r.URL(),
-		Branch: branch, SHA: event.After, Files: files})
+		Branch: branch, SHA: event.After, Before: event.Before, Files: files, Default: branch == event.Repo.DefaultBranch})
 }
 
 // changedFiles lists the files a push touched, or nil when they are unknown (the

@@ -24,10 +24,21 @@ type BaseMove struct {
 	Repo    string
 	RepoURL string
 	Branch  string
-	// SHA is the branch's new commit.
-	SHA string
+	// SHA is the branch's new commit; Before the one it moved from ("" or zeros
+	// when the push created the branch, or does not say).
+	SHA    string
+	Before string
 	// Files are the files the push changed; nil when the push does not say.
 	Files []string
+	// Default is set when Branch is the repository's default branch, the one the
+	// policy (.kukie.yml) of every pull request is read from, whatever its base.
+	Default bool
+
+	// whileRunning says the move came while the check it is judged for ran.
+	whileRunning bool
+	// policy, when set, is what the move did to the policy file as judged already
+	// (by the push that told a running check).
+	policy *policyMove
 }
 
 // MaxBaseMoveMarks bounds the checks one push marks stale: each costs a request
@@ -54,7 +65,11 @@ const MaxBaseMoveMarks = 20
 // when the push changed the policy file on the branch the policy was read from:
 // the findings are those of the rules before it. A push that does not list its
 // files is asked of GitHub (the comparison of the check's base with the new one),
-// and one GitHub lists only in part may have changed it, and says so.
+// and one GitHub lists only in part may have changed it, and says so. The policy
+// is the default branch's: a push to it that changed the policy file marks the
+// kukie/policy runs of the pull requests into other branches too (their
+// kukie/render runs are not its to mark), judged by what the push itself changed
+// (its files, else GitHub's comparison of m.Before with m.SHA, once).
 //
 // A check still running is only told of the move (the newest one, in Records): a
 // running check is judged when it completes, against the files between its base
@@ -65,9 +80,17 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 	if c.Records == nil {
 		return nil
 	}
-	candidates, err := c.Records.CurrentPullChecksOnBase(ctx, m.Repo, m.Branch, m.SHA, m.Files == nil || touchesPolicy(m.Files), MaxBaseMoveMarks+1)
+	mayChangePolicy := m.Files == nil || touchesPolicy(m.Files)
+	candidates, err := c.Records.CurrentPullChecksOnBase(ctx, m.Repo, m.Branch, m.SHA, mayChangePolicy, MaxBaseMoveMarks+1)
 	if err != nil {
 		return err
+	}
+	if m.Default && mayChangePolicy && len(candidates) <= MaxBaseMoveMarks {
+		others, err := c.Records.CurrentPullChecksOffBase(ctx, m.Repo, m.Branch, MaxBaseMoveMarks+1-len(candidates))
+		if err != nil {
+			return err
+		}
+		candidates = append(candidates, others...)
 	}
 	if len(candidates) == 0 {
 		return nil
@@ -86,7 +109,31 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if cand.State == store.PullCheckRunning {
+		if cand.BaseBranch != m.Branch {
+			// A check into another branch: only its policy, read from this one.
+			pm, err := policyMoved(ctx, cand)
+			if err != nil {
+				if github.Transient(err) || ctx.Err() != nil {
+					return err
+				}
+				log.Warn().Err(err).Str("key", cand.Key).Msg("Could not tell whether a push changed the policy a check was judged by")
+				continue
+			}
+			if !pm.changed {
+				continue
+			}
+			if cand.State == store.PullCheckRunning {
+				told, err := c.Records.MarkPullCheckPolicyMovedWhileRunning(ctx, cand.ID, m.SHA)
+				if err != nil {
+					return err
+				}
+				if told {
+					log.Info().Str("key", cand.Key).Str("head", cand.HeadSHA).Str("branch", m.Branch).Str("sha", m.SHA).
+						Msg("The policy changed under a running check; its policy run is marked when the check completes")
+					continue
+				}
+			}
+		} else if cand.State == store.PullCheckRunning {
 			told, err := c.Records.MarkPullCheckMovedWhileRunning(ctx, cand.ID, m.SHA)
 			if err != nil {
 				return err
@@ -115,9 +162,11 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 // when it lists only part), reach its Applications or the policy, or not. A push
 // that came between the check's record and its publish marked it as a completed
 // check, and the check's own result may have been published over that mark: a run
-// marked so is published marked again. A failure is logged: the check's own result
+// marked so is published marked again. A check into another branch than
+// policyBranch, whose policy a push changed while it ran, marks its kukie/policy
+// run, as that push judged it. A failure is logged: the check's own result
 // stands, and the next push to the branch judges the check as any completed one.
-func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
+func (c *Checker) movedWhileRunning(ctx context.Context, id, policyBranch string) {
 	if id == "" || ctx.Err() != nil {
 		return
 	}
@@ -127,8 +176,19 @@ func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
 		return
 	}
+	told := []string{rec.MovedWhileRunningSHA, rec.BaseMovedSHA}
+	if policyBranch == rec.BaseBranch {
+		told = append(told, rec.PolicyMovedSHA)
+	} else if rec.PolicyMovedSHA != "" {
+		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: policyBranch, SHA: rec.PolicyMovedSHA,
+			Default: true, whileRunning: true, policy: &policyMove{changed: true}}
+		none := func() (pushReach, error) { return pushReach{}, nil }
+		if err := c.markStale(ctx, m, id, true, none, c.policyMovedBy(m)); err != nil {
+			log.Warn().Err(err).Str("key", rec.Key).Str("branch", policyBranch).Str("sha", m.SHA).Msg("Could not mark a policy run stale after the policy changed while its check ran")
+		}
+	}
 	var moves []string
-	for _, sha := range []string{rec.MovedWhileRunningSHA, rec.BaseMovedSHA, rec.PolicyMovedSHA} {
+	for _, sha := range told {
 		if sha != "" && !slices.Contains(moves, sha) {
 			moves = append(moves, sha)
 		}
@@ -167,30 +227,46 @@ func changedPaths(files []github.ChangedFile) []string {
 func touchesPolicy(files []string) bool { return slices.Contains(files, policy.ConfigFile) }
 
 // policyMove is what a base move did to the policy file a check was judged by:
-// changed, or maybe changed (GitHub did not list every file between the bases).
-type policyMove struct{ changed, maybe bool }
+// changed, or maybe changed (GitHub did not list every file it changed since the
+// commit since, or the push did not say what it changed when since is "").
+type policyMove struct {
+	changed, maybe bool
+	since          string
+}
 
 // policyMovedBy tells, for each check, what the move m did to the policy file: the
 // push's files say it when they are listed; otherwise GitHub compares the check's
-// base with m.SHA, once per base.
+// base with m.SHA, once per base. The policy of a check into another branch than
+// m's was read from m's branch as it was then, so only what the push itself
+// changed counts: GitHub compares m.Before with m.SHA, once.
 func (c *Checker) policyMovedBy(m BaseMove) func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
 	compared := map[string]policyMove{}
 	return func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
+		if m.policy != nil {
+			return *m.policy, nil
+		}
 		if m.Files != nil {
 			return policyMove{changed: touchesPolicy(m.Files)}, nil
 		}
-		if pm, ok := compared[rec.BaseSHA]; ok {
+		since, what := rec.BaseSHA, "the base "+short(rec.BaseSHA)+" of "+rec.Key
+		if rec.BaseBranch != m.Branch {
+			if m.Before == "" || strings.Trim(m.Before, "0") == "" {
+				return policyMove{changed: true, maybe: true}, nil
+			}
+			since, what = m.Before, m.Branch+"'s commit "+short(m.Before)+" before the push"
+		}
+		if pm, ok := compared[since]; ok {
 			return pm, nil
 		}
-		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
+		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, since, m.SHA)
 		if err != nil {
-			return policyMove{}, fmt.Errorf("compare the base %s of %s with %s: %w", short(rec.BaseSHA), rec.Key, short(m.SHA), err)
+			return policyMove{}, fmt.Errorf("compare %s with %s: %w", what, short(m.SHA), err)
 		}
-		pm := policyMove{changed: touchesPolicy(changedPaths(cmp.Files))}
+		pm := policyMove{changed: touchesPolicy(changedPaths(cmp.Files)), since: since}
 		if !pm.changed && !cmp.Complete {
-			pm = policyMove{changed: true, maybe: true}
+			pm = policyMove{changed: true, maybe: true, since: since}
 		}
-		compared[rec.BaseSHA] = pm
+		compared[since] = pm
 		return pm, nil
 	}
 }
@@ -256,7 +332,9 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, again bo
 	var reached pushReach
 	var hit []string
 	unmarked := func(sha string) bool { return sha == "" || again && sha == m.SHA }
-	if unmarked(rec.BaseMovedSHA) && rec.CheckRunID != 0 && len(res.Apps) > 0 {
+	// A move of another branch than the check's base (the policy's) reaches none
+	// of its Applications.
+	if rec.BaseBranch == m.Branch && unmarked(rec.BaseMovedSHA) && rec.CheckRunID != 0 && len(res.Apps) > 0 {
 		if reached, err = reach(); err != nil {
 			return err
 		}
@@ -283,7 +361,7 @@ func (c *Checker) markStale(ctx context.Context, m BaseMove, id string, again bo
 		if err != nil {
 			return fmt.Errorf("read pull request #%d of %s: %w", number, rec.Repo, err)
 		}
-		if pr.State != "open" || pr.HeadSHA != rec.HeadSHA || pr.BaseRef != m.Branch {
+		if pr.State != "open" || pr.HeadSHA != rec.HeadSHA || pr.BaseRef != rec.BaseBranch {
 			return nil
 		}
 	}
@@ -325,7 +403,7 @@ const staleTitlePrefix = "Base branch moved: "
 
 // movedWhen says when the base moved, as a run's summary tells it.
 func movedWhen(m BaseMove, rec store.PullCheck) string {
-	if rec.MovedWhileRunningSHA == m.SHA {
+	if m.whileRunning || rec.MovedWhileRunningSHA == m.SHA {
 		return "while this check ran"
 	}
 	return "after this check"
@@ -361,13 +439,20 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 func stalePolicyReport(p ResultPolicy, m BaseMove, rec store.PullCheck, pm policyMove) github.CheckReport {
 	var b strings.Builder
 	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s", m.Branch, short(m.SHA), movedWhen(m, rec))
-	if pm.maybe {
-		fmt.Fprintf(&b, "**, and GitHub did not list every file it changed since %s, so `%s` may have changed:", short(rec.BaseSHA), policy.ConfigFile)
-	} else {
+	switch {
+	case pm.maybe && pm.since == "":
+		fmt.Fprintf(&b, "** in a push that does not say which files it changed, so `%s` may have changed:", policy.ConfigFile)
+	case pm.maybe:
+		fmt.Fprintf(&b, "**, and GitHub did not list every file it changed since %s, so `%s` may have changed:", short(pm.since), policy.ConfigFile)
+	default:
 		fmt.Fprintf(&b, ", changing `%s`**:", policy.ConfigFile)
 	}
-	fmt.Fprintf(&b, " this run judged the pull request by the rules %s had before. Re-run the check (GitHub's *Re-run* on either run), "+
-		"or push to the branch, for a judgement by the rules %s has now.\n\n", m.Branch, m.Branch)
+	fmt.Fprintf(&b, " this run judged the pull request by the rules %s had before", m.Branch)
+	if rec.BaseBranch != m.Branch {
+		fmt.Fprintf(&b, " (the policy is read from %s, the repository's default branch, whatever branch a pull request goes into)", m.Branch)
+	}
+	fmt.Fprintf(&b, ". Re-run the check (GitHub's *Re-run* on either run), "+
+		"or push to the branch, for a judgement by the rules %s has now.\n\n", m.Branch)
 	summary := p.Summary
 	if summary == "" {
 		summary = "The findings are on the check's page.\n"

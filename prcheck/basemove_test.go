@@ -288,3 +288,80 @@ func TestBaseMoveBetweenACheckRecordAndItsPublishStaysMarked(t *testing.T) {
 		}
 	})
 }
+
+// moveDefault pushes files to main, the default branch, and tells the checker b of
+// the push with the commit it moved from, listing files unless unlisted; it
+// returns the new commit.
+func (r *replicas) moveDefault(t *testing.T, files map[string]string, unlisted bool) string {
+	t.Helper()
+	before := r.gh.Head(t, repo, "main")
+	sha := r.gh.PushCommit(t, repo, "main", files, githubtest.DefaultAuthor)
+	m := prcheck.BaseMove{InstallationID: r.inst, Repo: repo, RepoURL: r.head(t, 1, sha).RepoURL, Branch: "main", SHA: sha, Before: before, Default: true}
+	if !unlisted {
+		for f := range files {
+			m.Files = append(m.Files, f)
+		}
+	}
+	if err := r.b.BaseMoved(context.Background(), m); err != nil {
+		t.Fatalf("main moved to %s: %v", sha, err)
+	}
+	return sha
+}
+
+// TestPolicyMoveUnderARunningCheckIntoAnotherBranch: while the check of a pull
+// request into release runs, main, whose .kukie.yml is its policy, moves in pushes
+// that do not list their files. GitHub's comparison of each push's commits tells
+// them apart: the one that leaves .kukie.yml tells the check nothing, the one that
+// changes it tells the running check, which publishes its own result and then
+// marks its kukie/policy run, saying the policy changed while it ran.
+func TestPolicyMoveUnderARunningCheckIntoAnotherBranch(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": policyFile}, githubtest.DefaultAuthor)
+		r.gh.CreateBranch(t, repo, "release", "main")
+		r.gh.CreateBranch(t, repo, "hotfix", "release")
+		head := r.gh.PushCommit(t, repo, "hotfix", image("1.1"), githubtest.DefaultAuthor)
+		number := r.gh.OpenPullRequest(t, repo, "hotfix", "release", "Hotfix", githubtest.DefaultAuthor)
+		h := r.head(t, number, head)
+		h.BaseBranch, h.BaseSHA = "release", r.gh.Head(t, repo, "release")
+
+		r.held.head, r.held.release = head, make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- r.a.Check(ctx, h) }()
+		<-r.held.entered
+		r.moveDefault(t, map[string]string{"docs/README.md": "how we deploy\n"}, true)
+		if c := r.onlyCheck(t, number); c.PolicyMovedSHA != "" {
+			t.Fatalf("stored check %+v, told of a push that left .kukie.yml", c)
+		}
+		r.gh.ResetRequestCounts()
+		moved := r.moveDefault(t, map[string]string{".kukie.yml": "rules:\n  image_digest: {level: error}\n"}, true)
+		if n := r.gh.RequestCount(updateRun); n != 0 {
+			t.Fatalf("the push updated %d runs of a check in progress", n)
+		}
+		if c := r.onlyCheck(t, number); c.State != store.PullCheckRunning || c.PolicyMovedSHA != moved {
+			t.Fatalf("stored check %+v, want running, told the policy moved to %s", c, moved)
+		}
+		close(r.held.release)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+		case <-time.After(time.Minute): // a bound on a hang, not a measurement
+			t.Fatal("the check never ended")
+		}
+		out := r.policyRun(t, head).GetOutput()
+		if !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") {
+			t.Fatalf("policy run %q, want it marked", out.GetTitle())
+		}
+		for _, want := range []string{"**main moved to " + moved[:7] + " while this check ran, changing `.kukie.yml`**",
+			"the policy is read from main, the repository's default branch"} {
+			if !strings.Contains(out.GetSummary(), want) {
+				t.Errorf("policy summary lacks %q:\n%s", want, out.GetSummary())
+			}
+		}
+		if got := r.renderRun(t, head).GetOutput().GetTitle(); strings.HasPrefix(got, "Base branch moved") {
+			t.Errorf("render run %q marked by a move of another branch than its base", got)
+		}
+	})
+}

@@ -97,11 +97,14 @@ type Records interface {
 	FinishPullCheck(ctx context.Context, id, state, conclusion, note string, result json.RawMessage) error
 	// The checks a push to their base may have made stale (BaseMoved).
 	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]store.PullCheck, error)
+	// The checks into other branches a push of the policy file may have made stale.
+	CurrentPullChecksOffBase(ctx context.Context, repo, branch string, limit int) ([]store.PullCheck, error)
 	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
 	PullCheckMarks(ctx context.Context, id string) (store.PullCheck, error)
 	MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)
+	MarkPullCheckPolicyMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)
 }
 
 // DefaultSupersedePoll is how often a running check asks Records whether a newer
@@ -375,7 +378,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport); err != nil {
 		return err
 	}
-	c.movedWhileRunning(ctx, rec.ID)
+	c.movedWhileRunning(ctx, rec.ID, pol.DefaultBranch)
 	return nil
 }
 

@@ -26,7 +26,9 @@
 // superseded check stops and says so on its own head, never on the new one. A push
 // to a base branch marks stale, once and for a bounded number of pull requests, the
 // completed runs whose Applications it reaches, and their kukie/policy runs when it
-// changed the policy file; a check still running is told of the move and judges it
+// changed the policy file; a push to the default branch that changed the policy
+// file marks the kukie/policy runs of the pull requests into other branches too,
+// whose policy it is. A check still running is told of the move and judges it
 // once it completed (BaseMoved). The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.

@@ -43,9 +43,11 @@ type PullCheck struct {
 	// BaseMovedSHA is the base branch's commit a push first moved it to after the
 	// check completed ("" while it did not): the check run says its result is stale.
 	BaseMovedSHA string
-	// PolicyMovedSHA is the base branch's commit a push that changed the policy
-	// file first moved it to after the check completed: the kukie/policy run says
-	// the policy it was judged by is outdated.
+	// PolicyMovedSHA is the commit a push that changed the policy file first moved
+	// the policy's branch to after the check read it: the base branch's, after the
+	// check completed, or the default branch's for a check into another branch
+	// (told while it runs too). The kukie/policy run says the policy it was judged
+	// by is outdated.
 	PolicyMovedSHA string
 	// MovedWhileRunningSHA is the newest commit a push moved the base branch to
 	// while the check ran: the check judges it once it completes.
@@ -261,6 +263,24 @@ func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha str
 		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, sha, PullCheckCompleted, policy, PullCheckRunning, sha, limit)
 }
 
+// CurrentPullChecksOffBase lists the current checks of repo's pull requests into
+// another branch than branch whose kukie/policy run is not marked stale yet, most
+// recently updated first, at most limit, without their results: the checks a push
+// of the policy file to branch, the repository's default branch, which the policy
+// is read from whatever the pull request's base, may have made stale. They are the
+// completed checks with a kukie/policy run whose policy is not marked moved, and
+// the running checks not yet told (MarkPullCheckPolicyMovedWhileRunning).
+func (db *DB) CurrentPullChecksOffBase(ctx context.Context, repo, branch string, limit int) ([]PullCheck, error) {
+	return listRows(ctx, db, "current pull checks off "+branch, pullCheckRow.check,
+		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
+			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
+			c.moved_while_running_sha, c.created_at, c.updated_at
+		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
+		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch <> ? AND c.policy_moved_sha = ''
+			AND (c.state = ? AND c.policy_check_run_id <> 0 OR c.state = ?)
+		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, PullCheckCompleted, PullCheckRunning, limit)
+}
+
 // MarkPullCheckBaseMoved records that the base of the completed check id moved to
 // sha, unless it was marked already, and reports whether this call marked it: a
 // marked check is not listed by CurrentPullChecksOnBase again, so later pushes and
@@ -285,6 +305,16 @@ func (db *DB) MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (boo
 func (db *DB) MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error) {
 	return db.markPullCheck(ctx, "record a base move under running pull check "+id, `moved_while_running_sha = ?`,
 		`state = ?`, sha, id, PullCheckRunning)
+}
+
+// MarkPullCheckPolicyMovedWhileRunning records that a push that changed the policy
+// file of another branch than the check's base (the default branch) moved it to sha
+// while the check id runs, unless it was told so already, and reports whether this
+// call told it: false when the check is no longer running (it is then judged as a
+// completed check is). The check marks its kukie/policy run once it completed.
+func (db *DB) MarkPullCheckPolicyMovedWhileRunning(ctx context.Context, id, sha string) (bool, error) {
+	return db.markPullCheck(ctx, "record a policy move under running pull check "+id, `policy_moved_sha = ?`,
+		`state = ? AND policy_moved_sha = ''`, sha, id, PullCheckRunning)
 }
 
 // markPullCheck sets set to value on the check id when cond holds (with condArg),
