@@ -19,7 +19,8 @@
 //   - Repository content is masked (Secrets and secret-looking values) and cut at
 //     MaxResultChars with a note.
 //   - A request refused before any tool runs (a batch over MaxBatch, a body over the
-//     server's limit, what the MCP library refuses: a missing Accept, another
+//     server's limit, a member given twice or a string holding a NUL character, as
+//     the change API refuses them, what the MCP library refuses: a missing Accept, another
 //     content type, a GET or DELETE of this stateless server) is a JSON-RPC error
 //     with the refusal's status, never plain text.
 //   - A tool counts against the same per-team limit as its HTTP route (changes;
@@ -202,6 +203,14 @@ func boundBatches(next http.Handler) http.Handler {
 					"send the rest in further requests", MaxBatch, len(batch)))
 				return
 			}
+		}
+		// What the change API refuses of its bodies (a member given twice, a NUL
+		// character) is refused here too, naming it: the library would keep the last
+		// member, and a NUL would reach the store, which stores none, and come back
+		// as an internal error a retry cannot mend.
+		if err := server.CheckJSONText(body); err != nil {
+			writeRPCError(w, http.StatusBadRequest, "the request is not taken: "+err.Error())
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)

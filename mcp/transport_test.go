@@ -27,6 +27,15 @@ func TestTransportRefusalsAreJSONRPCErrors(t *testing.T) {
 		"a GET":                    {"GET", "", "text/event-stream", "", http.StatusMethodNotAllowed, ""},
 		"a DELETE":                 {"DELETE", "", "application/json, text/event-stream", "", 0, ""},
 		"over the body limit":      {"POST", "application/json", "application/json, text/event-stream", `{"x":"` + strings.Repeat("x", 1<<20) + `"}`, http.StatusRequestEntityTooLarge, "bytes"},
+		// Refused as the change API refuses them (failed before: the call ran, the
+		// NUL answered "internal: the request failed; it can be retried" by a
+		// store that holds none, the second code of a member given twice taken).
+		"a NUL in an argument": {"POST", "application/json", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_change","arguments":{"code":"a\u0000b"}}}`,
+			http.StatusBadRequest, `the string at "/params/arguments/code" holds a NUL character`},
+		"a member given twice": {"POST", "application/json", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_change","arguments":{"code":"a","code":"b"}}}`,
+			http.StatusBadRequest, `member "/params/arguments/code" is given twice`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
@@ -241,6 +244,47 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// refuseUnreadableURL refuses a request whose path or query holds a NUL
+// character or bytes that are not UTF-8: no name, code or id of the service holds
+// one, and PostgreSQL cannot even be asked about such a text, so the route's
+// lookup would fail as an internal error rather than find nothing.
+func (s *Server) refuseUnreadableURL(next http.Handler) http.Handler {
+	refuse := s.counted(UnmatchedRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusBadRequest, "invalid_request", unreadableURL(r.URL))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if unreadableURL(r.URL) != "" {
+			refuse.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// unreadableURL says what part of u holds a NUL character or bytes that are not
+// UTF-8, or "" when none does.
+func unreadableURL(u *url.URL) string {
+	if !readableText(u.Path) {
+		return "the path holds a NUL character or bytes that are not UTF-8; no name, code or id does"
+	}
+	query, _ := url.ParseQuery(u.RawQuery)
+	for key, values := range query {
+		if !readableText(key) {
+			return "a query parameter's name holds a NUL character or bytes that are not UTF-8"
+		}
+		for _, v := range values {
+			if !readableText(v) {
+				return "query parameter " + strconv.Quote(key) + " holds a NUL character or bytes that are not UTF-8; no name, code or id does"
+			}
+		}
+	}
+	return ""
+}
+
+func readableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 type rawBodyKey struct{}

@@ -83,18 +83,39 @@ func decodeStrict(body []byte, v any) error {
 	if _, extra := dec.Token(); extra != io.EOF {
 		return errors.New("unexpected data after the JSON value")
 	}
-	// encoding/json keeps the last of a member given twice. Whatever else reads the
-	// body (a proxy's log, a reviewer, a policy in front) may take the first, so a
-	// body that says two things is refused rather than read as one of them.
-	if name, twice := duplicateMember(body); twice {
-		return fmt.Errorf("member %q is given twice; give each member of an object once", name)
+	return CheckJSONText(body)
+}
+
+// CheckJSONText refuses what encoding/json takes from a JSON text without a word:
+// a member given twice in one object (it keeps the last; whatever else reads the
+// body, a proxy's log, a reviewer, a policy in front, may take the first, so a body
+// that says two things is refused rather than read as one of them), and a string
+// holding a NUL character (no field of the service takes one, and PostgreSQL
+// stores none, so it would fail as an internal error). The error names the
+// member by its JSON pointer. A text that is not JSON is left to its decoder.
+func CheckJSONText(data []byte) error {
+	problem, pointer := jsonTextProblem(data)
+	switch problem {
+	case duplicateMember:
+		return fmt.Errorf("member %q is given twice; give each member of an object once", pointer)
+	case nulCharacter:
+		return fmt.Errorf("the string at %q holds a NUL character (\\u0000), which no field takes", pointer)
 	}
 	return nil
 }
 
-// duplicateMember finds the first member name one object of data (valid JSON)
-// holds twice, and returns its JSON pointer ("/change/env/set/A", "/items/1/name").
-func duplicateMember(data []byte) (string, bool) {
+type textProblem int
+
+const (
+	noProblem textProblem = iota
+	duplicateMember
+	nulCharacter
+)
+
+// jsonTextProblem finds the first member name one object of data holds twice, or
+// the first string (a value or a name) holding a NUL character, and returns its
+// JSON pointer ("/change/env/set/A", "/items/1/name").
+func jsonTextProblem(data []byte) (textProblem, string) {
 	type level struct {
 		object  bool
 		names   map[string]bool
@@ -109,7 +130,7 @@ func duplicateMember(data []byte) (string, bool) {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return noProblem, ""
 		}
 		var top *level
 		if len(stack) > 0 {
@@ -121,8 +142,11 @@ func duplicateMember(data []byte) (string, bool) {
 		}
 		if top != nil && top.object && top.nameDue {
 			name, _ := tok.(string)
+			if strings.ContainsRune(name, 0) {
+				return nulCharacter, joinMember(top.path, name)
+			}
 			if top.names[name] {
-				return joinMember(top.path, name), true
+				return duplicateMember, joinMember(top.path, name)
 			}
 			top.names[name], top.member, top.nameDue = true, name, false
 			continue
@@ -135,6 +159,9 @@ func duplicateMember(data []byte) (string, bool) {
 		case top != nil:
 			path = top.path + "/" + strconv.Itoa(top.index)
 			top.index++
+		}
+		if text, ok := tok.(string); ok && strings.ContainsRune(text, 0) {
+			return nulCharacter, path
 		}
 		switch tok {
 		case json.Delim('{'):

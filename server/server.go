@@ -200,7 +200,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: max body bytes must be positive, got %d", cfg.MaxBodyBytes)
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), drainWait: time.After, devOrigins: http.NewCrossOriginProtection()}
-	s.handler = s.observe(s.secureHeaders(s.recoverPanics(s.limitBody(s.mux))))
+	s.handler = s.observe(s.secureHeaders(s.recoverPanics(s.limitBody(s.refuseUnreadableURL(s.mux)))))
 	s.mux.Handle("GET /healthz", s.counted("GET /healthz", http.HandlerFunc(s.healthz)))
 	s.mux.Handle("GET /readyz", s.counted("GET /readyz", http.HandlerFunc(s.readyz)))
 	s.patterns = []string{"GET /healthz", "GET /readyz"}

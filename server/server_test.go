@@ -780,15 +780,19 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 		wantStatus int
 		wantReason string
 	}{
-		"each member once":          {`{"cluster":"prod","change":{"set":{"A":"1","a":"2"}},"items":[{"x":true},{"x":false}]}`, 200, ""},
-		"top-level member twice":    {`{"cluster":"prod","cluster":"other"}`, 400, `member "/cluster" is given twice`},
-		"nested member twice":       {`{"change":{"set":{"A":"1","A":"2"}}}`, 400, `member "/change/set/A" is given twice`},
-		"member of an item twice":   {`{"items":[{"x":true},{"x":true,"x":false}]}`, 400, `member "/items/1/x" is given twice`},
-		"name with a slash twice":   {`{"change":{"set":{"a/b~":"1","a/b~":"2"}}}`, 400, `member "/change/set/a~1b~0" is given twice`},
-		"same name in two objects":  {`{"change":{"set":{"cluster":"x"}},"cluster":"prod"}`, 200, ""},
-		"a member after an object":  {`{"change":{"set":{}},"change":{"set":{"B":"2"}}}`, 400, `member "/change" is given twice`},
-		"a member after a list":     {`{"items":[],"cluster":"a","items":[]}`, 400, `member "/items" is given twice`},
-		"escaped spelling of a key": {`{"cluster":"prod","clust\u0065r":"other"}`, 400, `member "/cluster" is given twice`},
+		"each member once":           {`{"cluster":"prod","change":{"set":{"A":"1","a":"2"}},"items":[{"x":true},{"x":false}]}`, 200, ""},
+		"top-level member twice":     {`{"cluster":"prod","cluster":"other"}`, 400, `member "/cluster" is given twice`},
+		"nested member twice":        {`{"change":{"set":{"A":"1","A":"2"}}}`, 400, `member "/change/set/A" is given twice`},
+		"member of an item twice":    {`{"items":[{"x":true},{"x":true,"x":false}]}`, 400, `member "/items/1/x" is given twice`},
+		"name with a slash twice":    {`{"change":{"set":{"a/b~":"1","a/b~":"2"}}}`, 400, `member "/change/set/a~1b~0" is given twice`},
+		"same name in two objects":   {`{"change":{"set":{"cluster":"x"}},"cluster":"prod"}`, 200, ""},
+		"a member after an object":   {`{"change":{"set":{}},"change":{"set":{"B":"2"}}}`, 400, `member "/change" is given twice`},
+		"a member after a list":      {`{"items":[],"cluster":"a","items":[]}`, 400, `member "/items" is given twice`},
+		"escaped spelling of a key":  {`{"cluster":"prod","clust\u0065r":"other"}`, 400, `member "/cluster" is given twice`},
+		"a NUL in a value":           {`{"cluster":"pr\u0000od"}`, 400, `the string at "/cluster" holds a NUL character`},
+		"a NUL in an item":           {`{"items":[{"x":true},{"a\u0000":true}]}`, 400, `the string at "/items/1/a\x00" holds a NUL character`},
+		"a NUL in a map's value":     {`{"change":{"set":{"A":"\u0000"}}}`, 400, `the string at "/change/set/A" holds a NUL character`},
+		"an escaped backslash and u": {`{"cluster":"pr\\u0000od"}`, 200, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -899,5 +903,44 @@ func TestDevTeamRefusesAnotherSitesPage(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer kuk_unknown")
 	if rec, body := do(t, s.Handler(), req); rec.Code != 401 || body.Error != "invalid_token" {
 		t.Fatalf("a cross-site request with a token: %d %s, want 401 invalid_token", rec.Code, rec.Body)
+	}
+}
+
+// TestUnreadableURLsAreRefused400: a path or query holding a NUL character or bytes
+// that are not UTF-8 is refused 400 invalid_request before any route looks it up:
+// PostgreSQL cannot be asked about such a text, so a lookup of /api/v1/changes/a%00b
+// failed as a 500 internal error, logged as one (failed before: the handler ran).
+func TestUnreadableURLsAreRefused400(t *testing.T) {
+	seen := &requestLog{}
+	s, _ := newServer(t, server.Config{}, server.Deps{Requests: seen})
+	s.HandleFunc("GET /api/v1/changes/{code}", func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, 200, map[string]string{"code": r.PathValue("code")})
+	})
+	cases := map[string]struct {
+		target     string
+		wantStatus int
+		wantReason string
+	}{
+		"a code":                     {"/api/v1/changes/k7x2", 200, ""},
+		"a code that is not ASCII":   {"/api/v1/changes/%D0%BA", 200, ""},
+		"a NUL in the path":          {"/api/v1/changes/a%00b", 400, "the path holds a NUL character"},
+		"bytes that are not UTF-8":   {"/api/v1/changes/%FF%FE", 400, "the path holds a NUL character or bytes that are not UTF-8"},
+		"a NUL in a query value":     {"/api/v1/changes/k7x2?cluster=a%00b", 400, `query parameter "cluster" holds a NUL`},
+		"not UTF-8 in a query value": {"/api/v1/changes/k7x2?status=%C3", 400, `query parameter "status" holds`},
+		"a NUL in a query name":      {"/api/v1/changes/k7x2?a%00=b", 400, "a query parameter's name holds a NUL"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec, body := do(t, s.Handler(), httptest.NewRequest("GET", tc.target, nil))
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status %d (%s), want %d", rec.Code, rec.Body, tc.wantStatus)
+			}
+			if tc.wantStatus == 400 && (body.Error != "invalid_request" || !strings.Contains(body.Reason, tc.wantReason)) {
+				t.Fatalf("answer %s, want invalid_request saying %q", rec.Body, tc.wantReason)
+			}
+		})
+	}
+	if n := len(seen.seen); n != len(cases) {
+		t.Fatalf("%d requests observed, want all %d: %q", n, len(cases), seen.seen)
 	}
 }
