@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -21,6 +22,10 @@ import (
 const SecretPrefix = "kwh_"
 
 const maxURLLength = 2048
+
+// maxDescriptionChars bounds an endpoint's description, in characters (not bytes:
+// a description in another script than Latin takes two to four bytes a character).
+const maxDescriptionChars = 200
 
 // API serves a team's notification endpoints.
 type API struct {
@@ -103,6 +108,12 @@ func (a *API) checkURL(raw string) error {
 	if u.Host == "" || u.Hostname() == "" {
 		return errors.New("url has no host")
 	}
+	if p := u.Port(); p != "" {
+		// url.Parse takes any digits; a port past 65535 would fail every delivery.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("url port %s is not a port (1 to 65535)", p)
+		}
+	}
 	if !a.AllowPrivateNetworks {
 		if err := checkHost(u.Hostname()); err != nil {
 			return err
@@ -126,8 +137,8 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, http.StatusBadRequest, "invalid_endpoint", err.Error())
 		return
 	}
-	if len(req.Description) > 200 {
-		server.WriteError(w, http.StatusBadRequest, "invalid_endpoint", "description is longer than 200 characters")
+	if n := utf8.RuneCountInString(req.Description); n > maxDescriptionChars {
+		server.WriteError(w, http.StatusBadRequest, "invalid_endpoint", fmt.Sprintf("description is %d characters long, at most %d are taken", n, maxDescriptionChars))
 		return
 	}
 	if !a.Credentials.HasKey() {

@@ -366,10 +366,25 @@ func TestEndpointsAPI(t *testing.T) {
 		"ftp":         {"ftp://chat.example.com", "invalid_endpoint"},
 		"no host":     {"https://", "invalid_endpoint"},
 		"credentials": {"https://user:pw@chat.example.com", "invalid_endpoint"},
+		// Taken before, every delivery then failing to dial.
+		"port past 65535": {"https://chat.example.com:99999/hooks", "url port 99999 is not a port"},
+		"port 0":          {"https://chat.example.com:0/hooks", "url port 0 is not a port"},
 	} {
 		if status, body := servicetest.Do(t, e.api, "POST", "/api/v1/notifications/endpoints", e.admin, map[string]any{"url": tc.url}); status != 400 || !strings.Contains(string(body), tc.code) {
 			t.Errorf("%s: %d %s", name, status, body)
 		}
+	}
+	// The description is bounded in characters, as its reason says: 200 of another
+	// script are taken (refused before, as "longer than 200 characters", past 200
+	// bytes), 201 are not.
+	if status, body := servicetest.Do(t, e.api, "POST", "/api/v1/notifications/endpoints", e.admin,
+		map[string]any{"url": "https://chat.example.com/cjk", "description": strings.Repeat("界", 200)}); status != http.StatusCreated {
+		t.Errorf("200 characters of three bytes each: %d %s, want 201", status, body)
+	}
+	if status, body := servicetest.Do(t, e.api, "POST", "/api/v1/notifications/endpoints", e.admin,
+		map[string]any{"url": "https://chat.example.com/cjk", "description": strings.Repeat("界", 201)}); status != 400 ||
+		!strings.Contains(string(body), "description is 201 characters long, at most 200 are taken") {
+		t.Errorf("201 characters: %d %s, want 400 naming the count and the bound", status, body)
 	}
 	if status, body := servicetest.Do(t, e.api, "POST", "/api/v1/notifications/endpoints", e.read, map[string]any{"url": "https://x.example.com"}); status != 403 || !strings.Contains(string(body), "insufficient_scope") {
 		t.Errorf("read,change token: %d %s", status, body)
