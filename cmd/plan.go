@@ -63,7 +63,8 @@ commonAnnotationsEnvsubst, namespace, inline patches, components with
 ignoreMissingComponents; $ARGOCD_APP_* substituted, the revision ones empty), on a
 copy of the kustomization, then the build with argocd-cm's kustomize.buildOptions
 (--argocd-cm; --load-restrictor and --reorder apply). Refused by name: patches read
-from a file, --enable-helm, --enable-alpha-plugins, --enable-exec, --output,
+from a file, a kustomization inflating helmCharts (with --enable-helm; without
+it Argo CD fails too), --enable-alpha-plugins, --enable-exec, --output,
 --enable-managedby-label and unknown build flags, a kustomize version argocd-cm does
 not register, and a change of a value one of those settings overrides.
 

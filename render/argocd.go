@@ -247,7 +247,7 @@ func applySettings(app *Application, src argocd.AppSource, s argocd.Settings) {
 	if app.SourceType != SourceKustomize {
 		return
 	}
-	if _, err := parseBuildOptions(s.KustomizeBuildOptions); err != nil {
+	if _, _, err := parseBuildOptions(s.KustomizeBuildOptions); err != nil {
 		app.Unsupported = joinReasons(app.Unsupported, err.Error())
 	}
 	if k := src.Kustomize; k != nil && k.Version != "" && !s.RegistersKustomizeVersion(k.Version) {

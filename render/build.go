@@ -155,9 +155,12 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseBuildOptions(app.Kustomize.BuildOptions)
+	opts, helm, err := parseBuildOptions(app.Kustomize.BuildOptions)
 	if err != nil {
 		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf("application %s: %v", app.Name, err)}
+	}
+	if ref := helmChartsRefusal(app.Name, reach, helm); ref != nil {
+		return nil, ref
 	}
 	// The build's own copy of the tree: what the edits write stays in it.
 	bv := v.with(nil)
