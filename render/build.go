@@ -241,7 +241,7 @@ func buildKustomization(ctx context.Context, bv *view, root, kfile string, k Kus
 			if err := edit(); err != nil {
 				return nil, err
 			}
-			resMap, err := krusty.MakeKustomizer(opts).Run(bv, abs(root))
+			resMap, err := helmexec.RunKustomizer(krusty.MakeKustomizer(opts), bv, abs(root), reach.namesSchema())
 			if err != nil {
 				return nil, err
 			}
@@ -272,6 +272,7 @@ func buildKustomization(ctx context.Context, bv *view, root, kfile string, k Kus
 		Root: abs(root), Options: opts, OutputLimit: MaxPlanRenderBytes,
 		Started:  func() { started = true; use.waiting.Add(-1); use.running.Add(1) },
 		Expected: expectedReads(reach), ReadAhead: ahead.read, Unread: ahead.unread,
+		OwnSchema: reach.namesSchema(),
 	})
 }
 

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 )
 
 // KustomizeJob is one kustomize build.
@@ -48,6 +50,33 @@ type KustomizeJob struct {
 	// Unread, when set, is told of each file ReadAhead read that the build did
 	// not read from the request, once the build ended.
 	Unread func(path string)
+	// OwnSchema says a kustomization of the build names its own OpenAPI
+	// schema (openapi: path or version); see RunKustomizer.
+	OwnSchema bool
+}
+
+// builtinSchema is the schema version kustomize reports with no schema set.
+var builtinSchema = openapi.GetSchemaVersion()
+
+// RunKustomizer runs k on root as a kustomize process of its own (Argo CD's)
+// would, as far as kustomize's OpenAPI schema goes: kustomize keeps the schema
+// in process-wide globals, so a custom schema's definitions were added to the
+// Kubernetes ones an earlier build had parsed (its lists then merged by name
+// where kustomize alone replaces them), and the custom schema stayed for the
+// builds after it. A build whose kustomizations name a schema of their own
+// (ownSchema) starts from none, and a build that leaves any other than the
+// built-in default set leaves none; the built-in schema, which the builds that
+// name none share, stays parsed. Builds of one process must not overlap.
+func RunKustomizer(k *krusty.Kustomizer, fsys filesys.FileSystem, root string, ownSchema bool) (resmap.ResMap, error) {
+	if ownSchema {
+		openapi.ResetOpenAPI()
+	}
+	defer func() {
+		if ownSchema || openapi.GetSchemaVersion() != builtinSchema {
+			openapi.ResetOpenAPI()
+		}
+	}()
+	return k.Run(fsys, root)
 }
 
 // BuildError is kustomize's own error for the kustomization, told as kustomize
@@ -62,6 +91,7 @@ type kustomizeRequest struct {
 	Reorder          krusty.ReorderOption
 	LoadRestrictions types.LoadRestrictions
 	OutputLimit      int
+	OwnSchema        bool
 	// Answers are the answers to the calls of the job's expected paths.
 	Answers []answeredCall
 }
@@ -137,7 +167,7 @@ func (p *Pool) kustomize(ctx context.Context, fsys filesys.FileSystem, kj Kustom
 		return nil, errors.New("a kustomize worker does not add the managed-by label")
 	}
 	req := request{Kustomize: &kustomizeRequest{
-		Root: kj.Root, Reorder: o.Reorder, LoadRestrictions: o.LoadRestrictions, OutputLimit: kj.OutputLimit,
+		Root: kj.Root, Reorder: o.Reorder, LoadRestrictions: o.LoadRestrictions, OutputLimit: kj.OutputLimit, OwnSchema: kj.OwnSchema,
 	}}
 	resp, err := p.run(ctx, job{
 		tool: toolKustomize, req: req, limit: int64(kj.OutputLimit) + responseSlack,
@@ -210,7 +240,7 @@ func buildKustomization(req *kustomizeRequest, fsys filesys.FileSystem) response
 		LoadRestrictions: req.LoadRestrictions,
 		PluginConfig:     types.DisabledPluginConfig(),
 	}
-	resMap, err := krusty.MakeKustomizer(opts).Run(fsys, req.Root)
+	resMap, err := RunKustomizer(krusty.MakeKustomizer(opts), fsys, req.Root, req.OwnSchema)
 	if err != nil {
 		return response{Err: err.Error()}
 	}
