@@ -122,3 +122,21 @@ func TestChangeOrDecisionNamingAnUnknownClusterIsNotFound(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterNotFoundShowsALookalikeName: a cluster name holding characters other
+// than ASCII (a Cyrillic о in "prоd", a right-to-left override) is quoted in ASCII
+// and said to hold them, so the refusal does not read "no cluster named "prod"" to
+// a team that has prod (failed before: the name was shown as it is).
+func TestClusterNotFoundShowsALookalikeName(t *testing.T) {
+	for name, tc := range map[string]struct{ cluster, want string }{
+		"a Cyrillic letter":        {"pr\u043ed", `no cluster named "pr\u043ed": a cluster name holds only lower-case ASCII letters`},
+		"a right-to-left override": {"prod\u202e", `no cluster named "prod\u202e": a cluster name holds only`},
+		"an ASCII name":            {"prod", `no cluster named "prod"; register it with POST /api/v1/clusters`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := (&ClusterNotFoundError{Name: tc.cluster}).Error(); !strings.Contains(got, tc.want) {
+				t.Fatalf("%q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}

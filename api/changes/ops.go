@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -32,7 +33,14 @@ const CodeClusterNotFound = "cluster_not_found"
 type ClusterNotFoundError struct{ Name string }
 
 func (e *ClusterNotFoundError) Error() string {
-	return "your team has no cluster named " + strconv.Quote(e.Name) + "; register it with POST /api/v1/clusters"
+	// The name is quoted in ASCII: "prоd" with a Cyrillic о, pasted from elsewhere,
+	// would read as the "prod" the team has, and the answer as a contradiction.
+	quoted := strconv.QuoteToASCII(e.Name)
+	if strings.ContainsFunc(e.Name, func(r rune) bool { return r > unicode.MaxASCII }) {
+		return "your team has no cluster named " + quoted + ": a cluster name holds only lower-case ASCII letters, digits and '-', " +
+			"and this one holds other characters (letters of another script look like Latin ones); type the name again"
+	}
+	return "your team has no cluster named " + quoted + "; register it with POST /api/v1/clusters"
 }
 
 // ClusterReadError: the team's cluster could not be read (Err wraps
