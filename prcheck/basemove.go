@@ -73,8 +73,9 @@ const MaxBaseMoveMarks = 20
 //
 // A check still running is only told of the move (the newest one, in Records): a
 // running check is judged when it completes, against the files between its base
-// and that commit, and its runs are marked then, after its own result is
-// published. Re-checking it at once would show the same: a pull request's merge
+// and where the branch is then (a push that landed before its record, which no
+// push could tell it, included), and its runs are marked then, after its own
+// result is published. Re-checking it at once would show the same: a pull request's merge
 // base does not move with its base branch.
 func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 	if c.Records == nil {
@@ -157,16 +158,18 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 }
 
 // movedWhileRunning judges, once the check id has published its result, the base
-// moves it was told of while it ran (BaseMoved): the files between the check's base
-// and the newest commit the branch moved to, as GitHub compares them (all of them
-// when it lists only part), reach its Applications or the policy, or not. A push
-// that came between the check's record and its publish marked it as a completed
-// check, and the check's own result may have been published over that mark: a run
-// marked so is published marked again. A check into another branch than
-// policyBranch, whose policy a push changed while it ran, marks its kukie/policy
-// run, as that push judged it. A failure is logged: the check's own result
-// stands, and the next push to the branch judges the check as any completed one.
-func (c *Checker) movedWhileRunning(ctx context.Context, id, policyBranch string) {
+// moves it was told of while it ran (BaseMoved) and the one it was not: a push
+// that landed before its record existed, which no push could tell it of, is found
+// by reading where the base branch is now. Whether the files between the check's
+// base and that commit, as GitHub compares them (all of them when it lists only
+// part), reach its Applications or the policy decides whether its runs are
+// marked stale. A push that came between the check's record and its publish marked
+// it as a completed check, and the check's own result may have been published over
+// that mark: a run marked so is published marked again. A check into another
+// branch than the policy's, whose policy a push changed while it ran, marks its
+// kukie/policy run, as that push judged it. A failure is logged: the check's own
+// result stands.
+func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 	if id == "" || ctx.Err() != nil {
 		return
 	}
@@ -176,39 +179,79 @@ func (c *Checker) movedWhileRunning(ctx context.Context, id, policyBranch string
 		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
 		return
 	}
-	told := []string{rec.MovedWhileRunningSHA, rec.BaseMovedSHA}
+	if err := c.judgeMoves(ctx, rec); err != nil {
+		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not judge the base moves while a check ran; its runs are not marked stale")
+	}
+}
+
+// judgeMoves judges the base moves of the completed check rec since its base (as
+// movedWhileRunning says), marking its runs stale where they reach it; a run
+// already marked is published marked again.
+func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
+	type move struct {
+		sha          string
+		whileRunning bool
+	}
+	var moves []move
+	add := func(sha string, whileRunning bool) {
+		if sha != "" && !slices.ContainsFunc(moves, func(m move) bool { return m.sha == sha }) {
+			moves = append(moves, move{sha, whileRunning})
+		}
+	}
+	add(rec.BaseMovedSHA, false)
+	latest := rec.MovedWhileRunningSHA
+	if _, ok := pullNumber(rec.Key); ok {
+		head, found, err := c.GitHub.BranchHead(ctx, rec.InstallationID, rec.Repo, rec.BaseBranch)
+		if err != nil {
+			return fmt.Errorf("read where %s is now: %w", rec.BaseBranch, err)
+		}
+		if found {
+			latest = head
+			if head == rec.BaseSHA {
+				latest = ""
+			}
+		}
+	}
+	var policyBranch string
+	if rec.PolicyMovedSHA != "" {
+		full, err := c.Records.PullCheckByID(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		var res Result
+		if err := json.Unmarshal(full.Result, &res); err != nil {
+			return fmt.Errorf("read the result of check %s: %w", rec.ID, err)
+		}
+		if res.Policy != nil {
+			policyBranch = res.Policy.DefaultBranch
+		}
+	}
 	if policyBranch == rec.BaseBranch {
-		told = append(told, rec.PolicyMovedSHA)
-	} else if rec.PolicyMovedSHA != "" {
+		add(rec.PolicyMovedSHA, false)
+	} else if policyBranch != "" {
 		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: policyBranch, SHA: rec.PolicyMovedSHA,
 			Default: true, whileRunning: true, policy: &policyMove{changed: true}}
 		none := func() (pushReach, error) { return pushReach{}, nil }
-		if err := c.markStale(ctx, m, id, true, none, c.policyMovedBy(m)); err != nil {
-			log.Warn().Err(err).Str("key", rec.Key).Str("branch", policyBranch).Str("sha", m.SHA).Msg("Could not mark a policy run stale after the policy changed while its check ran")
+		if err := c.markStale(ctx, m, rec.ID, true, none, c.policyMovedBy(m)); err != nil {
+			return fmt.Errorf("mark the policy run stale after %s moved to %s: %w", policyBranch, short(m.SHA), err)
 		}
 	}
-	var moves []string
-	for _, sha := range told {
-		if sha != "" && !slices.Contains(moves, sha) {
-			moves = append(moves, sha)
-		}
-	}
-	for _, sha := range moves {
-		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: sha}
+	add(latest, true)
+	for _, mv := range moves {
+		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: mv.sha, whileRunning: mv.whileRunning}
 		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
 		if err != nil {
-			log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not compare a check's base with the commit its branch moved to while it ran; it is not marked stale")
-			return
+			return fmt.Errorf("compare the base %s with %s, which %s moved to: %w", short(rec.BaseSHA), short(m.SHA), rec.BaseBranch, err)
 		}
 		if cmp.Complete {
 			m.Files = changedPaths(cmp.Files)
 		}
 		reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
-		if err := c.markStale(ctx, m, id, true, reach, c.policyMovedBy(m)); err != nil {
-			log.Warn().Err(err).Str("key", rec.Key).Str("base", m.SHA).Msg("Could not mark a check stale after its base moved while it ran")
-			return
+		if err := c.markStale(ctx, m, rec.ID, true, reach, c.policyMovedBy(m)); err != nil {
+			return fmt.Errorf("mark the check stale after %s moved to %s: %w", rec.BaseBranch, short(m.SHA), err)
 		}
 	}
+	return nil
 }
 
 // changedPaths lists the paths of files, the old ones of renamed files too; never nil.

@@ -365,3 +365,53 @@ func TestPolicyMoveUnderARunningCheckIntoAnotherBranch(t *testing.T) {
 		}
 	})
 }
+
+// policyReadHook runs before once, when the check reads the repository's policy:
+// after the check started, before its record exists.
+type policyReadHook struct {
+	github.Repos
+	before func()
+	once   sync.Once
+}
+
+func (g *policyReadHook) DefaultBranchFile(ctx context.Context, inst int64, repo, name string, maxBytes int) ([]byte, string, bool, error) {
+	g.once.Do(g.before)
+	return g.Repos.DefaultBranchFile(ctx, inst, repo, name, maxBytes)
+}
+
+// TestBaseMoveBeforeACheckIsRecordedMarksItWhenItCompletes: main moves, changing
+// the file the pull request's app reads, after the check started (its base is the
+// commit before) and before its record exists, so the push finds no check to tell.
+// Once it published its result, the check finds where main is now and marks its
+// run stale, saying the base moved while it ran.
+func TestBaseMoveBeforeACheckIsRecordedMarksItWhenItCompletes(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		head, number := r.openPull(t)
+		h := r.head(t, number, head)
+		var moved string
+		hooked := &policyReadHook{Repos: r.held.Repos, before: func() {
+			moved = r.move(t, map[string]string{"apps/web/deployment.yaml": strings.Replace(files["apps/web/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, false)
+			if history, err := r.db.PullChecksOf(ctx, repo, h.Key); err != nil || len(history) != 0 {
+				t.Errorf("checks %+v (%v) before the record, want none", history, err)
+			}
+		}}
+		c := &prcheck.Checker{GitHub: hooked, Connections: r.b.Connections, Applications: r.b.Applications, Records: db,
+			PublicURL: r.b.PublicURL, SupersedePoll: time.Hour}
+		if err := c.Check(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		if moved == "" {
+			t.Fatal("the check was not started with the push before its record")
+		}
+		run := r.renderRun(t, head)
+		out := run.GetOutput()
+		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") ||
+			!strings.Contains(out.GetSummary(), "**main moved to "+moved[:7]+" while this check ran**, changing files that argocd/web (cluster prod) read (apps/web/deployment.yaml)") {
+			t.Fatalf("render run: %s %q\n%s", run.GetConclusion(), out.GetTitle(), out.GetSummary())
+		}
+		if c := r.onlyCheck(t, number); c.BaseSHA != h.BaseSHA || c.BaseMovedSHA != moved {
+			t.Fatalf("stored check %+v, want its base %s, marked moved to %s", c, h.BaseSHA, moved)
+		}
+	})
+}

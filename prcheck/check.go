@@ -55,6 +55,8 @@ type GitHub interface {
 	DefaultBranchFile(ctx context.Context, inst int64, repo, name string, maxBytes int) ([]byte, string, bool, error)
 	// GetPull reads a pull request, to tell whether a head is still its head.
 	GetPull(ctx context.Context, inst int64, repo string, number int64) (github.PullRequest, error)
+	// BranchHead reads where a base branch is now, to judge a move no push told.
+	BranchHead(ctx context.Context, inst int64, repo, branch string) (sha string, found bool, err error)
 }
 
 // Connections names the team that the App's installation belongs to and that
@@ -378,7 +380,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport); err != nil {
 		return err
 	}
-	c.movedWhileRunning(ctx, rec.ID, pol.DefaultBranch)
+	c.movedWhileRunning(ctx, rec.ID)
 	return nil
 }
 

@@ -29,7 +29,8 @@
 // changed the policy file; a push to the default branch that changed the policy
 // file marks the kukie/policy runs of the pull requests into other branches too,
 // whose policy it is. A check still running is told of the move and judges it
-// once it completed (BaseMoved). The
+// once it completed, against where the branch is then, which holds the pushes
+// that landed before its record too (BaseMoved). The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.
 package prcheck
