@@ -19,7 +19,8 @@
 //     Every connection to an API server checks the address its host resolves to
 //     then (netguard: no cloud metadata endpoint, link-local or unspecified
 //     address), through one connection pool per Cluster that its clients and
-//     informers share and that closes with it.
+//     informers share and that closes with it, or, once newer credentials
+//     replaced it, as soon as its calls in flight and its informers have ended.
 //   - Cluster.Decide(ctx, targets) returns the Git-or-direct argocd.Decision for up to
 //     Options.MaxTargets targets within Options.DecisionBudget; it never fails: a read
 //     that fails or runs out of time makes the decision unknown (Known=false, direct)
@@ -64,9 +65,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -224,6 +227,52 @@ type Cluster struct {
 	// watches are the informers on Applications and on single objects while
 	// somebody follows them.
 	watches *watches
+	// users counts what uses the cluster's connections now: API calls in flight
+	// and informers running with its clients. Once the cluster is retired (its
+	// credentials were replaced), the last of them to end closes its
+	// connections (see retire).
+	usersMu sync.Mutex
+	users   int
+	retired bool
+}
+
+// acquire counts a use of the cluster's connections, which release ends.
+func (c *Cluster) acquire() {
+	c.usersMu.Lock()
+	c.users++
+	c.usersMu.Unlock()
+}
+
+func (c *Cluster) release() {
+	c.usersMu.Lock()
+	defer c.usersMu.Unlock()
+	c.users--
+	if c.users == 0 && c.retired {
+		c.closeConnections()
+	}
+}
+
+// retire says that the registry no longer hands the cluster out (newer
+// credentials replaced it): its connections are closed as soon as nothing uses
+// them, the calls in flight and the informers still running with its clients
+// ended, rather than left to the transport's idle timeout or the registry's
+// Close. A holder that calls it later still connects, and that connection is
+// closed when its call ends.
+func (c *Cluster) retire() {
+	c.usersMu.Lock()
+	defer c.usersMu.Unlock()
+	c.retired = true
+	if c.users == 0 {
+		c.closeConnections()
+	}
+}
+
+// closeConnections drops the transport's idle connections from its pool (so no
+// call picks one up as it closes) and closes every connection left; called with
+// usersMu held, so no call of the cluster starts meanwhile.
+func (c *Cluster) closeConnections() {
+	utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
+	c.conns.closeOpen()
 }
 
 // NewCluster builds the client set for a cluster from a REST configuration. cfg is
@@ -298,6 +347,8 @@ func (c *Cluster) Name() string { return c.name }
 // do runs one API call: it waits for a concurrency slot and performs fn, both within
 // min(CallTimeout, what ctx has left).
 func (c *Cluster) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	c.acquire()
+	defer c.release()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancel()
 	if err := c.slots.Acquire(ctx, 1); err != nil {

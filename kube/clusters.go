@@ -145,7 +145,9 @@ func NewClusters(opts Options) *Clusters {
 // Get returns the client set of the named cluster, building it on first use. The same
 // *Cluster is returned while access is unchanged; changed credentials build a new one
 // (with an empty cache), and the informers of the old one start again with them in
-// the background (see Update, which waits for that).
+// the background (see Update, which waits for that). The old one's connections are
+// closed as soon as nothing uses them: once its calls in flight and its informers
+// have ended.
 func (r *Clusters) Get(name string, access Access) (*Cluster, error) {
 	c, _, err := r.get(context.Background(), name, access)
 	return c, err
@@ -201,7 +203,11 @@ func (r *Clusters) get(ctx context.Context, name string, access Access) (*Cluste
 	}
 	// One set of informers per name, following with the newest credentials.
 	c.watches = reg.cluster.watches
-	return c, c.watches.rebind(ctx, c), nil
+	restarted := c.watches.rebind(ctx, c)
+	// The old informers have been told to start again with c; the old cluster's
+	// connections close once they and the calls still in flight with it ended.
+	reg.cluster.retire()
+	return c, restarted, nil
 }
 
 // SetAccessSource tells the registry where a cluster's current credentials are
@@ -259,12 +265,15 @@ func (r *Clusters) Close() {
 	}
 }
 
-// Forget drops a cluster, for example after it was deleted or its credentials revoked.
+// Forget drops a cluster, for example after it was deleted or its credentials
+// revoked; its connections are closed once its calls in flight and its informers
+// (which run on until their followers stop) have ended.
 func (r *Clusters) Forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if reg, ok := r.clusters[name]; ok {
 		r.forgotten = append(r.forgotten, reg.cluster)
+		reg.cluster.retire()
 	}
 	delete(r.clusters, name)
 }

@@ -10,7 +10,9 @@ import (
 // together when the cluster is: closing only the idle ones leaves a connection
 // whose last stream (a watch just stopped) is still ending open, with its read
 // loop, until the transport's idle timeout. Once closed, the cluster opens no
-// more: a call made with it then fails with ErrClosed.
+// more: a call made with it then fails with ErrClosed. A cluster whose
+// credentials were replaced closes them, without refusing more, once nothing
+// uses it (see Cluster.retire).
 type connections struct {
 	mu     sync.Mutex
 	open   map[*trackedConn]struct{}
@@ -49,6 +51,13 @@ func (cs *connections) dialer(dial func(ctx context.Context, network, address st
 func (cs *connections) close() {
 	cs.mu.Lock()
 	cs.closed = true
+	cs.mu.Unlock()
+	cs.closeOpen()
+}
+
+// closeOpen closes every connection open now; later dials still connect.
+func (cs *connections) closeOpen() {
+	cs.mu.Lock()
 	open := make([]*trackedConn, 0, len(cs.open))
 	for c := range cs.open {
 		open = append(open, c)

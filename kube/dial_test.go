@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -271,4 +272,124 @@ func TestAClustersConnectionsAreSharedAndClosedWithIt(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// holds are the requests a test holds: the response of each request whose path
+// ends in path is held until release is closed, its body unread, so the call
+// stays in flight on its connection; held is told of each.
+type holds struct {
+	path    string
+	held    chan struct{}
+	release chan struct{}
+}
+
+// holdingTransport is one cluster's transport, holding the requests of holds.
+type holdingTransport struct {
+	next  http.RoundTripper
+	holds *holds
+}
+
+func (h *holdingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(req)
+	if err == nil && strings.HasSuffix(req.URL.Path, h.holds.path) {
+		h.holds.held <- struct{}{}
+		<-h.holds.release
+	}
+	return resp, err
+}
+
+func (h *holdingTransport) WrappedRoundTripper() http.RoundTripper { return h.next }
+
+// TestAReplacedClustersConnectionsCloseOnceUnused: once a cluster's credentials
+// are replaced, the old client set's connections (counted through a proxy of
+// their own) are closed as soon as nothing uses them: a call in flight with the
+// old credentials finishes first, on its connection, and the old informers,
+// started again with the new credentials, end; not left to the transport's idle
+// timeout or the registry's Close. A holder of the old client set that calls it
+// afterwards still connects, and that connection is closed after its call.
+func TestAReplacedClustersConnectionsCloseOnceUnused(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldProxy, newProxy := newCountingProxy(t, u.Host), newCountingProxy(t, u.Host)
+	dns := &records{}
+	dns.set("cluster.test", "127.0.0.1")
+	holding := &holds{path: "/configmaps/slow", held: make(chan struct{}, 1), release: make(chan struct{})}
+	r := kube.NewClusters(kube.Options{Resolve: dns.resolve, CallTimeout: time.Minute,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &holdingTransport{next: rt, holds: holding} }})
+	t.Cleanup(r.Close)
+	ctx := context.Background()
+	old, err := r.Get("prod", kube.Access{Kubeconfig: kubeconfigAt(t, env, "cluster.test", oldProxy.port(), "", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := old.FollowApplication(ctx, w.appsNS, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Stop()
+	target, err := old.FollowResource(ctx, w.deployment("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Stop()
+	mustDecide(t, old.Decide(ctx, []argocd.ResourceRef{w.deployment("web")}), argocd.PathGit, true, argocd.LevelSelfHeal, "")
+
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := old.GetResource(ctx, w.configMap("slow"), kube.Fresh)
+		inFlight <- err
+	}()
+	select {
+	case <-holding.held:
+	case err := <-inFlight:
+		t.Fatalf("the call to hold ended: %v", err)
+	}
+	rotated, err := r.Update(ctx, "prod", kube.Access{Kubeconfig: kubeconfigAt(t, env, "cluster.test", newProxy.port(), "", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, open := oldProxy.counts(); open == 0 {
+		t.Fatal("the old credentials' connections were closed under the call in flight")
+	}
+	close(holding.release)
+	if err := <-inFlight; err != nil && kube.ClassOf(err) != argocd.FailureNotFound {
+		t.Fatalf("the call in flight with the old credentials: %v, want it answered", err)
+	}
+	allClosed := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // the transport's idle timeout is 90 s
+		for {
+			opened, open := oldProxy.counts()
+			if open == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of the old credentials' %d connections still open", what, open, opened)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	allClosed("once nothing used them")
+
+	// The new client set follows and reads through its own connections.
+	mustDecide(t, rotated.Decide(ctx, []argocd.ResourceRef{w.deployment("web")}), argocd.PathGit, true, argocd.LevelSelfHeal, "")
+	if _, err := rotated.ListApplications(ctx, kube.Fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, open := newProxy.counts(); open == 0 {
+		t.Error("the new credentials' connections were closed")
+	}
+	before, _ := oldProxy.counts()
+	// (Applications it reads from the informer the two share: a resource.)
+	if _, err := old.GetResource(ctx, w.configMap("settings"), kube.Fresh); err != nil && kube.ClassOf(err) != argocd.FailureNotFound {
+		t.Fatalf("a later call of the old client set: %v", err)
+	}
+	if opened, _ := oldProxy.counts(); opened == before {
+		t.Error("a later call of the old client set opened no connection of its own")
+	}
+	allClosed("after a later call")
 }

@@ -500,7 +500,10 @@ func (ws *watches) startRun(ctx context.Context, w *sharedWatch, source *Cluster
 	}
 	runCtx, cancel := context.WithCancel(log.WithContext(context.WithoutCancel(ctx)))
 	run.cancel = cancel
-	if !ws.spawn(func() { informer.RunWithContext(runCtx) }) {
+	// The informer uses source's connections until it has ended (see retire).
+	source.acquire()
+	if !ws.spawn(func() { defer source.release(); informer.RunWithContext(runCtx) }) {
+		source.release()
 		cancel()
 		return nil, fmt.Errorf("watch %s of cluster %s: %w", key, c.name, errWatchesClosed)
 	}
