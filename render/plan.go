@@ -450,6 +450,9 @@ func (p *planner) affected(files []string) ([]Application, []Warning) {
 					Alternative: "drop the revision from the settings if only the requested change should reach the cluster",
 				})
 			}
+			if w, ok := p.customSchemaWarning(app); ok {
+				warnings = append(warnings, w)
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name == p.primary.Name && out[j].Name != p.primary.Name })
