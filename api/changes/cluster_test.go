@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -138,5 +143,58 @@ func TestClusterNotFoundShowsALookalikeName(t *testing.T) {
 				t.Fatalf("%q, want it to contain %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// appsAsking is an AppReader that counts what it is asked and, like the cluster
+// client, fails a read of a name that is no path segment rather than finding
+// nothing.
+type appsAsking struct{ asked []string }
+
+func (a *appsAsking) AppList(context.Context, clusteraccess.Ref) (argocd.AppList, error) {
+	return argocd.AppList{}, nil
+}
+
+func (a *appsAsking) AppDetail(_ context.Context, _ clusteraccess.Ref, ns, name string) (argocd.AppDetail, error) {
+	a.asked = append(a.asked, ns+"/"+name)
+	if name == ".." || name == "." || strings.ContainsAny(name, "/%") || strings.ContainsAny(ns, "/%") {
+		return argocd.AppDetail{}, fmt.Errorf("get application %s/%s: invalid resource name", ns, name)
+	}
+	return argocd.AppDetail{}, clusteraccess.ErrObjectNotFound
+}
+
+// TestAppNamesNoObjectCanHaveAreNotFound: an Application asked for by a namespace or
+// name no Kubernetes object can have (one holding "%2F", "%25" or capitals) is
+// answered 404 not_found saying so, without asking the cluster (failed before:
+// asked, and "a/b", "a%b" answered 502 cluster_unavailable as the cluster's failure).
+func TestAppNamesNoObjectCanHaveAreNotFound(t *testing.T) {
+	db := storetest.SQLite(t)
+	apps := &appsAsking{}
+	token := teamWithCluster(t, db, "shop")
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&API{Store: db, Apps: apps}).Mount(srv)
+	for route, want := range map[string]string{
+		"/api/v1/clusters/prod/argocd/apps/argocd/a%2Fb":     `application \"argocd\"/\"a/b\": no Application has that name`,
+		"/api/v1/clusters/prod/argocd/apps/argocd/a%25b":     `no Application has that name`,
+		"/api/v1/clusters/prod/argocd/apps/Argo%2FCD/web":    `application \"Argo/CD\"/\"web\": no namespace has that name`,
+		"/api/v1/clusters/prod/argocd/apps/argocd/Web":       `no Application has that name`,
+		"/api/v1/clusters/prod/argocd/apps/argocd/web-1.api": `object not found`,
+	} {
+		t.Run(route, func(t *testing.T) {
+			status, body := callAs(srv, token, "GET", route, "")
+			if status != http.StatusNotFound {
+				t.Fatalf("GET %s = %d %s, want 404", route, status, body)
+			}
+			wantCode(t, body, plan.CodeNotFound)
+			if !strings.Contains(string(body), want) {
+				t.Errorf("GET %s answered %s, want it to say %s", route, body, want)
+			}
+		})
+	}
+	if want := []string{"argocd/web-1.api"}; !slices.Equal(apps.asked, want) {
+		t.Errorf("the cluster was asked for %q, want only %q", apps.asked, want)
 	}
 }

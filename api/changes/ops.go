@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
@@ -212,6 +214,13 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return AppDetailView{}, err
 	}
+	// A name no Kubernetes object can have is not asked of the cluster: the client
+	// refuses some ("..", one holding "/" or "%") as a failed read, which would be
+	// answered, and counted, as the cluster's failure.
+	if problem := applicationNameProblem(namespace, name); problem != "" {
+		return AppDetailView{}, &ClusterReadError{Err: fmt.Errorf("application %s/%s: %s: %w",
+			strconv.Quote(namespace), strconv.Quote(name), problem, clusteraccess.ErrObjectNotFound)}
+	}
 	detail, err := a.Apps.AppDetail(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, namespace, name)
 	if err != nil {
 		return AppDetailView{}, &ClusterReadError{Err: err}
@@ -228,6 +237,18 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 		}
 	}
 	return out, nil
+}
+
+// applicationNameProblem says why no Application can have namespace and name (a
+// namespace is a DNS label, a name a DNS subdomain), or "".
+func applicationNameProblem(namespace, name string) string {
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return "no namespace has that name (" + strings.Join(msgs, "; ") + ")"
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "no Application has that name (" + strings.Join(msgs, "; ") + ")"
+	}
+	return ""
 }
 
 // RepoView is a repository connected to the team's cluster at a revision: which
