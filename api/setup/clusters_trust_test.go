@@ -243,3 +243,32 @@ func TestRegisterClusterRefusesUnverifiedTLSUnlessAllowed(t *testing.T) {
 		}
 	})
 }
+
+// TestRegisterClusterRefusesMisspeltSettings: a kubeconfig with a field
+// kubeconfigs do not have (a misspelt token) is refused at registration and
+// replacement with invalid_kubeconfig naming the entry, the field and the setting
+// it likely is, never the value, and nothing is stored.
+func TestRegisterClusterRefusesMisspeltSettings(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		misspelt := strings.Replace(kubeconfig, "    token: kube-token-do-not-leak", "    tokn: kube-token-do-not-leak", 1)
+		const want = `users[admin].user: unknown field \"tokn\" (did you mean \"token\"?)`
+		refused := func(what string, status int, body []byte) {
+			t.Helper()
+			if status != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_kubeconfig"`) ||
+				!strings.Contains(string(body), want) || strings.Contains(string(body), "kube-token-do-not-leak") {
+				t.Errorf("%s = %d %s, want 400 invalid_kubeconfig saying %s without the value", what, status, body, want)
+			}
+		}
+		status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": misspelt})
+		refused("register", status, body)
+		if _, err := db.ClusterByName(context.Background(), e.teamA.ID, "prod"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the cluster was stored (%v)", err)
+		}
+		if status, body := e.do("POST", "/api/v1/clusters", e.tokenA, map[string]any{"name": "prod", "kubeconfig": kubeconfig}); status != http.StatusCreated {
+			t.Fatalf("register = %d %s", status, body)
+		}
+		status, body = e.do("PUT", "/api/v1/clusters/prod/kubeconfig", e.tokenA, map[string]any{"kubeconfig": misspelt})
+		refused("replace", status, body)
+	})
+}
