@@ -14,7 +14,9 @@
 //     (SetAccessSource) for newer ones.
 //   - LoadKubeconfig accepts a team's kubeconfig only with inline settings (https
 //     server, inline TLS data and credentials): no exec plugin, auth provider, file
-//     path or proxy, in any entry. RESTConfig applies it at every use, so a document
+//     path or proxy, in any entry, and no field kubeconfigs do not have (a
+//     misspelt setting, which client-go ignores, is refused naming it, never its
+//     value). RESTConfig applies it at every use, so a document
 //     stored before the check cannot run a command or read a file of the service's.
 //     Every connection to an API server checks the address its host resolves to
 //     then (netguard: no cloud metadata endpoint, link-local or unspecified
