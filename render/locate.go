@@ -99,6 +99,9 @@ func (p *planner) planChange(ctx context.Context) (*Result, error) {
 				return p.planAppManifest(ctx, target, exp, where, out)
 			}
 		}
+		if ref := p.replacementRefusal(p.replacedFields(target, expected), out); ref != nil {
+			return nil, ref
+		}
 		return nil, p.noVerifiedEdit(target, out)
 	}
 	return p.result(out.winner, out.verified, out.attempts)
@@ -614,6 +617,9 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	// (1) The overlay already sets the field: its replicas or images entry, then a
 	// patch that sets it (a new transformer entry would leave that patch's value
 	// dead, since kustomize runs the transformers after the patches).
+	// (0) A replacement of the app's kustomizations writes the field: its
+	// source's value is the field's.
+	builders = append(builders, p.replacementSourceBuilders(p.replacedFields(target, expected))...)
 	var entries []candidateBuilder
 	layers := layerNames(target.name, p.primary.Kustomize, reach.nodes)
 	if c.Replicas != nil {

@@ -411,7 +411,8 @@ const (
 	CodeNoChange          = "no_change"
 	CodeAppOverride       = "application_override"
 	// CodeTransformerOverride: a transformer of the app's kustomization sets
-	// the field the change gives (a label, an annotation) after every patch.
+	// the field the change gives (a label, an annotation, a field a
+	// replacement writes) after every patch.
 	CodeTransformerOverride = "transformer_override"
 	CodeAlreadyExists       = "already_exists"
 	CodeVerificationFailed  = "verification_failed"
