@@ -227,6 +227,7 @@ func convertHelm(app *Application, h *argocd.AppSourceHelm) {
 		o.ValuesField = "values"
 		if raw := strings.TrimSpace(string(h.ValuesObject)); raw != "" && raw != "null" {
 			o.ValuesField = "valuesObject"
+			o.IgnoredValues = strings.TrimSpace(h.Values) != ""
 		}
 	}
 	for _, p := range h.Parameters {

@@ -129,7 +129,7 @@ spec:
 `,
 			want: []Application{{Name: "argocd/web", Path: "charts/web", SourceType: SourceHelm, Namespace: "web", Helm: HelmOptions{
 				ReleaseName: "web", Namespace: "web-system", ValueFiles: []string{"values-prod.yaml", "/shared/values.yaml"},
-				IgnoreMissingValueFiles: true, Values: "replicaCount: 3\n", ValuesField: "valuesObject",
+				IgnoreMissingValueFiles: true, Values: "replicaCount: 3\n", ValuesField: "valuesObject", IgnoredValues: true,
 				Parameters:     []HelmParameter{{Name: "image.tag", Value: "1.2"}, {Name: "port", Value: "80", ForceString: true}},
 				FileParameters: []HelmFileParameter{{Name: "config", Path: "files/config.txt"}},
 				SkipCrds:       true, SkipTests: true, KubeVersion: "1.31", APIVersions: []string{"monitoring.coreos.com/v1"}}}},

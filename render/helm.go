@@ -60,6 +60,10 @@ type HelmOptions struct {
 	// every values file; ValuesField names which of the two it came from.
 	Values      string `json:"values,omitempty"`
 	ValuesField string `json:"valuesField,omitempty"`
+	// IgnoredValues says the Application sets values beside valuesObject:
+	// Argo CD passes valuesObject alone (see argocd.AppSourceHelm.ValuesYAML),
+	// so the values text reaches no render, and a plan warns of it.
+	IgnoredValues bool `json:"ignoredValues,omitempty"`
 	// Parameters are "--set" values ("--set-string" with ForceString), FileParameters
 	// "--set-file" values read from files of the repository.
 	Parameters     []HelmParameter     `json:"parameters,omitempty"`

@@ -453,6 +453,14 @@ func (p *planner) affected(files []string) ([]Application, []Warning) {
 			if w, ok := p.customSchemaWarning(app); ok {
 				warnings = append(warnings, w)
 			}
+			if app.SourceType == SourceHelm && app.Helm.IgnoredValues {
+				warnings = append(warnings, Warning{
+					Code:        "helm_values_ignored",
+					Where:       "Application " + app.Name,
+					Message:     fmt.Sprintf("its %s sets both values and valuesObject: Argo CD passes valuesObject alone to helm template and ignores values, so no key of values reaches the chart: the render verified is valuesObject's, and an edit of the Application's values goes to valuesObject", helmSettings(app)),
+					Alternative: "move the keys of values into valuesObject and remove values",
+				})
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name == p.primary.Name && out[j].Name != p.primary.Name })
