@@ -320,6 +320,16 @@ func (s *Server) requireTeam(scope store.Scope, next http.Handler) http.Handler 
 					"a request without a token acts as the dev team only when it does not come from another site's page; send a token (Authorization: Bearer <token>)")
 				return
 			}
+			// A page of another site can also be its own origin: a name of the
+			// attacker's made to resolve to this machine (DNS rebinding) passes the
+			// origin check and reads the answers. Its requests name that host, while
+			// the developer's browser and programs name this machine.
+			if !loopbackHost(r.Host) {
+				WriteError(w, http.StatusForbidden, "dev_team_not_local",
+					"a request without a token acts as the dev team only when it names this machine (localhost, 127.0.0.1, [::1]) as its host, "+
+						"since a web page can make any other name lead here; this one names "+strconv.Quote(r.Host)+": send a token (Authorization: Bearer <token>)")
+				return
+			}
 			team, scopes = *s.deps.DevTeam, store.AllScopes
 		case header == "":
 			unauthorized(w, "missing_token", "this endpoint needs an API token: Authorization: Bearer <token>")
@@ -351,6 +361,21 @@ func (s *Server) requireTeam(scope store.Scope, next http.Handler) http.Handler 
 		}
 		next.ServeHTTP(w, r.WithContext(WithScopes(WithTeam(r.Context(), team), scopes)))
 	})
+}
+
+// loopbackHost reports whether a request's Host (with or without a port) names
+// this machine: localhost or a name under it, or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // insufficientScope answers a valid token that may not use the route, in RFC 6750's

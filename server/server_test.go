@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -220,6 +221,7 @@ func TestTeamAuth(t *testing.T) {
 				server.WriteJSON(w, 200, map[string]string{"team": team.Name})
 			}, server.TeamAuth(scope))
 			req := httptest.NewRequest("GET", "/api/v1/whoami", nil)
+			req.Host = "127.0.0.1:8080"
 			if tc.header != "" {
 				req.Header.Set("Authorization", tc.header)
 			}
@@ -878,12 +880,13 @@ func TestDevTeamRefusesAnotherSitesPage(t *testing.T) {
 		"another site's form":             {"POST", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/x-www-form-urlencoded"}, 403},
 		"a sibling subdomain's fetch":     {"POST", map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "text/plain"}, 403},
 		"an old browser, another origin":  {"POST", map[string]string{"Origin": "https://evil.example"}, 403},
-		"an old browser, the same origin": {"POST", map[string]string{"Origin": "http://example.com"}, 200},
+		"an old browser, the same origin": {"POST", map[string]string{"Origin": "http://localhost:8080"}, 200},
 		"a read from another site":        {"GET", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, "/api/v1/changes", strings.NewReader(`{}`))
+			req.Host = "localhost:8080"
 			for k, v := range tc.headers {
 				req.Header.Set(k, v)
 			}
@@ -942,5 +945,52 @@ func TestUnreadableURLsAreRefused400(t *testing.T) {
 	}
 	if n := len(seen.seen); n != len(cases) {
 		t.Fatalf("%d requests observed, want all %d: %q", n, len(cases), seen.seen)
+	}
+}
+
+// TestDevTeamOnlyAtThisMachine: without a token the dev team acts only for a
+// request naming this machine as its host. A page of a name the attacker makes
+// resolve here (DNS rebinding) is its own origin, so the origin check lets it
+// through and it reads the answers (the team's changes, a repository token);
+// its requests name that host (failed before: 200 for each).
+func TestDevTeamOnlyAtThisMachine(t *testing.T) {
+	dev := store.Team{ID: "t1", Name: "dev"}
+	s, _ := newServer(t, server.Config{}, server.Deps{DevTeam: &dev})
+	s.HandleFunc("POST /api/v1/internal/tokens", func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, 200, map[string]string{"token": "ghs_x"})
+	}, server.TeamAuth(store.ScopeAdmin))
+	for host, want := range map[string]int{
+		"localhost:8080":                  200,
+		"LOCALHOST":                       200,
+		"kukie.localhost:8080":            200,
+		"127.0.0.1:8080":                  200,
+		"127.1.2.3":                       200,
+		"[::1]:8080":                      200,
+		"rebound.attacker.example:8080":   403,
+		"localhost.attacker.example:8080": 403,
+		"192.168.1.5:8080":                403,
+		"0.0.0.0:8080":                    403,
+		"":                                403,
+	} {
+		t.Run(host, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/api/v1/internal/tokens", strings.NewReader(`{}`))
+			req.Host = host
+			req.Header.Set("Origin", "http://"+host)
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			rec, body := do(t, s.Handler(), req)
+			if rec.Code != want {
+				t.Fatalf("host %q: %d %s, want %d", host, rec.Code, rec.Body, want)
+			}
+			if want == 403 && (body.Error != "dev_team_not_local" || !strings.Contains(body.Reason, strconv.Quote(host)) || !strings.Contains(body.Reason, "send a token")) {
+				t.Fatalf("host %q: %s, want dev_team_not_local naming the host and saying to send a token", host, rec.Body)
+			}
+		})
+	}
+	// A token is taken whatever host the request names.
+	req := httptest.NewRequest("POST", "/api/v1/internal/tokens", nil)
+	req.Host = "rebound.attacker.example"
+	req.Header.Set("Authorization", "Bearer kuk_unknown")
+	if rec, body := do(t, s.Handler(), req); rec.Code != 401 || body.Error != "invalid_token" {
+		t.Fatalf("a token at another host: %d %s, want 401 invalid_token", rec.Code, rec.Body)
 	}
 }
