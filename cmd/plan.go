@@ -93,8 +93,59 @@ Changes:
 Exit codes: 0 verified, 2 refused (reason on stderr), 1 error (including bad usage
 and an interruption: the first SIGINT or SIGTERM stops the plan at once).
 
-Flags:
 `
+
+// planRefusals are the refusals a plan can give, in the order --help lists
+// them: every refusal code of render but a revert's, which this command does
+// not make. TestPlanHelpListsEveryRefusal holds them to render's codes.
+var planRefusals = []struct{ code, means string }{
+	{render.CodeInvalidRequest, "the change cannot be made as asked: an image name other than the one the container runs, a new manifest that does not parse or has no kind, a Directory include or exclude that is not a glob"},
+	{render.CodeUnsupportedSource, "the app cannot be rendered as Argo CD renders it: a plugin or another source type, jsonnet files, a .argocd-source.yaml or .argocd-source-<app>.yaml in its path (parameter overrides Argo CD merges in), a chart from a Helm repository, a source or values file of another repository or revision, the kustomize settings and build options refused above"},
+	{render.CodeHelm, "a Helm option or chart render does not apply: remote or globbed values files, build environment variables in values paths or parameters, templates that include each other recursively"},
+	{render.CodeHelmDependency, "a chart dependency neither vendored under charts/ nor had as its Chart.lock pins it (no lock, a lock out of sync, a repository not reached, a digest that does not match)"},
+	{render.CodeSecret, "the target is a Secret, a new manifest holds one, or an env change would write a value a Secret holds into the repository"},
+	{render.CodeRemoteBase, "the target or a resource of the app comes over the network (a remote base or resource)"},
+	{render.CodeGenerated, "a change of a generated ConfigMap or Secret other than its data keys, or one its generator cannot take"},
+	{render.CodeComponent, "the target comes from a kustomize component the edit cannot change for this app alone"},
+	{render.CodeSymlinkEscape, "a symlink leads out of the repository, or an edit would write through a symlink to a missing file"},
+	{render.CodeFileTooLarge, "a file is over the byte limit a plan reads"},
+	{render.CodeAliasBomb, "YAML aliases refer to themselves or expand past the bound"},
+	{render.CodePathEscape, "a path (the app's, a values file's, a kustomization's entry, an edited file's) leaves the repository"},
+	{render.CodeRenderFailed, "the app does not render: no kustomization file or Chart.yaml, a file that does not parse, a kustomize or helm failure"},
+	{render.CodeTargetNotFound, "the app renders no such object (the reason names what it renders of that kind)"},
+	{render.CodeTargetAmbiguous, "the app renders the target more than once"},
+	{render.CodeContainerNotFound, "the target has no such container, or the container no image"},
+	{render.CodeNotScalable, "the target has no spec.replicas"},
+	{render.CodeNoChange, "the target already renders that way"},
+	{render.CodeAppOverride, "the Application sets the value (spec.source.kustomize images, replicas, labels or annotations, Helm parameters or values it alone holds), so a Git edit would be overridden"},
+	{render.CodeTransformerOverride, "a transformer of the app's kustomization (commonLabels, labels, commonAnnotations, a LabelTransformer) sets the label or annotation after every patch"},
+	{render.CodeAlreadyExists, "the app already renders the object a new manifest adds"},
+	{render.CodeVerificationFailed, "no edit location renders exactly the current objects plus the change (the reason lists each one tried)"},
+	{render.CodeLeak, "every edit that makes the change also changes another app that reads the edited files (--applications)"},
+	{render.CodeUnverifiableApp, "another app reads the edited files and cannot be rendered or verified"},
+	{render.CodeReferenced, "a delete of an object other objects of the app still name"},
+	{render.CodeTooLarge, "the repository holds more than a plan reads (documents, YAML nodes, nesting, bytes of all renders)"},
+	{render.CodeTimeout, "the render took longer than --timeout"},
+}
+
+// refusalUsage lists planRefusals for --help, each meaning wrapped beside its code.
+func refusalUsage() string {
+	const width = 84
+	var b strings.Builder
+	b.WriteString("Refusals (exit code 2; stderr says \"Refused (CODE): why\", --output json gives\n\"refusal\": {\"error\": CODE, \"reason\": ...}):\n")
+	for _, r := range planRefusals {
+		line := fmt.Sprintf("  %-22s", r.code)
+		for i, word := range strings.Fields(r.means) {
+			if i > 0 && len(line)+1+len(word) > width {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", 24)
+			}
+			line += " " + word
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
 
 const changeUsage = `Change flags:
   -c, --container NAME   container (set-env, set-resources)
@@ -167,6 +218,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printUsage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, planUsage)
+		fmt.Fprint(w, refusalUsage())
+		fmt.Fprintln(w, "\nFlags:")
 		fs.PrintDefaults()
 		fmt.Fprintln(w)
 		fmt.Fprint(w, changeUsage)
