@@ -3,6 +3,7 @@ package prcheck
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ const MaxBaseMoveMarks = 20
 // kukie/render runs are not its to mark), judged by what the push itself changed
 // (its files, else GitHub's comparison of m.Before with m.SHA, once).
 //
+// A completed check whose judgement of the moves while it ran failed is judged
+// first, as it would have been then (judgeOwedMoves), whatever the push changed.
+//
 // A check still running is only told of the move (the newest one, in Records): a
 // running check is judged when it completes, against the files between its base
 // and where the branch is then (a push that landed before its record, which no
@@ -86,8 +90,8 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 	if err != nil {
 		return err
 	}
-	if m.Default && mayChangePolicy && len(candidates) <= MaxBaseMoveMarks {
-		others, err := c.Records.CurrentPullChecksOffBase(ctx, m.Repo, m.Branch, MaxBaseMoveMarks+1-len(candidates))
+	if m.Default && len(candidates) <= MaxBaseMoveMarks {
+		others, err := c.Records.CurrentPullChecksOffBase(ctx, m.Repo, m.Branch, mayChangePolicy, MaxBaseMoveMarks+1-len(candidates))
 		if err != nil {
 			return err
 		}
@@ -109,6 +113,17 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 	for _, cand := range candidates {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if cand.MovesPending && cand.State == store.PullCheckCompleted {
+			if err := c.judgeOwedMoves(ctx, cand.ID); err != nil {
+				if github.Transient(err) || ctx.Err() != nil {
+					return err
+				}
+				log.Warn().Err(err).Str("key", cand.Key).Msg("Could not judge the base moves a check was owed; it stays owed")
+			}
+			if cand.BaseBranch != m.Branch && !mayChangePolicy {
+				continue
+			}
 		}
 		if cand.BaseBranch != m.Branch {
 			// A check into another branch: only its policy, read from this one.
@@ -167,8 +182,8 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 // it as a completed check, and the check's own result may have been published over
 // that mark: a run marked so is published marked again. A check into another
 // branch than the policy's, whose policy a push changed while it ran, marks its
-// kukie/policy run, as that push judged it. A failure is logged: the check's own
-// result stands.
+// kukie/policy run, as that push judged it. A failure leaves the check's own
+// result standing and the judgement owed (owe), for the next push to the branch.
 func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 	if id == "" || ctx.Err() != nil {
 		return
@@ -180,9 +195,110 @@ func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 		return
 	}
 	if err := c.judgeMoves(ctx, rec); err != nil {
-		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not judge the base moves while a check ran; its runs are not marked stale")
+		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not judge the base moves while a check ran; the next push to its base branch judges them")
+		c.owe(ctx, rec.ID, err)
 	}
 }
+
+// owe records that the check id's judgement of its base moves failed with err and
+// is owed, for the next push to its base branch (BaseMoved), and says so on its
+// kukie/render run unless that run is marked stale already: the run keeps its
+// result, its title and summary saying first that whether the base moved under
+// it could not be told yet, and how to know. The check's page says it too.
+func (c *Checker) owe(ctx context.Context, id string, err error) {
+	log := zerolog.Ctx(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	if err := c.Records.SetPullCheckMovesPending(ctx, id, true); err != nil {
+		log.Warn().Err(err).Str("check", id).Msg("Could not record that a check's base moves are to be judged")
+	}
+	rec, res, rerr := c.completedCheck(ctx, id)
+	if rerr != nil || rec.BaseMovedSHA != "" || rec.CheckRunID == 0 {
+		return
+	}
+	report := c.renderReport(rec, res)
+	report.Title = owedTitlePrefix + report.Title
+	report.Summary = owedNote(rec, err) + report.Summary
+	if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.CheckRunID, report); err != nil {
+		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not say on a check run that its base moves are not judged yet")
+	}
+}
+
+// judgeOwedMoves judges the base moves the completed check id is owed (owe), as
+// it would have when it completed, against where its base branch is now. Once
+// judged, nothing is owed, and a kukie/render run that no move made stale is
+// published as the check's result again, without the word that it was owed.
+func (c *Checker) judgeOwedMoves(ctx context.Context, id string) error {
+	rec, err := c.Records.PullCheckMarks(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := c.judgeMoves(ctx, rec); err != nil {
+		return err
+	}
+	if err := c.Records.SetPullCheckMovesPending(ctx, id, false); err != nil {
+		return err
+	}
+	rec, res, err := c.completedCheck(ctx, id)
+	if err != nil || rec.BaseMovedSHA != "" || rec.CheckRunID == 0 {
+		return err
+	}
+	if _, err := c.GitHub.PublishCheckRun(ctx, rec.InstallationID, rec.Repo, rec.HeadSHA, rec.CheckRunID, c.renderReport(rec, res)); err != nil {
+		return fmt.Errorf("publish the check run of %s again: %w", rec.Key, err)
+	}
+	zerolog.Ctx(ctx).Info().Str("key", rec.Key).Str("head", rec.HeadSHA).Msg("Judged the base moves a check was owed; none made it stale")
+	return nil
+}
+
+// completedCheck reads the check id with its result.
+func (c *Checker) completedCheck(ctx context.Context, id string) (store.PullCheck, Result, error) {
+	rec, err := c.Records.PullCheckByID(ctx, id)
+	if err != nil {
+		return rec, Result{}, err
+	}
+	var res Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return rec, Result{}, fmt.Errorf("read the result of check %s: %w", rec.ID, err)
+	}
+	return rec, res, nil
+}
+
+// renderReport is the kukie/render run of the check rec as it published it.
+func (c *Checker) renderReport(rec store.PullCheck, res Result) github.CheckReport {
+	h := Head{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, BaseBranch: rec.BaseBranch,
+		BaseSHA: rec.BaseSHA, HeadSHA: rec.HeadSHA, Key: rec.Key}
+	report := reportOf(res, rec.Repo, rec.BaseBranch).checkReport(h)
+	report.Annotations = nil
+	report.DetailsURL = CheckURL(c.PublicURL, rec.ID)
+	return report
+}
+
+// owedTitlePrefix starts the title of a run whose base moves are not judged yet.
+const owedTitlePrefix = "Base moves not judged yet: "
+
+// owedNote says, above a run's summary, that whether the base moved under the
+// check rec could not be told yet, why (err, a judgeFailure's words), and what to do.
+func owedNote(rec store.PullCheck, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "> [!NOTE]\n> **Whether %s moved under this check could not be told yet**", rec.BaseBranch)
+	var jf *judgeFailure
+	if errors.As(err, &jf) {
+		fmt.Fprintf(&b, " (%s)", jf.what)
+	}
+	fmt.Fprintf(&b, ". This check rendered the pull request against %s; %s may have moved since, under the Applications it renders "+
+		"or the policy. The next push to %s tells it here; re-run the check (GitHub's *Re-run*) to know now.\n\n", short(rec.BaseSHA), rec.BaseBranch, rec.BaseBranch)
+	return b.String()
+}
+
+// judgeFailure is what judging a check's base moves could not do (what, in words
+// a run's summary shows), and why.
+type judgeFailure struct {
+	what string
+	err  error
+}
+
+func (e *judgeFailure) Error() string { return e.what + ": " + e.err.Error() }
+func (e *judgeFailure) Unwrap() error { return e.err }
 
 // judgeMoves judges the base moves of the completed check rec since its base (as
 // movedWhileRunning says), marking its runs stale where they reach it; a run
@@ -203,7 +319,7 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 	if _, ok := pullNumber(rec.Key); ok {
 		head, found, err := c.GitHub.BranchHead(ctx, rec.InstallationID, rec.Repo, rec.BaseBranch)
 		if err != nil {
-			return fmt.Errorf("read where %s is now: %w", rec.BaseBranch, err)
+			return &judgeFailure{"GitHub did not say where " + rec.BaseBranch + " is now", err}
 		}
 		if found {
 			latest = head
@@ -214,13 +330,9 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 	}
 	var policyBranch string
 	if rec.PolicyMovedSHA != "" {
-		full, err := c.Records.PullCheckByID(ctx, rec.ID)
+		_, res, err := c.completedCheck(ctx, rec.ID)
 		if err != nil {
 			return err
-		}
-		var res Result
-		if err := json.Unmarshal(full.Result, &res); err != nil {
-			return fmt.Errorf("read the result of check %s: %w", rec.ID, err)
 		}
 		if res.Policy != nil {
 			policyBranch = res.Policy.DefaultBranch
@@ -233,7 +345,7 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 			Default: true, whileRunning: true, policy: &policyMove{changed: true}}
 		none := func() (pushReach, error) { return pushReach{}, nil }
 		if err := c.markStale(ctx, m, rec.ID, true, none, c.policyMovedBy(m)); err != nil {
-			return fmt.Errorf("mark the policy run stale after %s moved to %s: %w", policyBranch, short(m.SHA), err)
+			return &judgeFailure{"its kukie/policy run could not be marked after " + policyBranch + " moved to " + short(m.SHA), err}
 		}
 	}
 	add(latest, true)
@@ -241,14 +353,14 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: mv.sha, whileRunning: mv.whileRunning}
 		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
 		if err != nil {
-			return fmt.Errorf("compare the base %s with %s, which %s moved to: %w", short(rec.BaseSHA), short(m.SHA), rec.BaseBranch, err)
+			return &judgeFailure{"GitHub did not compare " + short(rec.BaseSHA) + " with " + short(m.SHA) + ", which " + rec.BaseBranch + " moved to", err}
 		}
 		if cmp.Complete {
 			m.Files = changedPaths(cmp.Files)
 		}
 		reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
 		if err := c.markStale(ctx, m, rec.ID, true, reach, c.policyMovedBy(m)); err != nil {
-			return fmt.Errorf("mark the check stale after %s moved to %s: %w", rec.BaseBranch, short(m.SHA), err)
+			return &judgeFailure{"its runs could not be marked after " + rec.BaseBranch + " moved to " + short(m.SHA), err}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package prcheck_test
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -412,6 +413,92 @@ func TestBaseMoveBeforeACheckIsRecordedMarksItWhenItCompletes(t *testing.T) {
 		}
 		if c := r.onlyCheck(t, number); c.BaseSHA != h.BaseSHA || c.BaseMovedSHA != moved {
 			t.Fatalf("stored check %+v, want its base %s, marked moved to %s", c, h.BaseSHA, moved)
+		}
+	})
+}
+
+// TestBaseMovesAChecksCompletionCouldNotJudgeAreJudgedAtTheNextPush: main moves
+// under the app's file while the check runs, and GitHub fails the comparison the
+// check asks for once it completed. The check's result stands; its run says that
+// whether main moved under it could not be told yet, and the store that the
+// judgement is owed. The next push to main, which alone reaches nothing, judges the
+// check from its base: the run is marked stale for the file the first move
+// changed, and nothing is owed any more.
+func TestBaseMovesAChecksCompletionCouldNotJudgeAreJudgedAtTheNextPush(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		head, number := r.openPull(t)
+		r.held.head, r.held.release = head, make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- r.a.Check(ctx, r.head(t, number, head)) }()
+		<-r.held.entered
+		moved := r.move(t, map[string]string{"apps/web/deployment.yaml": strings.Replace(files["apps/web/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, false)
+		remove := r.gh.InjectFault(githubtest.ServerError(http.StatusUnprocessableEntity).On(http.MethodGet, "/repos/*/*/compare/*..."+moved))
+		close(r.held.release)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+		case <-time.After(time.Minute): // a bound on a hang, not a measurement
+			t.Fatal("the check never ended")
+		}
+		run := r.renderRun(t, head)
+		out := run.GetOutput()
+		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base moves not judged yet: ") {
+			t.Fatalf("render run: %s %q, want success, saying its base moves are not judged", run.GetConclusion(), out.GetTitle())
+		}
+		for _, want := range []string{"**Whether main moved under this check could not be told yet** (GitHub did not compare",
+			"The next push to main tells it here", "Re-run"} {
+			if !strings.Contains(out.GetSummary(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, out.GetSummary())
+			}
+		}
+		if !strings.Contains(out.GetText(), "nginx:1.1") {
+			t.Errorf("the run lost its diff:\n%s", out.GetText())
+		}
+		if c := r.onlyCheck(t, number); c.State != store.PullCheckCompleted || !c.MovesPending || c.BaseMovedSHA != "" {
+			t.Fatalf("stored check %+v, want completed, its base moves owed", c)
+		}
+
+		remove()
+		later := r.move(t, map[string]string{"docs/README.md": "how we deploy\n"}, false)
+		out = r.renderRun(t, head).GetOutput()
+		if !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") || strings.Contains(out.GetTitle(), "not judged") ||
+			!strings.Contains(out.GetSummary(), "**main moved to "+later[:7]+" while this check ran**, changing files that argocd/web (cluster prod) read (apps/web/deployment.yaml)") ||
+			strings.Contains(out.GetSummary(), "could not be told") {
+			t.Errorf("render run after the next push: %q\n%s", out.GetTitle(), out.GetSummary())
+		}
+		if c := r.onlyCheck(t, number); c.MovesPending || c.BaseMovedSHA != later {
+			t.Fatalf("stored check %+v, want nothing owed, marked moved to %s", c, later)
+		}
+	})
+}
+
+// TestOwedBaseMovesThatReachNothingLeaveTheRunAsChecked: the judgement a check
+// owes, once made at the next push, finds that neither move reaches its app: its
+// run is published as the check's result again, without the word that it was owed.
+func TestOwedBaseMovesThatReachNothingLeaveTheRunAsChecked(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		head, number := r.openPull(t)
+		remove := r.gh.InjectFault(githubtest.ServerError(http.StatusUnprocessableEntity).On(http.MethodGet, "/repos/*/*/git/ref/heads/main"))
+		if err := r.b.Check(ctx, r.head(t, number, head)); err != nil {
+			t.Fatal(err)
+		}
+		checked := r.renderRun(t, head).GetOutput()
+		if !strings.HasPrefix(checked.GetTitle(), "Base moves not judged yet: ") ||
+			!strings.Contains(checked.GetSummary(), "(GitHub did not say where main is now)") {
+			t.Fatalf("render run: %q\n%s", checked.GetTitle(), checked.GetSummary())
+		}
+		remove()
+		r.move(t, map[string]string{"docs/README.md": "how we deploy\n"}, false)
+		out := r.renderRun(t, head).GetOutput()
+		if want := strings.TrimPrefix(checked.GetTitle(), "Base moves not judged yet: "); out.GetTitle() != want || strings.Contains(out.GetSummary(), "could not be told") {
+			t.Errorf("render run after the next push: %q, want %q\n%s", out.GetTitle(), want, out.GetSummary())
+		}
+		if c := r.onlyCheck(t, number); c.MovesPending || c.BaseMovedSHA != "" {
+			t.Fatalf("stored check %+v, want nothing owed, not marked", c)
 		}
 	})
 }

@@ -100,13 +100,14 @@ type Records interface {
 	// The checks a push to their base may have made stale (BaseMoved).
 	CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]store.PullCheck, error)
 	// The checks into other branches a push of the policy file may have made stale.
-	CurrentPullChecksOffBase(ctx context.Context, repo, branch string, limit int) ([]store.PullCheck, error)
+	CurrentPullChecksOffBase(ctx context.Context, repo, branch string, policy bool, limit int) ([]store.PullCheck, error)
 	PullCheckByID(ctx context.Context, id string) (store.PullCheck, error)
 	PullCheckMarks(ctx context.Context, id string) (store.PullCheck, error)
 	MarkPullCheckBaseMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckPolicyMoved(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)
 	MarkPullCheckPolicyMovedWhileRunning(ctx context.Context, id, sha string) (bool, error)
+	SetPullCheckMovesPending(ctx context.Context, id string, pending bool) error
 }
 
 // DefaultSupersedePoll is how often a running check asks Records whether a newer

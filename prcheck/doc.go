@@ -30,7 +30,9 @@
 // file marks the kukie/policy runs of the pull requests into other branches too,
 // whose policy it is. A check still running is told of the move and judges it
 // once it completed, against where the branch is then, which holds the pushes
-// that landed before its record too (BaseMoved). The
+// that landed before its record too (BaseMoved); a judgement that fails is owed,
+// said on the kukie/render run and the check's page, and made by the next push to
+// the branch. The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.
 package prcheck

@@ -52,6 +52,10 @@ type PullCheck struct {
 	// MovedWhileRunningSHA is the newest commit a push moved the base branch to
 	// while the check ran: the check judges it once it completes.
 	MovedWhileRunningSHA string
+	// MovesPending is set while the check's judgement of the base moves while it
+	// ran is owed: it failed when the check completed, and the next push to the
+	// base branch judges them (SetPullCheckMovesPending).
+	MovesPending bool
 	// Result is what the check computed (JSON), empty until it completed.
 	Result    json.RawMessage
 	CreatedAt time.Time
@@ -77,25 +81,26 @@ type pullCheckRow struct {
 	PolicyRunID    int64  `db:"policy_check_run_id"`
 	PolicyMovedSHA string `db:"policy_moved_sha"`
 	MovedRunning   string `db:"moved_while_running_sha"`
+	MovesPending   int64  `db:"moves_pending"`
 	CreatedAt      int64  `db:"created_at"`
 	UpdatedAt      int64  `db:"updated_at"`
 }
 
 const pullCheckColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
 	state, conclusion, note, check_run_id, result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
-	created_at, updated_at`
+	moves_pending, created_at, updated_at`
 
 // pullCheckListColumns leave the result out: a history lists checks, it does not
 // show their diffs.
 const pullCheckListColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
 	state, conclusion, note, check_run_id, '' AS result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
-	created_at, updated_at`
+	moves_pending, created_at, updated_at`
 
 func (r pullCheckRow) check() PullCheck {
 	c := PullCheck{ID: r.ID, InstallationID: r.InstallationID, Repo: r.Repo, RepoURL: r.RepoURL, Key: r.Key,
 		BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA, HeadSHA: r.HeadSHA, Generation: r.Generation, State: r.State,
 		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, PolicyCheckRunID: r.PolicyRunID, BaseMovedSHA: r.BaseMovedSHA, PolicyMovedSHA: r.PolicyMovedSHA,
-		MovedWhileRunningSHA: r.MovedRunning, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
+		MovedWhileRunningSHA: r.MovedRunning, MovesPending: r.MovesPending != 0, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
 	if r.Result != "" {
 		c.Result = json.RawMessage(r.Result)
 	}
@@ -124,7 +129,7 @@ func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error
 			return fmt.Errorf("take key %s of %s: %w", c.Key, c.Repo, err)
 		}
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO pull_checks (`+pullCheckColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', 0, '', '', ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', 0, '', '', 0, ?, ?)`),
 			c.ID, c.InstallationID, c.Repo, c.RepoURL, c.Key, c.BaseBranch, c.BaseSHA, c.HeadSHA, c.Generation, c.State,
 			toMillis(now), toMillis(now)); err != nil {
 			return fmt.Errorf("insert check of %s: %w", c.HeadSHA, err)
@@ -249,36 +254,40 @@ func (db *DB) PrunePullChecks(ctx context.Context, before time.Time) (int64, err
 // first, at most limit, without their results: the checks a push of sha to branch
 // may have made stale. They are the completed checks whose kukie/render run is not
 // marked stale yet or, with policy (the push may have changed the policy file),
-// whose kukie/policy run is not; and the running checks not yet told of sha
+// whose kukie/policy run is not, or whose judgement of the moves while they ran is
+// owed (MovesPending); and the running checks not yet told of sha
 // (MarkPullCheckMovedWhileRunning), which judge it when they complete.
 func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha string, policy bool, limit int) ([]PullCheck, error) {
 	return listRows(ctx, db, "current pull checks on "+branch, pullCheckRow.check,
 		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
 			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
-			c.moved_while_running_sha, c.created_at, c.updated_at
+			c.moved_while_running_sha, c.moves_pending, c.created_at, c.updated_at
 		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
 		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch = ? AND c.base_sha <> ?
-			AND (c.state = ? AND (c.base_moved_sha = '' OR (? AND c.policy_check_run_id <> 0 AND c.policy_moved_sha = ''))
+			AND (c.state = ? AND (c.base_moved_sha = '' OR (? AND c.policy_check_run_id <> 0 AND c.policy_moved_sha = '') OR c.moves_pending <> 0)
 				OR c.state = ? AND c.moved_while_running_sha <> ?)
 		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, sha, PullCheckCompleted, policy, PullCheckRunning, sha, limit)
 }
 
 // CurrentPullChecksOffBase lists the current checks of repo's pull requests into
-// another branch than branch whose kukie/policy run is not marked stale yet, most
-// recently updated first, at most limit, without their results: the checks a push
-// of the policy file to branch, the repository's default branch, which the policy
-// is read from whatever the pull request's base, may have made stale. They are the
-// completed checks with a kukie/policy run whose policy is not marked moved, and
-// the running checks not yet told (MarkPullCheckPolicyMovedWhileRunning).
-func (db *DB) CurrentPullChecksOffBase(ctx context.Context, repo, branch string, limit int) ([]PullCheck, error) {
+// another branch than branch whose judgement of the moves while they ran is owed
+// (MovesPending) and, with policy, those whose kukie/policy run is not marked
+// stale yet, most recently updated first, at most limit, without their results:
+// the checks a push to branch, the repository's default branch, whose policy file
+// is read whatever the pull request's base, may judge or have made stale. With
+// policy, they are the completed checks with a kukie/policy run whose policy is
+// not marked moved, and the running checks not yet told
+// (MarkPullCheckPolicyMovedWhileRunning).
+func (db *DB) CurrentPullChecksOffBase(ctx context.Context, repo, branch string, policy bool, limit int) ([]PullCheck, error) {
 	return listRows(ctx, db, "current pull checks off "+branch, pullCheckRow.check,
 		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
 			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
-			c.moved_while_running_sha, c.created_at, c.updated_at
+			c.moved_while_running_sha, c.moves_pending, c.created_at, c.updated_at
 		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
-		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch <> ? AND c.policy_moved_sha = ''
-			AND (c.state = ? AND c.policy_check_run_id <> 0 OR c.state = ?)
-		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, PullCheckCompleted, PullCheckRunning, limit)
+		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch <> ?
+			AND (? AND c.policy_moved_sha = '' AND (c.state = ? AND c.policy_check_run_id <> 0 OR c.state = ?)
+				OR c.state = ? AND c.moves_pending <> 0)
+		ORDER BY c.updated_at DESC, c.id DESC LIMIT ?`, repo, branch, policy, PullCheckCompleted, PullCheckRunning, PullCheckCompleted, limit)
 }
 
 // MarkPullCheckBaseMoved records that the base of the completed check id moved to
@@ -315,6 +324,16 @@ func (db *DB) MarkPullCheckMovedWhileRunning(ctx context.Context, id, sha string
 func (db *DB) MarkPullCheckPolicyMovedWhileRunning(ctx context.Context, id, sha string) (bool, error) {
 	return db.markPullCheck(ctx, "record a policy move under running pull check "+id, `policy_moved_sha = ?`,
 		`state = ? AND policy_moved_sha = ''`, sha, id, PullCheckRunning)
+}
+
+// SetPullCheckMovesPending records whether the check id's judgement of the base
+// moves while it ran is owed (MovesPending).
+func (db *DB) SetPullCheckMovesPending(ctx context.Context, id string, pending bool) error {
+	v := 0
+	if pending {
+		v = 1
+	}
+	return db.updatePullCheck(ctx, id, `moves_pending = ?`, v)
 }
 
 // markPullCheck sets set to value on the check id when cond holds (with condArg),

@@ -199,3 +199,35 @@ func TestCheckPageSaysTheBaseMoved(t *testing.T) {
 		t.Fatalf("the running check's page %d lacks %q or says more:\n%s", res.StatusCode, want, body)
 	}
 }
+
+// TestCheckPageSaysWhatItCouldNotJudge: a check that could not judge, as it
+// completed, whether its base moved under it says so and what tells it, before its
+// outcome; the policy run of a check into main whose policy is another branch's
+// says that branch moved.
+func TestCheckPageSaysWhatItCouldNotJudge(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	id := e.completedCheck(t, "pull/12", "8888888888888888888888888888888888888888", prcheck.Result{Title: "1 Applications affected, 1 change in the cluster", Conclusion: "success",
+		Policy: &prcheck.ResultPolicy{Title: "1 Applications meet the policy", Conclusion: "success", DefaultBranch: "trunk", Configured: true}})
+	if err := e.db.SetPullCheckMovesPending(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.db.MarkPullCheckPolicyMoved(ctx, id, "7777777777777777777777777777777777777777"); err != nil || !ok {
+		t.Fatalf("mark the policy: %v %v", ok, err)
+	}
+	_, res, body := e.signInAt(t, reader, web.CheckPathPrefix+id)
+	stale, _, _ := strings.Cut(body, `<section id="decision">`)
+	_, stale, found := strings.Cut(stale, `<section id="stale">`)
+	if res.StatusCode != http.StatusOK || !found {
+		t.Fatalf("the page of a check whose base moves are owed has no stale section before its outcome: %d:\n%s", res.StatusCode, body)
+	}
+	for _, want := range []string{
+		"Whether <code>main</code> moved under this check could not be told when it completed",
+		"the next push to <code>main</code> tells whether the branch has since moved",
+		"The policy was read from <code>trunk</code> before it moved",
+	} {
+		if !strings.Contains(stale, want) {
+			t.Errorf("the stale section lacks %q:\n%s", want, stale)
+		}
+	}
+}

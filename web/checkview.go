@@ -51,6 +51,12 @@ type checkStale struct {
 	Policy *checkCommit
 	// Running is the commit the branch moved to while the check still runs.
 	Running *checkCommit
+	// Owed is set when the check could not judge, as it completed, whether the
+	// branch moved under it: the next push to it does.
+	Owed bool
+	// PolicyBranch is the branch the policy was read from (the default branch,
+	// whatever the check's base).
+	PolicyBranch string
 }
 
 // checkCommit is a commit with its page on GitHub ("" without the repository's URL).
@@ -112,6 +118,9 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 		return v, fmt.Errorf("decode the result of check %s: %w", c.ID, err)
 	}
 	v.Result = &res
+	if v.Stale != nil && res.Policy != nil && res.Policy.DefaultBranch != "" {
+		v.Stale.PolicyBranch = res.Policy.DefaultBranch
+	}
 	if res.Policy != nil {
 		v.Policy = policyView(c, *res.Policy)
 	}
@@ -174,11 +183,12 @@ func staleView(c store.PullCheck) *checkStale {
 		}
 		return out
 	}
-	st := &checkStale{Branch: c.BaseBranch, Render: commit(c.BaseMovedSHA), Policy: commit(c.PolicyMovedSHA)}
+	st := &checkStale{Branch: c.BaseBranch, Render: commit(c.BaseMovedSHA), Policy: commit(c.PolicyMovedSHA), PolicyBranch: c.BaseBranch,
+		Owed: c.State == store.PullCheckCompleted && c.MovesPending}
 	if c.State == store.PullCheckRunning {
 		st.Running = commit(c.MovedWhileRunningSHA)
 	}
-	if st.Render == nil && st.Policy == nil && st.Running == nil {
+	if st.Render == nil && st.Policy == nil && st.Running == nil && !st.Owed {
 		return nil
 	}
 	if ran := commit(c.BaseSHA); ran != nil {
