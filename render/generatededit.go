@@ -191,6 +191,12 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 	for _, in := range inputs {
 		key := in.key
 		value, set := data[key].(string)
+		if outer := gens[0]; set && (in.entry.file != outer.file || in.entry.index != outer.index) &&
+			p.sharedInput(in.inputFile()) != "" && p.sharedInput(outer.file) == "" {
+			// The input of an inner entry another app reads too stays as it is:
+			// the app's outermost entry, whose merge wins, sets the key.
+			in = keyInput{key: key, entry: outer, literal: -1, file: -1}
+		}
 		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
 		e := entries[at]
 		if e == nil && in.envFile == "" {
@@ -504,6 +510,18 @@ func (p *planner) sharedInput(file string) string {
 		}
 	}
 	return ""
+}
+
+// inputFile is the file an edit of the input changes: its env file, its files
+// source's file, else the entry's kustomization (a literal).
+func (in keyInput) inputFile() string {
+	switch {
+	case in.envFile != "":
+		return in.envFile
+	case in.file >= 0:
+		return path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file]))
+	}
+	return in.entry.file
 }
 
 // fileSourcePath is the file a configMapGenerator files source reads
