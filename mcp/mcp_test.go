@@ -791,3 +791,92 @@ func TestToolSchemasSayWhatTheToolsTake(t *testing.T) {
 	// naming the missing path before the handler runs.
 	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"}, "missing properties", `"path"`)
 }
+
+// noTokens authenticates nothing: the OpenAPI document needs no token.
+type noTokens struct{}
+
+func (noTokens) AuthenticateAPIToken(context.Context, secret.Secret) (store.APITokenAuth, error) {
+	return store.APITokenAuth{}, store.ErrNotFound
+}
+
+// TestChangeSchemaIsTheOpenAPIDocuments: propose_git_change's change and the HTTP
+// API's Change schema require the same fields of each kind of change, as both
+// requests are decoded into one type and refused alike without them (failed
+// before: the OpenAPI document required none, so a client written from it could
+// send an image change without its container, which the pipeline refuses).
+func TestChangeSchemaIsTheOpenAPIDocuments(t *testing.T) {
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: noTokens{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&changes.API{}).Mount(srv)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil))
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.Components.Schemas["Change"] == nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	openAPI := schemaObject(t, doc.Components.Schemas["Change"])
+
+	e := newEnv(t)
+	res, err := e.connect(t, e.read).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool jsonObject
+	for _, tl := range res.Tools {
+		if tl.Name == mcp.ToolProposeGitChange {
+			raw, err := json.Marshal(tl.InputSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tool = schemaObject(t, schemaObject(t, raw).Properties["change"])
+		}
+	}
+	if len(tool.Properties) == 0 {
+		t.Fatal("propose_git_change has no change kinds in its input schema")
+	}
+	for kind, raw := range tool.Properties {
+		mcpKind, docKind := schemaObject(t, raw), schemaObject(t, openAPI.Properties[kind])
+		if got, want := docKind.required(), mcpKind.required(); !slices.Equal(got, want) {
+			t.Errorf("change.%s: openapi.json requires %v, the tool's schema %v", kind, got, want)
+		}
+		if set := mcpKind.Properties["set"]; set != nil && schemaObject(t, set).Items != nil {
+			got := schemaObject(t, schemaObject(t, docKind.Properties["set"]).Items).required()
+			if want := schemaObject(t, schemaObject(t, set).Items).required(); !slices.Equal(got, want) {
+				t.Errorf("change.%s.set[]: openapi.json requires %v, the tool's schema %v", kind, got, want)
+			}
+		}
+	}
+}
+
+// jsonObject is the part of a JSON schema the comparison reads.
+type jsonObject struct {
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
+	Items      json.RawMessage            `json:"items"`
+}
+
+func (o jsonObject) required() []string {
+	out := slices.Clone(o.Required)
+	slices.Sort(out)
+	return out
+}
+
+// schemaObject reads raw as an object schema; a boolean schema (true: anything)
+// or none reads as one requiring nothing.
+func schemaObject(t *testing.T, raw json.RawMessage) jsonObject {
+	t.Helper()
+	var o jsonObject
+	if len(raw) == 0 || raw[0] != '{' {
+		return o
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("schema %s: %v", raw, err)
+	}
+	return o
+}
