@@ -886,6 +886,9 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 	var value any
 	switch {
 	case c.Env != nil:
+		if b, ok := p.jsonPatchEnvValueBuilder(root, ref, data, target); ok {
+			return b, true
+		}
 		return p.jsonPatchEnvBuilder(root, ref, data, target)
 	case c.Replicas != nil:
 		pointer, value = "/spec/replicas", c.Replicas.Count
@@ -918,6 +921,66 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 		}}, true
 	}
 	return candidateBuilder{}, false
+}
+
+// jsonPatchEnvValueBuilder edits, in a JSON 6902 patch of the target (a file,
+// or inline in the kustomization, in block or JSON style), the value of each
+// variable an env change sets where an operation of the patch adds or
+// replaces that variable's entry of the container's env ("add" at
+// .../env/- or .../env/N, value {name: X, value: y}): the operation's value is
+// the one place the variable's value is written, so it changes there and the
+// rest of the patch stays byte for byte. It applies only when the patch holds
+// every variable the change sets, each with a plain value, and the change
+// removes none; others are left to the builders that append operations or
+// write a new patch.
+func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
+	e := p.req.Change.Env
+	ct, ok := findContainer(target.body, target.kind, e.Container)
+	if !ok || len(e.Unset) > 0 || len(e.Set) == 0 {
+		return candidateBuilder{}, false
+	}
+	var ops []struct {
+		Op    string `yaml:"op"`
+		Path  string `yaml:"path"`
+		Value any    `yaml:"value"`
+	}
+	if err := yaml.Unmarshal(data, &ops); err != nil {
+		return candidateBuilder{}, false
+	}
+	env := "/" + strings.Join(podSpecPath(target.kind), "/") + "/" + ct.list + "/" + strconv.Itoa(ct.index) + "/env/"
+	at := map[string]int{}
+	for i, op := range ops {
+		rest, under := strings.CutPrefix(op.Path, env)
+		if !under || (op.Op != "add" && op.Op != "replace") || (rest != "-" && !isIndex(rest)) {
+			continue
+		}
+		entry, _ := op.Value.(map[string]any)
+		name, _ := entry["name"].(string)
+		if _, set := e.Set[name]; !set {
+			continue
+		}
+		if _, from := entry["valueFrom"]; from {
+			continue
+		}
+		// The last operation on the variable is the one whose value renders.
+		at[name] = i
+	}
+	if len(at) != len(e.Set) {
+		return candidateBuilder{}, false
+	}
+	var edits []yamledit.Op
+	for _, name := range sortedKeys(e.Set) {
+		edits = append(edits, yamledit.Op{Path: yamledit.Path{yamledit.I(at[name]), yamledit.K("value"), yamledit.K("value")}, Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
+	}
+	return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
+		return p.editPatch(root, ref, 0, edits)
+	}}, true
+}
+
+// isIndex reports whether s is a list index of a JSON pointer.
+func isIndex(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && strconv.Itoa(n) == s
 }
 
 // newPatchBuilder writes the patch content makes as a new file of the overlay,
