@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -90,8 +91,11 @@ Changes:
   cm, ...); other kinds need --api-version. An empty quantity removes it. In set-env,
   KEY- removes KEY.
 
-Exit codes: 0 verified, 2 refused (reason on stderr), 1 error (including bad usage
-and an interruption: the first SIGINT or SIGTERM stops the plan at once).
+Exit codes: 0 verified, 2 refused (reason on stderr), 1 error (including bad usage,
+a --repo that is not a directory, an --app that is not one of its directories, and an
+interruption: the first SIGINT or SIGTERM stops the plan at once). With --output json,
+stdout holds one JSON document whatever the outcome: "verdict" is "verified" (with
+"result"), "refused" (with "refusal") or "error" (with "error", as on stderr).
 
 `
 
@@ -238,12 +242,26 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Run 'kukie-gitops plan --help' for usage.")
 		return 1
 	}
+	// An error (1) says so on stderr and, with --output json, in the one JSON
+	// document stdout holds whatever the outcome.
+	fail := func(format string, a ...any) int {
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "kukie-gitops plan: %s\n", msg)
+		if f.output == "json" {
+			printJSON(stdout, stderr, map[string]any{"verdict": "error", "error": msg})
+		}
+		return 1
+	}
 	// A usage mistake is an error (1), never a refusal (2): a script that reads 2 as
 	// "the change is wrong" must not be told so about its own command line.
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "kukie-gitops plan: "+format+"\n", a...)
+		code := fail(format, a...)
 		fmt.Fprintln(stderr, "Run 'kukie-gitops plan --help' for usage.")
-		return 1
+		return code
+	}
+	if output := f.output; output != "text" && output != "json" {
+		f.output = "text"
+		return usageErr("--output must be text or json, not %q", output)
 	}
 	if f.repo == "" {
 		return usageErr("--repo is required")
@@ -251,8 +269,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.appPath == "" && f.application == "" {
 		return usageErr("--app or --application is required")
 	}
-	if f.output != "text" && f.output != "json" {
-		return usageErr("--output must be text or json, not %q", f.output)
+	// The synopsis's (--app PATH | --application FILE): the Application's
+	// spec.source.path is its path, and another path would verify an app that
+	// is not deployed.
+	if f.appPath != "" && f.application != "" {
+		return usageErr("give --app or --application, not both: the Application's spec.source.path is the app's path")
 	}
 	if f.timeout <= 0 {
 		return usageErr("--timeout must be a positive duration such as 5s or 1m, not %s", f.timeout)
@@ -265,6 +286,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	if err := checkRepoDir(f.repo); err != nil {
+		return fail("%v", err)
+	}
+	if f.appPath != "" {
+		if err := checkAppPath(f.repo, f.appPath); err != nil {
+			return fail("%v", err)
+		}
+	}
 
 	// Kustomize's deprecation warnings reach the person as warnings, not raw text.
 	logging.LibraryOutputFrom(ctx).Use(zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true,
@@ -275,8 +304,16 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ref) {
 			return printRefusal(stdout, stderr, f.output, ref, notes)
 		}
-		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
-		return 1
+		return fail("%v", err)
+	}
+	// Helm's own flags said of an app that is not Helm would be dropped unseen.
+	if primary.SourceType != render.SourceHelm {
+		switch {
+		case len(f.valueFiles) > 0:
+			return usageErr("--values is for a Helm app; application %s is %s", primary.Name, primary.SourceType)
+		case f.releaseName != "":
+			return usageErr("--release-name is for a Helm app; application %s is %s", primary.Name, primary.SourceType)
+		}
 	}
 	if target.Namespace == "" {
 		target.Namespace = primary.Namespace
@@ -291,8 +328,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := render.Plan(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "kukie-gitops plan: interrupted; nothing written")
-		return 1
+		return fail("interrupted; nothing written")
 	}
 	if err != nil {
 		var ref *render.Refusal
@@ -300,17 +336,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return printRefusal(stdout, stderr, f.output, ref, notes)
 		}
 		printNotes(stderr, notes)
-		fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
-		return 1
+		return fail("%v", err)
 	}
 	if f.write {
 		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "kukie-gitops plan: interrupted; nothing written")
-			return 1
+			return fail("interrupted; nothing written")
 		}
 		if err := checkout.WriteEdits(f.repo, res.Edits); err != nil {
-			fmt.Fprintf(stderr, "kukie-gitops plan: %v\n", err)
-			return 1
+			return fail("%v", err)
 		}
 	}
 	if f.output == "json" {
@@ -440,6 +473,44 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		}
 	}
 	return apps, apps[0], notes, nil
+}
+
+// checkRepoDir says what is wrong with --repo before anything is read from it.
+func checkRepoDir(repo string) error {
+	st, err := os.Stat(repo)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--repo %s: no such directory", repo)
+	case err != nil:
+		return fmt.Errorf("--repo %s: %w", repo, err)
+	case !st.IsDir():
+		return fmt.Errorf("--repo %s is not a directory: give the repository's checkout", repo)
+	}
+	return nil
+}
+
+// checkAppPath says what is wrong with --app: a path that leaves the repository
+// or is not one of its directories. It is read as Argo CD reads
+// spec.source.path, from the repository's root ("/apps/web" is apps/web); a
+// path on this machine that names a directory of the repository is answered
+// with the path to give instead.
+func checkAppPath(repo, app string) error {
+	rel := path.Clean(strings.TrimPrefix(filepath.ToSlash(app), "/"))
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("--app %s leaves the repository: give the app's path in it, as spec.source.path does (apps/web)", app)
+	}
+	if st, err := os.Stat(filepath.Join(repo, filepath.FromSlash(rel))); err == nil && st.IsDir() {
+		return nil
+	}
+	msg := fmt.Sprintf("--app %s is not a directory of the repository %s", app, repo)
+	if absRepo, err := filepath.Abs(repo); err == nil && filepath.IsAbs(app) {
+		if inRepo, err := filepath.Rel(absRepo, app); err == nil && inRepo != ".." && !strings.HasPrefix(inRepo, ".."+string(filepath.Separator)) {
+			if st, err := os.Stat(app); err == nil && st.IsDir() {
+				msg += fmt.Sprintf(": give its path in the repository, --app %s", filepath.ToSlash(inRepo))
+			}
+		}
+	}
+	return errors.New(msg)
 }
 
 func parseSourceType(s string) (render.SourceType, error) {

@@ -527,3 +527,74 @@ func TestPlanCommandPrintsTheTargetAsRendered(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanCommandSaysWhatIsWrongWithItsCommandLine: a repository or an app
+// path that cannot be planned, flags that conflict or do not apply to the app,
+// are an error (exit code 1, never a refusal) saying which flag is wrong and
+// why, before anything is rendered; with --output json stdout holds the error
+// too, as it holds a verdict.
+func TestPlanCommandSaysWhatIsWrongWithItsCommandLine(t *testing.T) {
+	absApp, err := filepath.Abs(filepath.Join(sampleRepo, "apps/web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := []string{"scale", "deployment/web", "--replicas", "4"}
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"an app path that leaves the repository": {
+			args: []string{"--repo", sampleRepo, "--app", "../web", "--type", "Kustomize"},
+			want: "--app ../web leaves the repository: give the app's path in it, as spec.source.path does (apps/web)",
+		},
+		"an app path that leaves it from a subdirectory": {
+			args: []string{"--repo", sampleRepo, "--app", "apps/../../web"},
+			want: "--app apps/../../web leaves the repository",
+		},
+		"an app path that is no directory of the repository": {
+			args: []string{"--repo", sampleRepo, "--app", "apps/nope", "--type", "Kustomize"},
+			want: "--app apps/nope is not a directory of the repository " + sampleRepo,
+		},
+		"an app given by its path on this machine": {
+			args: []string{"--repo", sampleRepo, "--app", absApp, "--type", "Kustomize"},
+			want: "--app " + absApp + " is not a directory of the repository " + sampleRepo + ": give its path in the repository, --app apps/web",
+		},
+		"a repository that is a file": {
+			args: []string{"--repo", filepath.Join(sampleRepo, "apps/web/kustomization.yaml"), "--app", "apps/web"},
+			want: "--repo " + filepath.Join(sampleRepo, "apps/web/kustomization.yaml") + " is not a directory",
+		},
+		"a repository that is not there": {
+			args: []string{"--repo", "../testdata/no-such-repo", "--app", "apps/web"},
+			want: "--repo ../testdata/no-such-repo: no such directory",
+		},
+		"both --app and --application": {
+			args: []string{"--repo", sampleRepo, "--app", "apps/web-staging", "--application", sampleRepo + "/argocd/web.yaml"},
+			want: "give --app or --application, not both",
+		},
+		"--values of an app that is not Helm": {
+			args: []string{"--repo", sampleRepo, "--app", "apps/web", "--values", "values-prod.yaml"},
+			want: "--values is for a Helm app; application web is Kustomize",
+		},
+		"--release-name of an app that is not Helm": {
+			args: []string{"--repo", sampleRepo, "--app", "plain/worker", "--type", "Directory", "--release-name", "api"},
+			want: "--release-name is for a Helm app; application worker is Directory",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runPlanCmd(t, append(tc.args, change...)...)
+			if code != 1 || !strings.Contains(stderr, "kukie-gitops plan: "+tc.want) || stdout != "" {
+				t.Fatalf("exit %d, want 1 saying %q on stderr alone\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
+			}
+			code, stdout, stderr = runPlanCmd(t, append(append([]string{"--output", "json"}, tc.args...), change...)...)
+			var out struct{ Verdict, Error string }
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("--output json: stdout is not JSON: %v\n%s", err, stdout)
+			}
+			if code != 1 || out.Verdict != "error" || !strings.Contains(out.Error, tc.want) {
+				t.Fatalf("--output json: exit %d and %+v, want 1 and the error %q\nstderr:\n%s", code, out, tc.want, stderr)
+			}
+		})
+	}
+}
