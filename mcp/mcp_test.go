@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,21 @@ func (c *fakeCluster) Clusters(context.Context, string) ([]string, error) {
 	return []string{"prod"}, nil
 }
 
+// invalidSegment is what the cluster's client refuses to put in a request path
+// (client-go's IsValidPathSegmentName): it fails the read rather than find nothing.
+func invalidSegment(s ...string) error {
+	for _, v := range s {
+		if v == "." || v == ".." || strings.ContainsAny(v, "/%") {
+			return fmt.Errorf("invalid resource name %q: may not contain '/' or '%%'", v)
+		}
+	}
+	return nil
+}
+
 func (c *fakeCluster) Application(_ context.Context, _ clusteraccess.Ref, namespace, name string) (argocd.Application, error) {
+	if err := invalidSegment(namespace, name); err != nil {
+		return argocd.Application{}, err
+	}
 	if a, ok := c.app(namespace, name); ok {
 		return *a, nil
 	}
@@ -124,6 +139,9 @@ func (c *fakeCluster) AppList(context.Context, clusteraccess.Ref) (argocd.AppLis
 }
 
 func (c *fakeCluster) AppDetail(_ context.Context, _ clusteraccess.Ref, namespace, name string) (argocd.AppDetail, error) {
+	if err := invalidSegment(namespace, name); err != nil {
+		return argocd.AppDetail{}, err
+	}
 	if a, ok := c.app(namespace, name); ok {
 		return argocd.DescribeApp(*a), nil
 	}
@@ -879,4 +897,23 @@ func schemaObject(t *testing.T, raw json.RawMessage) jsonObject {
 		t.Fatalf("schema %s: %v", raw, err)
 	}
 	return o
+}
+
+// TestAppToolsNamingNoPossibleAppSayNotFound: an Application named by a namespace or
+// name no Kubernetes object can have ("a/b", "a%b", capitals) is not found, said so
+// with what is wrong with the name, by describe_app and the repository tools alike
+// (failed before: the cluster client's refusal came back as "internal: the request
+// failed; it can be retried" from list_repo_files and read_repo_file, and as
+// cluster_unavailable from describe_app).
+func TestAppToolsNamingNoPossibleAppSayNotFound(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.read)
+	for _, name := range []string{"a/b", "a%b", "Web"} {
+		args := map[string]any{"cluster": "prod", "namespace": "argocd", "name": name}
+		mustRefuse(t, cs, mcp.ToolDescribeApp, args, "not_found", "no Application has that name")
+		mustRefuse(t, cs, mcp.ToolListRepoFiles, args, "application_not_found", strconv.Quote(name), "no Application has that name", "list_apps")
+		mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": name, "path": "README.md"},
+			"application_not_found", "no Application has that name")
+	}
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argo/cd", "name": "web"}, "application_not_found", "no namespace has that name")
 }

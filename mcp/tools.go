@@ -370,6 +370,10 @@ func (s *Server) openTree(ctx context.Context, in repoInput) (*plan.AppTree, err
 	if err := s.deps.Changes.CheckCluster(ctx, t, in.Cluster); err != nil {
 		return nil, toolError(err)
 	}
+	if problem := changes.ApplicationNameProblem(in.Namespace, in.Name); problem != "" {
+		return nil, fmt.Errorf("%s: cluster %s has no Argo CD Application %q/%q: %s; list_apps lists them",
+			plan.CodeAppNotFound, in.Cluster, in.Namespace, in.Name, problem)
+	}
 	tree, err := s.deps.Trees.AppTree(ctx, clusteraccess.Ref{TeamID: t.ID, Name: in.Cluster}, in.Namespace, in.Name)
 	if err != nil {
 		return nil, toolError(err)

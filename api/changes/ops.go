@@ -217,7 +217,7 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	// A name no Kubernetes object can have is not asked of the cluster: the client
 	// refuses some ("..", one holding "/" or "%") as a failed read, which would be
 	// answered, and counted, as the cluster's failure.
-	if problem := applicationNameProblem(namespace, name); problem != "" {
+	if problem := ApplicationNameProblem(namespace, name); problem != "" {
 		return AppDetailView{}, &ClusterReadError{Err: fmt.Errorf("application %s/%s: %s: %w",
 			strconv.Quote(namespace), strconv.Quote(name), problem, clusteraccess.ErrObjectNotFound)}
 	}
@@ -239,9 +239,10 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	return out, nil
 }
 
-// applicationNameProblem says why no Application can have namespace and name (a
-// namespace is a DNS label, a name a DNS subdomain), or "".
-func applicationNameProblem(namespace, name string) string {
+// ApplicationNameProblem says why no Application can have namespace and name (a
+// namespace is a DNS label, a name a DNS subdomain), or "". Such a name is not
+// asked of a cluster: its client refuses some ("a/b", "a%b") as a failed read.
+func ApplicationNameProblem(namespace, name string) string {
 	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
 		return "no namespace has that name (" + strings.Join(msgs, "; ") + ")"
 	}
