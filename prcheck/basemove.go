@@ -182,9 +182,11 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 // it as a completed check, and the check's own result may have been published over
 // that mark: a run marked so is published marked again. A check into another
 // branch than the policy's, whose policy a push changed while it ran, marks its
-// kukie/policy run, as that push judged it. A failure leaves the check's own
+// kukie/policy run, as that push judged it. policySince, when set, is where the
+// base branch, the policy's, was as the check read its policy (Checker.policySince):
+// the policy file's changes before it were read. A failure leaves the check's own
 // result standing and the judgement owed (owe), for the next push to the branch.
-func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
+func (c *Checker) movedWhileRunning(ctx context.Context, id, policySince string) {
 	if id == "" || ctx.Err() != nil {
 		return
 	}
@@ -194,7 +196,7 @@ func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
 		return
 	}
-	if err := c.judgeMoves(ctx, rec); err != nil {
+	if err := c.judgeMoves(ctx, rec, policySince); err != nil {
 		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not judge the base moves while a check ran; the next push to its base branch judges them")
 		c.owe(ctx, rec.ID, err)
 	}
@@ -233,7 +235,7 @@ func (c *Checker) judgeOwedMoves(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.judgeMoves(ctx, rec); err != nil {
+	if err := c.judgeMoves(ctx, rec, ""); err != nil {
 		return err
 	}
 	if err := c.Records.SetPullCheckMovesPending(ctx, id, false); err != nil {
@@ -302,8 +304,9 @@ func (e *judgeFailure) Unwrap() error { return e.err }
 
 // judgeMoves judges the base moves of the completed check rec since its base (as
 // movedWhileRunning says), marking its runs stale where they reach it; a run
-// already marked is published marked again.
-func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
+// already marked is published marked again. The policy's moves are judged since
+// policySince when it is set, since the check's base otherwise.
+func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck, policySince string) error {
 	type move struct {
 		sha          string
 		whileRunning bool
@@ -357,6 +360,21 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 		}
 		if cmp.Complete {
 			m.Files = changedPaths(cmp.Files)
+		}
+		if policySince != "" && policySince != rec.BaseSHA && (m.Files == nil || touchesPolicy(m.Files)) {
+			// The policy was read at policySince or later: only its changes since count.
+			pm := policyMove{}
+			if policySince != m.SHA {
+				cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, policySince, m.SHA)
+				if err != nil {
+					return &judgeFailure{"GitHub did not compare " + short(policySince) + " with " + short(m.SHA) + ", which " + rec.BaseBranch + " moved to", err}
+				}
+				pm = policyMove{changed: touchesPolicy(changedPaths(cmp.Files)), since: policySince}
+				if !pm.changed && !cmp.Complete {
+					pm = policyMove{changed: true, maybe: true, since: policySince}
+				}
+			}
+			m.policy = &pm
 		}
 		reach := sync.OnceValues(func() (pushReach, error) { return c.reachedByPush(ctx, m) })
 		if err := c.markStale(ctx, m, rec.ID, true, reach, c.policyMovedBy(m)); err != nil {

@@ -502,3 +502,31 @@ func TestOwedBaseMovesThatReachNothingLeaveTheRunAsChecked(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyChangeBeforeTheCheckReadItIsNoMove: main changes .kukie.yml after the
+// commit the pull request's check runs against and before the check starts, so
+// the check reads the new rules. Once it completed it finds main moved past its
+// base, and that move reaches neither its app nor the policy it was judged by:
+// neither run is marked.
+func TestPolicyChangeBeforeTheCheckReadItIsNoMove(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r, ctx := newReplicas(t, db, time.Hour), context.Background()
+		r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": policyFile}, githubtest.DefaultAuthor)
+		head, number := r.openPull(t)
+		h := r.head(t, number, head)
+		r.move(t, map[string]string{".kukie.yml": "rules:\n  image_digest: {level: error}\n"}, false)
+		if err := r.b.Check(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		pol := r.policyRun(t, head)
+		if pol.GetConclusion() != github.ConclusionFailure || strings.HasPrefix(pol.GetOutput().GetTitle(), "Base branch moved") {
+			t.Errorf("policy run %s %q, want judged by the new rules, not marked", pol.GetConclusion(), pol.GetOutput().GetTitle())
+		}
+		if got := r.renderRun(t, head).GetOutput().GetTitle(); strings.HasPrefix(got, "Base branch moved") {
+			t.Errorf("render run %q marked by a move that reaches none of its apps", got)
+		}
+		if c := r.onlyCheck(t, number); c.PolicyMovedSHA != "" || c.BaseMovedSHA != "" || c.MovesPending {
+			t.Fatalf("stored check %+v, want nothing marked or owed", c)
+		}
+	})
+}

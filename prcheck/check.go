@@ -291,9 +291,17 @@ func (c *Checker) Cancel(ctx context.Context, repo, key string) error {
 }
 
 func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me *run) error {
-	team, clusters, pol, err := c.connected(ctx, h)
+	team, clusters, err := c.Connections.ConnectedClusters(ctx, h.InstallationID, h.RepoURL)
 	if err != nil || len(clusters) == 0 {
 		return err
+	}
+	policySince := c.policySince(ctx, h)
+	pol, err := c.readPolicy(ctx, h)
+	if err != nil {
+		return err
+	}
+	if pol.DefaultBranch != h.BaseBranch {
+		policySince = ""
 	}
 	var rec store.PullCheck
 	if c.Records != nil {
@@ -381,7 +389,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport); err != nil {
 		return err
 	}
-	c.movedWhileRunning(ctx, rec.ID)
+	c.movedWhileRunning(ctx, rec.ID, policySince)
 	return nil
 }
 

@@ -33,6 +33,22 @@ func (c *Checker) connected(ctx context.Context, h Head) (team string, clusters 
 	return team, clusters, pol, err
 }
 
+// policySince is where h's base branch is as the check of a pull request starts,
+// read just before its policy: when the base is the default branch, the policy
+// is read at that commit or a later one, so the policy file's changes between the
+// check's base and it are not moves of the policy the check was judged by. "" for
+// a merge group, or when GitHub does not say.
+func (c *Checker) policySince(ctx context.Context, h Head) string {
+	if _, ok := pullNumber(h.Key); !ok || c.Records == nil {
+		return ""
+	}
+	sha, found, err := c.GitHub.BranchHead(ctx, h.InstallationID, h.Repo, h.BaseBranch)
+	if err != nil || !found {
+		return ""
+	}
+	return sha
+}
+
 // readPolicy reads the repository's .kukie.yml from its default branch (never the
 // head's: a pull request does not choose the rules it is checked by). A file that
 // cannot be used is the report's ConfigErr, not an error.
