@@ -36,12 +36,24 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 	sources := a.Sources()
 	kept := func(src argocd.AppSource) bool { return keep == nil || keep(src) }
 	// Without keep (one Application read on its own), a ref source is the same
-	// tree as the source reading it when it names the same repository and revision.
+	// tree as the source reading it when it names the same repository and
+	// revision. A chart from a Helm repository is no tree: its ref source is the
+	// tree being read when it is the Application's one Git repository and
+	// revision (the plan command's --repo holds nothing else of it).
+	same := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(u), "/"), ".git") }
+	trees := map[string]bool{}
+	for _, src := range sources {
+		if src.Chart == "" {
+			trees[same(src.RepoURL)+"@"+src.TargetRevision] = true
+		}
+	}
 	refKept := func(src, ref argocd.AppSource) bool {
 		if keep != nil {
 			return keep(ref)
 		}
-		same := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(u), "/"), ".git") }
+		if src.Chart != "" {
+			return len(trees) == 1
+		}
 		return same(src.RepoURL) == same(ref.RepoURL) && src.TargetRevision == ref.TargetRevision
 	}
 	refs := map[string]argocd.AppSource{}
@@ -90,8 +102,9 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			app.Helm.ReleaseName = a.Name
 		}
 		resolveRefValueFiles(&app, src, refs, refKept)
-		if !kept(src) {
-			// Its chart is elsewhere, its values here: an edit of those values
+		if !kept(src) || src.Chart != "" {
+			// Its chart is elsewhere (another tree, a Helm repository), its
+			// values here: an edit of those values
 			// changes what it deploys, and render cannot render it. It reaches
 			// the directories of those files, so such an edit is refused.
 			if src.Chart == "" {

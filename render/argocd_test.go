@@ -196,6 +196,33 @@ spec:
 				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}}}},
 			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
 		},
+		"multi-source read on its own: a chart from a Helm repository with values of the one Git repository reaches their directory": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {valueFiles: [$values/envs/redis/prod.yaml]}}
+  - {repoURL: https://github.com/o/deploy.git, targetRevision: main, ref: values}
+`,
+			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}}}},
+			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+		},
+		"multi-source read on its own: a chart's values from two Git repositories are not known to be the changed one's": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {valueFiles: [$values/envs/redis/prod.yaml, $cfg/redis.yaml]}}
+  - {repoURL: https://github.com/o/deploy.git, targetRevision: main, ref: values}
+  - {repoURL: https://github.com/o/config.git, targetRevision: main, ref: cfg}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"$values/envs/redis/prod.yaml", "$cfg/redis.yaml"}}}},
+			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+		},
 		"kustomize options render does not apply": {
 			manifest: `
 kind: Application
