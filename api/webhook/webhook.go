@@ -14,6 +14,7 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -114,6 +115,13 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 	case len(deliveryID) > maxDeliveryIDLength || len(event) > 100:
 		server.WriteError(w, http.StatusBadRequest, "invalid_header", "X-GitHub-Event or X-GitHub-Delivery is too long")
 		return
+	case !visibleASCII(deliveryID) || !visibleASCII(event):
+		// GitHub's are a GUID and an event name. Anything else would be stored as
+		// the delivery's key and shown by `webhooks list` as it is (a right-to-left
+		// override reorders the columns), and PostgreSQL stores no text that is not
+		// UTF-8.
+		server.WriteError(w, http.StatusBadRequest, "invalid_header", "X-GitHub-Event and X-GitHub-Delivery hold visible ASCII characters only")
+		return
 	}
 	var envelope struct {
 		Action       string `json:"action"`
@@ -121,8 +129,12 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 			ID int64 `json:"id"`
 		} `json:"installation"`
 	}
-	if !utf8.Valid(body) || json.Unmarshal(body, &envelope) != nil {
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); !utf8.Valid(body) || len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(body) {
 		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not a JSON object")
+		return
+	}
+	if err := json.Unmarshal(body, &envelope); err != nil {
+		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not one GitHub sends: "+err.Error())
 		return
 	}
 
@@ -196,6 +208,16 @@ func verifySignature(secret, header string, body []byte) (string, string) {
 		return "invalid_signature", "the signature does not match the body and the configured webhook secret"
 	}
 	return "", ""
+}
+
+// visibleASCII reports whether s holds only printable ASCII characters, no space.
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func truncate(s string, n int) string {

@@ -136,6 +136,46 @@ func TestWebhookSignatureIsCheckedFirst(t *testing.T) {
 	})
 }
 
+// TestWebhookSignedBodyAndHeadersAreGitHubs: a signed delivery is stored only when
+// its body is a JSON object and its delivery id and event are visible ASCII, as
+// GitHub's GUIDs and event names are; a refusal says which (failed before: a signed
+// null was queued as a delivery, an object whose installation id is a string was
+// "not a JSON object", and a delivery id with a right-to-left override was stored
+// and listed as it is).
+func TestWebhookSignedBodyAndHeadersAreGitHubs(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		body := []byte(`{"action":"created","installation":{"id":1}}`)
+		cases := map[string]struct {
+			id, event  string
+			body       []byte
+			wantStatus int
+			wantReason string
+		}{
+			"GitHub's":               {"72d3162e-cc78-11e3-81ab-4c9367dc0958", "installation", body, http.StatusAccepted, ""},
+			"null":                   {"d-null", "installation", []byte(`null`), http.StatusBadRequest, "not a JSON object"},
+			"a string":               {"d-string", "installation", []byte(` "x"`), http.StatusBadRequest, "not a JSON object"},
+			"an id of another type":  {"d-type", "installation", []byte(`{"installation":{"id":"1"}}`), http.StatusBadRequest, "not one GitHub sends: json: cannot unmarshal string"},
+			"a right-to-left id":     {"d-‮rtl", "installation", body, http.StatusBadRequest, "visible ASCII"},
+			"an id with a space":     {"d 1", "installation", body, http.StatusBadRequest, "visible ASCII"},
+			"an event not ASCII":     {"d-event", "instalаtion", body, http.StatusBadRequest, "visible ASCII"},
+			"an id that is not UTF8": {"d-ÿ", "installation", body, http.StatusBadRequest, "visible ASCII"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				status, resp := e.postHook(tc.id, tc.event, sign(hookSecret, tc.body), tc.body)
+				if status != tc.wantStatus || !strings.Contains(resp, tc.wantReason) {
+					t.Fatalf("= %d %s, want %d saying %q", status, resp, tc.wantStatus, tc.wantReason)
+				}
+				_, err := db.WebhookDeliveryByID(context.Background(), tc.id)
+				if stored := err == nil; stored != (tc.wantStatus == http.StatusAccepted) {
+					t.Fatalf("stored: %v (%v), want %v", stored, err, tc.wantStatus == http.StatusAccepted)
+				}
+			})
+		}
+	})
+}
+
 func TestWebhookWithoutSecretRefusesEverything(t *testing.T) {
 	db := storetest.SQLite(t)
 	e := newEnv(t, db, func(rc *webhook.Receiver) { rc.Secret = "" })
