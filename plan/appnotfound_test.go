@@ -15,6 +15,7 @@ import (
 // created moments ago) is refused with app_not_found naming that Application and
 // saying what to do; once the Application is read, submitting again opens the PR.
 func TestUnreadApplicationIsRefusedAccuratelyAndARetryWorks(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

@@ -53,6 +53,7 @@ spec:
 // the repository says; a manifest that says otherwise than the cluster is
 // refused, naming it.
 func TestHelmValueTheApplicationSetsIsEditedInItsManifest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T, db *store.DB, clusterValue string) *env {
 		e := newEnv(t, db)

@@ -19,6 +19,7 @@ import (
 // more than the cache's limits is the repository's doing, which another try
 // downloads again: the plan is refused with the limit, not failed.
 func TestArchiveOverItsLimitsRefusesThePlan(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.ArchiveLimits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1 << 20, MaxFiles: 2})
@@ -44,6 +45,7 @@ func TestArchiveOverItsLimitsRefusesThePlan(t *testing.T) {
 // to anyone reading its page: neither its reason, its history nor the API's view of
 // it names the cache's folder on this host.
 func TestFailureNamesNoHostPath(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		dir := t.TempDir()

@@ -20,6 +20,7 @@ import (
 // GitHub listed no files for), it must assume the plan's files changed and verify
 // the plan again on the new base.
 func TestBasePushOfUnknownFilesReverifiesOpenPlans(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -52,17 +53,26 @@ func TestBasePushOfUnknownFilesReverifiesOpenPlans(t *testing.T) {
 // GitHub and records nothing, and fails so that the delivery is retried; once the
 // claim is free, the retry verifies the plan on the new base.
 func TestBasePushLeavesAPlanAnotherWorkerHoldsForItsRetry(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
 		pl := e.submitOpen(ctx, p, scale(4, ""))
-		pl = e.waitFor(pl.Code, "unclaimed", func(p store.Plan) bool { return p.ClaimedBy == "" })
-
-		other, ok, err := db.ClaimPlan(ctx, pl.Code, "other-replica", time.Hour)
-		if err != nil || !ok {
-			t.Fatalf("claim as another worker: %v %v", ok, err)
-		}
+		// The pipeline's own resume may claim the plan again between a look that
+		// finds it unclaimed and the claim: the claim is tried until it is had.
+		var other store.PlanClaim
+		pl = e.waitFor(pl.Code, "claimed by another worker", func(p store.Plan) bool {
+			if p.ClaimedBy != "" {
+				return false
+			}
+			c, ok, err := db.ClaimPlan(ctx, pl.Code, "other-replica", time.Hour)
+			if err != nil {
+				t.Fatalf("claim as another worker: %v", err)
+			}
+			other = c
+			return ok
+		})
 		moved := strings.Replace(webYAML, "# scaled by hand", "# scaled by the on-call", 1)
 		after := e.gh.PushCommit(t, repoName, "main", map[string]string{webFile: moved}, githubtest.DefaultAuthor)
 		e.gh.ResetRequestCounts()
@@ -106,6 +116,7 @@ func rebases(t *testing.T, db *store.DB, code, base string) int {
 // keeps one run, published by the plan's own run: action_required with the reason,
 // never the earlier success; the plan stays pr_open on its base.
 func TestBasePushRefusedOnTheNewBase(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

@@ -36,6 +36,7 @@ func branchDeletions(t *testing.T, db *store.DB, code string) int {
 }
 
 func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

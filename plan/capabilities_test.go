@@ -41,6 +41,7 @@ spec:
 // template: a chart that branches on them renders as it does there. One deploying
 // to another cluster renders with Helm's defaults, without reading capabilities.
 func TestHelmAppsRenderWithTheirClustersCapabilities(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T, db *store.DB, dest argocd.AppDestination) *env {
 		e := newEnv(t, db)

@@ -16,6 +16,7 @@ import (
 // checked against the cluster. An API server that rejects the objects refuses the
 // plan instead (covered end to end in internal/e2e).
 func TestPipelineOpensThePRWhenTheClusterCannotBeChecked(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.cluster.dryRunErr = errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")

@@ -28,6 +28,7 @@ func webElsewhere(repo, revision string) argocd.Application {
 // branch is verified too, and a cluster that cannot be read is named in the check
 // run and the pull request as not checked.
 func TestPipelineVerifiesTheTeamsOtherClusters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// Each case on its own database: an opened pull request keeps its file locked.
 	run := func(name string, fn func(t *testing.T, db *store.DB)) {

@@ -34,6 +34,7 @@ func (c *fakeCluster) syncSources(chartVersion, revision string) {
 // the Application's revisions, at that source's place; the chart version of the
 // other source is never taken for a commit.
 func TestPipelineFollowsAMultiSourceApplication(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

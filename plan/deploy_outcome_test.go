@@ -18,6 +18,7 @@ import (
 // and a sync that never comes ends deploy_failed once the configured timeout passes;
 // only the latter is reported to the observer as a deploy timeout.
 func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		timeout  time.Duration
 		argo     func(c *fakeCluster, mergeSHA string)

@@ -27,6 +27,7 @@ func (c *fakeCluster) retrying(revision, message string) {
 // the plan stays deploying, and its deployment message carries Argo CD's message of
 // the failed attempt instead of a bare "Running"; the final phase then decides.
 func TestPipelineShowsArgoCDsRetriesWhileDeploying(t *testing.T) {
+	t.Parallel()
 	const attempt = `one or more objects failed to apply, reason: admission webhook "replicas.policy" denied the request: web may run at most 3 replicas. Retrying attempt #2 at 3:04PM.`
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)

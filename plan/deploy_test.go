@@ -20,6 +20,7 @@ import (
 // reading keeps the plan from being deployed early. It is deployed once the rollout
 // ends.
 func TestPipelineDeploysOnlyOnceTheRolloutEnds(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name   string
 		status map[string]any
@@ -66,6 +67,7 @@ func TestPipelineDeploysOnlyOnceTheRolloutEnds(t *testing.T) {
 // reason; an Application still Progressing, or whose health Argo CD has not assessed
 // since the sync, keeps the plan deploying until Argo CD finds it healthy.
 func TestPipelineDeploymentJudgedByTargetAndApplication(t *testing.T) {
+	t.Parallel()
 	healthy := argocd.AppHealth{Status: argocd.HealthHealthy}
 	tests := map[string]struct {
 		setup   func(c *fakeCluster) // before Argo CD syncs the merge commit

@@ -40,6 +40,7 @@ func (g *gatedCommits) CreateCommit(ctx context.Context, inst int64, repo, baseS
 // new holder instead of taking the file from under it, and goes on once that one is
 // merged.
 func TestFailedPlanReleasesItsFilesToWaitingPlans(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

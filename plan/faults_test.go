@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,24 @@ func githubFaults() map[string]func() githubtest.Fault {
 	}
 }
 
+// forEachDBAtOnce runs fn on SQLite and on PostgreSQL at the same time, each
+// in a subtest named as storetest.ForEach names it: for the tests whose time is
+// mostly waiting (a hung request running out, retries, a rate limit's window),
+// which the two databases need not spend one after the other.
+func forEachDBAtOnce(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, db := range []struct {
+		dialect store.Dialect
+		open    func(testing.TB) *store.DB
+	}{{store.SQLite, storetest.SQLite}, {store.Postgres, storetest.Postgres}} {
+		wg.Go(func() {
+			t.Run(string(db.dialect), func(t *testing.T) { fn(t, db.open(t)) })
+		})
+	}
+	wg.Wait()
+}
+
 func newFaultEnv(t *testing.T, db *store.DB) *env {
 	return newEnv(t, db, func(c *github.Config) { c.Timeout = faultTimeout })
 }
@@ -46,6 +65,7 @@ func newFaultEnv(t *testing.T, db *store.DB) *env {
 // success; afterwards the plan (retried when it failed) ends with exactly one branch
 // commit, one pull request and one successful check run on its head.
 func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name, method, path string
 		// retriedAlone: the plan stays open and the pipeline tries again by itself
@@ -64,7 +84,7 @@ func TestPipelineStepsUnderGitHubFaults(t *testing.T) {
 		for faultName, fault := range githubFaults() {
 			t.Run(step.name+"/"+faultName, func(t *testing.T) {
 				t.Parallel() // each case has its own GitHub and databases; most of it is waiting
-				storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 					e := newFaultEnv(t, db)
 					ctx := context.Background()
 					p := e.startedPipeline(ctx, plan.Hooks{})
@@ -132,6 +152,7 @@ func transientRetries(t *testing.T, db *store.DB, code string) int {
 // and then answers; the plan takes the step again by itself, records both retries,
 // and opens its pull request with no operator retry.
 func TestTransientFailureThatPassesIsRetriedAlone(t *testing.T) {
+	t.Parallel()
 	for _, step := range []struct{ method, path string }{
 		{http.MethodPost, "/repos/*/*/git/refs"},
 		{http.MethodPost, "/repos/*/*/pulls"},
@@ -234,6 +255,7 @@ func pushedByOthers(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan, files
 // can be read, and then the verdict of the real comparison (here: failure, because the
 // push added a file).
 func TestForeignPushReverifiedDuringTarballOutage(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newFaultEnv(t, db)
 		ctx := context.Background()
@@ -275,6 +297,7 @@ func TestForeignPushReverifiedDuringTarballOutage(t *testing.T) {
 // verified content is verified only once its comparison completes, whichever way
 // GitHub fails meanwhile.
 func TestForeignPushReverifiedUnderEachFault(t *testing.T) {
+	t.Parallel()
 	for faultName, fault := range githubFaults() {
 		underFault(t, faultName, func(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan) {
 			content, _ := e.gh.FileAt(t, repoName, pl.Branch, webFile)
@@ -303,6 +326,7 @@ func TestForeignPushReverifiedUnderEachFault(t *testing.T) {
 // that does not pass (422). The head gets an action_required run with the reason, the
 // plan fails, and a retry publishes the verdict on that same run.
 func TestCheckRunRefusedMarksActionRequired(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -337,6 +361,7 @@ func TestCheckRunRefusedMarksActionRequired(t *testing.T) {
 // leaves the plan pr_open on the new base with one commit, one pull request and one
 // successful run on its head.
 func TestRebaseUnderGitHubFaults(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name, method, path string
 		stored             int // commits the rebuild left on the new base before the fault
@@ -429,7 +454,7 @@ func retryBasePush(t *testing.T, p *plan.Pipeline, after string) {
 func underFault(t *testing.T, name string, run func(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan)) {
 	t.Run(name, func(t *testing.T) {
 		t.Parallel() // each case has its own GitHub and databases; most of it is waiting
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := newFaultEnv(t, db)
 			ctx := context.Background()
 			p := e.startedPipeline(ctx, plan.Hooks{})

@@ -130,6 +130,7 @@ func mergedAndDeploying(t *testing.T, e *env, cluster plan.Cluster, poll time.Du
 // Application's change is reported, not because a poll came; the Application is read
 // as its watch saw it, never from the API server.
 func TestDeployFollowedByWatch(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
@@ -147,6 +148,7 @@ func TestDeployFollowedByWatch(t *testing.T) {
 // target is still rolling out is deployed once the target's watch reports the rollout
 // ended, the Application unchanged meanwhile.
 func TestDeployFollowsTheTargetByWatch(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
@@ -168,6 +170,7 @@ func TestDeployFollowsTheTargetByWatch(t *testing.T) {
 // or whose target cannot be, is polled; the plan's history says so, naming what is
 // polled and why, and the plan is deployed all the same.
 func TestDeployPolledWhenTheWatchFails(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		appErr, targetErr error
 		want              []string
@@ -218,6 +221,7 @@ func TestDeployPolledWhenTheWatchFails(t *testing.T) {
 // woken, its history says so and that it polls, and polling deploys it. Once the
 // credentials are accepted again the history says the plan is watched again.
 func TestDeployPolledWhileCredentialsAreRefused(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
@@ -235,6 +239,7 @@ func TestDeployPolledWhileCredentialsAreRefused(t *testing.T) {
 // credentials that ends (a new kubeconfig) is noted in the plan's history both
 // ways, and with a poll of an hour only the watches deploy the plan.
 func TestDeployWatchedAgainOnceCredentialsAreAccepted(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)

@@ -16,6 +16,7 @@ import (
 // that pull request (before the pull_request "closed" event) re-verifies nothing: the
 // new base already holds the plan's own change, which is not "nothing to change".
 func TestPlanHistoryHasOneEventPerStep(t *testing.T) {
+	t.Parallel()
 	const wantToPR = "request decide prepare commit branch pull_request check_run"
 	tests := map[string]githubtest.MergeMethod{
 		"merge commit": githubtest.MergeCommit,

@@ -15,6 +15,7 @@ import (
 // with another cluster, target or change is refused as a conflict naming the change
 // that holds it, instead of answering that change as if the new request were it.
 func TestIdempotencyKeyOfAnotherChangeIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

@@ -37,6 +37,7 @@ const secretsRepo = "../testdata/secrets-repo"
 // the PR, the check run, every GitHub request body, every stored row, every log
 // line and the change API's answers.
 func TestNoSecretLeavesThePipeline(t *testing.T) {
+	t.Parallel()
 	// One per shape: generator literals (Secret and ConfigMap), env files and
 	// files, Secret stringData and data, a ConfigMap key, env entries in manifests
 	// and in an inline patch.

@@ -71,6 +71,7 @@ func observedPipeline(t *testing.T, db *store.DB) (*env, *recorder, *plan.Pipeli
 }
 
 func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
@@ -106,6 +107,7 @@ func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 }
 
 func TestPipelineObserverSeesRefusalsByCode(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
@@ -144,6 +146,7 @@ func (r *renders) Rendered(st render.SourceType, _ time.Duration, objects int, e
 }
 
 func TestRenderEngineObserverSeesThePlansRenders(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		rec := &renders{ok: map[render.SourceType]int{}}

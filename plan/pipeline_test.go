@@ -449,6 +449,7 @@ func (e *env) waitStatus(code string, s plan.Status) store.Plan {
 }
 
 func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -535,6 +536,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 }
 
 func TestPipelineIdempotentAndLocks(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -593,6 +595,7 @@ var errCrash = errors.New("simulated crash")
 // not recorded, and checks that a new process ends with exactly one branch, one commit
 // on it, one pull request and one check run.
 func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
+	t.Parallel()
 	boundaries := map[string]struct {
 		// commitWrites is how many commits the fake sees created: a crash after the
 		// commit was made but before it was recorded leaves one unreachable commit
@@ -680,6 +683,7 @@ func gitLines(t *testing.T, gitDir string, args ...string) []string {
 }
 
 func TestPipelineRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		tests := map[string]struct {
@@ -755,6 +759,7 @@ func TestPipelineRefusals(t *testing.T) {
 }
 
 func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -820,6 +825,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 }
 
 func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = cache.RenderEngine{}
@@ -855,6 +861,7 @@ func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
 // target gone from the cluster, or left there unpruned, each said), and the
 // rollback's pull request brings the file back as it was.
 func TestPipelineDeleteRemovesAFileThroughThePullRequest(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		gone bool
 		says string

@@ -31,6 +31,7 @@ func (r *recordingPolicy) CheckPolicy(_ context.Context, h plan.PolicyHead) erro
 // with its dry-run's outcome, and a policy check that fails does not hold the pull
 // request back (kukie/render is the plan's verdict).
 func TestPipelineChecksThePolicyOnItsHead(t *testing.T) {
+	t.Parallel()
 	for name, perr := range map[string]error{"published": nil, "not published": errors.New("GitHub is down")} {
 		t.Run(name, func(t *testing.T) {
 			storetest.ForEach(t, func(t *testing.T, db *store.DB) {

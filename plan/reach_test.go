@@ -29,6 +29,7 @@ func kustomizeApp(name, path string) argocd.Application {
 // reach it: a change to another app of the same repository is verified and opened,
 // and a change whose edit it reads is refused naming its option.
 func TestPipelineRefusesOnlyChangesThatReachAnUnsupportedApp(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		t.Run("unreached", func(t *testing.T) {

@@ -73,6 +73,7 @@ func (c renamedCluster) FollowObject(_ context.Context, _ clusteraccess.Ref, t o
 // once Argo CD synced, and reading it kept the plan deploying until its timeout
 // ("reading Deployment/web failed").
 func TestPipelineFollowsTheRenamedTarget(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = renamingRenderer{lineRenderer: e.render, renamed: "web-5f8c2t9bkm"}

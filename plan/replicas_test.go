@@ -119,6 +119,7 @@ func (e *env) assertOneOfEach(pl store.Plan) []store.PlanEvent {
 // keeps its claim alive, so the other never takes the plan over, and each effect
 // happens once.
 func TestReplicasHoldWritesLongerThanTheClaim(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, step := range sortedSteps() {
 			endpoint := stepWrites[step]
@@ -179,6 +180,7 @@ func holdOnce(d time.Duration) func() {
 // claim cannot be renewed), and the next holder adopts what the write left on
 // GitHub, so the plan still ends with exactly one of each effect.
 func TestPipelineStopsOnALostClaim(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, step := range sortedSteps() {
 			for _, hangs := range []bool{false, true} {

@@ -13,6 +13,7 @@ import (
 // kukie/render run without sending its annotations again (GitHub appends those of
 // every update), so the changed lines stay marked once.
 func TestRerenderPublishesACleanCheckRun(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // (its files let go, nothing to follow or revert) instead of being merged and
 // followed until its deploy timeout for a commit Argo CD never syncs.
 func TestPullRequestMergedIntoAnotherBranchIsNotMerged(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

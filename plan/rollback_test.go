@@ -44,6 +44,7 @@ func (e *env) deployScale(ctx context.Context, p *plan.Pipeline) store.Plan {
 // goes back, dry-runs it against the cluster and says so in its check run. When the
 // base moves again under the open revert, it is rebuilt as a revert.
 func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -114,6 +115,7 @@ func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 // gives way to a new one on the next request; while one is under way, a request
 // returns it.
 func TestRollbackCanBeRequestedAgain(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := plan.WithActor(context.Background(), "team:shop")
@@ -198,6 +200,7 @@ func TestRollbackCanBeRequestedAgain(t *testing.T) {
 // revert with the Deployment's reason and leaves the plan deployed; an Application
 // still Progressing waits, and only a Healthy one makes the plan rolled_back.
 func TestRollbackDeploysOnlyOnceTheRevertRollsOut(t *testing.T) {
+	t.Parallel()
 	deadline := rolloutStatus(2, 5, 1, 4)
 	deadline["conditions"].([]any)[0] = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
 		"message": `ReplicaSet "web-5f6b" has timed out progressing.`}

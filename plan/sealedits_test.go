@@ -20,6 +20,7 @@ func testBox(t *testing.T) *sealed.Box {
 }
 
 func TestEditSealerSealsOnlyTheFileContents(t *testing.T) {
+	t.Parallel()
 	s := plan.EditSealer{Box: testBox(t)}
 	pay := plan.Payload{GitDiff: "masked diff", Edits: []plan.StoredEdit{
 		{Path: "apps/web/kustomization.yaml", Old: []byte("password=old-Xy7"), New: []byte("password=new-Zq3")},

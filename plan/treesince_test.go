@@ -20,6 +20,7 @@ import (
 // would change it too), not judged by its reach at the earlier commit. When the
 // comparison fails the index is built in full, with the same outcome.
 func TestPipelineDerivesReachIndexFromLastPlannedCommit(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, compareFails := range []bool{false, true} {
 			name := map[bool]string{false: "compared", true: "compare fails"}[compareFails]
