@@ -1,16 +1,20 @@
 package notify_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -479,4 +483,53 @@ func TestEndpointSecretAnswerIsNotCached(t *testing.T) {
 	if got := res.Header.Get("Cache-Control"); got != "no-store" {
 		t.Errorf("Cache-Control = %q on the answer with the endpoint's secret, want no-store", got)
 	}
+}
+
+// TestAnEndpointsStatusLineIsLoggedBounded: the status line an endpoint answers is
+// its own to write, of any length and bytes; the delivery log keeps it cut to a
+// few hundred bytes of valid UTF-8 without control characters (failed before: 20
+// KiB stored for every attempt, cut nowhere, and on PostgreSQL its NUL, or a cut
+// through a character, failed the attempt's record, so the worker stopped with an
+// error at each drain).
+func TestAnEndpointsStatusLineIsLoggedBounded(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		status := "HTTP/1.1 500 " + strings.Repeat("é", 10<<10) + "\x00\x1b[2J"
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+					req, err := http.ReadRequest(bufio.NewReader(c))
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					_, _ = io.WriteString(c, status+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				}()
+			}
+		}()
+		id, _ := e.register(t, "http://"+ln.Addr().String()+"/hooks")
+		e.newPlan(t, "plan1")
+		if n := e.drain(t); n == 0 {
+			t.Fatal("nothing was sent")
+		}
+		ds, err := db.ListNotificationDeliveries(context.Background(), e.team.ID, id, 10)
+		if err != nil || len(ds) == 0 {
+			t.Fatalf("deliveries = %v, %v", ds, err)
+		}
+		got := ds[0].LastError
+		if !strings.HasPrefix(got, "the endpoint answered 500 éé") || len(got) > 400 || !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) {
+			t.Fatalf("logged error (%d bytes, valid UTF-8 %v) %.80q…, want the status cut, valid and without control characters", len(got), utf8.ValidString(got), got)
+		}
+	})
 }

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -224,14 +227,31 @@ func (w *Worker) send(ctx context.Context, d store.NotificationDelivery) store.D
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return store.DeliveryAttempt{Status: resp.StatusCode, Error: fmt.Sprintf("the endpoint answered %s", resp.Status)}
+		// The status line is the endpoint's to write, of any length (up to the
+		// client's header bound, megabytes) and any bytes: it is cut and cleaned
+		// like an error.
+		return store.DeliveryAttempt{Status: resp.StatusCode, Error: truncate("the endpoint answered " + resp.Status)}
 	}
 	return store.DeliveryAttempt{OK: true, Status: resp.StatusCode}
 }
 
+// truncate makes text of the endpoint's (an error naming its address, its status
+// line) fit the delivery log: valid UTF-8 without control characters (PostgreSQL
+// stores no NUL, nor bytes that are not UTF-8), cut at maxErrorText bytes on a
+// character's boundary.
 func truncate(s string) string {
-	if len(s) > maxErrorText {
-		return s[:maxErrorText] + "…"
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= maxErrorText {
+		return s
 	}
-	return s
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
