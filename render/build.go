@@ -425,6 +425,12 @@ func (o *object) takeOrigin(root string) error {
 	switch {
 	case origin.Repo != "":
 		o.remote = true
+	case strings.HasSuffix(origin.ConfiguredBy.Kind, "Transformer"):
+		// A transformer makes no object: one that replaced the object's
+		// annotations (a patch setting metadata.annotations whole) dropped the
+		// origin kustomize had put there, and kustomize then names the
+		// transformer. Where the object came from is unknown; it is no
+		// generator's.
 	case origin.ConfiguredBy.Kind != "":
 		o.generatedBy = origin.ConfiguredBy.Kind
 		if p, ok := cleanRel(path.Join(root, origin.ConfiguredIn)); ok {
