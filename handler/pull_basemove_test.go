@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -112,6 +113,72 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 	})
 }
 
+// newReleasePull is a checkEnv on db whose main holds a .kukie.yml, with an
+// Application deploying from release too, and a checked pull request into release;
+// it returns the push handler and the pull request's head.
+func newReleasePull(t *testing.T, db *store.DB) (*checkEnv, *Push, string) {
+	t.Helper()
+	e := newCheckEnv(t)
+	e.checker.Records = db
+	apps := e.checker.Applications.(fixedApplications).apps
+	release := apps[0]
+	release.Name, release.Spec.Source = "web-release", &argocd.AppSource{RepoURL: apps[0].Spec.Source.RepoURL, Path: "apps/web", TargetRevision: "release"}
+	e.checker.Applications = fixedApplications{append(apps, release)}
+	push := &Push{Base: e.base, Pipeline: &trackingPipeline{}, Checks: e.checker}
+
+	e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: warning}\n"}, githubtest.DefaultAuthor)
+	e.deliver(t, push, "push", "")
+	e.gh.CreateBranch(t, checkRepo, "release", "main")
+	e.gh.CreateBranch(t, checkRepo, "hotfix", "release")
+	head := e.gh.PushCommit(t, checkRepo, "hotfix", map[string]string{
+		"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "nginx:1.0", "nginx:1.1", 1)}, githubtest.DefaultAuthor)
+	e.gh.OpenPullRequest(t, checkRepo, "hotfix", "release", "Hotfix nginx", githubtest.DefaultAuthor)
+	e.deliver(t, e.pullHandler(), "pull_request", "opened")
+	return e, push, head
+}
+
+// deliverUnlisted hands the last push delivery to push as GitHub sends a push
+// whose commits it does not list.
+func (e *checkEnv) deliverUnlisted(t *testing.T, push *Push) {
+	t.Helper()
+	ds := e.gh.DeliveriesOf("push", "")
+	var payload map[string]any
+	if err := json.Unmarshal(ds[len(ds)-1].Payload, &payload); err != nil {
+		t.Fatal(err)
+	}
+	payload["commits"] = []any{}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := push.Handle(context.Background(), "push", ds[len(ds)-1].ID, raw); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+// TestUnlistedPolicyPushIsJudgedByWhatItChanged: pushes to main that do not list
+// their files are judged, for the pull request into release, by GitHub's
+// comparison of the commit each moved main from with the one it moved it to: the
+// one that leaves .kukie.yml marks nothing, the one that changes it marks the
+// kukie/policy run, saying it changed it.
+func TestUnlistedPolicyPushIsJudgedByWhatItChanged(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e, push, head := newReleasePull(t, db)
+		before := e.policyRun(t, head).GetOutput().GetTitle()
+		e.gh.PushCommit(t, checkRepo, "main", map[string]string{"docs/README.md": "how we deploy, again\n"}, githubtest.DefaultAuthor)
+		e.deliverUnlisted(t, push)
+		if got := e.policyRun(t, head).GetOutput().GetTitle(); got != before {
+			t.Fatalf("policy run after a push that left .kukie.yml: %q, want %q", got, before)
+		}
+		moved := e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: error}\n"}, githubtest.DefaultAuthor)
+		e.deliverUnlisted(t, push)
+		out := e.policyRun(t, head).GetOutput()
+		if out.GetTitle() != "Base branch moved: "+before || !strings.Contains(out.GetSummary(), "**main moved to "+moved[:7]+" after this check, changing `.kukie.yml`**") {
+			t.Errorf("policy run after a push that changed .kukie.yml: %q\n%s", out.GetTitle(), out.GetSummary())
+		}
+	})
+}
+
 // TestPolicyPushToTheDefaultBranchMarksPullRequestsIntoOtherBranches: the policy
 // of a pull request into release is main's .kukie.yml, whatever its base. A push to
 // main that changes it marks that pull request's kukie/policy run stale, saying
@@ -120,22 +187,7 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 // that changes release's .kukie.yml, which no check reads, marks nothing.
 func TestPolicyPushToTheDefaultBranchMarksPullRequestsIntoOtherBranches(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newCheckEnv(t)
-		e.checker.Records = db
-		apps := e.checker.Applications.(fixedApplications).apps
-		release := apps[0]
-		release.Name, release.Spec.Source = "web-release", &argocd.AppSource{RepoURL: apps[0].Spec.Source.RepoURL, Path: "apps/web", TargetRevision: "release"}
-		e.checker.Applications = fixedApplications{append(apps, release)}
-		push := &Push{Base: e.base, Pipeline: &trackingPipeline{}, Checks: e.checker}
-
-		e.gh.PushCommit(t, checkRepo, "main", map[string]string{".kukie.yml": "rules:\n  image_digest: {level: warning}\n"}, githubtest.DefaultAuthor)
-		e.deliver(t, push, "push", "")
-		e.gh.CreateBranch(t, checkRepo, "release", "main")
-		e.gh.CreateBranch(t, checkRepo, "hotfix", "release")
-		head := e.gh.PushCommit(t, checkRepo, "hotfix", map[string]string{
-			"base/deployment.yaml": strings.Replace(checkFiles["base/deployment.yaml"], "nginx:1.0", "nginx:1.1", 1)}, githubtest.DefaultAuthor)
-		e.gh.OpenPullRequest(t, checkRepo, "hotfix", "release", "Hotfix nginx", githubtest.DefaultAuthor)
-		e.deliver(t, e.pullHandler(), "pull_request", "opened")
+		e, push, head := newReleasePull(t, db)
 		render, before := e.run(t, head), e.policyRun(t, head)
 		if !strings.Contains(before.GetOutput().GetTitle(), "1 warnings") {
 			t.Fatalf("policy run before the push: %s %q, want main's rule applied", before.GetConclusion(), before.GetOutput().GetTitle())
