@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/store"
@@ -148,4 +149,105 @@ func idsOf(checks []store.PullCheck) []string {
 		ids = append(ids, c.Key+" "+c.HeadSHA)
 	}
 	return ids
+}
+
+// TestCurrentPullChecksOffBase: a push of the policy file to main, the default
+// branch, may have made stale the kukie/policy runs of the current checks of pull
+// requests into other branches: the completed ones with a policy run not marked,
+// and the running ones not yet told, once each; with no policy change, only those
+// whose judgement of their base moves is owed. Checks into main, superseded ones
+// and merge queues' are not listed.
+func TestCurrentPullChecksOffBase(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		into := func(key, head string) store.PullCheck {
+			c := pullCheck(key, head)
+			c.BaseBranch = "release"
+			return c
+		}
+		beginCheck(t, db, into("pull/1", "old"), true)
+		completed := beginCheck(t, db, into("pull/1", "head1"), true)
+		noPolicyRun := beginCheck(t, db, into("pull/2", "head2"), true)
+		running := beginCheck(t, db, into("pull/3", "head3"), false)
+		onMain := beginCheck(t, db, pullCheck("pull/4", "head4"), true)
+		group := beginCheck(t, db, into("merge_group/gh-readonly-queue/release/pr-5", "head5"), true)
+		for _, c := range []store.PullCheck{completed, onMain, group} {
+			if err := db.SetPullCheckPolicyRun(ctx, c.ID, 42); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list := func(policy bool) []string {
+			t.Helper()
+			got, err := db.CurrentPullChecksOffBase(ctx, "acme/deploy", "main", policy, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := idsOf(got)
+			slices.Sort(ids)
+			return ids
+		}
+		if got := list(true); !slices.Equal(got, []string{"pull/1 head1", "pull/3 head3"}) {
+			t.Fatalf("listed %v, want pull/1 (completed) and pull/3 (running)", got)
+		}
+		if got := list(false); len(got) != 0 {
+			t.Fatalf("listed %v for a push that leaves the policy, want none", got)
+		}
+
+		if ok, err := db.MarkPullCheckPolicyMovedWhileRunning(ctx, running.ID, "main1"); err != nil || !ok {
+			t.Fatalf("tell the running check: %v %v", ok, err)
+		}
+		if ok, err := db.MarkPullCheckPolicyMovedWhileRunning(ctx, running.ID, "main2"); err != nil || ok {
+			t.Fatalf("tell the running check again: %v %v, want told once", ok, err)
+		}
+		if ok, err := db.MarkPullCheckPolicyMovedWhileRunning(ctx, completed.ID, "main1"); err != nil || ok {
+			t.Fatalf("tell a completed check as running: %v %v, want not told", ok, err)
+		}
+		if ok, err := db.MarkPullCheckPolicyMoved(ctx, completed.ID, "main1"); err != nil || !ok {
+			t.Fatalf("mark: %v %v", ok, err)
+		}
+		if got := list(true); len(got) != 0 {
+			t.Fatalf("listed %v once every policy run was told or marked, want none", got)
+		}
+		if c, err := db.PullCheckByID(ctx, running.ID); err != nil || c.PolicyMovedSHA != "main1" || c.State != store.PullCheckRunning {
+			t.Fatalf("running check %+v %v, want running, its policy moved to main1", c, err)
+		}
+
+		// An owed judgement is listed whatever the push, until it is made.
+		if err := db.SetPullCheckMovesPending(ctx, noPolicyRun.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(false); !slices.Equal(got, []string{"pull/2 head2"}) {
+			t.Fatalf("listed %v, want pull/2, owed", got)
+		}
+		if c, err := db.PullCheckMarks(ctx, noPolicyRun.ID); err != nil || !c.MovesPending {
+			t.Fatalf("owed check %+v %v, want its moves pending", c, err)
+		}
+		if err := db.SetPullCheckMovesPending(ctx, noPolicyRun.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(false); len(got) != 0 {
+			t.Fatalf("listed %v once nothing is owed, want none", got)
+		}
+	})
+}
+
+// TestOwedPullCheckIsListedOnItsBase: a completed check whose runs are both marked
+// is listed for a push to its base while its judgement of the moves is owed.
+func TestOwedPullCheckIsListedOnItsBase(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		c := beginCheck(t, db, pullCheck("pull/1", "head1"), true)
+		if ok, err := db.MarkPullCheckBaseMoved(ctx, c.ID, "base1"); err != nil || !ok {
+			t.Fatalf("mark: %v %v", ok, err)
+		}
+		if got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base2", true, 10); err != nil || len(got) != 0 {
+			t.Fatalf("listed %v %v, want none: its run is marked", idsOf(got), err)
+		}
+		if err := db.SetPullCheckMovesPending(ctx, c.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base2", false, 10); err != nil || len(got) != 1 || !got[0].MovesPending {
+			t.Fatalf("listed %v %v, want the owed check", idsOf(got), err)
+		}
+	})
 }
