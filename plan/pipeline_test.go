@@ -614,21 +614,14 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 		"check_run":           {commitWrites: 1},
 		"record_check_run":    {commitWrites: 1},
 	}
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		for boundary, tc := range boundaries {
-			t.Run(boundary, func(t *testing.T) {
+	// Each case waits out a dead process's claim: they run at once, each on
+	// databases of its own.
+	for boundary, tc := range boundaries {
+		t.Run(boundary, func(t *testing.T) {
+			t.Parallel()
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newEnv(t, db)
 				ctx := context.Background()
-				// The cases share the database and the repository path: each ends its
-				// plan so the next one does not wait on its file lock.
-				var code string
-				t.Cleanup(func() {
-					p := plan.New(plan.Deps{Store: db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns}, plan.Config{})
-					defer p.Close()
-					if _, err := p.Cancel(ctx, e.team.ID, code); err != nil {
-						t.Errorf("cancel plan %s: %v", code, err)
-					}
-				})
 				crashed := make(chan struct{})
 				var once sync.Once
 				// The first process dies at the boundary: every later call fails too,
@@ -644,7 +637,6 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				code = pl.Code
 				select {
 				case <-crashed:
 				case <-time.After(eventually):
@@ -668,8 +660,8 @@ func TestPipelineResumesAfterCrashAtEveryBoundary(t *testing.T) {
 					t.Fatalf("base branch moved to %s", head)
 				}
 			})
-		}
-	})
+		})
+	}
 }
 
 // gitLines runs git in a bare repository and returns the non-empty output lines.

@@ -120,10 +120,13 @@ func (e *env) assertOneOfEach(pl store.Plan) []store.PlanEvent {
 // happens once.
 func TestReplicasHoldWritesLongerThanTheClaim(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		for _, step := range sortedSteps() {
-			endpoint := stepWrites[step]
-			t.Run(step, func(t *testing.T) {
+	// Each case waits out three claim lifetimes: they run at once, each on
+	// databases of its own.
+	for _, step := range sortedSteps() {
+		endpoint := stepWrites[step]
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newEnv(t, db)
 				ctx := context.Background()
 				var code string
@@ -163,8 +166,8 @@ func TestReplicasHoldWritesLongerThanTheClaim(t *testing.T) {
 					t.Errorf("steps recorded by workers in turn %v", workers)
 				}
 			})
-		}
-	})
+		})
+	}
 }
 
 // holdOnce makes the first call wait for d: a GitHub write slower than the claim.
@@ -181,14 +184,17 @@ func holdOnce(d time.Duration) func() {
 // GitHub, so the plan still ends with exactly one of each effect.
 func TestPipelineStopsOnALostClaim(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		for _, step := range sortedSteps() {
-			for _, hangs := range []bool{false, true} {
-				name := step + "/write_returns"
-				if hangs {
-					name = step + "/write_hangs"
-				}
-				t.Run(name, func(t *testing.T) {
+	// A hanging write's case waits for its claim to run out: they run at once,
+	// each on databases of its own.
+	for _, step := range sortedSteps() {
+		for _, hangs := range []bool{false, true} {
+			name := step + "/write_returns"
+			if hangs {
+				name = step + "/write_hangs"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 					e := newEnv(t, db)
 					ctx := context.Background()
 					var code string
@@ -263,7 +269,7 @@ func TestPipelineStopsOnALostClaim(t *testing.T) {
 						}
 					}
 				})
-			}
+			})
 		}
-	})
+	}
 }
