@@ -59,6 +59,26 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err == nil {
 		err = decodeStrict(body, v)
 	}
+	return answerDecode(w, err)
+}
+
+// DecodeOptionalJSON is DecodeJSON for a route whose body may be left out: a body of
+// nothing but white space, however it is sent (a Content-Length of 0 or an empty
+// chunked body), leaves v as it is and reports true.
+func DecodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(r.Body)
+	if err == nil && len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	if err == nil {
+		err = decodeStrict(body, v)
+	}
+	return answerDecode(w, err)
+}
+
+// answerDecode answers err of reading a body, if any (400 or 413), and reports
+// whether there was none.
+func answerDecode(w http.ResponseWriter, err error) bool {
 	if err == nil {
 		return true
 	}

@@ -408,8 +408,10 @@ type rollbackRequest struct {
 }
 
 func (a *API) rollbackChange(w http.ResponseWriter, r *http.Request) {
+	// The body is optional: none at all, however it is sent, is a rollback
+	// without a reason.
 	var body rollbackRequest
-	if r.ContentLength != 0 && !server.DecodeJSON(w, r, &body) {
+	if !server.DecodeOptionalJSON(w, r, &body) {
 		return
 	}
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
