@@ -212,7 +212,9 @@ func (c *Checker) owe(ctx context.Context, id string, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	if err := c.Records.SetPullCheckMovesPending(ctx, id, true); err != nil {
+		// Nothing would tell the run what its word promises.
 		log.Warn().Err(err).Str("check", id).Msg("Could not record that a check's base moves are to be judged")
+		return
 	}
 	rec, res, rerr := c.completedCheck(ctx, id)
 	if rerr != nil || rec.BaseMovedSHA != "" || rec.CheckRunID == 0 {
