@@ -362,7 +362,12 @@ func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("status"); s != "" {
 		for _, one := range strings.Split(s, ",") {
 			if !plan.Status(one).Valid() {
-				server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest, "unknown status "+one)
+				known := make([]string, len(plan.AllStatuses))
+				for i, st := range plan.AllStatuses {
+					known[i] = string(st)
+				}
+				server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest,
+					"unknown status "+strconv.Quote(one)+"; status takes one or more, comma-separated, of "+strings.Join(known, ", "))
 				return
 			}
 			f.Statuses = append(f.Statuses, one)

@@ -307,7 +307,13 @@ func TestChangesAPIAnswersAsDocumented(t *testing.T) {
 				}
 			}},
 		{name: "list", method: "GET", path: "/api/v1/changes?cluster=prod&status=preparing,refused", docPath: "/api/v1/changes", want: 200},
-		{name: "list bad status", method: "GET", path: "/api/v1/changes?status=bogus", docPath: "/api/v1/changes", want: 400},
+		// The refusal says what status takes (failed before: "unknown status bogus").
+		{name: "list bad status", method: "GET", path: "/api/v1/changes?status=bogus", docPath: "/api/v1/changes", want: 400,
+			check: func(t *testing.T, b []byte) {
+				if !bytes.Contains(b, []byte(`unknown status \"bogus\"; status takes one or more, comma-separated, of deciding, `)) || !bytes.Contains(b, []byte("rolled_back")) {
+					t.Errorf("the refusal does not list the statuses: %s", b)
+				}
+			}},
 		{name: "get", method: "GET", path: "/api/v1/changes/web1", docPath: "/api/v1/changes/{code}", want: 200,
 			check: func(t *testing.T, b []byte) {
 				if !bytes.Contains(b, []byte(`"history"`)) {
