@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/hasher"
+	"sigs.k8s.io/kustomize/api/types"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
@@ -25,6 +26,7 @@ const (
 	strategyRemoveGeneratorEnvLine = "removed generator env file line"
 	strategyRemoveGeneratorFile    = "removed generator file"
 	strategyGeneratorFile          = "generator file content"
+	strategyNewGeneratorMergeEntry = "new generator merge entry"
 )
 
 // generatedDataPatch reports whether a change sets data keys of a ConfigMap a
@@ -85,6 +87,16 @@ func (e *entryEdit) ops() []yamledit.Op {
 		return yamledit.Path{yamledit.K("configMapGenerator"), yamledit.I(e.entry.index), yamledit.K(field), yamledit.I(i)}
 	}
 	var ops []yamledit.Op
+	if e.entry.index < 0 {
+		// A new entry (see prepareGenerated), after the kustomization's others.
+		entry := yamledit.Path{yamledit.K("configMapGenerator"), yamledit.M("name", e.entry.args.Name)}
+		literals := make([]any, len(e.appended))
+		for i, lit := range e.appended {
+			literals[i] = lit
+		}
+		return []yamledit.Op{yamledit.Set(entry, yamledit.Mapping{
+			{Key: "name", Value: e.entry.args.Name}, {Key: "behavior", Value: e.entry.args.Behavior}, {Key: "literals", Value: literals}})}
+	}
 	for _, i := range slices.Sorted(maps.Keys(e.set)) {
 		ops = append(ops, yamledit.Set(at("literals", i), e.set[i]))
 	}
@@ -191,11 +203,19 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 	for _, in := range inputs {
 		key := in.key
 		value, set := data[key].(string)
-		if outer := gens[0]; set && (in.entry.file != outer.file || in.entry.index != outer.index) &&
-			p.sharedInput(in.inputFile()) != "" && p.sharedInput(outer.file) == "" {
+		if set && p.sharedInput(in.inputFile()) != "" {
 			// The input of an inner entry another app reads too stays as it is:
-			// the app's outermost entry, whose merge wins, sets the key.
-			in = keyInput{key: key, entry: outer, literal: -1, file: -1}
+			// the app's outermost entry, whose merge wins, sets the key, or a
+			// new behavior: merge entry of the app's own kustomization.
+			outer := gens[0]
+			root := p.reach(app).kust.nodes[0]
+			switch {
+			case (in.entry.file != outer.file || in.entry.index != outer.index) && p.sharedInput(outer.file) == "":
+				in = keyInput{key: key, entry: outer, literal: -1, file: -1}
+			case outer.file != root.file && p.sharedInput(root.file) == "":
+				in = keyInput{key: key, literal: -1, file: -1, entry: generatorEntry{file: root.file, dir: root.dir, index: -1,
+					args: types.GeneratorArgs{Name: outer.args.Name, Behavior: "merge"}}}
+			}
 		}
 		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
 		e := entries[at]
@@ -233,6 +253,9 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 		case in.literal >= 0:
 			file, s = in.entry.file, strategyRemoveGeneratorLiteral
 			e.removedLiterals[in.literal] = true
+		case in.entry.index < 0:
+			file, s = in.entry.file, strategyNewGeneratorMergeEntry
+			e.appended = append(e.appended, key+"="+value)
 		default:
 			file, s = in.entry.file, strategyNewGeneratorLiteral
 			e.appended = append(e.appended, key+"="+value)
