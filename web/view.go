@@ -12,9 +12,6 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// secretKind is the kind whose values a page never shows, masked or not.
-const secretKind = "Secret"
-
 // changeView is what a change's page shows: the change API's view (one conversion
 // of a plan for people), its request as indented JSON and its cluster diff by app.
 type changeView struct {
@@ -74,7 +71,7 @@ func byApp(diffs []render.ObjectDiff, renames []render.Rename) []appDiff {
 
 // masked is an object's diff as a page shows it: a Secret's without any value.
 func masked(d render.ObjectDiff) objectDiff {
-	od := objectDiff{ObjectDiff: d, Secret: d.Kind == secretKind}
+	od := objectDiff{ObjectDiff: d, Secret: changesapi.IsSecretKind(d.Kind)}
 	if od.Secret {
 		// render masks Secret values already; a page shows none at all, so a value
 		// masked by mistake upstream still stays off the screen.
@@ -90,7 +87,7 @@ func masked(d render.ObjectDiff) objectDiff {
 // requestText is the requested change as indented JSON; for a Secret, only that it is
 // one.
 func requestText(v changesapi.ChangeView) string {
-	if v.Target.Kind == secretKind {
+	if changesapi.IsSecretKind(v.Target.Kind) {
 		return "(a change of a Secret: its values are not shown)"
 	}
 	var b bytes.Buffer

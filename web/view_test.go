@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -42,6 +43,19 @@ func TestChangePageSaysWhichObjectsAreOneRenamedConfigMap(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestChangePageHidesTheRequestOfASecretInAnyCase: the request of a change whose
+// target's kind names a Secret in another case ("secret") is not shown either
+// (failed before: only "Secret" was hidden).
+func TestChangePageHidesTheRequestOfASecretInAnyCase(t *testing.T) {
+	for _, kind := range []string{"Secret", "secret", "SECRET"} {
+		v := changePage(store.Plan{Code: "s1", Target: objref.Target{APIVersion: "v1", Kind: kind, Name: "db"},
+			Change: json.RawMessage(`{"patch":{"merge":{"stringData":{"password":"planted"}}}}`)}, nil, "")
+		if v.Request != "(a change of a Secret: its values are not shown)" {
+			t.Errorf("kind %s: the page shows the request %q", kind, v.Request)
 		}
 	}
 }

@@ -180,8 +180,12 @@ type EventView struct {
 
 // View is how the API shows a plan, over HTTP and MCP alike.
 func View(p store.Plan) ChangeView {
+	change := p.Change
+	if IsSecretKind(p.Target.Kind) {
+		change = redactedSecretChange(p.Change)
+	}
 	v := ChangeView{
-		Code: p.Code, Status: p.Status, Path: p.Path, Cluster: p.Cluster, Target: p.Target, Change: p.Change,
+		Code: p.Code, Status: p.Status, Path: p.Path, Cluster: p.Cluster, Target: p.Target, Change: change,
 		Reason: p.Reason, RequestedBy: p.RequestedBy, IdempotencyKey: p.IdempotencyKey, Repo: p.Repo,
 		BaseBranch: p.BaseBranch, BaseSHA: p.BaseSHA, Branch: p.Branch, HeadSHA: p.HeadSHA, WaitingOn: p.WaitingOn,
 		MergeSHA: p.MergeSHA, RollbackOf: p.RollbackOf, RolledBackBy: p.RolledBackBy,
@@ -208,6 +212,71 @@ func View(p store.Plan) ChangeView {
 	v.NotChecked = pay.NotChecked
 	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference
 	return v
+}
+
+// IsSecretKind reports whether kind names a Secret, in whatever case it was given
+// (a target's kind in another case names the kind the render spells so).
+func IsSecretKind(kind string) bool { return strings.EqualFold(kind, "Secret") }
+
+// redactedValue is what a Secret's value is shown as, the word render's masking
+// writes.
+const redactedValue = "[redacted]"
+
+// redactedSecretChange is the change of a Secret as a view shows it: its fields and
+// the paths it sets, not one value. A change of a Secret is refused, but its request
+// is kept with the change and would be read back by every token of the team that
+// may read changes (a chat's read token among them).
+func redactedSecretChange(raw json.RawMessage) json.RawMessage {
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return json.RawMessage(`{}`)
+	}
+	var redact func(v any) any
+	redact = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, x := range t {
+				t[k] = redact(x)
+			}
+			return t
+		case []any:
+			for i := range t {
+				t[i] = redact(t[i])
+			}
+			return t
+		case nil:
+			return nil
+		default:
+			return redactedValue
+		}
+	}
+	if p, ok := c["patch"].(map[string]any); ok {
+		if m, ok := p["merge"]; ok {
+			p["merge"] = redact(m)
+		}
+		if set, ok := p["set"].([]any); ok {
+			for _, item := range set {
+				if f, ok := item.(map[string]any); ok {
+					if v, ok := f["value"]; ok {
+						f["value"] = redact(v)
+					}
+				}
+			}
+		}
+	}
+	if n, ok := c["new_resource"].(map[string]any); ok {
+		n["manifest"] = redactedValue
+	}
+	if e, ok := c["env"].(map[string]any); ok {
+		if set, ok := e["set"]; ok {
+			e["set"] = redact(set)
+		}
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return out
 }
 
 // writeError answers an error of one of the operations (see ops.go) with its

@@ -793,3 +793,44 @@ func TestRollbackBodyMayBeLeftOutHoweverItIsSent(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretChangeValuesAreNotShown: a change of a Secret (refused, but kept with its
+// request) is shown, over HTTP and MCP alike, with its fields and paths and not one
+// value, whatever case its kind is given in; other changes are shown as asked
+// (failed before: the values asked for came back in every listing of the change).
+func TestSecretChangeValuesAreNotShown(t *testing.T) {
+	const planted = "hunter2-planted"
+	for name, tc := range map[string]struct {
+		kind, change string
+		keep         []string
+	}{
+		"a merge patch": {"Secret", `{"patch":{"merge":{"stringData":{"password":"` + planted + `","port":5432,"on":true},"data":null}}}`,
+			[]string{`"stringData"`, `"password":"[redacted]"`, `"port":"[redacted]"`, `"data":null`}},
+		"a patch by pointer": {"secret", `{"patch":{"set":[{"path":"/data/token","value":"` + planted + `"},{"path":"/stringData","value":{"k":"` + planted + `"}}]}}`,
+			[]string{`"path":"/data/token"`, `"value":"[redacted]"`, `"value":{"k":"[redacted]"}`}},
+		"a new Secret": {"SECRET", `{"new_resource":{"manifest":"kind: Secret\nstringData:\n  password: ` + planted + `\n"}}`,
+			[]string{`"manifest":"[redacted]"`}},
+		"an env change": {"Secret", `{"env":{"container":"c","set":{"PASSWORD":"` + planted + `"},"unset":["OLD"]}}`,
+			[]string{`"PASSWORD":"[redacted]"`, `"unset":["OLD"]`, `"container":"c"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := View(store.Plan{Code: "s1", Target: objref.Target{APIVersion: "v1", Kind: tc.kind, Namespace: "shop", Name: "db"}, Change: json.RawMessage(tc.change)})
+			out, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(out), planted) {
+				t.Fatalf("the view shows the Secret's value: %s", v.Change)
+			}
+			for _, k := range tc.keep {
+				if !strings.Contains(string(v.Change), k) {
+					t.Errorf("the view's change %s lacks %s", v.Change, k)
+				}
+			}
+		})
+	}
+	asked := `{"patch":{"merge":{"data":{"password":"` + planted + `"}}}}`
+	if v := View(store.Plan{Target: objref.Target{Kind: "ConfigMap"}, Change: json.RawMessage(asked)}); string(v.Change) != asked {
+		t.Errorf("a ConfigMap's change is shown as %s, want it as asked", v.Change)
+	}
+}
