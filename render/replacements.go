@@ -206,7 +206,7 @@ func (p *planner) replacementSourceDoc(nodes []*kustNode, s *types.SourceSelecto
 func (p *planner) replacementSourceBuilders(fields []replacedField) []candidateBuilder {
 	var out []candidateBuilder
 	for _, f := range fields {
-		if f.doc == nil || (f.source.Options != nil && (f.source.Options.Delimiter != "" || f.source.Options.Create)) {
+		if f.source.Options != nil && (f.source.Options.Delimiter != "" || f.source.Options.Create) {
 			continue
 		}
 		value, ok := f.want.(string)
@@ -220,6 +220,12 @@ func (p *planner) replacementSourceBuilders(fields []replacedField) []candidateB
 			}
 			value = parts[o.Index]
 		}
+		if f.doc == nil {
+			if b, ok := p.generatedSourceBuilder(f, value); ok {
+				out = append(out, b)
+			}
+			continue
+		}
 		at, ok := yamlPathOf(cmpOr(f.source.FieldPath, types.DefaultReplacementFieldPath))
 		if !ok {
 			continue
@@ -230,6 +236,45 @@ func (p *planner) replacementSourceBuilders(fields []replacedField) []candidateB
 		}})
 	}
 	return out
+}
+
+// generatedSourceBuilder edits the input of the configMapGenerator that makes a
+// replacement's source ConfigMap, for a data key source: the literal or env
+// file line of the outermost entry that sets the key.
+func (p *planner) generatedSourceBuilder(f replacedField, value string) (candidateBuilder, bool) {
+	key, ok := strings.CutPrefix(f.source.FieldPath, "data.")
+	if f.source.Kind != "ConfigMap" || !ok || strings.ContainsAny(key, ".[") || strings.ContainsAny(value, "\r\n") {
+		return candidateBuilder{}, false
+	}
+	gens := p.generatorEntries(p.primary, &object{kind: "ConfigMap", name: f.source.Name, generatedBy: "ConfigMapGenerator"})
+	if len(gens) == 0 {
+		return candidateBuilder{}, false
+	}
+	ins, ok := p.generatedKeyInputs(gens, key, true)
+	if !ok || len(ins) != 1 {
+		return candidateBuilder{}, false
+	}
+	in := ins[0]
+	switch {
+	case in.literal >= 0:
+		e := &entryEdit{entry: in.entry, set: map[int]string{in.literal: key + "=" + value}}
+		return candidateBuilder{strategy: strategyReplacementSource, files: []string{in.entry.file}, build: func() (*candidate, error) {
+			return p.editCandidate(strategyReplacementSource, in.entry.file, 0, e.ops())
+		}}, true
+	case in.envFile != "":
+		return candidateBuilder{strategy: strategyReplacementSource, files: []string{in.envFile}, build: func() (*candidate, error) {
+			src, err := p.before.read(in.envFile)
+			if err != nil {
+				return nil, err
+			}
+			edited, ok := editEnvLines(src, map[int]*string{in.line: &value})
+			if !ok {
+				return nil, notApplicable("%s has no line %d", in.envFile, in.line)
+			}
+			return &candidate{strategy: strategyReplacementSource, files: map[string][]byte{in.envFile: edited}}, nil
+		}}, true
+	}
+	return candidateBuilder{}, false
 }
 
 // yamlPathOf turns a replacement's field path of plain keys, list indexes and
@@ -279,6 +324,8 @@ func (p *planner) replacementRefusal(fields []replacedField, out *tryOutcome) *R
 		}
 	}
 	switch {
+	case f.doc == nil && p.generatorOf(f.source) != "" && tried:
+		reason += fmt.Sprintf("; the app deploys the source too, so that edit changes %s %s as well, which the change does not ask for: to change both, change %s in the input of %s", f.source.Kind, f.source.Name, cmpOr(f.source.FieldPath, types.DefaultReplacementFieldPath), p.generatorOf(f.source))
 	case f.doc == nil && p.generatorOf(f.source) != "":
 		reason += fmt.Sprintf("; the source is made by %s: change %s in its input", p.generatorOf(f.source), cmpOr(f.source.FieldPath, types.DefaultReplacementFieldPath))
 	case f.doc == nil:
