@@ -635,10 +635,26 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	builders = append(builders, entries...)
 	setting, others := p.patchBuilders(root, true, target, src, layers, expected)
 	builders = append(builders, setting...)
-	// A patch of a base or component the build includes that sets the field: the
-	// value is that patch's, and a new entry or patch of the overlay would leave
-	// it dead. Verification drops the edit of one another app reads too.
+	// A replicas or images entry, or a patch, of a base or component the build
+	// includes that sets the field: the value is that one's, and a new entry or
+	// patch of the overlay would leave it dead. Verification drops the edit of
+	// one another app reads too.
 	for _, n := range reach.nodes[1:] {
+		nodeEdit := func(strategy string, ops ...yamledit.Op) candidateBuilder {
+			return candidateBuilder{strategy: strategy, files: []string{n.file}, build: func() (*candidate, error) {
+				return p.editCandidate(strategy, n.file, 0, ops)
+			}}
+		}
+		if c.Replicas != nil {
+			for _, r := range n.k.Replicas {
+				if r.Name == sourceName || r.Name == target.name || slices.Contains(layers, r.Name) {
+					builders = append(builders, nodeEdit(strategyReplicasEntry, replicasCountOp(r.Name, c.Replicas.Count)))
+				}
+			}
+		}
+		if c.Image != nil {
+			builders = append(builders, p.imagesEntryBuilders(n, target, src, nodeEdit)...)
+		}
 		included, _ := p.patchBuilders(n, false, target, src, layers, expected)
 		builders = append(builders, included...)
 	}
