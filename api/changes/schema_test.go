@@ -228,7 +228,8 @@ func TestOpenAPIEnumsAreTheServicesValues(t *testing.T) {
 
 // TestOpenAPINamesEveryErrorCode holds the document's list of error codes to the
 // codes the routes answer: every code of the plan package (a refusal the pipeline
-// answers at once passes it through), the token checks, the body decoder,
+// answers at once passes it through), the token checks and the server's own
+// refusals of every route, the body decoder,
 // writeError's own and those of the administrative routes of package setup.
 func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 	var doc struct {
@@ -247,6 +248,8 @@ func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 	}
 	codes := []string{
 		"missing_token", "invalid_token", "insufficient_scope", "invalid_json", "body_too_large",
+		// the token check's store failing, the dev team's refusals, a method the path is not served with
+		"auth_unavailable", "cross_origin_request", "dev_team_not_local", "method_not_allowed",
 		plan.CodeInvalidRequest, plan.CodeNotGitOpsManaged, plan.CodeRepoNotConnected, plan.CodeRevisionNotABranch,
 		plan.CodeRevisionNotFound, plan.CodeRefused, plan.CodeClusterRejected, plan.CodePathMismatch, plan.CodeAppNotFound,
 		plan.CodeUnsupportedSource, plan.CodeEditNoLongerApplies, plan.CodeNotFound, plan.CodeConflict,
