@@ -7,7 +7,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestUnreadApplicationIsRefusedAccuratelyAndARetryWorks: a resource whose tracking id
@@ -16,7 +15,7 @@ import (
 // saying what to do; once the Application is read, submitting again opens the PR.
 func TestUnreadApplicationIsRefusedAccuratelyAndARetryWorks(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})

@@ -10,7 +10,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // appOfAppsRepo is a chart whose replicas the web Application sets as a
@@ -69,7 +68,7 @@ func TestHelmValueTheApplicationSetsIsEditedInItsManifest(t *testing.T) {
 		return e
 	}
 	t.Run("edited", func(t *testing.T) {
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := setup(t, db, "3")
 			p := e.startedPipeline(ctx, plan.Hooks{})
 			pl := e.submitOpen(ctx, p, scale(5, "app-of-apps"))
@@ -97,7 +96,7 @@ func TestHelmValueTheApplicationSetsIsEditedInItsManifest(t *testing.T) {
 		})
 	})
 	t.Run("manifest differs from the cluster", func(t *testing.T) {
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := setup(t, db, "4")
 			p := e.startedPipeline(ctx, plan.Hooks{})
 			pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(5, "app-of-apps-diverged"))

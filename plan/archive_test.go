@@ -12,7 +12,6 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestArchiveOverItsLimitsRefusesThePlan: a repository whose archive unpacks to
@@ -20,7 +19,7 @@ import (
 // downloads again: the plan is refused with the limit, not failed.
 func TestArchiveOverItsLimitsRefusesThePlan(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.ArchiveLimits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1 << 20, MaxFiles: 2})
 		if err != nil {
@@ -46,7 +45,7 @@ func TestArchiveOverItsLimitsRefusesThePlan(t *testing.T) {
 // it names the cache's folder on this host.
 func TestFailureNamesNoHostPath(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		dir := t.TempDir()
 		archives, err := cache.NewArchives(dir, 64<<20, cache.ArchiveLimits{MaxFileBytes: 1 << 20, MaxTotalBytes: 16 << 20, MaxFiles: 1000})

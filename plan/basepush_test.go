@@ -11,7 +11,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestBasePushOfUnknownFilesReverifiesOpenPlans moves the base under an open plan
@@ -21,7 +20,7 @@ import (
 // the plan again on the new base.
 func TestBasePushOfUnknownFilesReverifiesOpenPlans(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -54,7 +53,7 @@ func TestBasePushOfUnknownFilesReverifiesOpenPlans(t *testing.T) {
 // claim is free, the retry verifies the plan on the new base.
 func TestBasePushLeavesAPlanAnotherWorkerHoldsForItsRetry(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -117,7 +116,7 @@ func rebases(t *testing.T, db *store.DB, code, base string) int {
 // never the earlier success; the plan stays pr_open on its base.
 func TestBasePushRefusedOnTheNewBase(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})

@@ -8,7 +8,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // countEvents counts the plan's history entries that match.
@@ -37,7 +36,7 @@ func branchDeletions(t *testing.T, db *store.DB, code string) int {
 
 func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})

@@ -20,7 +20,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // manyApps is a cluster of n Applications, app-<i> deploying apps/app-<i> of the
@@ -250,7 +249,7 @@ func TestPipelineKeepsWithinGitHubSecondaryLimits(t *testing.T) {
 // the reset instead of failing.
 func TestPipelineWaitsOutPrimaryRateLimit(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e, p := budgetEnv(t, db, 1, githubtest.SecondaryLimits{}, github.Limits{MaxWait: 100 * time.Millisecond})
 		reset := time.Now().Add(2 * time.Second)
 		limited := githubtest.PrimaryRateLimit(reset).On("POST", "/repos/acme/deploy/pulls")

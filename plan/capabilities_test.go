@@ -13,7 +13,6 @@ import (
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // capsChart is a chart whose Deployment takes its replicas from the values only
@@ -54,7 +53,7 @@ func TestHelmAppsRenderWithTheirClustersCapabilities(t *testing.T) {
 		return e
 	}
 	t.Run("in-cluster", func(t *testing.T) {
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := setup(t, db, argocd.AppDestination{Server: argocd.InClusterServer, Namespace: "shop"})
 			p := e.startedPipeline(ctx, plan.Hooks{})
 			pl := e.submitOpen(ctx, p, scale(5, "caps"))
@@ -71,7 +70,7 @@ func TestHelmAppsRenderWithTheirClustersCapabilities(t *testing.T) {
 		})
 	})
 	t.Run("another cluster", func(t *testing.T) {
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := setup(t, db, argocd.AppDestination{Server: "https://edge.example:6443", Namespace: "shop"})
 			p := e.pipeline(plan.Hooks{})
 			pl, _, err := p.Submit(ctx, e.team.ID, "team:x", scale(5, "caps"))
@@ -88,7 +87,7 @@ func TestHelmAppsRenderWithTheirClustersCapabilities(t *testing.T) {
 	// A cluster that cannot be asked leaves its Helm apps to Helm's defaults
 	// (here the chart then renders no Probe) and the plan goes on, saying so.
 	t.Run("cluster that cannot be asked", func(t *testing.T) {
-		storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 			e := setup(t, db, argocd.AppDestination{Server: argocd.InClusterServer, Namespace: "shop"})
 			e.gh.PushCommit(t, repoName, "main", map[string]string{"apps/chart/templates/deploy.yaml": probeGatedDeployment}, githubtest.DefaultAuthor)
 			e.cluster.capsErr = &kube.Error{Class: argocd.FailureUnreachable, Op: "discover served kinds", Err: errors.New("dial tcp 10.0.0.9:6443: connect: connection refused")}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // A cluster that cannot be asked does not block the pull request: the edit is
@@ -17,7 +16,7 @@ import (
 // plan instead (covered end to end in internal/e2e).
 func TestPipelineOpensThePRWhenTheClusterCannotBeChecked(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.cluster.dryRunErr = errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
 		ctx := context.Background()

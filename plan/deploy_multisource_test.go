@@ -8,7 +8,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // syncSources plays Argo CD syncing a multi-source Application: a chart from a Helm
@@ -35,7 +34,7 @@ func (c *fakeCluster) syncSources(chartVersion, revision string) {
 // other source is never taken for a commit.
 func TestPipelineFollowsAMultiSourceApplication(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})

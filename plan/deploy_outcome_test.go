@@ -10,7 +10,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout follows merged plans whose
@@ -42,7 +41,7 @@ func TestPipelineDeploymentFailsWithArgoCDsMessageOrTimeout(t *testing.T) {
 			timedOut: true,
 		},
 	}
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, db)

@@ -10,7 +10,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // retrying plays Argo CD between two attempts of a failed automated sync: the
@@ -29,7 +28,7 @@ func (c *fakeCluster) retrying(revision, message string) {
 func TestPipelineShowsArgoCDsRetriesWhileDeploying(t *testing.T) {
 	t.Parallel()
 	const attempt = `one or more objects failed to apply, reason: admission webhook "replicas.policy" denied the request: web may run at most 3 replicas. Retrying attempt #2 at 3:04PM.`
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})

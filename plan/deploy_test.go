@@ -9,7 +9,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestPipelineDeploysOnlyOnceTheRolloutEnds: after Argo CD synced the merge commit the
@@ -31,7 +30,7 @@ func TestPipelineDeploysOnlyOnceTheRolloutEnds(t *testing.T) {
 		{"new pods not available", rolloutStatus(2, 4, 4, 2), "Deployment/web is rolling out: Available: 2/4"},
 		{"old pod terminating", rolloutStatus(2, 5, 4, 5), "Deployment/web is rolling out: Pending termination: 1"},
 	}
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -113,7 +112,7 @@ func TestPipelineDeploymentJudgedByTargetAndApplication(t *testing.T) {
 			message: "synced and running",
 		},
 	}
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, db)

@@ -11,7 +11,6 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // gatedCommits fails the first commit after holding it until the test lets it go,
@@ -41,7 +40,7 @@ func (g *gatedCommits) CreateCommit(ctx context.Context, inst int64, repo, baseS
 // merged.
 func TestFailedPlanReleasesItsFilesToWaitingPlans(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		repos := &gatedCommits{Repos: e.repos, reached: make(chan struct{}), release: make(chan struct{})}

@@ -39,9 +39,11 @@ func githubFaults() map[string]func() githubtest.Fault {
 }
 
 // forEachDBAtOnce runs fn on SQLite and on PostgreSQL at the same time, each
-// in a subtest named as storetest.ForEach names it: for the tests whose time is
-// mostly waiting (a hung request running out, retries, a rate limit's window),
-// which the two databases need not spend one after the other.
+// in a subtest named as storetest.ForEach names it. This package's tests give
+// each database its own fake GitHub and pipeline, and most of their time is
+// waiting (a pipeline's steps and polls, a hung request running out, retries, a
+// claim's lifetime, a rate limit's window), which the two need not spend one
+// after the other.
 func forEachDBAtOnce(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -158,7 +160,7 @@ func TestTransientFailureThatPassesIsRetriedAlone(t *testing.T) {
 		{http.MethodPost, "/repos/*/*/pulls"},
 	} {
 		t.Run(step.path, func(t *testing.T) {
-			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newFaultEnv(t, db)
 				ctx := context.Background()
 				p := e.startedPipeline(ctx, plan.Hooks{})
@@ -256,7 +258,7 @@ func pushedByOthers(t *testing.T, e *env, p *plan.Pipeline, pl store.Plan, files
 // push added a file).
 func TestForeignPushReverifiedDuringTarballOutage(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newFaultEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -327,7 +329,7 @@ func TestForeignPushReverifiedUnderEachFault(t *testing.T) {
 // plan fails, and a retry publishes the verdict on that same run.
 func TestCheckRunRefusedMarksActionRequired(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})

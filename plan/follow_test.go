@@ -14,7 +14,6 @@ import (
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 var (
@@ -131,7 +130,7 @@ func mergedAndDeploying(t *testing.T, e *env, cluster plan.Cluster, poll time.Du
 // as its watch saw it, never from the API server.
 func TestDeployFollowedByWatch(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
 		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)
@@ -149,7 +148,7 @@ func TestDeployFollowedByWatch(t *testing.T) {
 // ended, the Application unchanged meanwhile.
 func TestDeployFollowsTheTargetByWatch(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
 		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)
@@ -182,7 +181,7 @@ func TestDeployPolledWhenTheWatchFails(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newEnv(t, db)
 				c := newFollowedCluster(e.cluster)
 				c.appErr, c.targetErr = tc.appErr, tc.targetErr
@@ -222,7 +221,7 @@ func TestDeployPolledWhenTheWatchFails(t *testing.T) {
 // credentials are accepted again the history says the plan is watched again.
 func TestDeployPolledWhileCredentialsAreRefused(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
 		pl, mergeSHA := mergedAndDeploying(t, e, c, 20*time.Millisecond)
@@ -240,7 +239,7 @@ func TestDeployPolledWhileCredentialsAreRefused(t *testing.T) {
 // ways, and with a poll of an hour only the watches deploy the plan.
 func TestDeployWatchedAgainOnceCredentialsAreAccepted(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		c := newFollowedCluster(e.cluster)
 		pl, mergeSHA := mergedAndDeploying(t, e, c, time.Hour)

@@ -8,7 +8,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestPlanHistoryHasOneEventPerStep: a normal plan records one event per real step
@@ -22,7 +21,7 @@ func TestPlanHistoryHasOneEventPerStep(t *testing.T) {
 		"merge commit": githubtest.MergeCommit,
 		"squash":       githubtest.Squash,
 	}
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		for name, method := range tests {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, db)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestIdempotencyKeyOfAnotherChangeIsRefused: the same key with the same request
@@ -16,7 +15,7 @@ import (
 // that holds it, instead of answering that change as if the new request were it.
 func TestIdempotencyKeyOfAnotherChangeIsRefused(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})

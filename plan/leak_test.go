@@ -24,7 +24,6 @@ import (
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // secretsRepo holds a planted secret in every shape render masks (see leakscan).
@@ -42,7 +41,7 @@ func TestNoSecretLeavesThePipeline(t *testing.T) {
 	// files, Secret stringData and data, a ConfigMap key, env entries in manifests
 	// and in an inline patch.
 	files, scan := leakscan.Planted(t, secretsRepo, 12)
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		// As the service runs with an encryption key: plans keep the edited files
 		// sealed (see plan.EditSealer).
 		db.SealPlanPayloads(plan.EditSealer{Box: testBox(t)})

@@ -15,7 +15,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // recorder is an observer that keeps what it was told.
@@ -72,7 +71,7 @@ func observedPipeline(t *testing.T, db *store.DB) (*env, *recorder, *plan.Pipeli
 
 func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
 		pl := e.submitOpen(ctx, p, scale(4, "k1"))
@@ -108,7 +107,7 @@ func TestPipelineObserverSeesTransitionsStepsAndTheDeploy(t *testing.T) {
 
 func TestPipelineObserverSeesRefusalsByCode(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e, rec, p := observedPipeline(t, db)
 		ctx := context.Background()
 		req := scale(2, "")
@@ -147,7 +146,7 @@ func (r *renders) Rendered(st render.SourceType, _ time.Duration, objects int, e
 
 func TestRenderEngineObserverSeesThePlansRenders(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		rec := &renders{ok: map[render.SourceType]int{}}
 		e.engine = cache.RenderEngine{Observer: rec}

@@ -26,7 +26,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 const (
@@ -450,7 +449,7 @@ func (e *env) waitStatus(code string, s plan.Status) store.Plan {
 
 func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -537,7 +536,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 
 func TestPipelineIdempotentAndLocks(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -676,7 +675,7 @@ func gitLines(t *testing.T, gitDir string, args ...string) []string {
 
 func TestPipelineRefusals(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		tests := map[string]struct {
 			setup    func(e *env)
@@ -752,7 +751,7 @@ func TestPipelineRefusals(t *testing.T) {
 
 func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -818,7 +817,7 @@ func TestPipelineTracksPushesAndDisconnects(t *testing.T) {
 
 func TestPipelinePatchOpensAVerifiedPullRequest(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = cache.RenderEngine{}
 		ctx := context.Background()
@@ -866,7 +865,7 @@ func TestPipelineDeleteRemovesAFileThroughThePullRequest(t *testing.T) {
 }
 
 func testDeleteThroughThePullRequest(t *testing.T, gone bool, says string) {
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = cache.RenderEngine{}
 		ctx := context.Background()

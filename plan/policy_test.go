@@ -10,7 +10,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // recordingPolicy keeps the heads the pipeline asks it to check.
@@ -34,7 +33,7 @@ func TestPipelineChecksThePolicyOnItsHead(t *testing.T) {
 	t.Parallel()
 	for name, perr := range map[string]error{"published": nil, "not published": errors.New("GitHub is down")} {
 		t.Run(name, func(t *testing.T) {
-			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newEnv(t, db)
 				e.cluster.dryRunErr = errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
 				rec := &recordingPolicy{err: perr}

@@ -10,7 +10,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 const apiYAML = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: shop\nspec:\n  replicas: 1\n"
@@ -30,7 +29,7 @@ func kustomizeApp(name, path string) argocd.Application {
 // and a change whose edit it reads is refused naming its option.
 func TestPipelineRefusesOnlyChangesThatReachAnUnsupportedApp(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		t.Run("unreached", func(t *testing.T) {
 			e := newEnv(t, db)

@@ -17,7 +17,6 @@ import (
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // renamingRenderer reports that its edit renames the target, as render does for
@@ -74,7 +73,7 @@ func (c renamedCluster) FollowObject(_ context.Context, _ clusteraccess.Ref, t o
 // ("reading Deployment/web failed").
 func TestPipelineFollowsTheRenamedTarget(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.engine = renamingRenderer{lineRenderer: e.render, renamed: "web-5f8c2t9bkm"}
 		var read []string

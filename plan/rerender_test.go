@@ -6,7 +6,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestRerenderPublishesACleanCheckRun: re-rendering an unchanged head updates its one
@@ -14,7 +13,7 @@ import (
 // every update), so the changed lines stay marked once.
 func TestRerenderPublishesACleanCheckRun(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.pipeline(plan.Hooks{})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // TestPullRequestMergedIntoAnotherBranchIsNotMerged: a person who retargets a
@@ -17,7 +16,7 @@ import (
 // followed until its deploy timeout for a commit Argo CD never syncs.
 func TestPullRequestMergedIntoAnotherBranchIsNotMerged(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})

@@ -12,7 +12,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // flakyCommits fails commits while fail is set, as a GitHub outage would.
@@ -45,7 +44,7 @@ func (e *env) deployScale(ctx context.Context, p *plan.Pipeline) store.Plan {
 // base moves again under the open revert, it is rebuilt as a revert.
 func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		p := e.startedPipeline(ctx, plan.Hooks{})
@@ -116,7 +115,7 @@ func TestRollbackIsRenderedVerifiedAndDryRun(t *testing.T) {
 // returns it.
 func TestRollbackCanBeRequestedAgain(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := plan.WithActor(context.Background(), "team:shop")
 		repos := &flakyCommits{Repos: e.repos}
@@ -229,7 +228,7 @@ func TestRollbackDeploysOnlyOnceTheRevertRollsOut(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 				e := newEnv(t, db)
 				ctx := plan.WithActor(context.Background(), "team:shop")
 				p := e.startedPipeline(ctx, plan.Hooks{})

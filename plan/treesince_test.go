@@ -11,7 +11,6 @@ import (
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
-	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
 // A plan on a new commit of the branch derives its reach index from the commit
@@ -21,7 +20,7 @@ import (
 // comparison fails the index is built in full, with the same outcome.
 func TestPipelineDerivesReachIndexFromLastPlannedCommit(t *testing.T) {
 	t.Parallel()
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
 		for _, compareFails := range []bool{false, true} {
 			name := map[bool]string{false: "compared", true: "compare fails"}[compareFails]
 			t.Run(name, func(t *testing.T) {
