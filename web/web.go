@@ -350,6 +350,9 @@ func (p *Pages) startSignIn(w http.ResponseWriter, r *http.Request) {
 		if sealed, err = p.sealer.seal(stateCookie, signIn{State: state, ReturnTo: r.URL.Path, Expires: p.now().Add(stateLifetime)}); err == nil {
 			http.SetCookie(w, p.cookie(stateCookie, sealed, p.now().Add(stateLifetime)))
 			http.SetCookie(w, p.cookie(sessionCookie, "", time.Time{}))
+			// Each answer of a sign-in sets the browser's own cookies: no cache on the
+			// way may keep it for another.
+			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, p.signIn.AuthCodeURL(state, p.publicURL+CallbackPath), http.StatusSeeOther)
 			return
 		}
@@ -404,6 +407,7 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, p.cookie(sessionCookie, sealed, expires))
+	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, localPath(pending.ReturnTo), http.StatusSeeOther)
 }
 

@@ -124,6 +124,7 @@ func TestSessionCookieIsHttpOnlyLaxAndSealed(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("without a session: %d", res.StatusCode)
 	}
+	started := res
 	auth, err := url.Parse(res.Header.Get("Location"))
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +138,14 @@ func TestSessionCookieIsHttpOnlyLaxAndSealed(t *testing.T) {
 	session := cookieNamed(res, "kukie_session")
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != web.ChangePathPrefix+e.code || session == nil {
 		t.Fatalf("callback: %d to %q, session %+v", res.StatusCode, res.Header.Get("Location"), session)
+	}
+	// The answers that set the state and the session (the token, sealed) are not
+	// stored by any cache on the way (failed before: no Cache-Control).
+	if got := res.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("the callback's answer setting the session has Cache-Control %q, want no-store", got)
+	}
+	if got := started.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("the answer starting a sign-in has Cache-Control %q, want no-store", got)
 	}
 	if !session.HttpOnly || session.SameSite != http.SameSiteLaxMode || session.Secure ||
 		!session.Expires.After(time.Now().Add(web.SessionLifetime-time.Minute)) {
