@@ -35,7 +35,7 @@ func (f *commonFlags) register(fs *flag.FlagSet, withProfile bool) {
 		fs.StringVar(&f.profile, "profile", envOr("KUKIE_PROFILE", string(config.Dev)), "dev or production (env KUKIE_PROFILE); production refuses to start without a complete, safe configuration")
 	}
 	fs.StringVar(&f.logFormat, "log-format", "", "json or console (default json, or log.format of the configuration)")
-	fs.StringVar(&f.logLevel, "log-level", "", "trace, debug, info, warn or error (default info)")
+	fs.StringVar(&f.logLevel, "log-level", "", "trace, debug, info, warn or error (default info, or log.level of the configuration)")
 }
 
 func envOr(name, def string) string {
