@@ -42,7 +42,9 @@ type PullRequest struct {
 	HeadRepo string
 	BaseRef  string
 	BaseSHA  string
-	Body     string
+	// DefaultBranch is the base repository's default branch.
+	DefaultBranch string
+	Body          string
 }
 
 func pullOf(p *gh.PullRequest) PullRequest {
@@ -51,6 +53,7 @@ func pullOf(p *gh.PullRequest) PullRequest {
 		MergeSHA: p.GetMergeCommitSHA(), HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
 		HeadRepo: NormalizeFullName(p.GetHead().GetRepo().GetFullName()),
 		BaseRef:  p.GetBase().GetRef(), BaseSHA: p.GetBase().GetSHA(), Body: p.GetBody(),
+		DefaultBranch: p.GetBase().GetRepo().GetDefaultBranch(),
 	}
 }
 

@@ -70,7 +70,9 @@ const MaxBaseMoveMarks = 20
 // is the default branch's: a push to it that changed the policy file marks the
 // kukie/policy runs of the pull requests into other branches too (their
 // kukie/render runs are not its to mark), judged by what the push itself changed
-// (its files, else GitHub's comparison of m.Before with m.SHA, once).
+// (its files, else GitHub's comparison of m.Before with m.SHA, once). The
+// comparison starts instead from the commit each check read its policy from
+// (PolicySHA) when it is known, and a push to that commit is no move of it.
 //
 // A completed check whose judgement of the moves while it ran failed is judged
 // first, as it would have been then (judgeOwedMoves), whatever the push changed.
@@ -182,11 +184,13 @@ func (c *Checker) BaseMoved(ctx context.Context, m BaseMove) error {
 // it as a completed check, and the check's own result may have been published over
 // that mark: a run marked so is published marked again. A check into another
 // branch than the policy's, whose policy a push changed while it ran, marks its
-// kukie/policy run, as that push judged it. policySince, when set, is where the
-// base branch, the policy's, was as the check read its policy (Checker.policySince):
-// the policy file's changes before it were read. A failure leaves the check's own
-// result standing and the judgement owed (owe), for the next push to the branch.
-func (c *Checker) movedWhileRunning(ctx context.Context, id, policySince string) {
+// kukie/policy run, as that push judged it; and one no push told (it landed before
+// the check's record) is found by reading where the default branch is now, against
+// the commit the check read its policy from (PolicySHA). The policy's moves are
+// judged from that commit, whose policy file's changes the check read. A failure
+// leaves the check's own result standing and the judgement owed (owe), for the
+// next push to the branch.
+func (c *Checker) movedWhileRunning(ctx context.Context, id string) {
 	if id == "" || ctx.Err() != nil {
 		return
 	}
@@ -196,7 +200,7 @@ func (c *Checker) movedWhileRunning(ctx context.Context, id, policySince string)
 		log.Warn().Err(err).Str("check", id).Msg("Could not read whether the base moved while a check ran")
 		return
 	}
-	if err := c.judgeMoves(ctx, rec, policySince); err != nil {
+	if err := c.judgeMoves(ctx, rec); err != nil {
 		log.Warn().Err(err).Str("key", rec.Key).Msg("Could not judge the base moves while a check ran; the next push to its base branch judges them")
 		c.owe(ctx, rec.ID, err)
 	}
@@ -237,7 +241,7 @@ func (c *Checker) judgeOwedMoves(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.judgeMoves(ctx, rec, ""); err != nil {
+	if err := c.judgeMoves(ctx, rec); err != nil {
 		return err
 	}
 	if err := c.Records.SetPullCheckMovesPending(ctx, id, false); err != nil {
@@ -307,8 +311,9 @@ func (e *judgeFailure) Unwrap() error { return e.err }
 // judgeMoves judges the base moves of the completed check rec since its base (as
 // movedWhileRunning says), marking its runs stale where they reach it; a run
 // already marked is published marked again. The policy's moves are judged since
-// policySince when it is set, since the check's base otherwise.
-func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck, policySince string) error {
+// the commit the check read its policy from (PolicySHA) when it is known, since
+// the check's base otherwise.
+func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 	type move struct {
 		sha          string
 		whileRunning bool
@@ -321,7 +326,8 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck, policySin
 	}
 	add(rec.BaseMovedSHA, false)
 	latest := rec.MovedWhileRunningSHA
-	if _, ok := pullNumber(rec.Key); ok {
+	_, isPull := pullNumber(rec.Key)
+	if isPull {
 		head, found, err := c.GitHub.BranchHead(ctx, rec.InstallationID, rec.Repo, rec.BaseBranch)
 		if err != nil {
 			return &judgeFailure{"GitHub did not say where " + rec.BaseBranch + " is now", err}
@@ -334,7 +340,7 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck, policySin
 		}
 	}
 	var policyBranch string
-	if rec.PolicyMovedSHA != "" {
+	if rec.PolicyMovedSHA != "" || rec.PolicySHA != "" {
 		_, res, err := c.completedCheck(ctx, rec.ID)
 		if err != nil {
 			return err
@@ -343,14 +349,33 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck, policySin
 			policyBranch = res.Policy.DefaultBranch
 		}
 	}
-	if policyBranch == rec.BaseBranch {
+	// The commit the policy was read from, when it is the base branch's.
+	var policySince string
+	none := func() (pushReach, error) { return pushReach{}, nil }
+	switch {
+	case policyBranch == rec.BaseBranch:
 		add(rec.PolicyMovedSHA, false)
-	} else if policyBranch != "" {
+		policySince = rec.PolicySHA
+	case policyBranch == "":
+	case rec.PolicyMovedSHA != "":
 		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: policyBranch, SHA: rec.PolicyMovedSHA,
 			Default: true, whileRunning: true, policy: &policyMove{changed: true}}
-		none := func() (pushReach, error) { return pushReach{}, nil }
 		if err := c.markStale(ctx, m, rec.ID, true, none, c.policyMovedBy(m)); err != nil {
 			return &judgeFailure{"its kukie/policy run could not be marked after " + policyBranch + " moved to " + short(m.SHA), err}
+		}
+	case rec.PolicySHA != "" && isPull:
+		// No push told it: one may have landed before its record. The read is
+		// conditional, and a branch where the policy was read costs no comparison.
+		head, found, err := c.GitHub.BranchHead(ctx, rec.InstallationID, rec.Repo, policyBranch)
+		if err != nil {
+			return &judgeFailure{"GitHub did not say where " + policyBranch + " is now", err}
+		}
+		if found && head != rec.PolicySHA {
+			m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: policyBranch, SHA: head,
+				Default: true, whileRunning: true}
+			if err := c.markStale(ctx, m, rec.ID, true, none, c.policyMovedBy(m)); err != nil {
+				return &judgeFailure{"its kukie/policy run could not be marked after " + policyBranch + " moved to " + short(m.SHA), err}
+			}
 		}
 	}
 	add(latest, true)
@@ -409,22 +434,30 @@ type policyMove struct {
 	since          string
 }
 
-// policyMovedBy tells, for each check, what the move m did to the policy file: the
-// push's files say it when they are listed; otherwise GitHub compares the check's
-// base with m.SHA, once per base. The policy of a check into another branch than
-// m's was read from m's branch as it was then, so only what the push itself
-// changed counts: GitHub compares m.Before with m.SHA, once.
+// policyMovedBy tells, for each check, what the move m of the branch its policy
+// was read from did to the policy file: nothing when the check read it at m.SHA
+// or later (its PolicySHA is m.SHA); the push's files say it when they are listed;
+// otherwise GitHub compares the commit the check read its policy from with m.SHA,
+// once per commit: the policy file's changes up to it were read. Without that
+// commit, GitHub compares the check's base with m.SHA; and the policy of a check
+// into another branch than m's was read from m's branch as it was then, so only
+// what the push itself changed counts: GitHub compares m.Before with m.SHA, once.
 func (c *Checker) policyMovedBy(m BaseMove) func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
 	compared := map[string]policyMove{}
 	return func(ctx context.Context, rec store.PullCheck) (policyMove, error) {
 		if m.policy != nil {
 			return *m.policy, nil
 		}
+		if rec.PolicySHA == m.SHA {
+			return policyMove{}, nil
+		}
 		if m.Files != nil {
 			return policyMove{changed: touchesPolicy(m.Files)}, nil
 		}
 		since, what := rec.BaseSHA, "the base "+short(rec.BaseSHA)+" of "+rec.Key
-		if rec.BaseBranch != m.Branch {
+		if rec.PolicySHA != "" {
+			since, what = rec.PolicySHA, m.Branch+"'s commit "+short(rec.PolicySHA)+" the policy of "+rec.Key+" was read from"
+		} else if rec.BaseBranch != m.Branch {
 			if m.Before == "" || strings.Trim(m.Before, "0") == "" {
 				return policyMove{changed: true, maybe: true}, nil
 			}

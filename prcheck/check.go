@@ -295,18 +295,18 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	if err != nil || len(clusters) == 0 {
 		return err
 	}
-	policySince := c.policySince(ctx, h)
+	policyBranch, policySHA := c.policySince(ctx, h, pr)
 	pol, err := c.readPolicy(ctx, h)
 	if err != nil {
 		return err
 	}
-	if pol.DefaultBranch != h.BaseBranch {
-		policySince = ""
+	if pol.DefaultBranch != policyBranch {
+		policySHA = ""
 	}
 	var rec store.PullCheck
 	if c.Records != nil {
 		if rec, err = c.Records.BeginPullCheck(ctx, store.PullCheck{InstallationID: h.InstallationID, Repo: h.Repo, RepoURL: h.RepoURL,
-			Key: h.Key, BaseBranch: h.BaseBranch, BaseSHA: h.BaseSHA, HeadSHA: h.HeadSHA}); err != nil {
+			Key: h.Key, BaseBranch: h.BaseBranch, BaseSHA: h.BaseSHA, HeadSHA: h.HeadSHA, PolicySHA: policySHA}); err != nil {
 			return err
 		}
 		defer c.watch(ctx, rec.ID, me.cancel)()
@@ -389,7 +389,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	if _, err = c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, polRef.ID, polReport); err != nil {
 		return err
 	}
-	c.movedWhileRunning(ctx, rec.ID, policySince)
+	c.movedWhileRunning(ctx, rec.ID)
 	return nil
 }
 

@@ -30,9 +30,12 @@
 // file marks the kukie/policy runs of the pull requests into other branches too,
 // whose policy it is. A check still running is told of the move and judges it
 // once it completed, against where the branch is then, which holds the pushes
-// that landed before its record too (BaseMoved); a judgement that fails is owed,
-// said on the kukie/render run and the check's page, and made by the next push to
-// the branch. The
+// that landed before its record too (BaseMoved), and a check into another branch
+// against where the default branch is then; a judgement that fails is owed, said
+// on the kukie/render run and the check's page, and made by the next push to the
+// branch. The policy's moves are judged from the default branch's commit the check
+// read its policy from (read just before the policy, and kept with the check), so
+// a change of the policy file the check read is no move of it. The
 // store keeps what each check computed (Result) for the check's web page, the
 // check run's details link.
 package prcheck

@@ -33,20 +33,25 @@ func (c *Checker) connected(ctx context.Context, h Head) (team string, clusters 
 	return team, clusters, pol, err
 }
 
-// policySince is where h's base branch is as the check of a pull request starts,
-// read just before its policy: when the base is the default branch, the policy
-// is read at that commit or a later one, so the policy file's changes between the
-// check's base and it are not moves of the policy the check was judged by. "" for
-// a merge group, or when GitHub does not say.
-func (c *Checker) policySince(ctx context.Context, h Head) string {
+// policySince is where the repository's default branch is as the check of a pull
+// request starts, read just before its policy: the policy is read there at that
+// commit or a later one, so the policy file's changes up to it are not moves of
+// the policy the check was judged by (store.PullCheck.PolicySHA). The default
+// branch is the one GitHub names with the pull request pr, h's base branch when it
+// could not be read. "" for a merge group, or when GitHub does not say.
+func (c *Checker) policySince(ctx context.Context, h Head, pr *github.PullRequest) (branch, sha string) {
+	branch = h.BaseBranch
+	if pr != nil && pr.DefaultBranch != "" {
+		branch = pr.DefaultBranch
+	}
 	if _, ok := pullNumber(h.Key); !ok || c.Records == nil {
-		return ""
+		return branch, ""
 	}
-	sha, found, err := c.GitHub.BranchHead(ctx, h.InstallationID, h.Repo, h.BaseBranch)
+	sha, found, err := c.GitHub.BranchHead(ctx, h.InstallationID, h.Repo, branch)
 	if err != nil || !found {
-		return ""
+		return branch, ""
 	}
-	return sha
+	return branch, sha
 }
 
 // readPolicy reads the repository's .kukie.yml from its default branch (never the

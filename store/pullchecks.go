@@ -52,6 +52,11 @@ type PullCheck struct {
 	// MovedWhileRunningSHA is the newest commit a push moved the base branch to
 	// while the check ran: the check judges it once it completes.
 	MovedWhileRunningSHA string
+	// PolicySHA is the commit of the policy's branch (the default branch) the check
+	// read its policy from, or one before it: read just before the policy, so the
+	// policy file's changes up to it are not moves of the policy the check was
+	// judged by. "" when it is not known (a merge group, or GitHub did not say).
+	PolicySHA string
 	// MovesPending is set while the check's judgement of the base moves while it
 	// ran is owed: it failed when the check completed, and the next push to the
 	// base branch judges them (SetPullCheckMovesPending).
@@ -82,25 +87,26 @@ type pullCheckRow struct {
 	PolicyMovedSHA string `db:"policy_moved_sha"`
 	MovedRunning   string `db:"moved_while_running_sha"`
 	MovesPending   int64  `db:"moves_pending"`
+	PolicySHA      string `db:"policy_sha"`
 	CreatedAt      int64  `db:"created_at"`
 	UpdatedAt      int64  `db:"updated_at"`
 }
 
 const pullCheckColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
 	state, conclusion, note, check_run_id, result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
-	moves_pending, created_at, updated_at`
+	moves_pending, policy_sha, created_at, updated_at`
 
 // pullCheckListColumns leave the result out: a history lists checks, it does not
 // show their diffs.
 const pullCheckListColumns = `id, installation_id, repo, repo_url, check_key, base_branch, base_sha, head_sha, generation,
 	state, conclusion, note, check_run_id, '' AS result, base_moved_sha, policy_check_run_id, policy_moved_sha, moved_while_running_sha,
-	moves_pending, created_at, updated_at`
+	moves_pending, policy_sha, created_at, updated_at`
 
 func (r pullCheckRow) check() PullCheck {
 	c := PullCheck{ID: r.ID, InstallationID: r.InstallationID, Repo: r.Repo, RepoURL: r.RepoURL, Key: r.Key,
 		BaseBranch: r.BaseBranch, BaseSHA: r.BaseSHA, HeadSHA: r.HeadSHA, Generation: r.Generation, State: r.State,
 		Conclusion: r.Conclusion, Note: r.Note, CheckRunID: r.CheckRunID, PolicyCheckRunID: r.PolicyRunID, BaseMovedSHA: r.BaseMovedSHA, PolicyMovedSHA: r.PolicyMovedSHA,
-		MovedWhileRunningSHA: r.MovedRunning, MovesPending: r.MovesPending != 0, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
+		MovedWhileRunningSHA: r.MovedRunning, MovesPending: r.MovesPending != 0, PolicySHA: r.PolicySHA, CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt)}
 	if r.Result != "" {
 		c.Result = json.RawMessage(r.Result)
 	}
@@ -110,7 +116,8 @@ func (r pullCheckRow) check() PullCheck {
 // BeginPullCheck records a new running check of c's repository and key and makes it
 // the key's current one, with the next generation: a check of the key that is still
 // running, on this replica or another, is superseded from then on (PullCheckHolder
-// tells it so). The returned check has its id, generation and times.
+// tells it so). c's PolicySHA is kept with it. The returned check has its id,
+// generation and times.
 func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error) {
 	if c.Repo == "" || c.Key == "" || c.HeadSHA == "" {
 		return PullCheck{}, fmt.Errorf("begin pull check: repository, key and head are required (got %q, %q, %q)", c.Repo, c.Key, c.HeadSHA)
@@ -129,9 +136,9 @@ func (db *DB) BeginPullCheck(ctx context.Context, c PullCheck) (PullCheck, error
 			return fmt.Errorf("take key %s of %s: %w", c.Key, c.Repo, err)
 		}
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO pull_checks (`+pullCheckColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', 0, '', '', 0, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, '', '', 0, '', '', 0, ?, ?, ?)`),
 			c.ID, c.InstallationID, c.Repo, c.RepoURL, c.Key, c.BaseBranch, c.BaseSHA, c.HeadSHA, c.Generation, c.State,
-			toMillis(now), toMillis(now)); err != nil {
+			c.PolicySHA, toMillis(now), toMillis(now)); err != nil {
 			return fmt.Errorf("insert check of %s: %w", c.HeadSHA, err)
 		}
 		return nil
@@ -261,7 +268,7 @@ func (db *DB) CurrentPullChecksOnBase(ctx context.Context, repo, branch, sha str
 	return listRows(ctx, db, "current pull checks on "+branch, pullCheckRow.check,
 		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
 			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
-			c.moved_while_running_sha, c.moves_pending, c.created_at, c.updated_at
+			c.moved_while_running_sha, c.moves_pending, c.policy_sha, c.created_at, c.updated_at
 		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
 		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch = ? AND c.base_sha <> ?
 			AND (c.state = ? AND (c.base_moved_sha = '' OR (? AND c.policy_check_run_id <> 0 AND c.policy_moved_sha = '') OR c.moves_pending <> 0)
@@ -282,7 +289,7 @@ func (db *DB) CurrentPullChecksOffBase(ctx context.Context, repo, branch string,
 	return listRows(ctx, db, "current pull checks off "+branch, pullCheckRow.check,
 		`SELECT c.id, c.installation_id, c.repo, c.repo_url, c.check_key, c.base_branch, c.base_sha, c.head_sha, c.generation,
 			c.state, c.conclusion, c.note, c.check_run_id, '' AS result, c.base_moved_sha, c.policy_check_run_id, c.policy_moved_sha,
-			c.moved_while_running_sha, c.moves_pending, c.created_at, c.updated_at
+			c.moved_while_running_sha, c.moves_pending, c.policy_sha, c.created_at, c.updated_at
 		FROM pull_check_keys k JOIN pull_checks c ON c.id = k.check_id
 		WHERE k.repo = ? AND k.check_key LIKE 'pull/%' AND c.base_branch <> ?
 			AND (? AND c.policy_moved_sha = '' AND (c.state = ? AND c.policy_check_run_id <> 0 OR c.state = ?)

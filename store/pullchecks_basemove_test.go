@@ -251,3 +251,47 @@ func TestOwedPullCheckIsListedOnItsBase(t *testing.T) {
 		}
 	})
 }
+
+// TestPullCheckKeepsTheCommitItsPolicyWasReadFrom: a check begun with the commit
+// its policy was read from keeps it, read back by id, in its key's history and in
+// both listings of the checks a push may have made stale; one begun without it
+// has none.
+func TestPullCheckKeepsTheCommitItsPolicyWasReadFrom(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		onMain := pullCheck("pull/1", "head1")
+		onMain.PolicySHA = "policy1"
+		onMain = beginCheck(t, db, onMain, true)
+		release := pullCheck("pull/2", "head2")
+		release.BaseBranch, release.PolicySHA = "release", "policy2"
+		release = beginCheck(t, db, release, false)
+		unknown := beginCheck(t, db, pullCheck("pull/3", "head3"), true)
+
+		if c, err := db.PullCheckByID(ctx, onMain.ID); err != nil || c.PolicySHA != "policy1" {
+			t.Fatalf("check by id %+v %v, want its policy read from policy1", c, err)
+		}
+		if h, err := db.PullChecksOf(ctx, "acme/deploy", "pull/2"); err != nil || len(h) != 1 || h[0].PolicySHA != "policy2" {
+			t.Fatalf("history %+v %v, want the one check, its policy read from policy2", h, err)
+		}
+		on, err := db.CurrentPullChecksOnBase(ctx, "acme/deploy", "main", "base1", true, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{onMain.ID: "policy1", unknown.ID: ""}
+		if len(on) != 2 {
+			t.Fatalf("listed on main %v, want pull/1 and pull/3", idsOf(on))
+		}
+		for _, c := range on {
+			if w, ok := want[c.ID]; !ok || c.PolicySHA != w {
+				t.Errorf("listed on main %s with its policy read from %q, want %q", c.Key, c.PolicySHA, w)
+			}
+		}
+		off, err := db.CurrentPullChecksOffBase(ctx, "acme/deploy", "main", true, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(off) != 1 || off[0].ID != release.ID || off[0].PolicySHA != "policy2" {
+			t.Fatalf("listed off main %+v, want pull/2, its policy read from policy2", off)
+		}
+	})
+}
