@@ -72,11 +72,28 @@ type checkApp struct {
 	Objects []objectDiff
 }
 
+// commitView is the commit sha of c's repository as a page shows it; nil for "".
+func commitView(c store.PullCheck, sha string) *checkCommit {
+	if sha == "" {
+		return nil
+	}
+	out := &checkCommit{SHA: sha, Short: sha}
+	if len(sha) > 7 {
+		out.Short = sha[:7]
+	}
+	if c.RepoURL != "" {
+		out.URL = c.RepoURL + "/commit/" + url.PathEscape(sha)
+	}
+	return out
+}
+
 // checkPolicy is the kukie/policy outcome as a page shows it: each finding with a
 // link to its manifest line at the head, the invalid .kukie.yml's line on the
-// default branch.
+// default branch, and the commit of the default branch the policy was read at or
+// after (ReadFrom), when the check knows it.
 type checkPolicy struct {
 	prcheck.ResultPolicy
+	ReadFrom  *checkCommit
 	ConfigURL string
 	Rows      []checkFinding
 }
@@ -170,19 +187,7 @@ func checkPage(c store.PullCheck, history []store.PullCheck, login string) (chec
 // staleView is what the page says of the base moves the check was told of; nil
 // when none concerns it.
 func staleView(c store.PullCheck) *checkStale {
-	commit := func(sha string) *checkCommit {
-		if sha == "" {
-			return nil
-		}
-		out := &checkCommit{SHA: sha, Short: sha}
-		if len(sha) > 7 {
-			out.Short = sha[:7]
-		}
-		if c.RepoURL != "" {
-			out.URL = c.RepoURL + "/commit/" + url.PathEscape(sha)
-		}
-		return out
-	}
+	commit := func(sha string) *checkCommit { return commitView(c, sha) }
 	st := &checkStale{Branch: c.BaseBranch, Render: commit(c.BaseMovedSHA), Policy: commit(c.PolicyMovedSHA), PolicyBranch: c.BaseBranch,
 		Owed: c.State == store.PullCheckCompleted && c.MovesPending}
 	if c.State == store.PullCheckRunning {
@@ -198,7 +203,7 @@ func staleView(c store.PullCheck) *checkStale {
 }
 
 func policyView(c store.PullCheck, p prcheck.ResultPolicy) *checkPolicy {
-	out := &checkPolicy{ResultPolicy: p}
+	out := &checkPolicy{ResultPolicy: p, ReadFrom: commitView(c, c.PolicySHA)}
 	if c.RepoURL != "" && p.ConfigError != "" && p.DefaultBranch != "" {
 		out.ConfigURL = c.RepoURL + "/blob/" + escapePath(p.DefaultBranch) + "/" + policy.ConfigFile
 		if p.ConfigLine > 0 {
