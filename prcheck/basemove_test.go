@@ -183,14 +183,7 @@ func TestBaseMoveWhileTheCheckRunsMarksItWhenItCompletes(t *testing.T) {
 			t.Fatalf("stored check %+v, want running, told of %s", c, moved)
 		}
 		close(r.held.release)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("check: %v", err)
-			}
-		case <-time.After(time.Minute): // a bound on a hang, not a measurement
-			t.Fatal("the check never ended")
-		}
+		awaitCheck(t, done)
 		run := r.renderRun(t, head)
 		out := run.GetOutput()
 		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") {
@@ -223,14 +216,7 @@ func TestBaseMoveWhileTheCheckRunsThatReachesNothingLeavesItCurrent(t *testing.T
 		<-r.held.entered
 		r.move(t, map[string]string{"docs/README.md": "how we deploy\n"}, false)
 		close(r.held.release)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("check: %v", err)
-			}
-		case <-time.After(time.Minute): // a bound on a hang, not a measurement
-			t.Fatal("the check never ended")
-		}
+		awaitCheck(t, done)
 		if got := r.renderRun(t, head).GetOutput().GetTitle(); strings.HasPrefix(got, "Base branch moved") {
 			t.Fatalf("render run %q marked by a move that reaches none of its apps", got)
 		}
@@ -343,14 +329,7 @@ func TestPolicyMoveUnderARunningCheckIntoAnotherBranch(t *testing.T) {
 			t.Fatalf("stored check %+v, want running, told the policy moved to %s", c, moved)
 		}
 		close(r.held.release)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("check: %v", err)
-			}
-		case <-time.After(time.Minute): // a bound on a hang, not a measurement
-			t.Fatal("the check never ended")
-		}
+		awaitCheck(t, done)
 		out := r.policyRun(t, head).GetOutput()
 		if !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") {
 			t.Fatalf("policy run %q, want it marked", out.GetTitle())
@@ -435,14 +414,7 @@ func TestBaseMovesAChecksCompletionCouldNotJudgeAreJudgedAtTheNextPush(t *testin
 		moved := r.move(t, map[string]string{"apps/web/deployment.yaml": strings.Replace(files["apps/web/deployment.yaml"], "replicas: 1", "replicas: 2", 1)}, false)
 		remove := r.gh.InjectFault(githubtest.ServerError(http.StatusUnprocessableEntity).On(http.MethodGet, "/repos/*/*/compare/*..."+moved))
 		close(r.held.release)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("check: %v", err)
-			}
-		case <-time.After(time.Minute): // a bound on a hang, not a measurement
-			t.Fatal("the check never ended")
-		}
+		awaitCheck(t, done)
 		run := r.renderRun(t, head)
 		out := run.GetOutput()
 		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base moves not judged yet: ") {
@@ -529,4 +501,18 @@ func TestPolicyChangeBeforeTheCheckReadItIsNoMove(t *testing.T) {
 			t.Fatalf("stored check %+v, want nothing marked or owed", c)
 		}
 	})
+}
+
+// awaitCheck waits for the check whose result done carries and fails the test
+// if it failed or never ended.
+func awaitCheck(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("check: %v", err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a measurement
+		t.Fatal("the check never ended")
+	}
 }

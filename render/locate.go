@@ -623,11 +623,7 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	var entries []candidateBuilder
 	layers := layerNames(target.name, p.primary.Kustomize, reach.nodes)
 	if c.Replicas != nil {
-		for _, r := range root.k.Replicas {
-			if r.Name == sourceName || r.Name == target.name || slices.Contains(layers, r.Name) {
-				entries = append(entries, kustEdit(strategyReplicasEntry, replicasCountOp(r.Name, c.Replicas.Count)))
-			}
-		}
+		entries = append(entries, replicasEntryBuilders(root, []string{sourceName, target.name}, layers, c.Replicas.Count, kustEdit)...)
 	}
 	if c.Image != nil {
 		entries = append(entries, p.imagesEntryBuilders(root, target, src, kustEdit)...)
@@ -646,11 +642,7 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 			}}
 		}
 		if c.Replicas != nil {
-			for _, r := range n.k.Replicas {
-				if r.Name == sourceName || r.Name == target.name || slices.Contains(layers, r.Name) {
-					builders = append(builders, nodeEdit(strategyReplicasEntry, replicasCountOp(r.Name, c.Replicas.Count)))
-				}
-			}
+			builders = append(builders, replicasEntryBuilders(n, []string{sourceName, target.name}, layers, c.Replicas.Count, nodeEdit)...)
 		}
 		if c.Image != nil {
 			builders = append(builders, p.imagesEntryBuilders(n, target, src, nodeEdit)...)
@@ -702,6 +694,19 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 		}
 	}
 	return builders, nil
+}
+
+// replicasEntryBuilders sets the count of each replicas entry of n that names
+// the target: by one of names (its source's or its rendered name) or by the
+// name a layer of the build gives it.
+func replicasEntryBuilders(n *kustNode, names, layers []string, count int64, edit func(string, ...yamledit.Op) candidateBuilder) []candidateBuilder {
+	var out []candidateBuilder
+	for _, r := range n.k.Replicas {
+		if slices.Contains(names, r.Name) || slices.Contains(layers, r.Name) {
+			out = append(out, edit(strategyReplicasEntry, replicasCountOp(r.Name, count)))
+		}
+	}
+	return out
 }
 
 func (p *planner) imagesEntryBuilders(root *kustNode, target *object, src *sourceDoc, kustEdit func(string, ...yamledit.Op) candidateBuilder) []candidateBuilder {
