@@ -37,6 +37,10 @@ type BaseMove struct {
 
 	// whileRunning says the move came while the check it is judged for ran.
 	whileRunning bool
+	// readAfter says the move was found by reading where the branch is once the
+	// check published its result, no push having told it: it came after the
+	// check started, while it ran or after, which nothing tells apart.
+	readAfter bool
 	// policy, when set, is what the move did to the policy file as judged already
 	// (by the push that told a running check).
 	policy *policyMove
@@ -315,16 +319,16 @@ func (e *judgeFailure) Unwrap() error { return e.err }
 // the check's base otherwise.
 func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 	type move struct {
-		sha          string
-		whileRunning bool
+		sha                     string
+		whileRunning, readAfter bool
 	}
 	var moves []move
-	add := func(sha string, whileRunning bool) {
+	add := func(sha string, whileRunning, readAfter bool) {
 		if sha != "" && !slices.ContainsFunc(moves, func(m move) bool { return m.sha == sha }) {
-			moves = append(moves, move{sha, whileRunning})
+			moves = append(moves, move{sha, whileRunning, readAfter})
 		}
 	}
-	add(rec.BaseMovedSHA, false)
+	add(rec.BaseMovedSHA, false, false)
 	latest := rec.MovedWhileRunningSHA
 	_, isPull := pullNumber(rec.Key)
 	if isPull {
@@ -354,7 +358,7 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 	none := func() (pushReach, error) { return pushReach{}, nil }
 	switch {
 	case policyBranch == rec.BaseBranch:
-		add(rec.PolicyMovedSHA, false)
+		add(rec.PolicyMovedSHA, false, false)
 		policySince = rec.PolicySHA
 	case policyBranch == "":
 	case rec.PolicyMovedSHA != "":
@@ -378,9 +382,10 @@ func (c *Checker) judgeMoves(ctx context.Context, rec store.PullCheck) error {
 			}
 		}
 	}
-	add(latest, true)
+	add(latest, latest == rec.MovedWhileRunningSHA, latest != rec.MovedWhileRunningSHA)
 	for _, mv := range moves {
-		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: mv.sha, whileRunning: mv.whileRunning}
+		m := BaseMove{InstallationID: rec.InstallationID, Repo: rec.Repo, RepoURL: rec.RepoURL, Branch: rec.BaseBranch, SHA: mv.sha,
+			whileRunning: mv.whileRunning, readAfter: mv.readAfter}
 		cmp, err := c.GitHub.Compare(ctx, rec.InstallationID, rec.Repo, rec.BaseSHA, m.SHA)
 		if err != nil {
 			return &judgeFailure{"GitHub did not compare " + short(rec.BaseSHA) + " with " + short(m.SHA) + ", which " + rec.BaseBranch + " moved to", err}
@@ -611,8 +616,11 @@ const staleTitlePrefix = "Base branch moved: "
 
 // movedWhen says when the base moved, as a run's summary tells it.
 func movedWhen(m BaseMove, rec store.PullCheck) string {
-	if m.whileRunning || rec.MovedWhileRunningSHA == m.SHA {
+	switch {
+	case m.whileRunning || rec.MovedWhileRunningSHA == m.SHA:
 		return "while this check ran"
+	case m.readAfter:
+		return "since this check started"
 	}
 	return "after this check"
 }
