@@ -94,7 +94,7 @@ func TestMigrateCommand(t *testing.T) {
 		t.Fatalf("status before: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCmd(t, "migrate")
-	if code != 0 || strings.Contains(out, "pending") || !strings.Contains(out, "0001_foundation\tapplied") {
+	if code != 0 || strings.Contains(out, "\tpending") || !strings.Contains(out, "0001_foundation\tapplied") {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(t, "migrate", "extra"); code != 2 || !strings.Contains(errOut, "unexpected arguments") {
