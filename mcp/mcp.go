@@ -73,7 +73,7 @@ type Changes interface {
 	CancelChange(ctx context.Context, t store.Team, code string) (changes.ChangeView, error)
 	RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (changes.ChangeView, error)
 	Decide(ctx context.Context, t store.Team, cluster string, target objref.Target) (changes.DecideResponse, error)
-	AppList(ctx context.Context, t store.Team, cluster string) (argocd.AppList, error)
+	AppListPage(ctx context.Context, t store.Team, cluster string, limit int, before string) (changes.AppListPage, error)
 	AppDetail(ctx context.Context, t store.Team, cluster, namespace, name string) (changes.AppDetailView, error)
 	CheckCluster(ctx context.Context, t store.Team, name string) error
 	RepoView(ctx context.Context, t store.Team, cluster, repo, revision string) (plan.RepoView, error)

@@ -209,6 +209,10 @@ type env struct {
 	change  secret.Secret // read and change
 	outside string        // a file next to the repository that no tool may reach
 	api     *changes.API  // its limits may be set before the first call
+	cluster *fakeCluster  // its Applications may be added to before the first call
+	// base is the server's root: the HTTP API is mounted beside the tools, so a
+	// test can ask both the same.
+	base string
 }
 
 func newEnv(t *testing.T) *env {
@@ -250,6 +254,7 @@ func newEnvOn(t *testing.T, db *store.DB) *env {
 	e.repos = &fakeRepos{dir: repo}
 
 	cluster := newFakeCluster()
+	e.cluster = cluster
 	renders, err := cache.NewRenders(t.TempDir(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -268,9 +273,10 @@ func newEnvOn(t *testing.T, db *store.DB) *env {
 		t.Fatal(err)
 	}
 	mcp.New(mcp.Deps{Changes: api, Trees: pipeline, Version: "test"}).Mount(srv)
+	api.Mount(srv)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	e.url = hs.URL + mcp.Path
+	e.base, e.url = hs.URL, hs.URL+mcp.Path
 	return e
 }
 

@@ -39,8 +39,14 @@ const maxRepoFileBytes = 1 << 20
 
 // Inputs. Descriptions become the tools' input schemas.
 
-type clusterInput struct {
+// appsInput is list_apps': a page of the listing, as GET
+// /api/v1/clusters/{cluster}/argocd/apps pages it. The bounds are said in the
+// description, not as schema bounds, so a limit out of them is refused in the words
+// the HTTP API uses rather than the schema validator's.
+type appsInput struct {
 	Cluster string `json:"cluster" jsonschema:"the team's cluster, as registered"`
+	Limit   *int   `json:"limit,omitempty" jsonschema:"how many apps one answer lists, a whole number from 1 to 500; 100 when not given"`
+	Before  string `json:"before,omitempty" jsonschema:"the next of an earlier answer: lists the apps after that answer's last; the first page when empty"`
 }
 
 type appInput struct {
@@ -112,6 +118,8 @@ type appListResult struct {
 	OutOfSync int            `json:"out_of_sync"`
 	Repos     []string       `json:"repos"`
 	Apps      []appListEntry `json:"apps"`
+	// Next, when set, is the before of the next page: more apps follow.
+	Next string `json:"next,omitempty"`
 }
 
 type appListEntry struct {
@@ -160,7 +168,9 @@ type fileResult struct {
 func (s *Server) addTools() {
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
 	sdk.AddTool(s.server, &sdk.Tool{Name: ToolListApps, Annotations: readOnly,
-		Description: "List the cluster's Argo CD Applications, problem apps first, each with its ownership note (sync policy: self-heal reverts direct changes)."},
+		Description: fmt.Sprintf("List the cluster's Argo CD Applications, problem apps first, each with its ownership note (sync policy: self-heal reverts direct changes). "+
+			"Answers limit apps at a time (%d without it, at most %d) with the whole cluster's counts; an answer with next has more: call again with before set to it.",
+			changes.DefaultAppsPage, changes.MaxAppsPage)},
 		s.listApps)
 	sdk.AddTool(s.server, &sdk.Tool{Name: ToolDescribeApp, Annotations: readOnly,
 		Description: "Describe one Argo CD Application: sources, sync and health, sync policy, out-of-sync resources, conditions, and the changes made through this service that touched it."},
@@ -215,17 +225,21 @@ func (s *Server) viewRepository(ctx context.Context, _ *sdk.CallToolRequest, in 
 	return nil, out, nil
 }
 
-func (s *Server) listApps(ctx context.Context, _ *sdk.CallToolRequest, in clusterInput) (*sdk.CallToolResult, any, error) {
+func (s *Server) listApps(ctx context.Context, _ *sdk.CallToolRequest, in appsInput) (*sdk.CallToolResult, any, error) {
 	t, err := caller(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err := s.deps.Changes.AppList(ctx, t, in.Cluster)
+	limit := changes.DefaultAppsPage
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	list, err := s.deps.Changes.AppListPage(ctx, t, in.Cluster, limit, in.Before)
 	if err != nil {
 		return nil, nil, toolError(err)
 	}
 	out := appListResult{Cluster: in.Cluster, Total: list.Total, SelfHeal: list.SelfHeal, OutOfSync: list.OutOfSync,
-		Repos: list.Repos, Apps: make([]appListEntry, len(list.Apps))}
+		Repos: list.Repos, Apps: make([]appListEntry, len(list.Apps)), Next: list.Next}
 	for i, a := range list.Apps {
 		out.Apps[i] = appListEntry{Ownership: argocd.OwnershipNote(argocd.AppKey{Namespace: a.Namespace, Name: a.Name}, a.Level), AppListItem: a}
 	}

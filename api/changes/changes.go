@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -529,18 +528,18 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, d)
 }
 
-// appList is the answer of GET /api/v1/clusters/{cluster}/argocd/apps: the
-// cluster's counts and repositories, whole on every page, and one page of its
-// Applications.
-type appList struct {
+// AppListPage is the answer of GET /api/v1/clusters/{cluster}/argocd/apps and of
+// the MCP tool list_apps: the cluster's counts and repositories, whole on every
+// page, and one page of its Applications.
+type AppListPage struct {
 	argocd.AppList
 	// Next, when set, is the before of the next page: more Applications follow.
 	Next string `json:"next,omitempty"`
 }
 
-// Pages of GET /api/v1/clusters/{cluster}/argocd/apps: DefaultAppsPage
-// Applications without a limit, MaxAppsPage at most. An item is a few hundred
-// bytes, so a page holds more of them than a page of changes, which carry diffs.
+// Pages of the Application listing: DefaultAppsPage Applications without a
+// limit, MaxAppsPage at most. An item is a few hundred bytes, so a page holds
+// more of them than a page of changes, which carry diffs.
 const (
 	DefaultAppsPage = 100
 	MaxAppsPage     = 500
@@ -569,12 +568,9 @@ func parseAppsCursor(s string) (argocd.AppPosition, bool) {
 	return argocd.AppPosition{Severity: n, Namespace: ns, Name: name}, true
 }
 
-// listApps answers GET /api/v1/clusters/{cluster}/argocd/apps: the cluster's
-// Applications, problem apps first, a page of limit (DefaultAppsPage without it,
-// at most MaxAppsPage) at a time, the next from before=next. A page goes on after
-// the position its before names, so an Application added or gone meanwhile
-// moves nothing else between pages; one whose problems changed meanwhile moves to
-// its new place in the order.
+// listApps answers GET /api/v1/clusters/{cluster}/argocd/apps (see
+// API.AppListPage): a limit that is no whole number is refused as one out of
+// bounds is.
 func (a *API) listApps(w http.ResponseWriter, r *http.Request) {
 	t, ok := teamOf(w, r)
 	if !ok {
@@ -584,39 +580,17 @@ func (a *API) listApps(w http.ResponseWriter, r *http.Request) {
 	limit := DefaultAppsPage
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxAppsPage {
-			server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest,
-				fmt.Sprintf("limit must be a whole number from 1 to %d", MaxAppsPage))
+		if err != nil {
+			writeError(w, r, errAppsLimit)
 			return
 		}
 		limit = n
 	}
-	var before *argocd.AppPosition
-	if s := q.Get("before"); s != "" {
-		pos, ok := parseAppsCursor(s)
-		if !ok {
-			server.WriteError(w, http.StatusBadRequest, plan.CodeInvalidRequest,
-				"before must be the next of an earlier answer of this listing")
-			return
-		}
-		before = &pos
-	}
-	list, err := a.AppList(r.Context(), t, r.PathValue("cluster"))
+	out, err := a.AppListPage(r.Context(), t, r.PathValue("cluster"), limit, q.Get("before"))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	apps := list.Apps
-	if before != nil {
-		// The list is in position order: the page starts at the first after before.
-		apps = apps[sort.Search(len(apps), func(i int) bool { return before.Before(apps[i].Position()) }):]
-	}
-	out := appList{AppList: list}
-	if len(apps) > limit {
-		apps = apps[:limit]
-		out.Next = appsCursor(apps[limit-1].Position())
-	}
-	out.Apps = apps
 	server.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -204,6 +205,51 @@ func (a *API) AppList(ctx context.Context, t store.Team, cluster string) (argocd
 		return argocd.AppList{}, &ClusterReadError{Err: err}
 	}
 	return list, nil
+}
+
+// errAppsLimit and errAppsCursor refuse a page of the Application listing that
+// none can be: over HTTP and MCP alike, in these words.
+var (
+	errAppsLimit = &plan.Error{Code: plan.CodeInvalidRequest,
+		Reason: fmt.Sprintf("limit must be a whole number from 1 to %d", MaxAppsPage)}
+	errAppsCursor = &plan.Error{Code: plan.CodeInvalidRequest,
+		Reason: "before must be the next of an earlier answer of this listing"}
+)
+
+// AppListPage is a page of AppList: limit Applications (1 to MaxAppsPage) after
+// before, the next of an earlier page ("" for the first). A page goes on after the
+// position its before names, so an Application added or gone meanwhile moves
+// nothing else between pages; one whose problems changed meanwhile moves to its
+// new place in the order. A limit or before no page can have is refused
+// invalid_request before the cluster is read or the team's limit is taken.
+func (a *API) AppListPage(ctx context.Context, t store.Team, cluster string, limit int, before string) (AppListPage, error) {
+	if limit < 1 || limit > MaxAppsPage {
+		return AppListPage{}, errAppsLimit
+	}
+	var after *argocd.AppPosition
+	if before != "" {
+		pos, ok := parseAppsCursor(before)
+		if !ok {
+			return AppListPage{}, errAppsCursor
+		}
+		after = &pos
+	}
+	list, err := a.AppList(ctx, t, cluster)
+	if err != nil {
+		return AppListPage{}, err
+	}
+	apps := list.Apps
+	if after != nil {
+		// The list is in position order: the page starts at the first after before.
+		apps = apps[sort.Search(len(apps), func(i int) bool { return after.Before(apps[i].Position()) }):]
+	}
+	out := AppListPage{AppList: list}
+	if len(apps) > limit {
+		apps = apps[:limit]
+		out.Next = appsCursor(apps[limit-1].Position())
+	}
+	out.Apps = apps
+	return out, nil
 }
 
 // AppDetail is one Application with the team's changes that touched it.

@@ -149,7 +149,7 @@ func TestOpenAPISchemasMatchTheTypes(t *testing.T) {
 		"RollbackRequest":             reflect.TypeFor[rollbackRequest](),
 		"DecideRequest":               reflect.TypeFor[decideRequest](),
 		"DecideResponse":              reflect.TypeFor[DecideResponse](),
-		"AppList":                     reflect.TypeFor[appList](),
+		"AppList":                     reflect.TypeFor[AppListPage](),
 		"AppDetail":                   reflect.TypeFor[AppDetailView](),
 		"InstallState":                reflect.TypeFor[setup.InstallState](),
 		"Installation":                reflect.TypeFor[setup.Installation](),
