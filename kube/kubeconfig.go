@@ -49,7 +49,8 @@ const (
 
 // LoadKubeconfig parses a kubeconfig a team gave (with client-go's own decoder) and
 // accepts it only if every cluster, user and context in it carries inline settings:
-// an https server URL, TLS settings with inline data, and inline credentials (token,
+// an https server URL (no credentials, query or fragment in it), TLS settings with
+// inline data, and inline credentials (token,
 // client-certificate-data and client-key-data, username and password, impersonation).
 // Exec credential plugins, auth providers, file paths (tokenFile, client-certificate,
 // client-key, certificate-authority) and proxy-url are refused with a
@@ -358,17 +359,38 @@ func editDistance(a, b string) int {
 }
 
 // checkServer requires an https URL naming a host: credentials are never sent in
-// clear, and other schemes (unix sockets and the like) are not API servers.
+// clear, and other schemes (unix sockets and the like) are not API servers. The
+// URL is a team's own text, which may hold a password or a token: a refusal,
+// which the team's answer and the service's log carry, names it without either,
+// and a URL holding one is refused for that whatever else is wrong with it.
+// client-go drops a server URL's query and keeps its fragment in the URLs its
+// errors name, so neither is taken: what they carry would be sent nowhere, and
+// logged.
 func checkServer(raw string) error {
 	if raw == "" {
 		return errors.New("a server URL is required")
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.Opaque != "" {
-		return fmt.Errorf("%q is not an https:// URL of an API server", raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which url.Error names whole
+		}
+		return fmt.Errorf("the server URL does not parse (%v); it is not shown, as it may carry credentials", err)
 	}
 	if u.User != nil {
 		return errors.New("the server URL must not carry credentials; give them in the user entry")
+	}
+	if u.Opaque != "" {
+		// https:user:pw@host: what follows the scheme may be credentials.
+		return fmt.Errorf("the server URL is not an https:// URL of an API server (it is not shown, as it may carry credentials: %s:…)", u.Scheme)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+		return errors.New("the server URL must not carry a query or a fragment (it is not shown, as it may carry a token): " +
+			"the API server is reached at its scheme, host, port and path only; give credentials in the user entry")
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an https:// URL of an API server", u.String())
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
 		if err := clusterAddresses.Check(ip); err != nil {

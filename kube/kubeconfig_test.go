@@ -427,3 +427,36 @@ extensions:
 		t.Errorf("proxy-url: %v, want refused as a proxy", err)
 	}
 }
+
+// TestServerURLRefusalsDoNotShowItsCredentials: a server URL refused for its form
+// is named in the refusal, which the team's API answer and the service's log carry,
+// without the password or query token it holds; one that carries credentials or a
+// query is refused for that whatever its scheme, since client-go would drop them.
+func TestServerURLRefusalsDoNotShowItsCredentials(t *testing.T) {
+	const credential = "hunter2-credential"
+	tests := map[string]struct{ server, wantInErr string }{
+		"credentials in a plain http URL": {"http://alice:" + credential + "@prod.example:8080", "must not carry credentials"},
+		"credentials in another scheme":   {"ftp://alice:" + credential + "@prod.example", "must not carry credentials"},
+		"credentials in an opaque URL":    {"https:alice:" + credential + "@prod.example", "not an https:// URL"},
+		"a token in the query":            {"https://prod.example:6443?access_token=" + credential, "must not carry a query"},
+		"a token in the query of http":    {"http://prod.example?access_token=" + credential, "must not carry a query"},
+		"a token in the fragment":         {"https://prod.example#" + credential, "must not carry a query"},
+		"a URL that does not parse":       {"https://alice:" + credential + "@prod.example/%zz", "does not parse"},
+		"plain http named without secret": {"http://prod.example:8080", `"http://prod.example:8080" is not an https:// URL`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(kubeconfigDoc("    server: "+tc.server, inlineToken))
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) || refused.Field != "clusters[prod].server" {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError naming clusters[prod].server", err)
+			}
+			if strings.Contains(err.Error(), credential) {
+				t.Errorf("refusal %q shows the credential", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Errorf("refusal %q, want it saying %q", err, tc.wantInErr)
+			}
+		})
+	}
+}
