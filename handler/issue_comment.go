@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -84,11 +85,15 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	case CommandRerender:
 		return h.Pipeline.Reverify(ctx, pl.Code)
 	default:
-		if _, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code); err != nil {
+		_, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code)
+		if refused, ok := plan.AsError(err); ok {
 			// A plan that can no longer be cancelled is the user's answer, not a retry.
-			return h.reply(ctx, pl, repo, number, fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, err.Error()))
+			return h.reply(ctx, pl, repo, number, fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, refused.Reason))
 		}
-		return nil
+		// Anything else failed in the service or at GitHub: its text (hosts, URLs,
+		// the store's own words) is not for the pull request, which everyone who
+		// can read the repository reads, and the inbox takes the command again.
+		return err
 	}
 }
 

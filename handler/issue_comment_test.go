@@ -3,6 +3,8 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -20,6 +23,8 @@ type commandPipeline struct {
 	mu        sync.Mutex
 	reverify  []string
 	cancelled []string
+	// cancelErr is what Cancel returns.
+	cancelErr error
 }
 
 func (p *commandPipeline) PlanForPull(context.Context, string, string) (store.Plan, bool, error) {
@@ -49,7 +54,7 @@ func (p *commandPipeline) Cancel(_ context.Context, _, code string) (store.Plan,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cancelled = append(p.cancelled, code)
-	return store.Plan{Code: code}, nil
+	return store.Plan{Code: code}, p.cancelErr
 }
 
 func (p *commandPipeline) calls() (reverify, cancelled int) {
@@ -58,37 +63,48 @@ func (p *commandPipeline) calls() (reverify, cancelled int) {
 	return len(p.reverify), len(p.cancelled)
 }
 
+// commandRepo is the repository of newCommandPull's pull request.
+const commandRepo = "acme/deploy"
+
+// newCommandPull serves commandRepo with the pull request of plan abc123 (team
+// shop) on a fake GitHub, and returns it, the handlers' Base reaching it as the
+// App, and the pull request's number.
+func newCommandPull(t *testing.T, db *store.DB) (*githubtest.Server, Base, int) {
+	t.Helper()
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	gh.CreateRepo(t, "acme", "deploy", map[string]string{"README.md": "manifests\n"}, "main")
+	inst := gh.CreateInstallation(t, "acme", "deploy")
+	gh.PushCommit(t, commandRepo, "kukie/abc123", map[string]string{"apps/web.yaml": "replicas: 4\n"}, githubtest.DefaultAuthor)
+	number := gh.OpenPullRequest(t, commandRepo, "kukie/abc123", "main", "kukie: scale Deployment/web (abc123)", githubtest.DefaultAuthor)
+	team, err := db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreatePlan(ctx, store.Plan{Code: "abc123", TeamID: team.ID, Status: "pr_open", Change: json.RawMessage(`{}`),
+		Repo: commandRepo, InstallationID: inst, Branch: "kukie/abc123", PRNumber: int64(number)}, store.PlanEvent{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := github.NewClientCreator(github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL()}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gh, Base{ClientCreator: cc, Store: db, App: github.App{ID: gh.AppID(), Slug: gh.AppSlug()}, WebHost: strings.TrimPrefix(gh.URL(), "http://")}, number
+}
+
 // TestIssueCommentCommandsNeedWriteAccess runs the handler with the real permission
 // check (GitHub's collaborator permission endpoint, served by the fake).
 func TestIssueCommentCommandsNeedWriteAccess(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		gh := githubtest.New(t)
-		const repo = "acme/deploy"
-		gh.CreateRepo(t, "acme", "deploy", map[string]string{"README.md": "manifests\n"}, "main")
-		inst := gh.CreateInstallation(t, "acme", "deploy")
-		gh.PushCommit(t, repo, "kukie/abc123", map[string]string{"apps/web.yaml": "replicas: 4\n"}, githubtest.DefaultAuthor)
-		number := gh.OpenPullRequest(t, repo, "kukie/abc123", "main", "kukie: scale Deployment/web (abc123)", githubtest.DefaultAuthor)
+		gh, base, number := newCommandPull(t, db)
 		for login, role := range map[string]string{
 			"wes": githubtest.RoleWrite, "max": githubtest.RoleMaintain, "ada": githubtest.RoleAdmin,
 			"rex": githubtest.RoleRead, "tia": githubtest.RoleTriage,
 		} {
-			gh.SetPermission(t, repo, login, role)
+			gh.SetPermission(t, commandRepo, login, role)
 		}
-
-		team, err := db.CreateTeam(ctx, "shop")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.CreatePlan(ctx, store.Plan{Code: "abc123", TeamID: team.ID, Status: "pr_open", Change: json.RawMessage(`{}`),
-			Repo: repo, InstallationID: inst, Branch: "kukie/abc123", PRNumber: int64(number)}, store.PlanEvent{Actor: "test"}); err != nil {
-			t.Fatal(err)
-		}
-		cc, err := github.NewClientCreator(github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL()}, prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := Base{ClientCreator: cc, Store: db, App: github.App{ID: gh.AppID(), Slug: gh.AppSlug()}, WebHost: strings.TrimPrefix(gh.URL(), "http://")}
+		const repo = commandRepo
 		pipeline := &commandPipeline{}
 		h := &IssueComment{Base: base, Pipeline: pipeline, Access: GitHubWriteAccess{Base: base}}
 
@@ -129,6 +145,62 @@ func TestIssueCommentCommandsNeedWriteAccess(t *testing.T) {
 					}
 				case len(comments) != before+1:
 					t.Errorf("%d new comments after an allowed command, want only the command", len(comments)-before)
+				}
+			})
+		}
+	})
+}
+
+// writeAccess answers every user may write.
+type writeAccess struct{}
+
+func (writeAccess) CanWrite(context.Context, int64, string, string) (bool, error) { return true, nil }
+
+// TestCancelCommandRepliesOnlyWithTheUsersAnswer: "/kukie cancel" on a plan that
+// can no longer be cancelled gets that reason as a reply; one the service failed
+// to carry out (GitHub did not close the pull request, the store failed) posts
+// nothing on the pull request, whose readers include anyone who can see the
+// repository, and returns the error, so that the inbox takes the command again.
+func TestCancelCommandRepliesOnlyWithTheUsersAnswer(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		gh, base, number := newCommandPull(t, db)
+		const repo = commandRepo
+		writer := githubtest.Author{Name: "wes", Email: "wes@example.com", Login: "wes"}
+
+		cases := map[string]struct {
+			cancelErr error
+			wantReply string // "" for none, with the error returned
+		}{
+			"a plan no longer cancellable": {cancelErr: &plan.Error{Code: plan.CodeConflict, Reason: "plan abc123 is merged and can no longer be cancelled"},
+				wantReply: "Plan `abc123` was not cancelled: plan abc123 is merged and can no longer be cancelled"},
+			"GitHub failed to close the pull request": {cancelErr: fmt.Errorf("close pull request of plan abc123: %w",
+				errors.New("PATCH https://ghe.internal.example/api/v3/repos/acme/deploy/pulls/1: 502 Bad Gateway"))},
+			"the store failed": {cancelErr: errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				pipeline := &commandPipeline{cancelErr: tc.cancelErr}
+				h := &IssueComment{Base: base, Pipeline: pipeline, Access: writeAccess{}}
+				before := len(gh.IssueComments(t, repo, number))
+				gh.CommentOnPullRequest(t, repo, number, writer, CommandCancel)
+				deliveries := gh.DeliveriesOf("issue_comment", "created")
+				err := h.Handle(ctx, "issue_comment", deliveries[len(deliveries)-1].ID, deliveries[len(deliveries)-1].Payload)
+				comments := gh.IssueComments(t, repo, number)[before+1:]
+				if tc.wantReply == "" {
+					if !errors.Is(err, tc.cancelErr) {
+						t.Errorf("Handle = %v, want the cancel's error returned for a retry", err)
+					}
+					if len(comments) != 0 {
+						t.Errorf("the failure was posted on the pull request: %q", comments[0].GetBody())
+					}
+					return
+				}
+				if err != nil {
+					t.Errorf("Handle = %v, want the answer replied, not retried", err)
+				}
+				if len(comments) != 1 || comments[0].GetBody() != tc.wantReply {
+					t.Errorf("replies %v, want %q", comments, tc.wantReply)
 				}
 			})
 		}
