@@ -45,6 +45,14 @@ type Fault struct {
 	// Hang never answers: the request is held until the client gives up (its context
 	// ends, e.g. a client timeout) or the server closes. Status and Body are ignored.
 	Hang bool
+	// Served has the real handler serve the request first, its effects made (a
+	// pull request opened, a ref or a check run created), and only its answer lost:
+	// replaced by Status, or never sent with Hang. GitHub fails so when it times out
+	// or a proxy in front of it answers 502 after the work was done; a client that
+	// takes such a failure for "nothing happened" and simply tries again makes the
+	// effect twice. Served needs Status or Hang (InjectFault panics otherwise); the
+	// request counts in RequestCount as one its endpoint served.
+	Served bool
 	// A request held by Delay, Hold or Hang whose client gave up goes on counting
 	// toward the enforced concurrency limit (see SecondaryLimits.ServerTimeout) as
 	// long as the fault would have held it: GitHub does not see a client leave.
@@ -127,6 +135,9 @@ func errorBody(message, doc string, status int) string {
 // request a Status 0 fault only delays is counted by its endpoint as usual. A bad Path
 // pattern panics.
 func (s *Server) InjectFault(f Fault) (remove func()) {
+	if f.Served && f.Status == 0 && !f.Hang {
+		panic("githubtest: a Served fault needs a Status or Hang: the answer it loses must be replaced by something")
+	}
 	segments := splitPath(f.Path)
 	for _, seg := range segments {
 		if _, err := path.Match(seg, ""); err != nil {
@@ -173,7 +184,7 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 			continue
 		}
 		f.hits++
-		if f.Status != 0 || f.Hang {
+		if (f.Status != 0 || f.Hang) && !f.Served { // a served one is counted by its endpoint
 			s.totalRequests++
 		}
 		out := f.Fault

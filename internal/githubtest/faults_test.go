@@ -317,3 +317,50 @@ func TestHoldAnswersOnceReleased(t *testing.T) {
 		t.Errorf("endpoint served %d, want 1", n)
 	}
 }
+
+// TestServedFaultMakesTheEffectAndLosesTheAnswer: a Served fault lets the request
+// do its work (the check run exists) and answers its status instead, or nothing
+// with Hang; the request counts once, as one its endpoint served.
+func TestServedFaultMakesTheEffectAndLosesTheAnswer(t *testing.T) {
+	s := New(t)
+	c, _ := installedRepo(t, s, map[string]string{"f": "1\n"})
+	head := s.Head(t, "acme/deploy", "main")
+	s.ResetRequestCounts()
+	const endpoint = "POST /repos/{owner}/{repo}/check-runs"
+
+	lost := ServerError(http.StatusBadGateway).On(http.MethodPost, "/repos/*/*/check-runs")
+	lost.Served, lost.Times = true, 1
+	s.InjectFault(lost)
+	_, _, err := c.Checks.CreateCheckRun(ctx, "acme", "deploy", github.CreateCheckRunOptions{Name: "first", HeadSHA: head})
+	wantStatus(t, err, http.StatusBadGateway)
+	if runs := s.CheckRuns(t, "acme/deploy", head); len(runs) != 1 || runs[0].GetName() != "first" {
+		t.Fatalf("check runs after a lost answer: %v, want the one created", runs)
+	}
+
+	hung := Fault{Method: http.MethodPost, Path: "/repos/*/*/check-runs", Served: true, Hang: true, Times: 1}
+	s.InjectFault(hung)
+	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, _, err := c.Checks.CreateCheckRun(tctx, "acme", "deploy", github.CreateCheckRunOptions{Name: "second", HeadSHA: head}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the client's deadline, got %v", err)
+	}
+	if runs := s.CheckRuns(t, "acme/deploy", head); len(runs) != 2 {
+		t.Fatalf("%d check runs after a hung answer, want both created", len(runs))
+	}
+	if n := s.RequestCount(endpoint); n != 2 {
+		t.Errorf("endpoint served %d requests, want 2", n)
+	}
+	if n := s.TotalRequests(); n != 2 {
+		t.Errorf("total requests = %d, want 2 (a served fault counts once)", n)
+	}
+	if n := s.FaultHits(http.MethodPost, "/repos/*/*/check-runs"); n != 2 {
+		t.Errorf("fault hits = %d, want 2", n)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("a Served fault without a status or Hang was accepted")
+		}
+	}()
+	s.InjectFault(Fault{Served: true})
+}

@@ -257,29 +257,8 @@ func (s *Server) routes() http.Handler {
 			s.serveCounted(w, r, rt.pattern, rt.doc, rt.handler)
 		})
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = stripAPIPrefix(r)
-		s.record(r)
-		done, retryAfter := s.limits.admit(r, time.Now())
-		if done == nil {
-			s.mu.Lock()
-			s.totalRequests++
-			s.mu.Unlock()
-			refuseOverLimit(w, retryAfter)
-			return
-		}
-		if f := s.takeFault(r); f != nil {
-			answered, busy := s.serveFault(w, r, f)
-			if busy != nil {
-				s.finishLater(busy, done)
-				return
-			}
-			if answered {
-				done()
-				return
-			}
-		}
-		defer done()
+	// serve is the real handling of a request, past limits and faults.
+	serve := func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			s.count(unmatchedEndpoint)
 			writeError(w, r, http.StatusNotFound, "Not Found")
@@ -296,8 +275,45 @@ func (s *Server) routes() http.Handler {
 		}}
 		mux.ServeHTTP(cw, r)
 		cw.finish()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = stripAPIPrefix(r)
+		s.record(r)
+		done, retryAfter := s.limits.admit(r, time.Now())
+		if done == nil {
+			s.mu.Lock()
+			s.totalRequests++
+			s.mu.Unlock()
+			refuseOverLimit(w, retryAfter)
+			return
+		}
+		if f := s.takeFault(r); f != nil {
+			if f.Served {
+				// The work is done; its answer goes nowhere, and the fault answers instead.
+				serve(&lostAnswer{header: http.Header{}}, r)
+			}
+			answered, busy := s.serveFault(w, r, f)
+			if busy != nil {
+				s.finishLater(busy, done)
+				return
+			}
+			if answered {
+				done()
+				return
+			}
+		}
+		defer done()
+		serve(w, r)
 	})
 }
+
+// lostAnswer is a ResponseWriter whose answer nobody receives: a Served fault's
+// real answer.
+type lostAnswer struct{ header http.Header }
+
+func (l *lostAnswer) Header() http.Header         { return l.header }
+func (l *lostAnswer) Write(b []byte) (int, error) { return len(b), nil }
+func (l *lostAnswer) WriteHeader(int)             {}
 
 // serveCounted counts the request under endpoint and serves it with GitHub's
 // documentation link for errors.
