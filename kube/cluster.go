@@ -96,6 +96,10 @@ const (
 	DefaultBurst          = 100
 	DefaultUserAgent      = "kukie-gitops"
 	DefaultFieldManager   = "kukie-gitops"
+	// DefaultMaxResponseBytes is far above the list of Applications of the largest
+	// Argo CD instances (thousands of apps with their resources' status), and a
+	// bound on what a server that is no API server can make the service hold.
+	DefaultMaxResponseBytes = 256 << 20
 )
 
 // Options tune cluster access; zero fields take the defaults above.
@@ -141,6 +145,9 @@ type Options struct {
 	// connection checks (see NewCluster); the system's resolver when nil. For
 	// tests.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// MaxResponseBytes bounds the body of each answer of the API server but a
+	// watch's stream (DefaultMaxResponseBytes when 0): see boundedBodies.
+	MaxResponseBytes int64
 }
 
 // ReadObserver is told of each read of a cluster: read is "applications" (the
@@ -205,6 +212,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	return o
 }
@@ -307,6 +317,8 @@ func newCluster(name string, cfg *rest.Config, opts Options, serverField string)
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
+	maxBody := opts.MaxResponseBytes
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBodies{next: rt, max: maxBody} })
 	// One rate limit and one HTTP client (connection pool) for all clients of the
 	// cluster; each client would otherwise get a limiter of its own.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)
