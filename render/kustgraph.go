@@ -25,6 +25,13 @@ type kustNode struct {
 	dirs []string
 	// components is the subset of dirs included as components.
 	components map[string]bool
+	// helmFiles and helmDirs are what its Helm charts (helmCharts) read besides
+	// files: the values files it names, sorted, and each chart's directory, all
+	// of whose files helm reads. Apart from files: the build never gets to
+	// read them (see helmChartsRefusal), yet a change of one changes what Argo
+	// CD renders.
+	helmFiles []string
+	helmDirs  []string
 }
 
 // findKustomizationFile returns the kustomization file of dir, or "" when there is none.
@@ -168,8 +175,68 @@ func (t *tree) resolveKustomization(dir, file string, data []byte) (*kustNode, e
 	if r.err != nil {
 		return nil, r.err
 	}
+	r.helmCharts()
 	sort.Strings(n.files)
+	sort.Strings(n.helmFiles)
 	return n, nil
+}
+
+// helmCharts records the files the kustomization's Helm charts read, where
+// kustomize's chart inflation looks for them: the chart in
+// <chartHome>/<name> (chartHome from helmGlobals, "charts" by default, relative
+// to the kustomization; <chartHome>/<name>-<version>/<name> for a chart with a
+// repo and a version, where helm pulls it to), its values file (valuesFile,
+// relative to the kustomization, the chart's values.yaml by default) and its
+// additionalValuesFiles. Parsing has folded the older
+// helmChartInflationGenerator into helmCharts. A path that cannot name a
+// repository file (remote, absolute, outside the repository) is left out: no
+// change of the repository reaches it. Nothing is refused here: a missing
+// chart or values file is still read (a change that adds it changes the
+// render), and the build refuses every chart anyway.
+func (r *refResolver) helmCharts() {
+	if len(r.n.k.HelmCharts) == 0 {
+		return
+	}
+	home := types.HelmDefaultHome
+	if g := r.n.k.HelmGlobals; g != nil && g.ChartHome != "" {
+		home = g.ChartHome
+	}
+	for _, c := range r.n.k.HelmCharts {
+		chartHome := home
+		if c.Version != "" && c.Repo != "" {
+			chartHome = path.Join(home, c.Name+"-"+c.Version)
+		}
+		if p, ok := r.helmPath(path.Join(chartHome, c.Name)); ok {
+			r.n.helmDirs = append(r.n.helmDirs, p)
+		}
+		if c.ValuesFile != "" {
+			if p, ok := r.helmPath(c.ValuesFile); ok {
+				r.n.helmFiles = append(r.n.helmFiles, p)
+			}
+		}
+		for _, f := range c.AdditionalValuesFiles {
+			if p, ok := r.helmPath(f); ok {
+				r.n.helmFiles = append(r.n.helmFiles, p)
+			}
+		}
+	}
+}
+
+// helmPath is the canonical repository path a chart's reference names,
+// relative to the kustomization, and whether it names one.
+func (r *refResolver) helmPath(ref string) (string, bool) {
+	if u, err := url.Parse(ref); ref == "" || (err == nil && u.Scheme != "") {
+		return "", false
+	}
+	p, err := joinRel(r.n.dir, ref)
+	if err != nil {
+		return "", false
+	}
+	st := r.t.stat(p)
+	if st.err != nil {
+		return "", false
+	}
+	return st.canon, true
 }
 
 func isInline(s string) bool {
@@ -275,6 +342,14 @@ func (r *kustReach) reads(f string) bool {
 	for _, n := range r.nodes {
 		if _, ok := slices.BinarySearch(n.files, f); ok {
 			return true
+		}
+		if _, ok := slices.BinarySearch(n.helmFiles, f); ok {
+			return true
+		}
+		for _, d := range n.helmDirs {
+			if f == d || strings.HasPrefix(f, d+"/") {
+				return true
+			}
 		}
 	}
 	return false

@@ -461,3 +461,69 @@ func TestStatAgreesWithAndWithoutListing(t *testing.T) {
 		t.Errorf("dangling symlink: %+v", st)
 	}
 }
+
+// TestAffectedCountsWhatHelmChartsRead: a kustomization's helmCharts read the
+// chart under chartHome (helmGlobals, "charts" by default; <name>-<version>
+// below it for a chart with a repo and a version), the values file and the
+// additional values files, wherever they are: a change of one reaches the app
+// (and an overlay of it). These apps cannot render offline (kustomize would
+// run helm), so they are not among reachRepos, whose every app renders.
+func TestAffectedCountsWhatHelmChartsRead(t *testing.T) {
+	chart := map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"values.yaml":               "replicaCount: 1\n",
+		"templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+	}
+	files := map[string]string{
+		"apps/web/kustomization.yaml": "helmGlobals:\n  chartHome: ../../charts\nhelmCharts:\n  - name: web\n    releaseName: web\n" +
+			"    valuesFile: values.yaml\n    additionalValuesFiles:\n      - ../../shared/values-eu.yaml\n",
+		"apps/web/values.yaml":             "replicaCount: 2\n",
+		"shared/values-eu.yaml":            "region: eu\n",
+		"apps/web-prod/kustomization.yaml": "resources:\n  - ../web\n",
+		// The default chartHome, a chart pulled at a version (vendored where
+		// helm pulls it to) and its own values.yaml as the values file.
+		"apps/pulled/kustomization.yaml": "helmCharts:\n  - name: web\n    repo: https://charts.example.com\n    version: 1.2.3\n",
+		// The older helmChartInflationGenerator spelling.
+		"apps/legacy/kustomization.yaml": "helmChartInflationGenerator:\n  - chartName: web\n    chartHome: ../../charts\n    values: ../../shared/legacy.yaml\n",
+		"shared/legacy.yaml":             "replicaCount: 3\n",
+		"shared/unread.yaml":             "replicaCount: 4\n",
+	}
+	for f, data := range chart {
+		files["charts/web/"+f] = data
+		files["apps/pulled/charts/web-1.2.3/web/"+f] = data
+	}
+	files["apps/pulled/charts/web/values.yaml"] = "replicaCount: 5\n" // not the version helm pulls
+	repo := testtree.Write(t, files)
+	apps := []Application{
+		{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"},
+		{Name: "web-prod", Path: "apps/web-prod", SourceType: SourceKustomize, Namespace: "web-prod"},
+		{Name: "pulled", Path: "apps/pulled", SourceType: SourceKustomize, Namespace: "pulled"},
+		{Name: "legacy", Path: "apps/legacy", SourceType: SourceKustomize, Namespace: "legacy"},
+	}
+	cases := map[string][]string{
+		"apps/web/values.yaml":                         {"web", "web-prod"},
+		"shared/values-eu.yaml":                        {"web", "web-prod"},
+		"charts/web/templates/deployment.yaml":         {"web", "web-prod", "legacy"},
+		"charts/web/values.yaml":                       {"web", "web-prod", "legacy"},
+		"charts/web/templates/new-service.yaml":        {"web", "web-prod", "legacy"},
+		"apps/pulled/charts/web-1.2.3/web/values.yaml": {"pulled"},
+		"apps/pulled/charts/web/values.yaml":           nil,
+		"shared/legacy.yaml":                           {"legacy"},
+		"shared/unread.yaml":                           nil,
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) {
+			reached, err := Affected(context.Background(), repo, "", apps, []string{file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range reached {
+				got = append(got, r.App.Name)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("affected by %s = %v, want %v", file, got, want)
+			}
+		})
+	}
+}
