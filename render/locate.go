@@ -950,9 +950,12 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 // replaces that variable's entry of the container's env ("add" at
 // .../env/- or .../env/N, value {name: X, value: y}): the operation's value is
 // the one place the variable's value is written, so it changes there and the
-// rest of the patch stays byte for byte. It applies only when the patch holds
-// every variable the change sets, each with a plain value, and the change
-// removes none; others are left to the builders that append operations or
+// rest of the patch stays byte for byte. The variables the change sets that
+// the patch holds no operation of are set by operations appended after the
+// patch's own, as jsonPatchEnvBuilder appends them, when the patch is a file
+// it can append to; otherwise (an inline or JSON-style patch) only a patch
+// holding every variable applies. A change that removes a variable, or sets
+// none the patch holds, is left to the builders that append operations or
 // write a new patch.
 func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
 	e := p.req.Change.Env
@@ -986,16 +989,57 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		// The last operation on the variable is the one whose value renders.
 		at[name] = i
 	}
-	if len(at) != len(e.Set) {
+	if len(at) == 0 {
 		return candidateBuilder{}, false
 	}
+	rest := map[string]string{}
 	var edits []yamledit.Op
 	for _, name := range sortedKeys(e.Set) {
-		edits = append(edits, yamledit.Op{Path: yamledit.Path{yamledit.I(at[name]), yamledit.K("value"), yamledit.K("value")}, Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
+		i, held := at[name]
+		if !held {
+			rest[name] = e.Set[name]
+			continue
+		}
+		edits = append(edits, yamledit.Op{Path: yamledit.Path{yamledit.I(i), yamledit.K("value"), yamledit.K("value")}, Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
+	}
+	if len(rest) > 0 && !appendsOperations(ref, data) {
+		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
-		return p.editPatch(root, ref, 0, edits)
+		c, err := p.editPatch(root, ref, 0, edits)
+		if err != nil || len(rest) == 0 {
+			return c, err
+		}
+		// The appended operations run on the env the patch's own leave, whose
+		// entries the edits above change in value only: the rendered env's
+		// order holds.
+		more, err := envJSONPatch(target.kind, ct, &Env{Container: e.Container, Set: rest})
+		if err != nil {
+			return nil, err
+		}
+		c.files[ref.file] = appendOperations(c.files[ref.file], more)
+		return c, nil
 	}}, true
+}
+
+// appendsOperations reports whether operations can be appended to the JSON 6902
+// patch ref, whose text is data: a file of block-style operations. An inline
+// patch or a JSON-style list would need its text rewritten.
+func appendsOperations(ref patchRef, data []byte) bool {
+	if ref.inline != "" || strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
+		return false
+	}
+	var ops []any
+	return yaml.Unmarshal(data, &ops) == nil && len(ops) > 0
+}
+
+// appendOperations is the patch file data followed by the operations more.
+func appendOperations(data, more []byte) []byte {
+	out := append([]byte{}, data...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(out, more...)
 }
 
 // isIndex reports whether s is a list index of a JSON pointer.
@@ -1004,18 +1048,12 @@ func isIndex(s string) bool {
 	return err == nil && n >= 0 && strconv.Itoa(n) == s
 }
 
-// newPatchBuilder writes the patch content makes as a new file of the overlay,
-// listed in its patches with an explicit target.
 // jsonPatchEnvBuilder appends the operations of an env change to a JSON 6902 patch
 // file of the target: they run after the patch's own operations, on the env those
 // leave, which is the env rendered now. An inline patch is left to a new patch.
 func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
 	ct, ok := findContainer(target.body, target.kind, p.req.Change.Env.Container)
-	if ref.inline != "" || !ok || len(envList(ct.body)) == 0 {
-		return candidateBuilder{}, false
-	}
-	var ops []any
-	if err := yaml.Unmarshal(data, &ops); err != nil || len(ops) == 0 || strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
+	if !ok || len(envList(ct.body)) == 0 || !appendsOperations(ref, data) {
 		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: strategyExistingPatch, files: []string{ref.file}, build: func() (*candidate, error) {
@@ -1023,15 +1061,12 @@ func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte,
 		if err != nil {
 			return nil, err
 		}
-		out := append([]byte{}, data...)
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			out = append(out, '\n')
-		}
-		out = append(out, more...)
-		return &candidate{strategy: strategyExistingPatch, files: map[string][]byte{ref.file: out}}, nil
+		return &candidate{strategy: strategyExistingPatch, files: map[string][]byte{ref.file: appendOperations(data, more)}}, nil
 	}}, true
 }
 
+// newPatchBuilder writes the patch content makes as a new file of the overlay,
+// listed in its patches with an explicit target.
 func (p *planner) newPatchBuilder(root *kustNode, target *object, src *sourceDoc, sourceName, strategy string, content func() ([]byte, error)) candidateBuilder {
 	return p.newPatchFileBuilder(root, target, src, sourceName, strategy, newPatchFileName(target.kind, sourceName), content)
 }
