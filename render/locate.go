@@ -874,13 +874,19 @@ func (p *planner) patchBuilders(root *kustNode, own bool, target *object, src *s
 				score = 1
 			}
 			ref, index, body := ref, d.Index, po.body
-			found = append(found, scored{candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
-				ops, err := changeOps(body, target.kind, p.req.Change, inPatch, target.body, expected)
-				if err != nil {
-					return nil, err
-				}
-				return p.editPatch(root, ref, index, ops)
-			}}, score})
+			edit := func(mode opMode) candidateBuilder {
+				return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
+					ops, err := changeOps(body, target.kind, p.req.Change, mode, target.body, expected)
+					if err != nil {
+						return nil, err
+					}
+					return p.editPatch(root, ref, index, ops)
+				}}
+			}
+			found = append(found, scored{edit(inPatch), score})
+			if unsetsOwnEnv(body, target.kind, p.req.Change.containerName(), p.req.Change.Env) {
+				found = append(found, scored{edit(inPatchDirective), score})
+			}
 		}
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].score < found[j].score })

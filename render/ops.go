@@ -24,8 +24,14 @@ const (
 	// inPlace edits the resource's own manifest: values are computed from it.
 	inPlace opMode = iota
 	// inPatch edits a strategic-merge patch of the resource: values are the final
-	// rendered ones, and missing items are created (the patch merges by name).
+	// rendered ones, and missing items are created (the patch merges by name). An
+	// env variable unset that the patch itself sets loses its entry, which is
+	// right when nothing below the patch sets it.
 	inPatch
+	// inPatchDirective is inPatch whose unset of a variable the patch sets turns
+	// that entry into a "$patch: delete" directive: for a variable the layers
+	// below the patch set too, which dropping the entry would bring back.
+	inPatchDirective
 )
 
 // scalar returns a YAML value for a string that must stay a string: quoted when a
@@ -120,13 +126,17 @@ func envOps(base yamledit.Path, doc, rendered map[string]any, e *Env, mode opMod
 		return joinPath(envPath, yamledit.Path{yamledit.M("name", name)})
 	}
 	var ops []yamledit.Op
-	if mode == inPlace {
+	if mode != inPatchDirective {
 		remaining := len(envNames(doc))
 		for _, name := range e.Unset {
-			if _, ok := envEntry(doc, name); !ok {
+			switch _, ok := envEntry(doc, name); {
+			case ok:
+				remaining--
+			case mode == inPlace:
 				return nil, notApplicable("environment variable %s is not set in this document", name)
+			default:
+				remaining++ // its "$patch: delete" entry
 			}
-			remaining--
 		}
 		for _, name := range sortedKeys(e.Set) {
 			if _, ok := envEntry(doc, name); !ok {
@@ -154,13 +164,37 @@ func envOps(base yamledit.Path, doc, rendered map[string]any, e *Env, mode opMod
 		ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys("value")), Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
 	}
 	for _, name := range e.Unset {
-		if mode == inPlace {
+		cur, inDoc := envEntry(doc, name)
+		if inDoc && mode != inPatchDirective {
 			ops = append(ops, yamledit.Op{Path: item(name), Kind: yamledit.OpDelete})
 			continue
+		}
+		// A directive entry carries the name alone: a value beside it would
+		// say what the variable no longer is.
+		for _, k := range []string{"value", "valueFrom"} {
+			if _, ok := cur[k]; ok {
+				ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys(k)), Kind: yamledit.OpDelete})
+			}
 		}
 		ops = append(ops, yamledit.Op{Path: joinPath(item(name), keys("$patch")), Kind: yamledit.OpSet, Value: "delete"})
 	}
 	return ops, nil
+}
+
+// unsetsOwnEnv reports whether env change e unsets a variable container name
+// of doc, a strategic-merge patch of a kind object, sets: one the patch both
+// adds and, for the layers below it, may have to delete.
+func unsetsOwnEnv(doc map[string]any, kind, name string, e *Env) bool {
+	ct, ok := findContainer(doc, kind, name)
+	if !ok || e == nil {
+		return false
+	}
+	for _, n := range e.Unset {
+		if _, ok := envEntry(ct.body, n); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func resourceOps(base yamledit.Path, doc map[string]any, r *Resources, mode opMode) ([]yamledit.Op, error) {
