@@ -26,8 +26,8 @@ type kustNode struct {
 	// components is the subset of dirs included as components.
 	components map[string]bool
 	// helmFiles and helmDirs are what its Helm charts (helmCharts) read besides
-	// files: the values files it names, sorted, and each chart's directory, all
-	// of whose files helm reads. Apart from files: the build never gets to
+	// files: the values files it names and each chart's directory, all of whose
+	// files helm reads, both sorted. Apart from files: the build never gets to
 	// read them (see helmChartsRefusal), yet a change of one changes what Argo
 	// CD renders.
 	helmFiles []string
@@ -178,6 +178,8 @@ func (t *tree) resolveKustomization(dir, file string, data []byte) (*kustNode, e
 	r.helmCharts()
 	sort.Strings(n.files)
 	sort.Strings(n.helmFiles)
+	sort.Strings(n.helmDirs)
+	n.helmDirs = slices.Compact(n.helmDirs)
 	return n, nil
 }
 
@@ -346,9 +348,13 @@ func (r *kustReach) reads(f string) bool {
 		if _, ok := slices.BinarySearch(n.helmFiles, f); ok {
 			return true
 		}
-		for _, d := range n.helmDirs {
-			if f == d || strings.HasPrefix(f, d+"/") {
-				return true
+		if len(n.helmDirs) > 0 {
+			// f or a directory above it: as many lookups as f is deep,
+			// however many charts a kustomization lists.
+			for d := f; d != "." && d != "/"; d = path.Dir(d) {
+				if _, ok := slices.BinarySearch(n.helmDirs, d); ok {
+					return true
+				}
 			}
 		}
 	}
