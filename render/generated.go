@@ -41,17 +41,26 @@ func (p *planner) generatedRefusal(app Application, o *object, cause string) *Re
 		doc, _ = p.req.Change.Patch.document()
 	}
 	data, _ := doc["data"].(map[string]any)
-	elsewhere := false
+	elsewhere, removedElsewhere := false, false
 	for _, key := range sortedKeys(data) {
 		src, file := p.generatedKeySource(gens, key)
 		reason += "; " + src
-		elsewhere = elsewhere || file != p.reach(app).kust.nodes[0].file
+		if file != p.reach(app).kust.nodes[0].file {
+			elsewhere = true
+			removedElsewhere = removedElsewhere || data[key] == nil
+		}
 	}
 	if root := p.reach(app).kust.nodes[0].file; elsewhere {
 		field := generatorField(o.generatedBy)
-		if gens[0].file == root {
+		switch {
+		case removedElsewhere && gens[0].file == root:
+			// A merge entry adds and overrides keys; only a replace drops one.
+			reason += fmt.Sprintf("; to remove it for this app alone, give the %s entry %q of %s behavior: replace and every key the app keeps (a merge adds and overrides keys, it never removes one)", field, gens[0].args.Name, root)
+		case removedElsewhere:
+			reason += fmt.Sprintf("; to remove it for this app alone, add to the %s of %s an entry %q with behavior: replace and every key the app keeps (a merge adds and overrides keys, it never removes one)", field, root, gens[0].args.Name)
+		case gens[0].file == root:
 			reason += fmt.Sprintf("; to change it for this app alone, set the literals in the %s entry %q of %s", field, gens[0].args.Name, root)
-		} else {
+		default:
 			reason += fmt.Sprintf("; to change it for this app alone, add to the %s of %s an entry %q with behavior: merge and the literals to set", field, root, gens[0].args.Name)
 		}
 	}
