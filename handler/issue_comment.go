@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
@@ -49,14 +51,8 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if event.Action != "created" || len(issue.PullRequest) == 0 || string(issue.PullRequest) == "null" || h.IsOwnEvent(event.Sender.Login) {
 		return nil
 	}
-	body := strings.TrimSpace(event.Comment.Body)
-	var command string
-	switch {
-	case strings.HasPrefix(body, CommandRerender):
-		command = CommandRerender
-	case strings.HasPrefix(body, CommandCancel):
-		command = CommandCancel
-	default:
+	command, ok := commandOf(event.Comment.Body)
+	if !ok {
 		return nil
 	}
 	repo := repoName(event.Repo)
@@ -95,6 +91,21 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		// can read the repository reads, and the inbox takes the command again.
 		return err
 	}
+}
+
+// commandOf returns the command a comment starts with: the command alone or
+// followed by white space (and whatever the person adds), never a first word that
+// only begins like one ("/kukie cancelled", "/kukie cancel?"), which is talk about
+// the plan rather than a command.
+func commandOf(body string) (string, bool) {
+	body = strings.TrimSpace(body)
+	for _, command := range []string{CommandRerender, CommandCancel} {
+		rest, ok := strings.CutPrefix(body, command)
+		if next, _ := utf8.DecodeRuneInString(rest); ok && (rest == "" || unicode.IsSpace(next)) {
+			return command, true
+		}
+	}
+	return "", false
 }
 
 func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, number int64, text string) error {

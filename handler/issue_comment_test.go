@@ -206,3 +206,42 @@ func TestCancelCommandRepliesOnlyWithTheUsersAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandIsAWholeWord: a command runs when the comment starts with it, alone
+// or followed by white space and words of the person's own; a comment whose first
+// word only begins like one ("/kukie cancelled", "/kukie cancel?") is talk about
+// the plan, and cancelling on it would close the pull request on a question.
+func TestCommandIsAWholeWord(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		gh, base, number := newCommandPull(t, db)
+		writer := githubtest.Author{Name: "wes", Email: "wes@example.com", Login: "wes"}
+		cases := map[string]struct{ reverify, cancel int }{
+			"/kukie cancel":                          {0, 1},
+			"  /kukie cancel  ":                      {0, 1},
+			"/kukie cancel\nthe value is wrong":      {0, 1},
+			"/kukie cancel\tplease":                  {0, 1},
+			"/kukie rerender now":                    {1, 0},
+			"/kukie cancelled this by mistake?":      {0, 0},
+			"/kukie cancel? not yet":                 {0, 0},
+			"/kukie cancel-it-later":                 {0, 0},
+			"/kukie rerendering takes a while":       {0, 0},
+			"/kukie rerender's output looks odd":     {0, 0},
+			"please /kukie cancel (quoted, not run)": {0, 0},
+		}
+		for body, want := range cases {
+			t.Run(body, func(t *testing.T) {
+				pipeline := &commandPipeline{}
+				h := &IssueComment{Base: base, Pipeline: pipeline, Access: writeAccess{}}
+				gh.CommentOnPullRequest(t, commandRepo, number, writer, body)
+				deliveries := gh.DeliveriesOf("issue_comment", "created")
+				if err := h.Handle(ctx, "issue_comment", deliveries[len(deliveries)-1].ID, deliveries[len(deliveries)-1].Payload); err != nil {
+					t.Fatal(err)
+				}
+				if reverify, cancel := pipeline.calls(); reverify != want.reverify || cancel != want.cancel {
+					t.Errorf("re-verifications %d, cancels %d; want %d, %d", reverify, cancel, want.reverify, want.cancel)
+				}
+			})
+		}
+	})
+}
