@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -12,6 +11,7 @@ import (
 	"github.com/kukie/kukie-gitops/api/setup"
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
 )
 
 // gitHub is the service's side of GitHub: the App's clients and identity, or, in a
@@ -51,7 +51,8 @@ func connectGitHub(ctx context.Context, cfg config.Config, registry *prometheus.
 	}
 	gh := gitHub{webHost: webHost}
 	if cfg.GitHub.AppID == 0 || !cfg.GitHub.PrivateKey.IsSet() {
-		log.Warn().Msg("No GitHub App configured: installation, repository and token endpoints answer that GitHub is not configured")
+		log.Warn().Msg("No GitHub App configured (github.app_id and the private key): install links, installations, repository " +
+			"connections, repository tokens and the setup callback answer 503 " + setup.CodeGitHubNotConfigured + ", and changes 503 " + plan.CodePipelineUnavailable)
 		gh.installations = unconfiguredGitHub{}
 		return gh, nil
 	}
@@ -83,7 +84,9 @@ func connectGitHub(ctx context.Context, cfg config.Config, registry *prometheus.
 // unconfiguredGitHub stands in for GitHub in a dev run without an App.
 type unconfiguredGitHub struct{}
 
-var errGitHubUnconfigured = errors.New("no GitHub App is configured (github.app_id and the private key)")
+// errGitHubUnconfigured is setup's answer; the endpoints that would call these
+// refuse before they do.
+var errGitHubUnconfigured = setup.ErrGitHubNotConfigured
 
 func (unconfiguredGitHub) Get(context.Context, int64) (github.Installation, error) {
 	return github.Installation{}, errGitHubUnconfigured

@@ -14,9 +14,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
-	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/plan"
-	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
@@ -26,7 +24,6 @@ import (
 // which is there, and not the host's paths), the failure is logged as an error,
 // and the replica is not ready.
 func TestPipelineThatCannotBeBuiltIsUnavailableWithItsReason(t *testing.T) {
-	ctx := context.Background()
 	db := storetest.SQLite(t)
 	gh := githubtest.New(t)
 	notADir := filepath.Join(t.TempDir(), "cache")
@@ -35,26 +32,11 @@ func TestPipelineThatCannotBeBuiltIsUnavailableWithItsReason(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.GitHub.AppID, cfg.GitHub.PrivateKey, cfg.GitHub.APIURL, cfg.GitHub.WebURL = gh.AppID(), gh.PrivateKeyPEM(), gh.APIURL(), gh.URL()
-	cfg.Auth.DevTeam = "dev"
 	cfg.Pipeline.CacheDir = notADir
-	logs := &servicetest.SyncBuffer{}
-	svc, err := New(ctx, cfg, db, zerolog.New(logs))
-	if err != nil {
-		t.Fatalf("the service did not start: %v", err)
-	}
-	team, err := db.TeamByName(ctx, "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCluster(ctx, store.Cluster{TeamID: team.ID, Name: "prod", Access: store.ClusterInCluster}); err != nil {
-		t.Fatal(err)
-	}
+	svc, logs := devServiceWithCluster(t, cfg, db)
 	body := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
 		`"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/changes", strings.NewReader(body))
-	req.Host = "127.0.0.1:8080" // the dev team acts at this machine's address alone
-	svc.Handler().ServeHTTP(rec, req)
+	rec := devRequest(svc, http.MethodPost, "/api/v1/changes", body)
 	var answer struct{ Error, Reason string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || rec.Code != http.StatusServiceUnavailable || answer.Error != plan.CodePipelineUnavailable {
 		t.Fatalf("POST /api/v1/changes = %d %s, want 503 %s", rec.Code, rec.Body, plan.CodePipelineUnavailable)

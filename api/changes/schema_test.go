@@ -258,6 +258,7 @@ func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 		"invalid_cluster_name", "invalid_cluster", "invalid_kubeconfig", "in_cluster_not_allowed", "cluster_exists",
 		"credentials_key_missing", "invalid_repo", "repo_not_installed", "installation_suspended", "installation_missing",
 		"connection_revoked", "connection_pending_approval", "cluster_unreadable", "suggestions_unavailable", "github_unavailable",
+		"github_not_configured",
 	}
 	for _, c := range codes {
 		if !named[c] {

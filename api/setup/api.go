@@ -85,7 +85,10 @@ type API struct {
 	// credentials), the setup callback binds without that check and says so loudly in
 	// the log of every bind; the production profile refuses to start that way.
 	Installer InstallerCheck
-	// App is the App's identity (slug, public page) read at startup.
+	// App is the App's identity (slug, public page) read at startup. The zero App is
+	// a run without a GitHub App: the routes of NeedApp and the setup callback answer
+	// 503 github_not_configured, since an install link would lead nowhere and no
+	// installation could be confirmed or issue a token.
 	App github.App
 	// WebHost is the GitHub host repositories must live on.
 	WebHost string
@@ -139,6 +142,40 @@ var CallOut = []string{
 	"POST /api/v1/clusters/{cluster}/repos",
 	"GET /api/v1/clusters/{cluster}/repos/suggestions",
 	"POST /api/v1/internal/tokens",
+}
+
+// NeedApp are the routes of Routes that cannot work without a GitHub App: they hand
+// out the App's install link or ask GitHub about an installation. Without one,
+// each reads its request (a bad one is still told what is wrong with it) and
+// answers 503 github_not_configured (requireApp).
+var NeedApp = []string{
+	"POST /api/v1/installations/state",
+	"GET /api/v1/installations",
+	"POST /api/v1/clusters/{cluster}/repos",
+	"POST /api/v1/internal/tokens",
+}
+
+// CodeGitHubNotConfigured is the error code (503) of an endpoint that needs the
+// GitHub App in a run without one.
+const CodeGitHubNotConfigured = "github_not_configured"
+
+// ErrGitHubNotConfigured says what an operator sets so that the endpoints needing
+// the GitHub App work.
+var ErrGitHubNotConfigured = errors.New("GitHub App not configured: set github.app_id and github.private_key_file " +
+	"(or KUKIE_GITHUB_APP_ID and KUKIE_GITHUB_PRIVATE_KEY) and restart the service")
+
+// appConfigured reports whether the service runs with a GitHub App; LoadApp
+// never returns an App without a slug.
+func (a *API) appConfigured() bool { return a.App.Slug != "" }
+
+// requireApp answers 503 github_not_configured and returns false without a
+// GitHub App.
+func (a *API) requireApp(w http.ResponseWriter) bool {
+	if a.appConfigured() {
+		return true
+	}
+	server.WriteError(w, http.StatusServiceUnavailable, CodeGitHubNotConfigured, ErrGitHubNotConfigured.Error())
+	return false
 }
 
 // Mount adds the endpoints to srv: GitHub's setup callback (its one-time state

@@ -82,6 +82,15 @@ type callback struct {
 // run takes the steps in order and returns the page of a callback that went
 // through, or the error of the step that stopped it.
 func (c *callback) run() (int, page, error) {
+	if !c.a.appConfigured() {
+		// A state made while an App was configured stays valid for its next run:
+		// it is not consumed by a callback that could confirm nothing.
+		return 0, page{}, c.refuse("Setup callback refused: "+ErrGitHubNotConfigured.Error(), http.StatusServiceUnavailable, page{
+			Title:   "This service has no GitHub App configured",
+			Message: "The installation cannot be bound to a team until the service's operator configures its GitHub App. Nothing was changed.",
+			Next:    "Ask the operator to set github.app_id and github.private_key_file and restart the service, then install from a fresh install link.",
+		})
+	}
 	if err := c.consumeState(); err != nil {
 		return 0, page{}, err
 	}

@@ -248,7 +248,7 @@ type RepoNotInstalledError struct {
 // waits for an owner's approval the connection is recorded as pending_approval.
 func (a *API) connectRepo(w http.ResponseWriter, r *http.Request) {
 	var req ConnectRequest
-	if !server.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) || !a.requireApp(w) {
 		return
 	}
 	c, ok := a.cluster(w, r)

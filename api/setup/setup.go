@@ -24,6 +24,9 @@ type InstallState struct {
 // createInstallState answers POST /api/v1/installations/state: a one-time state for
 // the caller's team and the link that installs the App with it.
 func (a *API) createInstallState(w http.ResponseWriter, r *http.Request) {
+	if !a.requireApp(w) {
+		return
+	}
 	ttl := a.StateTTL
 	if ttl <= 0 {
 		ttl = DefaultStateTTL
@@ -53,6 +56,9 @@ type Installation struct {
 
 // listInstallations answers GET /api/v1/installations.
 func (a *API) listInstallations(w http.ResponseWriter, r *http.Request) {
+	if !a.requireApp(w) {
+		return
+	}
 	list, err := a.Store.ListInstallations(r.Context(), team(r).ID)
 	if err != nil {
 		internalError(w, r, err)

@@ -35,7 +35,7 @@ type RepoToken struct {
 // this answer and nowhere else: it is not stored, logged or audited.
 func (a *API) issueToken(w http.ResponseWriter, r *http.Request) {
 	var req TokenRequest
-	if !server.DecodeJSON(w, r, &req) {
+	if !server.DecodeJSON(w, r, &req) || !a.requireApp(w) {
 		return
 	}
 	t := team(r)
