@@ -208,8 +208,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.sourceType, "type", "", "source type: Directory, Kustomize or Helm (default: from --application, else detected like Argo CD)")
 	fs.StringVar(&f.namespace, "namespace", "", "the application's destination namespace")
 	fs.StringVar(&f.name, "name", "", "the application's name (default: from --application, else the path's last element)")
-	fs.StringVar(&f.application, "application", "", "Argo CD Application manifest giving path, type, destination and options")
-	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified)")
+	fs.StringVar(&f.application, "application", "", "Argo CD Application manifest giving path, type, destination and options (a file on this machine; relative to the current directory, not --repo)")
+	fs.StringVar(&f.applications, "applications", "", "directory of Application manifests that may share files with this app (all are verified; relative to the current directory)")
 	fs.StringVar(&f.argocdCM, "argocd-cm", "", "Argo CD's argocd-cm ConfigMap manifest (kubectl get configmap argocd-cm -n argocd -o yaml): its kustomize.buildOptions\napply to every Kustomize app and its kustomize versions are checked, as the service reads them from the cluster\n(default: Argo CD's defaults, no build options)")
 	fs.Var(&f.valueFiles, "values", "a Helm values file of the --app chart, relative to its path (repeatable, merged in order)")
 	fs.StringVar(&f.releaseName, "release-name", "", "the Helm release name (default: from --application, else the app's name)")
@@ -375,7 +375,7 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		primary.Kustomize.BuildOptions = s.KustomizeBuildOptions
 	}
 	if f.application != "" {
-		apps, err := readApplications(f.application, settings)
+		apps, err := readApplications("--application", f.application, f.repo, settings)
 		if err != nil {
 			return nil, primary, nil, err
 		}
@@ -433,7 +433,7 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	}
 	apps := []render.Application{primary}
 	if f.applications != "" {
-		others, err := readApplications(f.applications, settings)
+		others, err := readApplications("--applications", f.applications, f.repo, settings)
 		if err != nil {
 			return nil, primary, nil, err
 		}
@@ -523,11 +523,16 @@ func parseSourceType(s string) (render.SourceType, error) {
 }
 
 // readApplications reads the Application manifests of a file, or of the YAML and
-// JSON files of a directory (not recursive).
-func readApplications(p string, settings *argocd.Settings) ([]argocd.Application, error) {
+// JSON files of a directory (not recursive), given by flag (--application or
+// --applications) as p; a relative p is read from the current directory, not from
+// repo.
+func readApplications(flag, p, repo string, settings *argocd.Settings) ([]argocd.Application, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return nil, fmt.Errorf("read applications: %w", err)
+		return nil, fmt.Errorf("%s %s: %w", flag, p, err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, missingApplications(flag, p, abs, repo, err)
 	}
 	apps, err := argocd.ReadApplications(os.DirFS(filepath.Dir(abs)), filepath.Base(abs))
 	if err != nil {
@@ -537,6 +542,34 @@ func readApplications(p string, settings *argocd.Settings) ([]argocd.Application
 		apps[i].Settings = settings
 	}
 	return apps, nil
+}
+
+// missingApplications is the error of a --application or --applications path
+// that cannot be read: it names the path looked for and, for a relative one, the
+// directory it was resolved against, and points at the file of that name in the
+// repository when there is one (the usual mistake: a path given as in the
+// repository).
+func missingApplications(flag, p, abs, repo string, statErr error) error {
+	why := statErr
+	var pe *fs.PathError
+	if errors.As(statErr, &pe) {
+		why = pe.Err
+	}
+	if filepath.IsAbs(p) {
+		return fmt.Errorf("%s %s: %v", flag, p, why)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		cwd = "(unknown: " + err.Error() + ")"
+	}
+	msg := fmt.Sprintf("%s %s: %v: looked for %s (a relative path is resolved against the current directory %s, not --repo)",
+		flag, p, why, abs, cwd)
+	if inRepo := filepath.Join(repo, p); repo != "" {
+		if _, err := os.Stat(inRepo); err == nil {
+			msg += fmt.Sprintf("; the repository has %s: give %s %s", p, flag, inRepo)
+		}
+	}
+	return errors.New(msg)
 }
 
 // readManifest reads the manifest of "add -f FILE", standard input for "-".

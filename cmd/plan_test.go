@@ -538,11 +538,30 @@ func TestPlanCommandSaysWhatIsWrongWithItsCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	change := []string{"scale", "deployment/web", "--replicas", "4"}
 	cases := map[string]struct {
 		args []string
 		want string
 	}{
+		"an --application given as in the repository": {
+			args: []string{"--repo", sampleRepo, "--application", "argocd/web.yaml"},
+			want: "--application argocd/web.yaml: no such file or directory: looked for " + filepath.Join(cwd, "argocd/web.yaml") +
+				" (a relative path is resolved against the current directory " + cwd + ", not --repo); the repository has argocd/web.yaml: " +
+				"give --application " + filepath.Join(sampleRepo, "argocd/web.yaml"),
+		},
+		"an --applications directory that is nowhere": {
+			args: []string{"--repo", sampleRepo, "--application", filepath.Join(sampleRepo, "argocd/web.yaml"), "--applications", "no/such/apps"},
+			want: "--applications no/such/apps: no such file or directory: looked for " + filepath.Join(cwd, "no/such/apps") +
+				" (a relative path is resolved against the current directory " + cwd + ", not --repo)",
+		},
+		"an absolute --application that is not there": {
+			args: []string{"--repo", sampleRepo, "--application", filepath.Join(cwd, "no-such.yaml")},
+			want: "--application " + filepath.Join(cwd, "no-such.yaml") + ": no such file or directory",
+		},
 		"an app path that leaves the repository": {
 			args: []string{"--repo", sampleRepo, "--app", "../web", "--type", "Kustomize"},
 			want: "--app ../web leaves the repository: give the app's path in it, as spec.source.path does (apps/web)",
