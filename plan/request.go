@@ -66,17 +66,15 @@ func (r Request) Validate() error {
 	}
 	if n := changeCount(r.Change); n != 1 {
 		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch, delete_resource (got %d)", n))
+	} else if err := r.Change.Validate(); err != nil {
+		// What render refuses of the change on its own (a replica count out of
+		// range, an image change without its container, an env variable without
+		// a name, a label key Kubernetes does not take) is refused here, when the
+		// request is made, rather than once the repository is read and rendered.
+		problems = append(problems, err.Error())
 	}
 	if r.Change.NewResource != nil && (r.Application == nil || r.Application.Name == "") {
 		problems = append(problems, "a new_resource change needs application {namespace, name}: the Argo CD Application that will deploy it")
-	}
-	if r.Change.Patch != nil {
-		if err := r.Change.Patch.Validate(); err != nil {
-			problems = append(problems, "patch: "+err.Error())
-		}
-	}
-	if r.Change.Replicas != nil && r.Change.Replicas.Count < 0 {
-		problems = append(problems, "replicas.count must not be negative")
 	}
 	if strings.TrimSpace(r.Reason) == "" {
 		problems = append(problems, "reason is required")

@@ -1,11 +1,14 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // podSpecPath is where a workload kind keeps its pod spec.
@@ -28,8 +31,10 @@ var unscalableKinds = map[string]bool{"DaemonSet": true, "Job": true, "CronJob":
 
 var envName = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
-// validate checks a change on its own, before any file is read.
-func (c Change) validate() error {
+// Validate checks a change on its own, before any file is read: what it refuses no
+// repository can make right. The pipeline refuses a request it fails when the
+// request is submitted, and Plan refuses it again before it reads a file.
+func (c Change) Validate() error {
 	if _, err := c.kind(); err != nil {
 		return err
 	}
@@ -43,6 +48,9 @@ func (c Change) validate() error {
 	case c.Env != nil:
 		if c.Env.Container == "" {
 			return fmt.Errorf("env change needs a container name")
+		}
+		if err := checkContainerName(c.Env.Container); err != nil {
+			return err
 		}
 		if len(c.Env.Set) == 0 && len(c.Env.Unset) == 0 {
 			return fmt.Errorf("env change sets or unsets at least one variable")
@@ -64,6 +72,9 @@ func (c Change) validate() error {
 		if c.Resources.Container == "" {
 			return fmt.Errorf("resources change needs a container name")
 		}
+		if err := checkContainerName(c.Resources.Container); err != nil {
+			return err
+		}
 		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
 			return fmt.Errorf("resources change sets or removes at least one quantity")
 		}
@@ -84,8 +95,25 @@ func (c Change) validate() error {
 		if strings.TrimSpace(c.NewResource.Manifest) == "" {
 			return fmt.Errorf("new resource needs a manifest")
 		}
+		if _, err := splitManifest(c.NewResource.Manifest); err != nil {
+			var r *Refusal
+			if errors.As(err, &r) {
+				return errors.New(r.Reason)
+			}
+			return err
+		}
 	case c.Patch != nil:
 		return c.Patch.Validate()
+	}
+	return nil
+}
+
+// checkContainerName refuses a container name no container can have: Kubernetes
+// names containers by DNS labels, so " web" or "Web" would only be looked for in
+// the repository and not found there.
+func checkContainerName(name string) error {
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		return fmt.Errorf("container %s is no container's name: %s", strconv.Quote(name), strings.Join(msgs, "; "))
 	}
 	return nil
 }

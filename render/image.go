@@ -60,6 +60,9 @@ func (c *Image) validate() error {
 	if c.Container == "" {
 		return fmt.Errorf("image change needs a container name")
 	}
+	if err := checkContainerName(c.Container); err != nil {
+		return err
+	}
 	switch {
 	case c.Tag != "" && c.Digest != "":
 		return fmt.Errorf("image change sets a tag or a digest, not both")

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
@@ -222,6 +224,42 @@ func (p *Patch) Validate() error {
 	for _, f := range protectedFields {
 		if _, ok := getPath(doc, f); ok {
 			return fmt.Errorf("the patch sets /%s; a patch changes fields, never the object's identity or status", strings.Join(f, "/"))
+		}
+	}
+	return checkLabelsAndAnnotations(nil, doc)
+}
+
+// checkLabelsAndAnnotations refuses, wherever the patch sets labels or
+// annotations (metadata.labels of the object, of a pod template, ...), a key
+// Kubernetes does not take there or a label value it does not take: the API server
+// would refuse the object, which the edit would only find after reading and
+// rendering the repository.
+func checkLabelsAndAnnotations(at []string, m map[string]any) error {
+	for _, k := range sortedKeys(m) {
+		here := append(slices.Clone(at), k)
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			continue
+		}
+		n := len(here)
+		if n < 2 || here[n-2] != "metadata" || (k != "labels" && k != "annotations") {
+			if err := checkLabelsAndAnnotations(here, sub); err != nil {
+				return err
+			}
+			continue
+		}
+		ptr := "/" + strings.Join(escapeAll(here), "/")
+		for _, key := range sortedKeys(sub) {
+			if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+				return fmt.Errorf("%s: %s is not a valid %s key: %s", ptr, strconv.Quote(key), strings.TrimSuffix(k, "s"), strings.Join(msgs, "; "))
+			}
+			// A value other than a string is refused once the target is read
+			// (checkStringValue), in words that name it.
+			if v, ok := sub[key].(string); ok && k == "labels" {
+				if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+					return fmt.Errorf("%s/%s: %s is not a valid label value: %s", ptr, escapePointer(key), strconv.Quote(v), strings.Join(msgs, "; "))
+				}
+			}
 		}
 	}
 	return nil

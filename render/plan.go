@@ -153,7 +153,7 @@ type reachCall struct {
 }
 
 func newPlanner(ctx context.Context, req Request) (*planner, error) {
-	if err := req.Change.validate(); err != nil {
+	if err := req.Change.Validate(); err != nil {
 		return nil, refuse(CodeInvalidRequest, "%v", err)
 	}
 	if req.Change.NewResource == nil {

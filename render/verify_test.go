@@ -234,19 +234,23 @@ func TestInvalidRequests(t *testing.T) {
 		req  Request
 		code string
 	}{
-		"no change":            {Request{Apps: []Application{app}, Target: target}, CodeInvalidRequest},
-		"two changes":          {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}, Image: &Image{Container: "web", Tag: "x"}}}, CodeInvalidRequest},
-		"negative replicas":    {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: -1}}}, CodeInvalidRequest},
-		"bad quantity":         {Request{Apps: []Application{app}, Target: target, Change: Change{Resources: &Resources{Container: "web", Requests: map[string]string{"cpu": "lots"}}}}, CodeInvalidRequest},
-		"bad tag":              {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Tag: "a b"}}}, CodeInvalidRequest},
-		"unknown app":          {Request{Apps: []Application{app}, App: "nope", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
-		"unknown container":    {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "db", Tag: "2"}}}, CodeContainerNotFound},
-		"already so":           {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 2}}}, CodeNoChange},
-		"image name mismatch":  {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Name: "nginx", Tag: "2"}}}, CodeInvalidRequest},
-		"env set and unset":    {Request{Apps: []Application{app}, Target: target, Change: Change{Env: &Env{Container: "web", Set: map[string]string{"A": "1"}, Unset: []string{"A"}}}}, CodeInvalidRequest},
-		"target without kind":  {Request{Apps: []Application{app}, Target: objref.Target{Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
-		"duplicate app names":  {Request{Apps: []Application{app, app}, App: "web", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
-		"ambiguous app choice": {Request{Apps: []Application{app, {Name: "other", Path: "apps/web", SourceType: SourceDirectory}}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"no change":           {Request{Apps: []Application{app}, Target: target}, CodeInvalidRequest},
+		"two changes":         {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}, Image: &Image{Container: "web", Tag: "x"}}}, CodeInvalidRequest},
+		"negative replicas":   {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: -1}}}, CodeInvalidRequest},
+		"bad quantity":        {Request{Apps: []Application{app}, Target: target, Change: Change{Resources: &Resources{Container: "web", Requests: map[string]string{"cpu": "lots"}}}}, CodeInvalidRequest},
+		"bad tag":             {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Tag: "a b"}}}, CodeInvalidRequest},
+		"unknown app":         {Request{Apps: []Application{app}, App: "nope", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"unknown container":   {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "db", Tag: "2"}}}, CodeContainerNotFound},
+		"already so":          {Request{Apps: []Application{app}, Target: target, Change: Change{Replicas: &Replicas{Count: 2}}}, CodeNoChange},
+		"image name mismatch": {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "web", Name: "nginx", Tag: "2"}}}, CodeInvalidRequest},
+		"env set and unset":   {Request{Apps: []Application{app}, Target: target, Change: Change{Env: &Env{Container: "web", Set: map[string]string{"A": "1"}, Unset: []string{"A"}}}}, CodeInvalidRequest},
+		"target without kind": {Request{Apps: []Application{app}, Target: objref.Target{Name: "web"}, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		// Refused when the request is submitted too (Change.Validate), and here again.
+		"no possible container": {Request{Apps: []Application{app}, Target: target, Change: Change{Image: &Image{Container: "Web", Tag: "2"}}}, CodeInvalidRequest},
+		"bad label key":         {Request{Apps: []Application{app}, Target: target, Change: Change{Patch: &Patch{Merge: map[string]any{"metadata": map[string]any{"labels": map[string]any{"a b": "x"}}}}}}, CodeInvalidRequest},
+		"unparsable manifest":   {Request{Apps: []Application{app}, Change: Change{NewResource: &NewResource{Manifest: "kind: [x"}}}, CodeInvalidRequest},
+		"duplicate app names":   {Request{Apps: []Application{app, app}, App: "web", Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
+		"ambiguous app choice":  {Request{Apps: []Application{app, {Name: "other", Path: "apps/web", SourceType: SourceDirectory}}, Target: target, Change: Change{Replicas: &Replicas{Count: 1}}}, CodeInvalidRequest},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -130,6 +130,12 @@ func (a *API) CreateChange(ctx context.Context, t store.Team, req plan.Request) 
 	if err := checkBounds(fields...); err != nil {
 		return store.Plan{}, false, err
 	}
+	// A request no repository can make right is refused before it takes one of
+	// the team's changes, and whether or not this process runs a pipeline (the
+	// pipeline checks it again).
+	if err := req.Validate(); err != nil {
+		return store.Plan{}, false, err
+	}
 	if err := a.ChangeLimit.AllowRepeat(t.ID, req.IdempotencyKey); err != nil {
 		return store.Plan{}, false, err
 	}

@@ -1,0 +1,86 @@
+package changes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/ratelimit"
+	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/store/storetest"
+)
+
+// countingPipeline is stubPipeline that counts the requests it is handed.
+type countingPipeline struct {
+	stubPipeline
+	submitted *atomic.Int32
+}
+
+func (c countingPipeline) Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error) {
+	c.submitted.Add(1)
+	return c.stubPipeline.Submit(ctx, teamID, actor, req)
+}
+
+// TestChangeContentIsRefusedWhenSubmitted: a change whose content no repository
+// can make right (an image change without a container, or naming one no container
+// can be named; a replica count below 0 or past int32; an env variable without a
+// name; a label key or value Kubernetes does not take; a new resource's manifest
+// that does not parse) is refused 400 invalid_request with the reason when it is
+// submitted, before the pipeline sees it or the team's change limit is taken
+// (failed before: each was answered 202 and refused only once the repository was
+// read and rendered, or by the cluster's dry-run).
+func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
+	db := storetest.SQLite(t)
+	limit, err := ratelimit.New("changes for this team", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitted := &atomic.Int32{}
+	srv, token := limitedChangesServer(t, db, countingPipeline{stubPipeline{db}, submitted}, API{ChangeLimit: limit})
+	request := func(change string) string {
+		return `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
+			`"change":` + change + `,"reason":"traffic","requested_by":"alice"}`
+	}
+	for name, tc := range map[string]struct{ change, want string }{
+		"image without a container":      {`{"image":{"container":"","tag":"1.2.0"}}`, "image change needs a container name"},
+		"image of no possible container": {`{"image":{"container":"Web App","tag":"1.2.0"}}`, `container \"Web App\" is no container's name`},
+		"image without tag or digest":    {`{"image":{"container":"web"}}`, "image change needs a tag or a digest"},
+		"negative replicas":              {`{"replicas":{"count":-1}}`, "replicas -1 is out of range (0 to 100000)"},
+		"replicas past int32":            {`{"replicas":{"count":4294967296}}`, "replicas 4294967296 is out of range (0 to 100000)"},
+		"env variable without a name":    {`{"env":{"container":"web","set":{"":"1"}}}`, `environment variable name \"\" is not valid`},
+		"env of no possible container":   {`{"env":{"container":"web_1","set":{"A":"1"}}}`, `container \"web_1\" is no container's name`},
+		"resources of no container":      {`{"resources":{"container":" web","limits":{"cpu":"1"}}}`, `container \" web\" is no container's name`},
+		"label key":                      {`{"patch":{"merge":{"metadata":{"labels":{"team name":"shop"}}}}}`, `/metadata/labels: \"team name\" is not a valid label key`},
+		"pod template label key":         {`{"patch":{"set":[{"path":"/spec/template/metadata/labels/-tier","value":"front"}]}}`, `/spec/template/metadata/labels: \"-tier\" is not a valid label key`},
+		"label value":                    {`{"patch":{"merge":{"metadata":{"labels":{"tier":"front end"}}}}}`, `/metadata/labels/tier: \"front end\" is not a valid label value`},
+		"annotation key":                 {`{"patch":{"merge":{"metadata":{"annotations":{"a/b/c":"x"}}}}}`, `/metadata/annotations: \"a/b/c\" is not a valid annotation key`},
+		"manifest that does not parse":   {`{"new_resource":{"manifest":"kind: [ConfigMap"}}`, "the new manifest does not parse"},
+		"manifest without a name":        {`{"new_resource":{"manifest":"apiVersion: v1\nkind: ConfigMap\n"}}`, "has no metadata.name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := request(tc.change)
+			if strings.Contains(tc.change, "new_resource") {
+				body = strings.Replace(body, `"reason"`, `"application":{"namespace":"argocd","name":"web"},"reason"`, 1)
+			}
+			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", body)
+			if status != http.StatusBadRequest || !bytes.Contains(answer, []byte(tc.want)) {
+				t.Fatalf("%d %s; want 400 saying %s", status, answer, tc.want)
+			}
+			wantCode(t, answer, plan.CodeInvalidRequest)
+		})
+	}
+	if n := submitted.Load(); n != 0 {
+		t.Errorf("the pipeline was handed %d refused requests", n)
+	}
+	// None took the team's one change.
+	status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(`{"replicas":{"count":100000}}`))
+	var created ChangeView
+	if status != http.StatusAccepted || json.Unmarshal(answer, &created) != nil || created.Code == "" {
+		t.Fatalf("a valid change after the refused ones: %d %s, want 202", status, answer)
+	}
+}

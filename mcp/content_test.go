@@ -1,0 +1,39 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/mcp"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// TestProposedContentIsRefusedAtOnce: propose_git_change refuses a change whose
+// content no repository can make right with a tool error giving the reason, and
+// stores nothing (failed before: each was taken, status preparing, and refused
+// only once the repository was read and rendered, or by the cluster's dry-run).
+func TestProposedContentIsRefusedAtOnce(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	for name, tc := range map[string]struct {
+		change map[string]any
+		want   string
+	}{
+		"image without a container":      {map[string]any{"image": map[string]any{"container": "", "tag": "1.2.0"}}, "image change needs a container name"},
+		"image of no possible container": {map[string]any{"image": map[string]any{"container": "Web", "tag": "1.2.0"}}, `container "Web" is no container's name`},
+		"negative replicas":              {map[string]any{"replicas": map[string]any{"count": -3}}, "replicas -3 is out of range"},
+		"replicas past int32":            {map[string]any{"replicas": map[string]any{"count": int64(1) << 40}}, "replicas 1099511627776 is out of range"},
+		"env variable without a name":    {map[string]any{"env": map[string]any{"container": "web", "unset": []string{""}}}, `environment variable name "" is not valid`},
+		"label key": {map[string]any{"patch": map[string]any{"merge": map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier?": "front"}}}}},
+			`"tier?" is not a valid label key`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget, "change": tc.change,
+				"reason": "traffic", "requested_by": "alice"}, "invalid_request: ", tc.want)
+		})
+	}
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("plans after refused proposals: %d, %v; want none", len(plans), err)
+	}
+}
