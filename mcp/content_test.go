@@ -2,9 +2,11 @@ package mcp_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/mcp"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -36,4 +38,22 @@ func TestProposedContentIsRefusedAtOnce(t *testing.T) {
 	if err != nil || len(plans) != 0 {
 		t.Fatalf("plans after refused proposals: %d, %v; want none", len(plans), err)
 	}
+}
+
+// TestIdempotencyKeyBoundIsInCharacters: propose_git_change takes a key of 200
+// characters of several bytes each, as its schema says, and refuses 201 naming the
+// count (failed before: 150 two-byte characters were refused as "longer than 200
+// characters").
+func TestIdempotencyKeyBoundIsInCharacters(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	propose := func(key string) map[string]any {
+		return map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 4}},
+			"reason": "traffic", "requested_by": "alice", "idempotency_key": key}
+	}
+	key := strings.Repeat("é", plan.MaxIdempotencyKeyChars)
+	if out := mustOK(t, cs, mcp.ToolProposeGitChange, propose(key)); out["change"].(map[string]any)["idempotency_key"] != key {
+		t.Fatalf("the key came back as %v", out["change"].(map[string]any)["idempotency_key"])
+	}
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, propose(key+"é"), "invalid_request: idempotency_key is 201 characters long, at most 200 are taken")
 }

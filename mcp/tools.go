@@ -67,7 +67,7 @@ type proposeInput struct {
 	Application    *plan.AppRef  `json:"application,omitempty" jsonschema:"for new_resource only: the Argo CD Application that will deploy it"`
 	Reason         string        `json:"reason" jsonschema:"why, in the user's words, at most 2000 characters; goes into the pull request"`
 	RequestedBy    string        `json:"requested_by" jsonschema:"who asked for the change, at most 200 characters"`
-	IdempotencyKey string        `json:"idempotency_key,omitempty" jsonschema:"the same key returns the change already made with it"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty" jsonschema:"the same key returns the change already made with it; at most 200 characters"`
 }
 
 type codeInput struct {

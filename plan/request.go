@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/objref"
@@ -39,6 +40,11 @@ type AppRef struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 }
+
+// MaxIdempotencyKeyChars bounds a request's idempotency key, in characters: the key
+// is kept with the change and in the team's unique index of keys, where the
+// longest (four bytes a character) stays far below what an index entry may hold.
+const MaxIdempotencyKeyChars = 200
 
 // Request is one change request from the chat integration.
 type Request struct {
@@ -82,8 +88,10 @@ func (r Request) Validate() error {
 	if strings.TrimSpace(r.RequestedBy) == "" {
 		problems = append(problems, "requested_by is required")
 	}
-	if len(r.IdempotencyKey) > 200 {
-		problems = append(problems, "idempotency_key is longer than 200 characters")
+	// Counted in characters, as every other bound of a request's words is, so
+	// that a key written in another script is held to the bound its refusal says.
+	if n := utf8.RuneCountInString(r.IdempotencyKey); n > MaxIdempotencyKeyChars {
+		problems = append(problems, fmt.Sprintf("idempotency_key is %d characters long, at most %d are taken", n, MaxIdempotencyKeyChars))
 	}
 	switch r.ExpectedPath {
 	case "", string(argocd.PathGit), string(argocd.PathDirect):

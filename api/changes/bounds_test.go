@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
@@ -70,4 +71,37 @@ func TestChangeWordsAreBounded(t *testing.T) {
 	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("reason is 2001 characters long")) {
 		t.Errorf("a rollback over the reason's bound: %d %.300s, want 400 naming reason", status, body)
 	}
+}
+
+// TestIdempotencyKeyIsBoundedInCharacters: an idempotency key is held to the 200
+// characters its refusal names, whatever their bytes: 200 characters of four bytes
+// each are taken and kept whole (the same key answers the same change, 200), 201
+// are refused naming the count and the bound (failed before: the bound was 200
+// bytes, so 51 such characters were refused as "longer than 200 characters").
+func TestIdempotencyKeyIsBoundedInCharacters(t *testing.T) {
+	db := storetest.SQLite(t)
+	srv, token := changesServer(t, db, stubPipeline{db})
+	request := func(key string) string {
+		b, err := json.Marshal(map[string]any{"cluster": "prod", "reason": "traffic", "requested_by": "alice", "idempotency_key": key,
+			"target": map[string]string{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop", "name": "web"},
+			"change": map[string]any{"replicas": map[string]int{"count": 4}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	atBound := strings.Repeat("🔑", plan.MaxIdempotencyKeyChars)
+	status, body := callAs(srv, token, "POST", "/api/v1/changes", request(atBound))
+	var created ChangeView
+	if status != http.StatusAccepted || json.Unmarshal(body, &created) != nil || created.IdempotencyKey != atBound {
+		t.Fatalf("a key of %d four-byte characters: %d %.300s, want 202 keeping the key whole", plan.MaxIdempotencyKeyChars, status, body)
+	}
+	if status, body := callAs(srv, token, "POST", "/api/v1/changes", request(atBound)); status != http.StatusOK || !bytes.Contains(body, []byte(created.Code)) {
+		t.Errorf("the same key again: %d %.300s, want 200 with change %s", status, body, created.Code)
+	}
+	status, body = callAs(srv, token, "POST", "/api/v1/changes", request(atBound+"k"))
+	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("idempotency_key is 201 characters long, at most 200 are taken")) {
+		t.Errorf("a key of 201 characters: %d %.300s, want 400 naming the count and the bound", status, body)
+	}
+	wantCode(t, body, plan.CodeInvalidRequest)
 }
