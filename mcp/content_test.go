@@ -57,3 +57,31 @@ func TestIdempotencyKeyBoundIsInCharacters(t *testing.T) {
 	}
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, propose(key+"é"), "invalid_request: idempotency_key is 201 characters long, at most 200 are taken")
 }
+
+// TestToolsRefuseTargetsAndWordsNoChangeCanHave: propose_git_change and
+// decide_path refuse a target no Kubernetes object can be, saying what is wrong
+// with it in ASCII, and the change tools a requester or reason holding a control
+// character (failed before: a namespace with a Cyrillic о was proposed, and a
+// name with a slash decided, as a resource Argo CD does not manage; an escape
+// sequence in requested_by was taken into the change).
+func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	confusable := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "sh\u043ep", "name": "web"}
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": confusable,
+		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"},
+		`invalid_request: target.namespace "sh\u043ep" is no namespace's name`, "letters of another script")
+	mustRefuse(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "we/b"}},
+		`invalid_request: target.name "we/b" is no object's name`)
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget,
+		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice\x1b[31m"},
+		"invalid_request: requested_by holds the control character U+001B")
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("plans after refused proposals: %d, %v; want none", len(plans), err)
+	}
+	code := mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget,
+		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"})["code"]
+	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code, "requested_by": "bob\u202e"},
+		"invalid_request: requested_by holds U+202E at character 4")
+}

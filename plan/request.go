@@ -5,8 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/objref"
@@ -69,6 +75,8 @@ func (r Request) Validate() error {
 	}
 	if r.Target.APIVersion == "" || r.Target.Kind == "" || r.Target.Name == "" {
 		problems = append(problems, "target needs apiVersion, kind and name")
+	} else {
+		problems = append(problems, targetProblems(r.Target)...)
 	}
 	if n := changeCount(r.Change); n != 1 {
 		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch, delete_resource (got %d)", n))
@@ -88,6 +96,14 @@ func (r Request) Validate() error {
 	if strings.TrimSpace(r.RequestedBy) == "" {
 		problems = append(problems, "requested_by is required")
 	}
+	for _, f := range []struct {
+		name, value string
+		lines       bool
+	}{{"reason", r.Reason, true}, {"requested_by", r.RequestedBy, false}, {"idempotency_key", r.IdempotencyKey, false}} {
+		if problem := WordsProblem(f.name, f.value, f.lines); problem != "" {
+			problems = append(problems, problem)
+		}
+	}
 	// Counted in characters, as every other bound of a request's words is, so
 	// that a key written in another script is held to the bound its refusal says.
 	if n := utf8.RuneCountInString(r.IdempotencyKey); n > MaxIdempotencyKeyChars {
@@ -102,6 +118,84 @@ func (r Request) Validate() error {
 		return &Error{Code: CodeInvalidRequest, Reason: strings.Join(problems, "; ")}
 	}
 	return nil
+}
+
+// CheckTarget refuses a target no Kubernetes object can be: one without its
+// apiVersion, kind or name, or whose apiVersion, kind, namespace or name is not
+// one Kubernetes takes. Such a target would be looked for in the cluster and the
+// repository, found in neither, and answered as a resource Argo CD does not manage.
+func CheckTarget(t objref.Target) error {
+	if t.APIVersion == "" || t.Kind == "" || t.Name == "" {
+		return &Error{Code: CodeInvalidRequest, Reason: "target needs apiVersion, kind and name"}
+	}
+	if problems := targetProblems(t); len(problems) > 0 {
+		return &Error{Code: CodeInvalidRequest, Reason: strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+
+// targetProblems says what of t no Kubernetes object can have.
+func targetProblems(t objref.Target) []string {
+	var problems []string
+	group, version, grouped := strings.Cut(t.APIVersion, "/")
+	if !grouped {
+		group, version = "", t.APIVersion
+	}
+	if (grouped && len(validation.IsDNS1123Subdomain(group)) > 0) || len(validation.IsDNS1123Label(version)) > 0 {
+		problems = append(problems, fmt.Sprintf("target.apiVersion %s is no API version: it is a version (v1) or a group and a version (apps/v1)%s",
+			strconv.QuoteToASCII(t.APIVersion), otherScript(t.APIVersion)))
+	}
+	if !kindPattern.MatchString(t.Kind) {
+		problems = append(problems, fmt.Sprintf("target.kind %s is no kind: a kind is a word of ASCII letters and digits (Deployment)%s",
+			strconv.QuoteToASCII(t.Kind), otherScript(t.Kind)))
+	}
+	if t.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(t.Namespace); len(msgs) > 0 {
+			problems = append(problems, fmt.Sprintf("target.namespace %s is no namespace's name: %s%s",
+				strconv.QuoteToASCII(t.Namespace), strings.Join(msgs, "; "), otherScript(t.Namespace)))
+		}
+	}
+	// A few kinds (RBAC's, a PersistentVolume) take any name a URL path segment can
+	// be; every other takes a DNS subdomain, which is ASCII.
+	anyName := group == "rbac.authorization.k8s.io" || (group == "" && t.Kind == "PersistentVolume")
+	if msgs := path.IsValidPathSegmentName(t.Name); len(msgs) > 0 {
+		problems = append(problems, fmt.Sprintf("target.name %s is no object's name: %s", strconv.QuoteToASCII(t.Name), strings.Join(msgs, "; ")))
+	} else if !anyName && strings.ContainsFunc(t.Name, func(r rune) bool { return r > unicode.MaxASCII }) {
+		problems = append(problems, fmt.Sprintf("target.name %s is no %s's name: it holds characters other than ASCII%s",
+			strconv.QuoteToASCII(t.Name), t.Kind, otherScript(t.Name)))
+	}
+	return problems
+}
+
+// otherScript is what a refusal adds for a value holding characters other than
+// ASCII: "shоp" with a Cyrillic о reads as the "shop" the cluster has, and the
+// refusal, quoting it in ASCII, as a contradiction without it.
+func otherScript(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r > unicode.MaxASCII }) {
+		return ""
+	}
+	return " (letters of another script look like Latin ones; type it again)"
+}
+
+// WordsProblem says why a request's words (its reason when lines is set, who
+// asked for it, its idempotency key) are not taken, or "": a control character
+// (beside a line break or tab in a reason) or a character that reorders text
+// (U+202A to U+202E, U+2066 to U+2069) would reach the pull request, commit and
+// check run as it is, where an escape sequence rewrites a terminal's view of the
+// commit and a right-to-left override shows a reviewer other words than it holds.
+func WordsProblem(field, value string, lines bool) string {
+	for i, r := range []rune(value) {
+		switch {
+		case lines && (r == '\n' || r == '\t' || r == '\r'):
+		case unicode.IsControl(r):
+			return fmt.Sprintf("%s holds the control character %U at character %d; remove it", field, r, i+1)
+		case (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069):
+			return fmt.Sprintf("%s holds %U at character %d, which reorders how the text around it is shown; remove it", field, r, i+1)
+		}
+	}
+	return ""
 }
 
 func changeCount(c render.Change) int {

@@ -175,6 +175,11 @@ func (a *API) RollbackChange(ctx context.Context, t store.Team, code, requestedB
 	if err := checkBounds(boundedField{"reason", reason, MaxReasonChars}, boundedField{"requested_by", requestedBy, MaxRequestedByChars}); err != nil {
 		return ChangeView{}, err
 	}
+	for _, problem := range []string{plan.WordsProblem("reason", reason, true), plan.WordsProblem("requested_by", requestedBy, false)} {
+		if problem != "" {
+			return ChangeView{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: problem}
+		}
+	}
 	if err := a.ChangeLimit.Allow(t.ID); err != nil {
 		return ChangeView{}, err
 	}
@@ -189,6 +194,9 @@ func (a *API) Decide(ctx context.Context, t store.Team, cluster string, target o
 	}
 	if cluster == "" || target.Kind == "" || target.Name == "" || target.APIVersion == "" {
 		return DecideResponse{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: "cluster and target {apiVersion, kind, name} are required"}
+	}
+	if err := plan.CheckTarget(target); err != nil {
+		return DecideResponse{}, err
 	}
 	if err := a.CheckCluster(ctx, t, cluster); err != nil {
 		return DecideResponse{}, err
