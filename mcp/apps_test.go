@@ -118,6 +118,10 @@ func TestListAppsIsPagedAsTheAPIIs(t *testing.T) {
 			t.Errorf("GET apps?limit=%d = %d %s; want 400 in the tool's words", limit, status, body)
 		}
 	}
+	// Not whole, or past any int: refused in the same words, not the decoder's.
+	for _, limit := range []float64{1.5, 1e30} {
+		mustRefuse(t, cs, mcp.ToolListApps, map[string]any{"cluster": "prod", "limit": limit}, limitWords)
+	}
 	for _, before := range []string{"not base64!", "d2Vi"} {
 		mustRefuse(t, cs, mcp.ToolListApps, map[string]any{"cluster": "prod", "before": before},
 			"invalid_request: before must be the next of an earlier answer of this listing")

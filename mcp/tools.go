@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"sort"
 	"strings"
@@ -41,12 +42,13 @@ const maxRepoFileBytes = 1 << 20
 
 // appsInput is list_apps': a page of the listing, as GET
 // /api/v1/clusters/{cluster}/argocd/apps pages it. The bounds are said in the
-// description, not as schema bounds, so a limit out of them is refused in the words
-// the HTTP API uses rather than the schema validator's.
+// description, not as schema bounds, and the limit is any number, so a limit out
+// of them or not whole (1.5, 1e30) is refused in the words the HTTP API uses
+// rather than the schema validator's or the decoder's.
 type appsInput struct {
-	Cluster string `json:"cluster" jsonschema:"the team's cluster, as registered"`
-	Limit   *int   `json:"limit,omitempty" jsonschema:"how many apps one answer lists, a whole number from 1 to 500; 100 when not given"`
-	Before  string `json:"before,omitempty" jsonschema:"the next of an earlier answer: lists the apps after that answer's last; the first page when empty"`
+	Cluster string   `json:"cluster" jsonschema:"the team's cluster, as registered"`
+	Limit   *float64 `json:"limit,omitempty" jsonschema:"how many apps one answer lists, a whole number from 1 to 500; 100 when not given"`
+	Before  string   `json:"before,omitempty" jsonschema:"the next of an earlier answer: lists the apps after that answer's last; the first page when empty"`
 }
 
 type appInput struct {
@@ -232,7 +234,11 @@ func (s *Server) listApps(ctx context.Context, _ *sdk.CallToolRequest, in appsIn
 	}
 	limit := changes.DefaultAppsPage
 	if in.Limit != nil {
-		limit = *in.Limit
+		// 0, which AppListPage refuses, for a number no page can hold.
+		limit = 0
+		if f := *in.Limit; f == math.Trunc(f) && math.Abs(f) <= changes.MaxAppsPage+1 {
+			limit = int(f)
+		}
 	}
 	list, err := s.deps.Changes.AppListPage(ctx, t, in.Cluster, limit, in.Before)
 	if err != nil {
