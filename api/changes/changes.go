@@ -416,6 +416,16 @@ func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	// A cluster the team does not have is said to be none, as everywhere else: an
+	// empty listing would read as "no changes there" for a name mistyped or
+	// holding a letter of another script. (A cluster is never removed, so every
+	// change's cluster is the team's.)
+	if cluster := q.Get("cluster"); cluster != "" {
+		if err := a.CheckCluster(r.Context(), t, cluster); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
 	// One more than the page, to know whether another follows.
 	f := store.PlanFilter{TeamID: t.ID, Cluster: q.Get("cluster"), Limit: limit + 1}
 	if s := q.Get("before"); s != "" {

@@ -101,3 +101,23 @@ func TestChangesAreListedInPages(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesOfAClusterTheTeamHasNotAreNotFound: GET /api/v1/changes?cluster=
+// naming a cluster the team has not registered, one whose name holds a letter of
+// another script among them, answers 404 cluster_not_found saying so, as every
+// route naming a cluster does; the team's own cluster lists its changes (failed
+// before: 200 with no changes, which read as none made there).
+func TestChangesOfAClusterTheTeamHasNotAreNotFound(t *testing.T) {
+	db := storetest.SQLite(t)
+	srv, token := changesServer(t, db, stubPipeline{db})
+	for _, cluster := range []string{"staging", "pr\u043ed"} {
+		status, body := callAs(srv, token, http.MethodGet, "/api/v1/changes?cluster="+url.QueryEscape(cluster), "")
+		if status != http.StatusNotFound {
+			t.Errorf("changes of cluster %q: %d %s, want 404", cluster, status, body)
+		}
+		wantCode(t, body, CodeClusterNotFound)
+	}
+	if status, body := callAs(srv, token, http.MethodGet, "/api/v1/changes?cluster=prod", ""); status != http.StatusOK {
+		t.Errorf("changes of the team's cluster: %d %s, want 200", status, body)
+	}
+}
