@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,4 +86,48 @@ func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
 		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"})["code"]
 	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code, "requested_by": "bob\u202e"},
 		"invalid_request: requested_by holds U+202E at character 4")
+}
+
+// TestEveryToolNamesEachMissingArgument: each tool called without one of the
+// arguments its schema requires answers a tool error naming that argument, before
+// its handler runs; every required argument of every tool is tried.
+func TestEveryToolNamesEachMissingArgument(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	full := map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md", "repo": connectedRepo,
+		"code": "nope", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 4}},
+		"reason": "traffic", "requested_by": "alice"}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema struct {
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil || len(schema.Required) == 0 {
+			t.Fatalf("%s requires nothing: %s", tool.Name, raw)
+		}
+		for _, missing := range schema.Required {
+			args := map[string]any{}
+			for _, name := range schema.Required {
+				if _, ok := full[name]; !ok {
+					t.Fatalf("%s requires %s, which this test does not know", tool.Name, name)
+				}
+				if name != missing {
+					args[name] = full[name]
+				}
+			}
+			mustRefuse(t, cs, tool.Name, args, "missing properties", strconv.Quote(missing))
+			tried++
+		}
+	}
+	if tried < len(res.Tools) {
+		t.Fatalf("%d arguments tried over %d tools", tried, len(res.Tools))
+	}
 }
