@@ -90,6 +90,12 @@ func (r Request) Validate() error {
 	if r.Change.NewResource != nil && (r.Application == nil || r.Application.Name == "") {
 		problems = append(problems, "a new_resource change needs application {namespace, name}: the Argo CD Application that will deploy it")
 	}
+	// Taken with another change, the Application would be kept with a change
+	// refused before its path is decided, which would then be listed as one that
+	// touched that Application.
+	if r.Change.NewResource == nil && r.Application != nil && changeCount(r.Change) == 1 {
+		problems = append(problems, "application is given with a new_resource change only: any other change goes to the Application that manages its target, which the path decision finds; leave application out")
+	}
 	if strings.TrimSpace(r.Reason) == "" {
 		problems = append(problems, "reason is required")
 	}

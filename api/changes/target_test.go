@@ -17,9 +17,11 @@ import (
 // kind that is none) is refused 400 invalid_request saying what is wrong, the
 // value quoted in ASCII; so is a requester, reason or idempotency key holding a
 // control character or one that reorders the text around it, which would reach the
-// pull request and commit as it is (failed before: each was taken, 202, the
-// confusable target then answered as one Argo CD does not manage, and the words
-// copied into the pull request).
+// pull request and commit as it is, and an application given with a change other
+// than new_resource (failed before: each was taken, 202, the confusable target then
+// answered as one Argo CD does not manage, the words copied into the pull request,
+// and the application kept with a change refused before its path was decided, so
+// listed as one that touched that Application).
 func TestTargetsAndWordsNoChangeCanHaveAreRefused(t *testing.T) {
 	db := storetest.SQLite(t)
 	srv, token := changesServer(t, db, stubPipeline{db})
@@ -52,6 +54,8 @@ func TestTargetsAndWordsNoChangeCanHaveAreRefused(t *testing.T) {
 		"an escape in requester": {request(web, "traffic", "alice\x1b[31m", ""), []string{"requested_by holds the control character U+001B at character 6"}},
 		"an override in reason":  {request(web, "traffic \u202edesrever", "alice", ""), []string{"reason holds U+202E at character 9, which reorders"}},
 		"a line break in a key":  {request(web, "traffic", "alice", "chat\n42"), []string{"idempotency_key holds the control character U+000A at character 5"}},
+		"an application with a replicas change": {strings.Replace(request(web, "traffic", "alice", ""), `"cluster"`, `"application":{"namespace":"argocd","name":"web"},"cluster"`, 1),
+			[]string{"application is given with a new_resource change only"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, body := callAs(srv, token, http.MethodPost, "/api/v1/changes", tc.body)
