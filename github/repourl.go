@@ -1,6 +1,7 @@
 package github
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -74,29 +75,61 @@ func NormalizeFullName(fullName string) string { return strings.ToLower(fullName
 //	ssh://git@github.com:22/org/repo.git
 //	git://github.com/org/repo
 //
-// Credentials in the URL are dropped. Ports are kept for http(s) (a web host on a
+// Credentials in the URL are dropped, and an error names the URL without them. Ports are kept for http(s) (a web host on a
 // non-default port is a different host) and dropped for ssh and git (the ssh port
 // says nothing about which repository it is). A path that is not exactly
 // owner/name, a query or a fragment is an error: such a URL names something else.
 func ParseRepoURL(raw string) (Repo, error) {
+	r, err := parseRepoURL(raw)
+	if err != nil {
+		return r, fmt.Errorf("parse repository URL %q: %w", shownRepoURL(raw), err)
+	}
+	return r, nil
+}
+
+// shownRepoURL is raw as an error names it: with the user part of a URL that has
+// a scheme (https://x-access-token:<token>@host/..., or a token as the user) shown
+// as xxxxx, since it is a credential, unless it is ssh's git. It works on the text,
+// so a URL that does not parse is shown so too.
+func shownRepoURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw // scp-like user@host:path, whose user is ssh's (git)
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 || strings.EqualFold(authority[:at], "git") {
+		return raw
+	}
+	return scheme + "://xxxxx@" + rest[at+1:]
+}
+
+func parseRepoURL(raw string) (Repo, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
-		return Repo{}, fmt.Errorf("parse repository URL: empty")
+		return Repo{}, errors.New("empty")
 	}
 	var host, path string
 	if !strings.Contains(s, "://") {
 		m := scpPattern.FindStringSubmatch(s)
 		if m == nil {
-			return Repo{}, fmt.Errorf("parse repository URL %q: want https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo", raw)
+			return Repo{}, errors.New("want https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo")
 		}
 		host, path = m[1], m[2]
 	} else {
 		u, err := url.Parse(s)
 		if err != nil {
-			return Repo{}, fmt.Errorf("parse repository URL %q: %w", raw, err)
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // url.Error names the URL whole, credentials and all
+			}
+			return Repo{}, err
 		}
 		if u.RawQuery != "" || u.Fragment != "" {
-			return Repo{}, fmt.Errorf("parse repository URL %q: a repository URL has no query or fragment", raw)
+			return Repo{}, errors.New("a repository URL has no query or fragment")
 		}
 		switch strings.ToLower(u.Scheme) {
 		case "https":
@@ -106,27 +139,27 @@ func ParseRepoURL(raw string) (Repo, error) {
 		case "ssh", "git+ssh", "git":
 			host = u.Hostname()
 		default:
-			return Repo{}, fmt.Errorf("parse repository URL %q: unsupported scheme %q", raw, u.Scheme)
+			return Repo{}, fmt.Errorf("unsupported scheme %q", u.Scheme)
 		}
 		path = u.Path
 	}
 	host = strings.ToLower(host)
 	if host == "" {
-		return Repo{}, fmt.Errorf("parse repository URL %q: no host", raw)
+		return Repo{}, errors.New("no host")
 	}
 
 	path = strings.ToLower(strings.Trim(path, "/"))
 	path = strings.TrimSuffix(path, ".git")
 	parts := strings.Split(path, "/")
 	if len(parts) != 2 {
-		return Repo{}, fmt.Errorf("parse repository URL %q: path %q is not owner/repository", raw, path)
+		return Repo{}, fmt.Errorf("path %q is not owner/repository", path)
 	}
 	owner, name := parts[0], parts[1]
 	if !ownerPattern.MatchString(owner) {
-		return Repo{}, fmt.Errorf("parse repository URL %q: %q is not a valid owner", raw, owner)
+		return Repo{}, fmt.Errorf("%q is not a valid owner", owner)
 	}
 	if !namePattern.MatchString(name) || name == "." || name == ".." {
-		return Repo{}, fmt.Errorf("parse repository URL %q: %q is not a valid repository name", raw, name)
+		return Repo{}, fmt.Errorf("%q is not a valid repository name", name)
 	}
 	return Repo{Host: host, Owner: owner, Name: name}, nil
 }

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -125,5 +126,39 @@ func TestAppInstallURLAndBotLogin(t *testing.T) {
 	}
 	if got, want := a.InstallURL("a b+c"), "https://ghe.example.com/github-apps/kukie/installations/new?state=a+b%2Bc"; got != want {
 		t.Errorf("InstallURL() = %q, want %q", got, want)
+	}
+}
+
+// TestRepoURLErrorsDoNotShowItsCredentials: a repository URL may carry a token
+// (an Application's repoURL written https://x-access-token:<token>@github.com/...,
+// or the token as the user); ParseRepoURL drops it from what it returns, and an
+// error that names a URL it refuses, which reaches the API's answers, plan
+// histories and logs, names it without the token, whatever is wrong with it.
+func TestRepoURLErrorsDoNotShowItsCredentials(t *testing.T) {
+	const token = "ghs_s3cretInstallationToken"
+	for _, raw := range []string{
+		"https://x-access-token:" + token + "@github.com/org/repo/tree/main", // not owner/repo
+		"https://" + token + "@github.com/org/repo?ref=main",                 // a query
+		"https://" + token + ":x-oauth-basic@github.com/-org/repo",           // a bad owner
+		"https://x-access-token:" + token + "@github.com/org/re po",          // a bad name
+		"https://x-access-token:" + token + "@github.com:bad/org/repo",       // does not parse
+		"ftp://x-access-token:" + token + "@github.com/org/repo",             // a scheme
+		"https://x-access-token:" + token + "@/org/repo",                     // no host
+	} {
+		_, err := ParseRepoURL(raw)
+		if err == nil {
+			t.Errorf("ParseRepoURL(%q) accepted it", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("ParseRepoURL error %q shows the token", err)
+		}
+		if !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("ParseRepoURL error %q does not name the URL with its credentials hidden", err)
+		}
+	}
+	// A user that is no secret stays, as the URL was written.
+	if _, err := ParseRepoURL("ssh://git@github.com/org/repo/sub"); err == nil || !strings.Contains(err.Error(), `"ssh://git@github.com/org/repo/sub"`) {
+		t.Errorf("ParseRepoURL error %v, want it naming the ssh URL whole", err)
 	}
 }
