@@ -25,7 +25,7 @@ var applicationKind = schema.GroupKind{Group: "argoproj.io", Kind: "Application"
 // listPageSize bounds one page of the Application list; most clusters fit in one.
 const listPageSize = 500
 
-const appsKey = "list applications"
+var appsKey = readKey{read: "list applications"}
 
 // appSnapshot is one read of all Applications, indexed once and shared read-only.
 type appSnapshot struct {
@@ -51,7 +51,7 @@ func (c *Cluster) applications(ctx context.Context, mode ReadMode) (*appSnapshot
 		_ = c.observeRead("applications", nil)
 		return snap, nil
 	}
-	v, err := c.cached(ctx, c.reads, appsKey, mode, appsKey, func(ctx context.Context) (any, error) {
+	v, err := c.cached(ctx, c.reads, appsKey, mode, appsKey.read, func(ctx context.Context) (any, error) {
 		return c.listApplications(ctx)
 	})
 	if err != nil {
@@ -116,8 +116,7 @@ func notInstalledIfNotFound(err error) error {
 // not a 502); a cluster without the Application type gives argocd.FailureNotInstalled.
 func (c *Cluster) GetApplication(ctx context.Context, namespace, name string, mode ReadMode) (argocd.Application, error) {
 	op := fmt.Sprintf("get application %s/%s", namespace, name)
-	key := fmt.Sprintf("get %s %s/%s", ApplicationResource, namespace, name)
-	v, err := c.cached(ctx, c.reads, key, mode, op, func(ctx context.Context) (any, error) {
+	v, err := c.cached(ctx, c.reads, objectKey(ApplicationResource, namespace, name), mode, op, func(ctx context.Context) (any, error) {
 		data, err := c.apps.Get().Namespace(namespace).Resource(ApplicationResource.Resource).Name(name).Do(ctx).Raw()
 		if err != nil {
 			return nil, err

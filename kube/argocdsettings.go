@@ -30,7 +30,7 @@ func (c *Cluster) ArgoCDSettings(ctx context.Context, namespace string, mode Rea
 		namespace = DefaultArgoCDNamespace
 	}
 	op := fmt.Sprintf("get configmap %s/%s", namespace, argocd.SettingsConfigMap)
-	v, err := c.cached(ctx, c.reads, "settings "+namespace, mode, op, func(ctx context.Context) (any, error) {
+	v, err := c.cached(ctx, c.reads, readKey{read: "settings", namespace: namespace}, mode, op, func(ctx context.Context) (any, error) {
 		obj, err := c.dynamic.Resource(configMapResource).Namespace(namespace).Get(ctx, argocd.SettingsConfigMap, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return argocd.Settings{}, nil

@@ -2,10 +2,12 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
 
@@ -36,8 +38,29 @@ type readCache struct {
 	fetchTimeout time.Duration
 
 	mu      sync.Mutex
-	entries map[string]cacheEntry
+	entries map[readKey]cacheEntry
 	flight  singleflight.Group
+}
+
+// readKey names one read of a cluster: what is read and, for one object, its
+// resource, namespace and name, each in a field of its own. Joined into one string
+// ("get <resource> <namespace>/<name>"), namespace "a/b" with name "c" and namespace
+// "a" with name "b/c" named one read.
+type readKey struct {
+	read            string
+	resource        schema.GroupVersionResource
+	namespace, name string
+}
+
+// objectKey is the key of the read of one object.
+func objectKey(resource schema.GroupVersionResource, namespace, name string) readKey {
+	return readKey{read: "get", resource: resource, namespace: namespace, name: name}
+}
+
+// flightKey is the key's name for singleflight, which takes strings: every field
+// quoted, so that two keys never share a name.
+func (k readKey) flightKey() string {
+	return fmt.Sprintf("%q %q %q %q %q %q", k.read, k.resource.Group, k.resource.Version, k.resource.Resource, k.namespace, k.name)
 }
 
 type cacheEntry struct {
@@ -49,14 +72,14 @@ type cacheEntry struct {
 const pruneAbove = 512
 
 func newReadCache(c clock.PassiveClock, ttl, refreshFloor, fetchTimeout time.Duration) *readCache {
-	return &readCache{clock: c, ttl: ttl, refreshFloor: refreshFloor, fetchTimeout: fetchTimeout, entries: map[string]cacheEntry{}}
+	return &readCache{clock: c, ttl: ttl, refreshFloor: refreshFloor, fetchTimeout: fetchTimeout, entries: map[readKey]cacheEntry{}}
 }
 
 // get returns the value for key, from the cache when mode allows, otherwise from
 // fetch (a Fresh read always from a fetch of its own). fetch runs detached from the caller's cancellation (other callers may be
 // waiting on it) but keeps its values (the logger) and is bounded by fetchTimeout;
 // the caller waits at most until ctx is done.
-func (c *readCache) get(ctx context.Context, key string, mode ReadMode, fetch func(context.Context) (any, error)) (any, error) {
+func (c *readCache) get(ctx context.Context, key readKey, mode ReadMode, fetch func(context.Context) (any, error)) (any, error) {
 	if mode == Fresh {
 		fctx, cancel := context.WithTimeout(ctx, c.fetchTimeout)
 		defer cancel()
@@ -69,7 +92,7 @@ func (c *readCache) get(ctx context.Context, key string, mode ReadMode, fetch fu
 	if v, ok := c.lookup(key, mode); ok {
 		return v, nil
 	}
-	ch := c.flight.DoChan(key, func() (any, error) {
+	ch := c.flight.DoChan(key.flightKey(), func() (any, error) {
 		// A fetch that finished between lookup and DoChan already stored a result.
 		if v, ok := c.lookup(key, mode); ok {
 			return v, nil
@@ -90,7 +113,7 @@ func (c *readCache) get(ctx context.Context, key string, mode ReadMode, fetch fu
 	}
 }
 
-func (c *readCache) lookup(key string, mode ReadMode) (any, bool) {
+func (c *readCache) lookup(key readKey, mode ReadMode) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -107,7 +130,7 @@ func (c *readCache) lookup(key string, mode ReadMode) (any, bool) {
 	return e.value, true
 }
 
-func (c *readCache) store(key string, v any) {
+func (c *readCache) store(key readKey, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
@@ -122,7 +145,7 @@ func (c *readCache) store(key string, v any) {
 }
 
 // forget drops a key, so the next read fetches.
-func (c *readCache) forget(key string) {
+func (c *readCache) forget(key readKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, key)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -18,7 +19,7 @@ func TestReadCache(t *testing.T) {
 	fetch := func(context.Context) (any, error) { return fetches.Add(1), nil }
 	get := func(mode ReadMode) int32 {
 		t.Helper()
-		v, err := cache.get(context.Background(), "k", mode, fetch)
+		v, err := cache.get(context.Background(), readKey{read: "k"}, mode, fetch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func TestReadCacheCollapsesConcurrentReads(t *testing.T) {
 	for range callers {
 		done.Go(func() {
 			started.Done()
-			if v, err := cache.get(context.Background(), "k", Cached, fetch); err != nil || v != "apps" {
+			if v, err := cache.get(context.Background(), readKey{read: "k"}, Cached, fetch); err != nil || v != "apps" {
 				t.Errorf("get = %v, %v", v, err)
 			}
 		})
@@ -87,14 +88,14 @@ func TestReadCacheCallerBudgetDoesNotCancelSharedFetch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := cache.get(ctx, "k", Cached, fetch); !errors.Is(err, context.Canceled) {
+	if _, err := cache.get(ctx, readKey{read: "k"}, Cached, fetch); !errors.Is(err, context.Canceled) {
 		t.Fatalf("get with a cancelled context = %v", err)
 	}
 	close(release)
 	if err := <-fetchErr; err != nil {
 		t.Fatalf("the shared fetch saw the caller's cancellation: %v", err)
 	}
-	v, err := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "again", nil })
+	v, err := cache.get(context.Background(), readKey{read: "k"}, Cached, func(context.Context) (any, error) { return "again", nil })
 	if err != nil || v != "apps" {
 		t.Errorf("get after the shared fetch = %v, %v; want the cached result", v, err)
 	}
@@ -103,10 +104,10 @@ func TestReadCacheCallerBudgetDoesNotCancelSharedFetch(t *testing.T) {
 func TestReadCacheDoesNotKeepErrors(t *testing.T) {
 	cache := newReadCache(clocktesting.NewFakeClock(time.Now()), 10*time.Second, 2*time.Second, time.Second)
 	boom := errors.New("boom")
-	if _, err := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return nil, boom }); !errors.Is(err, boom) {
+	if _, err := cache.get(context.Background(), readKey{read: "k"}, Cached, func(context.Context) (any, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
-	v, err := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "ok", nil })
+	v, err := cache.get(context.Background(), readKey{read: "k"}, Cached, func(context.Context) (any, error) { return "ok", nil })
 	if err != nil || v != "ok" {
 		t.Errorf("after a failed fetch get = %v, %v", v, err)
 	}
@@ -116,14 +117,14 @@ func TestReadCacheDoesNotKeepErrors(t *testing.T) {
 // wait on a fetch that started before it; later reads share what it fetched.
 func TestReadCacheFreshReadIsNeverOlderThanTheCall(t *testing.T) {
 	cache := newReadCache(clocktesting.NewFakeClock(time.Now()), 10*time.Second, 2*time.Second, time.Minute)
-	if _, err := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "before", nil }); err != nil {
+	if _, err := cache.get(context.Background(), readKey{read: "k"}, Cached, func(context.Context) (any, error) { return "before", nil }); err != nil {
 		t.Fatal(err)
 	}
-	v, err := cache.get(context.Background(), "k", Fresh, func(context.Context) (any, error) { return "now", nil })
+	v, err := cache.get(context.Background(), readKey{read: "k"}, Fresh, func(context.Context) (any, error) { return "now", nil })
 	if err != nil || v != "now" {
 		t.Fatalf("fresh read over a young cached result = %v, %v; want a fetch of its own", v, err)
 	}
-	if v, _ := cache.get(context.Background(), "k", Cached, func(context.Context) (any, error) { return "again", nil }); v != "now" {
+	if v, _ := cache.get(context.Background(), readKey{read: "k"}, Cached, func(context.Context) (any, error) { return "again", nil }); v != "now" {
 		t.Errorf("cached read after the fresh one = %v, want its result", v)
 	}
 
@@ -131,7 +132,7 @@ func TestReadCacheFreshReadIsNeverOlderThanTheCall(t *testing.T) {
 	inFlight := make(chan struct{})
 	older := make(chan any, 1)
 	go func() {
-		v, _ := cache.get(context.Background(), "slow", Refresh, func(context.Context) (any, error) {
+		v, _ := cache.get(context.Background(), readKey{read: "slow"}, Refresh, func(context.Context) (any, error) {
 			close(inFlight)
 			<-release
 			return "started before", nil
@@ -139,12 +140,48 @@ func TestReadCacheFreshReadIsNeverOlderThanTheCall(t *testing.T) {
 		older <- v
 	}()
 	<-inFlight
-	v, err = cache.get(context.Background(), "slow", Fresh, func(context.Context) (any, error) { return "after", nil })
+	v, err = cache.get(context.Background(), readKey{read: "slow"}, Fresh, func(context.Context) (any, error) { return "after", nil })
 	if err != nil || v != "after" {
 		t.Errorf("fresh read during an older fetch = %v, %v; want a fetch of its own", v, err)
 	}
 	close(release)
 	if v := <-older; v != "started before" {
 		t.Errorf("the older read got %v", v)
+	}
+}
+
+// TestReadCacheKeepsObjectsWhoseNamesJoinAlikeApart: the reads of two objects
+// whose namespace and name, joined with "/", spell the same (namespace "a/b" with
+// name "c", namespace "a" with name "b/c") are two entries and two fetches, in the
+// cache and in the reads it shares while they run.
+func TestReadCacheKeepsObjectsWhoseNamesJoinAlikeApart(t *testing.T) {
+	pairs := map[string][2]readKey{
+		"a slash moved between namespace and name": {
+			objectKey(ApplicationResource, "a/b", "c"), objectKey(ApplicationResource, "a", "b/c"),
+		},
+		"a name that spells another's namespace and name": {
+			objectKey(ApplicationResource, "", "a/b"), objectKey(ApplicationResource, "a", "b"),
+		},
+		"quotes and spaces in a name": {
+			objectKey(ApplicationResource, `a" "b`, "c"), objectKey(ApplicationResource, "a", `b" "c`),
+		},
+		"a resource that spells another's namespace": {
+			objectKey(schema.GroupVersionResource{Group: "g", Version: "v", Resource: "r a"}, "b", "c"),
+			objectKey(schema.GroupVersionResource{Group: "g", Version: "v", Resource: "r"}, "a b", "c"),
+		},
+	}
+	for name, keys := range pairs {
+		t.Run(name, func(t *testing.T) {
+			if keys[0] == keys[1] || keys[0].flightKey() == keys[1].flightKey() {
+				t.Fatalf("%+v and %+v share a key (%s)", keys[0], keys[1], keys[0].flightKey())
+			}
+			cache := newReadCache(clocktesting.NewFakeClock(time.Now()), 10*time.Second, 2*time.Second, time.Second)
+			for i, want := range []string{"first", "second"} {
+				v, err := cache.get(context.Background(), keys[i], Cached, func(context.Context) (any, error) { return want, nil })
+				if err != nil || v != want {
+					t.Fatalf("read %+v = %v, %v; want %q, its own fetch", keys[i], v, err, want)
+				}
+			}
+		})
 	}
 }

@@ -21,7 +21,7 @@ type Capabilities struct {
 	APIVersions []string
 }
 
-const versionKey = "version"
+var versionKey = readKey{read: "version"}
 
 // Capabilities reads the server version and discovery through the discovery
 // cache (see Options.DiscoveryTTL). A group whose discovery failed (an

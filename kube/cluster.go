@@ -374,7 +374,7 @@ func (c *Cluster) do(ctx context.Context, op string, fn func(ctx context.Context
 
 // cached reads through the cache. The caller waits at most min(CallTimeout, what ctx
 // has left); the shared fetch behind it gets CallTimeout of its own.
-func (c *Cluster) cached(ctx context.Context, cache *readCache, key string, mode ReadMode, op string, fetch func(ctx context.Context) (any, error)) (any, error) {
+func (c *Cluster) cached(ctx context.Context, cache *readCache, key readKey, mode ReadMode, op string, fetch func(ctx context.Context) (any, error)) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancel()
 	v, err := cache.get(ctx, key, mode, func(fctx context.Context) (any, error) {

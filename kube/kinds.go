@@ -35,7 +35,7 @@ type servedKinds struct {
 	apiVersions []string
 }
 
-const kindsKey = "discovery"
+var kindsKey = readKey{read: "discovery"}
 
 // servedKinds reads discovery through the cache.
 func (c *Cluster) servedKinds(ctx context.Context, mode ReadMode) (*servedKinds, error) {

@@ -37,8 +37,7 @@ func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode 
 	} else if ref.Namespace == "" {
 		return nil, ref, &Error{Class: argocd.FailureOther, Op: "get " + ref.String(), Err: fmt.Errorf("kind %s is namespaced and no namespace was given", ref.Kind)}
 	}
-	key := fmt.Sprintf("get %s %s/%s", kind.resource, ref.Namespace, ref.Name)
-	v, err := c.cached(ctx, c.reads, key, mode, "get "+ref.String(), func(ctx context.Context) (any, error) {
+	v, err := c.cached(ctx, c.reads, objectKey(kind.resource, ref.Namespace, ref.Name), mode, "get "+ref.String(), func(ctx context.Context) (any, error) {
 		return c.dynamic.Resource(kind.resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	})
 	if err != nil {
