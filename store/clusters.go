@@ -57,7 +57,7 @@ var clusterNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?
 // Cluster names appear in URLs, so they are lower-case DNS labels.
 func ValidateClusterName(name string) error {
 	if !clusterNamePattern.MatchString(name) {
-		return fmt.Errorf("cluster name %q is invalid: use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit", name)
+		return fmt.Errorf("cluster name %+q is invalid: use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit", name)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,16 +34,7 @@ const CodeClusterNotFound = "cluster_not_found"
 // stored for it) and has no path to decide.
 type ClusterNotFoundError struct{ Name string }
 
-func (e *ClusterNotFoundError) Error() string {
-	// The name is quoted in ASCII: "prоd" with a Cyrillic о, pasted from elsewhere,
-	// would read as the "prod" the team has, and the answer as a contradiction.
-	quoted := strconv.QuoteToASCII(e.Name)
-	if strings.ContainsFunc(e.Name, func(r rune) bool { return r > unicode.MaxASCII }) {
-		return "your team has no cluster named " + quoted + ": a cluster name holds only lower-case ASCII letters, digits and '-', " +
-			"and this one holds other characters (letters of another script look like Latin ones); type the name again"
-	}
-	return "your team has no cluster named " + quoted + "; register it with POST /api/v1/clusters"
-}
+func (e *ClusterNotFoundError) Error() string { return clusteraccess.NoClusterNamed(e.Name) }
 
 // ClusterReadError: the team's cluster could not be read (Err wraps
 // clusteraccess.ErrObjectNotFound for a missing Application).

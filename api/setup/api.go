@@ -216,7 +216,7 @@ func (a *API) cluster(w http.ResponseWriter, r *http.Request) (store.Cluster, bo
 	name := r.PathValue("cluster")
 	c, err := a.Store.ClusterByName(r.Context(), team(r).ID, name)
 	if errors.Is(err, store.ErrNotFound) {
-		server.WriteError(w, http.StatusNotFound, "cluster_not_found", fmt.Sprintf("your team has no cluster named %q; register it with POST /api/v1/clusters", name))
+		server.WriteError(w, http.StatusNotFound, "cluster_not_found", clusteraccess.NoClusterNamed(name))
 		return store.Cluster{}, false
 	}
 	if err != nil {

@@ -178,7 +178,7 @@ func (c *callback) knownAction() error {
 	}
 	return &pageError{status: http.StatusBadRequest, page: page{
 		Title:   "Unknown setup step",
-		Message: fmt.Sprintf("GitHub sent the setup step %q, which this service does not know. Nothing was changed.", clipParam(c.action)),
+		Message: fmt.Sprintf("GitHub sent the setup step %+q, which this service does not know. Nothing was changed.", clipParam(c.action)),
 		Next:    "Start again from a fresh install link.",
 	}}
 }
@@ -188,7 +188,7 @@ func (c *callback) parseInstallationID() error {
 	if err != nil || id <= 0 {
 		return &pageError{status: http.StatusBadRequest, page: page{
 			Title:   "This installation link is incomplete",
-			Message: fmt.Sprintf("The installation id %q is not a valid number. Nothing was changed.", clipParam(c.rawID)),
+			Message: fmt.Sprintf("The installation id %+q is not a valid number. Nothing was changed.", clipParam(c.rawID)),
 			Next:    "Start again from a fresh install link.",
 		}}
 	}

@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
@@ -41,7 +42,7 @@ func (a *API) issueToken(w http.ResponseWriter, r *http.Request) {
 	t := team(r)
 	c, err := a.Store.ClusterByName(r.Context(), t.ID, req.Cluster)
 	if errors.Is(err, store.ErrNotFound) {
-		server.WriteError(w, http.StatusForbidden, "cluster_not_found", fmt.Sprintf("your team has no cluster named %q", req.Cluster))
+		server.WriteError(w, http.StatusForbidden, "cluster_not_found", clusteraccess.NoClusterNamed(req.Cluster))
 		return
 	}
 	if err != nil {
