@@ -22,7 +22,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "kukie-gitops migrate: unexpected arguments %v\n", fs.Args())
+		// "migrate status", "migrate up": the words of other migration tools.
+		fmt.Fprintf(stderr, "kukie-gitops migrate: unexpected arguments %v: migrate takes flags only; "+
+			"it applies every pending migration, and --status lists them without applying any\n", fs.Args())
 		return 2
 	}
 	cfg, _, log, ok := loadConfig(f, stderr, nil)

@@ -97,8 +97,11 @@ func TestMigrateCommand(t *testing.T) {
 	if code != 0 || strings.Contains(out, "\tpending") || !strings.Contains(out, "0001_foundation\tapplied") {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := runCmd(t, "migrate", "extra"); code != 2 || !strings.Contains(errOut, "unexpected arguments") {
-		t.Fatalf("migrate extra: exit %d %s", code, errOut)
+	for _, arg := range []string{"status", "up"} {
+		if code, _, errOut := runCmd(t, "migrate", arg); code != 2 || !strings.Contains(errOut, "unexpected arguments ["+arg+"]: migrate takes flags only") ||
+			!strings.Contains(errOut, "--status lists them") {
+			t.Fatalf("migrate %s: exit %d %s, want 2 pointing at --status", arg, code, errOut)
+		}
 	}
 }
 
