@@ -1008,31 +1008,44 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		}
 		edits = append(edits, yamledit.Op{Path: yamledit.Path{yamledit.I(i), yamledit.K("value"), yamledit.K("value")}, Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
 	}
-	if len(rest) > 0 && !appendsOperations(ref, data) {
+	if len(rest) > 0 && !appendsOperations(data) {
 		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
-		c, err := p.editPatch(root, ref, 0, edits)
-		if err != nil || len(rest) == 0 {
-			return c, err
+		if len(rest) == 0 {
+			return p.editPatch(root, ref, 0, edits)
 		}
 		// The appended operations run on the env the patch's own leave, whose
-		// entries the edits above change in value only: the rendered env's
-		// order holds.
-		more, err := envJSONPatch(target.kind, ct, &Env{Container: e.Container, Set: rest})
+		// entries the edits change in value only: the rendered env's order holds.
+		more, err := envJSONPatchOps(target.kind, ct, &Env{Container: e.Container, Set: rest})
 		if err != nil {
 			return nil, err
 		}
-		c.files[ref.file] = appendOperations(c.files[ref.file], more)
+		if ref.inline != "" {
+			// Items of the inline text's list, indented as it is.
+			for i, op := range more {
+				edits = append(edits, yamledit.Set(yamledit.Path{yamledit.I(len(ops) + i)}, editValue(op)))
+			}
+			return p.editPatch(root, ref, 0, edits)
+		}
+		c, err := p.editPatch(root, ref, 0, edits)
+		if err != nil {
+			return nil, err
+		}
+		text, err := encodeNode(seqNode(more...))
+		if err != nil {
+			return nil, err
+		}
+		c.files[ref.file] = appendOperations(c.files[ref.file], text)
 		return c, nil
 	}}, true
 }
 
 // appendsOperations reports whether operations can be appended to the JSON 6902
-// patch ref, whose text is data: a file of block-style operations. An inline
-// patch or a JSON-style list would need its text rewritten.
-func appendsOperations(ref patchRef, data []byte) bool {
-	if ref.inline != "" || strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
+// patch whose text is data: a list of block-style operations. A JSON-style list
+// would need its text rewritten.
+func appendsOperations(data []byte) bool {
+	if strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
 		return false
 	}
 	var ops []any
@@ -1059,7 +1072,7 @@ func isIndex(s string) bool {
 // leave, which is the env rendered now. An inline patch is left to a new patch.
 func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
 	ct, ok := findContainer(target.body, target.kind, p.req.Change.Env.Container)
-	if !ok || len(envList(ct.body)) == 0 || !appendsOperations(ref, data) {
+	if ref.inline != "" || !ok || len(envList(ct.body)) == 0 || !appendsOperations(data) {
 		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: strategyExistingPatch, files: []string{ref.file}, build: func() (*candidate, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
 // node helpers build YAML documents with a fixed key order.
@@ -150,6 +152,15 @@ func envList(ct map[string]any) []any {
 // carry its name, so the patch fails instead of changing another variable when the
 // base's env order changes.
 func envJSONPatch(kind string, ct container, e *Env) ([]byte, error) {
+	ops, err := envJSONPatchOps(kind, ct, e)
+	if err != nil {
+		return nil, err
+	}
+	return encodeNode(seqNode(ops...))
+}
+
+// envJSONPatchOps are the operations of envJSONPatch.
+func envJSONPatchOps(kind string, ct container, e *Env) ([]*yaml.Node, error) {
 	base := "/" + strings.Join(podSpecPath(kind), "/") + "/" + ct.list + "/" + strconv.Itoa(ct.index) + "/env"
 	at := map[string]int{}
 	for i, it := range envList(ct.body) {
@@ -201,5 +212,36 @@ func envJSONPatch(kind string, ct container, e *Env) ([]byte, error) {
 	if len(ops) == 0 {
 		return nil, notApplicable("the env change names no variable of container %s", ct.body["name"])
 	}
-	return encodeNode(seqNode(ops...))
+	return ops, nil
+}
+
+// editValue is the value of node n, built by the helpers above, for a
+// yamledit Set: keys in their order, and a string the helpers quote (one
+// YAML 1.1 reads as another type) quoted.
+func editValue(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(yamledit.Mapping, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m = append(m, yamledit.Field{Key: n.Content[i].Value, Value: editValue(n.Content[i+1])})
+		}
+		return m
+	case yaml.SequenceNode:
+		items := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			items[i] = editValue(c)
+		}
+		return items
+	}
+	switch {
+	case n.Tag == "!!null":
+		return nil
+	case n.Tag == "!!int":
+		if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+			return i
+		}
+	case n.Style == yaml.DoubleQuotedStyle:
+		return yamledit.Quoted(n.Value)
+	}
+	return n.Value
 }
