@@ -323,7 +323,7 @@ func (p *planner) checkTarget(app Application, o *object) error {
 					if err != nil {
 						continue
 					}
-					if entry["name"] == parseImageRef(img).name || entry["newName"] == parseImageRef(img).name {
+					if (entry["name"] == parseImageRef(img).name || entry["newName"] == parseImageRef(img).name) && overridesVersion(entry) {
 						return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s overrides image %s in spec.source.kustomize.images; a Git edit would be overridden, change the Application instead", app.Name, parseImageRef(img).name)}
 					}
 				}
@@ -337,6 +337,19 @@ func (p *planner) checkTarget(app Application, o *object) error {
 		}
 	}
 	return nil
+}
+
+// overridesVersion reports whether an image override (parseImageArg) sets the
+// image's tag or digest: "kustomize edit set image" replaces the images entry
+// whole, so a tag or digest it does not set ("name=newName", or "*", which
+// keeps the entry's) comes from the repository, and a Git edit of it stays.
+func overridesVersion(entry map[string]any) bool {
+	for _, k := range []string{"newTag", "digest"} {
+		if v, ok := entry[k]; ok && v != "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // metadataOption is the spec.source.kustomize option that sets each metadata map.
