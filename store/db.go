@@ -6,7 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -111,9 +114,36 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+		return nil, fmt.Errorf("connect to %s database %s: %w", dialect, describeURL(dialect, rawURL), err)
 	}
 	return db, nil
+}
+
+// describeURL names the database a URL points at for an error saying it could not
+// be reached: a SQLite file (and a directory of it that does not exist, which
+// SQLite reports only as "unable to open database file"), or a PostgreSQL
+// database, server and user, never the password.
+func describeURL(dialect Dialect, rawURL string) string {
+	if dialect == SQLite {
+		path := strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//")
+		if _, err := os.Stat(filepath.Dir(path)); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("%s (its directory %s does not exist)", path, filepath.Dir(path))
+		}
+		return path
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(malformed url)"
+	}
+	host := u.Host
+	if host == "" {
+		host = "the default host"
+	}
+	user := "the default user"
+	if name := u.User.Username(); name != "" {
+		user = fmt.Sprintf("user %q", name)
+	}
+	return fmt.Sprintf("%q on %s as %s", strings.TrimPrefix(u.Path, "/"), host, user)
 }
 
 // bindDriverName returns a driver name sqlx maps to the wanted placeholder style.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -239,6 +240,51 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 			}
 			if strings.Contains(raw, "p@") && strings.Contains(err.Error(), "p@") {
 				t.Fatalf("error repeats the url: %v", err)
+			}
+		})
+	}
+}
+
+// TestOpenSaysWhichDatabaseItCouldNotReach: a database that cannot be reached is
+// named in the error, a SQLite file with its directory when that does not exist,
+// a PostgreSQL database with its server and user and never its password (failed
+// before: "connect to sqlite database: unable to open database file (14)", and
+// "connect to postgres database: pq: password authentication failed", naming
+// neither).
+func TestOpenSaysWhichDatabaseItCouldNotReach(t *testing.T) {
+	missingDir := filepath.Join(t.TempDir(), "no-such-dir")
+	cases := map[string]struct {
+		url  string
+		want []string
+	}{
+		"a SQLite file in a directory that does not exist": {
+			url:  "sqlite:" + filepath.Join(missingDir, "k.db"),
+			want: []string{filepath.Join(missingDir, "k.db"), "its directory " + missingDir + " does not exist"},
+		},
+		"a PostgreSQL server that refuses connections": {
+			// Port 1 answers no PostgreSQL.
+			url:  "postgres://alice:s3cret@127.0.0.1:1/kukie?sslmode=disable",
+			want: []string{`database "kukie" on 127.0.0.1:1 as user "alice"`},
+		},
+		"a PostgreSQL URL without a user": {
+			url:  "postgres://127.0.0.1:1/kukie?sslmode=disable",
+			want: []string{`database "kukie" on 127.0.0.1:1 as the default user`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			db, err := store.Open(context.Background(), tc.url)
+			if err == nil {
+				_ = db.Close()
+				t.Fatalf("Open(%q) succeeded", tc.url)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error %q shows the password", err)
 			}
 		})
 	}
