@@ -969,17 +969,18 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 // replaces that variable's entry of the container's env ("add" at
 // .../env/- or .../env/N, value {name: X, value: y}): the operation's value is
 // the one place the variable's value is written, so it changes there and the
-// rest of the patch stays byte for byte. The variables the change sets that
-// the patch holds no operation of are set by operations appended after the
-// patch's own, as jsonPatchEnvBuilder appends them, when the patch is a file
-// it can append to; otherwise (an inline or JSON-style patch) only a patch
-// holding every variable applies. A change that removes a variable, or sets
-// none the patch holds, is left to the builders that append operations or
-// write a new patch.
+// rest of the patch stays byte for byte. A variable the change removes that
+// the patch's one operation on it adds goes with that operation. The
+// variables the patch holds no operation of are set or removed by operations
+// appended after the patch's own, as jsonPatchEnvBuilder appends them, when
+// the patch is a list of block-style operations; a JSON-style list applies
+// only when it holds every variable. A change none of whose variables the
+// patch holds, or one that would leave it without operations, is left to the
+// builders that append operations or write a new patch.
 func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
 	e := p.req.Change.Env
 	ct, ok := findContainer(target.body, target.kind, e.Container)
-	if !ok || len(e.Unset) > 0 || len(e.Set) == 0 {
+	if !ok {
 		return candidateBuilder{}, false
 	}
 	var ops []struct {
@@ -991,7 +992,12 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		return candidateBuilder{}, false
 	}
 	env := "/" + strings.Join(podSpecPath(target.kind), "/") + "/" + ct.list + "/" + strconv.Itoa(ct.index) + "/env/"
+	unset := map[string]bool{}
+	for _, n := range e.Unset {
+		unset[n] = true
+	}
 	at := map[string]int{}
+	on := map[string][]int{} // the operations on each variable removed
 	for i, op := range ops {
 		rest, under := strings.CutPrefix(op.Path, env)
 		if !under || (op.Op != "add" && op.Op != "replace") || (rest != "-" && !isIndex(rest)) {
@@ -999,6 +1005,10 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		}
 		entry, _ := op.Value.(map[string]any)
 		name, _ := entry["name"].(string)
+		if unset[name] {
+			on[name] = append(on[name], i)
+			continue
+		}
 		if _, set := e.Set[name]; !set {
 			continue
 		}
@@ -1008,36 +1018,58 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		// The last operation on the variable is the one whose value renders.
 		at[name] = i
 	}
-	if len(at) == 0 {
+	// An "add" inserts the variable's entry, so dropping the operation removes
+	// it; a "replace" overwrote one from below, which dropping would bring back.
+	var dropped []int
+	drop := map[string]bool{}
+	for name, is := range on {
+		if len(is) == 1 && ops[is[0]].Op == "add" {
+			dropped = append(dropped, is[0])
+			drop[name] = true
+		}
+	}
+	if len(at)+len(dropped) == 0 || len(dropped) == len(ops) {
 		return candidateBuilder{}, false
 	}
-	rest := map[string]string{}
+	rest := &Env{Container: e.Container, Set: map[string]string{}}
 	var edits []yamledit.Op
 	for _, name := range sortedKeys(e.Set) {
 		i, held := at[name]
 		if !held {
-			rest[name] = e.Set[name]
+			rest.Set[name] = e.Set[name]
 			continue
 		}
 		edits = append(edits, yamledit.Op{Path: yamledit.Path{yamledit.I(i), yamledit.K("value"), yamledit.K("value")}, Kind: yamledit.OpSet, Value: scalar(e.Set[name])})
 	}
-	if len(rest) > 0 && !appendsOperations(data) {
+	for _, name := range e.Unset {
+		if !drop[name] {
+			rest.Unset = append(rest.Unset, name)
+		}
+	}
+	// Dropped from the last, so the indexes of the others hold.
+	sort.Sort(sort.Reverse(sort.IntSlice(dropped)))
+	for _, i := range dropped {
+		edits = append(edits, yamledit.Delete(yamledit.Path{yamledit.I(i)}))
+	}
+	more := len(rest.Set) > 0 || len(rest.Unset) > 0
+	if more && !appendsOperations(data) {
 		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
-		if len(rest) == 0 {
+		if !more {
 			return p.editPatch(root, ref, 0, edits)
 		}
-		// The appended operations run on the env the patch's own leave, whose
-		// entries the edits change in value only: the rendered env's order holds.
-		more, err := envJSONPatchOps(target.kind, ct, &Env{Container: e.Container, Set: rest})
+		// The appended operations run on the env the patch's own leave: the
+		// rendered one without the entries of the dropped operations (the
+		// edits change the others in value only).
+		appended, err := envJSONPatchOps(target.kind, withoutEnv(ct, drop), rest)
 		if err != nil {
 			return nil, err
 		}
 		if ref.inline != "" {
 			// Items of the inline text's list, indented as it is.
-			for i, op := range more {
-				edits = append(edits, yamledit.Set(yamledit.Path{yamledit.I(len(ops) + i)}, editValue(op)))
+			for i, op := range appended {
+				edits = append(edits, yamledit.Set(yamledit.Path{yamledit.I(len(ops) - len(dropped) + i)}, editValue(op)))
 			}
 			return p.editPatch(root, ref, 0, edits)
 		}
@@ -1045,13 +1077,38 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		if err != nil {
 			return nil, err
 		}
-		text, err := encodeNode(seqNode(more...))
+		text, err := encodeNode(seqNode(appended...))
 		if err != nil {
 			return nil, err
 		}
 		c.files[ref.file] = appendOperations(c.files[ref.file], text)
 		return c, nil
 	}}, true
+}
+
+// withoutEnv is container ct with the first env entry of each name in names
+// left out.
+func withoutEnv(ct container, names map[string]bool) container {
+	if len(names) == 0 {
+		return ct
+	}
+	body := make(map[string]any, len(ct.body))
+	for k, v := range ct.body {
+		body[k] = v
+	}
+	left := map[string]bool{}
+	var env []any
+	for _, it := range envList(ct.body) {
+		m, _ := it.(map[string]any)
+		if n, _ := m["name"].(string); names[n] && !left[n] {
+			left[n] = true
+			continue
+		}
+		env = append(env, it)
+	}
+	body["env"] = env
+	ct.body = body
+	return ct
 }
 
 // appendsOperations reports whether operations can be appended to the JSON 6902
