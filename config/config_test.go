@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -915,5 +916,14 @@ func TestExampleConfigShowsTheDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config.example.yml loads to\n%+v\nnot the defaults\n%+v", c, want)
+	}
+}
+
+func TestValidationErrorCountsItsProblems(t *testing.T) {
+	for n, want := range map[int]string{1: "(1 problem):", 2: "(2 problems):"} {
+		err := &ValidationError{Profile: Production, Problems: slices.Repeat([]string{"github.app_id is required"}, n)}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("a ValidationError of %d problems says %q, want %q", n, err.Error(), want)
+		}
 	}
 }

@@ -25,8 +25,12 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("configuration is not valid for profile %s (%d problems):\n  - %s",
-		e.Profile, len(e.Problems), strings.Join(e.Problems, "\n  - "))
+	count := "1 problem"
+	if len(e.Problems) != 1 {
+		count = fmt.Sprintf("%d problems", len(e.Problems))
+	}
+	return fmt.Sprintf("configuration is not valid for profile %s (%s):\n  - %s",
+		e.Profile, count, strings.Join(e.Problems, "\n  - "))
 }
 
 // Validate checks the configuration for profile and returns a *ValidationError

@@ -182,6 +182,9 @@ func TestAppNamesNoObjectCanHaveAreNotFound(t *testing.T) {
 		"/api/v1/clusters/prod/argocd/apps/Argo%2FCD/web":    `application \"Argo/CD\"/\"web\": no namespace has that name`,
 		"/api/v1/clusters/prod/argocd/apps/argocd/Web":       `no Application has that name`,
 		"/api/v1/clusters/prod/argocd/apps/argocd/web-1.api": `object not found`,
+		// A Cyrillic "о" and a right-to-left override are shown escaped.
+		"/api/v1/clusters/prod/argocd/apps/sh%D0%BEp/web":       `application \"sh\\u043ep\"/\"web\": no namespace has that name`,
+		"/api/v1/clusters/prod/argocd/apps/argocd/w%E2%80%AEeb": `application \"argocd\"/\"w\\u202eeb\": no Application has that name`,
 	} {
 		t.Run(route, func(t *testing.T) {
 			status, body := callAs(srv, token, "GET", route, "")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -268,8 +267,10 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	// refuses some ("..", one holding "/" or "%") as a failed read, which would be
 	// answered, and counted, as the cluster's failure.
 	if problem := ApplicationNameProblem(namespace, name); problem != "" {
-		return AppDetailView{}, &ClusterReadError{Err: fmt.Errorf("application %s/%s: %s: %w",
-			strconv.Quote(namespace), strconv.Quote(name), problem, clusteraccess.ErrObjectNotFound)}
+		// Quoted in ASCII, as every name the caller sent: a lookalike letter or a
+		// text-reordering character is shown as what it is.
+		return AppDetailView{}, &ClusterReadError{Err: fmt.Errorf("application %+q/%+q: %s: %w",
+			namespace, name, problem, clusteraccess.ErrObjectNotFound)}
 	}
 	detail, err := a.Apps.AppDetail(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, namespace, name)
 	if err != nil {

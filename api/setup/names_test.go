@@ -77,4 +77,6 @@ func noClusterReason(t *testing.T, e *env, name string) string {
 	return answer.Reason
 }
 
-func notPrintableASCII(r rune) bool { return r > unicode.MaxASCII || (!unicode.IsPrint(r) && r != '\n' && r != '\t') }
+func notPrintableASCII(r rune) bool {
+	return r > unicode.MaxASCII || (!unicode.IsPrint(r) && r != '\n' && r != '\t')
+}
