@@ -46,7 +46,7 @@ func (p program) runServe(ctx context.Context, args []string, _, stderr io.Write
 	}
 	ctx = log.WithContext(ctx)
 	logging.LibraryOutputFrom(ctx).Use(log)
-	log.Info().Str("profile", string(profile)).Interface("config", cfg).Msg("Starting kukie-gitops " + service.Version)
+	log.Info().Str("profile", string(profile)).Object("config", cfg).Msg("Starting kukie-gitops " + service.Version)
 	if err := p.serve(ctx, cfg, profile, log); err != nil {
 		log.Error().Err(err).Msg("Stopped with an error")
 		return 1

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
@@ -267,8 +268,24 @@ func TestServeWithZeroConfiguration(t *testing.T) {
 	if _, err := os.Stat("kukie.db"); err != nil {
 		t.Fatalf("the default SQLite database was not created in the working directory: %v", err)
 	}
-	if line := logs.waitFor(t, "Starting kukie-gitops "+service.Version); line["profile"] != "dev" {
+	line := logs.waitFor(t, "Starting kukie-gitops "+service.Version)
+	if line["profile"] != "dev" {
 		t.Fatalf("profile %v, want dev", line["profile"])
+	}
+	// The configuration it logs is the one that applies, durations as they are
+	// configured: it said read_timeout 0 (the server then took 30s) and every
+	// duration in nanoseconds.
+	cfg, _ := line["config"].(map[string]any)
+	serverCfg, _ := cfg["server"].(map[string]any)
+	pipeline, _ := cfg["pipeline"].(map[string]any)
+	for key, want := range map[string]any{"read_header_timeout": "10s", "read_timeout": "30s", "write_timeout": "1m0s",
+		"idle_timeout": "2m0s", "shutdown_timeout": "30s", "max_body_bytes": float64(1 << 20)} {
+		if serverCfg[key] != want {
+			t.Errorf("logged server.%s = %#v, want %#v (the configuration logged: %v)", key, serverCfg[key], want, cfg)
+		}
+	}
+	if pipeline["claim_ttl"] != config.DefaultClaimTTL.String() {
+		t.Errorf("logged pipeline.claim_ttl = %#v, want %q", pipeline["claim_ttl"], config.DefaultClaimTTL.String())
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -352,6 +353,12 @@ func Default() Config {
 		GitHub: GitHub{WebURL: DefaultGitHubWebURL, APIURL: DefaultGitHubAPIURL, GraphQLURL: DefaultGitHubGraphQLURL,
 			RequestTimeout: DefaultGitHubRequestTimeout},
 		Log: Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		// The server's own defaults, so that the configuration a service logs when
+		// it starts holds the timeouts and bounds that apply, not zeros.
+		Server: Server{Address: server.DefaultAddress, ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
+			ReadTimeout: server.DefaultReadTimeout, WriteTimeout: server.DefaultWriteTimeout,
+			IdleTimeout: server.DefaultIdleTimeout, ShutdownTimeout: server.DefaultShutdownTimeout,
+			MaxBodyBytes: server.DefaultMaxBodyBytes},
 		Pipeline: Pipeline{
 			DeployTimeout:      DefaultDeployTimeout,
 			DeployPollInterval: DefaultDeployPollInterval,

@@ -712,6 +712,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	var logs bytes.Buffer
 	log := zerolog.New(&logs)
 	log.Info().Interface("config", c).Msg("Configuration loaded")
+	log.Info().Object("config", c).Msg("Starting")
 	jsonOut, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
