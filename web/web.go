@@ -381,7 +381,7 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 	// The state is spent whatever happens next.
 	http.SetCookie(w, p.cookie(stateCookie, "", time.Time{}))
 	if e := r.URL.Query().Get("error"); e != "" {
-		p.message(w, http.StatusForbidden, "Sign-in not completed", "GitHub did not sign you in ("+e+").")
+		p.message(w, http.StatusForbidden, "Sign-in not completed", "GitHub did not sign you in"+oauthErrorCode(e)+".")
 		return
 	}
 	ctx := r.Context()
@@ -410,6 +410,25 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, localPath(pending.ReturnTo), http.StatusSeeOther)
 }
+
+// oauthErrorCode is " (code)" when e has the shape of an OAuth error code
+// (access_denied, redirect_uri_mismatch, application_suspended: lower-case
+// letters and underscores), else nothing: the parameter comes from the address
+// bar, so any other text, of any length, is not GitHub's and is not shown.
+func oauthErrorCode(e string) string {
+	if len(e) > maxOAuthErrorCode {
+		return ""
+	}
+	for _, c := range e {
+		if (c < 'a' || c > 'z') && c != '_' {
+			return ""
+		}
+	}
+	return " (" + e + ")"
+}
+
+// maxOAuthErrorCode bounds a shown error code; GitHub's are under 30 characters.
+const maxOAuthErrorCode = 64
 
 // localPath is path when it names a page of this service, else the root: a return
 // address never leads off the site.

@@ -445,3 +445,42 @@ func TestSignOutEndsACopiedSession(t *testing.T) {
 		t.Errorf("the copied session after sign-out: %d, want a new sign-in\n%s", res.StatusCode, body)
 	}
 }
+
+// TestDeniedSignInShowsOnlyGitHubsErrorCode: GitHub sends the browser back with
+// error=access_denied when the person declines; the page names that code. The
+// parameter is in the address bar, so text that is no OAuth error code (a
+// sentence planted in a link, kilobytes of it) is not shown at all.
+func TestDeniedSignInShowsOnlyGitHubsErrorCode(t *testing.T) {
+	e := newEnv(t)
+	planted := "Your account is locked, call +1 555 0100 " + strings.Repeat("x", 10000)
+	cases := []struct {
+		name, error, shown, hidden string
+	}{
+		{"GitHub's code", "access_denied", "GitHub did not sign you in (access_denied).", ""},
+		{"a planted sentence", planted, "GitHub did not sign you in.", "locked"},
+		{"markup", "<b>x</b>", "GitHub did not sign you in.", "&lt;b&gt;"},
+		{"too long a code", strings.Repeat("a", 65), "GitHub did not sign you in.", "aaaa"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			jar, _ := cookiejar.New(nil)
+			c := noRedirects(jar)
+			res, _ := get(t, c, e.srv.URL+web.ChangePathPrefix+e.code)
+			loc, err := url.Parse(res.Header.Get("Location"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := url.Values{"error": {tc.error}, "state": {loc.Query().Get("state")}}
+			res, body := get(t, c, e.srv.URL+web.CallbackPath+"?"+q.Encode())
+			if res.StatusCode != http.StatusForbidden || !strings.Contains(body, tc.shown) {
+				t.Errorf("callback: %d, want 403 saying %q:\n%.2000s", res.StatusCode, tc.shown, body)
+			}
+			if tc.hidden != "" && strings.Contains(body, tc.hidden) {
+				t.Errorf("the page shows the parameter's text %q:\n%.2000s", tc.hidden, body)
+			}
+			if len(body) > 8000 {
+				t.Errorf("the page is %d bytes long", len(body))
+			}
+		})
+	}
+}
