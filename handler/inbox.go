@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/poll"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -134,6 +135,9 @@ type Inbox struct {
 	opts     InboxOptions
 	handlers map[string]githubapp.EventHandler
 	wake     chan struct{}
+	// drain is what a worker calls for Drain; nil is Drain. For tests of a store
+	// that fails.
+	drain func(context.Context) (int, error)
 }
 
 // NewInbox builds an inbox dispatching to handlers; two handlers for one event are
@@ -204,28 +208,23 @@ func (in *Inbox) Prune(ctx context.Context) (int64, error) {
 	return in.db.PruneWebhookDeliveries(ctx, time.Now().Add(-in.opts.Retention))
 }
 
+// work runs one worker. While the store fails (a database that is down fails every
+// worker's drain), the worker logs the first failure and then one line a minute, and
+// waits longer between tries: see poll.Loop.
 func (in *Inbox) work(ctx context.Context) {
-	logger := zerolog.Ctx(ctx)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-in.wake:
-		}
-		if _, err := in.Drain(ctx); err != nil && ctx.Err() == nil {
-			logger.Error().Err(err).Msg("Webhook inbox worker failed to process deliveries")
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(in.opts.PollInterval)
+	drain := in.drain
+	if drain == nil {
+		drain = in.Drain
 	}
+	poll.Loop{
+		Interval:  in.opts.PollInterval,
+		Wake:      in.wake,
+		Failed:    "Webhook inbox worker failed to process deliveries",
+		Recovered: "Webhook inbox worker recovered",
+	}.Run(ctx, func(ctx context.Context) error {
+		_, err := drain(ctx)
+		return err
+	})
 }
 
 // Drain claims and processes deliveries until none is due, and returns how many it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/internal/poll"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
@@ -68,6 +69,9 @@ type Worker struct {
 
 	clientOnce    sync.Once
 	defaultClient *http.Client
+	// drain is what Run calls for Drain; nil is Drain. For tests of a store that
+	// fails.
+	drain func(context.Context) (int, error)
 }
 
 func (w *Worker) now() time.Time {
@@ -110,33 +114,38 @@ func (w *Worker) backoff(failed int) time.Duration {
 // Run delivers until ctx is cancelled, looking for due deliveries every Poll, and
 // prunes the delivery log every PruneInterval.
 func (w *Worker) Run(ctx context.Context) {
-	poll := w.Poll
-	if poll <= 0 {
-		poll = DefaultPoll
+	every := w.Poll
+	if every <= 0 {
+		every = DefaultPoll
 	}
 	pruneEvery := w.PruneInterval
 	if pruneEvery <= 0 {
 		pruneEvery = DefaultPruneInterval
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	drain := w.drain
+	if drain == nil {
+		drain = w.Drain
+	}
 	var pruned time.Time
-	for {
-		if _, err := w.Drain(ctx); err != nil && ctx.Err() == nil {
-			zerolog.Ctx(ctx).Error().Err(err).Msg("Notification delivery failed")
-		}
+	// While the store fails, the first failure is logged and then one line a
+	// minute, and the wait between tries grows: see poll.Loop.
+	poll.Loop{
+		Interval:  every,
+		Failed:    "Notification delivery failed",
+		Recovered: "Notification delivery recovered",
+		Now:       w.Now,
+	}.Run(ctx, func(ctx context.Context) error {
+		_, err := drain(ctx)
+		// Pruning is tried once a PruneInterval whatever the drain did, so its
+		// failures are rare enough to log each.
 		if now := w.now(); now.Sub(pruned) >= pruneEvery {
 			pruned = now
 			if _, err := w.Prune(ctx); err != nil && ctx.Err() == nil {
 				zerolog.Ctx(ctx).Error().Err(err).Msg("Pruning the notification delivery log failed")
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return err
+	})
 }
 
 // Drain sends every delivery due now, in order, and returns how many attempts it
