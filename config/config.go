@@ -290,6 +290,11 @@ type Clusters struct {
 	// registration and at every use: the API server's certificate unverified, a
 	// man in the middle is sent the team's credentials.
 	AllowInsecureTLS bool `yaml:"allow_insecure_tls" json:"allow_insecure_tls"`
+	// MaxResponseBytes bounds the body of each answer of a cluster's API server
+	// (a watch's stream aside) that the service reads: the list of Applications of
+	// a large Argo CD instance is the largest; an address that is no API server
+	// could otherwise make the service hold what it sends.
+	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes"`
 }
 
 // DatabaseURL is the URL to open: the secret one when set, else the plain one, else
@@ -345,6 +350,12 @@ const (
 	// claim for longer than a person waits for an answer.
 	DefaultRenderTimeout = 5 * time.Second
 	MaxRenderTimeout     = 5 * time.Minute
+	// DefaultClusterMaxResponseBytes equals package kube's DefaultMaxResponseBytes
+	// (a test in package service checks that). MinClusterMaxResponseBytes is far
+	// below the list of Applications of a small instance: a bound below it would
+	// refuse ordinary reads.
+	DefaultClusterMaxResponseBytes = 256 << 20
+	MinClusterMaxResponseBytes     = 1 << 20
 )
 
 // Default returns the configuration of a zero-configuration run.
@@ -368,6 +379,7 @@ func Default() Config {
 		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory, Timeout: DefaultRenderTimeout},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},
 		Notifications: Notifications{Retention: DefaultNotificationRetention},
+		Clusters:      Clusters{MaxResponseBytes: DefaultClusterMaxResponseBytes},
 		RateLimits: RateLimits{TeamChangesPerMinute: DefaultTeamChangesPerMinute, TeamChangesBurst: DefaultTeamChangesBurst,
 			ClientPerMinute: DefaultClientPerMinute, ClientBurst: DefaultClientBurst,
 			TeamRepositoryPerMinute: DefaultTeamRepositoryPerMinute, TeamRepositoryBurst: DefaultTeamRepositoryBurst,

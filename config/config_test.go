@@ -232,6 +232,28 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		"cluster response bound from yaml, environment wins": {
+			yaml: "clusters:\n  max_response_bytes: 33554432\n",
+			env:  map[string]string{"KUKIE_CLUSTERS_MAX_RESPONSE_BYTES": "67108864"},
+			check: func(t *testing.T, c Config) {
+				if c.Clusters.MaxResponseBytes != 64<<20 || Default().Clusters.MaxResponseBytes != DefaultClusterMaxResponseBytes {
+					t.Fatalf("max_response_bytes = %d (default %d), want %d (%d)",
+						c.Clusters.MaxResponseBytes, Default().Clusters.MaxResponseBytes, 64<<20, DefaultClusterMaxResponseBytes)
+				}
+			},
+		},
+		"cluster response bound from yaml": {
+			yaml: "clusters:\n  max_response_bytes: 33554432\n",
+			check: func(t *testing.T, c Config) {
+				if c.Clusters.MaxResponseBytes != 32<<20 {
+					t.Fatalf("max_response_bytes = %d, want %d", c.Clusters.MaxResponseBytes, 32<<20)
+				}
+			},
+		},
+		"cluster response bound that is not a number": {
+			env:     map[string]string{"KUKIE_CLUSTERS_MAX_RESPONSE_BYTES": "256MiB"},
+			wantErr: []string{"KUKIE_CLUSTERS_MAX_RESPONSE_BYTES", "not an integer"},
+		},
 		"pipeline duration that does not parse": {
 			env:     map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "20 minutes"},
 			wantErr: []string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", "not a duration"},
@@ -579,6 +601,18 @@ func TestValidate(t *testing.T) {
 			profile: Dev,
 			edit:    func(c *Config) { c.Pipeline.ArchiveCacheBytes = 1024 },
 			want:    []string{"pipeline.archive_cache_bytes must be at least"},
+		},
+		"cluster response bound too small": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Clusters.MaxResponseBytes = 4096 },
+			want:    []string{"clusters.max_response_bytes must be at least 1048576 (1 MiB), got 4096"},
+			count:   1,
+		},
+		"cluster response bound zero": {
+			profile: Dev,
+			edit:    func(c *Config) { c.Clusters.MaxResponseBytes = 0 },
+			want:    []string{"clusters.max_response_bytes must be at least 1048576 (1 MiB), got 0"},
+			count:   1,
 		},
 		"helm worker memory too small": {
 			profile: Dev,

@@ -137,6 +137,7 @@ var envSettings = []envSetting{
 	{"KUKIE_METRICS_ADDRESS", str(func(c *Config) *string { return &c.Metrics.Address })},
 	{"KUKIE_CLUSTERS_IN_CLUSTER_TEAMS", list(func(c *Config) *[]string { return &c.Clusters.InClusterTeams })},
 	{"KUKIE_CLUSTERS_ALLOW_INSECURE_TLS", boolean(func(c *Config) *bool { return &c.Clusters.AllowInsecureTLS })},
+	{"KUKIE_CLUSTERS_MAX_RESPONSE_BYTES", integer(func(c *Config) *int64 { return &c.Clusters.MaxResponseBytes })},
 }
 
 // Variables read by the process but not settings of Config.

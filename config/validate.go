@@ -198,6 +198,9 @@ func (c Config) Validate(profile Profile) error {
 		add("render.timeout must be at most %s, got %s", MaxRenderTimeout, c.Render.Timeout)
 	}
 
+	if c.Clusters.MaxResponseBytes < MinClusterMaxResponseBytes {
+		add("clusters.max_response_bytes must be at least %d (1 MiB), got %d", MinClusterMaxResponseBytes, c.Clusters.MaxResponseBytes)
+	}
 	for _, name := range c.Clusters.InClusterTeams {
 		if err := store.ValidateTeamName(name); err != nil {
 			add("clusters.in_cluster_teams: %v", err)

@@ -104,6 +104,12 @@ func WithPipelineHooks(h plan.Hooks) Option { return func(o *options) { o.hooks 
 // (kube.Options.WatchRecheck), so a test meets revoked credentials within it.
 func WithWatchRecheck(d time.Duration) Option { return func(o *options) { o.watchRecheck = d } }
 
+// clusterOptions are the options of every cluster's client set: the operator's
+// bounds from cfg, the read metrics, and a test's watch recheck (0: kube's default).
+func clusterOptions(cfg config.Config, reads kube.ReadObserver, watchRecheck time.Duration) kube.Options {
+	return kube.Options{Observer: reads, WatchRecheck: watchRecheck, MaxResponseBytes: cfg.Clusters.MaxResponseBytes}
+}
+
 // New builds the service on db (open and migrated) from cfg (validated). It calls
 // GitHub once (GET /app) when an App is configured, to learn the App's identity.
 func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Logger, opts ...Option) (*Service, error) {
@@ -166,7 +172,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
-	s.clusters = kube.NewClusters(kube.Options{Observer: reads, WatchRecheck: o.watchRecheck})
+	s.clusters = kube.NewClusters(clusterOptions(cfg, reads, o.watchRecheck))
 	clusters := clusteraccess.Clusters{DB: db, Registry: s.clusters, Credentials: credentials,
 		InClusterTeams: cfg.Clusters.InClusterTeams, AllowInsecureTLS: cfg.Clusters.AllowInsecureTLS}
 	// A watch whose credentials the cluster refuses looks in the store for newer

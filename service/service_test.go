@@ -8,6 +8,7 @@ import (
 	"github.com/kukie/kukie-gitops/config"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
+	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/notify"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -57,6 +58,9 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	if got := config.Default().Render.KustomizeWorkerMemory; got != render.DefaultKustomizeWorkerMemory {
 		t.Errorf("config's kustomize worker memory %d differs from the render package's %d", got, render.DefaultKustomizeWorkerMemory)
 	}
+	if got := config.Default().Clusters.MaxResponseBytes; got != kube.DefaultMaxResponseBytes {
+		t.Errorf("config's cluster response bound %d differs from the kube package's %d", got, kube.DefaultMaxResponseBytes)
+	}
 	if got := config.Default().Render.Timeout; got != render.Timeout {
 		t.Errorf("config's render timeout %s differs from the render package's %s", got, render.Timeout)
 	}
@@ -69,5 +73,22 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
 		t.Fatalf("config defaults %+v differ from plan's (%v, %v, %v)", d, plan.DefaultDeployTimeout, plan.DefaultDeployPoll, plan.DefaultClaimTTL)
+	}
+}
+
+// The operator's bound on what a cluster's API server answers reaches the options
+// every cluster's client set is built with.
+func TestClusterResponseBoundReachesClusterAccess(t *testing.T) {
+	cfg, err := config.Load("", func(k string) (string, bool) {
+		if k == "KUKIE_CLUSTERS_MAX_RESPONSE_BYTES" {
+			return "8388608", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterOptions(cfg, nil, 0).MaxResponseBytes; got != 8<<20 {
+		t.Errorf("kube.Options.MaxResponseBytes = %d, want %d", got, 8<<20)
 	}
 }
