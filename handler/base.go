@@ -45,6 +45,23 @@ type Base struct {
 	WebHost string
 	// Revocations, when set, hears about revoked connections.
 	Revocations RevocationListener
+	// Installations reads installations from GitHub; github.Installations over
+	// ClientCreator when nil.
+	Installations InstallationReader
+}
+
+// InstallationReader reads what GitHub says now about one of the App's
+// installations, as github.Installations does.
+type InstallationReader interface {
+	Get(ctx context.Context, installationID int64) (github.Installation, error)
+	Repositories(ctx context.Context, installationID int64, webHost string) ([]github.RepoRef, error)
+}
+
+func (b *Base) installations() InstallationReader {
+	if b.Installations != nil {
+		return b.Installations
+	}
+	return github.Installations{Clients: b.ClientCreator}
 }
 
 // IsOwnEvent reports whether the App itself caused the event (sender is the

@@ -3,6 +3,8 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	gh "github.com/google/go-github/v62/github"
@@ -13,8 +15,35 @@ import (
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
 
+// scriptedInstallation answers as GitHub would for one installation whose state a
+// test sets; it lets GitHub's documented payloads, whose ids no fake serves, be
+// played through the handlers.
+type scriptedInstallation struct {
+	suspended, deleted bool
+	repos              []string // owner/name
+}
+
+func (s *scriptedInstallation) Get(_ context.Context, id int64) (github.Installation, error) {
+	if s.deleted {
+		return github.Installation{}, github.ErrInstallationNotFound
+	}
+	return github.Installation{ID: id, AccountLogin: "acme", Suspended: s.suspended}, nil
+}
+
+func (s *scriptedInstallation) Repositories(_ context.Context, id int64, webHost string) ([]github.RepoRef, error) {
+	if s.deleted || s.suspended {
+		return nil, fmt.Errorf("installation %d cannot list its repositories", id)
+	}
+	var out []github.RepoRef
+	for i, name := range s.repos {
+		owner, repo, _ := strings.Cut(name, "/")
+		out = append(out, github.RepoRef{ID: int64(i + 1), Repo: github.Repo{Host: webHost, Owner: owner, Name: repo}})
+	}
+	return out, nil
+}
+
 // TestInstallationFixturesInOrder plays GitHub's documented payloads for one
-// installation's life through the handlers.
+// installation's life through the handlers, GitHub answering as it would after each.
 func TestInstallationFixturesInOrder(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -34,7 +63,8 @@ func TestInstallationFixturesInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base := Base{Store: db, App: github.App{Slug: "kukie-gitops"}, WebHost: "github.com"}
+		gitHub := &scriptedInstallation{}
+		base := Base{Store: db, App: github.App{Slug: "kukie-gitops"}, WebHost: "github.com", Installations: gitHub}
 		handlers := map[string]interface {
 			Handle(context.Context, string, string, []byte) error
 		}{
@@ -45,28 +75,37 @@ func TestInstallationFixturesInOrder(t *testing.T) {
 			event, name string
 			status      store.InstallationStatus
 			repos       []string
+			github      scriptedInstallation // what GitHub answers after the event
 			check       func(t *testing.T)
 		}{
-			{event: "installation", name: "created", status: store.InstallationActive, repos: []string{deploy}},
-			{event: "installation", name: "suspend", status: store.InstallationSuspended, repos: []string{deploy}},
-			{event: "installation", name: "unsuspend", status: store.InstallationActive, repos: []string{deploy}},
-			{event: "installation", name: "new_permissions_accepted", status: store.InstallationActive, repos: []string{deploy}},
+			{event: "installation", name: "created", status: store.InstallationActive, repos: []string{deploy},
+				github: scriptedInstallation{repos: []string{"acme/deploy"}}},
+			{event: "installation", name: "suspend", status: store.InstallationSuspended, repos: []string{deploy},
+				github: scriptedInstallation{suspended: true, repos: []string{"acme/deploy"}}},
+			{event: "installation", name: "unsuspend", status: store.InstallationActive, repos: []string{deploy},
+				github: scriptedInstallation{repos: []string{"acme/deploy"}}},
+			{event: "installation", name: "new_permissions_accepted", status: store.InstallationActive, repos: []string{deploy},
+				github: scriptedInstallation{repos: []string{"acme/deploy"}}},
 			{event: "installation_repositories", name: "added", status: store.InstallationActive, repos: []string{deploy, platform},
+				github: scriptedInstallation{repos: []string{"acme/deploy", "acme/platform"}},
 				check: func(t *testing.T) {
 					if _, _, err := db.ConnectRepo(ctx, cluster.ID, platform, store.ConnectionConnected); err != nil {
 						t.Fatal(err)
 					}
 				}},
 			{event: "installation_repositories", name: "removed", status: store.InstallationActive, repos: []string{deploy},
+				github: scriptedInstallation{repos: []string{"acme/deploy"}},
 				check: func(t *testing.T) {
 					conn, err := db.RepoConnectionFor(ctx, cluster.ID, platform)
 					if err != nil || conn.Status != store.ConnectionRevoked {
 						t.Errorf("connection to acme/platform = %+v, %v; want revoked", conn, err)
 					}
 				}},
-			{event: "installation", name: "deleted", status: store.InstallationDeleted, repos: []string{deploy}},
+			{event: "installation", name: "deleted", status: store.InstallationDeleted, repos: []string{deploy},
+				github: scriptedInstallation{deleted: true}},
 		}
 		for _, s := range steps {
+			*gitHub = s.github
 			payload := githubtest.Fixture(t, s.event, s.name)
 			if err := handlers[s.event].Handle(ctx, s.event, "fixture-"+s.name, payload); err != nil {
 				t.Fatalf("%s/%s: %v", s.event, s.name, err)

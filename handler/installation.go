@@ -12,8 +12,9 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// Installation keeps a bound installation's status current: created, deleted,
-// suspend, unsuspend, new_permissions_accepted. Binding happens only through the
+// Installation keeps a bound installation's status current: on created, deleted,
+// suspend, unsuspend and new_permissions_accepted it stores what GitHub answers now
+// (see settle), and a deleted installation stays deleted. Binding happens only through the
 // setup callback with a valid state; of installations no team has bound, it records
 // only who created them (a "created" event's sender and requester), which the
 // callback requires of the person it binds for.
@@ -41,25 +42,39 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 		return err
 	}
 
-	var status store.InstallationStatus
 	switch event.Action {
-	case "created", "unsuspend", "new_permissions_accepted":
-		status = store.InstallationActive
-		if event.Installation.suspended() {
-			status = store.InstallationSuspended
-		}
-	case "suspend":
-		status = store.InstallationSuspended
-	case "deleted":
-		status = store.InstallationDeleted
+	case "created", "unsuspend", "new_permissions_accepted", "suspend", "deleted":
 	default:
 		return nil
 	}
-
-	inst, err := h.Store.SetInstallationStatus(ctx, id, status)
+	bound, err := h.Store.InstallationByGitHubID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		logger.Info().Msg("Ignoring event of an installation no team has bound")
 		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if bound.Status == store.InstallationDeleted {
+		// GitHub never gives a deleted installation's ID to another, so whatever
+		// arrives after the deletion is an old delivery.
+		logger.Info().Msg("Ignoring event of an installation already deleted")
+		return nil
+	}
+
+	// The status is GitHub's answer now, not the payload's: see settle.
+	inst := bound
+	write := func(ctx context.Context, status store.InstallationStatus) error {
+		inst, err = h.Store.SetInstallationStatus(ctx, id, status)
+		return err
+	}
+	status := store.InstallationDeleted
+	if event.Action == "deleted" {
+		err = write(ctx, status)
+	} else {
+		status, err = settle(ctx,
+			func(ctx context.Context) (store.InstallationStatus, error) { return h.currentStatus(ctx, id) }, write,
+			func(a, b store.InstallationStatus) bool { return a == b })
 	}
 	if err != nil {
 		return err
@@ -69,20 +84,29 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 	}
 	logger.Info().Str("status", string(status)).Msg("Installation status updated")
 
-	// A new installation's event lists the repositories it was given; take them as
-	// the complete list (the setup callback may have stored an older one).
-	if event.Action == "created" && event.Repositories != nil {
+	// A new installation's repositories are GitHub's listing now (the setup callback
+	// may have stored an older one, and the payload's list may be older still). A
+	// suspended installation gets no token to list them with: the payload's list is
+	// the best there is until it is unsuspended.
+	if event.Action != "created" {
+		return nil
+	}
+	var change store.RepoAccessChange
+	switch {
+	case status == store.InstallationActive:
+		if change, err = h.settleRepos(ctx, id, ""); err != nil {
+			return err
+		}
+	case status == store.InstallationSuspended && event.Repositories != nil:
 		repos, err := h.repos(event.Repositories)
 		if err != nil {
 			return Permanent(err)
 		}
-		change, err := h.Store.ReplaceInstallationRepos(ctx, id, repos)
-		if err != nil {
+		if change, err = h.Store.ReplaceInstallationRepos(ctx, id, repos, ""); err != nil {
 			return err
 		}
-		return h.revoked(ctx, change.Revoked, "the installation no longer has access to this repository")
 	}
-	return nil
+	return h.revoked(ctx, change.Revoked, store.RepoAccessLost)
 }
 
 // recordInstaller keeps who created an installation ("created") until it is deleted.

@@ -12,8 +12,8 @@ import (
 )
 
 // InstallationRepositories keeps the list of repositories a bound installation can
-// access current. A removed repository revokes the connections that relied on it; an
-// added one restores them.
+// access current: on each event it stores GitHub's listing (see settle). A removed
+// repository revokes the connections that relied on it; an added one restores them.
 type InstallationRepositories struct {
 	Base
 }
@@ -41,13 +41,47 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
 
-	if _, err := h.Store.InstallationByGitHubID(ctx, id); errors.Is(err, store.ErrNotFound) {
+	bound, err := h.Store.InstallationByGitHubID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		logger.Info().Msg("Ignoring event of an installation no team has bound")
 		return nil
-	} else if err != nil {
+	}
+	if err != nil {
 		return err
 	}
+	if bound.Status == store.InstallationDeleted {
+		logger.Info().Msg("Ignoring event of an installation already deleted")
+		return nil
+	}
+	reason := store.RepoAccessLost
+	if event.Action == "removed" {
+		reason = fmt.Sprintf("%s removed the repository from the GitHub App installation on %s",
+			event.Sender.Login, event.Installation.Account.Login)
+	}
+	if bound.Status == store.InstallationSuspended {
+		// No token lists a suspended installation's repositories; the payload's
+		// change is the best there is until it is unsuspended.
+		return h.applyPayload(ctx, id, event, reason)
+	}
 
+	// The repositories are GitHub's listing now, not the payload's change: see settle.
+	change, err := h.settleRepos(ctx, id, reason)
+	if err != nil {
+		return err
+	}
+	for _, c := range change.Restored {
+		logger.Info().Str("repo", c.Repo).Str("cluster_id", c.ClusterID).Msg("Repository connection restored")
+	}
+	if err := h.revoked(ctx, change.Revoked, reason); err != nil {
+		return err
+	}
+	logger.Info().Int("restored", len(change.Restored)).Int("revoked", len(change.Revoked)).Msg("Installation repositories updated from GitHub's listing")
+	return nil
+}
+
+// applyPayload records the repositories an event says were added and removed.
+func (h *InstallationRepositories) applyPayload(ctx context.Context, id int64, event installationRepositoriesEvent, reason string) error {
+	logger := zerolog.Ctx(ctx)
 	added, err := h.repos(event.RepositoriesAdded)
 	if err != nil {
 		return Permanent(err)
@@ -70,8 +104,6 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 		for i, r := range removed {
 			urls[i] = r.Repo
 		}
-		reason := fmt.Sprintf("%s removed the repository from the GitHub App installation on %s",
-			event.Sender.Login, event.Installation.Account.Login)
 		revoked, err := h.Store.RemoveInstallationRepos(ctx, id, urls, reason)
 		if err != nil {
 			return err
@@ -80,7 +112,7 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 			return err
 		}
 	}
-	logger.Info().Int("added", len(added)).Int("removed", len(removed)).Msg("Installation repositories updated")
+	logger.Info().Int("added", len(added)).Int("removed", len(removed)).Msg("Installation repositories updated from the event of a suspended installation")
 	return nil
 }
 

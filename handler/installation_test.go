@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
-	"time"
 
 	gh "github.com/google/go-github/v62/github"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -38,47 +41,115 @@ func newBase(db *store.DB) Base {
 	return Base{Store: db, App: github.App{ID: 1, Slug: "kukie"}, WebHost: "github.com"}
 }
 
-func TestInstallationEventsKeepStatus(t *testing.T) {
+// installationFixture is an installation of the App on a fake GitHub, with access
+// to acme/deploy and acme/infra, bound to team shop, and handlers reaching GitHub as
+// the App. Webhooks are recorded, not sent: tests hand them to the handlers in the
+// order they choose.
+type installationFixture struct {
+	gh   *githubtest.Server
+	base Base
+	id   int64
+	team store.Team
+}
+
+func newInstallationFixture(t *testing.T, db *store.DB) installationFixture {
+	t.Helper()
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	gh.CreateRepo(t, "acme", "deploy", map[string]string{"README.md": "manifests\n"}, "main")
+	gh.CreateRepo(t, "acme", "infra", map[string]string{"README.md": "infra\n"}, "main")
+	id := gh.CreateInstallation(t, "acme", "deploy", "infra")
+	team, err := db.CreateTeam(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BindInstallation(ctx, team.ID, store.BoundInstallation{InstallationID: id, AccountLogin: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := github.NewClientCreator(github.Config{AppID: gh.AppID(), PrivateKey: gh.PrivateKeyPEM(), APIURL: gh.APIURL(), WebURL: gh.URL()}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Base{ClientCreator: cc, Store: db, App: github.App{ID: gh.AppID(), Slug: gh.AppSlug()}, WebHost: strings.TrimPrefix(gh.URL(), "http://")}
+	return installationFixture{gh: gh, base: base, id: id, team: team}
+}
+
+// last is the latest recorded delivery of event and action.
+func (f installationFixture) last(t *testing.T, event, action string) githubtest.Delivery {
+	t.Helper()
+	ds := f.gh.DeliveriesOf(event, action)
+	if len(ds) == 0 {
+		t.Fatalf("no %s %s delivery", event, action)
+	}
+	return ds[len(ds)-1]
+}
+
+func (f installationFixture) status(t *testing.T, db *store.DB) store.InstallationStatus {
+	t.Helper()
+	got, err := db.InstallationByGitHubID(context.Background(), f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status
+}
+
+func TestInstallationEventsRecordGitHubsStatus(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		team, err := db.CreateTeam(ctx, "team-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.BindInstallation(ctx, team.ID, store.BoundInstallation{InstallationID: 42, AccountLogin: "acme"}); err != nil {
-			t.Fatal(err)
-		}
-		h := &Installation{Base: newBase(db)}
-		now := gh.Timestamp{Time: time.Now()}
-		steps := []struct {
-			action    string
-			suspended bool
-			want      store.InstallationStatus
-		}{
-			{"suspend", true, store.InstallationSuspended},
-			{"unsuspend", false, store.InstallationActive},
-			{"new_permissions_accepted", false, store.InstallationActive},
-			{"created", true, store.InstallationSuspended},
-			{"created", false, store.InstallationActive},
-			{"deleted", false, store.InstallationDeleted},
-		}
-		for _, s := range steps {
-			inst := &gh.Installation{ID: gh.Int64(42), Account: &gh.User{Login: gh.String("acme")}}
-			if s.suspended {
-				inst.SuspendedAt = &now
-			}
-			ev := gh.InstallationEvent{Action: gh.String(s.action), Installation: inst, Sender: &gh.User{Login: gh.String("octocat")}}
-			if err := h.Handle(ctx, "installation", "d-"+s.action, payload(t, ev)); err != nil {
-				t.Fatalf("%s: %v", s.action, err)
-			}
-			got, err := db.InstallationByGitHubID(ctx, 42)
-			if err != nil || got.Status != s.want {
-				t.Errorf("after %s (suspended %v): %s, %v; want %s", s.action, s.suspended, got.Status, err, s.want)
+		f := newInstallationFixture(t, db)
+		h := &Installation{Base: f.base}
+		handle := func(d githubtest.Delivery) {
+			t.Helper()
+			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
+				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
 			}
 		}
-		events, err := db.ListAuditEvents(ctx, store.AuditFilter{SubjectType: "installation", SubjectID: "42"})
-		if err != nil || len(events) != len(steps) {
-			t.Errorf("%d audit events, want %d: %v", len(events), len(steps), err)
+
+		f.gh.SuspendInstallation(t, f.id)
+		suspend := f.last(t, "installation", "suspend")
+		handle(suspend)
+		if got := f.status(t, db); got != store.InstallationSuspended {
+			t.Fatalf("after suspend: %s", got)
+		}
+		f.gh.UnsuspendInstallation(t, f.id)
+		unsuspend := f.last(t, "installation", "unsuspend")
+		handle(unsuspend)
+		if got := f.status(t, db); got != store.InstallationActive {
+			t.Fatalf("after unsuspend: %s", got)
+		}
+		f.gh.AcceptNewPermissions(t, f.id, githubtest.DefaultPermissions())
+		handle(f.last(t, "installation", "new_permissions_accepted"))
+
+		// A suspension redelivered after the unsuspension does not suspend again: the
+		// payload said suspended, GitHub says active.
+		handle(suspend)
+		if got := f.status(t, db); got != store.InstallationActive {
+			t.Errorf("after a late suspend delivery: %s, want active", got)
+		}
+
+		// An unsuspension that arrives after the installation was deleted, but before
+		// the deletion's own delivery, records the deletion GitHub answers with.
+		f.gh.DeleteInstallation(t, f.id)
+		handle(unsuspend)
+		if got := f.status(t, db); got != store.InstallationDeleted {
+			t.Errorf("after an unsuspend delivery of a deleted installation: %s, want deleted", got)
+		}
+		handle(f.last(t, "installation", "deleted"))
+
+		// After the deletion, old deliveries change nothing and ask GitHub nothing.
+		f.gh.ResetRequestCounts()
+		handle(f.last(t, "installation", "created"))
+		handle(unsuspend)
+		if got := f.status(t, db); got != store.InstallationDeleted {
+			t.Errorf("after old deliveries of a deleted installation: %s, want deleted", got)
+		}
+		if n := f.gh.TotalRequests(); n != 0 {
+			t.Errorf("%d requests to GitHub for a deleted installation's old deliveries: %v", n, f.gh.RequestCounts())
+		}
+		events, err := db.ListAuditEvents(ctx, store.AuditFilter{SubjectType: "installation", SubjectID: fmt.Sprint(f.id)})
+		// The deletion's own delivery found the deletion recorded already.
+		if err != nil || len(events) != 5 {
+			t.Errorf("%d audit events, want one for each delivery acted on (5): %v", len(events), err)
 		}
 
 		// Unbound installations and unknown actions are not errors; garbage is permanent.
@@ -86,7 +157,7 @@ func TestInstallationEventsKeepStatus(t *testing.T) {
 		if err := h.Handle(ctx, "installation", "d-unbound", payload(t, unbound)); err != nil {
 			t.Errorf("unbound installation: %v", err)
 		}
-		other := gh.InstallationEvent{Action: gh.String("something_new"), Installation: &gh.Installation{ID: gh.Int64(42)}}
+		other := gh.InstallationEvent{Action: gh.String("something_new"), Installation: &gh.Installation{ID: gh.Int64(f.id)}}
 		if err := h.Handle(ctx, "installation", "d-new", payload(t, other)); err != nil {
 			t.Errorf("unknown action: %v", err)
 		}
@@ -96,59 +167,141 @@ func TestInstallationEventsKeepStatus(t *testing.T) {
 	})
 }
 
-func TestInstallationRepositoriesRevokeAndRestore(t *testing.T) {
+// Two workers handling a suspension and an unsuspension at once end with GitHub's
+// last word: a change on GitHub between the handler's read and its write is found by
+// the read after the write.
+func TestInstallationStatusSettlesOnAChangeDuringTheEvent(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		team, err := db.CreateTeam(ctx, "team-a")
+		f := newInstallationFixture(t, db)
+		h := &Installation{Base: f.base}
+		f.gh.SuspendInstallation(t, f.id)
+		f.gh.UnsuspendInstallation(t, f.id)
+		unsuspend := f.last(t, "installation", "unsuspend")
+		reads := 0
+		f.gh.OnRequest("GET /app/installations/{installation_id}", func() {
+			if reads++; reads == 2 {
+				f.gh.SuspendInstallation(t, f.id)
+			}
+		})
+		if err := h.Handle(ctx, unsuspend.Event, unsuspend.ID, unsuspend.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.status(t, db); got != store.InstallationSuspended {
+			t.Errorf("status %s after GitHub suspended the installation during the event, want suspended", got)
+		}
+		if reads != 3 {
+			t.Errorf("%d reads of the installation, want 3 (read, changed on the confirming read, confirmed)", reads)
+		}
+	})
+}
+
+func TestInstallationRepositoriesFollowGitHubsListing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newInstallationFixture(t, db)
+		deploy := "https://" + f.base.WebHost + "/acme/deploy"
+		cluster, err := db.CreateCluster(ctx, store.Cluster{TeamID: f.team.ID, Name: "prod", Access: store.ClusterInCluster})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.BindInstallation(ctx, team.ID, store.BoundInstallation{InstallationID: 42, AccountLogin: "acme"}); err != nil {
+		ins := &Installation{Base: f.base}
+		created := f.last(t, "installation", "created")
+		if err := ins.Handle(ctx, created.Event, created.ID, created.Payload); err != nil {
 			t.Fatal(err)
 		}
-		const repo = "https://github.com/acme/deploy"
-		if _, err := db.ReplaceInstallationRepos(ctx, 42, []store.InstallationRepo{{Repo: repo, GitHubRepoID: 1}}); err != nil {
-			t.Fatal(err)
-		}
-		cluster, err := db.CreateCluster(ctx, store.Cluster{TeamID: team.ID, Name: "prod", Access: store.ClusterInCluster})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.ConnectRepo(ctx, cluster.ID, repo, store.ConnectionConnected); err != nil {
+		if _, _, err := db.ConnectRepo(ctx, cluster.ID, deploy, store.ConnectionConnected); err != nil {
 			t.Fatal(err)
 		}
 		listener := &revocations{}
-		base := newBase(db)
+		base := f.base
 		base.Revocations = listener
 		h := &InstallationRepositories{Base: base}
-		ghRepo := &gh.Repository{ID: gh.Int64(1), Name: gh.String("deploy"), FullName: gh.String("Acme/Deploy")}
-		inst := &gh.Installation{ID: gh.Int64(42), Account: &gh.User{Login: gh.String("acme")}}
-		removed := gh.InstallationRepositoriesEvent{Action: gh.String("removed"), RepositoriesRemoved: []*gh.Repository{ghRepo},
-			Installation: inst, Sender: &gh.User{Login: gh.String("octocat")}}
-		if err := h.Handle(ctx, "installation_repositories", "d1", payload(t, removed)); err != nil {
-			t.Fatal(err)
+		handle := func(d githubtest.Delivery) {
+			t.Helper()
+			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
+				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
+			}
 		}
-		conn, err := db.RepoConnectionFor(ctx, cluster.ID, repo)
-		if err != nil || conn.Status != store.ConnectionRevoked {
-			t.Fatalf("connection = %+v, %v; want revoked", conn, err)
+		connection := func() store.RepoConnection {
+			t.Helper()
+			conn, err := db.RepoConnectionFor(ctx, cluster.ID, deploy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conn
 		}
-		if len(listener.got) != 1 || listener.got[0].ID != conn.ID || listener.reason != "octocat removed the repository from the GitHub App installation on acme" {
+
+		f.gh.RemoveInstallationRepos(t, f.id, "deploy")
+		removed := f.last(t, "installation_repositories", "removed")
+		handle(removed)
+		conn := connection()
+		const reason = "octocat removed the repository from the GitHub App installation on acme"
+		if conn.Status != store.ConnectionRevoked || conn.StatusReason != reason {
+			t.Fatalf("connection = %s (%q); want revoked for %q", conn.Status, conn.StatusReason, reason)
+		}
+		if len(listener.got) != 1 || listener.got[0].ID != conn.ID || listener.reason != reason {
 			t.Errorf("listener heard %+v (%q)", listener.got, listener.reason)
 		}
 		events, err := db.ListAuditEvents(ctx, store.AuditFilter{SubjectType: "repo_connection", SubjectID: conn.ID})
-		if err != nil || len(events) != 1 || events[0].Action != "repo_connection.revoked" || events[0].TeamID != team.ID {
+		if err != nil || len(events) != 1 || events[0].Action != "repo_connection.revoked" || events[0].TeamID != f.team.ID {
 			t.Errorf("audit = %+v, %v", events, err)
 		}
 
-		added := gh.InstallationRepositoriesEvent{Action: gh.String("added"), RepositoriesAdded: []*gh.Repository{ghRepo}, Installation: inst}
-		if err := h.Handle(ctx, "installation_repositories", "d2", payload(t, added)); err != nil {
+		f.gh.AddInstallationRepos(t, f.id, "deploy")
+		added := f.last(t, "installation_repositories", "added")
+		handle(added)
+		if conn := connection(); conn.Status != store.ConnectionConnected {
+			t.Errorf("after re-adding: %s, want connected", conn.Status)
+		}
+		// The removal redelivered after the repository came back revokes nothing.
+		handle(removed)
+		if conn := connection(); conn.Status != store.ConnectionConnected {
+			t.Errorf("after a late removal delivery: %s (%q), want connected", conn.Status, conn.StatusReason)
+		}
+		// And an addition redelivered after another removal restores nothing.
+		f.gh.RemoveInstallationRepos(t, f.id, "deploy")
+		handle(f.last(t, "installation_repositories", "removed"))
+		handle(added)
+		if conn := connection(); conn.Status != store.ConnectionRevoked {
+			t.Errorf("after a late addition delivery: %s, want revoked", conn.Status)
+		}
+		repos, err := db.InstallationRepos(ctx, f.id)
+		if err != nil || len(repos) != 1 || !strings.HasSuffix(repos[0].Repo, "/acme/infra") {
+			t.Errorf("installation repositories = %+v, %v; want only acme/infra", repos, err)
+		}
+	})
+}
+
+// A suspended installation gets no token to list its repositories with; its
+// events' changes are recorded as the payload says.
+func TestSuspendedInstallationRepositoriesFollowTheEvent(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newInstallationFixture(t, db)
+		ins := &Installation{Base: f.base}
+		created := f.last(t, "installation", "created")
+		if err := ins.Handle(ctx, created.Event, created.ID, created.Payload); err != nil {
 			t.Fatal(err)
 		}
-		if conn, err := db.RepoConnectionFor(ctx, cluster.ID, repo); err != nil || conn.Status != store.ConnectionConnected {
-			t.Errorf("after re-adding: %+v, %v; want connected", conn, err)
+		f.gh.SuspendInstallation(t, f.id)
+		suspend := f.last(t, "installation", "suspend")
+		if err := ins.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload); err != nil {
+			t.Fatal(err)
 		}
+		h := &InstallationRepositories{Base: f.base}
+		f.gh.RemoveInstallationRepos(t, f.id, "infra")
+		removed := f.last(t, "installation_repositories", "removed")
+		if err := h.Handle(ctx, removed.Event, removed.ID, removed.Payload); err != nil {
+			t.Fatal(err)
+		}
+		repos, err := db.InstallationRepos(ctx, f.id)
+		if err != nil || len(repos) != 1 || !strings.HasSuffix(repos[0].Repo, "/acme/deploy") {
+			t.Errorf("installation repositories = %+v, %v; want only acme/deploy", repos, err)
+		}
+		inst := &gh.Installation{ID: gh.Int64(f.id), Account: &gh.User{Login: gh.String("acme")}}
 		bad := gh.InstallationRepositoriesEvent{Action: gh.String("added"), RepositoriesAdded: []*gh.Repository{{FullName: gh.String("no-slash")}}, Installation: inst}
-		if err := h.Handle(ctx, "installation_repositories", "d3", payload(t, bad)); !IsPermanent(err) {
+		if err := h.Handle(ctx, "installation_repositories", "d-bad", payload(t, bad)); !IsPermanent(err) {
 			t.Errorf("repository without owner: %v, want a permanent error", err)
 		}
 	})
@@ -210,6 +363,37 @@ func TestInstallationCreatedRecordsItsInstallerUntilDeleted(t *testing.T) {
 		}
 		if _, err := db.InstallerOf(ctx, 77); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("installer after deleted: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// GitHub failing the read leaves the recorded status as it was and the delivery to
+// be retried; the retry records GitHub's answer.
+func TestInstallationEventRetriesWhenGitHubFails(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newInstallationFixture(t, db)
+		h := &Installation{Base: f.base}
+		f.gh.SuspendInstallation(t, f.id)
+		suspend := f.last(t, "installation", "suspend")
+		for _, fault := range []githubtest.Fault{
+			{Status: 502, Times: 1},
+			{Status: 502, Served: true, Times: 1},
+		} {
+			f.gh.InjectFault(fault.On("GET", "/app/installations/*"))
+			err := h.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload)
+			if err == nil || IsPermanent(err) {
+				t.Errorf("with GitHub answering 502: %v, want an error to retry", err)
+			}
+			if got := f.status(t, db); got != store.InstallationActive {
+				t.Errorf("status %s after a failed read, want active as before", got)
+			}
+		}
+		if err := h.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.status(t, db); got != store.InstallationSuspended {
+			t.Errorf("status %s after the retry, want suspended", got)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"encoding/json"
 )
 
@@ -25,13 +24,6 @@ type repoRef struct {
 type installationRef struct {
 	ID      int64   `json:"id"`
 	Account userRef `json:"account"`
-	// SuspendedAt is only looked at for presence: null (or absent) means active.
-	SuspendedAt json.RawMessage `json:"suspended_at"`
-}
-
-// suspended reports whether the installation carries a suspension time.
-func (i *installationRef) suspended() bool {
-	return len(i.SuspendedAt) > 0 && !bytes.Equal(i.SuspendedAt, []byte("null"))
 }
 
 // The fields of each event the handlers read.

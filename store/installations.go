@@ -261,8 +261,12 @@ type InstallationRepo struct {
 
 // ReplaceInstallationRepos makes repos the complete list of repositories a bound
 // installation can access (after a full listing from GitHub), revoking connections
-// to repositories no longer in it and restoring those back in it.
-func (db *DB) ReplaceInstallationRepos(ctx context.Context, installationID int64, repos []InstallationRepo) (RepoAccessChange, error) {
+// to repositories no longer in it, with reason (RepoAccessLost when empty), and
+// restoring those back in it.
+func (db *DB) ReplaceInstallationRepos(ctx context.Context, installationID int64, repos []InstallationRepo, reason string) (RepoAccessChange, error) {
+	if reason == "" {
+		reason = RepoAccessLost
+	}
 	var change RepoAccessChange
 	err := db.InTx(ctx, func(tx *sqlx.Tx) error {
 		var current []string
@@ -280,7 +284,7 @@ func (db *DB) ReplaceInstallationRepos(ctx context.Context, installationID int64
 			}
 		}
 		var err error
-		if change.Revoked, err = removeInstallationRepos(ctx, tx, installationID, gone, "the installation no longer has access to this repository"); err != nil {
+		if change.Revoked, err = removeInstallationRepos(ctx, tx, installationID, gone, reason); err != nil {
 			return err
 		}
 		change.Restored, err = addInstallationRepos(ctx, tx, installationID, repos)
@@ -288,6 +292,10 @@ func (db *DB) ReplaceInstallationRepos(ctx context.Context, installationID int64
 	})
 	return change, err
 }
+
+// RepoAccessLost is the reason a connection is revoked when GitHub's listing of an
+// installation's repositories no longer has its repository.
+const RepoAccessLost = "the installation no longer has access to this repository"
 
 // RepoAccessChange lists the connections whose status changed with an installation's
 // repositories.

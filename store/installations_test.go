@@ -188,10 +188,10 @@ func TestInstallationReposDriveConnections(t *testing.T) {
 		if _, err := db.BindInstallation(ctx, other.ID, store.BoundInstallation{InstallationID: 2, AccountLogin: "acme-b"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ReplaceInstallationRepos(ctx, 1, []store.InstallationRepo{{Repo: repoA, GitHubRepoID: 11}, {Repo: repoB, GitHubRepoID: 12}}); err != nil {
+		if _, err := db.ReplaceInstallationRepos(ctx, 1, []store.InstallationRepo{{Repo: repoA, GitHubRepoID: 11}, {Repo: repoB, GitHubRepoID: 12}}, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ReplaceInstallationRepos(ctx, 2, []store.InstallationRepo{{Repo: repoA, GitHubRepoID: 11}}); err != nil {
+		if _, err := db.ReplaceInstallationRepos(ctx, 2, []store.InstallationRepo{{Repo: repoA, GitHubRepoID: 11}}, ""); err != nil {
 			t.Fatal(err)
 		}
 		prod := createCluster(t, db, team.ID, "prod")
@@ -231,11 +231,11 @@ func TestInstallationReposDriveConnections(t *testing.T) {
 			t.Errorf("restored = %+v, want the connection back", restored)
 		}
 
-		change, err := db.ReplaceInstallationRepos(ctx, 1, []store.InstallationRepo{{Repo: repoB, GitHubRepoID: 12}})
+		change, err := db.ReplaceInstallationRepos(ctx, 1, []store.InstallationRepo{{Repo: repoB, GitHubRepoID: 12}}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(change.Revoked) != 1 || change.Revoked[0].Repo != repoA {
+		if len(change.Revoked) != 1 || change.Revoked[0].Repo != repoA || change.Revoked[0].StatusReason != store.RepoAccessLost {
 			t.Errorf("replace revoked %+v, want the connection to %s", change.Revoked, repoA)
 		}
 		repos, err := db.InstallationRepos(ctx, 1)

@@ -90,7 +90,7 @@ func (a *API) refreshRepos(r *http.Request, installationID int64) (int, error) {
 	for i, ref := range refs {
 		repos[i] = store.InstallationRepo{Repo: ref.Repo.URL(), GitHubRepoID: ref.ID}
 	}
-	if _, err := a.Store.ReplaceInstallationRepos(r.Context(), installationID, repos); err != nil {
+	if _, err := a.Store.ReplaceInstallationRepos(r.Context(), installationID, repos, ""); err != nil {
 		return 0, err
 	}
 	return len(repos), nil
