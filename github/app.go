@@ -94,6 +94,25 @@ func (s Installations) Get(ctx context.Context, installationID int64) (Installat
 	}, nil
 }
 
+// HasRepository reports whether installation installationID can access repo, with
+// one App JWT request (GET /repos/{owner}/{repo}/installation): GitHub answers 404
+// when no installation of the App can, also when the App is installed on the owner
+// but the repository is not among the installation's selected ones.
+func (s Installations) HasRepository(ctx context.Context, installationID int64, repo Repo) (bool, error) {
+	client, err := s.Clients.NewAppClient()
+	if err != nil {
+		return false, fmt.Errorf("read the installation of %s: %w", repo.FullName(), err)
+	}
+	inst, _, err := client.Apps.FindRepositoryInstallation(ctx, repo.Owner, repo.Name)
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the installation of %s: %w", repo.FullName(), err)
+	}
+	return inst.GetID() == installationID, nil
+}
+
 // RepoRef is one repository an installation can access.
 type RepoRef struct {
 	ID   int64

@@ -94,6 +94,21 @@ func TestInstallationsAgainstGitHub(t *testing.T) {
 	}
 
 	deploy := github.Repo{Host: webHost, Owner: "acme", Name: "deploy"}
+	for repo, want := range map[string]bool{"deploy": true, "infra": true, "outside": false, "missing": false} {
+		has, err := svc.HasRepository(ctx, id, github.Repo{Host: webHost, Owner: "acme", Name: repo})
+		if err != nil || has != want {
+			t.Errorf("HasRepository(acme/%s) = %v, %v; want %v", repo, has, err, want)
+		}
+	}
+	if has, err := svc.HasRepository(ctx, id+1, deploy); err != nil || has {
+		t.Errorf("HasRepository of another installation = %v, %v; want false", has, err)
+	}
+	remove := s.InjectFault(githubtest.Fault{Status: http.StatusBadGateway, Times: 1}.On("GET", "/repos/acme/deploy/installation"))
+	if _, err := svc.HasRepository(ctx, id, deploy); err == nil {
+		t.Error("HasRepository with GitHub answering 502: no error")
+	}
+	remove()
+
 	tok, err := svc.MintRepoToken(ctx, id, deploy)
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,7 @@ type Base struct {
 type InstallationReader interface {
 	Get(ctx context.Context, installationID int64) (github.Installation, error)
 	Repositories(ctx context.Context, installationID int64, webHost string) ([]github.RepoRef, error)
+	HasRepository(ctx context.Context, installationID int64, repo github.Repo) (bool, error)
 }
 
 func (b *Base) installations() InstallationReader {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,13 @@ func (s *scriptedInstallation) Repositories(_ context.Context, id int64, webHost
 		out = append(out, github.RepoRef{ID: int64(i + 1), Repo: github.Repo{Host: webHost, Owner: owner, Name: repo}})
 	}
 	return out, nil
+}
+
+func (s *scriptedInstallation) HasRepository(_ context.Context, _ int64, repo github.Repo) (bool, error) {
+	if s.deleted {
+		return false, nil
+	}
+	return slices.Contains(s.repos, repo.FullName()), nil
 }
 
 // TestInstallationFixturesInOrder plays GitHub's documented payloads for one

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -64,8 +67,17 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 		return h.applyPayload(ctx, id, event, reason)
 	}
 
-	// The repositories are GitHub's listing now, not the payload's change: see settle.
-	change, err := h.settleRepos(ctx, id, reason)
+	// The repositories are what GitHub answers now, not the payload's change: see
+	// settle. An event naming a few repositories asks about each of them (App
+	// requests); a larger one reads the whole listing, whose pages, as many as the
+	// installation has repositories by the hundred, cost the installation's own
+	// budget, which its plans need.
+	var change store.RepoAccessChange
+	if n := len(event.RepositoriesAdded) + len(event.RepositoriesRemoved); n <= maxReposAskedOneByOne {
+		change, err = h.settleNamedRepos(ctx, id, event, reason)
+	} else {
+		change, err = h.settleRepos(ctx, id, reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -77,6 +89,65 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 	}
 	logger.Info().Int("restored", len(change.Restored)).Int("revoked", len(change.Revoked)).Msg("Installation repositories updated from GitHub's listing")
 	return nil
+}
+
+// maxReposAskedOneByOne is the most repositories an event may name for each to be
+// asked about on its own rather than read from the installation's listing.
+const maxReposAskedOneByOne = 10
+
+// settleNamedRepos asks GitHub whether the installation can access each repository
+// the event names, and records that.
+func (h *InstallationRepositories) settleNamedRepos(ctx context.Context, id int64, event installationRepositoriesEvent, reason string) (store.RepoAccessChange, error) {
+	named := map[string]github.Repo{}
+	ids := map[string]int64{}
+	for _, r := range slices.Concat(event.RepositoriesAdded, event.RepositoriesRemoved) {
+		repo, err := h.Repo(r.FullName)
+		if err != nil {
+			return store.RepoAccessChange{}, Permanent(err)
+		}
+		named[repo.URL()], ids[repo.URL()] = repo, r.ID
+	}
+	var total store.RepoAccessChange
+	_, err := settle(ctx,
+		func(ctx context.Context) (map[string]bool, error) {
+			access := make(map[string]bool, len(named))
+			for url, repo := range named {
+				ok, err := h.installations().HasRepository(ctx, id, repo)
+				if err != nil {
+					return nil, err
+				}
+				access[url] = ok
+			}
+			return access, nil
+		},
+		func(ctx context.Context, access map[string]bool) error {
+			var add []store.InstallationRepo
+			var remove []string
+			for url, ok := range access {
+				if ok {
+					add = append(add, store.InstallationRepo{Repo: url, GitHubRepoID: ids[url]})
+				} else {
+					remove = append(remove, url)
+				}
+			}
+			if len(add) > 0 {
+				restored, err := h.Store.AddInstallationRepos(ctx, id, add)
+				if err != nil {
+					return err
+				}
+				total.Restored = append(total.Restored, restored...)
+			}
+			if len(remove) > 0 {
+				revoked, err := h.Store.RemoveInstallationRepos(ctx, id, remove, reason)
+				if err != nil {
+					return err
+				}
+				total.Revoked = append(total.Revoked, revoked...)
+			}
+			return nil
+		},
+		maps.Equal[map[string]bool])
+	return total, err
 }
 
 // applyPayload records the repositories an event says were added and removed.

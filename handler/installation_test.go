@@ -234,7 +234,16 @@ func TestInstallationRepositoriesFollowGitHubsListing(t *testing.T) {
 
 		f.gh.RemoveInstallationRepos(t, f.id, "deploy")
 		removed := f.last(t, "installation_repositories", "removed")
+		f.gh.ResetRequestCounts()
 		handle(removed)
+		// One repository is asked about with the App's requests, not listed with the
+		// installation's.
+		if n := f.gh.RequestCount("GET /repos/{owner}/{repo}/installation"); n != 2 {
+			t.Errorf("%d reads of the repository's installation, want 2 (read, confirmed)", n)
+		}
+		if n := f.gh.RequestCount("GET /installation/repositories"); n != 0 {
+			t.Errorf("%d listings of the installation's repositories for an event naming one", n)
+		}
 		conn := connection()
 		const reason = "octocat removed the repository from the GitHub App installation on acme"
 		if conn.Status != store.ConnectionRevoked || conn.StatusReason != reason {
@@ -269,6 +278,54 @@ func TestInstallationRepositoriesFollowGitHubsListing(t *testing.T) {
 		repos, err := db.InstallationRepos(ctx, f.id)
 		if err != nil || len(repos) != 1 || !strings.HasSuffix(repos[0].Repo, "/acme/infra") {
 			t.Errorf("installation repositories = %+v, %v; want only acme/infra", repos, err)
+		}
+	})
+}
+
+// An event naming many repositories reads them from the installation's listing.
+func TestInstallationRepositoriesEventOfManyReadsTheListing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newInstallationFixture(t, db)
+		var names []string
+		for i := range maxReposAskedOneByOne + 1 {
+			name := fmt.Sprintf("app-%02d", i)
+			f.gh.CreateRepo(t, "acme", name, map[string]string{"README.md": name + "\n"}, "main")
+			names = append(names, name)
+		}
+		h := &InstallationRepositories{Base: f.base}
+		handle := func(d githubtest.Delivery) {
+			t.Helper()
+			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
+				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
+			}
+		}
+		count := func() int {
+			t.Helper()
+			repos, err := db.InstallationRepos(ctx, f.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(repos)
+		}
+		f.gh.AddInstallationRepos(t, f.id, names...)
+		added := f.last(t, "installation_repositories", "added")
+		f.gh.ResetRequestCounts()
+		handle(added)
+		if n := count(); n != len(names)+2 {
+			t.Errorf("%d repositories recorded, want %d", n, len(names)+2)
+		}
+		if n := f.gh.RequestCount("GET /repos/{owner}/{repo}/installation"); n != 0 {
+			t.Errorf("%d reads of single repositories' installation for an event naming %d", n, len(names))
+		}
+		if n := f.gh.RequestCount("GET /installation/repositories"); n == 0 {
+			t.Error("the installation's listing was not read")
+		}
+		f.gh.RemoveInstallationRepos(t, f.id, names...)
+		handle(f.last(t, "installation_repositories", "removed"))
+		handle(added)
+		if n := count(); n != 2 {
+			t.Errorf("%d repositories recorded after the removal and a late addition delivery, want 2", n)
 		}
 	})
 }
