@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v62/github"
 )
@@ -131,12 +133,55 @@ func ClosePull(ctx context.Context, c *gh.Client, owner, repo string, number int
 	return nil
 }
 
-// Comment adds a comment to a pull request's conversation.
-func Comment(ctx context.Context, c *gh.Client, owner, repo string, number int64, body string) error {
+// comment adds a comment to a pull request's conversation.
+func comment(ctx context.Context, c *gh.Client, owner, repo string, number int64, body string) error {
 	if _, _, err := c.Issues.CreateComment(ctx, owner, repo, int(number), &gh.IssueComment{Body: gh.String(body)}); err != nil {
 		return fmt.Errorf("comment on #%d: %w", number, err)
 	}
 	return nil
+}
+
+// ReplyMarker is the hidden line in the App's reply to a comment that names the
+// comment it answers, so that CommentOnce finds a reply GitHub made but whose answer
+// was lost instead of posting it twice.
+func ReplyMarker(commentID int64) string {
+	return "<!-- kukie-reply-to: " + strconv.FormatInt(commentID, 10) + " -->"
+}
+
+// CommentOnce adds body, followed by marker, to a pull request's conversation unless
+// a comment by author (a login; "" is anyone) carrying marker is already there. The
+// conversation on GitHub is the one record of whether a reply was made: a create
+// whose answer was lost (a timeout, a reset connection, a 5xx after GitHub made the
+// comment) did make it, and a note in the store, written before the create or after
+// its answer, would be wrong in one of those cases, whichever replica or restart
+// takes the retry. since, when not zero, is when the comment being answered was made:
+// a reply to it cannot be older, so only comments updated since then are read.
+// Two calls with one marker at the same time can both post; callers serialize them
+// (a delivery belongs to one worker at a time).
+func CommentOnce(ctx context.Context, c *gh.Client, owner, repo string, number int64, author string, since time.Time, marker, body string) error {
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	if !since.IsZero() {
+		// GitHub's timestamps are whole seconds: a reply made within the second of
+		// the comment it answers is kept whether GitHub compares inclusively or not.
+		from := since.Add(-time.Second)
+		opts.Since = &from
+	}
+	for {
+		comments, resp, err := c.Issues.ListComments(ctx, owner, repo, int(number), opts)
+		if err != nil {
+			return fmt.Errorf("list comments of #%d: %w", number, err)
+		}
+		for _, cm := range comments {
+			if (author == "" || strings.EqualFold(cm.GetUser().GetLogin(), author)) && strings.Contains(cm.GetBody(), marker) {
+				return nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return comment(ctx, c, owner, repo, number, body+"\n\n"+marker)
 }
 
 // CanWrite reports whether login may push to the repository (write, maintain or admin).

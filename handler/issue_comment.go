@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -75,7 +76,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	}
 	if !allowed {
 		logger.Info().Msg("Ignoring a command from a user without write access")
-		return h.reply(ctx, pl, repo, number, fmt.Sprintf("@%s `%s` needs write access to this repository.", login, command))
+		return h.reply(ctx, pl, repo, number, event.Comment.ID, event.commentedAt(), fmt.Sprintf("@%s `%s` needs write access to this repository.", login, command))
 	}
 	switch command {
 	case CommandRerender:
@@ -84,7 +85,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		_, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code)
 		if refused, ok := plan.AsError(err); ok {
 			// A plan that can no longer be cancelled is the user's answer, not a retry.
-			return h.reply(ctx, pl, repo, number, fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, refused.Reason))
+			return h.reply(ctx, pl, repo, number, event.Comment.ID, event.commentedAt(), fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, refused.Reason))
 		}
 		// Anything else failed in the service or at GitHub: its text (hosts, URLs,
 		// the store's own words) is not for the pull request, which everyone who
@@ -108,7 +109,12 @@ func commandOf(body string) (string, bool) {
 	return "", false
 }
 
-func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, number int64, text string) error {
+// reply answers the comment commentID (made at commentAt) with text, once for that
+// comment: an attempt whose create GitHub carried out but whose answer was lost
+// returns an error, the inbox takes the delivery again, and the retry, on whichever
+// replica, finds the first reply by its marker on the pull request instead of
+// posting a second one.
+func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, number, commentID int64, commentAt time.Time, text string) error {
 	if h.ClientCreator == nil {
 		return nil
 	}
@@ -117,7 +123,11 @@ func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, nu
 	if err != nil {
 		return err
 	}
-	return github.Comment(ctx, c, owner, name, number, text)
+	var author string
+	if h.App.Slug != "" {
+		author = h.App.BotLogin()
+	}
+	return github.CommentOnce(ctx, c, owner, name, number, author, commentAt, github.ReplyMarker(commentID), text)
 }
 
 // GitHubWriteAccess implements WriteAccess with the repository collaborator

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -199,12 +201,82 @@ func TestCancelCommandRepliesOnlyWithTheUsersAnswer(t *testing.T) {
 				if err != nil {
 					t.Errorf("Handle = %v, want the answer replied, not retried", err)
 				}
-				if len(comments) != 1 || comments[0].GetBody() != tc.wantReply {
-					t.Errorf("replies %v, want %q", comments, tc.wantReply)
+				if len(comments) != 1 || !strings.HasPrefix(comments[0].GetBody(), tc.wantReply+"\n\n<!-- kukie-reply-to: ") {
+					t.Errorf("replies %v, want %q and the hidden marker", comments, tc.wantReply)
 				}
 			})
 		}
 	})
+}
+
+// TestReplyWhoseAnswerIsLostIsPostedOnce: GitHub makes the reply to a refused
+// command but its answer is lost (a 502 from a proxy in front of it, or a timeout);
+// the attempt fails, the inbox takes the delivery again, and the retry finds the
+// reply by its marker rather than posting it a second time. A reply to another
+// command comment, made later, is still posted.
+func TestReplyWhoseAnswerIsLostIsPostedOnce(t *testing.T) {
+	faults := map[string]githubtest.Fault{
+		"502":     githubtest.ServerError(http.StatusBadGateway),
+		"timeout": {Hang: true},
+	}
+	for name, fault := range faults {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				gh, base, number := newCommandPull(t, db)
+				h := &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
+				reader := githubtest.Author{Name: "rex", Email: "rex@example.com", Login: "rex"}
+				gh.SetPermission(t, commandRepo, reader.Login, githubtest.RoleRead)
+				const create = "/repos/*/*/issues/*/comments"
+				lost := fault.On(http.MethodPost, create)
+				lost.Served, lost.Times = true, 1
+				gh.InjectFault(lost)
+
+				replies := func() []string {
+					var out []string
+					for _, c := range gh.IssueComments(t, commandRepo, number) {
+						if c.GetUser().GetLogin() == gh.BotLogin() {
+							out = append(out, c.GetBody())
+						}
+					}
+					return out
+				}
+				// command comments as the reader and returns the delivery of the comment,
+				// taken before the App's reply adds its own.
+				command := func(body string) githubtest.Delivery {
+					gh.CommentOnPullRequest(t, commandRepo, number, reader, body)
+					deliveries := gh.DeliveriesOf("issue_comment", "created")
+					return deliveries[len(deliveries)-1]
+				}
+				handle := func(d githubtest.Delivery) error {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					defer cancel()
+					return h.Handle(ctx, "issue_comment", d.ID, d.Payload)
+				}
+				cancelled := command(CommandCancel)
+				if err := handle(cancelled); err == nil {
+					t.Fatal("the attempt whose answer was lost succeeded")
+				}
+				if hits := gh.FaultHits(http.MethodPost, create); hits != 1 {
+					t.Fatalf("the fault lost %d answers, want 1", hits)
+				}
+				if got := replies(); len(got) != 1 {
+					t.Fatalf("after the lost answer: %d replies, want the one GitHub made", len(got))
+				}
+				if err := handle(cancelled); err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+				if got := replies(); len(got) != 1 {
+					t.Fatalf("after the retry: %d replies, want 1: %q", len(got), got)
+				}
+				if err := handle(command(CommandRerender)); err != nil {
+					t.Fatal(err)
+				}
+				if got := replies(); len(got) != 2 || !strings.Contains(got[1], "`"+CommandRerender+"` needs write access") {
+					t.Errorf("after a second command: %q, want its own reply too", got)
+				}
+			})
+		})
+	}
 }
 
 // TestCommandIsAWholeWord: a command runs when the comment starts with it, alone

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // The handlers decode only the fields they read, into the small types below. GitHub
@@ -132,11 +133,26 @@ type issueCommentEvent struct {
 		PullRequest json.RawMessage `json:"pull_request"`
 	} `json:"issue"`
 	Comment struct {
-		Body string  `json:"body"`
-		User userRef `json:"user"`
+		// ID names the comment a reply answers (see IssueComment.reply).
+		ID int64 `json:"id"`
+		// CreatedAt is kept as text and read by commentedAt: a time in another
+		// layout must not park the delivery, it only widens the search for a reply.
+		CreatedAt string  `json:"created_at"`
+		Body      string  `json:"body"`
+		User      userRef `json:"user"`
 	} `json:"comment"`
 	Repo   repoRef `json:"repository"`
 	Sender userRef `json:"sender"`
+}
+
+// commentedAt is when the comment was made, or the zero time when the payload's
+// created_at is not an RFC 3339 time.
+func (e *issueCommentEvent) commentedAt() time.Time {
+	t, err := time.Parse(time.RFC3339, e.Comment.CreatedAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 type installationEvent struct {

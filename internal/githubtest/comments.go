@@ -128,9 +128,20 @@ func (s *Server) handleListComments(w http.ResponseWriter, r *http.Request, rp *
 	if pr == nil {
 		return
 	}
+	// since keeps the comments updated at or after it; the list is oldest first
+	// whatever it is given, as GitHub's takes no sort or direction.
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			writeError(w, r, http.StatusUnprocessableEntity, "The since parameter needs to be in ISO 8601 format: YYYY-MM-DDTHH:MM:SSZ")
+			return
+		}
+		since = t
+	}
 	out := []*github.IssueComment{}
 	for _, c := range rp.comments {
-		if c.number == pr.number {
+		if c.number == pr.number && !c.updatedAt.Before(since) {
 			out = append(out, s.commentJSON(rp, c))
 		}
 	}

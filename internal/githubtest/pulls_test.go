@@ -1,9 +1,12 @@
 package githubtest
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -183,17 +186,26 @@ func TestMergeFiresWebhooks(t *testing.T) {
 
 func TestMergeConflictIsNotMergeable(t *testing.T) {
 	s := New(t)
+	c, pr := openFeaturePull(t, s)
+	s.PushCommit(t, "acme/deploy", "main", map[string]string{"f": "3\n"}, DefaultAuthor)
+	got, _, err := c.PullRequests.Get(ctx, "acme", "deploy", pr.GetNumber())
+	if err != nil || got.GetMergeable() || got.GetMergeableState() != "dirty" {
+		t.Errorf("conflicting pull request: mergeable %v state %s, %v", got.GetMergeable(), got.GetMergeableState(), err)
+	}
+}
+
+// openFeaturePull serves acme/deploy with f on main and a branch feature that
+// changes it, opens feature's pull request into main as the App, and returns the
+// App's client and the pull request.
+func openFeaturePull(t *testing.T, s *Server) (*github.Client, *github.PullRequest) {
+	t.Helper()
 	c, _ := installedRepo(t, s, map[string]string{"f": "1\n"})
 	pushPlanBranch(t, c, s, "feature", map[string]string{"f": "2\n"})
 	pr, _, err := c.PullRequests.Create(ctx, "acme", "deploy", &github.NewPullRequest{Title: ptr("t"), Head: ptr("feature"), Base: ptr("main")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.PushCommit(t, "acme/deploy", "main", map[string]string{"f": "3\n"}, DefaultAuthor)
-	got, _, err := c.PullRequests.Get(ctx, "acme", "deploy", pr.GetNumber())
-	if err != nil || got.GetMergeable() || got.GetMergeableState() != "dirty" {
-		t.Errorf("conflicting pull request: mergeable %v state %s, %v", got.GetMergeable(), got.GetMergeableState(), err)
-	}
+	return c, pr
 }
 
 func TestIssueComments(t *testing.T) {
@@ -230,4 +242,55 @@ func TestIssueComments(t *testing.T) {
 	if person.GetAction() != "created" || person.GetComment().GetBody() != "/kukie rerender" || !person.GetIssue().IsPullRequest() || person.GetSender().GetLogin() != "octocat" {
 		t.Errorf("issue_comment = %+v", person)
 	}
+}
+
+// TestIssueCommentsSince: the list of a pull request's comments takes since, as
+// GitHub's does, and keeps the comments updated at or after it (an old comment
+// edited since is in it), oldest first; a since that is not an ISO 8601 time is
+// GitHub's 422.
+func TestIssueCommentsSince(t *testing.T) {
+	s := New(t)
+	c, pr := openFeaturePull(t, s)
+	comment := func(body string) *github.IssueComment {
+		t.Helper()
+		made, _, err := c.Issues.CreateComment(ctx, "acme", "deploy", pr.GetNumber(), &github.IssueComment{Body: ptr(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return made
+	}
+	old := comment("old")
+	s.Clock().Advance(10 * time.Minute)
+	recent := comment("recent")
+	bodies := func(since time.Time) []string {
+		t.Helper()
+		list, _, err := c.Issues.ListComments(ctx, "acme", "deploy", pr.GetNumber(), &github.IssueListCommentsOptions{Since: &since})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, cm := range list {
+			out = append(out, cm.GetBody())
+		}
+		return out
+	}
+	if got := bodies(recent.GetCreatedAt().Time); !slices.Equal(got, []string{"recent"}) {
+		t.Errorf("since the recent comment's time: %q, want it alone (at or after)", got)
+	}
+	if got := bodies(old.GetCreatedAt().Time); !slices.Equal(got, []string{"old", "recent"}) {
+		t.Errorf("since the old comment's time: %q, want both, oldest first", got)
+	}
+	s.Clock().Advance(10 * time.Minute)
+	if _, _, err := c.Issues.EditComment(ctx, "acme", "deploy", old.GetID(), &github.IssueComment{Body: ptr("old, edited")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(recent.GetCreatedAt().Time.Add(time.Minute)); !slices.Equal(got, []string{"old, edited"}) {
+		t.Errorf("since after the recent comment: %q, want the edited old one", got)
+	}
+	req, err := c.NewRequest(http.MethodGet, fmt.Sprintf("repos/acme/deploy/issues/%d/comments?since=yesterday", pr.GetNumber()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Do(ctx, req, nil)
+	wantStatus(t, err, http.StatusUnprocessableEntity)
 }
