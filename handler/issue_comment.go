@@ -82,7 +82,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	case CommandRerender:
 		return h.Pipeline.Reverify(ctx, pl.Code)
 	default:
-		_, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code)
+		_, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code, "")
 		if refused, ok := plan.AsError(err); ok {
 			// A plan that can no longer be cancelled is the user's answer, not a retry.
 			return h.reply(ctx, pl, repo, number, event.Comment.ID, event.commentedAt(), fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, refused.Reason))

@@ -52,7 +52,7 @@ func (p *commandPipeline) Reverify(_ context.Context, code string) error {
 	return nil
 }
 
-func (p *commandPipeline) Cancel(_ context.Context, _, code string) (store.Plan, error) {
+func (p *commandPipeline) Cancel(_ context.Context, _, code, _ string) (store.Plan, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cancelled = append(p.cancelled, code)

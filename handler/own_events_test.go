@@ -60,7 +60,7 @@ func (p *trackingPipeline) Reverify(context.Context, string) error {
 	return nil
 }
 
-func (p *trackingPipeline) Cancel(context.Context, string, string) (store.Plan, error) {
+func (p *trackingPipeline) Cancel(context.Context, string, string, string) (store.Plan, error) {
 	p.record("Cancel")
 	return p.plan, nil
 }

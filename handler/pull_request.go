@@ -20,7 +20,7 @@ type Pipeline interface {
 	HeadPushed(ctx context.Context, repo, branch, sha, sender string) error
 	BasePushed(ctx context.Context, repo, branch, after string, changed []string) error
 	Reverify(ctx context.Context, code string) error
-	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
+	Cancel(ctx context.Context, teamID, code, reason string) (store.Plan, error)
 }
 
 // repoName is the pipeline's name of a payload's repository.

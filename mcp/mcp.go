@@ -70,7 +70,7 @@ const MaxBatch = 10
 type Changes interface {
 	CreateChange(ctx context.Context, t store.Team, req plan.Request) (store.Plan, bool, error)
 	Change(ctx context.Context, t store.Team, code string) (changes.ChangeView, error)
-	CancelChange(ctx context.Context, t store.Team, code string) (changes.ChangeView, error)
+	CancelChange(ctx context.Context, t store.Team, code, reason string) (changes.ChangeView, error)
 	RollbackChange(ctx context.Context, t store.Team, code, requestedBy, reason string) (changes.ChangeView, error)
 	Decide(ctx context.Context, t store.Team, cluster string, target objref.Target) (changes.DecideResponse, error)
 	AppListPage(ctx context.Context, t store.Team, cluster string, limit int, before string) (changes.AppListPage, error)

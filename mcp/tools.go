@@ -76,6 +76,11 @@ type codeInput struct {
 	Code string `json:"code" jsonschema:"the change's plan code"`
 }
 
+type cancelInput struct {
+	Code   string `json:"code" jsonschema:"the plan code of the change to cancel"`
+	Reason string `json:"reason,omitempty" jsonschema:"why it is cancelled, kept in its history, at most 2000 characters"`
+}
+
 type rollbackInput struct {
 	Code        string `json:"code" jsonschema:"the plan code of the change to revert"`
 	Reason      string `json:"reason,omitempty" jsonschema:"why it is rolled back, at most 2000 characters"`
@@ -312,7 +317,7 @@ func (s *Server) getChange(ctx context.Context, _ *sdk.CallToolRequest, in codeI
 	return nil, changeResultOf(v), nil
 }
 
-func (s *Server) cancelChange(ctx context.Context, _ *sdk.CallToolRequest, in codeInput) (*sdk.CallToolResult, any, error) {
+func (s *Server) cancelChange(ctx context.Context, _ *sdk.CallToolRequest, in cancelInput) (*sdk.CallToolResult, any, error) {
 	t, err := caller(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -320,7 +325,7 @@ func (s *Server) cancelChange(ctx context.Context, _ *sdk.CallToolRequest, in co
 	if err := needChange(ctx, ToolCancelChange); err != nil {
 		return nil, nil, err
 	}
-	v, err := s.deps.Changes.CancelChange(ctx, t, in.Code)
+	v, err := s.deps.Changes.CancelChange(ctx, t, in.Code, in.Reason)
 	if err != nil {
 		return nil, nil, toolError(err)
 	}

@@ -256,7 +256,7 @@ func runRequestToPR(b *testing.B, db *store.DB, requests, concurrency int) {
 				latencies = append(latencies, time.Since(start))
 				mu.Unlock()
 				// Close it so the next request on this Deployment does not wait.
-				if _, err := p.Cancel(ctx, team.ID, pl.Code); err != nil {
+				if _, err := p.Cancel(ctx, team.ID, pl.Code, ""); err != nil {
 					b.Error(err)
 				}
 				return

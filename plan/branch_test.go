@@ -62,7 +62,7 @@ func TestPlanBranchDeletedWhenPullRequestEnds(t *testing.T) {
 
 		t.Run("cancelled", func(t *testing.T) {
 			pl := e.submitOpen(ctx, p, scale(5, "cancel"))
-			if _, err := p.Cancel(ctx, e.team.ID, pl.Code); err != nil {
+			if _, err := p.Cancel(ctx, e.team.ID, pl.Code, ""); err != nil {
 				t.Fatal(err)
 			}
 			// The closed webhook arrives after the cancel moved the plan.

@@ -53,7 +53,7 @@ func (e *env) cancelAtEnd(code *string) {
 	e.t.Cleanup(func() {
 		p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns}, plan.Config{})
 		defer p.Close()
-		if _, err := p.Cancel(context.Background(), e.team.ID, *code); err != nil {
+		if _, err := p.Cancel(context.Background(), e.team.ID, *code, ""); err != nil {
 			e.t.Errorf("cancel plan %s: %v", *code, err)
 		}
 	})

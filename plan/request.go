@@ -306,6 +306,8 @@ type Payload struct {
 	// RollbackReference is what a rollback reverts (merge commit) or the plan that
 	// reverted this one.
 	RollbackReference string `json:"rollback_reference,omitempty"`
+	// CancelReason is why the plan was cancelled, as the caller of Cancel gave it.
+	CancelReason string `json:"cancel_reason,omitempty"`
 	// CheckConclusion is the last published check run conclusion.
 	CheckConclusion string `json:"check_conclusion,omitempty"`
 	// VerifiedHead is the head commit known to be the base plus exactly the verified

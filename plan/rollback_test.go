@@ -176,7 +176,7 @@ func TestRollbackCanBeRequestedAgain(t *testing.T) {
 		}
 
 		// The revert's pull request is closed unmerged: the next request opens another.
-		if _, err := p.Cancel(ctx, e.team.ID, open.Code); err != nil {
+		if _, err := p.Cancel(ctx, e.team.ID, open.Code, ""); err != nil {
 			t.Fatal(err)
 		}
 		last := rollback()

@@ -207,7 +207,9 @@ func (p *Pipeline) planOfBranch(ctx context.Context, repo, branch string) (store
 }
 
 // Cancel closes a plan's pull request (if any), releases its locks and ends it.
-func (p *Pipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan, error) {
+// reason, when not empty, is why the caller cancels it: it is kept in the payload
+// (CancelReason) and the history's cancel event; the caller bounds and checks it.
+func (p *Pipeline) Cancel(ctx context.Context, teamID, code, reason string) (store.Plan, error) {
 	pl, err := p.db.TeamPlan(ctx, teamID, code)
 	if err != nil {
 		return pl, err
@@ -224,7 +226,12 @@ func (p *Pipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan,
 		if !Status(pl.Status).Cancellable() {
 			return "", "", "", &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s and can no longer be cancelled", code, pl.Status)}
 		}
-		return StatusClosed, "cancel", "cancelled by " + actorOf(ctx), nil
+		msg := "cancelled by " + actorOf(ctx)
+		if reason != "" {
+			pay.CancelReason = reason
+			msg += ": " + reason
+		}
+		return StatusClosed, "cancel", msg, nil
 	})
 	return saved, err
 }
@@ -300,7 +307,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 			return existing, nil
 		}
 		if Status(existing.Status) == StatusFailed {
-			if _, err := p.Cancel(ctx, teamID, prev); err != nil {
+			if _, err := p.Cancel(ctx, teamID, prev, "replaced by a new rollback"); err != nil {
 				return existing, fmt.Errorf("close failed revert %s: %w", prev, err)
 			}
 		}

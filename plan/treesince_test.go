@@ -45,7 +45,7 @@ func TestPipelineDerivesReachIndexFromLastPlannedCommit(t *testing.T) {
 				if pay.Verification == nil || len(pay.Verification.Apps) != 1 || pay.Verification.Apps[0].App != "argocd/web" {
 					t.Fatalf("verification at %s: %+v, want argocd/web alone", first, pay.Verification)
 				}
-				if _, err := p.Cancel(ctx, e.team.ID, pl.Code); err != nil {
+				if _, err := p.Cancel(ctx, e.team.ID, pl.Code, ""); err != nil {
 					t.Fatal(err)
 				}
 				e.waitFor(pl.Code, "closed", func(p store.Plan) bool { return plan.Status(p.Status).Terminal() })

@@ -54,7 +54,7 @@ func (u *unavailablePipeline) Submit(context.Context, string, string, plan.Reque
 	return store.Plan{}, false, u.refusal()
 }
 
-func (u *unavailablePipeline) Cancel(context.Context, string, string) (store.Plan, error) {
+func (u *unavailablePipeline) Cancel(context.Context, string, string, string) (store.Plan, error) {
 	return store.Plan{}, u.refusal()
 }
 

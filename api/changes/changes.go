@@ -45,7 +45,7 @@ var openAPIDocument []byte
 // implements it.
 type Pipeline interface {
 	Submit(ctx context.Context, teamID, actor string, req plan.Request) (store.Plan, bool, error)
-	Cancel(ctx context.Context, teamID, code string) (store.Plan, error)
+	Cancel(ctx context.Context, teamID, code, reason string) (store.Plan, error)
 	Retry(ctx context.Context, teamID, code string) (store.Plan, error)
 	Rollback(ctx context.Context, teamID, code, requestedBy, reason string) (store.Plan, error)
 	Decide(ctx context.Context, cluster clusteraccess.Ref, target objref.Target) argocd.Decision
@@ -149,6 +149,7 @@ type ChangeView struct {
 	RollbackOf         string               `json:"rollback_of,omitempty"`
 	RolledBackBy       string               `json:"rolled_back_by,omitempty"`
 	RollbackReference  string               `json:"rollback_reference,omitempty"`
+	CancelReason       string               `json:"cancel_reason,omitempty"`
 	CreatedAt          time.Time            `json:"created_at"`
 	UpdatedAt          time.Time            `json:"updated_at"`
 	History            []EventView          `json:"history,omitempty"`
@@ -210,6 +211,7 @@ func View(p store.Plan) ChangeView {
 	v.ClusterCheck, v.ClusterCheckNote = pay.ClusterCheck, pay.ClusterCheckNote
 	v.NotChecked = pay.NotChecked
 	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference
+	v.CancelReason = pay.CancelReason
 	return v
 }
 
@@ -468,9 +470,21 @@ func (a *API) listChanges(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, out)
 }
 
+// cancelRequest is the optional body of a cancel.
+type cancelRequest struct {
+	Reason string `json:"reason"`
+}
+
 func (a *API) cancelChange(w http.ResponseWriter, r *http.Request) {
+	// The body is optional, as before it was read at all; one that is sent is held
+	// to what a cancel takes, so that a misspelt field or a truncated body is
+	// refused rather than a reason silently dropped from the history.
+	var body cancelRequest
+	if !server.DecodeOptionalJSON(w, r, &body) {
+		return
+	}
 	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
-		return a.CancelChange(ctx, t, code)
+		return a.CancelChange(ctx, t, code, body.Reason)
 	}, http.StatusOK)
 }
 

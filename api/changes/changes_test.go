@@ -58,13 +58,22 @@ func (s stubPipeline) Submit(ctx context.Context, teamID, actor string, req plan
 	return s.db.CreatePlan(ctx, p, store.PlanEvent{Actor: actor})
 }
 
-func (s stubPipeline) Cancel(ctx context.Context, teamID, code string) (store.Plan, error) {
+func (s stubPipeline) Cancel(ctx context.Context, teamID, code, reason string) (store.Plan, error) {
 	p, err := s.db.TeamPlan(ctx, teamID, code)
 	if err != nil {
 		return p, err
 	}
+	if plan.Status(p.Status) == plan.StatusClosed {
+		return p, &plan.Error{Code: plan.CodeConflict, Reason: "plan " + code + " is closed and can no longer be cancelled"}
+	}
 	p.Status = string(plan.StatusClosed)
-	return s.db.UpdatePlan(ctx, p, store.PlanEvent{Step: "cancel"})
+	pay, err := plan.PayloadOf(p)
+	if err != nil {
+		return p, err
+	}
+	pay.CancelReason = reason
+	p.Payload, _ = json.Marshal(pay)
+	return s.db.UpdatePlan(ctx, p, store.PlanEvent{Step: "cancel", Message: "cancelled: " + reason})
 }
 
 func (s stubPipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, error) {
@@ -832,5 +841,78 @@ func TestSecretChangeValuesAreNotShown(t *testing.T) {
 	asked := `{"patch":{"merge":{"data":{"password":"` + planted + `"}}}}`
 	if v := View(store.Plan{Target: objref.Target{Kind: "ConfigMap"}, Change: json.RawMessage(asked)}); string(v.Change) != asked {
 		t.Errorf("a ConfigMap's change is shown as %s, want it as asked", v.Change)
+	}
+}
+
+// TestCancelTakesAnOptionalReason: a cancel's body may be left out, as before it
+// was read at all, or give a reason, which the answer and the change's history
+// hold; a body that is not JSON, holds a field a cancel does not take, or a
+// reason over its bound or with a control character is refused with 400 naming
+// the problem, and the change is not cancelled (failed before: every body was
+// ignored and the change cancelled without its reason).
+func TestCancelTakesAnOptionalReason(t *testing.T) {
+	long := strings.Repeat("é", MaxReasonChars+1)
+	for name, tc := range map[string]struct {
+		body       io.Reader
+		wantStatus int
+		wantCode   string
+		wantWords  string // in the answer
+	}{
+		"no body":                 {nil, http.StatusOK, "", ""},
+		"an empty chunked body":   {io.NopCloser(strings.NewReader("")), http.StatusOK, "", ""},
+		"a reason":                {strings.NewReader(`{"reason":"scaled by hand instead"}`), http.StatusOK, "", `"cancel_reason":"scaled by hand instead"`},
+		"a reason, chunked":       {io.NopCloser(strings.NewReader(`{"reason":"scaled by hand instead"}`)), http.StatusOK, "", `"cancel_reason":"scaled by hand instead"`},
+		"malformed JSON":          {strings.NewReader(`{"reason":`), http.StatusBadRequest, "invalid_json", "request body is not valid"},
+		"not an object":           {strings.NewReader(`"scaled by hand"`), http.StatusBadRequest, "invalid_json", "request body is not valid"},
+		"an unknown field":        {strings.NewReader(`{"why":"scaled by hand"}`), http.StatusBadRequest, "invalid_json", `unknown field \"why\"`},
+		"a reason too long":       {strings.NewReader(`{"reason":"` + long + `"}`), http.StatusBadRequest, "invalid_request", "reason is 2001 characters long, at most 2000"},
+		"a reason with a control": {strings.NewReader(`{"reason":"scaled\u001b[2Jby hand"}`), http.StatusBadRequest, "invalid_request", "reason holds the control character U+001B"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Each case on a database of its own: a change is cancelled once.
+			db := storetest.SQLite(t)
+			srv, token := changesServer(t, db, stubPipeline{db})
+			scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
+			if status, body := callAs(srv, token, "POST", "/api/v1/changes", scale); status != http.StatusAccepted {
+				t.Fatalf("create: %d %s", status, body)
+			}
+			req := httptest.NewRequest("POST", "/api/v1/changes/web1/cancel", tc.body)
+			req.Header.Set("Authorization", "Bearer "+token.Reveal())
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("%d %.300s, want %d", rec.Code, body, tc.wantStatus)
+			}
+			if tc.wantCode != "" {
+				wantCode(t, body, tc.wantCode)
+			}
+			if tc.wantWords != "" && !bytes.Contains(body, []byte(tc.wantWords)) {
+				t.Errorf("%.300s does not say %s", body, tc.wantWords)
+			}
+			status, got := callAs(srv, token, "GET", "/api/v1/changes/web1", "")
+			if status != http.StatusOK {
+				t.Fatalf("get: %d %s", status, got)
+			}
+			var view ChangeView
+			if err := json.Unmarshal(got, &view); err != nil {
+				t.Fatal(err)
+			}
+			cancelled := view.Status == string(plan.StatusClosed)
+			if cancelled != (tc.wantStatus == http.StatusOK) {
+				t.Fatalf("after a %d the change is %s", rec.Code, view.Status)
+			}
+			if !cancelled {
+				return
+			}
+			var reason string
+			if tc.wantWords != "" {
+				reason = "scaled by hand instead"
+			}
+			last := view.History[len(view.History)-1]
+			if view.CancelReason != reason || last.Step != "cancel" || !strings.HasSuffix(last.Message, reason) {
+				t.Errorf("cancel_reason %q, last event %s %q; want the reason %q in both", view.CancelReason, last.Step, last.Message, reason)
+			}
+		})
 	}
 }

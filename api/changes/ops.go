@@ -153,9 +153,16 @@ func (a *API) Change(ctx context.Context, t store.Team, code string) (ChangeView
 	return view, nil
 }
 
-// CancelChange closes the change's pull request and releases its files.
-func (a *API) CancelChange(ctx context.Context, t store.Team, code string) (ChangeView, error) {
-	p, err := a.Pipeline.Cancel(plan.WithActor(ctx, actor(t)), t.ID, code)
+// CancelChange closes the change's pull request and releases its files; reason,
+// which may be empty, is why, kept in the change's history and its cancel_reason.
+func (a *API) CancelChange(ctx context.Context, t store.Team, code, reason string) (ChangeView, error) {
+	if err := checkBounds(boundedField{"reason", reason, MaxReasonChars}); err != nil {
+		return ChangeView{}, err
+	}
+	if problem := plan.WordsProblem("reason", reason, true); problem != "" {
+		return ChangeView{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: problem}
+	}
+	p, err := a.Pipeline.Cancel(plan.WithActor(ctx, actor(t)), t.ID, code, reason)
 	return View(p), err
 }
 
@@ -330,7 +337,7 @@ func (a *API) AllowRepositoryRead(t store.Team) error {
 // into its pull request, commit, check run, notifications and every listing of it,
 // so the body limit alone would let each change carry a megabyte of them.
 const (
-	// MaxReasonChars bounds a change's or rollback's reason.
+	// MaxReasonChars bounds a change's, rollback's or cancel's reason.
 	MaxReasonChars = 2000
 	// MaxRequestedByChars bounds who asked for it.
 	MaxRequestedByChars = 200

@@ -147,6 +147,7 @@ func TestOpenAPISchemasMatchTheTypes(t *testing.T) {
 		"ChangeView":                  reflect.TypeFor[ChangeView](),
 		"ChangeList":                  reflect.TypeFor[changeList](),
 		"RollbackRequest":             reflect.TypeFor[rollbackRequest](),
+		"CancelRequest":               reflect.TypeFor[cancelRequest](),
 		"DecideRequest":               reflect.TypeFor[decideRequest](),
 		"DecideResponse":              reflect.TypeFor[DecideResponse](),
 		"AppList":                     reflect.TypeFor[AppListPage](),
