@@ -923,3 +923,30 @@ func TestAppToolsNamingNoPossibleAppSayNotFound(t *testing.T) {
 	}
 	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argo/cd", "name": "web"}, "application_not_found", "no namespace has that name")
 }
+
+// TestProposeRefusesNonStringLabelAndEnvValues: propose_git_change refuses a label
+// or annotation value that is not a string when it is called, naming the field and
+// the value's JSON type, and stores no change (failed before: the change was taken
+// and refused only once the target was read and rendered). An env value that is
+// not a string is refused by the tool's input schema, before the change is made.
+func TestProposeRefusesNonStringLabelAndEnvValues(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	propose := func(change map[string]any) map[string]any {
+		return map[string]any{"cluster": "prod", "target": webTarget, "change": change, "reason": "owner", "requested_by": "alice"}
+	}
+	mustRefuse(t, cs, mcp.ToolProposeGitChange,
+		propose(map[string]any{"patch": map[string]any{"merge": map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": 3}}}}}),
+		"invalid_request", `/metadata/labels/team: must be a string, got number 3; give the string "3"`)
+	mustRefuse(t, cs, mcp.ToolProposeGitChange,
+		propose(map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/metadata/annotations/example.com~1on", "value": true}}}}),
+		"invalid_request", "/metadata/annotations/example.com~1on: must be a string, got boolean true")
+	mustRefuse(t, cs, mcp.ToolProposeGitChange,
+		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"PORT": 8080}}}), "env/properties/set", `want "string"`)
+	mustRefuse(t, cs, mcp.ToolProposeGitChange,
+		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"DEBUG": nil}}}), "env/properties/set", `want "string"`)
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)
+	}
+}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -104,6 +106,49 @@ func (c Change) Validate() error {
 		}
 	case c.Patch != nil:
 		return c.Patch.Validate()
+	}
+	return nil
+}
+
+// UnmarshalJSON refuses a variable of set whose value is not a string, naming the
+// variable and the value's JSON type: decoded as a map of strings, null set the
+// variable to "" (unset is what removes one), and a number was refused in words
+// that named neither the variable nor its value.
+func (e *Env) UnmarshalJSON(data []byte) error {
+	type plain Env
+	var raw struct {
+		plain
+		Set map[string]json.RawMessage `json:"set,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	*e = Env(raw.plain)
+	e.Set = nil
+	if raw.Set != nil {
+		e.Set = make(map[string]string, len(raw.Set))
+	}
+	for _, name := range sortedKeys(raw.Set) {
+		field := "env.set." + name
+		if !envName.MatchString(name) {
+			// Quoted in ASCII: the name is the caller's and is refused anyway.
+			field = "env.set[" + strconv.QuoteToASCII(name) + "]"
+		}
+		v, err := decodeJSONValue(raw.Set[name])
+		if err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		s, ok := v.(string)
+		if !ok {
+			err := notAString(field, v)
+			if v == nil {
+				err = fmt.Errorf("%w (to remove the variable, list it in unset)", err)
+			}
+			return err
+		}
+		e.Set[name] = s
 	}
 	return nil
 }

@@ -185,6 +185,37 @@ func typedText(v any) string {
 	return flowText(v)
 }
 
+// jsonTyped is a decoded JSON value after the name of its JSON type ("number 3",
+// "boolean false", "object {"a":1}"), for a refusal of a value of the wrong type.
+func jsonTyped(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string " + strconv.Quote(x)
+	case bool:
+		return "boolean " + flowText(x)
+	case int64, float64, json.Number:
+		return "number " + flowText(x)
+	case []any:
+		return "array " + flowText(x)
+	case map[string]any:
+		return "object " + flowText(x)
+	}
+	return flowText(v)
+}
+
+// notAString refuses v where only a string is taken, naming the field at: a
+// number or a boolean with the string that spells it, which is most often what
+// was meant ("3", "true").
+func notAString(at string, v any) error {
+	switch v.(type) {
+	case bool, int64, float64, json.Number:
+		return fmt.Errorf("%s: must be a string, got %s; give the string %s", at, jsonTyped(v), strconv.Quote(flowText(v)))
+	}
+	return fmt.Errorf("%s: must be a string, got %s", at, jsonTyped(v))
+}
+
 // absent marks a missing field in a difference.
 type absent struct{}
 

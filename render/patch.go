@@ -253,12 +253,18 @@ func checkLabelsAndAnnotations(at []string, m map[string]any) error {
 			if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 				return fmt.Errorf("%s: %s is not a valid %s key: %s", ptr, strconv.Quote(key), strings.TrimSuffix(k, "s"), strings.Join(msgs, "; "))
 			}
-			// A value other than a string is refused once the target is read
-			// (checkStringValue), in words that name it.
-			if v, ok := sub[key].(string); ok && k == "labels" {
-				if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			switch v := sub[key].(type) {
+			case nil:
+				// null removes the label or annotation.
+			case string:
+				if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 && k == "labels" {
 					return fmt.Errorf("%s/%s: %s is not a valid label value: %s", ptr, escapePointer(key), strconv.Quote(v), strings.Join(msgs, "; "))
 				}
+			default:
+				// Refused here, with the request, rather than once the target
+				// is read and rendered (checkStringValue, which still guards a
+				// patch that reaches a render another way).
+				return notAString(ptr+"/"+escapePointer(key), v)
 			}
 		}
 	}

@@ -84,3 +84,47 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 		t.Fatalf("a valid change after the refused ones: %d %s, want 202", status, answer)
 	}
 }
+
+// TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted: a label, annotation or
+// env value that is not a string is refused 400 when the change is submitted,
+// naming the field, the key and the value's JSON type, before the pipeline sees it
+// (failed before: a label or annotation was answered 202 and refused only once the
+// target was read and rendered; an env value of null was taken as "" and one of a
+// number refused in words naming neither the variable nor its value). null still
+// removes a label.
+func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
+	db := storetest.SQLite(t)
+	submitted := &atomic.Int32{}
+	srv, token := changesServer(t, db, countingPipeline{stubPipeline{db}, submitted})
+	request := func(change string) string {
+		return `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},` +
+			`"change":` + change + `,"reason":"traffic","requested_by":"alice"}`
+	}
+	for name, tc := range map[string]struct{ change, code, want string }{
+		"label number":      {`{"patch":{"merge":{"metadata":{"labels":{"team":3}}}}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3; give the string \"3\"`},
+		"label by path":     {`{"patch":{"set":[{"path":"/metadata/labels/team","value":3}]}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3`},
+		"annotation bool":   {`{"patch":{"merge":{"metadata":{"annotations":{"example.com/on":false}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/example.com~1on: must be a string, got boolean false; give the string \"false\"`},
+		"template label":    {`{"patch":{"set":[{"path":"/spec/template/metadata/labels/tier","value":{"a":1}}]}}`, plan.CodeInvalidRequest, `/spec/template/metadata/labels/tier: must be a string, got object {\"a\":1}`},
+		"annotation array":  {`{"patch":{"merge":{"metadata":{"annotations":{"note":["x"]}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/note: must be a string, got array [\"x\"]`},
+		"env number":        {`{"env":{"container":"web","set":{"PORT":8080}}}`, "invalid_json", `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
+		"env null":          {`{"env":{"container":"web","set":{"DEBUG":null}}}`, "invalid_json", `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
+		"env object":        {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, "invalid_json", `env.set.CFG: must be a string, got object {\"a\":1}`},
+		"env unknown field": {`{"env":{"container":"web","set":{"A":"1"},"sett":{}}}`, "invalid_json", `\"sett\"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(tc.change))
+			if status != http.StatusBadRequest || !bytes.Contains(answer, []byte(tc.want)) {
+				t.Fatalf("%d %s; want 400 saying %s", status, answer, tc.want)
+			}
+			wantCode(t, answer, tc.code)
+		})
+	}
+	if n := submitted.Load(); n != 0 {
+		t.Errorf("the pipeline was handed %d refused requests", n)
+	}
+	for _, change := range []string{`{"patch":{"merge":{"metadata":{"labels":{"team":null,"tier":"3"}}}}}`, `{"env":{"container":"web","set":{"PORT":"8080"},"unset":["DEBUG"]}}`} {
+		if status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(change)); status != http.StatusAccepted {
+			t.Errorf("%s: %d %s, want 202", change, status, answer)
+		}
+	}
+}
