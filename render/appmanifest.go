@@ -404,7 +404,7 @@ func (p *planner) editValuesText(v *view, m *appManifest, src *manifestSource, o
 	if err != nil {
 		return nil, nil, err
 	}
-	if changedLines(string(before), string(out)) != changedLines(old, string(text)) {
+	if !sameChangedLines(string(before), string(out), old, string(text)) {
 		return nil, nil, notApplicable("the values string of %s cannot be edited line by line: the editor would rewrite the whole string (write it as a literal block, \"values: |\", to have it edited)", where)
 	}
 	// The block kept its shape; a value inside it may not have (a flow

@@ -553,22 +553,60 @@ func (p *planner) editPatch(root *kustNode, r patchRef, doc int, ops []yamledit.
 	warnings := restructuredWarnings(where+" line ", inner)
 	// The editor warns whenever it rewrites a block scalar; the block kept its shape
 	// when the file changed in exactly the lines the patch text changed in.
-	if changedLines(string(old), string(kust)) != changedLines(r.inline, string(text)) {
+	if !sameChangedLines(string(old), string(kust), r.inline, string(text)) {
 		warnings = append(warnings, outer...)
 	}
 	return &candidate{strategy: strategyInlinePatch, files: map[string][]byte{root.file: kust}, warnings: warnings}, nil
 }
 
-// changedLines counts the lines that a line diff of a and b removes or adds.
-func changedLines(a, b string) int {
-	m := difflib.NewMatcher(difflib.SplitLines(a), difflib.SplitLines(b))
-	n := 0
-	for _, op := range m.GetOpCodes() {
-		if op.Tag != 'e' {
-			n += (op.I2 - op.I1) + (op.J2 - op.J1)
+// sameChangedLines reports whether a file changed from before to after in as
+// many lines as a block of it changed from old to text: then the file changed in
+// the block's lines alone, which kept their shape. The counts are those of a
+// shortest line diff, which lines the two sides share around the block do not
+// change; difflib's matcher is no shortest diff, and the same dropped list item
+// came out as more changed lines of the block's text than of the file when it
+// repeated the lines of its neighbours.
+func sameChangedLines(before, after, old, text string) bool {
+	inner, _ := changedLines(difflib.SplitLines(old), difflib.SplitLines(text), -1)
+	outer, ok := changedLines(difflib.SplitLines(before), difflib.SplitLines(after), inner)
+	return ok && outer == inner
+}
+
+// changedLines counts the lines a shortest line diff of a and b removes or adds
+// (Myers' O(ND) algorithm); ok is false when that is more than most (a most
+// below 0 bounds nothing), which bounds the work at the lines around the count.
+func changedLines(a, b []string, most int) (n int, ok bool) {
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	if most < 0 || most > len(a)+len(b) {
+		most = len(a) + len(b)
+	}
+	// far[off+k] is the furthest x reached on diagonal k (x-y) with d edits.
+	off := most + 1
+	far := make([]int, 2*most+3)
+	for d := 0; d <= most; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && far[off+k-1] < far[off+k+1]) {
+				x = far[off+k+1] // a line of b added
+			} else {
+				x = far[off+k-1] + 1 // a line of a removed
+			}
+			y := x - k
+			for x < len(a) && y < len(b) && a[x] == b[y] {
+				x, y = x+1, y+1
+			}
+			far[off+k] = x
+			if x >= len(a) && y >= len(b) {
+				return d, true
+			}
 		}
 	}
-	return n
+	return 0, false
 }
 
 // selectorMatches reports whether a patch target selects the object (by its source
