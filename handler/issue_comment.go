@@ -29,7 +29,9 @@ type WriteAccess interface {
 
 // IssueComment runs "/kukie rerender" and "/kukie cancel" written on a kukie pull
 // request by someone with write access to the repository; others get a reply
-// saying why nothing happened.
+// saying why nothing happened. What follows "/kukie cancel" on its line is the
+// cancel's reason, held to the API's rules for one, and the cancel is done as the
+// comment's author ("github:<login>"), as the API's is done as the team.
 type IssueComment struct {
 	Base
 	Pipeline Pipeline
@@ -52,7 +54,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if event.Action != "created" || len(issue.PullRequest) == 0 || string(issue.PullRequest) == "null" || h.IsOwnEvent(event.Sender.Login) {
 		return nil
 	}
-	command, ok := commandOf(event.Comment.Body)
+	command, words, ok := commandOf(event.Comment.Body)
 	if !ok {
 		return nil
 	}
@@ -82,9 +84,15 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	case CommandRerender:
 		return h.Pipeline.Reverify(ctx, pl.Code)
 	default:
-		_, err := h.Pipeline.Cancel(ctx, pl.TeamID, pl.Code, "")
+		// A reason the API would refuse is refused here too, before anything is
+		// closed: it would reach the plan's history and every listing of it.
+		err := plan.CheckReason("the reason after `"+CommandCancel+"`", words)
+		if err == nil {
+			_, err = h.Pipeline.Cancel(plan.WithActor(ctx, "github:"+login), pl.TeamID, pl.Code, words)
+		}
 		if refused, ok := plan.AsError(err); ok {
-			// A plan that can no longer be cancelled is the user's answer, not a retry.
+			// An unfit reason, or a plan that can no longer be cancelled, is the
+			// user's answer, not a retry.
 			return h.reply(ctx, pl, repo, number, event.Comment.ID, event.commentedAt(), fmt.Sprintf("Plan `%s` was not cancelled: %s", pl.Code, refused.Reason))
 		}
 		// Anything else failed in the service or at GitHub: its text (hosts, URLs,
@@ -97,16 +105,19 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 // commandOf returns the command a comment starts with: the command alone or
 // followed by white space (and whatever the person adds), never a first word that
 // only begins like one ("/kukie cancelled", "/kukie cancel?"), which is talk about
-// the plan rather than a command.
-func commandOf(body string) (string, bool) {
+// the plan rather than a command. words are what follows it on its line, trimmed:
+// the lines below are the person's talk (thanks, a signature, a quoted mail),
+// which a command's argument would carry into the plan's history unasked.
+func commandOf(body string) (command, words string, ok bool) {
 	body = strings.TrimSpace(body)
 	for _, command := range []string{CommandRerender, CommandCancel} {
 		rest, ok := strings.CutPrefix(body, command)
 		if next, _ := utf8.DecodeRuneInString(rest); ok && (rest == "" || unicode.IsSpace(next)) {
-			return command, true
+			line, _, _ := strings.Cut(rest, "\n")
+			return command, strings.TrimSpace(line), true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // reply answers the comment commentID (made at commentAt) with text, once for that

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	gogithub "github.com/google/go-github/v62/github"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/kukie-gitops/github"
@@ -25,6 +26,8 @@ type commandPipeline struct {
 	mu        sync.Mutex
 	reverify  []string
 	cancelled []string
+	// reasons and actors are each cancel's reason and who it was done by.
+	reasons, actors []string
 	// cancelErr is what Cancel returns.
 	cancelErr error
 }
@@ -52,10 +55,12 @@ func (p *commandPipeline) Reverify(_ context.Context, code string) error {
 	return nil
 }
 
-func (p *commandPipeline) Cancel(_ context.Context, _, code, _ string) (store.Plan, error) {
+func (p *commandPipeline) Cancel(ctx context.Context, _, code, reason string) (store.Plan, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cancelled = append(p.cancelled, code)
+	p.reasons = append(p.reasons, reason)
+	p.actors = append(p.actors, plan.ActorOf(ctx))
 	return store.Plan{Code: code}, p.cancelErr
 }
 
@@ -316,4 +321,69 @@ func TestCommandIsAWholeWord(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestCancelCommandTakesAReason: what follows "/kukie cancel" on its line is the
+// cancel's reason, held to the rules of the API's reason, and the cancel is done
+// as the comment's author; a reason over its bound or with a control character is
+// refused in a reply naming the problem, and nothing is cancelled (failed before:
+// every cancel had no reason and was done as "system").
+func TestCancelCommandTakesAReason(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		gh, base, number := newCommandPull(t, db)
+		writer := githubtest.Author{Name: "wes", Email: "wes@example.com", Login: "wes"}
+		cases := map[string]struct {
+			body       string
+			wantReason string
+			wantReply  string // "" when the cancel is run
+		}{
+			"a reason":                         {body: "/kukie cancel   scaled by hand instead  ", wantReason: "scaled by hand instead"},
+			"a reason, then more lines":        {body: "/kukie cancel scaled by hand instead\r\n\r\nthanks for the quick look", wantReason: "scaled by hand instead"},
+			"no reason":                        {body: "/kukie cancel"},
+			"no reason on the command's line":  {body: "/kukie cancel\nsee the thread above"},
+			"a reason over its bound":          {body: "/kukie cancel " + strings.Repeat("é", plan.MaxReasonChars+1), wantReply: "Plan `abc123` was not cancelled: the reason after `/kukie cancel` is 2001 characters long, at most 2000 are taken"},
+			"a reason with a control":          {body: "/kukie cancel scaled\x1b[2Jby hand", wantReply: "Plan `abc123` was not cancelled: the reason after `/kukie cancel` holds the control character U+001B at character 7; remove it"},
+			"a reason that reorders its words": {body: "/kukie cancel scaled \u202eby hand", wantReply: "Plan `abc123` was not cancelled: the reason after `/kukie cancel` holds U+202E at character 8"},
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				pipeline := &commandPipeline{}
+				h := &IssueComment{Base: base, Pipeline: pipeline, Access: writeAccess{}}
+				before := len(gh.IssueComments(t, commandRepo, number))
+				gh.CommentOnPullRequest(t, commandRepo, number, writer, tc.body)
+				deliveries := gh.DeliveriesOf("issue_comment", "created")
+				if err := h.Handle(ctx, "issue_comment", deliveries[len(deliveries)-1].ID, deliveries[len(deliveries)-1].Payload); err != nil {
+					t.Fatal(err)
+				}
+				replies := gh.IssueComments(t, commandRepo, number)[before+1:]
+				if tc.wantReply != "" {
+					if _, cancelled := pipeline.calls(); cancelled != 0 {
+						t.Errorf("%d cancels of a refused reason, want none", cancelled)
+					}
+					if len(replies) != 1 || replies[0].GetUser().GetLogin() != gh.BotLogin() || !strings.HasPrefix(replies[0].GetBody(), tc.wantReply) {
+						t.Errorf("replies %q, want one of the App saying %q", bodies(replies), tc.wantReply)
+					}
+					return
+				}
+				if len(replies) != 0 {
+					t.Errorf("replies %q to a cancel that ran, want none", bodies(replies))
+				}
+				pipeline.mu.Lock()
+				defer pipeline.mu.Unlock()
+				if len(pipeline.cancelled) != 1 || pipeline.reasons[0] != tc.wantReason || pipeline.actors[0] != "github:wes" {
+					t.Errorf("cancels %q with reasons %q by %q; want abc123 with %q by github:wes", pipeline.cancelled, pipeline.reasons, pipeline.actors, tc.wantReason)
+				}
+			})
+		}
+	})
+}
+
+// bodies are the texts of comments.
+func bodies(comments []*gogithub.IssueComment) []string {
+	out := make([]string, 0, len(comments))
+	for _, c := range comments {
+		out = append(out, c.GetBody())
+	}
+	return out
 }

@@ -185,6 +185,25 @@ func otherScript(s string) string {
 	return " (letters of another script look like Latin ones; type it again)"
 }
 
+// MaxReasonChars bounds the reason of a change, a rollback or a cancel: it is
+// copied into the pull request, commit, check run, notifications and every
+// listing of the change, so the body limit alone would let each carry a megabyte.
+const MaxReasonChars = 2000
+
+// CheckReason refuses the reason of a rollback or a cancel (which may be empty)
+// that is longer than MaxReasonChars or holds a character WordsProblem refuses,
+// with an invalid_request Error naming the problem; field is what the refusal
+// calls it, for whoever wrote it ("reason" in the API).
+func CheckReason(field, reason string) error {
+	if n := utf8.RuneCountInString(reason); n > MaxReasonChars {
+		return &Error{Code: CodeInvalidRequest, Reason: fmt.Sprintf("%s is %d characters long, at most %d are taken", field, n, MaxReasonChars)}
+	}
+	if problem := WordsProblem(field, reason, true); problem != "" {
+		return &Error{Code: CodeInvalidRequest, Reason: problem}
+	}
+	return nil
+}
+
 // WordsProblem says why a request's words (its reason when lines is set, who
 // asked for it, its idempotency key) are not taken, or "": a control character
 // (beside a line break or tab in a reason) or a character that reorders text

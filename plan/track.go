@@ -59,7 +59,7 @@ func (p *Pipeline) update(ctx context.Context, code string, fn func(pl *store.Pl
 		if err != nil {
 			return pl, err
 		}
-		saved, err := p.save(ctx, pl, pay, to, actorOf(ctx), step, msg)
+		saved, err := p.save(ctx, pl, pay, to, ActorOf(ctx), step, msg)
 		if errors.Is(err, store.ErrStale) && attempt < 10 {
 			continue
 		}
@@ -74,7 +74,8 @@ func WithActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
 
-func actorOf(ctx context.Context) string {
+// ActorOf is who acts as WithActor recorded it, or "system".
+func ActorOf(ctx context.Context) string {
 	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
 		return a
 	}
@@ -226,7 +227,7 @@ func (p *Pipeline) Cancel(ctx context.Context, teamID, code, reason string) (sto
 		if !Status(pl.Status).Cancellable() {
 			return "", "", "", &Error{Code: CodeConflict, Reason: fmt.Sprintf("plan %s is %s and can no longer be cancelled", code, pl.Status)}
 		}
-		msg := "cancelled by " + actorOf(ctx)
+		msg := "cancelled by " + ActorOf(ctx)
 		if reason != "" {
 			pay.CancelReason = reason
 			msg += ": " + reason
@@ -254,7 +255,7 @@ func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, 
 		}
 		pl.FailedStep, pl.ErrorCode, pl.StatusReason = "", "", ""
 		pay.Problem = nil
-		return to, "retry", "retried by " + actorOf(ctx), nil
+		return to, "retry", "retried by " + ActorOf(ctx), nil
 	}
 	saved, err := p.update(ctx, code, retry)
 	var held *store.LockHeldError
@@ -264,7 +265,7 @@ func (p *Pipeline) Retry(ctx context.Context, teamID, code string) (store.Plan, 
 				return "", "", "", err
 			}
 			pl.WaitingOn = held.Holder
-			return StatusWaiting, "retry", "retried by " + actorOf(ctx) + "; waiting for plan " + held.Holder + " on the same file", nil
+			return StatusWaiting, "retry", "retried by " + ActorOf(ctx) + "; waiting for plan " + held.Holder + " on the same file", nil
 		})
 		if err == nil {
 			// The holder may have finished between the two updates.
@@ -324,7 +325,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 		reason = "roll back plan " + code
 	}
 	if requestedBy == "" {
-		requestedBy = actorOf(ctx)
+		requestedBy = ActorOf(ctx)
 	}
 	rb := store.Plan{
 		Code: newCode(), TeamID: teamID, IdempotencyKey: key, Cluster: orig.Cluster, Target: orig.Target,
@@ -334,7 +335,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 	if err := encodePayload(&rb, pay); err != nil {
 		return rb, err
 	}
-	stored, created, err := p.db.CreatePlan(ctx, rb, store.PlanEvent{Actor: actorOf(ctx), Step: "rollback", Message: reason})
+	stored, created, err := p.db.CreatePlan(ctx, rb, store.PlanEvent{Actor: ActorOf(ctx), Step: "rollback", Message: reason})
 	if err != nil {
 		return stored, err
 	}

@@ -156,11 +156,8 @@ func (a *API) Change(ctx context.Context, t store.Team, code string) (ChangeView
 // CancelChange closes the change's pull request and releases its files; reason,
 // which may be empty, is why, kept in the change's history and its cancel_reason.
 func (a *API) CancelChange(ctx context.Context, t store.Team, code, reason string) (ChangeView, error) {
-	if err := checkBounds(boundedField{"reason", reason, MaxReasonChars}); err != nil {
+	if err := plan.CheckReason("reason", reason); err != nil {
 		return ChangeView{}, err
-	}
-	if problem := plan.WordsProblem("reason", reason, true); problem != "" {
-		return ChangeView{}, &plan.Error{Code: plan.CodeInvalidRequest, Reason: problem}
 	}
 	p, err := a.Pipeline.Cancel(plan.WithActor(ctx, actor(t)), t.ID, code, reason)
 	return View(p), err
@@ -338,7 +335,7 @@ func (a *API) AllowRepositoryRead(t store.Team) error {
 // so the body limit alone would let each change carry a megabyte of them.
 const (
 	// MaxReasonChars bounds a change's, rollback's or cancel's reason.
-	MaxReasonChars = 2000
+	MaxReasonChars = plan.MaxReasonChars
 	// MaxRequestedByChars bounds who asked for it.
 	MaxRequestedByChars = 200
 	// maxNameChars is the longest Kubernetes name (a DNS subdomain), which bounds
