@@ -387,3 +387,43 @@ func bodies(comments []*gogithub.IssueComment) []string {
 	}
 	return out
 }
+
+// TestReplyIsPostedWhenSomeoneElsePlantsItsMarker: the marker the App's reply
+// carries is plain text anyone can write; a comment of someone else carrying the
+// marker of a command comment, made before the App answers it (by the person who
+// commented the command or by another), is not the App's reply, and the reply is
+// still posted. Only the App's own comments are read as a reply made.
+func TestReplyIsPostedWhenSomeoneElsePlantsItsMarker(t *testing.T) {
+	reader := githubtest.Author{Name: "rex", Email: "rex@example.com", Login: "rex"}
+	for name, planter := range map[string]githubtest.Author{
+		"the commenter": reader,
+		"another":       {Name: "mallory", Email: "mallory@example.com", Login: "mallory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				gh, base, number := newCommandPull(t, db)
+				gh.SetPermission(t, commandRepo, reader.Login, githubtest.RoleRead)
+				h := &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
+
+				commandID := gh.CommentOnPullRequest(t, commandRepo, number, reader, CommandCancel)
+				deliveries := gh.DeliveriesOf("issue_comment", "created")
+				command := deliveries[len(deliveries)-1]
+				gh.CommentOnPullRequest(t, commandRepo, number, planter, "not yet answered\n\n"+github.ReplyMarker(commandID))
+
+				if err := h.Handle(ctx, "issue_comment", command.ID, command.Payload); err != nil {
+					t.Fatal(err)
+				}
+				var replies []string
+				for _, c := range gh.IssueComments(t, commandRepo, number) {
+					if c.GetUser().GetLogin() == gh.BotLogin() {
+						replies = append(replies, c.GetBody())
+					}
+				}
+				if len(replies) != 1 || !strings.Contains(replies[0], "`"+CommandCancel+"` needs write access") || !strings.HasSuffix(replies[0], github.ReplyMarker(commandID)) {
+					t.Errorf("the App's replies %q, want its refusal with the marker of comment %d", replies, commandID)
+				}
+			})
+		})
+	}
+}
