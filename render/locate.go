@@ -1010,11 +1010,10 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 // rest of the patch stays byte for byte. A variable the change removes that
 // the patch's one operation on it adds goes with that operation. The
 // variables the patch holds no operation of are set or removed by operations
-// appended after the patch's own, as jsonPatchEnvBuilder appends them, when
-// the patch is a list of block-style operations; a JSON-style list applies
-// only when it holds every variable. A change none of whose variables the
-// patch holds, or one that would leave it without operations, is left to the
-// builders that append operations or write a new patch.
+// appended after the patch's own, as jsonPatchEnvBuilder appends them (see
+// appendPatchOps). A change none of whose variables the patch holds, or one
+// that would leave it without operations, is left to the builders that append
+// operations or write a new patch.
 func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []byte, target *object) (candidateBuilder, bool) {
 	e := p.req.Change.Env
 	ct, ok := findContainer(target.body, target.kind, e.Container)
@@ -1104,24 +1103,70 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 		if err != nil {
 			return nil, err
 		}
-		if ref.inline != "" {
-			// Items of the inline text's list, indented as it is.
-			for i, op := range appended {
-				edits = append(edits, yamledit.Set(yamledit.Path{yamledit.I(len(ops) - len(dropped) + i)}, editValue(op)))
+		return p.appendPatchOps(root, ref, data, edits, len(ops)-len(dropped), appended)
+	}}, true
+}
+
+// appendPatchOps edits the JSON 6902 patch of ref, whose text is data, with
+// edits (to its own operations, of which n are left) and appends the
+// operations more after them. Block-style operations of a patch file are
+// appended as text, which keeps whatever ends the file; those of an inline
+// patch become items of its list, indented as it is. A JSON-style list ([...])
+// takes them as members, written like its own (one per line when those are),
+// so only the lines of the JSON text they join change. When the list cannot
+// take them so (the text would be laid out anew, or the kustomization's
+// scalar holding it rewritten beyond its changed lines), the patch is passed
+// over with the reason, which the result of the location that takes the
+// change instead carries as a warning.
+func (p *planner) appendPatchOps(root *kustNode, ref patchRef, data []byte, edits []yamledit.Op, n int, more []*yaml.Node) (*candidate, error) {
+	flow := flowList(data)
+	if ref.inline == "" && !flow {
+		c := &candidate{strategy: strategyExistingPatch, files: map[string][]byte{ref.file: data}}
+		if len(edits) > 0 {
+			var err error
+			if c, err = p.editPatch(root, ref, 0, edits); err != nil {
+				return nil, err
 			}
-			return p.editPatch(root, ref, 0, edits)
 		}
-		c, err := p.editPatch(root, ref, 0, edits)
-		if err != nil {
-			return nil, err
-		}
-		text, err := encodeNode(seqNode(appended...))
+		text, err := encodeNode(seqNode(more...))
 		if err != nil {
 			return nil, err
 		}
 		c.files[ref.file] = appendOperations(c.files[ref.file], text)
 		return c, nil
-	}}, true
+	}
+	for i, op := range more {
+		edits = append(edits, yamledit.Set(yamledit.Path{yamledit.I(n + i)}, editValue(op)))
+	}
+	c, err := p.editPatch(root, ref, 0, edits)
+	if err != nil || !flow || len(c.warnings) == 0 {
+		return c, err
+	}
+	where, instead := ref.file, "write the list one operation per line"
+	if ref.inline != "" {
+		where, instead = fmt.Sprintf("%s (inline patch at %s)", root.file, ref.at), "write the list in a block scalar (patch: |-)"
+	}
+	var why []string
+	for _, w := range c.warnings {
+		why = append(why, w.Where+": "+w.Message)
+	}
+	return nil, &declinedError{w: Warning{
+		Code:  "patch_not_extended",
+		Where: where,
+		Message: fmt.Sprintf("the JSON 6902 patch was left as it is: the operations the change adds cannot join its JSON list in the lines they add (%s)",
+			strings.Join(why, "; ")),
+		Alternative: "the change is made by the edits of this result instead; for such a change to go into this patch, " + instead,
+	}}
+}
+
+// flowList reports whether the patch text data is a flow-style (JSON) list.
+func flowList(data []byte) bool {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return false
+	}
+	n := doc.Content[0]
+	return n.Kind == yaml.SequenceNode && n.Style&yaml.FlowStyle != 0
 }
 
 // withoutEnv is container ct with the first env entry of each name in names
@@ -1150,12 +1195,8 @@ func withoutEnv(ct container, names map[string]bool) container {
 }
 
 // appendsOperations reports whether operations can be appended to the JSON 6902
-// patch whose text is data: a list of block-style operations. A JSON-style list
-// would need its text rewritten.
+// patch whose text is data: a list that holds some (see appendPatchOps).
 func appendsOperations(data []byte) bool {
-	if strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
-		return false
-	}
 	var ops []any
 	return yaml.Unmarshal(data, &ops) == nil && len(ops) > 0
 }
@@ -1184,11 +1225,15 @@ func (p *planner) jsonPatchEnvBuilder(root *kustNode, ref patchRef, data []byte,
 		return candidateBuilder{}, false
 	}
 	return candidateBuilder{strategy: strategyExistingPatch, files: []string{ref.file}, build: func() (*candidate, error) {
-		more, err := envJSONPatch(target.kind, ct, p.req.Change.Env)
+		more, err := envJSONPatchOps(target.kind, ct, p.req.Change.Env)
 		if err != nil {
 			return nil, err
 		}
-		return &candidate{strategy: strategyExistingPatch, files: map[string][]byte{ref.file: appendOperations(data, more)}}, nil
+		var ops []any
+		if err := yaml.Unmarshal(data, &ops); err != nil {
+			return nil, notApplicable("%s: %v", ref.file, err)
+		}
+		return p.appendPatchOps(root, ref, data, nil, len(ops), more)
 	}}, true
 }
 

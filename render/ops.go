@@ -13,6 +13,15 @@ import (
 // location is tried.
 var errNotApplicable = errors.New("this location cannot express the change")
 
+// declinedError is errNotApplicable for a location the user would expect the
+// change in: w says why it was passed over, and the result of the candidate
+// that verifies instead carries it.
+type declinedError struct{ w Warning }
+
+func (e *declinedError) Error() string { return errNotApplicable.Error() + ": " + e.w.Message }
+
+func (e *declinedError) Unwrap() error { return errNotApplicable }
+
 func notApplicable(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errNotApplicable, fmt.Sprintf(format, args...))
 }

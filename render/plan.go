@@ -852,6 +852,7 @@ type tryOutcome struct {
 func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder, exp expectation) (*tryOutcome, error) {
 	log := zerolog.Ctx(ctx)
 	out := &tryOutcome{}
+	var passed []Warning // why locations before the winner were passed over
 	for _, b := range builders {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -870,6 +871,10 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			case errors.Is(err, errNotApplicable), errors.Is(err, yamledit.ErrNotFound), errors.Is(err, yamledit.ErrNotMapping),
 				errors.Is(err, yamledit.ErrAmbiguous), errors.Is(err, yamledit.ErrUnsupported):
 				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: err.Error()})
+				var d *declinedError
+				if errors.As(err, &d) {
+					passed = append(passed, d.w)
+				}
 				continue
 			case errors.As(err, &ref):
 				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: ref.Reason})
@@ -896,6 +901,7 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		}
 		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason})
 		if vr.ok {
+			c.warnings = append(c.warnings, passed...)
 			out.winner, out.verified = c, vr
 			return out, nil
 		}

@@ -1114,7 +1114,8 @@ func (p *planner) flowRemove(h hop) (action, error) {
 }
 
 // flowInsert adds a member to a JSON object (key != "") or array, formatted like
-// its neighbours: one per line when they are, with the same indentation.
+// its neighbours: one per line when they are, with the same indentation, and
+// on one line when the last of them is.
 func (p *planner) flowInsert(c *yaml.Node, key string, v *tree) (action, error) {
 	t := p.t
 	open, end, err := t.bounds(c, -1)
@@ -1180,7 +1181,8 @@ func (p *planner) flowInsert(c *yaml.Node, key string, v *tree) (action, error) 
 		if !t.onlySpaceBefore(lastStart) {
 			col = t.indentAt(open) + p.lay.unit
 		}
-		m, err := member(col, true)
+		// Laid out over lines when the member before it is, else on its line.
+		m, err := member(col, t.lineOf(lastStart) != t.lineOf(lastEnd-1))
 		if err != nil {
 			return action{}, err
 		}

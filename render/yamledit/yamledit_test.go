@@ -174,6 +174,15 @@ var goldenCases = []struct {
 		warnLines: []int{6},
 	},
 	{
+		// A member added after members written each on one line is written so.
+		name: "json-compact-members",
+		ops: []Op{Set(Path{I(2)}, Mapping{
+			{Key: "op", Value: "add"},
+			{Key: "path", Value: "/metadata/labels/team"},
+			{Key: "value", Value: Mapping{{Key: "name", Value: "shop"}}},
+		})},
+	},
+	{
 		name: "no-final-newline",
 		ops: []Op{
 			Set(Path{K("data"), K("retries")}, "5"),
