@@ -149,7 +149,9 @@ func ReplyMarker(commentID int64) string {
 }
 
 // CommentOnce adds body, followed by marker, to a pull request's conversation unless
-// a comment by author (a login; "" is anyone) carrying marker is already there. The
+// a comment by author (the App's bot login) carrying marker is already there. Anyone
+// can write the marker into a comment of their own, so without an author there is no
+// telling a reply that was made from a planted one: that is refused. The
 // conversation on GitHub is the one record of whether a reply was made: a create
 // whose answer was lost (a timeout, a reset connection, a 5xx after GitHub made the
 // comment) did make it, and a note in the store, written before the create or after
@@ -159,6 +161,9 @@ func ReplyMarker(commentID int64) string {
 // Two calls with one marker at the same time can both post; callers serialize them
 // (a delivery belongs to one worker at a time).
 func CommentOnce(ctx context.Context, c *gh.Client, owner, repo string, number int64, author string, since time.Time, marker, body string) error {
+	if author == "" {
+		return fmt.Errorf("comment on #%d: no author to tell the App's own replies by", number)
+	}
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
 	if !since.IsZero() {
 		// GitHub's timestamps are whole seconds: a reply made within the second of
@@ -172,7 +177,7 @@ func CommentOnce(ctx context.Context, c *gh.Client, owner, repo string, number i
 			return fmt.Errorf("list comments of #%d: %w", number, err)
 		}
 		for _, cm := range comments {
-			if (author == "" || strings.EqualFold(cm.GetUser().GetLogin(), author)) && strings.Contains(cm.GetBody(), marker) {
+			if strings.EqualFold(cm.GetUser().GetLogin(), author) && strings.Contains(cm.GetBody(), marker) {
 				return nil
 			}
 		}

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -134,11 +135,11 @@ func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, nu
 	if err != nil {
 		return err
 	}
-	var author string
-	if h.App.Slug != "" {
-		author = h.App.BotLogin()
+	if h.App.Slug == "" {
+		// Without the App's login its replies cannot be told from planted markers.
+		return Permanent(errors.New("reply to a command: the App's slug is unknown, so its own replies cannot be told apart"))
 	}
-	return github.CommentOnce(ctx, c, owner, name, number, author, commentAt, github.ReplyMarker(commentID), text)
+	return github.CommentOnce(ctx, c, owner, name, number, h.App.BotLogin(), commentAt, github.ReplyMarker(commentID), text)
 }
 
 // GitHubWriteAccess implements WriteAccess with the repository collaborator

@@ -427,3 +427,36 @@ func TestReplyIsPostedWhenSomeoneElsePlantsItsMarker(t *testing.T) {
 		})
 	}
 }
+
+// Without the App's slug its own replies cannot be told from markers others plant:
+// the reply is refused for good rather than posted or taken as made.
+func TestReplyWithoutTheAppsLoginIsRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		gh, base, number := newCommandPull(t, db)
+		reader := githubtest.Author{Name: "rex", Email: "rex@example.com", Login: "rex"}
+		gh.SetPermission(t, commandRepo, reader.Login, githubtest.RoleRead)
+		base.App.Slug = ""
+		h := &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
+		gh.CommentOnPullRequest(t, commandRepo, number, reader, CommandCancel)
+		deliveries := gh.DeliveriesOf("issue_comment", "created")
+		command := deliveries[len(deliveries)-1]
+		gh.ResetRequestCounts()
+		if err := h.Handle(ctx, "issue_comment", command.ID, command.Payload); !IsPermanent(err) {
+			t.Errorf("Handle = %v, want a permanent error", err)
+		}
+		if n := gh.RequestCount("POST /repos/{owner}/{repo}/issues/{number}/comments"); n != 0 {
+			t.Errorf("%d comments posted without the App's login", n)
+		}
+		// The same command with the App's login is answered: the refusal above is the
+		// missing login's, not the command's.
+		base.App.Slug = gh.AppSlug()
+		h = &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
+		if err := h.Handle(ctx, "issue_comment", command.ID, command.Payload); err != nil {
+			t.Fatal(err)
+		}
+		if n := gh.RequestCount("POST /repos/{owner}/{repo}/issues/{number}/comments"); n != 1 {
+			t.Errorf("%d comments posted with the App's login, want its one reply", n)
+		}
+	})
+}
