@@ -18,6 +18,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -70,6 +71,15 @@ func (b *Base) installations() InstallationReader {
 // it created. Reacting to those would loop.
 func (b *Base) IsOwnEvent(sender string) bool {
 	return b.App.Slug != "" && strings.EqualFold(sender, b.App.BotLogin())
+}
+
+// asSender records the person a delivery names as its sender as who acts on a plan,
+// for its history and audit rows ("system" when it names nobody).
+func asSender(ctx context.Context, login string) context.Context {
+	if login == "" {
+		return ctx
+	}
+	return plan.WithActor(ctx, "github:"+login)
 }
 
 // Repo returns the canonical name of a repository named "owner/name" in a payload.

@@ -60,7 +60,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		// A group's checks run again when the queue builds the group again.
 		return nil
 	}
-	return h.Pipeline.Reverify(ctx, code)
+	return h.Pipeline.Reverify(asSender(ctx, event.Sender.Login), code)
 }
 
 var _ githubapp.EventHandler = &CheckRun{}

@@ -60,7 +60,7 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 	if err != nil || !ok || pl.HeadSHA != suite.HeadSHA {
 		return err
 	}
-	return h.Pipeline.Reverify(ctx, pl.Code)
+	return h.Pipeline.Reverify(asSender(ctx, event.Sender.Login), pl.Code)
 }
 
 var _ githubapp.EventHandler = &CheckSuite{}

@@ -83,13 +83,13 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	}
 	switch command {
 	case CommandRerender:
-		return h.Pipeline.Reverify(ctx, pl.Code)
+		return h.Pipeline.Reverify(asSender(ctx, login), pl.Code)
 	default:
 		// A reason the API would refuse is refused here too, before anything is
 		// closed: it would reach the plan's history and every listing of it.
 		err := plan.CheckReason("the reason after `"+CommandCancel+"`", words)
 		if err == nil {
-			_, err = h.Pipeline.Cancel(plan.WithActor(ctx, "github:"+login), pl.TeamID, pl.Code, words)
+			_, err = h.Pipeline.Cancel(asSender(ctx, login), pl.TeamID, pl.Code, words)
 		}
 		if refused, ok := plan.AsError(err); ok {
 			// An unfit reason, or a plan that can no longer be cancelled, is the

@@ -26,7 +26,7 @@ type commandPipeline struct {
 	mu        sync.Mutex
 	reverify  []string
 	cancelled []string
-	// reasons and actors are each cancel's reason and who it was done by.
+	// reasons are the cancels' reasons; actors is who each call, either kind, was made by.
 	reasons, actors []string
 	// cancelErr is what Cancel returns.
 	cancelErr error
@@ -48,10 +48,11 @@ func (p *commandPipeline) BasePushed(context.Context, string, string, string, []
 	return nil
 }
 
-func (p *commandPipeline) Reverify(_ context.Context, code string) error {
+func (p *commandPipeline) Reverify(ctx context.Context, code string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reverify = append(p.reverify, code)
+	p.actors = append(p.actors, plan.ActorOf(ctx))
 	return nil
 }
 
@@ -62,6 +63,15 @@ func (p *commandPipeline) Cancel(ctx context.Context, _, code, reason string) (s
 	p.reasons = append(p.reasons, reason)
 	p.actors = append(p.actors, plan.ActorOf(ctx))
 	return store.Plan{Code: code}, p.cancelErr
+}
+
+func (p *commandPipeline) lastActor() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.actors) == 0 {
+		return ""
+	}
+	return p.actors[len(p.actors)-1]
 }
 
 func (p *commandPipeline) calls() (reverify, cancelled int) {
@@ -139,6 +149,11 @@ func TestIssueCommentCommandsNeedWriteAccess(t *testing.T) {
 				reverify, cancelled := pipeline.calls()
 				if reverify != tc.wantReverify || cancelled != tc.wantCancel {
 					t.Errorf("re-verifications %d, cancels %d; want %d, %d", reverify, cancelled, tc.wantReverify, tc.wantCancel)
+				}
+				if reverify+cancelled > 0 {
+					if got := pipeline.lastActor(); got != "github:"+tc.login {
+						t.Errorf("the command ran as %q, want github:%s", got, tc.login)
+					}
 				}
 				comments := gh.IssueComments(t, repo, number)
 				refused := tc.wantReverify+tc.wantCancel == 0

@@ -10,6 +10,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -55,8 +56,8 @@ func (p *trackingPipeline) BasePushed(_ context.Context, _, _, _ string, changed
 	return nil
 }
 
-func (p *trackingPipeline) Reverify(context.Context, string) error {
-	p.record("Reverify")
+func (p *trackingPipeline) Reverify(ctx context.Context, _ string) error {
+	p.record("Reverify by " + plan.ActorOf(ctx))
 	return nil
 }
 
@@ -92,7 +93,7 @@ func TestTrackingHandlersIgnoreTheAppsOwnEvents(t *testing.T) {
 		},
 		"check_run rerequested": {
 			event: "check_run", payload: map[string]any{"action": "rerequested", "check_run": run, "repository": repo},
-			want: "Reverify",
+			want: "Reverify by github:octocat",
 			handler: func(b Base, p Pipeline) githubapp.EventHandler {
 				return &CheckRun{Base: b, Pipeline: p}
 			},
@@ -100,7 +101,7 @@ func TestTrackingHandlersIgnoreTheAppsOwnEvents(t *testing.T) {
 		"check_run requested_action": {
 			event: "check_run", payload: map[string]any{"action": "requested_action", "check_run": run, "repository": repo,
 				"requested_action": map[string]any{"identifier": github.RerenderAction}},
-			want: "Reverify",
+			want: "Reverify by github:octocat",
 			handler: func(b Base, p Pipeline) githubapp.EventHandler {
 				return &CheckRun{Base: b, Pipeline: p}
 			},
@@ -108,7 +109,7 @@ func TestTrackingHandlersIgnoreTheAppsOwnEvents(t *testing.T) {
 		"check_suite requested": {
 			event: "check_suite", payload: map[string]any{"action": "requested", "repository": repo,
 				"check_suite": map[string]any{"head_branch": "kukie/abc123", "head_sha": head}},
-			want: "Reverify",
+			want: "Reverify by github:octocat",
 			handler: func(b Base, p Pipeline) githubapp.EventHandler {
 				return &CheckSuite{Base: b, Pipeline: p}
 			},
