@@ -57,7 +57,8 @@ func (c Change) Validate() error {
 		if len(c.Env.Set) == 0 && len(c.Env.Unset) == 0 {
 			return fmt.Errorf("env change sets or unsets at least one variable")
 		}
-		for name := range c.Env.Set {
+		// In order, so that a request is refused in the same words each time.
+		for _, name := range sortedKeys(c.Env.Set) {
 			if !envName.MatchString(name) {
 				return fmt.Errorf("environment variable name %q is not valid", name)
 			}
@@ -80,16 +81,20 @@ func (c Change) Validate() error {
 		if len(c.Resources.Requests) == 0 && len(c.Resources.Limits) == 0 {
 			return fmt.Errorf("resources change sets or removes at least one quantity")
 		}
-		for section, m := range map[string]map[string]string{"requests": c.Resources.Requests, "limits": c.Resources.Limits} {
-			for name, q := range m {
+		for _, section := range []struct {
+			name string
+			m    map[string]string
+		}{{"requests", c.Resources.Requests}, {"limits", c.Resources.Limits}} {
+			for _, name := range sortedKeys(section.m) {
+				q := section.m[name]
 				if name == "" {
-					return fmt.Errorf("resources %s: empty resource name", section)
+					return fmt.Errorf("resources %s: empty resource name", section.name)
 				}
 				if q == "" {
 					continue
 				}
 				if _, err := resource.ParseQuantity(q); err != nil {
-					return fmt.Errorf("resources %s %s: %q is not a quantity", section, name, q)
+					return fmt.Errorf("resources %s %s: %q is not a quantity", section.name, name, q)
 				}
 			}
 		}

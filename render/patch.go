@@ -192,8 +192,8 @@ func fromJSONNumbers(v any) (any, error) {
 		}
 		return f, nil
 	case map[string]any:
-		for k, e := range x {
-			c, err := fromJSONNumbers(e)
+		for _, k := range sortedKeys(x) {
+			c, err := fromJSONNumbers(x[k])
 			if err != nil {
 				return nil, err
 			}
