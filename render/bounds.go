@@ -162,17 +162,18 @@ func scanYAML(file string, data []byte) yamlScan {
 // without parsing it. Every node but a document's root starts after an indicator
 // or a line break: a flow entry after "[", "{" or "," (a flow mapping's "{" or
 // "," may start a key and its empty value), a block item after "-", a key after
-// a line break or "?", a value after ":" (a key and its value: two). Indicators
-// inside strings and comments count too; the bound is loose, never low.
+// a line break, a value after ":" (a key and its value: two), and a key after
+// "?" (with its value, given or not: two). Indicators inside strings and
+// comments count too; the bound is loose, never low.
 func estimateNodes(data []byte) int {
 	n := 2 // a document and its root
 	for _, b := range data {
 		switch b {
 		case '{':
 			n += 3
-		case ',', ':':
+		case ',', ':', '?':
 			n += 2
-		case '[', '-', '?', '\n':
+		case '[', '-', '\n':
 			n++
 		}
 	}
