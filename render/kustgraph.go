@@ -26,8 +26,9 @@ type kustNode struct {
 	// components is the subset of dirs included as components.
 	components map[string]bool
 	// helmFiles and helmDirs are what its Helm charts (helmCharts) read besides
-	// files: the values files it names and each chart's directory, all of whose
-	// files helm reads, both sorted. Apart from files: the build never gets to
+	// files: the values files it names and the files a chart links to, and each
+	// chart's directory with those it links to, all of whose files helm reads,
+	// both sorted. Apart from files: the build never gets to
 	// read them (see helmChartsRefusal), yet a change of one changes what Argo
 	// CD renders.
 	helmFiles []string
@@ -209,7 +210,13 @@ func (r *refResolver) helmCharts() {
 			chartHome = path.Join(home, c.Name+"-"+c.Version)
 		}
 		if p, ok := r.helmPath(path.Join(chartHome, c.Name)); ok {
-			r.n.helmDirs = append(r.n.helmDirs, p)
+			// Helm reads the chart directory on disk, symlinks inside the
+			// repository followed: what they name is read too.
+			dirs, linked := r.t.reachable(p)
+			r.n.helmDirs = append(append(r.n.helmDirs, p), dirs...)
+			for f := range linked {
+				r.n.helmFiles = append(r.n.helmFiles, f)
+			}
 		}
 		if c.ValuesFile != "" {
 			if p, ok := r.helmPath(c.ValuesFile); ok {
@@ -350,10 +357,14 @@ func (r *kustReach) reads(f string) bool {
 		}
 		if len(n.helmDirs) > 0 {
 			// f or a directory above it: as many lookups as f is deep,
-			// however many charts a kustomization lists.
-			for d := f; d != "." && d != "/"; d = path.Dir(d) {
+			// however many charts a kustomization lists ("." when a chart's
+			// symlinks reach the whole repository).
+			for d := f; ; d = path.Dir(d) {
 				if _, ok := slices.BinarySearch(n.helmDirs, d); ok {
 					return true
+				}
+				if d == "." || d == "/" {
+					break
 				}
 			}
 		}

@@ -131,9 +131,11 @@ type appReach struct {
 	linked map[string]bool
 	// root is the app's directory; under is, for an app whose reach is unknown
 	// and for a Helm app (a chart reads everything below its directory), every
-	// directory reachable below root, symlinks followed.
-	root  string
-	under []string
+	// directory reachable below root, symlinks followed, and underLinked the
+	// files below them that are symlinks to files elsewhere, by canonical path.
+	root        string
+	under       []string
+	underLinked map[string]bool
 	// helmFiles are the files a Helm app reads outside its chart (values files
 	// and file parameters elsewhere in the repository), by canonical path.
 	helmFiles map[string]bool
@@ -261,7 +263,7 @@ func (p *planner) computeReach(app Application) *appReach {
 		r.helmFiles, r.err = p.helmReach(app, lexical)
 	}
 	if r.err != nil || (r.kust == nil && r.dir == nil) {
-		r.under = p.t.reachableDirs(r.root)
+		r.under, r.underLinked = p.t.reachable(r.root)
 	}
 	return r
 }
@@ -354,7 +356,7 @@ func (p *planner) reaches(app Application, f string) bool {
 // is r reads the repository file f (a canonical path).
 func (r *appReach) reads(sourceType SourceType, f string) bool {
 	switch {
-	case r.helmFiles[f]:
+	case r.helmFiles[f], r.underLinked[f]:
 		return true
 	case r.err != nil || (sourceType != SourceKustomize && sourceType != SourceDirectory):
 		// Unknown reach, or a chart: anything under the app's path counts,

@@ -511,6 +511,13 @@ func TestAffectedCountsWhatHelmChartsRead(t *testing.T) {
 		"shared/legacy.yaml":                           {"legacy"},
 		"shared/unread.yaml":                           nil,
 	}
+	checkAffected(t, repo, apps, cases)
+}
+
+// checkAffected checks, for each file of cases, the names of the apps that
+// Affected says an edit of it reaches, in the order of apps.
+func checkAffected(t *testing.T, repo string, apps []Application, cases map[string][]string) {
+	t.Helper()
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {
 			reached, err := Affected(context.Background(), repo, "", apps, []string{file})

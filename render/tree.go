@@ -409,24 +409,27 @@ func (t *tree) readDir(rel string) ([]string, error) {
 	return e.names, e.err
 }
 
-// maxReachableDirs bounds the directories reachableDirs visits; past it, the whole
+// maxReachableDirs bounds the directories reachable visits; past it, the whole
 // repository counts as reachable.
 const maxReachableDirs = 10000
 
-// reachableDirs returns the canonical directories a reader of root may enter:
+// reachable returns the canonical directories a reader of root may enter:
 // root and everything below it, symlinked directories followed (each once, so a
-// symlink cycle ends). Entries that cannot be resolved (symlinks leaving the
+// symlink cycle ends), and the canonical paths of the files it reads under
+// another name, through a symlink to a file elsewhere in the repository (a
+// chart's templates/_helpers.tpl linked to shared helpers): those lie in none
+// of the directories. Entries that cannot be resolved (symlinks leaving the
 // repository) reach nothing in it and are left out.
-func (t *tree) reachableDirs(root string) []string {
+func (t *tree) reachable(root string) (dirs []string, linked map[string]bool) {
 	start, err := t.canonical(root)
 	if err != nil || start == "." {
-		return []string{"."}
+		return []string{"."}, nil
 	}
 	seen := map[string]bool{start: true}
 	queue := []string{start}
 	for i := 0; i < len(queue); i++ {
 		if len(queue) > maxReachableDirs {
-			return []string{"."}
+			return []string{"."}, nil
 		}
 		names, err := t.readDir(queue[i])
 		if err != nil {
@@ -434,17 +437,26 @@ func (t *tree) reachableDirs(root string) []string {
 		}
 		for _, n := range names {
 			st := t.stat(path.Join(queue[i], n))
-			if st.err != nil || st.kind != kindDir || seen[st.canon] {
+			if st.err != nil || seen[st.canon] {
+				continue
+			}
+			if st.kind == kindFile && st.canon != path.Join(queue[i], n) {
+				if linked == nil {
+					linked = map[string]bool{}
+				}
+				linked[st.canon] = true
+			}
+			if st.kind != kindDir {
 				continue
 			}
 			if st.canon == "." {
-				return []string{"."}
+				return []string{"."}, nil
 			}
 			seen[st.canon] = true
 			queue = append(queue, st.canon)
 		}
 	}
-	return queue
+	return queue, linked
 }
 
 // view is the repository as one render sees it: the tree plus replaced or added
