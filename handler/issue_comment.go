@@ -108,13 +108,18 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 // only begins like one ("/kukie cancelled", "/kukie cancel?"), which is talk about
 // the plan rather than a command. words are what follows it on its line, trimmed:
 // the lines below are the person's talk (thanks, a signature, a quoted mail),
-// which a command's argument would carry into the plan's history unasked.
+// which a command's argument would carry into the plan's history unasked. A line
+// ends at a line feed or at a carriage return, which some clients end lines with
+// alone.
 func commandOf(body string) (command, words string, ok bool) {
 	body = strings.TrimSpace(body)
 	for _, command := range []string{CommandRerender, CommandCancel} {
 		rest, ok := strings.CutPrefix(body, command)
 		if next, _ := utf8.DecodeRuneInString(rest); ok && (rest == "" || unicode.IsSpace(next)) {
-			line, _, _ := strings.Cut(rest, "\n")
+			line := rest
+			if end := strings.IndexAny(rest, "\r\n"); end >= 0 {
+				line = rest[:end]
+			}
 			return command, strings.TrimSpace(line), true
 		}
 	}
