@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -207,6 +208,14 @@ func documentRanges(root *yaml.Node, end int) []lineMask {
 	if root.Kind == yaml.MappingNode {
 		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
 		core := !strings.Contains(apiVersion, "/")
+		if core && kind == "Secret" && sharesValues(root) {
+			// An alias reads its value from its anchor, which may stand anywhere
+			// in the document, and a merge key ("<<") adds its mapping's keys to
+			// the mapping it stands in, data and stringData among them: a decoder
+			// finds values outside the data and stringData the file shows, so
+			// every line is masked.
+			return []lineMask{{from: root.Line, to: max(end, root.Line), block: true}}
+		}
 		eachPair(root, end, func(key, val *yaml.Node, to int) {
 			switch {
 			case core && kind == "Secret" && (key.Value == "data" || key.Value == "stringData"):
@@ -381,6 +390,14 @@ func annotationRanges(meta *yaml.Node, end int) []lineMask {
 		}
 	})
 	return out
+}
+
+// sharesValues reports whether n or a node below it is an alias or a merge key.
+func sharesValues(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode || (n.Kind == yaml.ScalarNode && n.Tag == "!!merge") {
+		return true
+	}
+	return slices.ContainsFunc(n.Content, sharesValues)
 }
 
 func docStartLine(doc *yaml.Node) int {
