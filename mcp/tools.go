@@ -406,7 +406,10 @@ func (s *Server) openTree(ctx context.Context, in repoInput) (*plan.AppTree, err
 	return tree, nil
 }
 
-// repoPath cleans a path given by the model into one inside the repository.
+// repoPath cleans a path given by the model into one inside the repository. White
+// space around the path is dropped; a path that cleaning leaves with white space
+// at an end ("web /" is "web ") is refused, since the path answered would then
+// name another file when given back.
 func repoPath(p string) (string, error) {
 	p = strings.TrimPrefix(path.Clean("/"+strings.TrimSpace(p)), "/")
 	if p == "" {
@@ -414,6 +417,9 @@ func repoPath(p string) (string, error) {
 	}
 	if !fs.ValidPath(p) {
 		return "", fmt.Errorf("invalid_request: %q is not a path inside the repository", p)
+	}
+	if strings.TrimSpace(p) != p {
+		return "", fmt.Errorf("invalid_request: %q begins or ends with white space once cleaned; give the path without it", p)
 	}
 	return p, nil
 }
