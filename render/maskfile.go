@@ -262,7 +262,28 @@ func valueRange(val *yaml.Node, to int) lineMask {
 	if val.Kind == yaml.ScalarNode {
 		r.value = val.Value
 	}
+	// An alias's value stands at its anchor, which comes before it in the
+	// document: the lines from the earliest anchor the value reads on hold it.
+	if from := anchorLine(val, map[*yaml.Node]bool{}); from < r.from {
+		r.from, r.block = from, true
+	}
 	return r
+}
+
+// anchorLine is the first line of an anchor n reads a value from through an
+// alias, at any depth, or n's own line when it reads none. Each anchor is
+// followed once, so a document of aliases of aliases costs its size, not its
+// expansion.
+func anchorLine(n *yaml.Node, seen map[*yaml.Node]bool) int {
+	line := n.Line
+	if n.Kind == yaml.AliasNode && n.Alias != nil && !seen[n.Alias] {
+		seen[n.Alias] = true
+		line = min(line, anchorLine(n.Alias, seen))
+	}
+	for _, c := range n.Content {
+		line = min(line, anchorLine(c, seen))
+	}
+	return line
 }
 
 // mapValues masks the values of the keys of m that secret accepts; m not being a
@@ -278,7 +299,7 @@ func mapValues(m *yaml.Node, to int, secret func(string) bool) []lineMask {
 	eachPair(m, to, func(key, val *yaml.Node, vto int) {
 		if secret(key.Value) {
 			r := valueRange(val, vto)
-			r.from = key.Line // the key's line holds the start of the value
+			r.from = min(r.from, key.Line) // the key's line holds the start of the value
 			out = append(out, r)
 		}
 	})

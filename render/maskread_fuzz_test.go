@@ -10,8 +10,9 @@ import (
 )
 
 // FuzzMaskedFileHidesSecretValues reads any repository file as read_repo_file
-// shows it: a value a Secret's data or stringData holds as the YAML parser reads
-// the file is never shown, and the file keeps its lines.
+// shows it: a value a Secret's data or stringData, a ConfigMap's secret-looking
+// key or an entry named like a secret holds as the YAML parser reads the file is
+// never shown, and the file keeps its lines.
 func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  password: hunter2hunter2\ndata:\n  key: aHVudGVyMg==\n",
@@ -21,6 +22,8 @@ func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 		"x: &s {tok: zyxwvutsrq}\napiVersion: v1\nkind: Secret\nstringData: *s\n",
 		"apiVersion: v1\r\nkind: Secret\r\nstringData:\r\n  a: crlf-secret-1\r\n",
 		"apiVersion: v1\nkind: Secret\n<<: {stringData: {a: merged-secret}}\n",
+		"x: &p hunter2value\napiVersion: v1\nkind: ConfigMap\ndata:\n  password: *p\n",
+		"x: &p [a]\ny: &q {p: *p, v: hunter2value}\nkind: Deployment\nenv:\n- name: DB_PASSWORD\n  value: *q\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -55,19 +58,52 @@ func secretValues(data []byte) []string {
 		if err := dec.Decode(&doc); err != nil {
 			return out
 		}
-		if doc["kind"] != "Secret" {
-			continue
-		}
+		namedValues(doc, &out)
 		if v, _ := doc["apiVersion"].(string); strings.Contains(v, "/") {
 			continue
 		}
 		for _, field := range []string{"data", "stringData"} {
 			m, _ := doc[field].(map[string]any)
-			for _, v := range m {
-				if s, ok := v.(string); ok {
+			for k, v := range m {
+				if s, ok := v.(string); ok && (doc["kind"] == "Secret" || doc["kind"] == "ConfigMap" && looksSecret(k)) {
 					out = append(out, s)
 				}
 			}
+		}
+	}
+}
+
+// namedValues adds the scalar values below the "value" of every mapping below v
+// whose "name" looks like a secret's.
+func namedValues(v any, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if name, _ := x["name"].(string); looksSecret(name) {
+			scalars(x["value"], out)
+		}
+		for k, e := range x {
+			if k != "value" {
+				namedValues(e, out)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			namedValues(e, out)
+		}
+	}
+}
+
+func scalars(v any, out *[]string) {
+	switch x := v.(type) {
+	case string:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			scalars(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			scalars(e, out)
 		}
 	}
 }
