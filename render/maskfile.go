@@ -208,12 +208,14 @@ func documentRanges(root *yaml.Node, end int) []lineMask {
 	if root.Kind == yaml.MappingNode {
 		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
 		core := !strings.Contains(apiVersion, "/")
-		if core && kind == "Secret" && sharesValues(root) {
+		if core && kind == "Secret" && sharesValues(root) || kindUncertain(root) {
 			// An alias reads its value from its anchor, which may stand anywhere
 			// in the document, and a merge key ("<<") adds its mapping's keys to
 			// the mapping it stands in, data and stringData among them: a decoder
 			// finds values outside the data and stringData the file shows, so
-			// every line is masked.
+			// every line is masked. So is a document whose kind is not certain:
+			// its kind or apiVersion given twice, or a merge key among them, which
+			// decoders read differently.
 			return []lineMask{{from: root.Line, to: max(end, root.Line), block: true}}
 		}
 		eachPair(root, end, func(key, val *yaml.Node, to int) {
@@ -411,6 +413,44 @@ func annotationRanges(meta *yaml.Node, end int) []lineMask {
 		}
 	})
 	return out
+}
+
+// kindUncertain reports whether mapping m gives kind or apiVersion more than once,
+// or has a merge key while it or what is merged names a kind. A merge key in a
+// document of no kind (a Helm values file's defaults) is left alone.
+func kindUncertain(m *yaml.Node) bool {
+	seen := map[string]bool{}
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		k := m.Content[j]
+		if k.Tag == "!!merge" && (scalarField(m, "kind") != "" || mergedKind(m.Content[j+1])) {
+			return true
+		}
+		if k.Value == "kind" || k.Value == "apiVersion" {
+			if seen[k.Value] {
+				return true
+			}
+			seen[k.Value] = true
+		}
+	}
+	return false
+}
+
+// mergedKind reports whether the value of a merge key (a mapping, an alias of
+// one, or a sequence of them) holds a kind key.
+func mergedKind(v *yaml.Node) bool {
+	switch {
+	case v.Kind == yaml.AliasNode && v.Alias != nil:
+		return mergedKind(v.Alias)
+	case v.Kind == yaml.SequenceNode:
+		return slices.ContainsFunc(v.Content, func(n *yaml.Node) bool { return n.Kind != yaml.SequenceNode && mergedKind(n) })
+	case v.Kind == yaml.MappingNode:
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			if v.Content[j].Value == "kind" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sharesValues reports whether n or a node below it is an alias or a merge key.

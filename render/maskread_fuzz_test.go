@@ -23,6 +23,8 @@ func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 		"apiVersion: v1\r\nkind: Secret\r\nstringData:\r\n  a: crlf-secret-1\r\n",
 		"apiVersion: v1\nkind: Secret\n<<: {stringData: {a: merged-secret}}\n",
 		"x: &p hunter2value\napiVersion: v1\nkind: ConfigMap\ndata:\n  password: *p\n",
+		"apiVersion: v1\nkind: ConfigMap\n<<: {data: {password: merged-secret}}\n",
+		"d: &d {kind: Secret, apiVersion: v1}\n<<: *d\nstringData: {a: merged-kind-secret}\n",
 		"x: &p [a]\ny: &q {p: *p, v: hunter2value}\nkind: Deployment\nenv:\n- name: DB_PASSWORD\n  value: *q\n",
 	} {
 		f.Add([]byte(seed))
@@ -104,6 +106,20 @@ func scalars(v any, out *[]string) {
 	case []any:
 		for _, e := range x {
 			scalars(e, out)
+		}
+	}
+}
+
+// TestMaskedFileOfUncertainKindIsMaskedWhole covers what the parser of the fuzz
+// target refuses to read: a kind given twice, which decoders read differently.
+func TestMaskedFileOfUncertainKindIsMaskedWhole(t *testing.T) {
+	for name, doc := range map[string]string{
+		"kind twice":       "kind: ConfigMap\napiVersion: v1\nkind: Secret\nstringData: {a: dup-kind-secret}\n",
+		"apiVersion twice": "apiVersion: apps/v1\napiVersion: v1\nkind: Secret\nstringData: {a: dup-kind-secret}\n",
+	} {
+		out, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml")
+		if err != nil || strings.Contains(out, "dup-kind-secret") {
+			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}
 }
