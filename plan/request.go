@@ -80,10 +80,11 @@ func (r Request) Validate() error {
 	}
 	if n := changeCount(r.Change); n != 1 {
 		problems = append(problems, fmt.Sprintf("change must set exactly one of replicas, image, env, resources, new_resource, patch, delete_resource (got %d)", n))
-	} else if err := r.Change.Validate(); err != nil {
-		// What render refuses of the change on its own (a replica count out of
-		// range, an image change without its container, an env variable without
-		// a name, a label key Kubernetes does not take) is refused here, when the
+	} else if err := r.Change.ValidateFor(r.Target); err != nil {
+		// What render refuses of the change on its own or by the target's kind (a
+		// replica count out of range, an image change without its container, an
+		// env variable without a name, a label key Kubernetes does not take, a
+		// ConfigMap's data value that is not a string) is refused here, when the
 		// request is made, rather than once the repository is read and rendered.
 		problems = append(problems, err.Error())
 	}

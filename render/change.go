@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 // podSpecPath is where a workload kind keeps its pod spec.
@@ -115,6 +118,19 @@ func (c Change) Validate() error {
 	return nil
 }
 
+// ValidateFor is Validate of the change of target: what the target's kind alone
+// says a patch cannot set (a ConfigMap's data value that is not a string) is
+// refused too. The target itself is the caller's to check.
+func (c Change) ValidateFor(target objref.Target) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.Patch != nil {
+		return c.Patch.checkStringsOnlyData(target)
+	}
+	return nil
+}
+
 // UnmarshalJSON refuses a variable of set whose value is not a string, naming the
 // variable and the value's JSON type: decoded as a map of strings, null set the
 // variable to "" (unset is what removes one), and a number was refused in words
@@ -151,11 +167,41 @@ func (e *Env) UnmarshalJSON(data []byte) error {
 			if v == nil {
 				err = fmt.Errorf("%w (to remove the variable, list it in unset)", err)
 			}
-			return err
+			return &wrongTypeError{err: err, typed: &json.UnmarshalTypeError{Value: jsonTypeName(v), Type: reflect.TypeFor[string](), Field: field}}
 		}
 		e.Set[name] = s
 	}
 	return nil
+}
+
+// wrongTypeError is a known field of a JSON text given a value of the wrong type,
+// in its own words. It unwraps to the *json.UnmarshalTypeError encoding/json
+// reports for such a field, so that whoever decodes a request tells it, an
+// invalid request, from a text that is not valid JSON.
+type wrongTypeError struct {
+	err   error
+	typed *json.UnmarshalTypeError
+}
+
+func (e *wrongTypeError) Error() string { return e.err.Error() }
+func (e *wrongTypeError) Unwrap() error { return e.typed }
+
+// jsonTypeName is the name encoding/json gives the JSON type of a decoded value
+// in an UnmarshalTypeError.
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case int64, float64, json.Number:
+		return "number"
+	case []any:
+		return "array"
+	}
+	return "object"
 }
 
 // checkContainerName refuses a container name no container can have: Kubernetes

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render/yamledit"
 )
 
@@ -271,6 +272,41 @@ func checkLabelsAndAnnotations(at []string, m map[string]any) error {
 	return nil
 }
 
+// stringsOnlyData are the top-level fields whose members hold strings alone in an
+// object of apiVersion and kind, as far as the kind says before the object is
+// read: a ConfigMap's data and binaryData (base64, a string too). A Secret's are
+// left out: a Secret is never edited, and is refused whole once found, with none
+// of the values asked for quoted back.
+func stringsOnlyData(apiVersion, kind string) []string {
+	if groupOf(apiVersion) == "" && strings.EqualFold(kind, "ConfigMap") {
+		return []string{"binaryData", "data"}
+	}
+	return nil
+}
+
+// checkStringsOnlyData refuses a value other than a string (or null, a removal)
+// for a member of a field that holds strings only in the target's kind, in the
+// words a label's refusal has, when the change is made rather than once the
+// target is read (checkStringValue, which still guards a patch that reaches a
+// render another way).
+func (p *Patch) checkStringsOnlyData(target objref.Target) error {
+	doc, err := p.document()
+	if err != nil {
+		return err
+	}
+	for _, field := range stringsOnlyData(target.APIVersion, target.Kind) {
+		m, _ := doc[field].(map[string]any)
+		for _, key := range sortedKeys(m) {
+			switch v := m[key].(type) {
+			case nil, string:
+			default:
+				return notAString("/"+escapePointer(field)+"/"+escapePointer(key), v)
+			}
+		}
+	}
+	return nil
+}
+
 // fields lists the paths the patch sets or removes, for texts.
 func (p *Patch) fields() []string {
 	doc, err := p.document()
@@ -503,12 +539,13 @@ func checkPatchLists(target *object, p *Patch) error {
 }
 
 // stringsOnly reports whether the map at path at of the target holds strings
-// alone: labels and annotations wherever they are, a ConfigMap's data.
+// alone: labels and annotations wherever they are, a ConfigMap's data and
+// binaryData.
 func stringsOnly(target *object, at []string) bool {
 	if n := len(at); n >= 2 && at[n-2] == "metadata" && (at[n-1] == "labels" || at[n-1] == "annotations") {
 		return true
 	}
-	return target.kind == "ConfigMap" && groupOf(target.apiVersion) == "" && len(at) == 1 && at[0] == "data"
+	return len(at) == 1 && slices.Contains(stringsOnlyData(target.apiVersion, target.kind), at[0])
 }
 
 // checkStringValue refuses a value other than a string (or null, a removal)

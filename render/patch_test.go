@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 func TestPatchValidateRefusesWhatAMergePatchCannotSay(t *testing.T) {
@@ -99,5 +101,50 @@ func TestPatchFieldWithoutAValueIsRefused(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"set":[{"path":"/spec/x","value":null}]}`), &p); err != nil || len(p.Set) != 1 || p.Set[0].Value != nil {
 		t.Fatalf("decode of a null value = %+v, %v", p, err)
+	}
+}
+
+// TestConfigMapDataThatIsNotAStringIsRefusedWithTheRequest: Change.ValidateFor
+// refuses a patch of a ConfigMap giving a data or binaryData key a value that is
+// not a string, naming it by JSON pointer with its JSON type and the string to
+// give, as a label's is refused, before any repository is read (failed before:
+// only the target's render refused it); null removes a key, and another kind's
+// data, a custom resource's or a Secret's (which is refused whole once found), is
+// not judged by it. The render's own check stays, for binaryData too.
+func TestConfigMapDataThatIsNotAStringIsRefusedWithTheRequest(t *testing.T) {
+	configMap := objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"}
+	for name, tc := range map[string]struct {
+		target objref.Target
+		patch  Patch
+		err    string // "" when taken
+	}{
+		"a number by path":         {configMap, Patch{Set: []FieldValue{{Path: "/data/PORT", Value: jsonValue(`8080`)}}}, `/data/PORT: must be a string, got number 8080; give the string "8080"`},
+		"a boolean merged":         {configMap, Patch{Merge: jsonObject(`{"data":{"DEBUG":false}}`)}, `/data/DEBUG: must be a string, got boolean false; give the string "false"`},
+		"a list":                   {configMap, Patch{Merge: jsonObject(`{"data":{"a~b":["x"]}}`)}, `/data/a~0b: must be a string, got array ["x"]`},
+		"binaryData":               {configMap, Patch{Set: []FieldValue{{Path: "/binaryData/blob", Value: jsonValue(`1.5`)}}}, `/binaryData/blob: must be a string, got number 1.5; give the string "1.5"`},
+		"the kind in another case": {objref.Target{APIVersion: "v1", Kind: "configmap", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, `/data/N: must be a string`},
+		"strings and null":         {configMap, Patch{Merge: jsonObject(`{"data":{"PORT":"8080","OLD":null},"binaryData":{"blob":"AAE="}}`)}, ""},
+		"a custom resource":        {objref.Target{APIVersion: "example.com/v1", Kind: "ConfigMap", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, ""},
+		"another kind":             {objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, ""},
+		"a Secret":                 {objref.Target{APIVersion: "v1", Kind: "Secret", Name: "db"}, Patch{Merge: jsonObject(`{"stringData":{"port":5432},"data":{"n":1}}`)}, ""},
+		"the patch's own refusal":  {configMap, Patch{Merge: jsonObject(`{"metadata":{"name":"x"}}`)}, "sets /metadata/name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Change{Patch: &tc.patch}.ValidateFor(tc.target)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("ValidateFor() = %v, want it taken", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("ValidateFor() = %v, want an error containing %q", err, tc.err)
+			}
+		})
+	}
+	target := &object{apiVersion: "v1", kind: "ConfigMap", name: "web", body: map[string]any{"binaryData": map[string]any{"blob": "AAE="}}}
+	err := checkPatchLists(target, &Patch{Set: []FieldValue{{Path: "/binaryData/blob", Value: jsonValue(`3`)}}})
+	if err == nil || !strings.Contains(err.Error(), `binaryData.blob the value 3 (a number), but it holds strings only`) {
+		t.Fatalf("the render's check of binaryData = %v", err)
 	}
 }

@@ -51,7 +51,8 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // DecodeJSON reads the request body into v, rejecting unknown fields, a member
 // given twice in one object and trailing data. On failure it has already answered
-// (400 or 413) and returns false.
+// (400 invalid_json, invalid_request for a field given a value of the wrong
+// type, or 413) and returns false.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	// The body is read whole, up to its limit, whatever it holds: a body past the
 	// limit is too large, not a request with data after its value.
@@ -83,11 +84,18 @@ func answerDecode(w http.ResponseWriter, err error) bool {
 		return true
 	}
 	var tooLarge *http.MaxBytesError
+	var wrongType *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &tooLarge):
 		WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
 	case errors.Is(err, io.EOF):
 		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is empty; a JSON object is required")
+	case errors.As(err, &wrongType) && wrongType.Field != "":
+		// Valid JSON whose field the route takes holds a value of the wrong type
+		// ("count": "4", an env variable's 8080): the request is invalid, as a
+		// value out of range is, not its JSON. A body of the wrong type whole
+		// (a string for an object) is no request at all, and stays invalid_json.
+		WriteError(w, http.StatusBadRequest, "invalid_request", "request body is not valid: "+err.Error())
 	default:
 		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is not valid: "+err.Error())
 	}

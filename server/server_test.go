@@ -362,6 +362,11 @@ func TestBodyLimitsAndJSONDecoding(t *testing.T) {
 		"trailing data":         {"/small", `{"name":"a"} {"name":"b"}`, 400, "invalid_json"},
 		"empty body":            {"/small", ``, 400, "invalid_json"},
 		"not json":              {"/small", `name=a`, 400, "invalid_json"},
+		// Valid JSON whose field holds a value of the wrong type is an invalid
+		// request, not invalid JSON (failed before: invalid_json); a body of the
+		// wrong type whole is no request, and stays invalid_json.
+		"a field of the wrong type": {"/small", `{"name":1}`, 400, "invalid_request"},
+		"not an object":             {"/small", `"a"`, 400, "invalid_json"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -91,7 +91,9 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 // (failed before: a label or annotation was answered 202 and refused only once the
 // target was read and rendered; an env value of null was taken as "" and one of a
 // number refused in words naming neither the variable nor its value). null still
-// removes a label.
+// removes a label. A value of the wrong type is an invalid request, env's as a
+// label's, not invalid JSON (failed before: env's answered invalid_json), which
+// malformed JSON and an unknown field still are.
 func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 	db := storetest.SQLite(t)
 	submitted := &atomic.Int32{}
@@ -106,10 +108,12 @@ func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 		"annotation bool":   {`{"patch":{"merge":{"metadata":{"annotations":{"example.com/on":false}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/example.com~1on: must be a string, got boolean false; give the string \"false\"`},
 		"template label":    {`{"patch":{"set":[{"path":"/spec/template/metadata/labels/tier","value":{"a":1}}]}}`, plan.CodeInvalidRequest, `/spec/template/metadata/labels/tier: must be a string, got object {\"a\":1}`},
 		"annotation array":  {`{"patch":{"merge":{"metadata":{"annotations":{"note":["x"]}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/note: must be a string, got array [\"x\"]`},
-		"env number":        {`{"env":{"container":"web","set":{"PORT":8080}}}`, "invalid_json", `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
-		"env null":          {`{"env":{"container":"web","set":{"DEBUG":null}}}`, "invalid_json", `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
-		"env object":        {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, "invalid_json", `env.set.CFG: must be a string, got object {\"a\":1}`},
+		"env number":        {`{"env":{"container":"web","set":{"PORT":8080}}}`, plan.CodeInvalidRequest, `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
+		"env null":          {`{"env":{"container":"web","set":{"DEBUG":null}}}`, plan.CodeInvalidRequest, `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
+		"env object":        {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, plan.CodeInvalidRequest, `env.set.CFG: must be a string, got object {\"a\":1}`},
+		"count a string":    {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `cannot unmarshal string into Go struct field`},
 		"env unknown field": {`{"env":{"container":"web","set":{"A":"1"},"sett":{}}}`, "invalid_json", `\"sett\"`},
+		"env malformed":     {`{"env":{"container":"web","set":{"A":1,}}}`, "invalid_json", `request body is not valid`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(tc.change))
@@ -125,6 +129,60 @@ func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 	for _, change := range []string{`{"patch":{"merge":{"metadata":{"labels":{"team":null,"tier":"3"}}}}}`, `{"env":{"container":"web","set":{"PORT":"8080"},"unset":["DEBUG"]}}`} {
 		if status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(change)); status != http.StatusAccepted {
 			t.Errorf("%s: %d %s, want 202", change, status, answer)
+		}
+	}
+}
+
+// TestNonStringConfigMapDataIsRefusedWhenSubmitted: a patch of a ConfigMap (the
+// request's target names the kind) giving a data or binaryData key a value that
+// is not a string is refused 400 invalid_request when the change is submitted,
+// in a label's words, before the pipeline sees it (failed before: answered 202
+// and refused only once the target was read and rendered). null still removes a
+// key; other kinds' data is theirs; a Secret's is left to the pipeline, which
+// refuses any edit of a Secret (secret) without quoting a value back.
+func TestNonStringConfigMapDataIsRefusedWhenSubmitted(t *testing.T) {
+	db := storetest.SQLite(t)
+	submitted := &atomic.Int32{}
+	srv, token := changesServer(t, db, countingPipeline{stubPipeline{db}, submitted})
+	request := func(apiVersion, kind, change string) string {
+		return `{"cluster":"prod","target":{"apiVersion":"` + apiVersion + `","kind":"` + kind + `","namespace":"shop","name":"web"},` +
+			`"change":` + change + `,"reason":"config","requested_by":"alice"}`
+	}
+	for name, tc := range map[string]struct{ kind, change, want string }{
+		"data number":       {"ConfigMap", `{"patch":{"set":[{"path":"/data/PORT","value":8080}]}}`, `/data/PORT: must be a string, got number 8080; give the string \"8080\"`},
+		"data bool merge":   {"ConfigMap", `{"patch":{"merge":{"data":{"DEBUG":true}}}}`, `/data/DEBUG: must be a string, got boolean true; give the string \"true\"`},
+		"data object":       {"ConfigMap", `{"patch":{"merge":{"data":{"a/b":{"x":1}}}}}`, `/data/a~1b: must be a string, got object {\"x\":1}`},
+		"binaryData number": {"ConfigMap", `{"patch":{"set":[{"path":"/binaryData/blob","value":3}]}}`, `/binaryData/blob: must be a string, got number 3; give the string \"3\"`},
+		"kind in lowercase": {"configmap", `{"patch":{"set":[{"path":"/data/PORT","value":8080}]}}`, `/data/PORT: must be a string, got number 8080`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request("v1", tc.kind, tc.change))
+			if status != http.StatusBadRequest || !bytes.Contains(answer, []byte(tc.want)) {
+				t.Fatalf("%d %s; want 400 saying %s", status, answer, tc.want)
+			}
+			wantCode(t, answer, plan.CodeInvalidRequest)
+		})
+	}
+	if n := submitted.Load(); n != 0 {
+		t.Errorf("the pipeline was handed %d refused requests", n)
+	}
+	const planted = "54329876"
+	for _, tc := range []struct{ apiVersion, kind, change string }{
+		{"v1", "ConfigMap", `{"patch":{"merge":{"data":{"PORT":"8080","OLD":null},"binaryData":{"blob":"AAE="}}}}`},
+		{"example.com/v1", "ConfigMap", `{"patch":{"set":[{"path":"/data/PORT","value":8080}]}}`},
+		{"apps/v1", "Deployment", `{"patch":{"set":[{"path":"/data/PORT","value":8080}]}}`},
+		{"v1", "Secret", `{"patch":{"merge":{"stringData":{"port":` + planted + `},"data":{"n":` + planted + `}}}}`},
+	} {
+		// Each on a database of its own: the stub pipeline gives every patch
+		// the same code.
+		db := storetest.SQLite(t)
+		srv, token := changesServer(t, db, stubPipeline{db})
+		status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(tc.apiVersion, tc.kind, tc.change))
+		if status != http.StatusAccepted {
+			t.Errorf("%s %s %s: %d %s, want 202", tc.apiVersion, tc.kind, tc.change, status, answer)
+		}
+		if bytes.Contains(answer, []byte(planted)) {
+			t.Errorf("the answer quotes a Secret's value: %s", answer)
 		}
 	}
 }
