@@ -61,9 +61,11 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 		reason = fmt.Sprintf("%s removed the repository from the GitHub App installation on %s",
 			event.Sender.Login, event.Installation.Account.Login)
 	}
-	if bound.Status == store.InstallationSuspended {
-		// No token lists a suspended installation's repositories; the payload's
-		// change is the best there is until it is unsuspended.
+	n := len(event.RepositoriesAdded) + len(event.RepositoriesRemoved)
+	if bound.Status == store.InstallationSuspended && n > maxReposAskedOneByOne {
+		// No token lists a suspended installation's repositories (asking about one
+		// takes the App's own, which still works); the payload's change is the best
+		// there is until it is unsuspended.
 		return h.applyPayload(ctx, id, event, reason)
 	}
 
@@ -73,7 +75,7 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 	// installation has repositories by the hundred, cost the installation's own
 	// budget, which its plans need.
 	var change store.RepoAccessChange
-	if n := len(event.RepositoriesAdded) + len(event.RepositoriesRemoved); n <= maxReposAskedOneByOne {
+	if n <= maxReposAskedOneByOne {
 		change, err = h.settleNamedRepos(ctx, id, event, reason)
 	} else {
 		change, err = h.settleRepos(ctx, id, reason)
@@ -183,7 +185,7 @@ func (h *InstallationRepositories) applyPayload(ctx context.Context, id int64, e
 			return err
 		}
 	}
-	logger.Info().Int("added", len(added)).Int("removed", len(removed)).Msg("Installation repositories updated from the event of a suspended installation")
+	logger.Info().Int("added", len(added)).Int("removed", len(removed)).Msg("Installation repositories updated from the event of a suspended installation naming many")
 	return nil
 }
 

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -168,8 +167,8 @@ func TestInstallationEventsRecordGitHubsStatus(t *testing.T) {
 }
 
 // Two workers handling a suspension and an unsuspension at once end with GitHub's
-// last word: a change on GitHub between the handler's read and its write is found by
-// the read after the write.
+// last word: a change on GitHub just after the handler wrote what two reads agreed
+// on is found by the read after the write.
 func TestInstallationStatusSettlesOnAChangeDuringTheEvent(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -178,20 +177,24 @@ func TestInstallationStatusSettlesOnAChangeDuringTheEvent(t *testing.T) {
 		f.gh.SuspendInstallation(t, f.id)
 		f.gh.UnsuspendInstallation(t, f.id)
 		unsuspend := f.last(t, "installation", "unsuspend")
+		var written []store.InstallationStatus
 		reads := 0
 		f.gh.OnRequest("GET /app/installations/{installation_id}", func() {
-			if reads++; reads == 2 {
+			reads++
+			if reads == 3 {
+				// The first two reads agreed on active, which is written now.
+				written = append(written, f.status(t, db))
 				f.gh.SuspendInstallation(t, f.id)
 			}
 		})
 		if err := h.Handle(ctx, unsuspend.Event, unsuspend.ID, unsuspend.Payload); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.status(t, db); got != store.InstallationSuspended {
-			t.Errorf("status %s after GitHub suspended the installation during the event, want suspended", got)
+		if got := f.status(t, db); got != store.InstallationSuspended || len(written) != 1 || written[0] != store.InstallationActive {
+			t.Errorf("status %s (active written first: %v) after GitHub suspended the installation during the event, want suspended", got, written)
 		}
-		if reads != 3 {
-			t.Errorf("%d reads of the installation, want 3 (read, changed on the confirming read, confirmed)", reads)
+		if reads != 5 {
+			t.Errorf("%d reads of the installation, want 5 (two agreeing, changed on the confirming read, two agreeing, confirmed)", reads)
 		}
 	})
 }
@@ -238,8 +241,8 @@ func TestInstallationRepositoriesFollowGitHubsListing(t *testing.T) {
 		handle(removed)
 		// One repository is asked about with the App's requests, not listed with the
 		// installation's.
-		if n := f.gh.RequestCount("GET /repos/{owner}/{repo}/installation"); n != 2 {
-			t.Errorf("%d reads of the repository's installation, want 2 (read, confirmed)", n)
+		if n := f.gh.RequestCount("GET /repos/{owner}/{repo}/installation"); n != 3 {
+			t.Errorf("%d reads of the repository's installation, want 3 (two agreeing, confirmed)", n)
 		}
 		if n := f.gh.RequestCount("GET /installation/repositories"); n != 0 {
 			t.Errorf("%d listings of the installation's repositories for an event naming one", n)
@@ -330,32 +333,62 @@ func TestInstallationRepositoriesEventOfManyReadsTheListing(t *testing.T) {
 	})
 }
 
-// A suspended installation gets no token to list its repositories with; its
-// events' changes are recorded as the payload says.
-func TestSuspendedInstallationRepositoriesFollowTheEvent(t *testing.T) {
+// A suspended installation gets no token to list its repositories with: an event
+// naming a few is still checked with GitHub, one by one with the App's own token; a
+// larger one is recorded as the payload says.
+func TestSuspendedInstallationRepositoriesEvents(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		f := newInstallationFixture(t, db)
 		ins := &Installation{Base: f.base}
-		created := f.last(t, "installation", "created")
-		if err := ins.Handle(ctx, created.Event, created.ID, created.Payload); err != nil {
-			t.Fatal(err)
-		}
-		f.gh.SuspendInstallation(t, f.id)
-		suspend := f.last(t, "installation", "suspend")
-		if err := ins.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload); err != nil {
-			t.Fatal(err)
-		}
 		h := &InstallationRepositories{Base: f.base}
-		f.gh.RemoveInstallationRepos(t, f.id, "infra")
-		removed := f.last(t, "installation_repositories", "removed")
-		if err := h.Handle(ctx, removed.Event, removed.ID, removed.Payload); err != nil {
-			t.Fatal(err)
+		handle := func(hd interface {
+			Handle(context.Context, string, string, []byte) error
+		}, d githubtest.Delivery) {
+			t.Helper()
+			if err := hd.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
+				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
+			}
 		}
-		repos, err := db.InstallationRepos(ctx, f.id)
-		if err != nil || len(repos) != 1 || !strings.HasSuffix(repos[0].Repo, "/acme/deploy") {
-			t.Errorf("installation repositories = %+v, %v; want only acme/deploy", repos, err)
+		repos := func() []string {
+			t.Helper()
+			stored, err := db.InstallationRepos(ctx, f.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range stored {
+				names = append(names, r.Repo[strings.LastIndex(r.Repo, "/")+1:])
+			}
+			return names
 		}
+		handle(ins, f.last(t, "installation", "created"))
+		f.gh.CreateRepo(t, "acme", "extra", map[string]string{"README.md": "extra\n"}, "main")
+		f.gh.AddInstallationRepos(t, f.id, "extra")
+		added := f.last(t, "installation_repositories", "added")
+		handle(h, added)
+		f.gh.SuspendInstallation(t, f.id)
+		handle(ins, f.last(t, "installation", "suspend"))
+
+		f.gh.RemoveInstallationRepos(t, f.id, "extra")
+		handle(h, f.last(t, "installation_repositories", "removed"))
+		handle(h, added) // late: GitHub says extra is gone
+		if got := fmt.Sprint(repos()); got != "[deploy infra]" {
+			t.Errorf("repositories %s after a removal and a late addition while suspended, want [deploy infra]", got)
+		}
+
+		var names []string
+		for i := range maxReposAskedOneByOne + 1 {
+			name := fmt.Sprintf("app-%02d", i)
+			f.gh.CreateRepo(t, "acme", name, map[string]string{"README.md": name + "\n"}, "main")
+			names = append(names, name)
+		}
+		f.gh.AddInstallationRepos(t, f.id, names...)
+		handle(h, f.last(t, "installation_repositories", "added"))
+		if n := len(repos()); n != len(names)+2 {
+			t.Errorf("%d repositories after a suspended installation's event naming %d, want %d", n, len(names), len(names)+2)
+		}
+
 		inst := &gh.Installation{ID: gh.Int64(f.id), Account: &gh.User{Login: gh.String("acme")}}
 		bad := gh.InstallationRepositoriesEvent{Action: gh.String("added"), RepositoriesAdded: []*gh.Repository{{FullName: gh.String("no-slash")}}, Installation: inst}
 		if err := h.Handle(ctx, "installation_repositories", "d-bad", payload(t, bad)); !IsPermanent(err) {
@@ -364,68 +397,9 @@ func TestSuspendedInstallationRepositoriesFollowTheEvent(t *testing.T) {
 	})
 }
 
-func TestIsOwnEvent(t *testing.T) {
-	b := Base{App: github.App{Slug: "kukie"}}
-	cases := map[string]struct {
-		sender string
-		want   bool
-	}{
-		"our bot":            {sender: "kukie[bot]", want: true},
-		"our bot, any case":  {sender: "Kukie[bot]", want: true},
-		"a person":           {sender: "kukie", want: false},
-		"another app's bot":  {sender: "dependabot[bot]", want: false},
-		"no sender":          {sender: "", want: false},
-		"slug prefix attack": {sender: "kukie[bot]x", want: false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := b.IsOwnEvent(tc.sender); got != tc.want {
-				t.Errorf("IsOwnEvent = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	if (&Base{}).IsOwnEvent("[bot]") {
-		t.Error("without a known slug nothing is our own event")
-	}
-}
-
-func TestInstallationCreatedRecordsItsInstallerUntilDeleted(t *testing.T) {
-	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		h := &Installation{Base: newBase(db)}
-		inst := &gh.Installation{ID: gh.Int64(77), Account: &gh.User{Login: gh.String("acme")}}
-		owner := &gh.User{ID: gh.Int64(5), Login: gh.String("owner")}
-		member := &gh.User{ID: gh.Int64(6), Login: gh.String("member")}
-		// No team has bound installation 77: the event is otherwise ignored.
-		created := gh.InstallationEvent{Action: gh.String("created"), Installation: inst, Sender: owner, Requester: member}
-		if err := h.Handle(ctx, "installation", "d-created", payload(t, created)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := db.InstallerOf(ctx, 77)
-		want := store.Installer{InstallationID: 77, SenderID: 5, SenderLogin: "owner", RequesterID: 6, RequesterLogin: "member"}
-		if err != nil || got != want {
-			t.Fatalf("installer = %+v, %v; want %+v", got, err, want)
-		}
-		// Another action's sender is not an installer.
-		suspend := gh.InstallationEvent{Action: gh.String("suspend"), Installation: inst, Sender: &gh.User{ID: gh.Int64(8), Login: gh.String("other")}}
-		if err := h.Handle(ctx, "installation", "d-suspend", payload(t, suspend)); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := db.InstallerOf(ctx, 77); err != nil || got != want {
-			t.Fatalf("installer after suspend = %+v, %v; want %+v", got, err, want)
-		}
-		deleted := gh.InstallationEvent{Action: gh.String("deleted"), Installation: inst, Sender: owner}
-		if err := h.Handle(ctx, "installation", "d-deleted", payload(t, deleted)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.InstallerOf(ctx, 77); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("installer after deleted: %v, want ErrNotFound", err)
-		}
-	})
-}
-
 // GitHub failing the read leaves the recorded status as it was and the delivery to
-// be retried; the retry records GitHub's answer.
+// be retried; the retry records GitHub's answer. One stray answer is never stored
+// either: a 404 of an installation GitHub still has, followed by a read that fails.
 func TestInstallationEventRetriesWhenGitHubFails(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -433,17 +407,20 @@ func TestInstallationEventRetriesWhenGitHubFails(t *testing.T) {
 		h := &Installation{Base: f.base}
 		f.gh.SuspendInstallation(t, f.id)
 		suspend := f.last(t, "installation", "suspend")
-		for _, fault := range []githubtest.Fault{
-			{Status: 502, Times: 1},
-			{Status: 502, Served: true, Times: 1},
+		for name, faults := range map[string][]githubtest.Fault{
+			"a 502":                   {{Status: 502, Times: 1}},
+			"a 502 after serving":     {{Status: 502, Served: true, Times: 1}},
+			"a stray 404, then a 502": {{Status: 404, Times: 1}, {Status: 502, Times: 1}},
 		} {
-			f.gh.InjectFault(fault.On("GET", "/app/installations/*"))
+			for _, fault := range faults {
+				f.gh.InjectFault(fault.On("GET", "/app/installations/*"))
+			}
 			err := h.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload)
 			if err == nil || IsPermanent(err) {
-				t.Errorf("with GitHub answering 502: %v, want an error to retry", err)
+				t.Errorf("with %s: %v, want an error to retry", name, err)
 			}
 			if got := f.status(t, db); got != store.InstallationActive {
-				t.Errorf("status %s after a failed read, want active as before", got)
+				t.Errorf("status %s after %s, want active as before", got, name)
 			}
 		}
 		if err := h.Handle(ctx, suspend.Event, suspend.ID, suspend.Payload); err != nil {

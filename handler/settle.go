@@ -11,36 +11,45 @@ import (
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// maxSettleRounds bounds settle's writes; an installation that changes on GitHub
-// more often than that while one delivery is handled is left to the inbox's retry.
-const maxSettleRounds = 3
+// maxSettleReads bounds settle's reads; an installation that changes on GitHub more
+// often than that while one delivery is handled is left to the inbox's retry.
+const maxSettleReads = 8
 
-// settle records what GitHub says now about an installation, reading it again after
-// each write until two reads agree. An installation event is only a trigger:
-// deliveries arrive out of order, are redelivered days later and run on several
-// workers at once, so a stale payload must not undo a newer state. Reading again
-// after writing keeps racing handlers right without a lock: the last write to the
-// store is followed by its own handler's read, which found it still GitHub's state
-// (and a later change on GitHub sends another event).
+// settle records what GitHub says now about an installation. An installation event
+// is only a trigger: deliveries arrive out of order, are redelivered days later and
+// run on several workers at once, so a stale payload must not undo a newer state.
+// A state is written only once two reads in a row returned it, so that one stray
+// answer (a 404 of an installation GitHub still has, followed by a failing retry)
+// is never stored, and then read once more: when that read differs, settle goes on
+// from it. Reading after writing keeps racing handlers right without a lock: the
+// last write to the store is followed by its own handler's read, which found it
+// still GitHub's state (and a later change on GitHub sends another event). This
+// holds as far as GitHub's reads follow its own changes at once, which they do but
+// for moments of replication lag.
 func settle[T any](ctx context.Context, read func(context.Context) (T, error), write func(context.Context, T) error, same func(a, b T) bool) (T, error) {
-	state, err := read(ctx)
+	last, err := read(ctx)
 	if err != nil {
-		return state, err
+		return last, err
 	}
-	for range maxSettleRounds {
-		if err := write(ctx, state); err != nil {
-			return state, err
-		}
-		again, err := read(ctx)
+	written := false
+	for range maxSettleReads - 1 {
+		current, err := read(ctx)
 		if err != nil {
-			return state, err
+			return last, err
 		}
-		if same(state, again) {
-			return state, nil
+		switch {
+		case !same(last, current):
+			last, written = current, false
+		case written:
+			return current, nil
+		default:
+			if err := write(ctx, current); err != nil {
+				return current, err
+			}
+			written = true
 		}
-		state = again
 	}
-	return state, fmt.Errorf("the installation kept changing on GitHub over %d reads", maxSettleRounds+1)
+	return last, fmt.Errorf("the installation kept changing on GitHub over %d reads", maxSettleReads)
 }
 
 // currentStatus reads an installation's status from GitHub (one App JWT request):
