@@ -130,10 +130,14 @@ func commandOf(body string) (command, words string, ok bool) {
 // comment: an attempt whose create GitHub carried out but whose answer was lost
 // returns an error, the inbox takes the delivery again, and the retry, on whichever
 // replica, finds the first reply by its marker on the pull request instead of
-// posting a second one.
+// posting a second one. A comment without an ID is not answered: every such reply
+// would carry the same marker, and the first would stand for all that follow.
 func (h *IssueComment) reply(ctx context.Context, pl store.Plan, repo string, number, commentID int64, commentAt time.Time, text string) error {
 	if h.ClientCreator == nil {
 		return nil
+	}
+	if commentID == 0 {
+		return Permanent(errors.New("reply to a command: the payload names no comment ID, so the reply could not be told from replies to other comments"))
 	}
 	owner, name, _ := strings.Cut(repo, "/")
 	c, err := h.ClientCreator.NewInstallationClient(pl.InstallationID)

@@ -475,3 +475,38 @@ func TestReplyWithoutTheAppsLoginIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestReplyToACommentWithoutAnIDIsRefused: a payload whose comment has no ID would
+// give every reply the marker of comment 0, and the first reply would be taken as
+// made for every later comment without one: the reply is refused for good and
+// nothing is posted.
+func TestReplyToACommentWithoutAnIDIsRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		gh, base, number := newCommandPull(t, db)
+		reader := githubtest.Author{Name: "rex", Email: "rex@example.com", Login: "rex"}
+		gh.SetPermission(t, commandRepo, reader.Login, githubtest.RoleRead)
+		h := &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
+		for _, body := range []string{CommandCancel, CommandRerender} {
+			gh.CommentOnPullRequest(t, commandRepo, number, reader, body)
+			deliveries := gh.DeliveriesOf("issue_comment", "created")
+			command := deliveries[len(deliveries)-1]
+			var event map[string]any
+			if err := json.Unmarshal(command.Payload, &event); err != nil {
+				t.Fatal(err)
+			}
+			delete(event["comment"].(map[string]any), "id")
+			payload, err := json.Marshal(event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gh.ResetRequestCounts()
+			if err := h.Handle(ctx, "issue_comment", command.ID, payload); !IsPermanent(err) {
+				t.Errorf("%s: Handle = %v, want a permanent error", body, err)
+			}
+			if n := gh.RequestCount("POST /repos/{owner}/{repo}/issues/{number}/comments"); n != 0 {
+				t.Errorf("%s: %d comments posted for a comment without an ID", body, n)
+			}
+		}
+	})
+}
