@@ -268,12 +268,33 @@ func TestReplyWhoseAnswerIsLostIsPostedOnce(t *testing.T) {
 					return deliveries[len(deliveries)-1]
 				}
 				handle := func(d githubtest.Delivery) error {
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					defer cancel()
-					return h.Handle(ctx, "issue_comment", d.ID, d.Payload)
+					return h.Handle(context.Background(), "issue_comment", d.ID, d.Payload)
 				}
 				cancelled := command(CommandCancel)
-				if err := handle(cancelled); err == nil {
+				// The attempt whose answer is lost gives up once the reply is made, as a
+				// client timeout would, and only then: the test, not a clock, decides.
+				faulted := func(d githubtest.Delivery) error {
+					if !fault.Hang {
+						return handle(d)
+					}
+					ctx, giveUp := context.WithCancel(context.Background())
+					defer giveUp()
+					done := make(chan error, 1)
+					go func() { done <- h.Handle(ctx, "issue_comment", d.ID, d.Payload) }()
+					for {
+						select {
+						case err := <-done:
+							return err
+						default:
+						}
+						if len(replies()) > 0 {
+							giveUp()
+							return <-done
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				if err := faulted(cancelled); err == nil {
 					t.Fatal("the attempt whose answer was lost succeeded")
 				}
 				if hits := gh.FaultHits(http.MethodPost, create); hits != 1 {
@@ -444,18 +465,21 @@ func TestReplyIsPostedWhenSomeoneElsePlantsItsMarker(t *testing.T) {
 }
 
 // Without the App's slug its own replies cannot be told from markers others plant:
-// the reply is refused for good rather than posted or taken as made.
+// the reply is refused for good rather than posted or taken as made, with the
+// command's marker already planted by someone else.
 func TestReplyWithoutTheAppsLoginIsRefused(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		gh, base, number := newCommandPull(t, db)
 		reader := githubtest.Author{Name: "rex", Email: "rex@example.com", Login: "rex"}
+		planter := githubtest.Author{Name: "mallory", Email: "mallory@example.com", Login: "mallory"}
 		gh.SetPermission(t, commandRepo, reader.Login, githubtest.RoleRead)
 		base.App.Slug = ""
 		h := &IssueComment{Base: base, Pipeline: &commandPipeline{}, Access: GitHubWriteAccess{Base: base}}
-		gh.CommentOnPullRequest(t, commandRepo, number, reader, CommandCancel)
+		commandID := gh.CommentOnPullRequest(t, commandRepo, number, reader, CommandCancel)
 		deliveries := gh.DeliveriesOf("issue_comment", "created")
 		command := deliveries[len(deliveries)-1]
+		gh.CommentOnPullRequest(t, commandRepo, number, planter, "already answered\n\n"+github.ReplyMarker(commandID))
 		gh.ResetRequestCounts()
 		if err := h.Handle(ctx, "issue_comment", command.ID, command.Payload); !IsPermanent(err) {
 			t.Errorf("Handle = %v, want a permanent error", err)
