@@ -67,8 +67,8 @@ func TestFieldsNoHandlerReadsDoNotDropADelivery(t *testing.T) {
 				if d.State != store.DeliveryDone || d.LastError != "" || d.SkipReason != "" {
 					t.Fatalf("delivery %s after one attempt: %s %q %q, want done", d.DeliveryID, d.State, d.LastError, d.SkipReason)
 				}
-				if len(p.calls) != 1 || p.calls[0] != "Reverify" {
-					t.Fatalf("pipeline calls %v, want one Reverify", p.calls)
+				if len(p.calls) != 1 || p.calls[0] != "Reverify by github:octocat" {
+					t.Fatalf("pipeline calls %v, want one Reverify by the sender", p.calls)
 				}
 			})
 		}
