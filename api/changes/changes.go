@@ -479,17 +479,15 @@ func (a *API) cancelChange(w http.ResponseWriter, r *http.Request) {
 	// The body is optional, as before it was read at all; one that is sent is held
 	// to what a cancel takes, so that a misspelt field or a truncated body is
 	// refused rather than a reason silently dropped from the history.
+	// A body of null is none, as it is for a rollback.
 	var body cancelRequest
-	if !server.DecodeOptionalJSON(w, r, &body) {
-		return
-	}
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+	a.act(w, r, &body, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
 		return a.CancelChange(ctx, t, code, body.Reason)
 	}, http.StatusOK)
 }
 
 func (a *API) retryChange(w http.ResponseWriter, r *http.Request) {
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+	a.act(w, r, nil, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
 		if err := a.ChangeLimit.Allow(t.ID); err != nil {
 			return ChangeView{}, err
 		}
@@ -508,20 +506,31 @@ func (a *API) rollbackChange(w http.ResponseWriter, r *http.Request) {
 	// The body is optional: none at all, however it is sent, is a rollback
 	// without a reason.
 	var body rollbackRequest
-	if !server.DecodeOptionalJSON(w, r, &body) {
-		return
-	}
-	a.act(w, r, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
+	a.act(w, r, &body, func(ctx context.Context, t store.Team, code string) (ChangeView, error) {
 		return a.RollbackChange(ctx, t, code, body.RequestedBy, body.Reason)
 	}, http.StatusAccepted)
 }
 
-func (a *API) act(w http.ResponseWriter, r *http.Request, fn func(context.Context, store.Team, string) (ChangeView, error), status int) {
+// act answers fn's view of the team's change named by the path. body, when not
+// nil, is the route's optional body, read into it only once the caller is known
+// and the change is the team's: whether a body would be taken is nobody's to learn
+// without access to the change.
+func (a *API) act(w http.ResponseWriter, r *http.Request, body any, fn func(context.Context, store.Team, string) (ChangeView, error), status int) {
 	t, ok := teamOf(w, r)
 	if !ok {
 		return
 	}
-	view, err := fn(r.Context(), t, r.PathValue("code"))
+	code := r.PathValue("code")
+	if body != nil {
+		if _, err := a.Store.TeamPlan(r.Context(), t.ID, code); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if !server.DecodeOptionalJSON(w, r, body) {
+			return
+		}
+	}
+	view, err := fn(r.Context(), t, code)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -729,6 +729,17 @@ func TestOpenAPIDocumentsEveryRateLimit(t *testing.T) {
 			}
 			db := storetest.SQLite(t)
 			srv, token := limitedChangesServer(t, db, stubPipeline{db}, API{ChangeLimit: limit(), RepositoryLimit: limit(), ClusterReadLimit: limit()})
+			if strings.Contains(pattern, "{code}") {
+				// The change exists, made in the store so that no limit is spent on
+				// it: a rollback of no change is not_found before its call is counted.
+				team, err := db.TeamByName(context.Background(), "shop")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := db.CreatePlan(context.Background(), store.Plan{Code: "web1", TeamID: team.ID, Status: string(plan.StatusPROpen), Change: json.RawMessage(`{}`)}, store.PlanEvent{Actor: "test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			method, path, _ := strings.Cut(pattern, " ")
 			path = params.Replace(path)
 			if path == "/api/v1/clusters/prod/repository" {
@@ -841,6 +852,47 @@ func TestSecretChangeValuesAreNotShown(t *testing.T) {
 	asked := `{"patch":{"merge":{"data":{"password":"` + planted + `"}}}}`
 	if v := View(store.Plan{Target: objref.Target{Kind: "ConfigMap"}, Change: json.RawMessage(asked)}); string(v.Change) != asked {
 		t.Errorf("a ConfigMap's change is shown as %s, want it as asked", v.Change)
+	}
+}
+
+// TestActionBodyIsReadOnlyWithAccess: the body of a cancel or a rollback is read
+// only once the caller is known and the change is its team's. A malformed body from
+// a request without a team, or from another team, gets the answer to who is asking,
+// not invalid_json (failed before: the body was read first, and its refusal told
+// anyone that the route would have read it).
+func TestActionBodyIsReadOnlyWithAccess(t *testing.T) {
+	db := storetest.SQLite(t)
+	srv, token := changesServer(t, db, stubPipeline{db})
+	scale := `{"cluster":"prod","target":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"shop","name":"web"},"change":{"replicas":{"count":4}},"reason":"traffic","requested_by":"alice"}`
+	if status, body := callAs(srv, token, "POST", "/api/v1/changes", scale); status != http.StatusAccepted {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	other := teamWithCluster(t, db, "other")
+	api := &API{Store: db, Pipeline: stubPipeline{db}}
+	const malformed = `{"reason":`
+	for name, route := range map[string]http.HandlerFunc{"cancel": api.cancelChange, "rollback": api.rollbackChange} {
+		t.Run(name, func(t *testing.T) {
+			path := "/api/v1/changes/web1/" + name
+			status, body := callAs(srv, other, "POST", path, malformed)
+			if status != http.StatusNotFound {
+				t.Errorf("another team's malformed body: %d %s, want 404", status, body)
+			} else {
+				wantCode(t, body, "not_found")
+			}
+			// Without a team, as the route answers if reached without its token check.
+			req := httptest.NewRequest("POST", path, strings.NewReader(malformed))
+			req.SetPathValue("code", "web1")
+			rec := httptest.NewRecorder()
+			route(rec, req)
+			if rec.Code != http.StatusUnauthorized {
+				t.Errorf("a malformed body without a team: %d %s, want 401", rec.Code, rec.Body.Bytes())
+			}
+			if status, body := callAs(srv, token, "POST", path, malformed); status != http.StatusBadRequest {
+				t.Errorf("the team's malformed body: %d %s, want 400", status, body)
+			} else {
+				wantCode(t, body, "invalid_json")
+			}
+		})
 	}
 }
 
