@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,7 +55,7 @@ func parseBuildOptions(s string) (_ *krusty.Options, helm bool, _ error) {
 	if args := flags.Args(); len(args) > 1 {
 		return nil, false, fmt.Errorf("argocd-cm kustomize.buildOptions %q: kustomize build takes one path, the options name %q too", s, strings.Join(args[1:], " "))
 	}
-	for _, name := range sortedKeys(buildFlagsRefused) {
+	for _, name := range slices.Sorted(maps.Keys(buildFlagsRefused)) {
 		if flags.Changed(name) {
 			return nil, false, fmt.Errorf("argocd-cm kustomize.buildOptions sets --%s, which is not supported: %s", name, buildFlagsRefused[name])
 		}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,7 +63,7 @@ func (c Change) Validate() error {
 			return fmt.Errorf("env change sets or unsets at least one variable")
 		}
 		// In order, so that a request is refused in the same words each time.
-		for _, name := range sortedKeys(c.Env.Set) {
+		for _, name := range slices.Sorted(maps.Keys(c.Env.Set)) {
 			if !envName.MatchString(name) {
 				return fmt.Errorf("environment variable name %q is not valid", name)
 			}
@@ -88,7 +90,7 @@ func (c Change) Validate() error {
 			name string
 			m    map[string]string
 		}{{"requests", c.Resources.Requests}, {"limits", c.Resources.Limits}} {
-			for _, name := range sortedKeys(section.m) {
+			for _, name := range slices.Sorted(maps.Keys(section.m)) {
 				q := section.m[name]
 				if name == "" {
 					return fmt.Errorf("resources %s: empty resource name", section.name)
@@ -151,7 +153,7 @@ func (e *Env) UnmarshalJSON(data []byte) error {
 	if raw.Set != nil {
 		e.Set = make(map[string]string, len(raw.Set))
 	}
-	for _, name := range sortedKeys(raw.Set) {
+	for _, name := range slices.Sorted(maps.Keys(raw.Set)) {
 		field := "env.set." + name
 		if !envName.MatchString(name) {
 			// Quoted in ASCII: the name is the caller's and is refused anyway.
@@ -239,7 +241,7 @@ func (c Change) describe() string {
 		return fmt.Sprintf("set the image tag of container %s to %s", c.Image.Container, c.Image.Tag)
 	case c.Env != nil:
 		var parts []string
-		for _, k := range sortedKeys(c.Env.Set) {
+		for _, k := range slices.Sorted(maps.Keys(c.Env.Set)) {
 			parts = append(parts, "set "+k)
 		}
 		for _, k := range c.Env.Unset {
@@ -382,7 +384,7 @@ func applyEnv(ct map[string]any, e *Env) {
 		}
 		return -1
 	}
-	for _, name := range sortedKeys(e.Set) {
+	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 		entry := map[string]any{"name": name, "value": e.Set[name]}
 		if i := index(name); i >= 0 {
 			env[i] = entry

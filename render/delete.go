@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -191,7 +193,7 @@ func (p *planner) removeInPlaceBuilders(file string, doc int, unlist func() (map
 		if err != nil {
 			return nil, err
 		}
-		for _, kf := range sortedKeys(edits) {
+		for _, kf := range slices.Sorted(maps.Keys(edits)) {
 			out, ws, err := p.editFile(p.before, kf, 0, edits[kf]...)
 			if err != nil {
 				return nil, err

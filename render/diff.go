@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -276,7 +278,7 @@ func (c comparer) compare(segs []string, want, got any, out *[]difference) {
 		for k := range gm {
 			keys[k] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			wv, wok := wm[k]
 			gv, gok := gm[k]
 			switch {

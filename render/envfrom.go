@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -41,7 +43,7 @@ func (p *planner) planEnvThroughGenerator(ctx context.Context, target *object, o
 		return nil, false, nil
 	}
 	ns := target.key(app.Namespace).Namespace
-	names := append(sortedKeys(e.Set), e.Unset...)
+	names := append(slices.Sorted(maps.Keys(e.Set)), e.Unset...)
 	var cm *object
 	data := map[string]any{}
 	others := &Env{Container: e.Container, Set: map[string]string{}}
@@ -268,7 +270,7 @@ func (p *planner) secretEnvRefusal(target *object, objs []*object) *Refusal {
 		return nil
 	}
 	ns := target.key(app.Namespace).Namespace
-	for _, name := range sortedKeys(e.Set) {
+	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 		from := ""
 		inEnv := false
 		for _, env := range items(ct.body, "env") {

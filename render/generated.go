@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func (p *planner) generatedRefusal(app Application, o *object, cause string) *Re
 	}
 	data, _ := doc["data"].(map[string]any)
 	elsewhere, removedElsewhere := false, false
-	for _, key := range sortedKeys(data) {
+	for _, key := range slices.Sorted(maps.Keys(data)) {
 		src, file := p.generatedKeySource(gens, key)
 		reason += "; " + src
 		if file != p.reach(app).kust.nodes[0].file {

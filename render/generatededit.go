@@ -189,7 +189,7 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 	var inputs []keyInput
 	// dropped are the files sources the edit deletes from their entries.
 	var dropped []keyInput
-	for _, key := range sortedKeys(data) {
+	for _, key := range slices.Sorted(maps.Keys(data)) {
 		_, set := data[key].(string)
 		ins, ok := p.generatedKeyInputs(gens, key, set)
 		if !ok && set {
@@ -288,7 +288,7 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 	newKey.Name = newName
 	exp := &renamedExpectation{primary: app.Name, oldKey: oldKey, newKey: newKey, expected: renamed}
 	ops := map[string][]yamledit.Op{}
-	for _, at := range sortedKeys(entries) {
+	for _, at := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[at]
 		if eo := e.ops(); len(eo) > 0 {
 			ops[e.entry.file] = append(ops[e.entry.file], eo...)
@@ -310,7 +310,7 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 		for file, content := range fileContents {
 			c.files[file] = content
 		}
-		for _, file := range sortedKeys(ops) {
+		for _, file := range slices.Sorted(maps.Keys(ops)) {
 			out, ws, err := p.editFile(v, file, 0, ops[file]...)
 			if err != nil {
 				return nil, err
@@ -339,7 +339,7 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 		}
 		return c, nil
 	}
-	files := append(append(sortedKeys(ops), sortedKeys(envEdits)...), sortedKeys(fileContents)...)
+	files := append(append(slices.Sorted(maps.Keys(ops)), slices.Sorted(maps.Keys(envEdits))...), slices.Sorted(maps.Keys(fileContents))...)
 	for _, in := range dropped {
 		files = append(files, path.Join(in.entry.dir, fileSourcePath(in.entry.args.FileSources[in.file])))
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -39,7 +40,7 @@ func targetChanges(before, after any, at []string, out *[][]fieldChange) {
 	bm, bok := before.(map[string]any)
 	am, aok := after.(map[string]any)
 	if bok && aok {
-		for _, k := range unionStrings(sortedKeys(bm), sortedKeys(am)) {
+		for _, k := range unionStrings(slices.Sorted(maps.Keys(bm)), slices.Sorted(maps.Keys(am))) {
 			if !equalValues(bm[k], am[k]) {
 				targetChanges(bm[k], am[k], append(append([]string(nil), at...), k), out)
 			}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,7 +64,7 @@ func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
 	}
 	if len(o.Replicas) > 0 {
 		args := []string{"set", "replicas"}
-		for _, name := range sortedKeys(o.Replicas) {
+		for _, name := range slices.Sorted(maps.Keys(o.Replicas)) {
 			args = append(args, fmt.Sprintf("%s=%d", name, o.Replicas[name]))
 		}
 		if err := run("replicas", args...); err != nil {
@@ -80,7 +82,7 @@ func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
 		if o.LabelIncludeTemplates {
 			args = append(args, "--include-templates")
 		}
-		for _, k := range sortedKeys(o.CommonLabels) {
+		for _, k := range slices.Sorted(maps.Keys(o.CommonLabels)) {
 			args = append(args, k+":"+subst(o.CommonLabels[k]))
 		}
 		if err := run("commonLabels", args...); err != nil {
@@ -92,7 +94,7 @@ func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
 		if o.ForceCommonAnnotations {
 			args = append(args, "--force")
 		}
-		for _, k := range sortedKeys(o.CommonAnnotations) {
+		for _, k := range slices.Sorted(maps.Keys(o.CommonAnnotations)) {
 			val := o.CommonAnnotations[k]
 			if o.CommonAnnotationsEnvsubst {
 				val = subst(val)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -368,7 +369,7 @@ func metadataOverride(o KustomizeOptions, p *Patch) (field, key string, ok bool)
 		if field == "annotations" {
 			set, templates = o.CommonAnnotations, true
 		}
-		for _, key := range sortedKeys(set) {
+		for _, key := range slices.Sorted(maps.Keys(set)) {
 			if p.sets("metadata", field, key) || (templates && p.sets("spec", "template", "metadata", field, key)) {
 				return field, key, true
 			}
@@ -575,6 +576,9 @@ func sameChangedLines(before, after, old, text string) bool {
 // changedLines counts the lines a shortest line diff of a and b removes or adds
 // (Myers' O(ND) algorithm); ok is false when that is more than most (a most
 // below 0 bounds nothing), which bounds the work at the lines around the count.
+// Written here because the counts need a shortest diff: difflib's matcher is not
+// one, and sergi/go-diff's line diff is time-bounded and heuristic (its
+// half-match), so neither gives an exact minimal count.
 func changedLines(a, b []string, most int) (n int, ok bool) {
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
@@ -1070,7 +1074,7 @@ func (p *planner) jsonPatchEnvValueBuilder(root *kustNode, ref patchRef, data []
 	}
 	rest := &Env{Container: e.Container, Set: map[string]string{}}
 	var edits []yamledit.Op
-	for _, name := range sortedKeys(e.Set) {
+	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 		i, held := at[name]
 		if !held {
 			rest.Set[name] = e.Set[name]

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -192,15 +191,6 @@ func deepCopy(v any) any {
 	default:
 		return v
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // applied returns a copy of the object as Argo CD applies it for an Application

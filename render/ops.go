@@ -3,6 +3,8 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 
@@ -147,7 +149,7 @@ func envOps(base yamledit.Path, doc, rendered map[string]any, e *Env, mode opMod
 				remaining++ // its "$patch: delete" entry
 			}
 		}
-		for _, name := range sortedKeys(e.Set) {
+		for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 			if _, ok := envEntry(doc, name); !ok {
 				remaining++
 			}
@@ -156,7 +158,7 @@ func envOps(base yamledit.Path, doc, rendered map[string]any, e *Env, mode opMod
 			return []yamledit.Op{{Path: envPath, Kind: yamledit.OpDelete}}, nil
 		}
 	}
-	for _, name := range sortedKeys(e.Set) {
+	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 		cur, inDoc := envEntry(doc, name)
 		switch {
 		case inDoc && cur["valueFrom"] != nil:
@@ -222,7 +224,7 @@ func resourceOps(base yamledit.Path, doc map[string]any, r *Resources, mode opMo
 		cur, _ := res[section].(map[string]any)
 		left := len(cur)
 		var these []yamledit.Op
-		for _, name := range sortedKeys(changes) {
+		for _, name := range slices.Sorted(maps.Keys(changes)) {
 			q := changes[name]
 			p := joinPath(base, keys("resources", section, name))
 			_, present := cur[name]

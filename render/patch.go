@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -193,7 +194,7 @@ func fromJSONNumbers(v any) (any, error) {
 		}
 		return f, nil
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			c, err := fromJSONNumbers(x[k])
 			if err != nil {
 				return nil, err
@@ -236,7 +237,7 @@ func (p *Patch) Validate() error {
 // would refuse the object, which the edit would only find after reading and
 // rendering the repository.
 func checkLabelsAndAnnotations(at []string, m map[string]any) error {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		here := append(slices.Clone(at), k)
 		sub, ok := m[k].(map[string]any)
 		if !ok {
@@ -250,7 +251,7 @@ func checkLabelsAndAnnotations(at []string, m map[string]any) error {
 			continue
 		}
 		ptr := "/" + strings.Join(escapeAll(here), "/")
-		for _, key := range sortedKeys(sub) {
+		for _, key := range slices.Sorted(maps.Keys(sub)) {
 			if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 				return fmt.Errorf("%s: %s is not a valid %s key: %s", ptr, strconv.Quote(key), strings.TrimSuffix(k, "s"), strings.Join(msgs, "; "))
 			}
@@ -296,7 +297,7 @@ func (p *Patch) checkStringsOnlyData(target objref.Target) error {
 	}
 	for _, field := range stringsOnlyData(target.APIVersion, target.Kind) {
 		m, _ := doc[field].(map[string]any)
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			switch v := m[key].(type) {
 			case nil, string:
 			default:
@@ -316,7 +317,7 @@ func (p *Patch) fields() []string {
 	var out []string
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ptr := prefix + "/" + escapePointer(k)
 			if sub, ok := m[k].(map[string]any); ok && len(sub) > 0 {
 				walk(ptr, sub)
@@ -384,7 +385,7 @@ func withoutNulls(v any) any {
 func mergeOps(at yamledit.Path, doc any, m map[string]any) []yamledit.Op {
 	cur, _ := doc.(map[string]any)
 	var ops []yamledit.Op
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		p := joinPath(at, keys(k))
 		existing, has := cur[k]
@@ -430,7 +431,7 @@ func mergeJSONPatch(rendered map[string]any, p *Patch) ([]byte, error) {
 	var ops []map[string]any
 	var walk func(prefix string, cur map[string]any, m map[string]any)
 	walk = func(prefix string, cur map[string]any, m map[string]any) {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ptr := prefix + "/" + escapePointer(k)
 			existing, has := cur[k]
 			switch sub := m[k].(type) {
@@ -505,7 +506,7 @@ func checkPatchLists(target *object, p *Patch) error {
 	var check func(at []string, cur any, m map[string]any) error
 	check = func(at []string, cur any, m map[string]any) error {
 		cm, _ := cur.(map[string]any)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			here := append(append([]string(nil), at...), k)
 			if stringsOnly(target, at) {
 				if err := checkStringValue(target, here, m[k]); err != nil {
@@ -525,7 +526,7 @@ func checkPatchLists(target *object, p *Patch) error {
 			}
 			ptr := "/" + strings.Join(escapeAll(here), "/")
 			reason := fmt.Sprintf("%s %s: the patch gives an object for %s, which is a list: a merge patch replaces a list whole, so a field path cannot name one of its items (%s/%s); give the whole list instead",
-				target.kind, target.name, strings.Join(here, "."), ptr, escapePointer(sortedKeys(sub)[0]))
+				target.kind, target.name, strings.Join(here, "."), ptr, escapePointer(slices.Sorted(maps.Keys(sub))[0]))
 			if whole, ok := patchedItems(list, sub); ok {
 				if data, err := json.Marshal(whole); err == nil && len(data) <= 400 {
 					reason += fmt.Sprintf(", for example %s=%s", ptr, data)

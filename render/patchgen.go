@@ -3,6 +3,8 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,7 +99,7 @@ func strategicMergePatch(apiVersion, kind, name string, c Change, rendered, expe
 			ct.Content = append(ct.Content, strNode("image"), strNode(img))
 		case c.Env != nil:
 			var items []*yaml.Node
-			for _, n := range sortedKeys(c.Env.Set) {
+			for _, n := range slices.Sorted(maps.Keys(c.Env.Set)) {
 				it := mapNode("name", n, "value", c.Env.Set[n])
 				if cur, ok := envEntry(rct.body, n); ok && cur["valueFrom"] != nil {
 					it.Content = append(it.Content, strNode("valueFrom"), nullNode())
@@ -119,7 +121,7 @@ func strategicMergePatch(apiVersion, kind, name string, c Change, rendered, expe
 					continue
 				}
 				m := mapNode()
-				for _, n := range sortedKeys(changes) {
+				for _, n := range slices.Sorted(maps.Keys(changes)) {
 					var v any = changes[n]
 					if changes[n] == "" {
 						v = nil
@@ -179,7 +181,7 @@ func envJSONPatchOps(kind string, ct container, e *Env) ([]*yaml.Node, error) {
 		return n
 	}
 	var touched []int
-	for _, n := range sortedKeys(e.Set) {
+	for _, n := range slices.Sorted(maps.Keys(e.Set)) {
 		entry := mapNode("name", n, "value", e.Set[n])
 		if i, ok := at[n]; ok {
 			touched = append(touched, i)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -507,7 +508,10 @@ type candidate struct {
 }
 
 func (c *candidate) paths() []string {
-	return sortedKeys(c.files)
+	// Never nil, as an attempt's files are answered: a JSON list, [] for none.
+	paths := slices.AppendSeq(make([]string, 0, len(c.files)), maps.Keys(c.files))
+	slices.Sort(paths)
+	return paths
 }
 
 // expectation says what every affected app must render after the edit.

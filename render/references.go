@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +69,7 @@ func referencesTo(app Application, objs []*object, target *object) []string {
 		if len(fields) == 0 {
 			continue
 		}
-		names := sortedKeys(fields)
+		names := slices.Sorted(maps.Keys(fields))
 		out = append(out, fmt.Sprintf("%s (%s)", k, strings.Join(names, ", ")))
 	}
 	sort.Strings(out)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Object is one object of an Application's render, as Argo CD would apply it.
@@ -152,7 +154,7 @@ func encodeValue(v any) (encodedValue, error) {
 		}
 		return out, nil
 	case map[string]any:
-		out := encodedValue{Kind: valueMap, Keys: sortedKeys(x), Vals: make([]encodedValue, len(x))}
+		out := encodedValue{Kind: valueMap, Keys: slices.Sorted(maps.Keys(x)), Vals: make([]encodedValue, len(x))}
 		for i, k := range out.Keys {
 			var err error
 			if out.Vals[i], err = encodeValue(x[k]); err != nil {

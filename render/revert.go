@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -311,7 +312,7 @@ func undoValue(segs []string, before, after, cur any, out *[]difference) any {
 		for k := range am {
 			keys[k] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			bv, bok := bm[k]
 			av, aok := am[k]
 			cv, cok := cm[k]

@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -155,7 +157,7 @@ func (p *planner) transformerOverride(app Application, o *object) error {
 	tmpl := podSpecPath(o.kind)
 	tmpl = tmpl[:len(tmpl)-1]
 	for _, s := range p.metadataSetters(r.kust.nodes[0], o.kind, groupOf(o.apiVersion)) {
-		for _, key := range sortedKeys(s.values) {
+		for _, key := range slices.Sorted(maps.Keys(s.values)) {
 			var paths [][]string
 			if s.object {
 				paths = append(paths, []string{"metadata", s.field, key})

@@ -3,6 +3,7 @@ package yamledit
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -572,7 +573,7 @@ func itemFor(s Step, inner *tree) (*tree, error) {
 		return nil, fmt.Errorf("item matched by %s must be a mapping: %w", s, ErrNotMapping)
 	}
 	item := &tree{kind: mappingNode}
-	for _, f := range kubernetesKeyOrder(sortedKeys(s.Match)) {
+	for _, f := range kubernetesKeyOrder(slices.Sorted(maps.Keys(s.Match))) {
 		item.set(f, &tree{kind: scalarNode, tag: "!!str", value: s.Match[f]})
 	}
 	if inner.kind == mappingNode {

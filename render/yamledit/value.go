@@ -118,12 +118,3 @@ func kubernetesKeyOrder(keys []string) []string {
 	}
 	return keys
 }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

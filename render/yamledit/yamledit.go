@@ -11,6 +11,8 @@ package yamledit
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -85,7 +87,7 @@ func (s Step) String() string {
 	case stepIndex:
 		return "[" + strconv.Itoa(s.Index) + "]"
 	case stepMatch:
-		keys := sortedKeys(s.Match)
+		keys := slices.Sorted(maps.Keys(s.Match))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = k + "=" + s.Match[k]
