@@ -180,9 +180,10 @@ func estimateNodes(data []byte) int {
 	return n
 }
 
-// nodeSize is a node's size once its aliases are expanded.
+// nodeSize is a node's size once its aliases are expanded: its nodes, its depth,
+// and the bytes of its scalars.
 type nodeSize struct {
-	nodes, height int
+	nodes, height, bytes int
 }
 
 // nodeCounter measures a document, each anchored node once, so an alias costs
@@ -220,11 +221,12 @@ func (c *nodeCounter) measure(n *yaml.Node) nodeSize {
 	if n.Kind == yaml.MappingNode {
 		c.widest = max(c.widest, len(n.Content)/2)
 	}
-	s := nodeSize{nodes: 1}
+	s := nodeSize{nodes: 1, bytes: len(n.Value)}
 	for _, child := range n.Content {
 		cs := c.measure(child)
 		// Saturate instead of overflowing: anything this large is refused.
 		s.nodes = min(s.nodes+cs.nodes, 1<<40)
+		s.bytes = min(s.bytes+cs.bytes, 1<<40)
 		s.height = max(s.height, cs.height)
 	}
 	s.height++

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 	"regexp"
@@ -170,6 +171,15 @@ type lineMask struct {
 // file that does not parse is masked whole when it looks like it holds any, since
 // its structure is unknown.
 func sensitiveRanges(data []byte, lineCount int) []lineMask {
+	return rangesWithin(data, lineCount, &resolveBudget{bytes: MaxFileSize})
+}
+
+// resolveBudget is what resolving aliases and merge keys may still expand to in
+// one file, its inline patches included: the bytes of the scalars read.
+type resolveBudget struct{ bytes int }
+
+// rangesWithin is sensitiveRanges, resolving within budget.
+func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
 	for {
@@ -196,14 +206,93 @@ func sensitiveRanges(data []byte, lineCount int) []lineMask {
 		if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 			root = root.Content[0]
 		}
-		out = append(out, documentRanges(root, end)...)
+		if sharesValues(root) {
+			if whole, values := resolvedMasks(root, budget); whole {
+				all := lineMask{from: root.Line, to: max(end, root.Line), block: true}
+				out = append(out, all)
+				// Scrubbing free text looks for the values as a decoder reads
+				// them; the document's first line, masked already, carries them.
+				for _, v := range values {
+					out = append(out, lineMask{from: all.from, to: all.from, block: true, value: v})
+				}
+			}
+		}
+		out = append(out, documentRanges(root, end, budget)...)
 	}
 	return out
 }
 
+// resolvedMasks reports whether a document that has an alias or a merge key
+// must be masked whole, and the values masked in it, judged by what a decoder
+// reads: the document with its aliases and merge keys resolved. Its lines show a key, a kind or an entry's
+// name at one place and a decoder finds it at another (an alias's anchor, the
+// mapping a merge key brings), so a reading of its lines alone can miss what
+// the decoder sees: a Secret whose kind is an alias, a ConfigMap's secret-looking
+// key or an env entry's secret-looking name brought in by "<<". So the document
+// is masked whole when its resolved form holds anything masked, or names another
+// kind or apiVersion than its lines do, or cannot be resolved within the bounds
+// render reads repository content by (an alias bomb is not expanded). A Helm
+// values file's defaults shared by "<<" hold nothing masked and stay shown.
+func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values []string) {
+	c := nodeCounter{sizes: map[*yaml.Node]nodeSize{}}
+	size := c.measure(root)
+	if c.cyclic || c.aliased > MaxAliasNodes || c.widest > MaxMappingKeys || size.height > MaxDepth || size.bytes > budget.bytes {
+		return true, nil
+	}
+	budget.bytes -= size.bytes
+	var v any
+	if err := root.Decode(&v); err != nil {
+		return true, nil
+	}
+	resolved := resolvedNode(v)
+	masked := documentRanges(resolved, 0, budget)
+	for _, r := range masked {
+		if r.value != "" {
+			values = append(values, r.value)
+		}
+	}
+	for _, field := range []string{"kind", "apiVersion"} {
+		if scalarField(root, field) != scalarField(resolved, field) {
+			return true, values
+		}
+	}
+	return len(masked) > 0, values
+}
+
+// resolvedNode is v, a document decoded into Go values, as a tree of nodes the
+// masking reads: every scalar as its text, without lines.
+func resolvedNode(v any) *yaml.Node {
+	switch x := v.(type) {
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		for k, e := range x {
+			n.Content = append(n.Content, resolvedNode(k), resolvedNode(e))
+		}
+		return n
+	case map[any]any:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		for k, e := range x {
+			n.Content = append(n.Content, resolvedNode(k), resolvedNode(e))
+		}
+		return n
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, e := range x {
+			n.Content = append(n.Content, resolvedNode(e))
+		}
+		return n
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode}
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: x}
+	default:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(x)}
+	}
+}
+
 // documentRanges masks one document: Secret data, secret-looking ConfigMap keys,
 // generator literals, and, anywhere in it, the value of an item named like a secret.
-func documentRanges(root *yaml.Node, end int) []lineMask {
+func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	if root.Kind == yaml.MappingNode {
 		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
@@ -229,7 +318,7 @@ func documentRanges(root *yaml.Node, end int) []lineMask {
 			case key.Value == "secretGenerator" || key.Value == "configMapGenerator":
 				out = append(out, literalRanges(val, key.Value == "secretGenerator")...)
 			case key.Value == "patches" || key.Value == "patchesStrategicMerge" || key.Value == "patchesJson6902":
-				out = append(out, inlinePatchRanges(val)...)
+				out = append(out, inlinePatchRanges(val, budget)...)
 			}
 		})
 	}
@@ -344,7 +433,7 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 // inlinePatchRanges masks the inline patches of a kustomization (a patch written
 // as a string in the kustomization itself) by their own content, moved to the
 // lines they occupy in the file.
-func inlinePatchRanges(patches *yaml.Node) []lineMask {
+func inlinePatchRanges(patches *yaml.Node, budget *resolveBudget) []lineMask {
 	if patches.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -366,13 +455,13 @@ func inlinePatchRanges(patches *yaml.Node) []lineMask {
 		if body.Style&yaml.LiteralStyle == 0 {
 			// Folded or quoted: the lines of the value are not the lines of the
 			// file, so a patch that holds any secret is masked whole.
-			if len(sensitiveRanges([]byte(body.Value), lines)) > 0 {
+			if len(rangesWithin([]byte(body.Value), lines, budget)) > 0 {
 				out = append(out, lineMask{from: body.Line, to: body.Line + lines - 1, block: true})
 			}
 			continue
 		}
 		// A literal block's content starts on the line after its indicator.
-		for _, r := range sensitiveRanges([]byte(body.Value), lines) {
+		for _, r := range rangesWithin([]byte(body.Value), lines, budget) {
 			r.from, r.to = r.from+body.Line, r.to+body.Line
 			out = append(out, r)
 		}

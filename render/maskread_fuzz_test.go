@@ -26,6 +26,11 @@ func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 		"apiVersion: v1\nkind: ConfigMap\n<<: {data: {password: merged-secret}}\n",
 		"d: &d {kind: Secret, apiVersion: v1}\n<<: *d\nstringData: {a: merged-kind-secret}\n",
 		"x: &p [a]\ny: &q {p: *p, v: hunter2value}\nkind: Deployment\nenv:\n- name: DB_PASSWORD\n  value: *q\n",
+		"x: &k Secret\napiVersion: v1\nkind: *k\nstringData:\n  token: aliasKindSecret1\n",
+		"x: &k ConfigMap\napiVersion: v1\nkind: *k\ndata:\n  password: aliasKindSecret2\n",
+		"apiVersion: v1\nkind: ConfigMap\ndata:\n  <<: {password: mergedDataSecret}\n  color: blue\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  env:\n  - <<: {name: DB_PASSWORD}\n    value: mergedNameSecret\n",
+		"apiVersion: v1\n<<: {kind: Secret}\nstringData:\n  a: mergedKindSecret\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -65,5 +66,64 @@ func TestMaskedManifests(t *testing.T) {
 	}
 	if objs[0].Manifest["stringData"].(map[string]any)["token"] != "kkSecretString1" {
 		t.Error("masking changed the render's own objects")
+	}
+}
+
+// TestMaskedFileResolvesAliasesAndMergeKeys: a document with an alias or a merge
+// key is read as a decoder resolves it, and masked whole when what it resolves to
+// holds anything masked or names another kind than its lines show.
+func TestMaskedFileResolvesAliasesAndMergeKeys(t *testing.T) {
+	for name, tc := range map[string]struct {
+		doc, hidden, kept string
+	}{
+		"a Secret's kind read through an alias": {
+			doc:    "x: &k Secret\napiVersion: v1\nkind: *k\nstringData:\n  token: aliasKindSecret1\n",
+			hidden: "aliasKindSecret1"},
+		"a ConfigMap's kind read through an alias": {
+			doc:    "x: &k ConfigMap\napiVersion: v1\nkind: *k\ndata:\n  password: aliasKindSecret2\n",
+			hidden: "aliasKindSecret2"},
+		"a ConfigMap's data merging a secret-looking key": {
+			doc:    "apiVersion: v1\nkind: ConfigMap\ndata:\n  <<: {password: mergedDataSecret}\n  color: blue\n",
+			hidden: "mergedDataSecret"},
+		"an env entry named by a merge key": {
+			doc:    "apiVersion: apps/v1\nkind: Deployment\nspec:\n  env:\n  - <<: {name: DB_PASSWORD}\n    value: mergedNameSecret\n",
+			hidden: "mergedNameSecret"},
+		"a core document's kind merged in": {
+			doc:    "apiVersion: v1\n<<: {kind: Secret}\nstringData:\n  a: mergedKindSecret\n",
+			hidden: "mergedKindSecret"},
+		"a values file's merge naming an env entry": {
+			doc:    "env:\n- <<: {name: API_TOKEN}\n  value: mergedValuesSecret\n",
+			hidden: "mergedValuesSecret"},
+		"a values file's merged defaults": {
+			doc:  "defaults: &d\n  replicas: 1\n  image: nginx:1.27\nprod:\n  <<: *d\n  replicas: 3\n",
+			kept: "defaults: &d\n  replicas: 1\n  image: nginx:1.27\nprod:\n  <<: *d\n  replicas: 3\n"},
+		"an alias bomb": {
+			doc: "a: &a [lolLaughs, lolLaughs, lolLaughs, lolLaughs, lolLaughs, lolLaughs, lolLaughs, lolLaughs, lolLaughs]\n" +
+				"b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n" +
+				"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n" +
+				"h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]\ni: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]\nkind: ConfigMap\n",
+			hidden: "lolLaughs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(tc.doc)}}, "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.hidden != "" && strings.Contains(got, tc.hidden) || !strings.Contains(got, tc.kept) {
+				t.Fatalf("masked:\n%s\nwant %q hidden and %q kept", got, tc.hidden, tc.kept)
+			}
+			if strings.Count(got, "\n") != strings.Count(tc.doc, "\n") {
+				t.Fatalf("masking changed the line count:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestSecretValuesReadThroughAliases: a value a document masked whole holds as a
+// decoder reads it is still one that scrubbing free text looks for.
+func TestSecretValuesReadThroughAliases(t *testing.T) {
+	doc := "x: &k Secret\napiVersion: v1\nkind: *k\nstringData:\n  token: aliasKindSecret1\n"
+	if got := fileSecretValues([]byte(doc), roleManifest); !slices.Contains(got, "aliasKindSecret1") {
+		t.Fatalf("secret values %q, want aliasKindSecret1 among them", got)
 	}
 }
