@@ -296,7 +296,13 @@ func (p *Patch) checkStringsOnlyData(target objref.Target) error {
 		return err
 	}
 	for _, field := range stringsOnlyData(target.APIVersion, target.Kind) {
-		m, _ := doc[field].(map[string]any)
+		raw := doc[field]
+		m, isMap := raw.(map[string]any)
+		if raw != nil && !isMap {
+			// null removes the field, as a merge patch does; anything else but an
+			// object of strings is no ConfigMap's data.
+			return fmt.Errorf("/%s: must be an object of string values, got %s", escapePointer(field), jsonTyped(raw))
+		}
 		for _, key := range slices.Sorted(maps.Keys(m)) {
 			switch v := m[key].(type) {
 			case nil, string:

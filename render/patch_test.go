@@ -123,6 +123,8 @@ func TestConfigMapDataThatIsNotAStringIsRefusedWithTheRequest(t *testing.T) {
 		"a list":                   {configMap, Patch{Merge: jsonObject(`{"data":{"a~b":["x"]}}`)}, `/data/a~0b: must be a string, got array ["x"]`},
 		"binaryData":               {configMap, Patch{Set: []FieldValue{{Path: "/binaryData/blob", Value: jsonValue(`1.5`)}}}, `/binaryData/blob: must be a string, got number 1.5; give the string "1.5"`},
 		"the kind in another case": {objref.Target{APIVersion: "v1", Kind: "configmap", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, `/data/N: must be a string`},
+		"data as a string":         {configMap, Patch{Set: []FieldValue{{Path: "/data", Value: jsonValue(`"PORT=8080"`)}}}, `/data: must be an object of string values, got string "PORT=8080"`},
+		"binaryData as a list":     {configMap, Patch{Merge: jsonObject(`{"binaryData":["AAE="]}`)}, `/binaryData: must be an object of string values, got array ["AAE="]`},
 		"strings and null":         {configMap, Patch{Merge: jsonObject(`{"data":{"PORT":"8080","OLD":null},"binaryData":{"blob":"AAE="}}`)}, ""},
 		"a custom resource":        {objref.Target{APIVersion: "example.com/v1", Kind: "ConfigMap", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, ""},
 		"another kind":             {objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Patch{Merge: jsonObject(`{"data":{"N":1}}`)}, ""},

@@ -154,6 +154,7 @@ func TestNonStringConfigMapDataIsRefusedWhenSubmitted(t *testing.T) {
 		"data object":       {"ConfigMap", `{"patch":{"merge":{"data":{"a/b":{"x":1}}}}}`, `/data/a~1b: must be a string, got object {\"x\":1}`},
 		"binaryData number": {"ConfigMap", `{"patch":{"set":[{"path":"/binaryData/blob","value":3}]}}`, `/binaryData/blob: must be a string, got number 3; give the string \"3\"`},
 		"kind in lowercase": {"configmap", `{"patch":{"set":[{"path":"/data/PORT","value":8080}]}}`, `/data/PORT: must be a string, got number 8080`},
+		"data a string":     {"ConfigMap", `{"patch":{"merge":{"data":"PORT=8080"}}}`, `/data: must be an object of string values, got string \"PORT=8080\"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request("v1", tc.kind, tc.change))
