@@ -73,6 +73,16 @@ func newInstallationFixture(t *testing.T, db *store.DB) installationFixture {
 	return installationFixture{gh: gh, base: base, id: id, team: team}
 }
 
+// handled hands a recorded delivery to h, failing the test when it fails.
+func handled(t *testing.T, h interface {
+	Handle(context.Context, string, string, []byte) error
+}, d githubtest.Delivery) {
+	t.Helper()
+	if err := h.Handle(context.Background(), d.Event, d.ID, d.Payload); err != nil {
+		t.Fatalf("%s %s: %v", d.Event, d.Action, err)
+	}
+}
+
 // last is the latest recorded delivery of event and action.
 func (f installationFixture) last(t *testing.T, event, action string) githubtest.Delivery {
 	t.Helper()
@@ -97,12 +107,7 @@ func TestInstallationEventsRecordGitHubsStatus(t *testing.T) {
 		ctx := context.Background()
 		f := newInstallationFixture(t, db)
 		h := &Installation{Base: f.base}
-		handle := func(d githubtest.Delivery) {
-			t.Helper()
-			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
-				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
-			}
-		}
+		handle := func(d githubtest.Delivery) { t.Helper(); handled(t, h, d) }
 
 		f.gh.SuspendInstallation(t, f.id)
 		suspend := f.last(t, "installation", "suspend")
@@ -220,12 +225,7 @@ func TestInstallationRepositoriesFollowGitHubsListing(t *testing.T) {
 		base := f.base
 		base.Revocations = listener
 		h := &InstallationRepositories{Base: base}
-		handle := func(d githubtest.Delivery) {
-			t.Helper()
-			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
-				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
-			}
-		}
+		handle := func(d githubtest.Delivery) { t.Helper(); handled(t, h, d) }
 		connection := func() store.RepoConnection {
 			t.Helper()
 			conn, err := db.RepoConnectionFor(ctx, cluster.ID, deploy)
@@ -297,12 +297,7 @@ func TestInstallationRepositoriesEventOfManyReadsTheListing(t *testing.T) {
 			names = append(names, name)
 		}
 		h := &InstallationRepositories{Base: f.base}
-		handle := func(d githubtest.Delivery) {
-			t.Helper()
-			if err := h.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
-				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
-			}
-		}
+		handle := func(d githubtest.Delivery) { t.Helper(); handled(t, h, d) }
 		count := func() int {
 			t.Helper()
 			repos, err := db.InstallationRepos(ctx, f.id)
@@ -342,14 +337,7 @@ func TestSuspendedInstallationRepositoriesEvents(t *testing.T) {
 		f := newInstallationFixture(t, db)
 		ins := &Installation{Base: f.base}
 		h := &InstallationRepositories{Base: f.base}
-		handle := func(hd interface {
-			Handle(context.Context, string, string, []byte) error
-		}, d githubtest.Delivery) {
-			t.Helper()
-			if err := hd.Handle(ctx, d.Event, d.ID, d.Payload); err != nil {
-				t.Fatalf("%s %s: %v", d.Event, d.Action, err)
-			}
-		}
+		handle := handled
 		repos := func() []string {
 			t.Helper()
 			stored, err := db.InstallationRepos(ctx, f.id)
@@ -362,17 +350,17 @@ func TestSuspendedInstallationRepositoriesEvents(t *testing.T) {
 			}
 			return names
 		}
-		handle(ins, f.last(t, "installation", "created"))
+		handle(t, ins, f.last(t, "installation", "created"))
 		f.gh.CreateRepo(t, "acme", "extra", map[string]string{"README.md": "extra\n"}, "main")
 		f.gh.AddInstallationRepos(t, f.id, "extra")
 		added := f.last(t, "installation_repositories", "added")
-		handle(h, added)
+		handle(t, h, added)
 		f.gh.SuspendInstallation(t, f.id)
-		handle(ins, f.last(t, "installation", "suspend"))
+		handle(t, ins, f.last(t, "installation", "suspend"))
 
 		f.gh.RemoveInstallationRepos(t, f.id, "extra")
-		handle(h, f.last(t, "installation_repositories", "removed"))
-		handle(h, added) // late: GitHub says extra is gone
+		handle(t, h, f.last(t, "installation_repositories", "removed"))
+		handle(t, h, added) // late: GitHub says extra is gone
 		if got := fmt.Sprint(repos()); got != "[deploy infra]" {
 			t.Errorf("repositories %s after a removal and a late addition while suspended, want [deploy infra]", got)
 		}
@@ -384,7 +372,7 @@ func TestSuspendedInstallationRepositoriesEvents(t *testing.T) {
 			names = append(names, name)
 		}
 		f.gh.AddInstallationRepos(t, f.id, names...)
-		handle(h, f.last(t, "installation_repositories", "added"))
+		handle(t, h, f.last(t, "installation_repositories", "added"))
 		if n := len(repos()); n != len(names)+2 {
 			t.Errorf("%d repositories after a suspended installation's event naming %d, want %d", n, len(names), len(names)+2)
 		}
