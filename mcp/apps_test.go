@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,21 +18,30 @@ import (
 // getAPI asks the HTTP API beside the tools as token's team.
 func (e *env) getAPI(t *testing.T, token secret.Secret, path string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, e.base+path, nil)
+	return e.askAPI(t, token, http.MethodGet, path, nil)
+}
+
+// askAPI sends a request with body (none when nil) to the HTTP API beside the
+// tools as token's team and returns the status and body of its answer.
+func (e *env) askAPI(t *testing.T, token secret.Secret, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token.Reveal())
-	resp, err := http.DefaultClient.Do(req)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Transport: bearer{token}}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, answer
 }
 
 // TestListAppsIsPagedAsTheAPIIs: list_apps answers a page of the cluster's apps at

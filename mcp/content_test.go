@@ -90,7 +90,9 @@ func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
 
 // TestEveryToolNamesEachMissingArgument: each tool called without one of the
 // arguments its schema requires answers a tool error naming that argument, before
-// its handler runs; every required argument of every tool is tried.
+// its handler runs, or, for the tools whose arguments are an HTTP route's body, in
+// that route's words (see TestBodyToolsAreRefusedInTheAPIsWords); every required
+// argument of every tool is tried.
 func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -123,7 +125,11 @@ func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 					args[name] = full[name]
 				}
 			}
-			mustRefuse(t, cs, tool.Name, args, "missing properties", strconv.Quote(missing))
+			if tool.Name == mcp.ToolProposeGitChange || tool.Name == mcp.ToolDecidePath {
+				mustRefuse(t, cs, tool.Name, args, "invalid_request: ", missing)
+			} else {
+				mustRefuse(t, cs, tool.Name, args, "missing properties", strconv.Quote(missing))
+			}
 			tried++
 		}
 	}

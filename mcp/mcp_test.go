@@ -462,7 +462,7 @@ func TestAppAndDecisionTools(t *testing.T) {
 	if d["path"] != "direct" || d["ownership"] != "not managed by Argo CD: a direct change stays as made" {
 		t.Errorf("decide_path adhoc = %v", d)
 	}
-	mustRefuse(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": map[string]any{"kind": "Deployment"}}, "missing properties")
+	mustRefuse(t, cs, mcp.ToolDecidePath, map[string]any{"cluster": "prod", "target": map[string]any{"kind": "Deployment"}}, "invalid_request: ", "target {apiVersion, kind, name} are required")
 }
 
 func TestChangeToolsNeedTheChangeScope(t *testing.T) {
@@ -927,8 +927,8 @@ func TestAppToolsNamingNoPossibleAppSayNotFound(t *testing.T) {
 // TestProposeRefusesNonStringLabelAndEnvValues: propose_git_change refuses a label
 // or annotation value that is not a string when it is called, naming the field and
 // the value's JSON type, and stores no change (failed before: the change was taken
-// and refused only once the target was read and rendered). An env value that is
-// not a string is refused by the tool's input schema, before the change is made.
+// and refused only once the target was read and rendered), as an env value that
+// is not a string is.
 func TestProposeRefusesNonStringLabelAndEnvValues(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -942,9 +942,11 @@ func TestProposeRefusesNonStringLabelAndEnvValues(t *testing.T) {
 		propose(map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/metadata/annotations/example.com~1on", "value": true}}}}),
 		"invalid_request", "/metadata/annotations/example.com~1on: must be a string, got boolean true")
 	mustRefuse(t, cs, mcp.ToolProposeGitChange,
-		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"PORT": 8080}}}), "env/properties/set", `want "string"`)
+		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"PORT": 8080}}}),
+		"invalid_request", `env.set.PORT: must be a string, got number 8080; give the string "8080"`)
 	mustRefuse(t, cs, mcp.ToolProposeGitChange,
-		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"DEBUG": nil}}}), "env/properties/set", `want "string"`)
+		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"DEBUG": nil}}}),
+		"invalid_request", "env.set.DEBUG: must be a string, got null")
 	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
 	if err != nil || len(plans) != 0 {
 		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)

@@ -182,10 +182,10 @@ func (s *Server) addTools() {
 	sdk.AddTool(s.server, &sdk.Tool{Name: ToolDescribeApp, Annotations: readOnly,
 		Description: "Describe one Argo CD Application: sources, sync and health, sync policy, out-of-sync resources, conditions, and the changes made through this service that touched it."},
 		s.describeApp)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolDecidePath, Annotations: readOnly,
+	addBodyTool(s.server, &sdk.Tool{Name: ToolDecidePath, Annotations: readOnly,
 		Description: "Decide whether a change to a resource goes through Git (a pull request) or directly to the cluster, with the warning level and the Argo CD card payload. Code decides; call this before proposing."},
 		s.decidePath)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolProposeGitChange,
+	addBodyTool(s.server, &sdk.Tool{Name: ToolProposeGitChange,
 		Description: "Request a change through Git: a verified pull request on the repository Argo CD deploys the resource from. Returns the plan code and status; the pull request URL and the cluster diff appear when ready (get_change). Refused with the current decision when the resource does not take the Git path. Needs a token with the change scope."},
 		s.proposeGitChange)
 	sdk.AddTool(s.server, &sdk.Tool{Name: ToolGetChange, Annotations: readOnly,

@@ -58,7 +58,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	// limit is too large, not a request with data after its value.
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
-		err = decodeStrict(body, v)
+		err = DecodeStrict(body, v)
 	}
 	return answerDecode(w, err)
 }
@@ -72,7 +72,7 @@ func DecodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return true
 	}
 	if err == nil {
-		err = decodeStrict(body, v)
+		err = DecodeStrict(body, v)
 	}
 	return answerDecode(w, err)
 }
@@ -83,26 +83,36 @@ func answerDecode(w http.ResponseWriter, err error) bool {
 	if err == nil {
 		return true
 	}
+	status, code, reason := DecodeRefusal(err)
+	WriteError(w, status, code, reason)
+	return false
+}
+
+// DecodeRefusal is the answer to err of DecodeJSON or DecodeStrict: its status,
+// code and reason, for whoever answers a refused body in other than HTTP (the
+// MCP tools answer their arguments so).
+func DecodeRefusal(err error) (status int, code, reason string) {
 	var tooLarge *http.MaxBytesError
 	var wrongType *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &tooLarge):
-		WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit))
+		return http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, io.EOF):
-		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is empty; a JSON object is required")
+		return http.StatusBadRequest, "invalid_json", "request body is empty; a JSON object is required"
 	case errors.As(err, &wrongType) && wrongType.Field != "":
 		// Valid JSON whose field the route takes holds a value of the wrong type
 		// ("count": "4", an env variable's 8080): the request is invalid, as a
 		// value out of range is, not its JSON. A body of the wrong type whole
 		// (a string for an object) is no request at all, and stays invalid_json.
-		WriteError(w, http.StatusBadRequest, "invalid_request", "request body is not valid: "+err.Error())
+		return http.StatusBadRequest, "invalid_request", "request body is not valid: " + err.Error()
 	default:
-		WriteError(w, http.StatusBadRequest, "invalid_json", "request body is not valid: "+err.Error())
+		return http.StatusBadRequest, "invalid_json", "request body is not valid: " + err.Error()
 	}
-	return false
 }
 
-func decodeStrict(body []byte, v any) error {
+// DecodeStrict is DecodeJSON's decoding of a body already read: unknown fields,
+// a member given twice in one object and trailing data are refused.
+func DecodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

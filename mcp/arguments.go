@@ -1,0 +1,98 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kukie/kukie-gitops/server"
+)
+
+// handlerFor is a tool's handler given its decoded arguments, as the MCP
+// library's typed handlers are.
+type handlerFor[In any] func(context.Context, *sdk.CallToolRequest, In) (*sdk.CallToolResult, any, error)
+
+// addBodyTool adds a tool whose arguments are the body of an HTTP API route
+// (propose_git_change's are POST /api/v1/changes', decide_path's POST
+// /api/v1/decide's). It advertises the schema the library would infer from In,
+// but decodes the arguments as the route decodes its body and refuses them in the
+// route's words: the library's validation refused them first, naming a schema path
+// ("/properties/change/properties/env/properties/set/additionalProperties") and
+// neither the variable nor what to give instead. Once decoded, the arguments are
+// held to the schema too, less its required members, which the route's own checks
+// name in their words: what the schema alone refuses (a member named in another
+// case, which the decoder would take for the field, or null for a string) stays
+// refused.
+func addBodyTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	loose := schema.CloneSchemas()
+	dropRequired(loose)
+	check, err := loose.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	tool := *t
+	tool.InputSchema = schema
+	s.AddTool(&tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		args := bytes.TrimSpace(req.Params.Arguments)
+		if len(args) == 0 || string(args) == "null" {
+			args = []byte("{}")
+		}
+		var in In
+		if err := server.DecodeStrict(args, &in); err != nil {
+			_, code, reason := server.DecodeRefusal(err)
+			return errorResult(fmt.Errorf("%s: %s", code, reason)), nil
+		}
+		var instance map[string]any
+		if err := json.Unmarshal(args, &instance); err != nil {
+			return errorResult(fmt.Errorf("invalid_json: %v", err)), nil
+		}
+		if err := check.Validate(instance); err != nil {
+			return errorResult(fmt.Errorf("invalid_request: %v", err)), nil
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		if res == nil {
+			res = &sdk.CallToolResult{}
+		}
+		// The structured result and its text, as the library's typed tools answer.
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("encode the result of %s: %w", t.Name, err)
+		}
+		res.StructuredContent = json.RawMessage(raw)
+		if res.Content == nil {
+			res.Content = []sdk.Content{&sdk.TextContent{Text: string(raw)}}
+		}
+		return res, nil
+	})
+}
+
+func errorResult(err error) *sdk.CallToolResult {
+	var res sdk.CallToolResult
+	res.SetError(err)
+	return &res
+}
+
+// dropRequired removes the required members of s and of the schemas of its
+// members, items and map values (all an inferred schema nests).
+func dropRequired(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Required = nil
+	for _, p := range s.Properties {
+		dropRequired(p)
+	}
+	dropRequired(s.AdditionalProperties)
+	dropRequired(s.Items)
+}

@@ -1,0 +1,100 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/mcp"
+	"github.com/kukie/kukie-gitops/secret"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// refusalOfAPI posts body to the HTTP API beside the tools as token's team and
+// returns its refusal, "code: reason", as a tool error would say it.
+func (e *env) refusalOfAPI(t *testing.T, token secret.Secret, path string, body any) string {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, answer := e.askAPI(t, token, http.MethodPost, path, raw)
+	var refusal struct {
+		Error  string `json:"error"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(answer, &refusal); err != nil || status < 400 {
+		t.Fatalf("POST %s: %d %s (%v), want a refusal", path, status, answer, err)
+	}
+	return refusal.Error + ": " + refusal.Reason
+}
+
+// TestBodyToolsAreRefusedInTheAPIsWords: propose_git_change and decide_path, whose
+// arguments are the bodies of POST /api/v1/changes and POST /api/v1/decide, refuse
+// what those routes refuse in the same words, naming the field or the variable, and
+// store no change (failed before: an env value, a quantity or a replica count of
+// the wrong type, an unknown field and a missing cluster were refused by the
+// tool's input schema, naming a schema path such as
+// "/properties/change/properties/env/properties/set/additionalProperties" and
+// neither the variable nor the string to give).
+func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	configMap := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "web"}
+	propose := func(target, change any) map[string]any {
+		return map[string]any{"cluster": "prod", "target": target, "change": change, "reason": "owner", "requested_by": "alice"}
+	}
+	for name, c := range map[string]struct {
+		args any
+		says string
+	}{
+		"env value a number": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"PORT": 8080}}}),
+			`env.set.PORT: must be a string, got number 8080; give the string "8080"`},
+		"env value null": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"DEBUG": nil}}}),
+			"env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)"},
+		"label value a number": {propose(webTarget, map[string]any{"patch": map[string]any{"merge": map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": 3}}}}}),
+			`/metadata/labels/team: must be a string, got number 3; give the string "3"`},
+		"annotation value a boolean": {propose(webTarget, map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/metadata/annotations/example.com~1on", "value": true}}}}),
+			"/metadata/annotations/example.com~1on: must be a string, got boolean true"},
+		"ConfigMap data value a number": {propose(configMap, map[string]any{"patch": map[string]any{"merge": map[string]any{"data": map[string]any{"PORT": 8080}}}}),
+			`/data/PORT: must be a string, got number 8080; give the string "8080"`},
+		"replica count a string": {propose(webTarget, map[string]any{"replicas": map[string]any{"count": "3"}}), "change.replicas.count"},
+		"quantity a number": {propose(webTarget, map[string]any{"resources": map[string]any{"container": "web", "requests": map[string]any{"cpu": 1}}}),
+			"change.resources.requests"},
+		"unknown field": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "sett": map[string]any{"A": "b"}}}), `unknown field "sett"`},
+		"no cluster": {map[string]any{"target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"},
+			"cluster is required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := e.refusalOfAPI(t, e.change, "/api/v1/changes", c.args)
+			got := mustRefuse(t, cs, mcp.ToolProposeGitChange, c.args, c.says)
+			if got != want {
+				t.Errorf("propose_git_change refused\n  %s\nPOST /api/v1/changes\n  %s", got, want)
+			}
+		})
+	}
+	for name, c := range map[string]struct {
+		args any
+		says string
+	}{
+		"target name a number": {map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": 3}}, "target.name"},
+		"no cluster":           {map[string]any{"target": webTarget}, "cluster and target {apiVersion, kind, name} are required"},
+	} {
+		t.Run("decide "+name, func(t *testing.T) {
+			want := e.refusalOfAPI(t, e.change, "/api/v1/decide", c.args)
+			got := mustRefuse(t, cs, mcp.ToolDecidePath, c.args, c.says)
+			if got != want {
+				t.Errorf("decide_path refused\n  %s\nPOST /api/v1/decide\n  %s", got, want)
+			}
+		})
+	}
+	// What the schema alone refuses stays refused: a member named in another
+	// case, which the decoder would take for the field.
+	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"Cluster": "prod", "target": webTarget,
+		"change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"}, `"Cluster"`)
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != 0 {
+		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)
+	}
+}
