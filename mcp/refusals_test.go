@@ -59,9 +59,12 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 			"/metadata/annotations/example.com~1on: must be a string, got boolean true"},
 		"ConfigMap data value a number": {propose(configMap, map[string]any{"patch": map[string]any{"merge": map[string]any{"data": map[string]any{"PORT": 8080}}}}),
 			`/data/PORT: must be a string, got number 8080; give the string "8080"`},
-		"replica count a string": {propose(webTarget, map[string]any{"replicas": map[string]any{"count": "3"}}), "change.replicas.count"},
-		"quantity a number": {propose(webTarget, map[string]any{"resources": map[string]any{"container": "web", "requests": map[string]any{"cpu": 1}}}),
-			"change.resources.requests"},
+		"replica count a string": {propose(webTarget, map[string]any{"replicas": map[string]any{"count": "3"}}),
+			"change.replicas.count: must be a whole number, got string"},
+		"reason a number": {map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": 3, "requested_by": "alice"},
+			"reason: must be a string, got number"},
+		"application a string": {map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"new_resource": map[string]any{"manifest": "a: b"}},
+			"application": "web", "reason": "owner", "requested_by": "alice"}, "application: must be an object, got string"},
 		"unknown field": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "sett": map[string]any{"A": "b"}}}), `unknown field "sett"`},
 		"no cluster": {map[string]any{"target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"},
 			"cluster is required"},
@@ -78,8 +81,10 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 		args any
 		says string
 	}{
-		"target name a number": {map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": 3}}, "target.name"},
-		"no cluster":           {map[string]any{"target": webTarget}, "cluster and target {apiVersion, kind, name} are required"},
+		"target name a number": {map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": 3}},
+			"target.name: must be a string, got number"},
+		"cluster a number": {map[string]any{"cluster": 3, "target": webTarget}, "cluster: must be a string, got number"},
+		"no cluster":       {map[string]any{"target": webTarget}, "cluster and target {apiVersion, kind, name} are required"},
 	} {
 		t.Run("decide "+name, func(t *testing.T) {
 			want := e.refusalOfAPI(t, e.change, "/api/v1/decide", c.args)

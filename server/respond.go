@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -104,10 +105,58 @@ func DecodeRefusal(err error) (status int, code, reason string) {
 		// ("count": "4", an env variable's 8080): the request is invalid, as a
 		// value out of range is, not its JSON. A body of the wrong type whole
 		// (a string for an object) is no request at all, and stays invalid_json.
-		return http.StatusBadRequest, "invalid_request", "request body is not valid: " + err.Error()
+		return http.StatusBadRequest, "invalid_request", "request body is not valid: " + wrongTypeText(err, wrongType)
 	default:
 		return http.StatusBadRequest, "invalid_json", "request body is not valid: " + err.Error()
 	}
+}
+
+// wrongTypeText says which field of a body holds a value of the wrong type and
+// what the field takes, in the terms of the body's JSON ("change.replicas.count:
+// must be a whole number, got string"). encoding/json's words name Go types
+// ("cannot unmarshal string into Go struct field Replicas.change.replicas.count of
+// type int64"), which a client cannot act on and which differ between two callers
+// decoding one field into types of other names (a route's body and a tool's
+// arguments). An error of a type's own decoding (an env variable's value) keeps its
+// words, which name the field already.
+func wrongTypeText(err error, wrongType *json.UnmarshalTypeError) string {
+	if err != error(wrongType) {
+		return err.Error()
+	}
+	got := wrongType.Value
+	if got == "bool" {
+		got = "boolean"
+	}
+	return fmt.Sprintf("%s: must be %s, got %s", wrongType.Field, jsonKind(wrongType.Type), got)
+}
+
+// jsonKind is what JSON value decodes into a Go type, as a refusal says it.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "a list of strings"
+		}
+		return "a list"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of strings"
+		}
+		return "an object"
+	}
+	return "an object"
 }
 
 // DecodeStrict is DecodeJSON's decoding of a body already read: unknown fields,

@@ -93,7 +93,10 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 // number refused in words naming neither the variable nor its value). null still
 // removes a label. A value of the wrong type is an invalid request, env's as a
 // label's, not invalid JSON (failed before: env's answered invalid_json), which
-// malformed JSON and an unknown field still are.
+// malformed JSON and an unknown field still are. A known field of the wrong type is
+// named by its place in the body with what it takes (failed before: "cannot
+// unmarshal string into Go struct field Replicas.change.replicas.count of type
+// int64").
 func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 	db := storetest.SQLite(t)
 	submitted := &atomic.Int32{}
@@ -111,7 +114,8 @@ func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 		"env number":        {`{"env":{"container":"web","set":{"PORT":8080}}}`, plan.CodeInvalidRequest, `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
 		"env null":          {`{"env":{"container":"web","set":{"DEBUG":null}}}`, plan.CodeInvalidRequest, `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
 		"env object":        {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, plan.CodeInvalidRequest, `env.set.CFG: must be a string, got object {\"a\":1}`},
-		"count a string":    {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `cannot unmarshal string into Go struct field`},
+		"count a string":    {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got string`},
+		"count not whole":   {`{"replicas":{"count":1.5}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got number 1.5`},
 		"env unknown field": {`{"env":{"container":"web","set":{"A":"1"},"sett":{}}}`, "invalid_json", `\"sett\"`},
 		"env malformed":     {`{"env":{"container":"web","set":{"A":1,}}}`, "invalid_json", `request body is not valid`},
 	} {
