@@ -143,37 +143,94 @@ func (e *Env) UnmarshalJSON(data []byte) error {
 		plain
 		Set map[string]json.RawMessage `json:"set,omitempty"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
+	if err := decodeStrictly(data, &raw); err != nil {
 		return err
 	}
 	*e = Env(raw.plain)
-	e.Set = nil
-	if raw.Set != nil {
-		e.Set = make(map[string]string, len(raw.Set))
+	var err error
+	e.Set, err = stringValues("env.set", envName, raw.Set, "to remove the variable, list it in unset")
+	return err
+}
+
+// UnmarshalJSON refuses a quantity of requests or limits that is not a string,
+// naming the resource and the value's JSON type, as Env's does a variable's:
+// decoded as maps of strings, a number ("cpu": 1) was refused naming the map
+// alone. null is an empty quantity, which removes the resource's.
+func (r *Resources) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Container string                     `json:"container"`
+		Requests  map[string]json.RawMessage `json:"requests,omitempty"`
+		Limits    map[string]json.RawMessage `json:"limits,omitempty"`
 	}
-	for _, name := range slices.Sorted(maps.Keys(raw.Set)) {
-		field := "env.set." + name
-		if !envName.MatchString(name) {
-			// Quoted in ASCII: the name is the caller's and is refused anyway.
-			field = "env.set[" + strconv.QuoteToASCII(name) + "]"
+	if err := decodeStrictly(data, &raw); err != nil {
+		return err
+	}
+	requests, err := stringValues("resources.requests", resourceKey, raw.Requests, "")
+	if err != nil {
+		return err
+	}
+	limits, err := stringValues("resources.limits", resourceKey, raw.Limits, "")
+	if err != nil {
+		return err
+	}
+	*r = Resources{Container: raw.Container, Requests: requests, Limits: limits}
+	return nil
+}
+
+// decodeStrictly decodes data into v, the shadow of a type with its own decoding,
+// refusing unknown fields, which a decoder that refuses them does not reach into a
+// type's own decoding for. A field of the wrong type is named as the type's field
+// ("unset"), not by the shadow's embedding of it ("plain.unset").
+func decodeStrictly(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var wrongType *json.UnmarshalTypeError
+	if errors.As(err, &wrongType) {
+		wrongType.Field = strings.TrimPrefix(wrongType.Field, "plain.")
+	}
+	return err
+}
+
+// resourceKey is a resource name a refusal can write after a dot
+// ("resources.limits.nvidia.com/gpu"); any other is quoted.
+var resourceKey = regexp.MustCompile(`^[-._/a-zA-Z0-9]+$`)
+
+// stringValues decodes the members of a JSON object of strings, refusing a value
+// that is not a string naming the member (field.name, or field["name"], quoted in
+// ASCII, for a name plain does not match: the name is the caller's) and the
+// value's JSON type. null is refused, saying nullHint, unless nullHint is empty:
+// then it is taken as "". The members are read in order, so that a request is
+// refused in the same words each time.
+func stringValues(field string, plain *regexp.Regexp, raw map[string]json.RawMessage, nullHint string) (map[string]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(raw))
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		at := field + "." + name
+		if !plain.MatchString(name) {
+			at = field + "[" + strconv.QuoteToASCII(name) + "]"
 		}
-		v, err := decodeJSONValue(raw.Set[name])
+		v, err := decodeJSONValue(raw[name])
 		if err != nil {
-			return fmt.Errorf("%s: %w", field, err)
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		if v == nil && nullHint == "" {
+			out[name] = ""
+			continue
 		}
 		s, ok := v.(string)
 		if !ok {
-			err := notAString(field, v)
+			err := notAString(at, v)
 			if v == nil {
-				err = fmt.Errorf("%w (to remove the variable, list it in unset)", err)
+				err = fmt.Errorf("%w (%s)", err, nullHint)
 			}
-			return &wrongTypeError{err: err, typed: &json.UnmarshalTypeError{Value: jsonTypeName(v), Type: reflect.TypeFor[string](), Field: field}}
+			return nil, &wrongTypeError{err: err, typed: &json.UnmarshalTypeError{Value: jsonTypeName(v), Type: reflect.TypeFor[string](), Field: at}}
 		}
-		e.Set[name] = s
+		out[name] = s
 	}
-	return nil
+	return out, nil
 }
 
 // wrongTypeError is a known field of a JSON text given a value of the wrong type,

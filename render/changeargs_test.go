@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,5 +81,37 @@ func TestParseChangeArgs(t *testing.T) {
 				t.Fatalf("ParseChangeArgs(%q) = %+v %+v (%v), want %+v %+v", tc.args, target, change, err, tc.target, tc.change)
 			}
 		})
+	}
+}
+
+// TestResourcesDecodingNamesTheResource: a quantity of requests or limits that is
+// not a string is refused naming the resource, its JSON type and the string to
+// give, as a wrong type whose field the request names (failed before: the refusal
+// named the requests or limits alone, in encoding/json's words); null is still an
+// empty quantity, which removes the resource's, and a field unknown to resources
+// is still refused.
+func TestResourcesDecodingNamesTheResource(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"container":"web","requests":{"cpu":1}}`:              `resources.requests.cpu: must be a string, got number 1; give the string "1"`,
+		`{"container":"web","limits":{"memory":{"a":1}}}`:       `resources.limits.memory: must be a string, got object {"a":1}`,
+		`{"container":"web","limits":{"cpu":"1","gpu ":false}}`: `resources.limits["gpu "]: must be a string, got boolean false; give the string "false"`,
+		`{"container":"web","requests":{},"request":{}}`:        `json: unknown field "request"`,
+	} {
+		var r Resources
+		err := json.Unmarshal([]byte(body), &r)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %s", body, err, want)
+		}
+		var wrongType *json.UnmarshalTypeError
+		if want[0] != 'j' && !errors.As(err, &wrongType) {
+			t.Errorf("%s: %v is not a field of the wrong type", body, err)
+		}
+	}
+	var r Resources
+	if err := json.Unmarshal([]byte(`{"container":"web","requests":{"cpu":"500m","memory":null},"limits":{"cpu":"1"}}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Container != "web" || !maps.Equal(r.Requests, map[string]string{"cpu": "500m", "memory": ""}) || !maps.Equal(r.Limits, map[string]string{"cpu": "1"}) {
+		t.Errorf("decoded %+v", r)
 	}
 }

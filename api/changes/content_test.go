@@ -96,7 +96,10 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 // malformed JSON and an unknown field still are. A known field of the wrong type is
 // named by its place in the body with what it takes (failed before: "cannot
 // unmarshal string into Go struct field Replicas.change.replicas.count of type
-// int64").
+// int64"); a quantity of a resource that is not a string names the resource, as an
+// env variable is named (failed before: the refusal named the requests alone), and
+// an env change's unset is named as the request writes it (failed before:
+// "change.env.plain.unset").
 func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 	db := storetest.SQLite(t)
 	submitted := &atomic.Int32{}
@@ -106,18 +109,21 @@ func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 			`"change":` + change + `,"reason":"traffic","requested_by":"alice"}`
 	}
 	for name, tc := range map[string]struct{ change, code, want string }{
-		"label number":      {`{"patch":{"merge":{"metadata":{"labels":{"team":3}}}}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3; give the string \"3\"`},
-		"label by path":     {`{"patch":{"set":[{"path":"/metadata/labels/team","value":3}]}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3`},
-		"annotation bool":   {`{"patch":{"merge":{"metadata":{"annotations":{"example.com/on":false}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/example.com~1on: must be a string, got boolean false; give the string \"false\"`},
-		"template label":    {`{"patch":{"set":[{"path":"/spec/template/metadata/labels/tier","value":{"a":1}}]}}`, plan.CodeInvalidRequest, `/spec/template/metadata/labels/tier: must be a string, got object {\"a\":1}`},
-		"annotation array":  {`{"patch":{"merge":{"metadata":{"annotations":{"note":["x"]}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/note: must be a string, got array [\"x\"]`},
-		"env number":        {`{"env":{"container":"web","set":{"PORT":8080}}}`, plan.CodeInvalidRequest, `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
-		"env null":          {`{"env":{"container":"web","set":{"DEBUG":null}}}`, plan.CodeInvalidRequest, `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
-		"env object":        {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, plan.CodeInvalidRequest, `env.set.CFG: must be a string, got object {\"a\":1}`},
-		"count a string":    {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got string`},
-		"count not whole":   {`{"replicas":{"count":1.5}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got number 1.5`},
-		"env unknown field": {`{"env":{"container":"web","set":{"A":"1"},"sett":{}}}`, "invalid_json", `\"sett\"`},
-		"env malformed":     {`{"env":{"container":"web","set":{"A":1,}}}`, "invalid_json", `request body is not valid`},
+		"label number":                 {`{"patch":{"merge":{"metadata":{"labels":{"team":3}}}}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3; give the string \"3\"`},
+		"label by path":                {`{"patch":{"set":[{"path":"/metadata/labels/team","value":3}]}}`, plan.CodeInvalidRequest, `/metadata/labels/team: must be a string, got number 3`},
+		"annotation bool":              {`{"patch":{"merge":{"metadata":{"annotations":{"example.com/on":false}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/example.com~1on: must be a string, got boolean false; give the string \"false\"`},
+		"template label":               {`{"patch":{"set":[{"path":"/spec/template/metadata/labels/tier","value":{"a":1}}]}}`, plan.CodeInvalidRequest, `/spec/template/metadata/labels/tier: must be a string, got object {\"a\":1}`},
+		"annotation array":             {`{"patch":{"merge":{"metadata":{"annotations":{"note":["x"]}}}}}`, plan.CodeInvalidRequest, `/metadata/annotations/note: must be a string, got array [\"x\"]`},
+		"env number":                   {`{"env":{"container":"web","set":{"PORT":8080}}}`, plan.CodeInvalidRequest, `env.set.PORT: must be a string, got number 8080; give the string \"8080\"`},
+		"env null":                     {`{"env":{"container":"web","set":{"DEBUG":null}}}`, plan.CodeInvalidRequest, `env.set.DEBUG: must be a string, got null (to remove the variable, list it in unset)`},
+		"env object":                   {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, plan.CodeInvalidRequest, `env.set.CFG: must be a string, got object {\"a\":1}`},
+		"count a string":               {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got string`},
+		"count not whole":              {`{"replicas":{"count":1.5}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got number 1.5`},
+		"quantity a number":            {`{"resources":{"container":"web","requests":{"cpu":1}}}`, plan.CodeInvalidRequest, `resources.requests.cpu: must be a string, got number 1; give the string \"1\"`},
+		"quantity of a named resource": {`{"resources":{"container":"web","limits":{"nvidia.com/gpu":true}}}`, plan.CodeInvalidRequest, `resources.limits.nvidia.com/gpu: must be a string, got boolean true`},
+		"unset a string":               {`{"env":{"container":"web","unset":"DEBUG"}}`, plan.CodeInvalidRequest, `change.env.unset: must be a list of strings, got string`},
+		"env unknown field":            {`{"env":{"container":"web","set":{"A":"1"},"sett":{}}}`, "invalid_json", `\"sett\"`},
+		"env malformed":                {`{"env":{"container":"web","set":{"A":1,}}}`, "invalid_json", `request body is not valid`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, answer := callAs(srv, token, http.MethodPost, "/api/v1/changes", request(tc.change))
