@@ -16,25 +16,39 @@ import (
 // library's typed handlers are.
 type handlerFor[In any] func(context.Context, *sdk.CallToolRequest, In) (*sdk.CallToolResult, any, error)
 
-// addBodyTool adds a tool whose arguments are the body of an HTTP API route
-// (propose_git_change's are POST /api/v1/changes', decide_path's POST
-// /api/v1/decide's). It advertises the schema the library would infer from In,
-// but decodes the arguments as the route decodes its body and refuses them in the
-// route's words: the library's validation refused them first, naming a schema path
-// ("/properties/change/properties/env/properties/set/additionalProperties") and
-// neither the variable nor what to give instead. Once decoded, the arguments are
-// held to the schema too, less its required members, which the route's own checks
-// name in their words: what the schema alone refuses (a member named in another
-// case, which the decoder would take for the field, or null for a string) stays
-// refused.
+// addTool adds a tool whose arguments are decoded as the HTTP API decodes a
+// request body and refused in its words, naming the field ("invalid_request:
+// request body is not valid: code: must be a string, got number"), then held to
+// the schema the library would infer from In, which the tool advertises (a missing
+// member is refused naming it). The library's own validation refused a value of
+// the wrong type first, naming a schema path ("validating /properties/code: type:
+// 3 has type \"integer\", want \"string\"") rather than the field, and in other
+// words than the HTTP API's for the same value.
+func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
+	addDecodedTool(s, t, h, false)
+}
+
+// addBodyTool is addTool for a tool whose arguments are the body of an HTTP API
+// route (propose_git_change's are POST /api/v1/changes', decide_path's POST
+// /api/v1/decide's), whose own checks refuse a missing member in the route's words
+// ("cluster is required"): the arguments are held to the schema less its required
+// members, so that what the schema alone refuses (a member named in another case,
+// which the decoder would take for the field, or null for a string) stays refused.
 func addBodyTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
+	addDecodedTool(s, t, h, true)
+}
+
+func addDecodedTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In], routeChecksRequired bool) {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
-	loose := schema.CloneSchemas()
-	dropRequired(loose)
-	check, err := loose.Resolve(nil)
+	held := schema
+	if routeChecksRequired {
+		held = schema.CloneSchemas()
+		dropRequired(held)
+	}
+	check, err := held.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}

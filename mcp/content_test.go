@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
@@ -88,6 +90,57 @@ func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
 		"invalid_request: requested_by holds U+202E at character 4")
 }
 
+// everyArgument has a value for each argument a tool requires.
+var everyArgument = map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md", "repo": connectedRepo,
+	"code": "nope", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 4}},
+	"reason": "traffic", "requested_by": "alice"}
+
+// inputSchema is what the tests read of a tool's input schema.
+type inputSchema struct {
+	Required   []string `json:"required"`
+	Properties map[string]struct {
+		Type any `json:"type"`
+	} `json:"properties"`
+}
+
+// requiredBut is a value for each argument s requires but left out.
+func (s inputSchema) requiredBut(left string) map[string]any {
+	args := map[string]any{}
+	for _, name := range s.Required {
+		if name != left {
+			args[name] = everyArgument[name]
+		}
+	}
+	return args
+}
+
+// inputSchemas lists the tools' input schemas, by tool name.
+func inputSchemas(t *testing.T, cs *sdk.ClientSession) map[string]inputSchema {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]inputSchema{}
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema inputSchema
+		if err := json.Unmarshal(raw, &schema); err != nil || len(schema.Required) == 0 {
+			t.Fatalf("%s requires nothing: %s (%v)", tool.Name, raw, err)
+		}
+		for _, name := range schema.Required {
+			if _, ok := everyArgument[name]; !ok {
+				t.Fatalf("%s requires %s, which the tests do not know", tool.Name, name)
+			}
+		}
+		out[tool.Name] = schema
+	}
+	return out
+}
+
 // TestEveryToolNamesEachMissingArgument: each tool called without one of the
 // arguments its schema requires answers a tool error naming that argument, before
 // its handler runs, or, for the tools whose arguments are an HTTP route's body, in
@@ -96,44 +149,20 @@ func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
 func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
-	full := map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md", "repo": connectedRepo,
-		"code": "nope", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 4}},
-		"reason": "traffic", "requested_by": "alice"}
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schemas := inputSchemas(t, cs)
 	tried := 0
-	for _, tool := range res.Tools {
-		raw, err := json.Marshal(tool.InputSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var schema struct {
-			Required []string `json:"required"`
-		}
-		if err := json.Unmarshal(raw, &schema); err != nil || len(schema.Required) == 0 {
-			t.Fatalf("%s requires nothing: %s", tool.Name, raw)
-		}
+	for tool, schema := range schemas {
 		for _, missing := range schema.Required {
-			args := map[string]any{}
-			for _, name := range schema.Required {
-				if _, ok := full[name]; !ok {
-					t.Fatalf("%s requires %s, which this test does not know", tool.Name, name)
-				}
-				if name != missing {
-					args[name] = full[name]
-				}
-			}
-			if tool.Name == mcp.ToolProposeGitChange || tool.Name == mcp.ToolDecidePath {
-				mustRefuse(t, cs, tool.Name, args, "invalid_request: ", missing)
+			args := schema.requiredBut(missing)
+			if tool == mcp.ToolProposeGitChange || tool == mcp.ToolDecidePath {
+				mustRefuse(t, cs, tool, args, "invalid_request: ", missing)
 			} else {
-				mustRefuse(t, cs, tool.Name, args, "missing properties", strconv.Quote(missing))
+				mustRefuse(t, cs, tool, args, "missing properties", strconv.Quote(missing))
 			}
 			tried++
 		}
 	}
-	if tried < len(res.Tools) {
-		t.Fatalf("%d arguments tried over %d tools", tried, len(res.Tools))
+	if tried < len(schemas) {
+		t.Fatalf("%d arguments tried over %d tools", tried, len(schemas))
 	}
 }

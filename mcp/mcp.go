@@ -18,11 +18,13 @@
 //     answer a tool error saying so.
 //   - Repository content is masked (Secrets and secret-looking values) and cut at
 //     MaxResultChars with a note.
-//   - The arguments of a tool that are an HTTP route's body (propose_git_change's
-//     are POST /api/v1/changes', decide_path's POST /api/v1/decide's) are decoded
-//     as the route decodes it and refused in its words, naming the field or the
-//     variable ("env.set.PORT: must be a string, got number 8080"), never by a JSON
-//     Schema path the model cannot act on.
+//   - A tool's arguments are decoded as the HTTP API decodes a body and refused in
+//     its words, naming the field or the variable ("env.set.PORT: must be a
+//     string, got number 8080", "code: must be a string, got number"), never by a
+//     JSON Schema path the model cannot act on; those that are an HTTP route's
+//     body (propose_git_change's are POST /api/v1/changes', decide_path's POST
+//     /api/v1/decide's, cancel_change's and rollback_change's reason and requester
+//     their routes') are refused as that route refuses them.
 //   - A request refused before any tool runs (a batch over MaxBatch, a body over the
 //     server's limit, a member given twice or a string holding a NUL character, as
 //     the change API refuses them, what the MCP library refuses: a missing Accept, another

@@ -107,3 +107,53 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)
 	}
 }
+
+// TestEveryToolNamesAnArgumentOfTheWrongType: each tool given a number for one of
+// its string arguments (a string for list_apps' limit) refuses it naming the
+// argument and what it takes, in the words the HTTP API refuses a body's field
+// of the wrong type, and cancel_change and rollback_change refuse a reason or a
+// requester of the wrong type as their routes refuse it in the body (failed
+// before: the tools' input schemas refused them first, naming a schema path,
+// "validating /properties/code: type: 3 has type \"integer\", want \"string\"").
+func TestEveryToolNamesAnArgumentOfTheWrongType(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.change)
+	// A change whose cancel and rollback routes read their bodies.
+	code := mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget,
+		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"})["code"].(string)
+	schemas := inputSchemas(t, cs)
+	tried := 0
+	for tool, schema := range schemas {
+		for name, property := range schema.Properties {
+			wrong, says := any(3), name+": must be a string, got number"
+			switch {
+			case name == "limit":
+				wrong, says = "5", "limit: must be a number, got string"
+			case property.Type != "string":
+				continue
+			}
+			args := schema.requiredBut(name)
+			args[name] = wrong
+			mustRefuse(t, cs, tool, args, "invalid_request: request body is not valid: "+says)
+			tried++
+		}
+	}
+	if tried < len(schemas) {
+		t.Fatalf("%d arguments tried over %d tools", tried, len(schemas))
+	}
+
+	for tool, body := range map[string]map[string]any{
+		mcp.ToolCancelChange:   {"reason": 3},
+		mcp.ToolRollbackChange: {"requested_by": false},
+	} {
+		route := map[string]string{mcp.ToolCancelChange: "cancel", mcp.ToolRollbackChange: "rollback"}[tool]
+		want := e.refusalOfAPI(t, e.change, "/api/v1/changes/"+code+"/"+route, body)
+		args := map[string]any{"code": code}
+		for k, v := range body {
+			args[k] = v
+		}
+		if got := mustRefuse(t, cs, tool, args); got != want {
+			t.Errorf("%s refused\n  %s\nPOST /api/v1/changes/{code}/%s\n  %s", tool, got, route, want)
+		}
+	}
+}

@@ -174,12 +174,12 @@ type fileResult struct {
 
 func (s *Server) addTools() {
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolListApps, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolListApps, Annotations: readOnly,
 		Description: fmt.Sprintf("List the cluster's Argo CD Applications, problem apps first, each with its ownership note (sync policy: self-heal reverts direct changes). "+
 			"Answers limit apps at a time (%d without it, at most %d) with the whole cluster's counts; an answer with next has more: call again with before set to it.",
 			changes.DefaultAppsPage, changes.MaxAppsPage)},
 		s.listApps)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolDescribeApp, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolDescribeApp, Annotations: readOnly,
 		Description: "Describe one Argo CD Application: sources, sync and health, sync policy, out-of-sync resources, conditions, and the changes made through this service that touched it."},
 		s.describeApp)
 	addBodyTool(s.server, &sdk.Tool{Name: ToolDecidePath, Annotations: readOnly,
@@ -188,22 +188,22 @@ func (s *Server) addTools() {
 	addBodyTool(s.server, &sdk.Tool{Name: ToolProposeGitChange,
 		Description: "Request a change through Git: a verified pull request on the repository Argo CD deploys the resource from. Returns the plan code and status; the pull request URL and the cluster diff appear when ready (get_change). Refused with the current decision when the resource does not take the Git path. Needs a token with the change scope."},
 		s.proposeGitChange)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolGetChange, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolGetChange, Annotations: readOnly,
 		Description: "A change by plan code: status, decision, pull request, check run, diffs, deployment and history."},
 		s.getChange)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolCancelChange,
+	addTool(s.server, &sdk.Tool{Name: ToolCancelChange,
 		Description: "Cancel a change: close its pull request and release its files. Needs a token with the change scope."},
 		s.cancelChange)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolRollbackChange,
+	addTool(s.server, &sdk.Tool{Name: ToolRollbackChange,
 		Description: "Roll back a merged change with a revert pull request, verified like any change. Needs a token with the change scope."},
 		s.rollbackChange)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolListRepoFiles, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolListRepoFiles, Annotations: readOnly,
 		Description: fmt.Sprintf("List the files of an Application's repository at the Application's revision, under its folder or a given path. Cut at %d characters with a note.", MaxResultChars)},
 		s.listRepoFiles)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolReadRepoFile, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolReadRepoFile, Annotations: readOnly,
 		Description: fmt.Sprintf("Read one file of an Application's repository at the Application's revision, with Secrets and secret-looking values masked. Cut at %d characters with a note.", MaxResultChars)},
 		s.readRepoFile)
-	sdk.AddTool(s.server, &sdk.Tool{Name: ToolViewRepository, Annotations: readOnly,
+	addTool(s.server, &sdk.Tool{Name: ToolViewRepository, Annotations: readOnly,
 		Description: fmt.Sprintf("View a connected repository at a commit: which folders which Argo CD Applications deploy, and each app's rendered YAML with Secrets and secret-looking values masked. Rendered YAML is cut at %d characters in all, with a note.", MaxResultChars)},
 		s.viewRepository)
 }
