@@ -155,13 +155,41 @@ func parseRepoURL(raw string) (Repo, error) {
 		return Repo{}, fmt.Errorf("path %q is not owner/repository", path)
 	}
 	owner, name := parts[0], parts[1]
-	if !ownerPattern.MatchString(owner) {
-		return Repo{}, fmt.Errorf("%q is not a valid owner", owner)
-	}
-	if !namePattern.MatchString(name) || name == "." || name == ".." {
-		return Repo{}, fmt.Errorf("%q is not a valid repository name", name)
+	if err := checkOwnerName(owner, name); err != nil {
+		return Repo{}, err
 	}
 	return Repo{Host: host, Owner: owner, Name: name}, nil
+}
+
+// checkOwnerName checks a lower-case owner and repository name.
+func checkOwnerName(owner, name string) error {
+	if !ownerPattern.MatchString(owner) {
+		return fmt.Errorf("%q is not a valid owner", owner)
+	}
+	if !namePattern.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("%q is not a valid repository name", name)
+	}
+	return nil
+}
+
+// ParseFullName reads a repository as a webhook payload or the API spells it,
+// "owner/name", and returns its key, the lower-case form NormalizeFullName gives. It
+// is an error unless fullName is exactly an owner and a name ParseRepoURL takes,
+// and one ParseRepoURL reads as the same repository (a name ending in ".git" it
+// reads without), so that a payload naming no repository ("", "acme", "acme/",
+// "a/b/c") is never taken for one, nor one name for two keys.
+func ParseFullName(fullName string) (string, error) {
+	owner, name, ok := strings.Cut(NormalizeFullName(fullName), "/")
+	if !ok {
+		return "", fmt.Errorf("repository %q is not owner/name", fullName)
+	}
+	if err := checkOwnerName(owner, name); err != nil {
+		return "", fmt.Errorf("repository %q: %w", fullName, err)
+	}
+	if strings.HasSuffix(name, ".git") {
+		return "", fmt.Errorf("repository %q: its name ends in .git, which a repository URL drops", fullName)
+	}
+	return owner + "/" + name, nil
 }
 
 // stripPort drops the port from hostport when it is the scheme's default.

@@ -162,3 +162,20 @@ func TestRepoURLErrorsDoNotShowItsCredentials(t *testing.T) {
 		t.Errorf("ParseRepoURL error %v, want it naming the ssh URL whole", err)
 	}
 }
+
+// TestParseFullNameTakesOnlyAnOwnerAndAName: a payload's "owner/name" is read as
+// the key ParseRepoURL gives it, and what names no one repository is refused.
+func TestParseFullNameTakesOnlyAnOwnerAndAName(t *testing.T) {
+	for full, want := range map[string]string{"Acme/Deploy": "acme/deploy", "my-org/my_repo.v2": "my-org/my_repo.v2"} {
+		got, err := ParseFullName(full)
+		r, perr := ParseRepoURL("https://github.com/" + full)
+		if err != nil || perr != nil || got != want || got != r.FullName() {
+			t.Errorf("ParseFullName(%q) = %q, %v; want %q, as ParseRepoURL names it (%q, %v)", full, got, err, want, r.FullName(), perr)
+		}
+	}
+	for _, full := range []string{"", "acme", "acme/", "/deploy", "acme/deploy/x", "../etc", "acme/..", "acme/deploy.git", "-acme/deploy", "acme/de ploy", "acme/deploy?x"} {
+		if got, err := ParseFullName(full); err == nil {
+			t.Errorf("ParseFullName(%q) = %q, want an error", full, got)
+		}
+	}
+}

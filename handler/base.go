@@ -5,7 +5,9 @@
 // the done ones after their retention. Handlers never see an unverified delivery and ignore the App's own events.
 // Each decodes only the payload fields it reads (payload.go), so a field it does not
 // read cannot drop a delivery, and a payload without the object it acts on is
-// skipped with a reason (Skip) rather than acted on or retried.
+// skipped with a reason (Skip) rather than acted on or retried; one whose values it
+// would act on are missing or wrong (a repository that is no owner/name, a pull
+// request 0, a SHA that is none) fails at once, naming the field (payloadCheck).
 package handler
 
 import (

@@ -51,9 +51,18 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 	case code == "":
 		return nil
 	case strings.HasPrefix(code, pullKeyPrefix):
-		n, err := strconv.ParseInt(strings.TrimPrefix(code, pullKeyPrefix), 10, 64)
-		if err != nil || h.Checks == nil {
+		if h.Checks == nil {
 			return nil
+		}
+		c := checkPayload(eventType)
+		n, err := strconv.ParseInt(strings.TrimPrefix(code, pullKeyPrefix), 10, 64)
+		if err != nil || n <= 0 {
+			c.fail("check_run.external_id", "%q names no pull request", shown(code))
+		}
+		c.number("installation.id", event.Installation.ID)
+		c.repo("repository", event.Repo)
+		if err := c.Err(); err != nil {
+			return err
 		}
 		return h.recheckPull(ctx, h.Checks, event.Installation.ID, event.Repo, n)
 	case strings.HasPrefix(code, mergeGroupKeyPrefix):

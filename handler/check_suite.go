@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -42,12 +43,21 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 		// itself; answering the request would verify the same commit twice.
 		return nil
 	}
+	c := checkPayload(eventType)
 	branch := suite.HeadBranch
 	if !strings.HasPrefix(branch, github.BranchPrefix) {
 		// "requested" comes with every push, which pull_request synchronize
 		// already answers; only a person's re-run is acted on.
 		if event.Action != "rerequested" || h.Checks == nil {
 			return nil
+		}
+		c.number("installation.id", event.Installation.ID)
+		c.repo("repository", event.Repo)
+		for i, pr := range suite.PullRequests {
+			c.number(fmt.Sprintf("check_suite.pull_requests[%d].number", i), pr.Number)
+		}
+		if err := c.Err(); err != nil {
+			return err
 		}
 		for _, pr := range suite.PullRequests {
 			if err := h.recheckPull(ctx, h.Checks, event.Installation.ID, event.Repo, pr.Number); err != nil {
@@ -56,7 +66,12 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 		}
 		return nil
 	}
-	pl, ok, err := h.Pipeline.PlanForPull(ctx, repoName(event.Repo), branch)
+	repo := c.repo("repository", event.Repo)
+	c.sha("check_suite.head_sha", suite.HeadSHA)
+	if err := c.Err(); err != nil {
+		return err
+	}
+	pl, ok, err := h.Pipeline.PlanForPull(ctx, repo, branch)
 	if err != nil || !ok || pl.HeadSHA != suite.HeadSHA {
 		return err
 	}

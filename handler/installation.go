@@ -34,18 +34,27 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 	if event.Installation == nil {
 		return missing(eventType, "installation")
 	}
+	switch event.Action {
+	case "created", "unsuspend", "new_permissions_accepted", "suspend", "deleted":
+	default:
+		return nil
+	}
 	id := event.Installation.ID
+	c := checkPayload(eventType)
+	c.number("installation.id", id)
+	if event.Action == "created" {
+		for i, r := range event.Repositories {
+			c.repo(fmt.Sprintf("repositories[%d]", i), r)
+		}
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
 	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
 
 	if err := h.recordInstaller(ctx, id, event); err != nil {
 		return err
-	}
-
-	switch event.Action {
-	case "created", "unsuspend", "new_permissions_accepted", "suspend", "deleted":
-	default:
-		return nil
 	}
 	bound, err := h.Store.InstallationByGitHubID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {

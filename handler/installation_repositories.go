@@ -41,6 +41,17 @@ func (h *InstallationRepositories) Handle(ctx context.Context, eventType, delive
 		return missing(eventType, "installation")
 	}
 	id := event.Installation.ID
+	c := checkPayload(eventType)
+	c.number("installation.id", id)
+	for i, r := range event.RepositoriesAdded {
+		c.repo(fmt.Sprintf("repositories_added[%d]", i), r)
+	}
+	for i, r := range event.RepositoriesRemoved {
+		c.repo(fmt.Sprintf("repositories_removed[%d]", i), r)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
 	logger := zerolog.Ctx(ctx).With().Int64(githubapp.LogKeyInstallationID, id).Str(LogKeyAction, event.Action).Logger()
 	ctx = logger.WithContext(ctx)
 

@@ -59,7 +59,13 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	if !ok {
 		return nil
 	}
-	repo := repoName(event.Repo)
+	c := checkPayload(eventType)
+	repo := c.repo("repository", event.Repo)
+	c.number("issue.number", issue.Number)
+	c.text("comment.user.login", event.Comment.User.Login)
+	if err := c.Err(); err != nil {
+		return err
+	}
 	number := issue.Number
 	plans, err := h.Store.ListPlans(ctx, store.PlanFilter{Repo: repo, PRNumber: number, Limit: 1})
 	if err != nil || len(plans) == 0 {

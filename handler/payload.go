@@ -2,7 +2,11 @@ package handler
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
+
+	"github.com/kukie/kukie-gitops/github"
 )
 
 // The handlers decode only the fields they read, into the small types below. GitHub
@@ -171,4 +175,84 @@ type installationRepositoriesEvent struct {
 	RepositoriesAdded   []repoRef        `json:"repositories_added"`
 	RepositoriesRemoved []repoRef        `json:"repositories_removed"`
 	Sender              userRef          `json:"sender"`
+}
+
+// payloadCheck checks the values of a payload that a handler is about to act on.
+// GitHub always sends them; a payload without one (or with a wrong one) is never
+// made right by a retry, as the same bytes are decoded on every attempt, and acting
+// on its zero value would reach the wrong thing (a store filter on repository ""
+// or pull request 0 matches every plan). Such a delivery fails at once, its error
+// naming the field: "invalid push event payload: after "" is not a commit SHA".
+// The first fault found is the one named.
+type payloadCheck struct {
+	event string
+	err   error
+}
+
+func checkPayload(eventType string) *payloadCheck { return &payloadCheck{event: eventType} }
+
+func (c *payloadCheck) fail(field, format string, args ...any) {
+	if c.err == nil {
+		c.err = Permanent(fmt.Errorf("invalid %s event payload: %s %s", c.event, field, fmt.Sprintf(format, args...)))
+	}
+}
+
+// Err is the first fault found, marked Permanent, or nil.
+func (c *payloadCheck) Err() error { return c.err }
+
+// repo returns the key of the repository field names ("owner/name" in lower case).
+func (c *payloadCheck) repo(field string, r repoRef) string {
+	name, err := github.ParseFullName(r.FullName)
+	if err != nil {
+		c.fail(field+".full_name", "%q is not a repository's owner/name", shown(r.FullName))
+	}
+	return name
+}
+
+// number checks a pull request number or an ID, which GitHub counts from 1.
+func (c *payloadCheck) number(field string, n int64) {
+	if n <= 0 {
+		c.fail(field, "%d is not positive", n)
+	}
+}
+
+// sha checks a commit SHA: 40 lower-case hexadecimal digits, as GitHub writes them.
+func (c *payloadCheck) sha(field, sha string) {
+	if !isCommitSHA(sha) {
+		c.fail(field, "%q is not a commit SHA (40 hexadecimal digits)", shown(sha))
+	}
+}
+
+// text checks a value that must not be empty, such as a branch or a login.
+func (c *payloadCheck) text(field, s string) {
+	if s == "" {
+		c.fail(field, "is empty")
+	}
+}
+
+func isCommitSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// shown is a payload's value as an error names it: its first 100 bytes, so a
+// value of megabytes does not become the error.
+func shown(s string) string { return cut(s, 100) }
+
+// cut is s cut to at most n bytes and a whole character, marked with "…" when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

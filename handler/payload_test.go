@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/prcheck"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
 )
@@ -148,6 +150,119 @@ func TestSignedPayloadsWithoutTheirObjectAreSkipped(t *testing.T) {
 				}
 				if len(p.calls) != 0 {
 					t.Fatalf("pipeline calls %v for a payload without its %s", p.calls, tc.object)
+				}
+			})
+		}
+	})
+}
+
+// trackingChecks records the calls a handler makes of its PullChecker.
+type trackingChecks struct{ trackingPipeline }
+
+func (c *trackingChecks) Check(_ context.Context, h prcheck.Head) error {
+	c.record("Check " + h.Key)
+	return nil
+}
+
+func (c *trackingChecks) Cancel(_ context.Context, repo, key string) error {
+	c.record("Cancel check " + repo + " " + key)
+	return nil
+}
+
+func (c *trackingChecks) BaseMoved(_ context.Context, m prcheck.BaseMove) error {
+	c.record("BaseMoved " + m.Repo)
+	return nil
+}
+
+// TestPayloadsWithoutAValueTheirHandlerActsOnFailAtOnce sends each handler a
+// payload that lacks, or misnames, a value it would act on: the delivery fails
+// after one attempt with an error naming the field, and nothing is acted on.
+// Before, a command comment without an issue number cancelled the newest plan of
+// the repository, a push without a repository name reached the plans of every
+// repository, the zero SHA or a pull request 0 reached the pipeline, and a created
+// installation without an ID was retried as if the store had failed.
+func TestPayloadsWithoutAValueTheirHandlerActsOnFailAtOnce(t *testing.T) {
+	const head = "1111111111111111111111111111111111111111"
+	repo := map[string]any{"full_name": "acme/deploy"}
+	inst := map[string]any{"id": 51234567}
+	sender := map[string]any{"id": 583231, "login": "octocat"}
+	planHead := func(sha any) map[string]any { return map[string]any{"ref": "kukie/abc123", "sha": sha, "repo": repo} }
+	cases := map[string]struct {
+		event   string
+		payload map[string]any
+		want    string
+	}{
+		"a command on no pull request number": {event: "issue_comment", want: "invalid issue_comment event payload: issue.number 0 is not positive",
+			payload: map[string]any{"action": "created", "issue": map[string]any{"pull_request": map[string]any{}}, "repository": repo, "sender": sender,
+				"comment": map[string]any{"id": 5, "body": CommandCancel, "user": sender}}},
+		"a command in no repository": {event: "issue_comment", want: `invalid issue_comment event payload: repository.full_name "" is not a repository's owner/name`,
+			payload: map[string]any{"action": "created", "issue": map[string]any{"number": 7, "pull_request": map[string]any{}}, "repository": map[string]any{}, "sender": sender,
+				"comment": map[string]any{"id": 5, "body": CommandRerender, "user": sender}}},
+		"a push to no repository": {event: "push", want: `invalid push event payload: repository.full_name "" is not a repository's owner/name`,
+			payload: map[string]any{"ref": "refs/heads/main", "after": head, "repository": map[string]any{}, "installation": inst, "sender": sender}},
+		"a push to the zero SHA": {event: "push", want: "invalid push event payload: after is the zero SHA, which names no commit, yet deleted is false",
+			payload: map[string]any{"ref": "refs/heads/main", "after": strings.Repeat("0", 40), "repository": repo, "installation": inst, "sender": sender}},
+		"a push from a before that is no SHA": {event: "push", want: `invalid push event payload: before "../../user" is not a commit SHA (40 hexadecimal digits)`,
+			payload: map[string]any{"ref": "refs/heads/main", "before": "../../user", "after": head, "repository": repo, "installation": inst, "sender": sender}},
+		"a merge of pull request 0": {event: "pull_request", want: "invalid pull_request event payload: pull_request.number 0 is not positive",
+			payload: map[string]any{"action": "closed", "repository": repo, "installation": inst, "sender": sender,
+				"pull_request": map[string]any{"merged": true, "merge_commit_sha": head, "head": planHead(head), "base": map[string]any{"ref": "main", "repo": repo}}}},
+		"a merge without its merge commit": {event: "pull_request", want: `invalid pull_request event payload: pull_request.merge_commit_sha "" is not a commit SHA (40 hexadecimal digits)`,
+			payload: map[string]any{"action": "closed", "repository": repo, "installation": inst, "sender": sender,
+				"pull_request": map[string]any{"number": 7, "merged": true, "head": planHead(head), "base": map[string]any{"ref": "main", "repo": repo}}}},
+		"a push to a plan's branch of no SHA": {event: "pull_request", want: `invalid pull_request event payload: pull_request.head.sha "HEAD" is not a commit SHA (40 hexadecimal digits)`,
+			payload: map[string]any{"action": "synchronize", "repository": repo, "installation": inst, "sender": sender,
+				"pull_request": map[string]any{"number": 7, "head": planHead("HEAD"), "base": map[string]any{"ref": "main", "repo": repo}}}},
+		"a pull request to check without its installation": {event: "pull_request", want: "invalid pull_request event payload: installation.id 0 is not positive",
+			payload: map[string]any{"action": "opened", "repository": repo, "sender": sender,
+				"pull_request": map[string]any{"number": 8, "head": map[string]any{"ref": "feature", "sha": head, "repo": repo},
+					"base": map[string]any{"ref": "main", "sha": strings.Repeat("3", 40), "repo": repo}}}},
+		"a suite of a plan's branch in no repository": {event: "check_suite", want: `invalid check_suite event payload: repository.full_name "" is not a repository's owner/name`,
+			payload: map[string]any{"action": "requested", "sender": sender, "installation": inst,
+				"check_suite": map[string]any{"head_branch": "kukie/abc123", "head_sha": head}}},
+		"a re-run of pull request 0": {event: "check_run", want: `invalid check_run event payload: check_run.external_id "pull/0" names no pull request`,
+			payload: map[string]any{"action": "rerequested", "repository": repo, "installation": inst, "sender": sender,
+				"check_run": map[string]any{"name": github.CheckRunName, "external_id": "pull/0", "head_sha": head}}},
+		"an installation created without its ID": {event: "installation", want: "invalid installation event payload: installation.id 0 is not positive",
+			payload: map[string]any{"action": "created", "installation": map[string]any{"account": map[string]any{"login": "acme"}}, "sender": sender}},
+		"repositories removed from installation -1": {event: "installation_repositories", want: "invalid installation_repositories event payload: installation.id -1 is not positive",
+			payload: map[string]any{"action": "removed", "installation": map[string]any{"id": -1}, "repositories_removed": []any{repo}, "sender": sender}},
+	}
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		team, err := db.CreateTeam(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.CreatePlan(ctx, store.Plan{Code: "abc123", TeamID: team.ID, Status: "pr_open", Change: json.RawMessage(`{}`),
+			Repo: "acme/deploy", InstallationID: 51234567, Branch: "kukie/abc123", PRNumber: 7, HeadSHA: head}, store.PlanEvent{Actor: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				p := &trackingPipeline{plan: store.Plan{Code: "abc123", TeamID: team.ID, Branch: "kukie/abc123", HeadSHA: head}}
+				checks := &trackingChecks{}
+				b := newBase(db)
+				in, err := NewInbox(db, InboxOptions{},
+					&Installation{Base: b}, &InstallationRepositories{Base: b}, &CheckRun{Base: b, Pipeline: p, Checks: checks},
+					&CheckSuite{Base: b, Pipeline: p, Checks: checks}, &PullRequest{Base: b, Pipeline: p, Checks: checks},
+					&Push{Base: b, Pipeline: p, Checks: checks}, &IssueComment{Base: b, Pipeline: p, Access: writeAccess{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := "invalid-" + strings.ReplaceAll(name, " ", "-")
+				if err := db.InsertWebhookDelivery(ctx, store.WebhookDelivery{DeliveryID: id, Event: tc.event, Payload: payload(t, tc.payload)}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := in.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				d := delivery(t, db, id)
+				if d.State != store.DeliveryFailed || d.Attempts != 1 || d.LastError != tc.want {
+					t.Errorf("delivery = %s after %d attempts, error %q; want failed after one with %q", d.State, d.Attempts, d.LastError, tc.want)
+				}
+				if len(p.calls)+len(checks.calls) != 0 {
+					t.Errorf("acted on: %v %v", p.calls, checks.calls)
 				}
 			})
 		}

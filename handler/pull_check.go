@@ -55,10 +55,23 @@ func (h *PullRequest) checkPullEvent(ctx context.Context, event pullRequestEvent
 		return nil
 	}
 	pr := event.PullRequest
+	c := checkPayload("pull_request")
+	repo := c.repo("repository", event.Repo)
+	c.number("pull_request.number", pr.Number)
 	switch event.Action {
 	case "opened", "synchronize", "reopened", "ready_for_review":
+		c.number("installation.id", event.Installation.ID)
+		c.text("pull_request.base.ref", pr.Base.Ref)
+		c.sha("pull_request.base.sha", pr.Base.SHA)
+		c.sha("pull_request.head.sha", pr.Head.SHA)
+		if err := c.Err(); err != nil {
+			return err
+		}
 	case "closed":
-		return h.Checks.Cancel(ctx, repoName(event.Repo), pullKey(pr.Number))
+		if err := c.Err(); err != nil {
+			return err
+		}
+		return h.Checks.Cancel(ctx, repo, pullKey(pr.Number))
 	default:
 		return nil
 	}
@@ -110,9 +123,15 @@ func (h *MergeGroup) Handle(ctx context.Context, eventType, deliveryID string, p
 	if err := parse(eventType, payload, &event); err != nil {
 		return err
 	}
+	c := checkPayload(eventType)
 	if event.Action != "checks_requested" {
 		if event.Action == "destroyed" && event.MergeGroup != nil && h.Checks != nil {
-			return h.Checks.Cancel(ctx, repoName(event.Repo), mergeGroupKeyPrefix+event.MergeGroup.HeadRef)
+			repo := c.repo("repository", event.Repo)
+			c.text("merge_group.head_ref", event.MergeGroup.HeadRef)
+			if err := c.Err(); err != nil {
+				return err
+			}
+			return h.Checks.Cancel(ctx, repo, mergeGroupKeyPrefix+event.MergeGroup.HeadRef)
 		}
 		return nil
 	}
@@ -123,11 +142,20 @@ func (h *MergeGroup) Handle(ctx context.Context, eventType, deliveryID string, p
 	if h.Checks == nil {
 		return nil
 	}
+	repo := c.repo("repository", event.Repo)
+	c.number("installation.id", event.Installation.ID)
+	c.text("merge_group.head_ref", g.HeadRef)
+	c.text("merge_group.base_ref", g.BaseRef)
+	c.sha("merge_group.head_sha", g.HeadSHA)
+	c.sha("merge_group.base_sha", g.BaseSHA)
+	if err := c.Err(); err != nil {
+		return err
+	}
 	r, err := h.Repo(event.Repo.FullName)
 	if err != nil {
 		return Permanent(err)
 	}
-	return h.Checks.Check(ctx, prcheck.Head{InstallationID: event.Installation.ID, Repo: repoName(event.Repo), RepoURL: r.URL(),
+	return h.Checks.Check(ctx, prcheck.Head{InstallationID: event.Installation.ID, Repo: repo, RepoURL: r.URL(),
 		BaseBranch: strings.TrimPrefix(g.BaseRef, "refs/heads/"), BaseSHA: g.BaseSHA, HeadSHA: g.HeadSHA,
 		Key: mergeGroupKeyPrefix + g.HeadRef})
 }

@@ -26,10 +26,11 @@ type Pipeline interface {
 // repoName is the pipeline's name of a payload's repository.
 func repoName(r repoRef) string { return github.NormalizeFullName(r.FullName) }
 
-// isPlanBranch reports whether a pull request head is a kukie branch of the same
-// repository (a fork's branch of that name is someone else's).
-func isPlanBranch(head, base branchRef) bool {
-	return strings.HasPrefix(head.Ref, github.BranchPrefix) && repoName(head.Repo) == repoName(base.Repo)
+// isPlanBranch reports whether a pull request head is a kukie branch of repo, the
+// repository the pull request is in (a fork's branch of that name is someone
+// else's, and so is one of a deleted fork, whose head names no repository).
+func isPlanBranch(head branchRef, repo repoRef) bool {
+	return strings.HasPrefix(head.Ref, github.BranchPrefix) && head.Repo.FullName != "" && repoName(head.Repo) == repoName(repo)
 }
 
 // PullRequest moves plans when their pull requests close (merged or not), tells the
@@ -56,10 +57,28 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	if pr == nil {
 		return missing(eventType, "pull_request")
 	}
-	if !isPlanBranch(pr.Head, pr.Base) {
+	if !isPlanBranch(pr.Head, event.Repo) {
 		return h.checkPullEvent(ctx, event)
 	}
-	repo := repoName(event.Repo)
+	c := checkPayload(eventType)
+	repo := c.repo("repository", event.Repo)
+	c.number("pull_request.number", pr.Number)
+	switch event.Action {
+	case "closed":
+		c.text("pull_request.base.ref", pr.Base.Ref)
+		if pr.Merged {
+			c.sha("pull_request.merge_commit_sha", pr.MergeCommitSHA)
+		}
+	case "edited":
+		c.text("pull_request.base.ref", pr.Base.Ref)
+	case "synchronize":
+		c.sha("pull_request.head.sha", pr.Head.SHA)
+	default:
+		return nil
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
 	logger := zerolog.Ctx(ctx).With().Str(LogKeyAction, event.Action).Int64("pr", pr.Number).Logger()
 	ctx = logger.WithContext(ctx)
 	switch event.Action {

@@ -39,7 +39,23 @@ func (h *Push) Handle(ctx context.Context, eventType, deliveryID string, payload
 	if !ok || event.Deleted || strings.HasPrefix(branch, github.BranchPrefix) {
 		return nil
 	}
-	repo, files := github.NormalizeFullName(event.Repo.FullName), changedFiles(event)
+	c := checkPayload(eventType)
+	repo := c.repo("repository", event.Repo.repoRef)
+	c.text("ref", branch)
+	c.sha("after", event.After)
+	if strings.Trim(event.After, "0") == "" {
+		c.fail("after", "is the zero SHA, which names no commit, yet deleted is false")
+	}
+	if event.Before != "" {
+		c.sha("before", event.Before)
+	}
+	if h.Checks != nil {
+		c.number("installation.id", event.Installation.ID)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	files := changedFiles(event)
 	if err := h.Pipeline.BasePushed(ctx, repo, branch, event.After, files); err != nil {
 		return err
 	}
