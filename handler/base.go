@@ -95,10 +95,12 @@ func (b *Base) Repo(fullName string) (github.Repo, error) {
 
 // parse decodes the fields of a payload that v declares (see payload.go) and
 // ignores the rest; a payload that does not parse will never parse, so the error is
-// permanent.
+// permanent. The decoder's error is cut short: it quotes a number it cannot store
+// whole, which may be megabytes of digits, and the inbox logs the error on every
+// attempt.
 func parse(eventType string, payload []byte, v any) error {
 	if err := json.Unmarshal(payload, v); err != nil {
-		return Permanent(fmt.Errorf("failed to parse %s event payload: %w", eventType, err))
+		return Permanent(fmt.Errorf("failed to parse %s event payload: %s", eventType, shownError(err)))
 	}
 	return nil
 }

@@ -246,6 +246,9 @@ func isCommitSHA(s string) bool {
 // value of megabytes does not become the error.
 func shown(s string) string { return cut(s, 100) }
 
+// shownError is err's text cut to its first 300 bytes.
+func shownError(err error) string { return cut(err.Error(), 300) }
+
 // cut is s cut to at most n bytes and a whole character, marked with "…" when cut.
 func cut(s string, n int) string {
 	if len(s) <= n {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,6 +193,9 @@ func (h *payloadHarness) deliver(t *testing.T, event string, payload []byte) {
 	if err == nil {
 		return
 	}
+	if n := len(err.Error()); n > maxPayloadErrorLength {
+		t.Errorf("%s payload of %d bytes failed with an error of %d bytes: %.200q…", event, len(payload), n, err.Error())
+	}
 	if reason, ok := SkipReason(err); ok {
 		if !strings.HasPrefix(reason, event+" event payload has no ") {
 			t.Errorf("%s payload skipped with %q, which does not say what it lacks", event, reason)
@@ -208,6 +212,10 @@ func (h *payloadHarness) deliver(t *testing.T, event string, payload []byte) {
 		t.Errorf("%s payload failed with %v, which the inbox retries, yet only its bytes can be at fault", event, err)
 	}
 }
+
+// maxPayloadErrorLength bounds the error a payload gets: it is logged whole, on
+// every attempt.
+const maxPayloadErrorLength = 1000
 
 // errNoFuzzGitHub is the answer of the fake GitHub to every request.
 var errNoFuzzGitHub = errors.New("no GitHub in this test")
@@ -409,4 +417,50 @@ type fakeClients struct {
 func (c fakeClients) NewInstallationClient(id int64) (*gh.Client, error) {
 	c.p.positive("NewInstallationClient", "installation", id)
 	return nil, errNoFuzzGitHub
+}
+
+// TestPayloadsNearTheBodyLimitAreHandledInBoundedMemory delivers payloads of about
+// the 25 MB the webhook route takes, in the shapes that cost a decoder the most,
+// to the FuzzWebhookPayloads handlers: each ends within its time and memory, and
+// one refused is refused with a short error, whatever the size of the value at
+// fault. Before, a pull request number of 25 MB of digits was quoted whole in the
+// error, which the inbox logs on every attempt.
+func TestPayloadsNearTheBodyLimitAreHandledInBoundedMemory(t *testing.T) {
+	const size = 25 << 20
+	repeat := func(prefix, item, sep, suffix string) []byte {
+		n := (size - len(prefix) - len(suffix)) / (len(item) + len(sep))
+		return []byte(prefix + strings.Repeat(item+sep, n-1) + item + suffix)
+	}
+	repo := `"repository":{"full_name":"acme/deploy","default_branch":"main"},"installation":{"id":51234567}`
+	cases := map[string]struct {
+		event   string
+		payload []byte
+	}{
+		"a push listing millions of files":   {"push", repeat(`{"ref":"refs/heads/main","after":"`+fuzzHead+`",`+repo+`,"commits":[{"added":[`, `"apps/web/deployment.yaml"`, ",", `]}]}`)},
+		"a pull request nested to the limit": {"pull_request", repeat(`{"pull_request":{"head":`, "[", "", "")},
+		"a pull request number of 25 MB":     {"pull_request", repeat(`{"action":"opened","pull_request":{"number":`, "9", "", `}}`)},
+		"a repository name of 25 MB":         {"push", repeat(`{"ref":"refs/heads/main","after":"`+fuzzHead+`","repository":{"full_name":"`, "a", "", `"}}`)},
+		"a suite of a million pull requests": {"check_suite", repeat(`{"action":"rerequested","check_suite":{"head_branch":"main","pull_requests":[`, `{"number":7}`, ",", `]},`+repo+`}`)},
+		"half a million repositories added":  {"installation_repositories", repeat(`{"action":"added","installation":{"id":51234567},"repositories_added":[`, `{"id":2,"full_name":"acme/platform"}`, ",", `]}`)},
+	}
+	h := newPayloadHarness(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if len(tc.payload) > size {
+				t.Fatalf("payload of %d bytes, over the route's %d", len(tc.payload), size)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			h.deliver(t, tc.event, tc.payload)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes: %s, %d MB allocated", len(tc.payload), took, allocated>>20)
+			if allocated > 16*size {
+				t.Errorf("%d MB allocated for a payload of %d MB", allocated>>20, len(tc.payload)>>20)
+			}
+		})
+	}
 }
