@@ -33,7 +33,7 @@ func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 // /api/v1/decide's), whose own checks refuse a missing member in the route's words
 // ("cluster is required"): the arguments are held to the schema less its required
 // members, so that what the schema alone refuses (a member named in another case,
-// which the decoder would take for the field, or null for a string) stays refused.
+// which the decoder would take for the field) stays refused.
 func addBodyTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 	addDecodedTool(s, t, h, true)
 }
@@ -68,6 +68,7 @@ func addDecodedTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In], routeC
 		if err := json.Unmarshal(args, &instance); err != nil {
 			return errorResult(fmt.Errorf("invalid_json: %v", err)), nil
 		}
+		dropNulls(instance)
 		if err := check.Validate(instance); err != nil {
 			return errorResult(fmt.Errorf("invalid_request: %v", err)), nil
 		}
@@ -109,4 +110,25 @@ func dropRequired(s *jsonschema.Schema) {
 	}
 	dropRequired(s.AdditionalProperties)
 	dropRequired(s.Items)
+}
+
+// dropNulls removes the members of v's objects that are null, which the decoder
+// takes as not given: held to the schema, "reason": null was refused as a value of
+// type null at a schema path, where the HTTP API says "reason is required" and a
+// tool's schema that the argument is missing.
+func dropNulls(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, member := range x {
+			if member == nil {
+				delete(x, k)
+				continue
+			}
+			dropNulls(member)
+		}
+	case []any:
+		for _, item := range x {
+			dropNulls(item)
+		}
+	}
 }

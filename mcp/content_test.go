@@ -142,10 +142,12 @@ func inputSchemas(t *testing.T, cs *sdk.ClientSession) map[string]inputSchema {
 }
 
 // TestEveryToolNamesEachMissingArgument: each tool called without one of the
-// arguments its schema requires answers a tool error naming that argument, before
-// its handler runs, or, for the tools whose arguments are an HTTP route's body, in
-// that route's words (see TestBodyToolsAreRefusedInTheAPIsWords); every required
-// argument of every tool is tried.
+// arguments its schema requires, or with null for it, answers a tool error naming
+// that argument, before its handler runs, or, for the tools whose arguments are an
+// HTTP route's body, in that route's words (see
+// TestBodyToolsAreRefusedInTheAPIsWords); every required argument of every tool
+// is tried (failed before for null: "validating /properties/code: type: <invalid
+// reflect.Value> has type \"null\", want \"string\"").
 func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -154,10 +156,14 @@ func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 	for tool, schema := range schemas {
 		for _, missing := range schema.Required {
 			args := schema.requiredBut(missing)
-			if tool == mcp.ToolProposeGitChange || tool == mcp.ToolDecidePath {
-				mustRefuse(t, cs, tool, args, "invalid_request: ", missing)
-			} else {
-				mustRefuse(t, cs, tool, args, "missing properties", strconv.Quote(missing))
+			null := schema.requiredBut(missing)
+			null[missing] = nil
+			for _, args := range []map[string]any{args, null} {
+				if tool == mcp.ToolProposeGitChange || tool == mcp.ToolDecidePath {
+					mustRefuse(t, cs, tool, args, "invalid_request: ", missing)
+				} else {
+					mustRefuse(t, cs, tool, args, "missing properties", strconv.Quote(missing))
+				}
 			}
 			tried++
 		}

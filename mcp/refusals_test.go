@@ -37,7 +37,8 @@ func (e *env) refusalOfAPI(t *testing.T, token secret.Secret, path string, body 
 // the wrong type, an unknown field and a missing cluster were refused by the
 // tool's input schema, naming a schema path such as
 // "/properties/change/properties/env/properties/set/additionalProperties" and
-// neither the variable nor the string to give).
+// neither the variable nor the string to give; null for a string, which the route
+// takes as not given, was refused as "<invalid reflect.Value> has type \"null\"").
 func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -70,6 +71,10 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 		"application a string": {map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"new_resource": map[string]any{"manifest": "a: b"}},
 			"application": "web", "reason": "owner", "requested_by": "alice"}, "application: must be an object, got string"},
 		"unknown field": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "sett": map[string]any{"A": "b"}}}), `unknown field "sett"`},
+		"reason null": {map[string]any{"cluster": "prod", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": nil, "requested_by": "alice"},
+			"reason is required"},
+		"target namespace null": {propose(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": nil, "name": "web"}, map[string]any{"replicas": map[string]any{"count": -1}}),
+			"replicas -1 is out of range"},
 		"no cluster": {map[string]any{"target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"},
 			"cluster is required"},
 	} {
@@ -88,6 +93,7 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 		"target name a number": {map[string]any{"cluster": "prod", "target": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": 3}},
 			"target.name: must be a string, got number"},
 		"cluster a number": {map[string]any{"cluster": 3, "target": webTarget}, "cluster: must be a string, got number"},
+		"cluster null":     {map[string]any{"cluster": nil, "target": webTarget}, "cluster and target {apiVersion, kind, name} are required"},
 		"no cluster":       {map[string]any{"target": webTarget}, "cluster and target {apiVersion, kind, name} are required"},
 	} {
 		t.Run("decide "+name, func(t *testing.T) {
