@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
@@ -510,9 +512,18 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-func truncate(s string, n int) string {
+// truncate is s as a delivery keeps it: text, its bytes that are no UTF-8 replaced
+// (PostgreSQL stores no others, and refusing the record would fail the worker's
+// whole batch), cut to at most n bytes at a whole character.
+func truncate(s string, n int) string { return cut(strings.ToValidUTF8(s, "\uFFFD"), n) }
+
+// cut is s cut to at most n bytes and a whole character, marked with "…" when cut.
+func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

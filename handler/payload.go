@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kukie/kukie-gitops/github"
 )
@@ -248,14 +247,3 @@ func shown(s string) string { return cut(s, 100) }
 
 // shownError is err's text cut to its first 300 bytes.
 func shownError(err error) string { return cut(err.Error(), 300) }
-
-// cut is s cut to at most n bytes and a whole character, marked with "…" when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
