@@ -62,6 +62,9 @@ const (
 	headerSignature = "X-Hub-Signature-256"
 )
 
+// maxReasonLength bounds the decoder's error quoted in a refusal.
+const maxReasonLength = 300
+
 // maxDeliveryIDLength bounds the delivery id we store as a primary key; GitHub's are
 // UUIDs.
 const maxDeliveryIDLength = 100
@@ -134,7 +137,9 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := json.Unmarshal(body, &envelope); err != nil {
-		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not one GitHub sends: "+err.Error())
+		// The decoder quotes a number it cannot store whole, which may be megabytes
+		// of digits.
+		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not one GitHub sends: "+truncate(err.Error(), maxReasonLength))
 		return
 	}
 

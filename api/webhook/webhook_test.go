@@ -141,7 +141,8 @@ func TestWebhookSignatureIsCheckedFirst(t *testing.T) {
 // GitHub's GUIDs and event names are; a refusal says which (failed before: a signed
 // null was queued as a delivery, an object whose installation id is a string was
 // "not a JSON object", and a delivery id with a right-to-left override was stored
-// and listed as it is).
+// and listed as it is; an installation id of a megabyte of digits was quoted whole
+// in the answer).
 func TestWebhookSignedBodyAndHeadersAreGitHubs(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
@@ -160,12 +161,17 @@ func TestWebhookSignedBodyAndHeadersAreGitHubs(t *testing.T) {
 			"an id with a space":     {"d 1", "installation", body, http.StatusBadRequest, "visible ASCII"},
 			"an event not ASCII":     {"d-event", "instalаtion", body, http.StatusBadRequest, "visible ASCII"},
 			"an id that is not UTF8": {"d-ÿ", "installation", body, http.StatusBadRequest, "visible ASCII"},
+			"an installation id of a megabyte": {"d-huge", "installation", []byte(`{"installation":{"id":` + strings.Repeat("9", 1<<20) + `}}`),
+				http.StatusBadRequest, "not one GitHub sends: json: cannot unmarshal number 999"},
 		}
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				status, resp := e.postHook(tc.id, tc.event, sign(hookSecret, tc.body), tc.body)
 				if status != tc.wantStatus || !strings.Contains(resp, tc.wantReason) {
-					t.Fatalf("= %d %s, want %d saying %q", status, resp, tc.wantStatus, tc.wantReason)
+					t.Fatalf("= %d %.500s, want %d saying %q", status, resp, tc.wantStatus, tc.wantReason)
+				}
+				if len(resp) > 1000 {
+					t.Errorf("answer of %d bytes: %.200s…", len(resp), resp)
 				}
 				_, err := db.WebhookDeliveryByID(context.Background(), tc.id)
 				if stored := err == nil; stored != (tc.wantStatus == http.StatusAccepted) {
