@@ -32,8 +32,7 @@ func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 // route (propose_git_change's are POST /api/v1/changes', decide_path's POST
 // /api/v1/decide's), whose own checks refuse a missing member in the route's words
 // ("cluster is required"): the arguments are held to the schema less its required
-// members, so that what the schema alone refuses (a member named in another case,
-// which the decoder would take for the field) stays refused.
+// members.
 func addBodyTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 	addDecodedTool(s, t, h, true)
 }

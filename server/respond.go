@@ -51,7 +51,8 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // DecodeJSON reads the request body into v, rejecting unknown fields, a member
-// given twice in one object and trailing data. On failure it has already answered
+// given twice in one object, a member naming a field in another case and trailing
+// data. On failure it has already answered
 // (400 invalid_json, invalid_request for a field given a value of the wrong
 // type, or 413) and returns false.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -160,7 +161,8 @@ func jsonKind(t reflect.Type) string {
 }
 
 // DecodeStrict is DecodeJSON's decoding of a body already read: unknown fields,
-// a member given twice in one object and trailing data are refused.
+// a member given twice in one object, a member naming a field in another case and
+// trailing data are refused.
 func DecodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -170,7 +172,10 @@ func DecodeStrict(body []byte, v any) error {
 	if _, extra := dec.Token(); extra != io.EOF {
 		return errors.New("unexpected data after the JSON value")
 	}
-	return CheckJSONText(body)
+	if err := CheckJSONText(body); err != nil {
+		return err
+	}
+	return checkMemberCase(body, reflect.TypeOf(v))
 }
 
 // CheckJSONText refuses what encoding/json takes from a JSON text without a word:
