@@ -2,26 +2,16 @@ package render
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // A changed multi-line string (an Application's helm values) is shown in the
 // cluster diff on one line, quoted, as every field change is.
 func TestClusterDiffShowsAMultiLineStringOnOneLine(t *testing.T) {
 	dir := filepath.Join(goldenRoot, "helm-app-values-string-annotation")
-	raw, err := os.ReadFile(filepath.Join(dir, "request.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req goldenRequest
-	if err := sigsyaml.UnmarshalStrict(raw, &req); err != nil {
-		t.Fatal(err)
-	}
+	req := readGoldenRequest(t, dir)
 	repo := filepath.Join(t.TempDir(), "repo")
 	copyTree(t, filepath.Join(dir, "input"), repo)
 	res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: req.Apps, App: req.App, Target: req.Target, Change: req.Change})

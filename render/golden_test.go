@@ -81,7 +81,9 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func runGolden(t *testing.T, dir string) {
+// readGoldenRequest reads the request of the golden case in dir.
+func readGoldenRequest(t *testing.T, dir string) goldenRequest {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "request.yaml"))
 	if err != nil {
 		t.Fatalf("read request: %v", err)
@@ -90,6 +92,11 @@ func runGolden(t *testing.T, dir string) {
 	if err := sigsyaml.UnmarshalStrict(raw, &req); err != nil {
 		t.Fatalf("parse request: %v", err)
 	}
+	return req
+}
+
+func runGolden(t *testing.T, dir string) {
+	req := readGoldenRequest(t, dir)
 	repo := filepath.Join(t.TempDir(), "repo")
 	copyTree(t, filepath.Join(dir, "input"), repo)
 	before := snapshot(t, repo)

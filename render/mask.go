@@ -30,6 +30,108 @@ func looksSecret(name string) bool {
 
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
+// Values of no known schema (a Helm values file, an Application's valuesObject and
+// values string, a custom resource's fields) hold secrets wherever their author put
+// them: under a key named like one (db.password, apiKey, auth.token). So there the
+// scalar value of a secret-looking key is masked, and the items of a list under
+// one. Built-in kinds are not masked by key: their schema keeps secrets in Secrets
+// (and env values, masked by name), and their secret-looking keys name a secret
+// instead (secretName, a selector's key, topologyKey), which a change may edit.
+
+// secretKey reports whether the scalar value of key, in a mapping with the keys
+// siblings (nil when they are not known), holds a secret. A key that names or
+// locates a secret instead of holding one is not: existingSecret, secretName,
+// passwordSecretRef, tokenFile, a schema's x-kubernetes-patch-merge-key, a
+// selector's or a key selector's "key" (known by the keys beside it). Where the
+// siblings are not known, a bare "key" counts.
+func secretKey(key string, siblings []string) bool {
+	if !looksSecret(key) {
+		return false
+	}
+	lower := strings.ToLower(key)
+	if strings.HasPrefix(lower, "existing") || strings.HasPrefix(lower, "x-kubernetes-") || lower == "topologykey" {
+		return false
+	}
+	for _, suffix := range referenceSuffixes {
+		if strings.HasSuffix(lower, suffix) {
+			return false
+		}
+	}
+	if lower == "key" {
+		for _, s := range siblings {
+			if s := strings.ToLower(s); s == "operator" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// referenceSuffixes end the names of secret-looking keys whose values name,
+// locate or describe a secret rather than hold it: secretName, passwordSecretRef,
+// tokenFile, authUrl, authType.
+var referenceSuffixes = []string{"name", "namespace", "ref", "file", "path", "url", "uri", "endpoint", "host", "port", "type", "mode", "method"}
+
+// maskedScalar reports whether a scalar under a secret-looking key is masked. A
+// boolean, a null or an empty value is not a secret (automountServiceAccountToken:
+// false, password: ""), and showing it tells whether a secret is set at all.
+func maskedScalar(v any) bool {
+	switch x := v.(type) {
+	case nil, bool:
+		return false
+	case string:
+		return x != ""
+	case map[string]any, []any, absent:
+		return false
+	}
+	return true
+}
+
+// schemaKnown reports whether objects of group have a schema Kubernetes itself
+// defines: the core group, the groups without a dot (apps, batch, policy) and
+// those of k8s.io. A custom resource's group has a dot and is not k8s.io's.
+func schemaKnown(group string) bool {
+	return !strings.Contains(group, ".") || group == "k8s.io" || strings.HasSuffix(group, ".k8s.io")
+}
+
+// keyedSecretAt reports whether scalar v, at path in an object of group (in the
+// mapping of siblings' keys, nil when not known), is a secret by its key.
+// Metadata is left alone: labels and annotations are what a change edits, and
+// the last-applied annotation is masked whole already.
+func keyedSecretAt(group string, path []string, v any, siblings []string) bool {
+	if schemaKnown(group) || len(path) < 2 || path[0] == "metadata" || !maskedScalar(v) {
+		return false
+	}
+	key := path[len(path)-1]
+	if isIndexLabel(key) {
+		key, siblings = path[len(path)-2], nil // an item of a list under the key
+	}
+	return secretKey(key, siblings)
+}
+
+// helmValuesAt reports whether path, in an object of group, is an Application
+// source's values string: Helm values written as YAML text, masked as a values
+// file is.
+func helmValuesAt(group string, path []string) bool {
+	n := len(path)
+	return group == "argoproj.io" && n >= 2 && path[n-1] == "values" && path[n-2] == "helm"
+}
+
+// isIndexLabel reports whether a path segment is a list index ("[0]").
+func isIndexLabel(seg string) bool {
+	digits, ok := strings.CutPrefix(seg, "[")
+	digits, closed := strings.CutSuffix(digits, "]")
+	return ok && closed && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+func mapKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
 // isSensitivePath reports whether the value at path (from the object root) of an
 // object of this group and kind must never be shown. Path segments are map keys and
 // list item labels as the comparer writes them ("[name=X]", "[0]").
@@ -70,6 +172,12 @@ func maskBody(group, kind string, body map[string]any) map[string]any {
 // maskValueAt returns a copy of v, found at path in an object of group and kind,
 // with every sensitive value in it replaced. A sensitive map keeps its keys.
 func maskValueAt(group, kind string, path []string, v any) any {
+	return maskValueIn(group, kind, path, v, nil)
+}
+
+// maskValueIn is maskValueAt for v in a mapping of the keys siblings (nil when
+// not known).
+func maskValueIn(group, kind string, path []string, v any, siblings []string) any {
 	if isAbsent(v) || v == nil {
 		return v
 	}
@@ -80,6 +188,7 @@ func maskValueAt(group, kind string, path []string, v any) any {
 		// A map that names itself like a secret holds its value in "value", wherever
 		// it sits (an env entry outside a named list, a patch's value).
 		named, _ := x["name"].(string)
+		keys := mapKeys(x)
 		for k, cv := range x {
 			switch {
 			case sensitive:
@@ -87,7 +196,7 @@ func maskValueAt(group, kind string, path []string, v any) any {
 			case k == "value" && looksSecret(named):
 				out[k] = redacted
 			default:
-				out[k] = maskValueAt(group, kind, childPath(path, k), cv)
+				out[k] = maskValueIn(group, kind, childPath(path, k), cv, keys)
 			}
 		}
 		return out
@@ -97,12 +206,15 @@ func maskValueAt(group, kind string, path []string, v any) any {
 		}
 		out := make([]any, len(x))
 		for i, it := range x {
-			out[i] = maskValueAt(group, kind, childPath(path, itemLabel(it, i)), it)
+			out[i] = maskValueIn(group, kind, childPath(path, itemLabel(it, i)), it, nil)
 		}
 		return out
 	}
-	if sensitive {
+	if sensitive || keyedSecretAt(group, path, v, siblings) {
 		return redacted
+	}
+	if s, ok := v.(string); ok && helmValuesAt(group, path) {
+		return strings.Join(maskFileLines([]byte(s), roleManifest), "")
 	}
 	return v
 }
@@ -121,26 +233,31 @@ func MaskText(objects []ChangedObject, text string) string {
 	for _, o := range objects {
 		apiVersion, _ := o.Object["apiVersion"].(string)
 		kind, _ := o.Object["kind"].(string)
-		collectSensitive(groupOf(apiVersion), kind, nil, o.Object, false, &values)
+		collectSensitive(groupOf(apiVersion), kind, nil, o.Object, false, nil, &values)
 	}
 	return newScrubber(values).text(text)
 }
 
-// collectSensitive appends the scalar values under v that maskValueAt would mask.
-func collectSensitive(group, kind string, path []string, v any, sensitive bool, out *[]string) {
+// collectSensitive appends the scalar values under v (in a mapping of the keys
+// siblings) that maskValueAt would mask.
+func collectSensitive(group, kind string, path []string, v any, sensitive bool, siblings []string, out *[]string) {
 	sensitive = sensitive || isSensitivePath(group, kind, path)
 	switch x := v.(type) {
 	case map[string]any:
 		named, _ := x["name"].(string)
+		keys := mapKeys(x)
 		for k, cv := range x {
-			collectSensitive(group, kind, childPath(path, k), cv, sensitive || (k == "value" && looksSecret(named)), out)
+			collectSensitive(group, kind, childPath(path, k), cv, sensitive || (k == "value" && looksSecret(named)), keys, out)
 		}
 	case []any:
 		for i, it := range x {
-			collectSensitive(group, kind, childPath(path, itemLabel(it, i)), it, sensitive, out)
+			collectSensitive(group, kind, childPath(path, itemLabel(it, i)), it, sensitive, nil, out)
 		}
 	case string:
-		if sensitive {
+		if !sensitive && helmValuesAt(group, path) {
+			*out = append(*out, fileSecretValues([]byte(x), roleManifest)...)
+		}
+		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)
 			if group == "" && kind == "Secret" && len(path) > 0 && path[0] == "data" {
 				if raw, err := base64.StdEncoding.DecodeString(x); err == nil {

@@ -165,6 +165,8 @@ type lineMask struct {
 	// value is the secret value as parsed, when it is a scalar: scrubbing free
 	// text (see scrub.go) looks for it.
 	value string
+	// keyed: the value is masked for its key alone (see keyedRanges).
+	keyed bool
 }
 
 // sensitiveRanges finds the line ranges of a YAML file that hold secret values. A
@@ -213,7 +215,7 @@ func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask 
 				// Scrubbing free text looks for the values as a decoder reads
 				// them; the document's first line, masked already, carries them.
 				for _, v := range values {
-					out = append(out, lineMask{from: all.from, to: all.from, block: true, value: v})
+					out = append(out, lineMask{from: all.from, to: all.from, block: true, value: v.value, keyed: v.keyed})
 				}
 			}
 		}
@@ -233,7 +235,7 @@ func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask 
 // kind or apiVersion than its lines do, or cannot be resolved within the bounds
 // render reads repository content by (an alias bomb is not expanded). A Helm
 // values file's defaults shared by "<<" hold nothing masked and stay shown.
-func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values []string) {
+func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values []lineMask) {
 	c := nodeCounter{sizes: map[*yaml.Node]nodeSize{}}
 	size := c.measure(root)
 	if c.cyclic || c.aliased > MaxAliasNodes || c.widest > MaxMappingKeys || size.height > MaxDepth || size.bytes > budget.bytes {
@@ -248,7 +250,7 @@ func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values [
 	masked := documentRanges(resolved, 0, budget)
 	for _, r := range masked {
 		if r.value != "" {
-			values = append(values, r.value)
+			values = append(values, r)
 		}
 	}
 	for _, field := range []string{"kind", "apiVersion"} {
@@ -291,9 +293,18 @@ func resolvedNode(v any) *yaml.Node {
 }
 
 // documentRanges masks one document: Secret data, secret-looking ConfigMap keys,
-// generator literals, and, anywhere in it, the value of an item named like a secret.
+// generator literals, and, anywhere in it, the value of an item named like a secret;
+// in a document of no known schema (Helm values, a custom resource) the values of
+// secret-looking keys too, as mask.go masks objects.
 func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask {
 	var out []lineMask
+	// A document without both a kind and an apiVersion, as strings, is no
+	// Kubernetes object: a Helm values file (whose chart may well read a "kind" of
+	// its own), a Chart.yaml, a kustomization.
+	object := stringField(root, "kind") != "" && stringField(root, "apiVersion") != ""
+	if !object || !schemaKnown(groupOf(stringField(root, "apiVersion"))) {
+		keyedRanges(root, end, object, "", false, budget, &out)
+	}
 	if root.Kind == yaml.MappingNode {
 		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
 		core := !strings.Contains(apiVersion, "/")
@@ -319,6 +330,16 @@ func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask 
 				out = append(out, literalRanges(val, key.Value == "secretGenerator")...)
 			case key.Value == "patches" || key.Value == "patchesStrategicMerge" || key.Value == "patchesJson6902":
 				out = append(out, inlinePatchRanges(val, budget)...)
+			case key.Value == "helmCharts" && object:
+				// A kustomization's inline Helm values (one of no kind is
+				// masked by key whole already).
+				eachItem(val, to, func(chart *yaml.Node, cto int) {
+					eachPair(chart, cto, func(k, v *yaml.Node, vto int) {
+						if k.Value == "valuesInline" {
+							keyedRanges(v, vto, false, "", false, budget, &out)
+						}
+					})
+				})
 			}
 		})
 	}
@@ -430,6 +451,102 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 	return out
 }
 
+// keyedRanges masks, anywhere below n, the scalar value of a secret-looking key
+// (see secretKey) and the scalar items of a list under one (inList), and a Helm
+// values string (an Application source's helm.values) by its own content. An
+// object's metadata (skipMeta, at its root) is left alone, as mask.go leaves it.
+func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, inList bool, budget *resolveBudget, out *[]lineMask) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		var keys []string
+		eachPair(n, end, func(key, _ *yaml.Node, _ int) { keys = append(keys, key.Value) })
+		eachPair(n, end, func(key, val *yaml.Node, to int) {
+			if skipMeta && key.Value == "metadata" {
+				return
+			}
+			if parent == "helm" && key.Value == "values" && val.Kind == yaml.ScalarNode {
+				*out = append(*out, embeddedRanges(val, to, budget)...)
+				return
+			}
+			secret := secretKey(key.Value, keys)
+			if secret && maskedNode(val) {
+				r := valueRange(val, to)
+				r.from = min(r.from, key.Line) // the key's line holds the start of the value
+				r.keyed = true
+				*out = append(*out, r)
+				return
+			}
+			keyedRanges(val, to, false, key.Value, secret, budget, out)
+		})
+	case yaml.SequenceNode:
+		eachItem(n, end, func(it *yaml.Node, to int) {
+			if inList && maskedNode(it) {
+				r := valueRange(it, to)
+				r.keyed = true
+				*out = append(*out, r)
+				return
+			}
+			keyedRanges(it, to, false, "", false, budget, out)
+		})
+	}
+}
+
+// eachItem calls fn for each item of a sequence, with the last line it may span.
+func eachItem(seq *yaml.Node, end int, fn func(it *yaml.Node, to int)) {
+	if seq.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, it := range seq.Content {
+		to := end
+		if i+1 < len(seq.Content) {
+			to = seq.Content[i+1].Line - 1
+		}
+		fn(it, to)
+	}
+}
+
+// maskedNode reports whether a value under a secret-looking key is masked: a
+// scalar (or an alias of one) that is not a boolean, a null or empty, which are
+// no secrets (see maskedScalar).
+func maskedNode(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		return false
+	}
+	tag := n.ShortTag()
+	return tag != "!!bool" && tag != "!!null"
+}
+
+// embeddedRanges masks YAML written as a string (an inline patch, a Helm values
+// string) by its own content, moved to the lines it occupies in the file, up to
+// line to. A string that is not a literal block does not keep its lines in the
+// file: it is masked whole when it holds any secret.
+func embeddedRanges(body *yaml.Node, to int, budget *resolveBudget) []lineMask {
+	lines := len(splitLines([]byte(body.Value)))
+	inner := rangesWithin([]byte(body.Value), lines, budget)
+	if body.Style&yaml.LiteralStyle == 0 {
+		if len(inner) == 0 {
+			return nil
+		}
+		whole := lineMask{from: body.Line, to: max(to, body.Line), block: true}
+		out := []lineMask{whole}
+		// Scrubbing free text looks for the values; the first line carries them.
+		for _, r := range inner {
+			if r.value != "" {
+				out = append(out, lineMask{from: whole.from, to: whole.from, block: true, value: r.value, keyed: r.keyed})
+			}
+		}
+		return out
+	}
+	// A literal block's content starts on the line after its indicator.
+	for i := range inner {
+		inner[i].from, inner[i].to = inner[i].from+body.Line, inner[i].to+body.Line
+	}
+	return inner
+}
+
 // inlinePatchRanges masks the inline patches of a kustomization (a patch written
 // as a string in the kustomization itself) by their own content, moved to the
 // lines they occupy in the file.
@@ -451,20 +568,8 @@ func inlinePatchRanges(patches *yaml.Node, budget *resolveBudget) []lineMask {
 		if body == nil || body.Kind != yaml.ScalarNode || !strings.Contains(body.Value, "\n") {
 			continue // a path, or a one-line patch: its own line is masked by shape, if at all
 		}
-		lines := len(splitLines([]byte(body.Value)))
-		if body.Style&yaml.LiteralStyle == 0 {
-			// Folded or quoted: the lines of the value are not the lines of the
-			// file, so a patch that holds any secret is masked whole.
-			if len(rangesWithin([]byte(body.Value), lines, budget)) > 0 {
-				out = append(out, lineMask{from: body.Line, to: body.Line + lines - 1, block: true})
-			}
-			continue
-		}
-		// A literal block's content starts on the line after its indicator.
-		for _, r := range rangesWithin([]byte(body.Value), lines, budget) {
-			r.from, r.to = r.from+body.Line, r.to+body.Line
-			out = append(out, r)
-		}
+		// Folded or quoted, the patch is masked whole to as many lines as it has.
+		out = append(out, embeddedRanges(body, body.Line+len(splitLines([]byte(body.Value)))-1, budget)...)
 	}
 	return out
 }
@@ -555,6 +660,16 @@ func docStartLine(doc *yaml.Node) int {
 		return doc.Content[0].Line
 	}
 	return doc.Line
+}
+
+// stringField is scalarField when the value is a string, else "".
+func stringField(m *yaml.Node, key string) string {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if v := m.Content[j+1]; m.Content[j].Value == key && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+			return v.Value
+		}
+	}
+	return ""
 }
 
 func scalarField(m *yaml.Node, key string) string {

@@ -11,8 +11,10 @@ import (
 
 // FuzzMaskedFileHidesSecretValues reads any repository file as read_repo_file
 // shows it: a value a Secret's data or stringData, a ConfigMap's secret-looking
-// key or an entry named like a secret holds as the YAML parser reads the file is
-// never shown, and the file keeps its lines.
+// key, an entry named like a secret or, in a document of no known schema (Helm
+// values, a custom resource, an Application's values string), a secret-looking
+// key holds as the YAML parser reads the file is never shown, and the file keeps
+// its lines.
 func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  password: hunter2hunter2\ndata:\n  key: aHVudGVyMg==\n",
@@ -31,6 +33,12 @@ func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 		"apiVersion: v1\nkind: ConfigMap\ndata:\n  <<: {password: mergedDataSecret}\n  color: blue\n",
 		"apiVersion: apps/v1\nkind: Deployment\nspec:\n  env:\n  - <<: {name: DB_PASSWORD}\n    value: mergedNameSecret\n",
 		"apiVersion: v1\n<<: {kind: Secret}\nstringData:\n  a: mergedKindSecret\n",
+		"db:\n  password: valuesSecret1\n  enabled: false\napiKey: 'valuesSecret2'\ntokens: [valuesSecret3]\n",
+		"d: &d {password: mergedValues1}\nprod:\n  <<: *d\n",
+		"apiVersion: example.com/v1\nkind: Db\nmetadata: {name: db}\nspec:\n  auth: {token: customSecret1, passwordSecretRef: {name: db, key: pw}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec:\n  source:\n    helm:\n      valuesObject: {db: {password: objSecret1}}\n" +
+			"      values: |\n        apiKey: stringSecret1\n",
+		"kind: Kustomization\napiVersion: kustomize.config.k8s.io/v1beta1\nhelmCharts:\n- name: x\n  valuesInline:\n    token: inlineSecret1\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -66,7 +74,20 @@ func secretValues(data []byte) []string {
 			return out
 		}
 		namedValues(doc, &out)
-		if v, _ := doc["apiVersion"].(string); strings.Contains(v, "/") {
+		apiVersion, _ := doc["apiVersion"].(string)
+		kind, _ := doc["kind"].(string)
+		object := apiVersion != "" && kind != ""
+		if !object || !schemaKnown(groupOf(apiVersion)) {
+			keyedValues(doc, object, "", &out)
+		}
+		if charts, _ := doc["helmCharts"].([]any); object {
+			for _, c := range charts {
+				if c, ok := c.(map[string]any); ok {
+					keyedValues(c["valuesInline"], false, "", &out)
+				}
+			}
+		}
+		if strings.Contains(apiVersion, "/") {
 			continue
 		}
 		for _, field := range []string{"data", "stringData"} {
@@ -96,6 +117,41 @@ func namedValues(v any, out *[]string) {
 	case []any:
 		for _, e := range x {
 			namedValues(e, out)
+		}
+	}
+}
+
+// keyedValues adds the string values below v of secret-looking keys (and the
+// string items of lists under them), an object's metadata (skipMeta) aside, and
+// those of the Helm values strings below v.
+func keyedValues(v any, skipMeta bool, parent string, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := mapKeys(x)
+		for k, e := range x {
+			s, isString := e.(string)
+			switch {
+			case skipMeta && k == "metadata":
+			case parent == "helm" && k == "values" && isString:
+				*out = append(*out, secretValues([]byte(s))...)
+			case secretKey(k, keys) && isString:
+				*out = append(*out, s)
+			case secretKey(k, keys):
+				if items, ok := e.([]any); ok {
+					for _, it := range items {
+						if s, ok := it.(string); ok {
+							*out = append(*out, s)
+						}
+					}
+				}
+				keyedValues(e, false, k, out)
+			default:
+				keyedValues(e, false, k, out)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			keyedValues(e, false, "", out)
 		}
 	}
 }

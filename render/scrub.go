@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 )
@@ -192,9 +193,19 @@ func fileSecretValues(data []byte, role sourceRole) []string {
 		return out
 	}
 	for _, m := range sensitiveRanges(data, len(splitLines(data))) {
-		if m.value != "" {
+		if m.value != "" && (!m.keyed || scrubbedByKey(m.value)) {
 			out = append(out, m.value)
 		}
 	}
 	return out
+}
+
+// scrubbedByKey reports whether a value masked for its key alone is scrubbed
+// from free text too: not when it is one word of letters. Such a key's value is
+// as often a word that names something (authBackend: kubernetes) as a secret,
+// and scrubbing a word blots it out of every message that uses it. A generated
+// secret (digits, symbols, base64) is scrubbed; the diffs mask the value either
+// way.
+func scrubbedByKey(v string) bool {
+	return strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsLetter(r) })
 }

@@ -1,0 +1,206 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
+)
+
+// goldenInput is the input repository and request of the golden case name, with
+// edit applied to both (the request's Applications mirror the manifests).
+func goldenInput(t *testing.T, name string, edit func(files map[string]string, req *goldenRequest)) (map[string]string, goldenRequest) {
+	t.Helper()
+	dir := filepath.Join(goldenRoot, name)
+	req := readGoldenRequest(t, dir)
+	files := map[string]string{}
+	for p, data := range relSnapshot(t, filepath.Join(dir, "input")) {
+		files[p] = string(data)
+	}
+	edit(files, &req)
+	return files, req
+}
+
+// replaceOnce replaces old in files[name], failing when it is not there.
+func replaceOnce(t *testing.T, files map[string]string, name, old, new string) {
+	t.Helper()
+	if !strings.Contains(files[name], old) {
+		t.Fatalf("%s lacks %q:\n%s", name, old, files[name])
+	}
+	files[name] = strings.Replace(files[name], old, new, 1)
+}
+
+// TestHelmValuesSecretsNeverShown plans changes of Helm apps whose values (a values
+// file, an Application's valuesObject, its values string) hold secret-looking keys
+// next to the edited line: no output shows their values, and the lines the change
+// edits are shown.
+func TestHelmValuesSecretsNeverShown(t *testing.T) {
+	const secrets = "apiKey: vals-K3y9Qa2x\ndb:\n  password: vals-P4ss7Wd1\n  host: db.prod\n"
+	for name, tc := range map[string]struct {
+		golden string
+		edit   func(t *testing.T, files map[string]string, req *goldenRequest)
+		change Change
+		hidden []string
+		shows  []string
+	}{
+		"a values file": {golden: "helm-app-of-apps-values-object",
+			edit: func(t *testing.T, files map[string]string, _ *goldenRequest) {
+				replaceOnce(t, files, "envs/prod/values.yaml", "image:\n  tag: \"1.25.4\"\n", "image:\n  tag: \"1.25.4\"\n"+secrets)
+			},
+			change: Change{Image: &Image{Container: "web", Tag: "1.25.5"}},
+			hidden: []string{"vals-P4ss7Wd1", "vals-K3y9Qa2x"},
+			shows:  []string{"+  tag: \"1.25.5\"\n", " apiKey: [redacted]\n", "   password: [redacted]\n"}},
+		"an Application's valuesObject": {golden: "helm-app-of-apps-values-object",
+			edit: func(t *testing.T, files map[string]string, req *goldenRequest) {
+				replaceOnce(t, files, "argocd/apps/web.yaml", "            memory: 256Mi\n", "            memory: 256Mi\n        auth:\n          token: vobj-T0k3n5x1\n          enabled: true\n")
+				req.Apps[0].Helm.Values = "auth:\n  enabled: true\n  token: vobj-T0k3n5x1\n" + req.Apps[0].Helm.Values
+			},
+			change: Change{Resources: &Resources{Container: "web", Limits: map[string]string{"cpu": "1"}}},
+			hidden: []string{"vobj-T0k3n5x1"},
+			shows:  []string{"+            cpu: \"1\"\n", "           token: [redacted]\n"}},
+		"an Application's values string": {golden: "helm-app-of-apps-values",
+			edit: func(t *testing.T, files map[string]string, req *goldenRequest) {
+				replaceOnce(t, files, "argocd/apps/web.yaml", "          tag: \"1.25.5\"\n", "          tag: \"1.25.5\"\n        db:\n          password: vstr-Q8wE3rT5\n")
+				req.Apps[0].Helm.Values = strings.Replace(req.Apps[0].Helm.Values, "  tag: \"1.25.5\"\n", "  tag: \"1.25.5\"\ndb:\n  password: vstr-Q8wE3rT5\n", 1)
+			},
+			change: Change{Image: &Image{Container: "web", Tag: "1.25.6"}},
+			hidden: []string{"vstr-Q8wE3rT5"},
+			shows:  []string{"+          tag: \"1.25.6\"\n", "           password: [redacted]\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files, req := goldenInput(t, tc.golden, func(files map[string]string, req *goldenRequest) { tc.edit(t, files, req) })
+			res, err := Plan(context.Background(), Request{RepoDir: testtree.Write(t, files), Apps: req.Apps, App: req.App, Target: req.Target, Change: tc.change})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			for _, s := range tc.shows {
+				if !strings.Contains(res.GitDiff, s) {
+					t.Errorf("git diff lacks %q:\n%s", s, res.GitDiff)
+				}
+			}
+			out, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoSecret(t, "the result", string(out), tc.hidden)
+		})
+	}
+}
+
+// TestMaskedFileHidesSecretKeys: read_repo_file masks the scalar value of a
+// secret-looking key in a Helm values file, an Application's valuesObject and
+// values string, and a custom resource; never a boolean, a null, an empty value,
+// a key that names a secret instead of holding one, or a built-in kind's fields.
+func TestMaskedFileHidesSecretKeys(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file, doc string
+		hidden    []string
+		kept      []string
+	}{
+		"a values file": {file: "values.yaml",
+			doc: "replicaCount: 3\nimage:\n  tag: \"1.2.3\"\ndb:\n  password: hunter2hunter2\n  host: db\napiKey: abcdefgh123\n" +
+				"tokens:\n  - tok-one-1234\n  - tok-two-5678\nadminPassword: 918273\nauth:\n  enabled: false\n  password: \"\"\n  existingSecret: db-creds\n" +
+				"serviceAccount:\n  automountServiceAccountToken: false\ntolerations:\n  - key: dedicated\n    operator: Equal\n    value: gpu\n" +
+				"affinity:\n  podAntiAffinity:\n    topologyKey: kubernetes.io/hostname\ntls:\n  key: |\n    -----BEGIN PRIVATE KEY-----\n    pem-body-0192\n",
+			hidden: []string{"hunter2hunter2", "abcdefgh123", "tok-one-1234", "tok-two-5678", "918273", "pem-body-0192"},
+			kept: []string{"replicaCount: 3", "tag: \"1.2.3\"", "password: [redacted]", "host: db", "enabled: false", "password: \"\"",
+				"existingSecret: db-creds", "automountServiceAccountToken: false", "key: dedicated", "topologyKey: kubernetes.io/hostname", "  key: [redacted]"}},
+		"an environment's values file": {file: "envs/prod/values-prod.yaml",
+			doc:    "# prod\nimage: {tag: \"2.0\"}\nredis:\n  auth:\n    password: 'quoted-s3cret'\n",
+			hidden: []string{"quoted-s3cret"}, kept: []string{"image: {tag: \"2.0\"}", "password: [redacted]"}},
+		"an Application's valuesObject": {file: "argocd/apps/web.yaml",
+			doc: "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  sources:\n  - repoURL: https://example.com/charts\n" +
+				"    helm:\n      valuesObject:\n        replicaCount: 2\n        db: {password: flow-s3cret-1}\n        apiKey: obj-s3cret-2\n",
+			hidden: []string{"flow-s3cret-1", "obj-s3cret-2"}, kept: []string{"replicaCount: 2", "apiKey: [redacted]", "repoURL: https://example.com/charts"}},
+		"an Application's values string": {file: "argocd/apps/web.yaml",
+			doc: "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    helm:\n      values: |\n" +
+				"        replicaCount: 2\n        db:\n          password: str-s3cret-1\n      parameters:\n      - name: image.tag\n        value: \"1.0\"\n",
+			hidden: []string{"str-s3cret-1"}, kept: []string{"replicaCount: 2", "          password: [redacted]", "value: \"1.0\""}},
+		"an Application's quoted values string": {file: "app.yaml",
+			doc:    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nspec:\n  source:\n    helm:\n      values: \"replicaCount: 2\\ntoken: q-s3cret-1\\n\"\n",
+			hidden: []string{"q-s3cret-1"}},
+		"a kustomization's inline Helm values": {file: "kustomization.yaml",
+			doc: "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nhelmCharts:\n- name: redis\n  valuesInline:\n" +
+				"    replicas: 2\n    auth: {password: inline-s3cret-1}\n",
+			hidden: []string{"inline-s3cret-1"}, kept: []string{"- name: redis", "replicas: 2"}},
+		"a custom resource": {file: "db.yaml",
+			doc: "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: db\n  annotations: {auth-mode: basic}\nspec:\n  replicas: 2\n  image: postgres:16\n" +
+				"  auth:\n    password: cr-s3cret-1\n    passwordSecretRef: {name: db, key: password}\n  secretName: db-tls\n",
+			hidden: []string{"cr-s3cret-1"}, kept: []string{"replicas: 2", "image: postgres:16", "auth-mode: basic", "password: [redacted]",
+				"passwordSecretRef: {name: db, key: password}", "secretName: db-tls"}},
+		"a built-in kind": {file: "deploy.yaml",
+			doc: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      automountServiceAccountToken: true\n" +
+				"      volumes:\n      - name: tls\n        secret:\n          secretName: web-tls\n          items:\n          - key: tls.key\n            path: tls.key\n",
+			kept: []string{"automountServiceAccountToken: true", "secretName: web-tls", "- key: tls.key"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := MaskedFile(fstest.MapFS{tc.file: {Data: []byte(tc.doc)}}, tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoSecret(t, "the masked file", got, tc.hidden)
+			for _, k := range tc.kept {
+				if !strings.Contains(got, k) {
+					t.Errorf("masked file lacks %q:\n%s", k, got)
+				}
+			}
+			if strings.Count(got, "\n") != strings.Count(tc.doc, "\n") {
+				t.Errorf("masking changed the line count:\n%s", got)
+			}
+			if values := strings.Join(fileSecretValues([]byte(tc.doc), roleManifest), "\n"); len(tc.hidden) > 0 && !strings.Contains(values, tc.hidden[0]) {
+				t.Errorf("free text is not scrubbed of %s: the secret values are %q", tc.hidden[0], values)
+			}
+		})
+	}
+}
+
+// TestObjectsMaskSecretKeysOfCustomResources: a cluster diff and a verification's
+// differences mask the scalar value of a secret-looking key of a custom resource
+// (an Application's valuesObject and values string among them), and leave the
+// fields of built-in kinds, booleans and references shown.
+func TestObjectsMaskSecretKeysOfCustomResources(t *testing.T) {
+	db := &object{apiVersion: "example.com/v1", kind: "Database", name: "db", body: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Database",
+		"metadata": map[string]any{"name": "db", "labels": map[string]any{"auth": "ldap"}},
+		"spec": map[string]any{"replicas": int64(2), "image": "postgres:16",
+			"auth": map[string]any{"password": "cr-obj-s3cret1", "enabled": true, "apiKeys": []any{"cr-list-s3cret2"},
+				"passwordSecretRef": map[string]any{"name": "db", "key": "password"}}}}}
+	app := &object{apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "web", body: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"source": map[string]any{"helm": map[string]any{
+			"values":       "replicaCount: 2\ndb:\n  password: app-str-s3cret3\n",
+			"valuesObject": map[string]any{"replicaCount": int64(2), "token": "app-obj-s3cret4"}}}}}}
+	dep := &object{apiVersion: "apps/v1", kind: "Deployment", name: "web", body: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"automountServiceAccountToken": false,
+			"volumes": []any{map[string]any{"name": "tls", "secret": map[string]any{"secretName": "web-tls"}}}}}}}}
+	hidden := []string{"cr-obj-s3cret1", "cr-list-s3cret2", "app-str-s3cret3", "app-obj-s3cret4"}
+	var shown strings.Builder
+	for _, o := range []*object{db, app, dep} {
+		d := objectDiff("app", objKey{Kind: o.kind, Name: o.name}, nil, o)
+		shown.WriteString(d.Diff)
+	}
+	requireNoSecret(t, "the cluster diff", shown.String(), hidden)
+	for _, k := range []string{"replicas: 2", "image: postgres:16", "auth: ldap", "enabled: true", "password: '[redacted]'", "key: password",
+		"replicaCount: 2", "    password: [redacted]", "token: '[redacted]'", "automountServiceAccountToken: false", "secretName: web-tls"} {
+		if !strings.Contains(shown.String(), k) {
+			t.Errorf("the cluster diff lacks %q:\n%s", k, shown.String())
+		}
+	}
+	diffs := []difference{
+		{segs: []string{"spec", "auth", "password"}, want: "cr-obj-s3cret1", got: "cr-obj-other5"},
+		{segs: []string{"spec", "auth", "apiKeys", "[0]"}, want: "cr-list-s3cret2", got: "cr-list-other6"},
+		{segs: []string{"spec", "replicas"}, want: int64(2), got: int64(3)},
+	}
+	lines := strings.Join(describeDifferences(db, diffs), "\n")
+	requireNoSecret(t, "the differences", lines, append(hidden, "cr-obj-other5", "cr-list-other6"))
+	if !strings.Contains(lines, "spec.replicas: expected 2, rendered 3") || !strings.Contains(lines, "spec.auth.password") {
+		t.Errorf("the differences lost what changed:\n%s", lines)
+	}
+	text := MaskText([]ChangedObject{{Object: db.body}, {Object: app.body}}, "denied: "+strings.Join(hidden, ", "))
+	requireNoSecret(t, "the masked text", text, hidden)
+}
