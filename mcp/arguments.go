@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
 )
 
@@ -18,12 +20,14 @@ type handlerFor[In any] func(context.Context, *sdk.CallToolRequest, In) (*sdk.Ca
 
 // addTool adds a tool whose arguments are decoded as the HTTP API decodes a
 // request body and refused in its words, naming the field ("invalid_request:
-// request body is not valid: code: must be a string, got number"), then held to
-// the schema the library would infer from In, which the tool advertises (a missing
-// member is refused naming it). The library's own validation refused a value of
-// the wrong type first, naming a schema path ("validating /properties/code: type:
-// 3 has type \"integer\", want \"string\"") rather than the field, and in other
-// words than the HTTP API's for the same value.
+// request body is not valid: code: must be a string, got number"; a missing
+// argument "invalid_request: code is required"). The tool advertises the schema
+// the library would infer from In, and its arguments are held to all it says: the
+// decoder refuses a value of another type than the schema's, a member it does not
+// name and one it names in another case, and the required members are checked
+// here. The library's own validation refused them first, naming a schema path
+// ("validating /properties/code: type: 3 has type \"integer\", want \"string\"")
+// rather than the field, and in other words than the HTTP API's for the same value.
 func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 	addDecodedTool(s, t, h, false)
 }
@@ -31,8 +35,8 @@ func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 // addBodyTool is addTool for a tool whose arguments are the body of an HTTP API
 // route (propose_git_change's are POST /api/v1/changes', decide_path's POST
 // /api/v1/decide's), whose own checks refuse a missing member in the route's words
-// ("cluster is required"): the arguments are held to the schema less its required
-// members.
+// ("cluster is required", "cluster and target {apiVersion, kind, name} are
+// required"), which are left to them.
 func addBodyTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {
 	addDecodedTool(s, t, h, true)
 }
@@ -42,14 +46,9 @@ func addDecodedTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In], routeC
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
-	held := schema
-	if routeChecksRequired {
-		held = schema.CloneSchemas()
-		dropRequired(held)
-	}
-	check, err := held.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	var required []string
+	if !routeChecksRequired {
+		required = schema.Required
 	}
 	tool := *t
 	tool.InputSchema = schema
@@ -63,13 +62,19 @@ func addDecodedTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In], routeC
 			_, code, reason := server.DecodeRefusal(err)
 			return errorResult(fmt.Errorf("%s: %s", code, reason)), nil
 		}
-		var instance map[string]any
-		if err := json.Unmarshal(args, &instance); err != nil {
+		// null is not given, as the decoder takes it.
+		var given map[string]any
+		if err := json.Unmarshal(args, &given); err != nil {
 			return errorResult(fmt.Errorf("invalid_json: %v", err)), nil
 		}
-		dropNulls(instance)
-		if err := check.Validate(instance); err != nil {
-			return errorResult(fmt.Errorf("invalid_request: %v", err)), nil
+		var missing []string
+		for _, name := range required {
+			if given[name] == nil {
+				missing = append(missing, name+" is required")
+			}
+		}
+		if len(missing) > 0 {
+			return errorResult(fmt.Errorf("%s: %s", plan.CodeInvalidRequest, strings.Join(missing, "; "))), nil
 		}
 		res, out, err := h(ctx, req, in)
 		if err != nil {
@@ -95,39 +100,4 @@ func errorResult(err error) *sdk.CallToolResult {
 	var res sdk.CallToolResult
 	res.SetError(err)
 	return &res
-}
-
-// dropRequired removes the required members of s and of the schemas of its
-// members, items and map values (all an inferred schema nests).
-func dropRequired(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	s.Required = nil
-	for _, p := range s.Properties {
-		dropRequired(p)
-	}
-	dropRequired(s.AdditionalProperties)
-	dropRequired(s.Items)
-}
-
-// dropNulls removes the members of v's objects that are null, which the decoder
-// takes as not given: held to the schema, "reason": null was refused as a value of
-// type null at a schema path, where the HTTP API says "reason is required" and a
-// tool's schema that the argument is missing.
-func dropNulls(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, member := range x {
-			if member == nil {
-				delete(x, k)
-				continue
-			}
-			dropNulls(member)
-		}
-	case []any:
-		for _, item := range x {
-			dropNulls(item)
-		}
-	}
 }

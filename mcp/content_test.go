@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -147,7 +146,9 @@ func inputSchemas(t *testing.T, cs *sdk.ClientSession) map[string]inputSchema {
 // HTTP route's body, in that route's words (see
 // TestBodyToolsAreRefusedInTheAPIsWords); every required argument of every tool
 // is tried (failed before for null: "validating /properties/code: type: <invalid
-// reflect.Value> has type \"null\", want \"string\"").
+// reflect.Value> has type \"null\", want \"string\""), the other tools in the
+// HTTP API's words for a missing member ("code is required"; failed before:
+// "validating root: required: missing properties: [\"code\"]").
 func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -162,7 +163,7 @@ func TestEveryToolNamesEachMissingArgument(t *testing.T) {
 				if tool == mcp.ToolProposeGitChange || tool == mcp.ToolDecidePath {
 					mustRefuse(t, cs, tool, args, "invalid_request: ", missing)
 				} else {
-					mustRefuse(t, cs, tool, args, "missing properties", strconv.Quote(missing))
+					mustRefuse(t, cs, tool, args, "invalid_request: "+missing+" is required")
 				}
 			}
 			tried++

@@ -813,7 +813,7 @@ func TestToolSchemasSayWhatTheToolsTake(t *testing.T) {
 	}
 	// The schema is what the call is held to: a call without the file is refused
 	// naming the missing path before the handler runs.
-	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"}, "missing properties", `"path"`)
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"}, "invalid_request: path is required")
 }
 
 // noTokens authenticates nothing: the OpenAPI document needs no token.
