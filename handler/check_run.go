@@ -2,12 +2,14 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/store"
 )
 
 // CheckRun re-verifies a plan, or checks a pull request again, when a person asks
@@ -69,7 +71,13 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		// A group's checks run again when the queue builds the group again.
 		return nil
 	}
-	return h.Pipeline.Reverify(asSender(ctx, event.Sender.Login), code)
+	err := h.Pipeline.Reverify(asSender(ctx, event.Sender.Login), code)
+	if errors.Is(err, store.ErrNotFound) {
+		// The run names a plan this service does not have (plans are never
+		// deleted): a retry reads the same code.
+		return Skip("check_run event payload names plan %q, which does not exist", shown(code))
+	}
+	return err
 }
 
 var _ githubapp.EventHandler = &CheckRun{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -198,7 +199,7 @@ func (h *payloadHarness) deliver(t *testing.T, event string, payload []byte, bud
 		t.Errorf("%s payload of %d bytes failed with an error of %d bytes: %.200q…", event, len(payload), n, err.Error())
 	}
 	if reason, ok := SkipReason(err); ok {
-		if !strings.HasPrefix(reason, event+" event payload has no ") {
+		if !strings.HasPrefix(reason, event+" event payload ") {
 			t.Errorf("%s payload skipped with %q, which does not say what it lacks", event, reason)
 		}
 		return
@@ -342,8 +343,12 @@ func (p fakePipeline) BasePushed(_ context.Context, repo, branch, after string, 
 	return nil
 }
 
+// Reverify knows one plan, as the pipeline knows those of its store.
 func (p fakePipeline) Reverify(_ context.Context, code string) error {
 	p.text("Reverify", "code", code)
+	if code != p.plan.Code {
+		return fmt.Errorf("plan %s: %w", code, store.ErrNotFound)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,6 +266,39 @@ func TestPayloadsWithoutAValueTheirHandlerActsOnFailAtOnce(t *testing.T) {
 					t.Errorf("acted on: %v %v", p.calls, checks.calls)
 				}
 			})
+		}
+	})
+}
+
+// knownPlans is a pipeline that knows one plan, p.plan, as the pipeline knows the
+// plans of its store.
+type knownPlans struct{ trackingPipeline }
+
+func (p *knownPlans) Reverify(ctx context.Context, code string) error {
+	if code != p.plan.Code {
+		return fmt.Errorf("plan %s: %w", code, store.ErrNotFound)
+	}
+	return p.trackingPipeline.Reverify(ctx, code)
+}
+
+// TestCheckRunOfAPlanThatDoesNotExistIsSkipped: a re-run of a check run whose
+// external id names no plan of the service's is done, skipped with the reason,
+// after one attempt; the plan it does name is verified again. Before, the delivery
+// was retried eight times over hours, though a retry reads the same code.
+func TestCheckRunOfAPlanThatDoesNotExistIsSkipped(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		for code, want := range map[string]string{
+			"KK-GONE": `check_run event payload names plan "KK-GONE", which does not exist`,
+			"abc123":  "",
+		} {
+			p := &knownPlans{trackingPipeline{plan: store.Plan{Code: "abc123", Branch: "kukie/abc123"}}}
+			d := deliver(t, db, p, "run-of-"+code, "check_run", payload(t, map[string]any{"action": "rerequested",
+				"check_run":  map[string]any{"name": github.CheckRunName, "external_id": code, "head_sha": strings.Repeat("1", 40)},
+				"repository": map[string]any{"full_name": "acme/deploy"}, "sender": map[string]any{"login": "octocat"}}))
+			if d.State != store.DeliveryDone || d.Attempts != 1 || d.SkipReason != want || d.LastError != "" {
+				t.Errorf("run of %s: delivery %s after %d attempts, skipped %q, error %q; want done, skipped %q",
+					code, d.State, d.Attempts, d.SkipReason, d.LastError, want)
+			}
 		}
 	})
 }
