@@ -242,8 +242,8 @@ func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values [
 		return true, nil
 	}
 	budget.bytes -= size.bytes
-	var v any
-	if err := root.Decode(&v); err != nil {
+	v, err := decodeResolved(root)
+	if err != nil {
 		return true, nil
 	}
 	resolved := resolvedNode(v)
@@ -259,6 +259,22 @@ func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values [
 		}
 	}
 	return len(masked) > 0, values
+}
+
+// decodeResolved decodes a document into Go values. The decoder panics on a
+// document it parsed, instead of failing, when a merge key brings a key that is
+// a mapping or a list into a mapping whose keys are not all strings ("1: one",
+// "<<: {x, {y}}"): Go cannot hash it.
+// Such a document is an error here, so a file of it is masked whole rather than
+// ending whoever reads it.
+func decodeResolved(root *yaml.Node) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("decode: %v", r)
+		}
+	}()
+	err = root.Decode(&v)
+	return v, err
 }
 
 // resolvedNode is v, a document decoded into Go values, as a tree of nodes the

@@ -127,3 +127,14 @@ func TestSecretValuesReadThroughAliases(t *testing.T) {
 		t.Fatalf("secret values %q, want aliasKindSecret1 among them", got)
 	}
 }
+
+// TestMaskedFileOfAMappingKeyMergedIn: a merge key that brings a mapping key into
+// a mapping with a key that is not a string parses, but the decoder panics on it;
+// the file is masked whole instead of ending the reader.
+func TestMaskedFileOfAMappingKeyMergedIn(t *testing.T) {
+	doc := "apiVersion: v1\nkind: Secret\n1: one\nstringData: {a: merged-key-secret}\n<<: {x, {y}}\n"
+	got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml")
+	if err != nil || strings.Contains(got, "merged-key-secret") || strings.Count(got, "\n") != strings.Count(doc, "\n") {
+		t.Fatalf("masked (%v):\n%s", err, got)
+	}
+}
