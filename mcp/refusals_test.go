@@ -82,6 +82,7 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 			"replicas -1 is out of range"},
 		"cluster in another case": {map[string]any{"Cluster": "prod", "target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"},
 			`member "/Cluster" names the field "cluster" in another case`},
+		"not an object": {[]any{1}, "invalid_json: request body is not valid: must be an object, got array"},
 		"no cluster": {map[string]any{"target": webTarget, "change": map[string]any{"replicas": map[string]any{"count": 3}}, "reason": "owner", "requested_by": "alice"},
 			"cluster is required"},
 	} {

@@ -107,6 +107,8 @@ func DecodeRefusal(err error) (status int, code, reason string) {
 		// value out of range is, not its JSON. A body of the wrong type whole
 		// (a string for an object) is no request at all, and stays invalid_json.
 		return http.StatusBadRequest, "invalid_request", "request body is not valid: " + wrongTypeText(err, wrongType)
+	case errors.As(err, &wrongType):
+		return http.StatusBadRequest, "invalid_json", "request body is not valid: " + wrongTypeText(err, wrongType)
 	default:
 		return http.StatusBadRequest, "invalid_json", "request body is not valid: " + err.Error()
 	}
@@ -118,7 +120,8 @@ func DecodeRefusal(err error) (status int, code, reason string) {
 // ("cannot unmarshal string into Go struct field Replicas.change.replicas.count of
 // type int64"), which a client cannot act on and which differ between two callers
 // decoding one field into types of other names (a route's body and a tool's
-// arguments). An error of a type's own decoding (an env variable's value) keeps its
+// arguments). A body of the wrong type whole is said so ("must be an object, got
+// array"). An error of a type's own decoding (an env variable's value) keeps its
 // words, which name the field already.
 func wrongTypeText(err error, wrongType *json.UnmarshalTypeError) string {
 	if err != error(wrongType) {
@@ -127,6 +130,10 @@ func wrongTypeText(err error, wrongType *json.UnmarshalTypeError) string {
 	got := wrongType.Value
 	if got == "bool" {
 		got = "boolean"
+	}
+	if wrongType.Field == "" {
+		// The body whole ("must be an object, got array").
+		return fmt.Sprintf("must be %s, got %s", jsonKind(wrongType.Type), got)
 	}
 	return fmt.Sprintf("%s: must be %s, got %s", wrongType.Field, jsonKind(wrongType.Type), got)
 }
