@@ -117,10 +117,15 @@ func objectDiff(app string, k objKey, before, after *object) ObjectDiff {
 		c = maskBody(group, ref.kind, after.body)
 	}
 	if d.Action == "modified" {
+		// The changes are those of the objects themselves, each shown masked: a
+		// change of a masked value alone (a Secret's data, a custom resource's
+		// password) is listed with its value replaced on both sides, where the
+		// masked objects do not differ there at all.
 		var diffs []difference
-		compareValues(nil, a, c, &diffs, 50)
+		compareValues(nil, before.body, after.body, &diffs, 50)
 		for _, df := range diffs {
-			d.Changes = append(d.Changes, FieldChange{Path: df.path(), Before: changeText(df.want), After: changeText(df.got)})
+			d.Changes = append(d.Changes, FieldChange{Path: df.path(),
+				Before: changeText(maskValueAt(group, ref.kind, df.segs, df.want)), After: changeText(maskValueAt(group, ref.kind, df.segs, df.got))})
 		}
 	}
 	var b strings.Builder

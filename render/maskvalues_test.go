@@ -204,3 +204,40 @@ func TestObjectsMaskSecretKeysOfCustomResources(t *testing.T) {
 	text := MaskText([]ChangedObject{{Object: db.body}, {Object: app.body}}, "denied: "+strings.Join(hidden, ", "))
 	requireNoSecret(t, "the masked text", text, hidden)
 }
+
+// TestClusterDiffListsAChangeOfAMaskedValue: a change of a value the cluster diff
+// masks (a custom resource's password, a Secret's data) is still listed among the
+// changes, masked on both sides; masked objects alone would show no change.
+func TestClusterDiffListsAChangeOfAMaskedValue(t *testing.T) {
+	for name, tc := range map[string]struct {
+		apiVersion, kind string
+		before, after    map[string]any
+		path             string
+	}{
+		"a custom resource's password": {"example.com/v1", "Database",
+			map[string]any{"spec": map[string]any{"auth": map[string]any{"password": "old-cr-s3cret1"}, "replicas": int64(2)}},
+			map[string]any{"spec": map[string]any{"auth": map[string]any{"password": "new-cr-s3cret2"}, "replicas": int64(2)}},
+			"spec.auth.password"},
+		"a Secret's data": {"v1", "Secret",
+			map[string]any{"data": map[string]any{"password": "b2xkLXNlY3JldDE="}},
+			map[string]any{"data": map[string]any{"password": "bmV3LXNlY3JldDI="}},
+			"data.password"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := func(body map[string]any) *object {
+				body["apiVersion"], body["kind"], body["metadata"] = tc.apiVersion, tc.kind, map[string]any{"name": "db"}
+				return &object{apiVersion: tc.apiVersion, kind: tc.kind, name: "db", body: body}
+			}
+			d := objectDiff("app", objKey{Kind: tc.kind, Name: "db"}, obj(tc.before), obj(tc.after))
+			want := []FieldChange{{Path: tc.path, Before: redacted, After: redacted}}
+			if len(d.Changes) != 1 || d.Changes[0] != want[0] {
+				t.Errorf("changes %+v, want %+v", d.Changes, want)
+			}
+			out, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireNoSecret(t, "the cluster diff", string(out), []string{"old-cr-s3cret1", "new-cr-s3cret2", "b2xkLXNlY3JldDE=", "bmV3LXNlY3JldDI="})
+		})
+	}
+}
