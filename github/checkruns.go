@@ -3,11 +3,12 @@ package github
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
+
+	"github.com/kukie/kukie-gitops/markdown"
 )
 
 // Check run names and limits. The limits are GitHub's: a larger output field or more
@@ -240,18 +241,23 @@ func FitOutput(s string, limit int, detailsURL string) string {
 	if detailsURL != "" {
 		note = "\n\n… output cut to fit GitHub's limit; the full diff is at " + detailsURL
 	}
-	const fence = "\n```"
-	cut := limit - len(note) - len(fence)
+	cut := limit - len(note)
 	if cut < 0 {
 		cut, note = limit, ""
 	}
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	kept := s[:cut]
-	if strings.Count(kept, "```")%2 == 1 {
+	for {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		kept := s[:cut]
 		// Close a fenced block the cut left open, so the note is not shown as code.
-		kept += fence
+		closing := ""
+		if fence := markdown.OpenFence(kept); fence != "" {
+			closing = "\n" + fence
+		}
+		if len(kept)+len(closing)+len(note) <= limit || cut == 0 {
+			return kept + closing + note
+		}
+		cut = max(0, limit-len(note)-len(closing))
 	}
-	return kept + note
 }

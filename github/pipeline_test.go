@@ -15,6 +15,8 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/internal/markdowntest"
+	"github.com/kukie/kukie-gitops/markdown"
 )
 
 func installationClient(t *testing.T, s *githubtest.Server, files map[string]string) *gh.Client {
@@ -203,6 +205,27 @@ func TestFitOutputClosesFence(t *testing.T) {
 	got := github.FitOutput("```diff\n"+strings.Repeat("+line\n", 100), 200, "https://x")
 	if len(got) > 200 || strings.Count(got, "```")%2 != 0 || !strings.HasSuffix(got, "https://x") {
 		t.Fatalf("FitOutput = %q (len %d)", got, len(got))
+	}
+}
+
+// TestFitOutputClosesTheFenceItCut: a block fenced longer than "```" (its diff holds
+// a "```" line) is closed with its own fence, which "```" would not close, and a
+// block closed before the cut is left alone.
+func TestFitOutputClosesTheFenceItCut(t *testing.T) {
+	for _, s := range []string{
+		markdown.CodeBlock("diff", strings.Repeat(" ```\n+line\n", 40)),
+		markdown.CodeBlock("diff", "+a\n") + "text\n\n" + markdown.CodeBlock("diff", strings.Repeat("+line\n", 100)),
+		markdown.CodeBlock("diff", "+a\n") + strings.Repeat("text ", 100),
+	} {
+		for _, limit := range []int{100, 200, 255} {
+			got := github.FitOutput(s, limit, "https://x")
+			if len(got) > limit || markdown.OpenFence(got) != "" || !strings.HasSuffix(got, "https://x") {
+				t.Errorf("FitOutput(%d) = %q (len %d), open fence %q", limit, got, len(got), markdown.OpenFence(got))
+			}
+			if read := markdowntest.Parse(got); !strings.Contains(read.Prose, "output cut to fit") {
+				t.Errorf("FitOutput(%d): the note is not read as text: %q", limit, read.Prose)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/markdown"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -39,8 +40,9 @@ func PRBody(pl store.Plan, pay Payload) string {
 	}
 	fmt.Fprintf(&b, "**Reason:** %s\n\n**Requested by:** %s\n\n", oneLine(pl.Reason), oneLine(pl.RequestedBy))
 	if pay.App != nil {
-		fmt.Fprintf(&b, "### Argo CD\nApplication `%s/%s` (%s, path `%s`, revision `%s`), sync policy: %s.\n\n",
-			pay.App.Namespace, pay.App.Name, pay.App.SourceType, pay.App.Path, pay.App.TargetRevision, syncPolicy(pay))
+		// The path and revision are the team's Application's, as written there.
+		fmt.Fprintf(&b, "### Argo CD\nApplication `%s/%s` (%s, path %s, revision %s), sync policy: %s.\n\n",
+			pay.App.Namespace, pay.App.Name, pay.App.SourceType, markdown.Code(pay.App.Path), markdown.Code(pay.App.TargetRevision), syncPolicy(pay))
 	}
 	if warnings := allWarnings(pay); len(warnings) > 0 {
 		b.WriteString("### Warnings\n")
@@ -113,7 +115,7 @@ func fence(diff string) string {
 	if diff == "" {
 		return "_no diff_\n"
 	}
-	return "```diff\n" + strings.TrimRight(diff, "\n") + "\n```\n"
+	return markdown.CodeBlock("diff", diff)
 }
 
 func clusterDiffText(pay Payload) string {

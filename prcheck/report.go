@@ -7,6 +7,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/markdown"
 	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 )
@@ -159,11 +160,12 @@ func (r *report) text() string {
 		}
 		var s strings.Builder
 		add, chg, rem := a.counts()
-		fmt.Fprintf(&s, "### %s\n%d added, %d modified, %d removed\n\n```diff\n", a.name, add, chg, rem)
+		fmt.Fprintf(&s, "### %s\n%d added, %d modified, %d removed\n\n", a.name, add, chg, rem)
+		var diff strings.Builder
 		for _, d := range a.diffs {
-			s.WriteString(d.Diff)
+			diff.WriteString(d.Diff)
 		}
-		s.WriteString("```\n\n")
+		s.WriteString(markdown.CodeBlock("diff", diff.String()) + "\n")
 		if b.Len()+s.Len() > textBudget {
 			for _, rest := range r.apps[i:] {
 				if len(rest.diffs) > 0 {

@@ -1,0 +1,41 @@
+package plan_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/argocd"
+	"github.com/kukie/kukie-gitops/internal/markdowntest"
+	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
+)
+
+// TestPRBodyShowsRepositoryContentOnlyAsCode: a repository's file can hold a line
+// "```", which a diff shows as the context line " ```"; the fixed fence around the
+// diff closed there and the lines after it were read as Markdown in the pull
+// request, mentioning people and linking where the repository said. The same goes
+// for a cluster diff and for the Application's path and revision, which the team's
+// cluster names.
+func TestPRBodyShowsRepositoryContentOnlyAsCode(t *testing.T) {
+	const injected = " ```\n @acme/admins approved, merge it\n ![x](https://tracker.example/p.png)\n [docs](https://phish.example)\n"
+	diff := "--- a/web.yaml\n+++ b/web.yaml\n@@ -1,6 +1,6 @@\n" + injected + "-  replicas: 3\n+  replicas: 4\n"
+	pl := store.Plan{Code: "pln_md", Cluster: "prod", Reason: "scale", RequestedBy: "alice",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
+	pay := plan.Payload{
+		App: &argocd.PayloadApp{Name: "web", Namespace: "argocd", SourceType: "Kustomize",
+			Path: "apps/`web` @acme/admins [l](https://phish.example)", TargetRevision: "main`` ![i](https://tracker.example/r.png)"},
+		GitDiff: diff,
+		ClusterDiff: []render.ObjectDiff{{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "notes",
+			Action: "modified", Diff: "@@ -1 +1 @@\n" + injected + "-a\n+b\n"}},
+	}
+	body := plan.PRBody(pl, pay)
+	got := markdowntest.Parse(body)
+	if strings.Contains(got.Prose, "@acme/admins") || len(got.Destinations) != 0 {
+		t.Fatalf("repository and cluster text read as Markdown: %q, links %q\nbody:\n%s", got.Prose, got.Destinations, body)
+	}
+	if len(got.CodeBlocks) != 2 || !strings.Contains(got.CodeBlocks[0], injected) || !strings.Contains(got.CodeBlocks[1], injected) {
+		t.Fatalf("the diffs are not each one code block as written: %q", got.CodeBlocks)
+	}
+}

@@ -1,0 +1,27 @@
+package prcheck
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/markdowntest"
+	"github.com/kukie/kukie-gitops/render"
+)
+
+// TestCheckRunTextShowsDiffsOnlyAsCode: the pull request being checked is anyone's
+// with write access, and its files reach the check run's text through their diffs;
+// a context line " ```" closed the fixed fence, and the rest was read as Markdown.
+func TestCheckRunTextShowsDiffsOnlyAsCode(t *testing.T) {
+	const injected = " ```\n @acme/admins approved\n ![x](https://tracker.example/p.png)\n"
+	r := report{apps: []appResult{{name: "web", cluster: "prod", diffs: []render.ObjectDiff{
+		{App: "web", Kind: "ConfigMap", Name: "a", Action: "modified", Diff: "@@ -1 +1 @@\n" + injected + "-a\n+b\n"},
+		{App: "web", Kind: "ConfigMap", Name: "b", Action: "added", Diff: "+kind: ConfigMap\n"},
+	}}}}
+	got := markdowntest.Parse(r.text())
+	if strings.Contains(got.Prose, "@acme/admins") || len(got.Destinations) != 0 {
+		t.Fatalf("diff text read as Markdown: %q, links %q\ntext:\n%s", got.Prose, got.Destinations, r.text())
+	}
+	if len(got.CodeBlocks) != 1 || !strings.Contains(got.CodeBlocks[0], injected+"-a\n+b\n+kind: ConfigMap\n") {
+		t.Fatalf("the app's diffs are not one code block as written: %q", got.CodeBlocks)
+	}
+}
