@@ -22,10 +22,13 @@ type handlerFor[In any] func(context.Context, *sdk.CallToolRequest, In) (*sdk.Ca
 // request body and refused in its words, naming the field ("invalid_request:
 // request body is not valid: code: must be a string, got number"; a missing
 // argument "invalid_request: code is required"). The tool advertises the schema
-// the library would infer from In, and its arguments are held to all it says: the
+// the library would infer from In, and its arguments are held to what it says: the
 // decoder refuses a value of another type than the schema's, a member it does not
-// name and one it names in another case, and the required members are checked
-// here. The library's own validation refused them first, naming a schema path
+// name and one it names in another case, and the required members of the top
+// level are checked here. Those of a nested object are left to its type's
+// decoding or the route's checks (change.replicas.count, the target's name): a
+// type whose zero value means something, a count of 0, refuses a missing one
+// itself. The library's own validation refused them first, naming a schema path
 // ("validating /properties/code: type: 3 has type \"integer\", want \"string\"")
 // rather than the field, and in other words than the HTTP API's for the same value.
 func addTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In]) {

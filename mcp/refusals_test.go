@@ -40,7 +40,9 @@ func (e *env) refusalOfAPI(t *testing.T, token secret.Secret, path string, body 
 // neither the variable nor the string to give; null for a string, which the route
 // takes as not given, was refused as "<invalid reflect.Value> has type \"null\"";
 // a member naming a field in another case, "Cluster", was taken by the route and
-// refused by the tool's schema).
+// refused by the tool's schema). A replicas change without its count, or with
+// null, is refused by both naming the count (failed before: both took it for a
+// count of 0, where the tool's schema had required it).
 func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.change)
@@ -64,6 +66,8 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 			`/data/PORT: must be a string, got number 8080; give the string "8080"`},
 		"replica count a string": {propose(webTarget, map[string]any{"replicas": map[string]any{"count": "3"}}),
 			"change.replicas.count: must be a whole number, got string"},
+		"replica count missing": {propose(webTarget, map[string]any{"replicas": map[string]any{}}), "change.replicas.count is required"},
+		"replica count null":    {propose(webTarget, map[string]any{"replicas": map[string]any{"count": nil}}), "change.replicas.count is required"},
 		"quantity a number": {propose(webTarget, map[string]any{"resources": map[string]any{"container": "web", "requests": map[string]any{"cpu": 1}}}),
 			`resources.requests.cpu: must be a string, got number 1; give the string "1"`},
 		"unset a string": {propose(webTarget, map[string]any{"env": map[string]any{"container": "web", "unset": "DEBUG"}}),

@@ -133,6 +133,25 @@ func (c Change) ValidateFor(target objref.Target) error {
 	return nil
 }
 
+// UnmarshalJSON refuses a replicas change without its count, or with a count of
+// null: decoded as is, either was a count of 0, and the change scaled the target
+// to no pods at all.
+func (r *Replicas) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Count *int64 `json:"count"`
+	}
+	if err := decodeStrictly(data, &raw); err != nil {
+		return err
+	}
+	if raw.Count == nil {
+		const field = "change.replicas.count"
+		return &wrongTypeError{err: fmt.Errorf("%s is required: the number of pods to run (0 scales the target to none)", field),
+			typed: &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeFor[int64](), Field: field}}
+	}
+	*r = Replicas{Count: *raw.Count}
+	return nil
+}
+
 // UnmarshalJSON refuses a variable of set whose value is not a string, naming the
 // variable and the value's JSON type: decoded as a map of strings, null set the
 // variable to "" (unset is what removes one), and a number was refused in words

@@ -84,6 +84,47 @@ func TestParseChangeArgs(t *testing.T) {
 	}
 }
 
+// TestReplicasDecodingNeedsTheCount: a replicas change without its count, or with
+// a count of null, is refused naming the count, as a field of the wrong type is
+// (failed before: either decoded as a count of 0, a change that scales the target
+// to no pods); a count of 0 given is still taken.
+func TestReplicasDecodingNeedsTheCount(t *testing.T) {
+	for _, body := range []string{`{}`, `{"count":null}`} {
+		var r Replicas
+		err := json.Unmarshal([]byte(body), &r)
+		want := "change.replicas.count is required"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v (count %d), want %s", body, err, r.Count, want)
+		}
+		var wrongType *json.UnmarshalTypeError
+		if !errors.As(err, &wrongType) || wrongType.Field == "" {
+			t.Errorf("%s: %v is not a field of the request", body, err)
+		}
+	}
+	// A count of the wrong type is still named by its place; an unknown field is
+	// refused, as Env's and Resources' own decoding refuse one.
+	var c Change
+	if err := json.Unmarshal([]byte(`{"replicas":{"count":"3"}}`), &c); fieldOf(err) != "replicas.count" {
+		t.Errorf("a count of a string: %v, want it to name replicas.count", err)
+	}
+	if err := json.Unmarshal([]byte(`{"replicas":{"count":3,"counts":1}}`), &c); err == nil || !strings.Contains(err.Error(), `unknown field "counts"`) {
+		t.Errorf("an unknown field: %v", err)
+	}
+	var r Replicas
+	if err := json.Unmarshal([]byte(`{"count":0}`), &r); err != nil || r.Count != 0 {
+		t.Errorf("a count of 0: %v (count %d)", err, r.Count)
+	}
+}
+
+// fieldOf is the field an error of a value of the wrong type names, or "".
+func fieldOf(err error) string {
+	var wrongType *json.UnmarshalTypeError
+	if errors.As(err, &wrongType) {
+		return wrongType.Field
+	}
+	return ""
+}
+
 // TestResourcesDecodingNamesTheResource: a quantity of requests or limits that is
 // not a string is refused naming the resource, its JSON type and the string to
 // give, as a wrong type whose field the request names (failed before: the refusal

@@ -99,7 +99,8 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 // int64"); a quantity of a resource that is not a string names the resource, as an
 // env variable is named (failed before: the refusal named the requests alone), and
 // an env change's unset is named as the request writes it (failed before:
-// "change.env.plain.unset").
+// "change.env.plain.unset"). A replicas change without its count, or with null,
+// is refused naming the count (failed before: answered 202 as a count of 0).
 func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 	db := storetest.SQLite(t)
 	submitted := &atomic.Int32{}
@@ -119,6 +120,8 @@ func TestNonStringLabelAndEnvValuesAreRefusedWhenSubmitted(t *testing.T) {
 		"env object":                   {`{"env":{"container":"web","set":{"CFG":{"a":1}}}}`, plan.CodeInvalidRequest, `env.set.CFG: must be a string, got object {\"a\":1}`},
 		"count a string":               {`{"replicas":{"count":"4"}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got string`},
 		"count not whole":              {`{"replicas":{"count":1.5}}`, plan.CodeInvalidRequest, `change.replicas.count: must be a whole number, got number 1.5`},
+		"count missing":                {`{"replicas":{}}`, plan.CodeInvalidRequest, `change.replicas.count is required`},
+		"count null":                   {`{"replicas":{"count":null}}`, plan.CodeInvalidRequest, `change.replicas.count is required`},
 		"quantity a number":            {`{"resources":{"container":"web","requests":{"cpu":1}}}`, plan.CodeInvalidRequest, `resources.requests.cpu: must be a string, got number 1; give the string \"1\"`},
 		"quantity of a named resource": {`{"resources":{"container":"web","limits":{"nvidia.com/gpu":true}}}`, plan.CodeInvalidRequest, `resources.limits.nvidia.com/gpu: must be a string, got boolean true`},
 		"unset a string":               {`{"env":{"container":"web","unset":"DEBUG"}}`, plan.CodeInvalidRequest, `change.env.unset: must be a list of strings, got string`},
