@@ -97,13 +97,18 @@ func schemaKnown(group string) bool {
 // keyedSecretAt reports whether scalar v, at path in an object of group (in the
 // mapping of siblings' keys, nil when not known), is a secret by its key.
 // Metadata is left alone: labels and annotations are what a change edits, and
-// the last-applied annotation is masked whole already.
+// the last-applied annotation is masked whole already. A field beside spec is
+// not: some kinds keep a secret there (an OpenShift OAuthClient's "secret"), and
+// a file of the object masks it (maskfile.go).
 func keyedSecretAt(group string, path []string, v any, siblings []string) bool {
-	if schemaKnown(group) || len(path) < 2 || path[0] == "metadata" || !maskedScalar(v) {
+	if schemaKnown(group) || len(path) == 0 || path[0] == "metadata" || !maskedScalar(v) {
 		return false
 	}
 	key := path[len(path)-1]
 	if isIndexLabel(key) {
+		if len(path) < 2 {
+			return false
+		}
 		key, siblings = path[len(path)-2], nil // an item of a list under the key
 	}
 	return secretKey(key, siblings)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/rs/zerolog"
 
@@ -323,6 +324,35 @@ func TestDifferencesMaskNestedSecrets(t *testing.T) {
 	if !strings.Contains(lines, "DB_PASSWORD") {
 		t.Errorf("differences lost the env name: %s", lines)
 	}
+}
+
+// TestSecretKeysBesideSpecAreMasked: the secret-looking key of a custom resource
+// beside its spec (an OpenShift OAuthClient keeps its client secret at the top)
+// is masked in a cluster diff, a verification's differences and free text, as a
+// file of the object masks it (failed before: the cluster diff showed it, only
+// the keys under another one were masked).
+func TestSecretKeysBesideSpecAreMasked(t *testing.T) {
+	const value = "oauth-client-Z7xQ2w9K"
+	client := &object{apiVersion: "oauth.openshift.io/v1", kind: "OAuthClient", name: "console", body: map[string]any{
+		"apiVersion": "oauth.openshift.io/v1", "kind": "OAuthClient", "metadata": map[string]any{"name": "console"},
+		"secret": value, "grantMethod": "auto", "redirectURIs": []any{"https://console.example.com/auth/callback"}}}
+	d := objectDiff("app", objKey{Kind: client.kind, Name: client.name}, nil, client)
+	requireNoSecret(t, "the cluster diff", d.Diff, []string{value})
+	for _, k := range []string{"secret: '[redacted]'", "grantMethod: auto", "https://console.example.com/auth/callback"} {
+		if !strings.Contains(d.Diff, k) {
+			t.Errorf("the cluster diff lacks %q:\n%s", k, d.Diff)
+		}
+	}
+	lines := strings.Join(describeDifferences(client, []difference{{segs: []string{"secret"}, want: value, got: "oauth-client-other1"}}), "\n")
+	requireNoSecret(t, "the differences", lines, []string{value, "oauth-client-other1"})
+	text := MaskText([]ChangedObject{{Object: client.body}}, "denied: secret "+value)
+	requireNoSecret(t, "the masked text", text, []string{value})
+	file := "apiVersion: oauth.openshift.io/v1\nkind: OAuthClient\nmetadata:\n  name: console\nsecret: " + value + "\ngrantMethod: auto\n"
+	got, err := MaskedFile(fstest.MapFS{"client.yaml": {Data: []byte(file)}}, "client.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the masked file", got, []string{value})
 }
 
 // TestRefusalsDoNotQuoteSecrets: kustomize quotes a literal it cannot read in its
