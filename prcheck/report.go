@@ -105,13 +105,15 @@ func (r *report) title() string {
 
 func (r *report) summary() string {
 	var b strings.Builder
+	// A branch's name may hold "@team": as code it mentions nobody.
+	branch := markdown.Code(r.branch)
 	switch {
 	case r.deploying == 0:
-		fmt.Fprintf(&b, "No Application in the team's clusters deploys from %s at %s, so nothing in a cluster changes with this pull request.\n", r.repo, r.branch)
+		fmt.Fprintf(&b, "No Application in the team's clusters deploys from %s at %s, so nothing in a cluster changes with this pull request.\n", r.repo, branch)
 	case len(r.apps) == 0:
-		fmt.Fprintf(&b, "%d Applications deploy from %s at %s; none of them reads a file this change touches (%d files).\n", r.deploying, r.repo, r.branch, len(r.files))
+		fmt.Fprintf(&b, "%d Applications deploy from %s at %s; none of them reads a file this change touches (%d files).\n", r.deploying, r.repo, branch, len(r.files))
 	default:
-		fmt.Fprintf(&b, "This change reaches %d of the %d Applications that deploy from %s at %s.\n\n", len(r.apps), r.deploying, r.repo, r.branch)
+		fmt.Fprintf(&b, "This change reaches %d of the %d Applications that deploy from %s at %s.\n\n", len(r.apps), r.deploying, r.repo, branch)
 		b.WriteString("| Application | Cluster | Sync policy | Added | Changed | Removed |\n|---|---|---|---|---|---|\n")
 		for _, a := range r.apps {
 			if a.failed != "" || a.notChecked != "" {
@@ -121,18 +123,21 @@ func (r *report) summary() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", cell(a.name), cell(a.cluster), a.level, add, chg, rem)
 		}
 	}
+	// The reasons are render's, Kustomize's and Helm's words about the pull
+	// request's files, quoting their paths and values: they are shown as code, so
+	// a path or value is never read as a mention, link or image.
 	var failed, skipped []string
 	for _, a := range r.apps {
 		switch {
 		case a.failed != "":
-			failed = append(failed, fmt.Sprintf("- **%s**: %s", a.name, oneLine(a.failed)))
+			failed = append(failed, fmt.Sprintf("- **%s**: %s", a.name, markdown.Code(oneLine(a.failed))))
 		case a.notChecked != "":
-			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, oneLine(a.notChecked)))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.Code(oneLine(a.notChecked))))
 		case a.brokenBefore != "":
-			skipped = append(skipped, fmt.Sprintf("- %s did not render before this change (%s); every object it renders now is shown as added", a.name, oneLine(a.brokenBefore)))
+			skipped = append(skipped, fmt.Sprintf("- %s did not render before this change (%s); every object it renders now is shown as added", a.name, markdown.Code(oneLine(a.brokenBefore))))
 		}
 		if a.capabilities != "" && a.notChecked == "" {
-			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, oneLine(a.capabilities)))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.Code(oneLine(a.capabilities))))
 		}
 	}
 	for _, n := range r.notChecked {

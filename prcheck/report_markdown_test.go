@@ -25,3 +25,27 @@ func TestCheckRunTextShowsDiffsOnlyAsCode(t *testing.T) {
 		t.Fatalf("the app's diffs are not one code block as written: %q", got.CodeBlocks)
 	}
 }
+
+// TestCheckRunSummaryShowsFailureReasonsOnlyAsCode: why an app no longer renders,
+// was not checked or did not render before is Kustomize's, Helm's or render's
+// words about the pull request's files, quoting a path or a value of them; read as
+// Markdown they mentioned people and showed images in the check run.
+func TestCheckRunSummaryShowsFailureReasonsOnlyAsCode(t *testing.T) {
+	const path = "apps/@acme/admins ![x](https://tracker.example/p.png)/kustomization.yaml"
+	const value = "`@acme/admins` [docs](https://phish.example)"
+	r := report{repo: "acme/deploy", branch: "@acme/admins", deploying: 3, apps: []appResult{
+		{name: "web", cluster: "prod", failed: "accumulating resources: " + path + ": no such file"},
+		{name: "api", cluster: "prod", notChecked: "its source " + path + " is not read"},
+		{name: "db", cluster: "prod", brokenBefore: "yaml: invalid value " + value, capabilities: "Helm's defaults: " + value},
+	}}
+	summary := r.summary()
+	got := markdowntest.Parse(summary)
+	if strings.Contains(got.Prose, "@acme") || len(got.Destinations) != 0 {
+		t.Fatalf("failure reasons read as Markdown: %q, links %q\nsummary:\n%s", got.Prose, got.Destinations, summary)
+	}
+	for _, want := range []string{"no such file", "is not read", "did not render before this change"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}
