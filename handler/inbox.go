@@ -512,12 +512,16 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// truncate is s as a delivery keeps it: text, its bytes that are no UTF-8 replaced
-// (PostgreSQL stores no others, and refusing the record would fail the worker's
-// whole batch), cut to at most n bytes at a whole character.
-func truncate(s string, n int) string { return cut(strings.ToValidUTF8(s, "\uFFFD"), n) }
+// truncate is s as a delivery keeps it: text, its bytes that are no UTF-8 and its
+// NUL characters replaced with U+FFFD (PostgreSQL stores neither in text, and
+// refusing the record would fail the worker's whole batch), cut at n bytes at a
+// whole character.
+func truncate(s string, n int) string {
+	return cut(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), n)
+}
 
-// cut is s cut to at most n bytes and a whole character, marked with "…" when cut.
+// cut is s cut at n bytes and a whole character, marked with "…" (3 bytes more)
+// when cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -60,9 +60,10 @@ func TestInboxReportsEachRecordedOutcome(t *testing.T) {
 // TestInboxRecordsAnyErrorAsText: the error or skip reason kept on a delivery is
 // text the store takes, whatever the handler's error holds: one cut at the length
 // kept ends at a whole character, and bytes that are no UTF-8 (a file name of a
-// repository, quoted in an error) are replaced. Before, PostgreSQL refused the
-// record, the worker failed its batch, and the delivery was claimed and failed
-// the same way again after every lease.
+// repository, quoted in an error) and NUL characters (valid UTF-8, yet no text
+// PostgreSQL stores; the NUL cases failed before) are replaced. Before,
+// PostgreSQL refused the record, the worker failed its batch, and the delivery
+// was claimed and failed the same way again after every lease.
 func TestInboxRecordsAnyErrorAsText(t *testing.T) {
 	long := strings.Repeat("a", maxErrorLength-1) + "é and more"
 	cases := map[string]struct {
@@ -73,6 +74,8 @@ func TestInboxRecordsAnyErrorAsText(t *testing.T) {
 		"bytes that are no text":            {err: Permanent(errors.New("render apps/\xff\xfe.yaml: bad")), want: "render apps/\uFFFD.yaml: bad"},
 		"a skip cut in a character":         {err: Skip("%s", long), want: strings.Repeat("a", maxErrorLength-1) + "…"},
 		"a retry of bytes that are no text": {err: errors.New("github said \xff"), want: "github said \uFFFD"},
+		"a NUL character":                   {err: Permanent(errors.New("github said \x00 then")), want: "github said \uFFFD then"},
+		"a skip of a NUL character":         {err: Skip("%s", "plan \x00"), want: "plan \uFFFD"},
 	}
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for name, tc := range cases {
