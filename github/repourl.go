@@ -28,10 +28,12 @@ func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
 func (r Repo) String() string { return r.URL() }
 
 var (
-	// GitHub logins: alphanumerics and single hyphens; repository names also allow
-	// '.' and '_'. Both are checked loosely (GitHub enforces the details), strictly
-	// enough that nothing else, like a path traversal or a query, gets through.
-	ownerPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38})$`)
+	// GitHub logins: alphanumerics and single hyphens, and for the managed users of
+	// an enterprise (who own repositories too) the enterprise's short code after an
+	// underscore ("mona_acme"); repository names also allow '.' and '_'. Both are
+	// checked loosely (GitHub enforces the details), strictly enough that nothing
+	// else, like a path traversal or a query, gets through.
+	ownerPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38})(?:_[a-z0-9]{1,8})?$`)
 	namePattern  = regexp.MustCompile(`^[a-z0-9._-]{1,100}$`)
 	// scp-like git syntax: [user@]host:path, with no scheme.
 	scpPattern = regexp.MustCompile(`^(?:[^@/:]+@)?([^@/:]+):(.+)$`)

@@ -12,24 +12,27 @@ func TestParseRepoURL(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		"https":                    {in: "https://github.com/org/repo", want: want},
-		"https with .git":          {in: "https://github.com/Org/Repo.git", want: want},
-		"trailing slash":           {in: "https://github.com/org/repo/", want: want},
-		".git and trailing slash":  {in: "https://github.com/org/repo.git/", want: want},
-		"upper-case host and path": {in: "HTTPS://GitHub.COM/ORG/REPO", want: want},
-		"upper-case .GIT":          {in: "https://github.com/org/repo.GIT", want: want},
-		"http":                     {in: "http://github.com/org/repo", want: want},
-		"default https port":       {in: "https://github.com:443/org/repo", want: want},
-		"credentials dropped":      {in: "https://x-access-token:ghs_abc@github.com/org/repo.git", want: want},
-		"scp-like":                 {in: "git@github.com:org/repo.git", want: want},
-		"scp-like without user":    {in: "github.com:org/repo", want: want},
-		"scp-like leading slash":   {in: "git@github.com:/org/repo.git", want: want},
-		"ssh":                      {in: "ssh://git@github.com/org/repo", want: want},
-		"ssh with port and .git":   {in: "ssh://git@github.com:22/org/repo.git", want: want},
-		"git+ssh":                  {in: "git+ssh://git@github.com/org/repo", want: want},
-		"git protocol":             {in: "git://github.com/org/repo.git", want: want},
-		"surrounding spaces":       {in: "  https://github.com/org/repo  ", want: want},
-		"dots and underscores":     {in: "https://github.com/my-org/my_repo.v2.git", want: "https://github.com/my-org/my_repo.v2"},
+		"https":                      {in: "https://github.com/org/repo", want: want},
+		"https with .git":            {in: "https://github.com/Org/Repo.git", want: want},
+		"trailing slash":             {in: "https://github.com/org/repo/", want: want},
+		".git and trailing slash":    {in: "https://github.com/org/repo.git/", want: want},
+		"upper-case host and path":   {in: "HTTPS://GitHub.COM/ORG/REPO", want: want},
+		"upper-case .GIT":            {in: "https://github.com/org/repo.GIT", want: want},
+		"http":                       {in: "http://github.com/org/repo", want: want},
+		"default https port":         {in: "https://github.com:443/org/repo", want: want},
+		"credentials dropped":        {in: "https://x-access-token:ghs_abc@github.com/org/repo.git", want: want},
+		"scp-like":                   {in: "git@github.com:org/repo.git", want: want},
+		"scp-like without user":      {in: "github.com:org/repo", want: want},
+		"scp-like leading slash":     {in: "git@github.com:/org/repo.git", want: want},
+		"ssh":                        {in: "ssh://git@github.com/org/repo", want: want},
+		"ssh with port and .git":     {in: "ssh://git@github.com:22/org/repo.git", want: want},
+		"git+ssh":                    {in: "git+ssh://git@github.com/org/repo", want: want},
+		"git protocol":               {in: "git://github.com/org/repo.git", want: want},
+		"surrounding spaces":         {in: "  https://github.com/org/repo  ", want: want},
+		"dots and underscores":       {in: "https://github.com/my-org/my_repo.v2.git", want: "https://github.com/my-org/my_repo.v2"},
+		"managed user's repository":  {in: "https://github.com/Mona-Lisa_ACME/deploy", want: "https://github.com/mona-lisa_acme/deploy"},
+		"owner with two short codes": {in: "https://github.com/mona_acme_x/deploy", wantErr: true},
+		"owner ending in underscore": {in: "https://github.com/mona_/deploy", wantErr: true},
 
 		"enterprise https":            {in: "https://GHE.example.com/Platform/Deploy.git", want: "https://ghe.example.com/platform/deploy"},
 		"enterprise custom web port":  {in: "https://ghe.example.com:8443/platform/deploy", want: "https://ghe.example.com:8443/platform/deploy"},
@@ -166,7 +169,7 @@ func TestRepoURLErrorsDoNotShowItsCredentials(t *testing.T) {
 // TestParseFullNameTakesOnlyAnOwnerAndAName: a payload's "owner/name" is read as
 // the key ParseRepoURL gives it, and what names no one repository is refused.
 func TestParseFullNameTakesOnlyAnOwnerAndAName(t *testing.T) {
-	for full, want := range map[string]string{"Acme/Deploy": "acme/deploy", "my-org/my_repo.v2": "my-org/my_repo.v2"} {
+	for full, want := range map[string]string{"Acme/Deploy": "acme/deploy", "my-org/my_repo.v2": "my-org/my_repo.v2", "mona_acme/deploy": "mona_acme/deploy"} {
 		got, err := ParseFullName(full)
 		r, perr := ParseRepoURL("https://github.com/" + full)
 		if err != nil || perr != nil || got != want || got != r.FullName() {
