@@ -47,7 +47,7 @@ func PRBody(pl store.Plan, pay Payload) string {
 	if warnings := allWarnings(pay); len(warnings) > 0 {
 		b.WriteString("### Warnings\n")
 		for _, w := range warnings {
-			fmt.Fprintf(&b, "- %s\n", w)
+			fmt.Fprintf(&b, "- %s\n", warningText(w))
 		}
 		b.WriteString("\n")
 	}
@@ -88,6 +88,11 @@ func syncPolicy(pay Payload) string {
 		return "manual (someone must sync the Application after the merge)"
 	}
 }
+
+// warningText writes a warning as a code span: warnings quote the repository's
+// paths and values and the team's Argo CD's words, which as Markdown could
+// mention people, link and show images.
+func warningText(w string) string { return markdown.Code(oneLine(w)) }
 
 func allWarnings(pay Payload) []string {
 	var out []string
@@ -148,9 +153,18 @@ func clusterCheckLine(pay Payload) string {
 	case ClusterCheckPassed:
 		return "Cluster check: **checked against the cluster**: the changed objects were accepted by a server-side dry-run."
 	case ClusterCheckUnreachable, ClusterCheckSkipped:
-		return "Cluster check: **not checked against the cluster** (" + pay.ClusterCheckNote + ")."
+		return "Cluster check: **not checked against the cluster** (" + clusterCheckNote(pay) + ")."
 	}
 	return ""
+}
+
+// clusterCheckNote is why the cluster check did not pass: the cluster's own words
+// (its API server's, an admission webhook's) are written as code.
+func clusterCheckNote(pay Payload) string {
+	if pay.ClusterCheck == ClusterCheckUnreachable {
+		return markdown.Code(oneLine(pay.ClusterCheckNote))
+	}
+	return pay.ClusterCheckNote
 }
 
 // notCheckedLine names the team's clusters whose Applications were not verified.
@@ -179,16 +193,17 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case pay.RetargetedTo != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Targets another branch"
 		fmt.Fprintf(&b, "**The pull request now targets %s while %s tracks %s.** Merged into %s, the change does not reach the cluster; "+
-			"change the pull request's base back to %s to verify it again.\n\n", pay.RetargetedTo, appName(pay), pl.BaseBranch, pay.RetargetedTo, pl.BaseBranch)
+			"change the pull request's base back to %s to verify it again.\n\n", markdown.Code(pay.RetargetedTo), appName(pay), pl.BaseBranch, markdown.Code(pay.RetargetedTo), pl.BaseBranch)
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
-		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", failure)
+		// The failure names the branch's files, which whoever pushes to it names.
+		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", markdown.Code(oneLine(failure)))
 	case pay.BaseRefusal != "":
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Refused on the new base"
-		fmt.Fprintf(&b, "**%s.** The branch still holds the change as verified on its old base; close the change or ask for it again.\n\n", strings.TrimSuffix(pay.BaseRefusal, "."))
+		fmt.Fprintf(&b, "**%s.** The branch still holds the change as verified on its old base; close the change or ask for it again.\n\n", markdown.Code(oneLine(strings.TrimSuffix(pay.BaseRefusal, "."))))
 	case pay.ClusterCheck == ClusterCheckUnreachable:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
-		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", pay.ClusterCheckNote)
+		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", clusterCheckNote(pay))
 	case len(pay.NotChecked) > 0:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified; not checked in every cluster"
 		b.WriteString("The edit renders exactly as requested and changes no other Application the service could read, " +
@@ -210,7 +225,7 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	if warnings := allWarnings(pay); len(warnings) > 0 {
 		b.WriteString("\n**Warnings**\n")
 		for _, w := range warnings {
-			fmt.Fprintf(&b, "- %s\n", w)
+			fmt.Fprintf(&b, "- %s\n", warningText(w))
 		}
 	}
 	if line := clusterCheckLine(pay); line != "" {
@@ -252,7 +267,7 @@ func (p *Pipeline) unverifiedReport(pl store.Plan, cause error, retrying bool) g
 		next = "Retry the change (POST /api/v1/changes/" + pl.Code + "/retry) once the cause is fixed."
 	}
 	r.Summary = fmt.Sprintf("**Commit %s has not been verified.** Its check against the base plus the verified edit did not finish: %s.\n\n%s\n",
-		pl.HeadSHA, reason, next)
+		pl.HeadSHA, markdown.Code(oneLine(reason)), next)
 	return r
 }
 

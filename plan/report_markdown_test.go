@@ -39,3 +39,45 @@ func TestPRBodyShowsRepositoryContentOnlyAsCode(t *testing.T) {
 		t.Fatalf("the diffs are not each one code block as written: %q", got.CodeBlocks)
 	}
 }
+
+// TestPRBodyAndCheckRunShowOthersWordsOnlyAsCode: warnings quote the repository's
+// paths and values, the cluster check's note is the cluster's words, a failed
+// comparison names the files pushed to the branch, a refusal on a new base quotes
+// the base's files, and a retargeted pull request names the branch its author
+// chose; written as prose they mentioned people, linked and showed images in the
+// pull request and its check run.
+func TestPRBodyAndCheckRunShowOthersWordsOnlyAsCode(t *testing.T) {
+	const hostile = "apps/@acme/admins ![x](https://tracker.example/p.png)/kustomization.yaml: `x` [docs](https://phish.example)"
+	pl := store.Plan{Code: "pln_md", Cluster: "prod", Reason: "scale", RequestedBy: "alice", HeadSHA: "abc", BaseBranch: "main",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
+	base := plan.Payload{
+		App:              &argocd.PayloadApp{Name: "web", Namespace: "argocd", SourceType: "Kustomize", Path: "apps/web", TargetRevision: "main"},
+		ArgoCD:           &argocd.Payload{Warning: "the Application " + hostile},
+		Warnings:         []string{hostile, "patch.yaml: value " + hostile},
+		ClusterCheck:     plan.ClusterCheckUnreachable,
+		ClusterCheckNote: "admission webhook denied: " + hostile,
+		VerifiedHead:     "abc",
+	}
+	check := func(what, md string) {
+		t.Helper()
+		got := markdowntest.Parse(md)
+		if strings.Contains(got.Prose, "@acme") || len(got.Destinations) != 0 {
+			t.Errorf("%s: others' words read as Markdown: %q, links %q\n%s", what, got.Prose, got.Destinations, md)
+		}
+		if !strings.Contains(md, "kustomization.yaml") {
+			t.Errorf("%s does not show the text at all:\n%s", what, md)
+		}
+	}
+	check("pull request body", plan.PRBody(pl, base))
+	p := &plan.Pipeline{}
+	check("check run", p.CheckReport(pl, base, "").Summary)
+	check("failed comparison", p.CheckReport(pl, base, "Commit abc is not the base plus the verified edit: "+hostile+" was added.").Summary)
+	refused := base
+	refused.BaseRefusal = "On the new base def the change is refused: " + hostile
+	check("refusal on the new base", p.CheckReport(pl, refused, "").Summary)
+	retargeted := base
+	retargeted.RetargetedTo = "@acme/admins"
+	if got := markdowntest.Parse(p.CheckReport(pl, retargeted, "").Summary); strings.Contains(got.Prose, "@acme") {
+		t.Errorf("retargeted: the branch's name read as Markdown: %q", got.Prose)
+	}
+}
