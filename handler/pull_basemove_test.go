@@ -67,7 +67,7 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 			!strings.HasPrefix(out.GetTitle(), "Base branch moved: ") || !strings.Contains(out.GetTitle(), before.GetOutput().GetTitle()) {
 			t.Fatalf("the run after main moved: %d %s %q, want run %d still success, its title marked", after.GetID(), after.GetConclusion(), out.GetTitle(), before.GetID())
 		}
-		for _, want := range []string{"**main moved to " + moved[:7] + " after this check**", "argocd/web (cluster prod), argocd/api (cluster prod) read", "(base/deployment.yaml)",
+		for _, want := range []string{"**main moved to " + moved[:7] + " after this check**", "argocd/web (cluster prod), argocd/api (cluster prod) read", "(`base/deployment.yaml`)",
 			"Update the branch", before.GetOutput().GetSummary()} {
 			if !strings.Contains(out.GetSummary(), want) {
 				t.Errorf("summary lacks %q:\n%s", want, out.GetSummary())
@@ -107,7 +107,7 @@ func TestBaseMoveMarksTheChecksItMakesStale(t *testing.T) {
 		}
 		e.gh.PushCommit(t, checkRepo, "main", map[string]string{"apps/web/kustomization.yaml": "namePrefix: web2-\nresources:\n- ../../base\n"}, githubtest.DefaultAuthor)
 		e.deliver(t, push, "push", "")
-		if got := e.run(t, head).GetOutput(); !strings.HasPrefix(got.GetTitle(), "Base branch moved: ") || !strings.Contains(got.GetSummary(), "changing files that argocd/web (cluster prod) read (apps/web/kustomization.yaml)") {
+		if got := e.run(t, head).GetOutput(); !strings.HasPrefix(got.GetTitle(), "Base branch moved: ") || !strings.Contains(got.GetSummary(), "changing files that argocd/web (cluster prod) read (`apps/web/kustomization.yaml`)") {
 			t.Errorf("the new head's run after main moved again: %q\n%s", got.GetTitle(), got.GetSummary())
 		}
 	})

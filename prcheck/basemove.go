@@ -13,6 +13,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/markdown"
 	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -640,7 +641,12 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 		for _, a := range hit {
 			files = append(files, reached.apps[a]...)
 		}
-		fmt.Fprintf(&b, ", changing files that %s read (%s).", listedInline(hit), listedInline(dedupe(files)))
+		// The paths are whoever pushed to the base's: as code they mention nobody.
+		files = dedupe(files)
+		for i, f := range files {
+			files[i] = markdown.Code(f)
+		}
+		fmt.Fprintf(&b, ", changing files that %s read (%s).", listedInline(hit), listedInline(files))
 	}
 	fmt.Fprintf(&b, " This check rendered the pull request against %s; merging it now deploys the base's new commits as well, "+
 		"which it did not render. Update the branch (merge or rebase %s) for a check against the new base, or use a merge queue, "+

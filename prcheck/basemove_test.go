@@ -189,7 +189,7 @@ func TestBaseMoveWhileTheCheckRunsMarksItWhenItCompletes(t *testing.T) {
 		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") {
 			t.Fatalf("render run: %s %q, want success, marked", run.GetConclusion(), out.GetTitle())
 		}
-		for _, want := range []string{"**main moved to " + moved[:7] + " while this check ran**", "argocd/web (cluster prod) read (apps/web/deployment.yaml)", "Update the branch"} {
+		for _, want := range []string{"**main moved to " + moved[:7] + " while this check ran**", "argocd/web (cluster prod) read (`apps/web/deployment.yaml`)", "Update the branch"} {
 			if !strings.Contains(out.GetSummary(), want) {
 				t.Errorf("summary lacks %q:\n%s", want, out.GetSummary())
 			}
@@ -387,7 +387,7 @@ func TestBaseMoveBeforeACheckIsRecordedMarksItWhenItCompletes(t *testing.T) {
 		run := r.renderRun(t, head)
 		out := run.GetOutput()
 		if run.GetConclusion() != github.ConclusionSuccess || !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") ||
-			!strings.Contains(out.GetSummary(), "**main moved to "+moved[:7]+" since this check started**, changing files that argocd/web (cluster prod) read (apps/web/deployment.yaml)") {
+			!strings.Contains(out.GetSummary(), "**main moved to "+moved[:7]+" since this check started**, changing files that argocd/web (cluster prod) read (`apps/web/deployment.yaml`)") {
 			t.Fatalf("render run: %s %q\n%s", run.GetConclusion(), out.GetTitle(), out.GetSummary())
 		}
 		if c := r.onlyCheck(t, number); c.BaseSHA != h.BaseSHA || c.BaseMovedSHA != moved {
@@ -437,7 +437,7 @@ func TestBaseMovesAChecksCompletionCouldNotJudgeAreJudgedAtTheNextPush(t *testin
 		later := r.move(t, map[string]string{"docs/README.md": "how we deploy\n"}, false)
 		out = r.renderRun(t, head).GetOutput()
 		if !strings.HasPrefix(out.GetTitle(), "Base branch moved: ") || strings.Contains(out.GetTitle(), "not judged") ||
-			!strings.Contains(out.GetSummary(), "**main moved to "+later[:7]+" since this check started**, changing files that argocd/web (cluster prod) read (apps/web/deployment.yaml)") ||
+			!strings.Contains(out.GetSummary(), "**main moved to "+later[:7]+" since this check started**, changing files that argocd/web (cluster prod) read (`apps/web/deployment.yaml`)") ||
 			strings.Contains(out.GetSummary(), "could not be told") {
 			t.Errorf("render run after the next push: %q\n%s", out.GetTitle(), out.GetSummary())
 		}

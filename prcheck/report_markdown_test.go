@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/markdowntest"
 	"github.com/kukie/kukie-gitops/render"
+	"github.com/kukie/kukie-gitops/store"
 )
 
 // TestCheckRunTextShowsDiffsOnlyAsCode: the pull request being checked is anyone's
@@ -47,5 +49,18 @@ func TestCheckRunSummaryShowsFailureReasonsOnlyAsCode(t *testing.T) {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
+	}
+}
+
+// TestBaseMoveNamesTheFilesItChangedOnlyAsCode: the files a push to the base
+// changed are named by whoever pushed; read as Markdown in the run's summary their
+// paths mentioned people and showed images.
+func TestBaseMoveNamesTheFilesItChangedOnlyAsCode(t *testing.T) {
+	const path = "apps/@acme/admins ![x](https://tracker.example/p.png)/kustomization.yaml"
+	got := staleReport(github.CheckReport{Title: "t", Summary: "s\n"}, BaseMove{Branch: "main", SHA: "0123456789abcdef"}, store.PullCheck{BaseSHA: "fedcba9876543210"},
+		pushReach{apps: map[string][]string{"argocd/web (cluster prod)": {path, path}}}, []string{"argocd/web (cluster prod)"})
+	read := markdowntest.Parse(got.Summary)
+	if strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 || !strings.Contains(got.Summary, "kustomization.yaml") {
+		t.Fatalf("a pushed file's path read as Markdown: %q, links %q\n%s", read.Prose, read.Destinations, got.Summary)
 	}
 }
