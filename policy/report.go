@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/markdown"
 )
 
 // maxAnnotations keeps a policy broken by hundreds of objects to a few requests;
@@ -124,7 +125,7 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	switch {
 	case r.ConfigErr != nil:
-		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, r.DefaultBranch, oneLine(r.ConfigErr.Error()))
+		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, r.DefaultBranch, markdown.Code(oneLine(r.ConfigErr.Error())))
 		return b.String()
 	case r.Config == nil:
 		fmt.Fprintf(&b, "%s has no `%s` on its default branch (%s), so no policy rule is on. The file's schema is in the service's README.\n", r.Repo, ConfigFile, r.DefaultBranch)
@@ -194,19 +195,22 @@ func (r *Report) DryRunOutcome() string {
 	return ""
 }
 
+// line is the finding as a line of the summary. The object and the message are
+// written as code: they quote the rendered manifests' names, images and values and
+// the cluster's refusals, which as Markdown could mention people and link.
 func (f Finding) line() string {
 	var who []string
 	if f.App != "" {
 		who = append(who, f.App)
 	}
 	if f.Object != "" {
-		who = append(who, f.Object)
+		who = append(who, markdown.Code(f.Object))
 	}
 	s := fmt.Sprintf("**%s** (%s)", f.Rule, f.Level)
 	if len(who) > 0 {
 		s += " " + strings.Join(who, ", ") + ":"
 	}
-	return s + " " + oneLine(f.Message)
+	return s + " " + markdown.Code(oneLine(f.Message))
 }
 
 // Annotations mark the manifest line of each finding (the same line once per

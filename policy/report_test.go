@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/markdowntest"
 )
 
 func mustParse(t *testing.T, s string) *Config {
@@ -84,7 +85,26 @@ func TestReportAnnotations(t *testing.T) {
 		t.Fatalf("annotations %+v", anns)
 	}
 	if sum := r.Summary(); !strings.Contains(sum, "| image_digest | warning | 2 |") || !strings.Contains(sum, "### Findings without a manifest line") ||
-		!strings.Contains(sum, "h, Secret x/t: from a chart") {
+		!strings.Contains(sum, "h, `Secret x/t`: `from a chart`") {
 		t.Fatalf("summary:\n%s", sum)
+	}
+}
+
+// TestSummaryShowsManifestAndClusterWordsOnlyAsCode: a finding without a manifest
+// line names an object and quotes a message (a rendered image, a cluster's refusal),
+// and an unusable policy file is quoted by its parse error; as Markdown they
+// mentioned people and showed images in the check run.
+func TestSummaryShowsManifestAndClusterWordsOnlyAsCode(t *testing.T) {
+	const hostile = "@acme/admins ![x](https://tracker.example/p.png)"
+	on := &Config{Rules: Rules{DryRun: Rule{Level: LevelError}}}
+	for _, r := range []*Report{
+		{Config: on, Apps: 1, Findings: []Finding{{Rule: RuleDryRun, Level: LevelError, App: "a", Object: "ConfigMap shop/" + hostile, Message: "admission webhook denied: " + hostile}}},
+		{ConfigErr: &ParseError{Msg: "yaml: unknown field " + hostile}},
+	} {
+		sum := r.Summary()
+		read := markdowntest.Parse(sum)
+		if strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 || !strings.Contains(sum, "tracker.example") {
+			t.Errorf("manifest or cluster words read as Markdown: %q, links %q\n%s", read.Prose, read.Destinations, sum)
+		}
 	}
 }
