@@ -3,7 +3,9 @@ package render
 import (
 	"encoding/base64"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // Masking happens here and in maskfile.go, and nowhere else: every text render
@@ -38,39 +40,117 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // (and env values, masked by name), and their secret-looking keys name a secret
 // instead (secretName, a selector's key, topologyKey), which a change may edit.
 
-// secretKey reports whether the scalar value of key, in a mapping with the keys
-// siblings (nil when they are not known), holds a secret. A key that names or
-// locates a secret instead of holding one is not: existingSecret, secretName,
-// passwordSecretRef, tokenFile, a schema's x-kubernetes-patch-merge-key, a
-// selector's or a key selector's "key" (known by the keys beside it). Where the
-// siblings are not known, a bare "key" counts.
-func secretKey(key string, siblings []string) bool {
-	if !looksSecret(key) {
-		return false
-	}
-	lower := strings.ToLower(key)
-	if strings.HasPrefix(lower, "existing") || strings.HasPrefix(lower, "x-kubernetes-") || lower == "topologykey" {
-		return false
-	}
-	for _, suffix := range referenceSuffixes {
-		if strings.HasSuffix(lower, suffix) {
-			return false
-		}
-	}
-	if lower == "key" {
-		for _, s := range siblings {
-			if s := strings.ToLower(s); s == "operator" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
-				return false
-			}
-		}
-	}
-	return true
+// keySecrecy says what of a key's value is masked for the key alone.
+type keySecrecy uint8
+
+const (
+	notSecret    keySecrecy = iota
+	scalarSecret            // auth, authorization: a scalar value only
+	valueSecret             // password, apiKey: a scalar value, or the scalar items of a list
+	groupSecret             // secrets, tokens: every scalar anywhere under it, not a scalar value itself (maxTokens: 4096)
+	everySecret             // credentials: a scalar value and every scalar under it
+)
+
+// scalar reports whether a scalar value of the key is masked.
+func (s keySecrecy) scalar() bool {
+	return s == scalarSecret || s == valueSecret || s == everySecret
 }
 
-// referenceSuffixes end the names of secret-looking keys whose values name,
-// locate or describe a secret rather than hold it: secretName, passwordSecretRef,
-// tokenFile, authUrl, authType.
-var referenceSuffixes = []string{"name", "namespace", "ref", "file", "path", "url", "uri", "endpoint", "host", "port", "type", "mode", "method"}
+// items reports whether the scalar items of a list under the key are masked.
+func (s keySecrecy) items() bool { return s >= valueSecret }
+
+// all reports whether every scalar anywhere under the key is masked.
+func (s keySecrecy) all() bool { return s >= groupSecret }
+
+// secretKey reports what of the value of key, in a mapping with the keys
+// siblings (nil when they are not known), holds a secret, by the key's words
+// (see keyWords): its last word names a secret (dbPassword, clientSecret,
+// authToken, db.password, API_KEY, privateKey), not merely holds one inside
+// another word (tokenizer, author) or goes on past it (tokenTTL,
+// passwordMinLength, passwordSecretRef, secretName, tokenFile). "key" counts
+// alone or after a word that makes it one (apiKey, signing_key, tls.key), but
+// not a selector's or a key selector's "key" (known by the keys beside it; where
+// they are not known, a bare "key" counts). "auth" and "authorization" count for
+// a scalar only (auth: {enabled: true} is a group of settings). A plural
+// (secrets, credentials, passwords, tokens, apiKeys) holds secrets in whatever
+// is under it, yet a scalar of one is shown (maxTokens: 4096). A key that names or locates a secret instead is none:
+// existingSecret, a schema's x-kubernetes-patch-merge-key.
+func secretKey(key string, siblings []string) keySecrecy {
+	lower := strings.ToLower(key)
+	if strings.HasPrefix(lower, "existing") || strings.HasPrefix(lower, "x-kubernetes-") {
+		return notSecret
+	}
+	words := keyWords(key)
+	if len(words) == 0 {
+		return notSecret
+	}
+	switch last := words[len(words)-1]; {
+	case last == "auth" || last == "authorization":
+		return scalarSecret
+	case last == "credentials":
+		return everySecret
+	case last == "key" && len(words) == 1:
+		for _, s := range siblings {
+			if s := strings.ToLower(s); s == "operator" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
+				return notSecret
+			}
+		}
+		return valueSecret
+	case secretWords(words):
+		return valueSecret
+	case strings.HasSuffix(last, "s"):
+		words[len(words)-1] = strings.TrimSuffix(last, "s")
+		if secretWords(words) {
+			return groupSecret
+		}
+	}
+	return notSecret
+}
+
+// secretLastWords are the last words of keys that hold a secret; "key" is one
+// after the words of keyKinds (apiKey, PRIVATE_KEY, tls.key).
+var (
+	secretLastWords = []string{"password", "passwd", "pwd", "secret", "token", "credential", "dsn", "apikey", "passphrase", "privatekey", "accesskey", "secretkey"}
+	keyKinds        = []string{"api", "private", "access", "secret", "signing", "encryption", "client", "master", "license", "tls", "ssh"}
+)
+
+// secretWords reports whether words, a key's in lower case, end in a word that
+// names a secret.
+func secretWords(words []string) bool {
+	n := len(words)
+	if slices.Contains(secretLastWords, words[n-1]) {
+		return true
+	}
+	return words[n-1] == "key" && n > 1 && slices.Contains(keyKinds, words[n-2])
+}
+
+// keyWords splits a key into its words, in lower case: at a change from lower
+// case or a digit to upper case (dbPassword), before the last capital of a run
+// followed by a small letter (APIKey), and at every character that is no letter
+// or digit (API_KEY, tls.key, client-secret).
+func keyWords(key string) []string {
+	var words []string
+	rs := []rune(key)
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			words = append(words, strings.ToLower(string(rs[start:end])))
+		}
+	}
+	for i, r := range rs {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush(i)
+			start = i + 1
+		case i > start && unicode.IsUpper(r) && (!unicode.IsUpper(rs[i-1]) ||
+			i+1 < len(rs) && unicode.IsLower(rs[i+1])):
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(rs))
+	return words
+}
 
 // maskedScalar reports whether a scalar under a secret-looking key is masked. A
 // boolean, a null or an empty value is not a secret (automountServiceAccountToken:
@@ -104,14 +184,18 @@ func keyedSecretAt(group string, path []string, v any, siblings []string) bool {
 	if schemaKnown(group) || len(path) == 0 || path[0] == "metadata" || !maskedScalar(v) {
 		return false
 	}
+	for _, seg := range path[:len(path)-1] { // a list item's label aside
+		if !strings.HasPrefix(seg, "[") && secretKey(seg, nil).all() {
+			return true // under secrets, credentials
+		}
+	}
 	key := path[len(path)-1]
 	if isIndexLabel(key) {
-		if len(path) < 2 {
-			return false
-		}
-		key, siblings = path[len(path)-2], nil // an item of a list under the key
+		// An item of a list under the key (an item of a list in a list, under
+		// secrets, is found above).
+		return len(path) >= 2 && secretKey(path[len(path)-2], nil).items()
 	}
-	return secretKey(key, siblings)
+	return secretKey(key, siblings).scalar()
 }
 
 // helmValuesAt reports whether path, in an object of group, is an Application

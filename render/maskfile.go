@@ -319,7 +319,7 @@ func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask 
 	// its own), a Chart.yaml, a kustomization.
 	object := stringField(root, "kind") != "" && stringField(root, "apiVersion") != ""
 	if !object || !schemaKnown(groupOf(stringField(root, "apiVersion"))) {
-		keyedRanges(root, end, object, "", false, budget, &out)
+		keyedRanges(root, end, object, "", notSecret, budget, &out)
 	}
 	if root.Kind == yaml.MappingNode {
 		kind, apiVersion := scalarField(root, "kind"), scalarField(root, "apiVersion")
@@ -352,7 +352,7 @@ func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask 
 				eachItem(val, to, func(chart *yaml.Node, cto int) {
 					eachPair(chart, cto, func(k, v *yaml.Node, vto int) {
 						if k.Value == "valuesInline" {
-							keyedRanges(v, vto, false, "", false, budget, &out)
+							keyedRanges(v, vto, false, "", notSecret, budget, &out)
 						}
 					})
 				})
@@ -468,10 +468,15 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 }
 
 // keyedRanges masks, anywhere below n, the scalar value of a secret-looking key
-// (see secretKey) and the scalar items of a list under one (inList), and a Helm
+// (see secretKey), the scalar items of a list under one, every scalar under a
+// plural one (under is the secrecy of the key n is the value of), and a Helm
 // values string (an Application source's helm.values) by its own content. An
 // object's metadata (skipMeta, at its root) is left alone, as mask.go leaves it.
-func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, inList bool, budget *resolveBudget, out *[]lineMask) {
+func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, under keySecrecy, budget *resolveBudget, out *[]lineMask) {
+	inner := notSecret // the secrecy of what is under n, when all of it is masked
+	if under.all() {
+		inner = groupSecret
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		var keys []string
@@ -484,8 +489,11 @@ func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, inList boo
 				*out = append(*out, embeddedRanges(val, to, budget)...)
 				return
 			}
-			secret := secretKey(key.Value, keys)
-			if secret && maskedNode(val) {
+			secret := inner
+			if !secret.all() {
+				secret = secretKey(key.Value, keys)
+			}
+			if (inner.all() || secret.scalar()) && maskedNode(val) {
 				r := valueRange(val, to)
 				r.from = min(r.from, key.Line) // the key's line holds the start of the value
 				r.keyed = true
@@ -496,13 +504,13 @@ func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, inList boo
 		})
 	case yaml.SequenceNode:
 		eachItem(n, end, func(it *yaml.Node, to int) {
-			if inList && maskedNode(it) {
+			if under.items() && maskedNode(it) {
 				r := valueRange(it, to)
 				r.keyed = true
 				*out = append(*out, r)
 				return
 			}
-			keyedRanges(it, to, false, "", false, budget, out)
+			keyedRanges(it, to, false, "", inner, budget, out)
 		})
 	}
 }

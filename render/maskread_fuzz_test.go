@@ -121,9 +121,10 @@ func namedValues(v any, out *[]string) {
 	}
 }
 
-// keyedValues adds the string values below v of secret-looking keys (and the
-// string items of lists under them), an object's metadata (skipMeta) aside, and
-// those of the Helm values strings below v.
+// keyedValues adds the string values below v of secret-looking keys (the
+// string items of lists under them, every string under a plural one), an
+// object's metadata (skipMeta) aside, and those of the Helm values strings
+// below v.
 func keyedValues(v any, skipMeta bool, parent string, out *[]string) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -134,9 +135,11 @@ func keyedValues(v any, skipMeta bool, parent string, out *[]string) {
 			case skipMeta && k == "metadata":
 			case parent == "helm" && k == "values" && isString:
 				*out = append(*out, secretValues([]byte(s))...)
-			case secretKey(k, keys) && isString:
+			case secretKey(k, keys).scalar() && isString:
 				*out = append(*out, s)
-			case secretKey(k, keys):
+			case secretKey(k, keys).all() && !isString:
+				scalars(e, out)
+			case secretKey(k, keys).items():
 				if items, ok := e.([]any); ok {
 					for _, it := range items {
 						if s, ok := it.(string); ok {

@@ -105,10 +105,15 @@ func TestMaskedFileHidesSecretKeys(t *testing.T) {
 			doc: "replicaCount: 3\nimage:\n  tag: \"1.2.3\"\ndb:\n  password: hunter2hunter2\n  host: db\napiKey: abcdefgh123\n" +
 				"tokens:\n  - tok-one-1234\n  - tok-two-5678\nadminPassword: 918273\nauth:\n  enabled: false\n  password: \"\"\n  existingSecret: db-creds\n" +
 				"serviceAccount:\n  automountServiceAccountToken: false\ntolerations:\n  - key: dedicated\n    operator: Equal\n    value: gpu\n" +
-				"affinity:\n  podAntiAffinity:\n    topologyKey: kubernetes.io/hostname\ntls:\n  key: |\n    -----BEGIN PRIVATE KEY-----\n    pem-body-0192\n",
-			hidden: []string{"hunter2hunter2", "abcdefgh123", "tok-one-1234", "tok-two-5678", "918273", "pem-body-0192"},
+				"affinity:\n  podAntiAffinity:\n    topologyKey: kubernetes.io/hostname\ntls:\n  key: |\n    -----BEGIN PRIVATE KEY-----\n    pem-body-0192\n" +
+				"secrets:\n  STRIPE: sk_live_x\n  nested: {deep: deep-s3cret-7}\n  list: [list-s3cret-8]\n  enabled: true\n  none: null\n  empty: \"\"\n" +
+				"credentials: {user: cred-user-9, pass: hunter2x}\nllm:\n  maxTokens: 4096\n  tokenizer: bpe\n  tokenTTL: 3600\n  passwordMinLength: 12\nauthor: jane\n",
+			hidden: []string{"hunter2hunter2", "abcdefgh123", "tok-one-1234", "tok-two-5678", "918273", "pem-body-0192",
+				"sk_live_x", "deep-s3cret-7", "list-s3cret-8", "cred-user-9", "hunter2x"},
 			kept: []string{"replicaCount: 3", "tag: \"1.2.3\"", "password: [redacted]", "host: db", "enabled: false", "password: \"\"",
-				"existingSecret: db-creds", "automountServiceAccountToken: false", "key: dedicated", "topologyKey: kubernetes.io/hostname", "  key: [redacted]"}},
+				"existingSecret: db-creds", "automountServiceAccountToken: false", "key: dedicated", "topologyKey: kubernetes.io/hostname", "  key: [redacted]",
+				"  STRIPE: [redacted]", "  enabled: true", "  none: null", "  empty: \"\"", "maxTokens: 4096", "tokenizer: bpe", "tokenTTL: 3600",
+				"passwordMinLength: 12", "author: jane"}},
 		"an environment's values file": {file: "envs/prod/values-prod.yaml",
 			doc:    "# prod\nimage: {tag: \"2.0\"}\nredis:\n  auth:\n    password: 'quoted-s3cret'\n",
 			hidden: []string{"quoted-s3cret"}, kept: []string{"image: {tag: \"2.0\"}", "password: [redacted]"}},
@@ -167,18 +172,21 @@ func TestObjectsMaskSecretKeysOfCustomResources(t *testing.T) {
 		"apiVersion": "example.com/v1", "kind": "Database",
 		"metadata": map[string]any{"name": "db", "labels": map[string]any{"auth": "ldap"}},
 		"spec": map[string]any{"replicas": int64(2), "image": "postgres:16",
+			"maxTokens": int64(4096), "tokenizer": "bpe", "author": "jane",
+			"secrets": map[string]any{"STRIPE": "sk_live_x", "nested": map[string]any{"deep": "cr-deep-s3cret5"}, "enabled": true},
 			"auth": map[string]any{"password": "cr-obj-s3cret1", "enabled": true, "apiKeys": []any{"cr-list-s3cret2"},
 				"passwordSecretRef": map[string]any{"name": "db", "key": "password"}}}}}
 	app := &object{apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "web", body: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "web"},
 		"spec": map[string]any{"source": map[string]any{"helm": map[string]any{
-			"values":       "replicaCount: 2\ndb:\n  password: app-str-s3cret3\n",
-			"valuesObject": map[string]any{"replicaCount": int64(2), "token": "app-obj-s3cret4"}}}}}}
+			"values": "replicaCount: 2\ndb:\n  password: app-str-s3cret3\n",
+			"valuesObject": map[string]any{"replicaCount": int64(2), "token": "app-obj-s3cret4",
+				"credentials": map[string]any{"pass": "app-cred-s3cret6"}}}}}}}
 	dep := &object{apiVersion: "apps/v1", kind: "Deployment", name: "web", body: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"automountServiceAccountToken": false,
 			"volumes": []any{map[string]any{"name": "tls", "secret": map[string]any{"secretName": "web-tls"}}}}}}}}
-	hidden := []string{"cr-obj-s3cret1", "cr-list-s3cret2", "app-str-s3cret3", "app-obj-s3cret4"}
+	hidden := []string{"cr-obj-s3cret1", "cr-list-s3cret2", "app-str-s3cret3", "app-obj-s3cret4", "sk_live_x", "cr-deep-s3cret5", "app-cred-s3cret6"}
 	var shown strings.Builder
 	for _, o := range []*object{db, app, dep} {
 		d := objectDiff("app", objKey{Kind: o.kind, Name: o.name}, nil, o)
@@ -186,7 +194,8 @@ func TestObjectsMaskSecretKeysOfCustomResources(t *testing.T) {
 	}
 	requireNoSecret(t, "the cluster diff", shown.String(), hidden)
 	for _, k := range []string{"replicas: 2", "image: postgres:16", "auth: ldap", "enabled: true", "password: '[redacted]'", "key: password",
-		"replicaCount: 2", "    password: [redacted]", "token: '[redacted]'", "automountServiceAccountToken: false", "secretName: web-tls"} {
+		"replicaCount: 2", "    password: [redacted]", "token: '[redacted]'", "automountServiceAccountToken: false", "secretName: web-tls",
+		"maxTokens: 4096", "tokenizer: bpe", "author: jane", "STRIPE: '[redacted]'", "deep: '[redacted]'"} {
 		if !strings.Contains(shown.String(), k) {
 			t.Errorf("the cluster diff lacks %q:\n%s", k, shown.String())
 		}
@@ -240,4 +249,74 @@ func TestClusterDiffListsAChangeOfAMaskedValue(t *testing.T) {
 			requireNoSecret(t, "the cluster diff", string(out), []string{"old-cr-s3cret1", "new-cr-s3cret2", "b2xkLXNlY3JldDE=", "bmV3LXNlY3JldDI="})
 		})
 	}
+}
+
+// TestSecretKeyByItsWords: a key is secret by its last word, not by a word
+// inside another (tokenizer, author), and a plural one holds secrets under it
+// (so a number of maxTokens is shown).
+func TestSecretKeyByItsWords(t *testing.T) {
+	for key, want := range map[string]keySecrecy{
+		"maxTokens": groupSecret, "tokenizer": notSecret, "author": notSecret, "tokenTTL": notSecret,
+		"passwordMinLength": notSecret, "existingSecret": notSecret, "secretName": notSecret,
+		"passwordSecretRef": notSecret, "tokenFile": notSecret, "authUrl": notSecret, "authType": notSecret,
+		"topologyKey": notSecret, "monkey": notSecret, "cacheKey": notSecret, "keys": notSecret, "passthrough": notSecret,
+		"x-kubernetes-patch-merge-key": notSecret,
+		"password":                     valueSecret, "adminPassword": valueSecret, "clientSecret": valueSecret, "apiKey": valueSecret,
+		"API_KEY": valueSecret, "APIKey": valueSecret, "authToken": valueSecret, "db.password": valueSecret,
+		"tls.key": valueSecret, "privateKey": valueSecret, "signing-key": valueSecret, "key": valueSecret,
+		"apikey": valueSecret, "dsn": valueSecret, "passphrase": valueSecret, "OAuthToken": valueSecret, "DB_PASSWD": valueSecret,
+		"auth": scalarSecret, "authorization": scalarSecret, "proxyAuth": scalarSecret,
+		"secrets": groupSecret, "credentials": everySecret, "dbPasswords": groupSecret, "tokens": groupSecret,
+		"apiKeys": groupSecret, "extraSecrets": groupSecret,
+	} {
+		if got := secretKey(key, nil); got != want {
+			t.Errorf("secretKey(%q) = %d, want %d", key, got, want)
+		}
+	}
+	for _, key := range []string{"maxTokens", "tokenizer", "author", "tokenTTL", "passwordMinLength", "secrets", "apiKeys"} {
+		if secretKey(key, nil).scalar() {
+			t.Errorf("a scalar value of %s is masked", key)
+		}
+	}
+	if got := secretKey("key", []string{"key", "operator", "value"}); got != notSecret {
+		t.Errorf("a toleration's key is secret (%d)", got)
+	}
+}
+
+// TestPlanShowsAChangeOfAFieldNamedLikeASecret: patching a custom resource's
+// maxTokens shows both values in the git diff and the cluster diff, while a
+// plural secret key beside it (credentials) stays masked.
+func TestPlanShowsAChangeOfAFieldNamedLikeASecret(t *testing.T) {
+	files, req := goldenInput(t, "patch-directory-custom-resource", func(files map[string]string, _ *goldenRequest) {
+		replaceOnce(t, files, "agents/support.yaml", "  temperature: 0.2\n",
+			"  temperature: 0.2\n  credentials:\n    user: admin\n    pass: hunter2x\n    rotate: false\n  maxTokens: 1024\n  tokenizer: bpe-v2\n  author: jane-doe\n")
+	})
+	res, err := Plan(context.Background(), Request{RepoDir: testtree.Write(t, files), Apps: req.Apps, App: req.App, Target: req.Target,
+		Change: Change{Patch: &Patch{Merge: map[string]any{"spec": map[string]any{"maxTokens": int64(2048)}}}}})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	for _, s := range []string{"-  maxTokens: 1024\n", "+  maxTokens: 2048\n", "   tokenizer: bpe-v2\n", "   author: jane-doe\n",
+		"     user: [redacted]\n", "     pass: [redacted]\n", "     rotate: false\n"} {
+		if !strings.Contains(res.GitDiff, s) {
+			t.Errorf("git diff lacks %q:\n%s", s, res.GitDiff)
+		}
+	}
+	if len(res.ClusterDiff) != 1 {
+		t.Fatalf("cluster diff %+v, want one object", res.ClusterDiff)
+	}
+	d := res.ClusterDiff[0]
+	if want := (FieldChange{Path: "spec.maxTokens", Before: "1024", After: "2048"}); len(d.Changes) != 1 || d.Changes[0] != want {
+		t.Errorf("changes %+v, want %+v", d.Changes, want)
+	}
+	for _, s := range []string{"-  maxTokens: 1024\n", "+  maxTokens: 2048\n", "    pass: '[redacted]'\n", "    user: '[redacted]'\n"} {
+		if !strings.Contains(d.Diff, s) {
+			t.Errorf("cluster diff lacks %q:\n%s", s, d.Diff)
+		}
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the result", string(out), []string{"hunter2x"})
 }

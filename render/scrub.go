@@ -162,9 +162,9 @@ func mayHoldSecrets(data []byte) bool {
 		bytes.Contains(data, []byte("Generator")) {
 		return true
 	}
-	// Every name secretLookingName matches holds one of these words, in any
-	// case; looking for the words instead of running the regular expression
-	// over megabytes of manifests keeps a plan within its time.
+	// Every name secretLookingName or secretKey matches holds one of these
+	// words, in any case; looking for the words instead of running the regular
+	// expression over megabytes of manifests keeps a plan within its time.
 	lower := bytes.ToLower(data)
 	for _, w := range secretNameWords {
 		if bytes.Contains(lower, []byte(w)) {
@@ -175,7 +175,7 @@ func mayHoldSecrets(data []byte) bool {
 }
 
 // secretNameWords are words one of which every secret-looking name contains.
-var secretNameWords = []string{"passw", "pwd", "secret", "token", "credential", "auth", "key", "dsn", "connection"}
+var secretNameWords = []string{"passw", "pwd", "secret", "token", "credential", "auth", "key", "dsn", "connection", "passphrase"}
 
 // fileSecretValues returns the secret values of one file read as role.
 func fileSecretValues(data []byte, role sourceRole) []string {
