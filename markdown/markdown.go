@@ -34,6 +34,23 @@ func Code(s string) string {
 	return delim + s + delim
 }
 
+// Name writes s as it is when Markdown can only read it as itself: letters, digits,
+// spaces, ".", "-" and "/" (a Kubernetes name, most paths), not beginning a
+// "www." link. Anything else (a name read from a repository's manifests that holds
+// "@team", "![", "_") is written as Code, so the names the service writes look as
+// they always did and a hostile one is shown, not read.
+func Name(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" .-/", r)) {
+			return Code(s)
+		}
+	}
+	if strings.Contains(strings.ToLower(s), "www.") {
+		return Code(s)
+	}
+	return s
+}
+
 // OpenFence returns the fence a code block of text opens and leaves open at its end
 // ("```"), or "" when every block text opens is closed: what a line of its own must
 // hold, after text, to close the block. It reads fences as CommonMark does: up to

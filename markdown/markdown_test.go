@@ -62,3 +62,19 @@ func TestOpenFence(t *testing.T) {
 		}
 	}
 }
+
+// TestNameKeepsPlainNamesAndQuotesOthers: a Kubernetes name is written as it is; a
+// name that Markdown would read as a mention, image, link or emphasis is code.
+func TestNameKeepsPlainNamesAndQuotesOthers(t *testing.T) {
+	for _, s := range []string{"ConfigMap shop/web-settings-c4kffct259", "renamed to web.v2", "apps/web"} {
+		if got := markdown.Name(s); got != s {
+			t.Errorf("Name(%q) = %q, want it as it is", s, got)
+		}
+	}
+	for _, s := range []string{"ConfigMap @acme/admins", "x ![i](https://t.example/p.png)", "Namespace www.phish.example", "a_b_", "<https://x.example>"} {
+		got := markdowntest.Parse("**" + markdown.Name(s) + "** end\n")
+		if got.Prose != " end\n" || len(got.Destinations) != 0 {
+			t.Errorf("Name(%q) = %q: read as Markdown %q, links %q", s, markdown.Name(s), got.Prose, got.Destinations)
+		}
+	}
+}

@@ -140,9 +140,10 @@ func clusterDiffText(pay Payload) string {
 		}
 		action := d.Action
 		if note := render.RenameNote(pay.Renames, d); note != "" {
-			action += ", " + note
+			action += ", " + markdown.Name(note)
 		}
-		fmt.Fprintf(&b, "**%s %s%s** (%s, app `%s`)\n", d.Kind, ns, d.Name, action, d.App)
+		// The kind and name are the rendered manifests', as the repository writes them.
+		fmt.Fprintf(&b, "**%s** (%s, app `%s`)\n", markdown.Name(d.Kind+" "+ns+d.Name), action, d.App)
 		b.WriteString(fence(d.Diff))
 	}
 	return b.String()

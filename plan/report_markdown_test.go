@@ -81,3 +81,23 @@ func TestPRBodyAndCheckRunShowOthersWordsOnlyAsCode(t *testing.T) {
 		t.Errorf("retargeted: the branch's name read as Markdown: %q", got.Prose)
 	}
 }
+
+// TestPRBodyShowsRenderedNamesOnlyAsCode: the kind and name of a changed object are
+// the rendered manifests'; a name holding "@team" or an image was read as Markdown
+// in the pull request, while a Kubernetes name is written as it always was.
+func TestPRBodyShowsRenderedNamesOnlyAsCode(t *testing.T) {
+	pl := store.Plan{Code: "pln_md", Cluster: "prod", Reason: "scale", RequestedBy: "alice",
+		Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web"}}
+	pay := plan.Payload{ClusterDiff: []render.ObjectDiff{
+		{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "@acme/admins ![x](https://tracker.example/p.png)", Action: "added", Diff: "+a\n"},
+		{App: "web", APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "web", Action: "modified", Diff: "+b\n"},
+	}}
+	body := plan.PRBody(pl, pay)
+	got := markdowntest.Parse(body)
+	if strings.Contains(got.Prose, "@acme") || len(got.Destinations) != 0 {
+		t.Fatalf("a rendered name read as Markdown: %q, links %q\n%s", got.Prose, got.Destinations, body)
+	}
+	if !strings.Contains(body, "**ConfigMap shop/web** (modified, app `web`)") {
+		t.Fatalf("a Kubernetes name is no longer written as it is:\n%s", body)
+	}
+}
