@@ -125,16 +125,16 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	switch {
 	case r.ConfigErr != nil:
-		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, r.DefaultBranch, markdown.Code(oneLine(r.ConfigErr.Error())))
+		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, markdown.Name(r.DefaultBranch), markdown.Code(oneLine(r.ConfigErr.Error())))
 		return b.String()
 	case r.Config == nil:
-		fmt.Fprintf(&b, "%s has no `%s` on its default branch (%s), so no policy rule is on. The file's schema is in the service's README.\n", r.Repo, ConfigFile, r.DefaultBranch)
+		fmt.Fprintf(&b, "%s has no `%s` on its default branch (%s), so no policy rule is on. The file's schema is in the service's README.\n", r.Repo, ConfigFile, markdown.Name(r.DefaultBranch))
 		return b.String()
 	case !r.configured():
-		fmt.Fprintf(&b, "`%s` on %s turns no rule on.\n", ConfigFile, r.DefaultBranch)
+		fmt.Fprintf(&b, "`%s` on %s turns no rule on.\n", ConfigFile, markdown.Name(r.DefaultBranch))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "The rules of `%s` on %s, checked on the render of the %d Applications this change reaches.\n\n", ConfigFile, r.DefaultBranch, r.Apps)
+	fmt.Fprintf(&b, "The rules of `%s` on %s, checked on the render of the %d Applications this change reaches.\n\n", ConfigFile, markdown.Name(r.DefaultBranch), r.Apps)
 	b.WriteString("| Rule | Level | Findings |\n|---|---|---|\n")
 	rules := r.Config.Rules
 	per := map[string]int{}

@@ -293,13 +293,13 @@ const owedTitlePrefix = "Base moves not judged yet: "
 // check rec could not be told yet, why (err, a judgeFailure's words), and what to do.
 func owedNote(rec store.PullCheck, err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "> [!NOTE]\n> **Whether %s moved under this check could not be told yet**", rec.BaseBranch)
+	fmt.Fprintf(&b, "> [!NOTE]\n> **Whether %s moved under this check could not be told yet**", markdown.Name(rec.BaseBranch))
 	var jf *judgeFailure
 	if errors.As(err, &jf) {
 		fmt.Fprintf(&b, " (%s)", jf.what)
 	}
 	fmt.Fprintf(&b, ". This check rendered the pull request against %s; %s may have moved since, under the Applications it renders "+
-		"or the policy. The next push to %s tells it here; re-run the check (GitHub's *Re-run*) to know now.\n\n", short(rec.BaseSHA), rec.BaseBranch, rec.BaseBranch)
+		"or the policy. The next push to %s tells it here; re-run the check (GitHub's *Re-run*) to know now.\n\n", short(rec.BaseSHA), markdown.Name(rec.BaseBranch), markdown.Name(rec.BaseBranch))
 	return b.String()
 }
 
@@ -633,7 +633,7 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 	// Annotations already on the run stay; none is sent again.
 	r.Annotations = nil
 	var b strings.Builder
-	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s**", m.Branch, short(m.SHA), movedWhen(m, rec))
+	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s**", markdown.Name(m.Branch), short(m.SHA), movedWhen(m, rec))
 	if reached.all {
 		fmt.Fprintf(&b, " (a push that does not list its files), so it may change what %s renders.", listedInline(hit))
 	} else {
@@ -650,7 +650,7 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 	}
 	fmt.Fprintf(&b, " This check rendered the pull request against %s; merging it now deploys the base's new commits as well, "+
 		"which it did not render. Update the branch (merge or rebase %s) for a check against the new base, or use a merge queue, "+
-		"whose groups are checked as they merge.\n\n", short(rec.BaseSHA), m.Branch)
+		"whose groups are checked as they merge.\n\n", short(rec.BaseSHA), markdown.Name(m.Branch))
 	r.Summary = b.String() + r.Summary
 	return r
 }
@@ -660,7 +660,7 @@ func staleReport(r github.CheckReport, m BaseMove, rec store.PullCheck, reached 
 // file changed on the branch it was read from and how to be judged by the new one.
 func stalePolicyReport(p ResultPolicy, m BaseMove, rec store.PullCheck, pm policyMove) github.CheckReport {
 	var b strings.Builder
-	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s", m.Branch, short(m.SHA), movedWhen(m, rec))
+	fmt.Fprintf(&b, "> [!WARNING]\n> **%s moved to %s %s", markdown.Name(m.Branch), short(m.SHA), movedWhen(m, rec))
 	switch {
 	case pm.maybe && pm.since == "":
 		fmt.Fprintf(&b, "** in a push that does not say which files it changed, so `%s` may have changed:", policy.ConfigFile)
@@ -669,12 +669,12 @@ func stalePolicyReport(p ResultPolicy, m BaseMove, rec store.PullCheck, pm polic
 	default:
 		fmt.Fprintf(&b, ", changing `%s`**:", policy.ConfigFile)
 	}
-	fmt.Fprintf(&b, " this run judged the pull request by the rules %s had before", m.Branch)
+	fmt.Fprintf(&b, " this run judged the pull request by the rules %s had before", markdown.Name(m.Branch))
 	if rec.BaseBranch != m.Branch {
-		fmt.Fprintf(&b, " (the policy is read from %s, the repository's default branch, whatever branch a pull request goes into)", m.Branch)
+		fmt.Fprintf(&b, " (the policy is read from %s, the repository's default branch, whatever branch a pull request goes into)", markdown.Name(m.Branch))
 	}
 	fmt.Fprintf(&b, ". Re-run the check (GitHub's *Re-run* on either run), "+
-		"or push to the branch, for a judgement by the rules %s has now.\n\n", m.Branch)
+		"or push to the branch, for a judgement by the rules %s has now.\n\n", markdown.Name(m.Branch))
 	summary := p.Summary
 	if summary == "" {
 		summary = "The findings are on the check's page.\n"

@@ -105,8 +105,8 @@ func (r *report) title() string {
 
 func (r *report) summary() string {
 	var b strings.Builder
-	// A branch's name may hold "@team": as code it mentions nobody.
-	branch := markdown.Code(r.branch)
+	// A branch's name may hold "@team": such a name is written as code.
+	branch := markdown.Name(r.branch)
 	switch {
 	case r.deploying == 0:
 		fmt.Fprintf(&b, "No Application in the team's clusters deploys from %s at %s, so nothing in a cluster changes with this pull request.\n", r.repo, branch)

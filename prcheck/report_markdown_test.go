@@ -6,6 +6,7 @@ import (
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/markdowntest"
+	"github.com/kukie/kukie-gitops/policy"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
@@ -62,5 +63,24 @@ func TestBaseMoveNamesTheFilesItChangedOnlyAsCode(t *testing.T) {
 	read := markdowntest.Parse(got.Summary)
 	if strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 || !strings.Contains(got.Summary, "kustomization.yaml") {
 		t.Fatalf("a pushed file's path read as Markdown: %q, links %q\n%s", read.Prose, read.Destinations, got.Summary)
+	}
+}
+
+// TestBaseMoveNamesItsBranchOnlyAsCode: a branch's name may hold "@team"; the notes
+// of a moved or unjudged base and of a changed policy mentioned it as prose.
+func TestBaseMoveNamesItsBranchOnlyAsCode(t *testing.T) {
+	const branch = "@acme/admins"
+	m := BaseMove{Branch: branch, SHA: "0123456789abcdef"}
+	rec := store.PullCheck{BaseBranch: branch, BaseSHA: "fedcba9876543210"}
+	for what, md := range map[string]string{
+		"stale":    staleReport(github.CheckReport{Summary: "s\n"}, m, rec, pushReach{all: true}, []string{"argocd/web (cluster prod)"}).Summary,
+		"owed":     owedNote(rec, nil),
+		"policy":   stalePolicyReport(ResultPolicy{}, m, rec, policyMove{}).Summary,
+		"summary":  (&report{repo: "acme/deploy", branch: branch}).summary(),
+		"no rules": (&policy.Report{Repo: "acme/deploy", DefaultBranch: branch}).Summary(),
+	} {
+		if read := markdowntest.Parse(md); strings.Contains(read.Prose, "@acme") {
+			t.Errorf("%s: the branch's name read as Markdown: %q\n%s", what, read.Prose, md)
+		}
 	}
 }
