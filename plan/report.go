@@ -194,7 +194,7 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case pay.RetargetedTo != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Targets another branch"
 		fmt.Fprintf(&b, "**The pull request now targets %s while %s tracks %s.** Merged into %s, the change does not reach the cluster; "+
-			"change the pull request's base back to %s to verify it again.\n\n", markdown.Code(pay.RetargetedTo), appName(pay), pl.BaseBranch, markdown.Code(pay.RetargetedTo), pl.BaseBranch)
+			"change the pull request's base back to %s to verify it again.\n\n", markdown.Name(pay.RetargetedTo), appName(pay), pl.BaseBranch, markdown.Name(pay.RetargetedTo), pl.BaseBranch)
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		// The failure names the branch's files, which whoever pushes to it names.
