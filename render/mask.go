@@ -73,7 +73,8 @@ func (s keySecrecy) all() bool { return s >= groupSecret }
 // they are not known, a bare "key" counts). "auth" and "authorization" count for
 // a scalar only (auth: {enabled: true} is a group of settings). A plural
 // (secrets, credentials, passwords, tokens, apiKeys) holds secrets in whatever
-// is under it, yet a scalar of one is shown (maxTokens: 4096). A key that names or locates a secret instead is none:
+// is under it, yet a scalar of one is shown (secrets: none); one after a
+// counting word is a number of them (maxTokens, numSecrets). A key that names or locates a secret instead is none:
 // existingSecret, a schema's x-kubernetes-patch-merge-key.
 func secretKey(key string, siblings []string) keySecrecy {
 	lower := strings.ToLower(key)
@@ -99,6 +100,9 @@ func secretKey(key string, siblings []string) keySecrecy {
 	case secretWords(words):
 		return valueSecret
 	case strings.HasSuffix(last, "s"):
+		if len(words) > 1 && slices.Contains(countingWords, words[len(words)-2]) {
+			return notSecret // maxTokens: {input: 1000} counts tokens, holds none
+		}
 		words[len(words)-1] = strings.TrimSuffix(last, "s")
 		if secretWords(words) {
 			return groupSecret
@@ -112,6 +116,9 @@ func secretKey(key string, siblings []string) keySecrecy {
 var (
 	secretLastWords = []string{"password", "passwd", "pwd", "secret", "token", "credential", "dsn", "apikey", "passphrase", "privatekey", "accesskey", "secretkey"}
 	keyKinds        = []string{"api", "private", "access", "secret", "signing", "encryption", "client", "master", "license", "tls", "ssh"}
+	// countingWords before a plural make it a number of them (maxTokens,
+	// numSecrets), not a group of them.
+	countingWords = []string{"max", "min", "num", "number", "total", "count", "limit"}
 )
 
 // secretWords reports whether words, a key's in lower case, end in a word that

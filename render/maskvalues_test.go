@@ -114,6 +114,9 @@ func TestMaskedFileHidesSecretKeys(t *testing.T) {
 				"existingSecret: db-creds", "automountServiceAccountToken: false", "key: dedicated", "topologyKey: kubernetes.io/hostname", "  key: [redacted]",
 				"  STRIPE: [redacted]", "  enabled: true", "  none: null", "  empty: \"\"", "maxTokens: 4096", "tokenizer: bpe", "tokenTTL: 3600",
 				"passwordMinLength: 12", "author: jane"}},
+		"a values file's limits": {file: "values.yaml",
+			doc:  "llm:\n  maxTokens:\n    input: 1000\n    output: 500\n  numSecrets: 2\n",
+			kept: []string{"    input: 1000", "    output: 500", "numSecrets: 2"}},
 		"an environment's values file": {file: "envs/prod/values-prod.yaml",
 			doc:    "# prod\nimage: {tag: \"2.0\"}\nredis:\n  auth:\n    password: 'quoted-s3cret'\n",
 			hidden: []string{"quoted-s3cret"}, kept: []string{"image: {tag: \"2.0\"}", "password: [redacted]"}},
@@ -253,10 +256,11 @@ func TestClusterDiffListsAChangeOfAMaskedValue(t *testing.T) {
 
 // TestSecretKeyByItsWords: a key is secret by its last word, not by a word
 // inside another (tokenizer, author), and a plural one holds secrets under it
-// (so a number of maxTokens is shown).
+// (secrets: {STRIPE: x}), unless a counting word makes it a number of them
+// (maxTokens: {input: 1000} is shown).
 func TestSecretKeyByItsWords(t *testing.T) {
 	for key, want := range map[string]keySecrecy{
-		"maxTokens": groupSecret, "tokenizer": notSecret, "author": notSecret, "tokenTTL": notSecret,
+		"maxTokens": notSecret, "minPasswords": notSecret, "numSecrets": notSecret, "tokenizer": notSecret, "author": notSecret, "tokenTTL": notSecret,
 		"passwordMinLength": notSecret, "existingSecret": notSecret, "secretName": notSecret,
 		"passwordSecretRef": notSecret, "tokenFile": notSecret, "authUrl": notSecret, "authType": notSecret,
 		"topologyKey": notSecret, "monkey": notSecret, "cacheKey": notSecret, "keys": notSecret, "passthrough": notSecret,
