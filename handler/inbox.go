@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
@@ -16,6 +15,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/poll"
 	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Inbox defaults.
@@ -517,17 +517,5 @@ func maxTime(a, b time.Time) time.Time {
 // refusing the record would fail the worker's whole batch), cut at n bytes at a
 // whole character.
 func truncate(s string, n int) string {
-	return cut(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), n)
-}
-
-// cut is s cut at n bytes and a whole character, marked with "…" (3 bytes more)
-// when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Cut(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), n)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // The handlers decode only the fields they read, into the small types below. GitHub
@@ -243,7 +244,7 @@ func isCommitSHA(s string) bool {
 
 // shown is a payload's value as an error names it: its first 100 bytes, so a
 // value of megabytes does not become the error.
-func shown(s string) string { return cut(s, 100) }
+func shown(s string) string { return textcut.Cut(s, 100) }
 
 // shownError is err's text cut to its first 300 bytes.
-func shownError(err error) string { return cut(err.Error(), 300) }
+func shownError(err error) string { return textcut.Cut(err.Error(), 300) }

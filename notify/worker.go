@@ -12,13 +12,13 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/internal/poll"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Defaults of a Worker's zero fields.
@@ -255,12 +255,5 @@ func truncate(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
-	if len(s) <= maxErrorText {
-		return s
-	}
-	cut := maxErrorText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Cut(s, maxErrorText)
 }

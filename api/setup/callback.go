@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // setup answers GitHub's redirect after an installation, GET
@@ -459,11 +459,7 @@ func clipParam(s string) string {
 	if len(s) <= maxParamEcho {
 		return s
 	}
-	cut := maxParamEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+	return fmt.Sprintf("%s (%d bytes)", textcut.Cut(s, maxParamEcho), len(s))
 }
 
 // page is a small HTML answer for a person in a browser.

@@ -29,6 +29,7 @@ import (
 	"github.com/kukie/kukie-gitops/secret"
 	"github.com/kukie/kukie-gitops/server"
 	"github.com/kukie/kukie-gitops/store"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Path is the route GitHub delivers to.
@@ -139,7 +140,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &envelope); err != nil {
 		// The decoder quotes a number it cannot store whole, which may be megabytes
 		// of digits.
-		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not one GitHub sends: "+truncate(err.Error(), maxReasonLength))
+		server.WriteError(w, http.StatusBadRequest, "invalid_payload", "the delivery body is not one GitHub sends: "+textcut.Cut(err.Error(), maxReasonLength))
 		return
 	}
 
@@ -183,7 +184,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rc *Receiver) refuseSignature(r *http.Request, code string) {
-	zerolog.Ctx(r.Context()).Warn().Str("reason", code).Str("delivery_id", truncate(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
+	zerolog.Ctx(r.Context()).Warn().Str("reason", code).Str("delivery_id", textcut.Cut(r.Header.Get(headerDelivery), maxDeliveryIDLength)).
 		Msg("Webhook delivery refused: signature")
 }
 
@@ -223,13 +224,6 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // audit records an event; a failure is logged, not answered, since the delivery it
