@@ -40,7 +40,7 @@ func TestBaseMoveMarksAPullRequestsCheckStale(t *testing.T) {
 					// told as since it started, one its delivery told first as after it.
 					!(strings.Contains(r.GetOutput().GetSummary(), "**main moved to "+moved[:7]+" after this check**, changing files that") ||
 						strings.Contains(r.GetOutput().GetSummary(), "**main moved to "+moved[:7]+" since this check started**, changing files that")) ||
-					!strings.Contains(r.GetOutput().GetSummary(), "(apps/web/deployment.yaml)") {
+					!strings.Contains(r.GetOutput().GetSummary(), "(`apps/web/deployment.yaml`)") {
 					t.Fatalf("marked run %d %s %q\n%s", r.GetID(), r.GetConclusion(), r.GetOutput().GetTitle(), r.GetOutput().GetSummary())
 				}
 				break

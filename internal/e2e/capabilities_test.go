@@ -129,7 +129,7 @@ func checkCapsRender(t *testing.T, text, app string, gauge, atVersion bool, vers
 // that it rendered with Helm's defaults.
 func checkDefaultsFor(t *testing.T, summary, app string) {
 	t.Helper()
-	if !strings.Contains(summary, app+": "+capsDefaults) || strings.Count(summary, capsDefaults) != 1 {
+	if !strings.Contains(summary, app+": `"+capsDefaults) || strings.Count(summary, capsDefaults) != 1 {
 		t.Errorf("the summary does not say, for %s alone, that it rendered with Helm's defaults:\n%s", app, summary)
 	}
 }
