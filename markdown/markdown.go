@@ -51,6 +51,10 @@ func Name(s string) string {
 	return s
 }
 
+// CodeLine writes s as a code span on one line, each run of white space in it one
+// space: a reason or message from elsewhere, which may span lines, in a sentence.
+func CodeLine(s string) string { return Code(strings.Join(strings.Fields(s), " ")) }
+
 // OpenFence returns the fence a code block of text opens and leaves open at its end
 // ("```"), or "" when every block text opens is closed: what a line of its own must
 // hold, after text, to close the block. It reads fences as CommonMark does: up to

@@ -78,3 +78,11 @@ func TestNameKeepsPlainNamesAndQuotesOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeLineIsOneLineOfCode: a reason over several lines, with runs of spaces
+// and tabs, is one code span with single spaces.
+func TestCodeLineIsOneLineOfCode(t *testing.T) {
+	if got, want := markdown.CodeLine("kustomize:\n  accumulating\tresources `x`\n"), "`` kustomize: accumulating resources `x` ``"; got != want {
+		t.Errorf("CodeLine = %q, want %q", got, want)
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/plan"
-	"github.com/kukie/kukie-gitops/store"
 )
 
 // TestProposedContentIsRefusedAtOnce: propose_git_change refuses a change whose
@@ -37,10 +36,7 @@ func TestProposedContentIsRefusedAtOnce(t *testing.T) {
 				"reason": "traffic", "requested_by": "alice"}, "invalid_request: ", tc.want)
 		})
 	}
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("plans after refused proposals: %d, %v; want none", len(plans), err)
-	}
+	e.requirePlans(t, 0, "refused proposals")
 }
 
 // TestIdempotencyKeyBoundIsInCharacters: propose_git_change takes a key of 200
@@ -79,10 +75,7 @@ func TestToolsRefuseTargetsAndWordsNoChangeCanHave(t *testing.T) {
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget,
 		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice\x1b[31m"},
 		"invalid_request: requested_by holds the control character U+001B")
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("plans after refused proposals: %d, %v; want none", len(plans), err)
-	}
+	e.requirePlans(t, 0, "refused proposals")
 	code := mustOK(t, cs, mcp.ToolProposeGitChange, map[string]any{"cluster": "prod", "target": webTarget,
 		"change": map[string]any{"replicas": map[string]any{"count": 4}}, "reason": "traffic", "requested_by": "alice"})["code"]
 	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code, "requested_by": "bob\u202e"},

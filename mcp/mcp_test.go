@@ -301,6 +301,15 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // connect opens a session with the SDK's own client, as an assistant would.
+// requirePlans fails t unless the team has want plans after what the test did.
+func (e *env) requirePlans(t *testing.T, want int, after string) {
+	t.Helper()
+	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
+	if err != nil || len(plans) != want {
+		t.Fatalf("plans after %s: %d, %v; want %d", after, len(plans), err, want)
+	}
+}
+
 func (e *env) connect(t *testing.T, token secret.Secret) *sdk.ClientSession {
 	t.Helper()
 	cs, err := e.dial(token)
@@ -477,10 +486,7 @@ func TestChangeToolsNeedTheChangeScope(t *testing.T) {
 	} {
 		mustRefuse(t, cs, tool, args, tool+" needs a token with the change scope", "this token has only read")
 	}
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("plans after refused change tools = %v, %v; want none", plans, err)
-	}
+	e.requirePlans(t, 0, "refused change tools")
 }
 
 // TestChangeToolsAreRateLimited: the change tools share the team's limit of the
@@ -502,10 +508,7 @@ func TestChangeToolsAreRateLimited(t *testing.T) {
 	mustRefuse(t, cs, mcp.ToolProposeGitChange, request("web"), "rate_limited: too many changes for this team", "retry in 60 s")
 	code, _ := proposed["code"].(string)
 	mustRefuse(t, cs, mcp.ToolRollbackChange, map[string]any{"code": code}, "rate_limited: too many changes for this team")
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 1 {
-		t.Fatalf("plans after the limit: %d, %v; want the first one only", len(plans), err)
-	}
+	e.requirePlans(t, 1, "the limit")
 }
 
 func TestChangeTools(t *testing.T) {
@@ -947,8 +950,5 @@ func TestProposeRefusesNonStringLabelAndEnvValues(t *testing.T) {
 	mustRefuse(t, cs, mcp.ToolProposeGitChange,
 		propose(map[string]any{"env": map[string]any{"container": "web", "set": map[string]any{"DEBUG": nil}}}),
 		"invalid_request", "env.set.DEBUG: must be a string, got null")
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)
-	}
+	e.requirePlans(t, 0, "the refused changes")
 }

@@ -1,14 +1,12 @@
 package mcp_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/secret"
-	"github.com/kukie/kukie-gitops/store"
 )
 
 // refusalOfAPI posts body to the HTTP API beside the tools as token's team and
@@ -116,10 +114,7 @@ func TestBodyToolsAreRefusedInTheAPIsWords(t *testing.T) {
 			}
 		})
 	}
-	plans, err := e.db.ListPlans(context.Background(), store.PlanFilter{TeamID: e.team.ID})
-	if err != nil || len(plans) != 0 {
-		t.Fatalf("plans after the refused changes: %d, %v; want none", len(plans), err)
-	}
+	e.requirePlans(t, 0, "the refused changes")
 }
 
 // TestEveryToolNamesAnArgumentOfTheWrongType: each tool given a number for one of

@@ -92,7 +92,7 @@ func syncPolicy(pay Payload) string {
 // warningText writes a warning as a code span: warnings quote the repository's
 // paths and values and the team's Argo CD's words, which as Markdown could
 // mention people, link and show images.
-func warningText(w string) string { return markdown.Code(oneLine(w)) }
+func warningText(w string) string { return markdown.CodeLine(w) }
 
 func allWarnings(pay Payload) []string {
 	var out []string
@@ -163,7 +163,7 @@ func clusterCheckLine(pay Payload) string {
 // (its API server's, an admission webhook's) are written as code.
 func clusterCheckNote(pay Payload) string {
 	if pay.ClusterCheck == ClusterCheckUnreachable {
-		return markdown.Code(oneLine(pay.ClusterCheckNote))
+		return markdown.CodeLine(pay.ClusterCheckNote)
 	}
 	return pay.ClusterCheckNote
 }
@@ -198,10 +198,10 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		// The failure names the branch's files, which whoever pushes to it names.
-		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", markdown.Code(oneLine(failure)))
+		fmt.Fprintf(&b, "**The branch no longer matches the verified change.**\n\n%s\n\n", markdown.CodeLine(failure))
 	case pay.BaseRefusal != "":
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Refused on the new base"
-		fmt.Fprintf(&b, "**%s.** The branch still holds the change as verified on its old base; close the change or ask for it again.\n\n", markdown.Code(oneLine(strings.TrimSuffix(pay.BaseRefusal, "."))))
+		fmt.Fprintf(&b, "**%s.** The branch still holds the change as verified on its old base; close the change or ask for it again.\n\n", markdown.CodeLine(strings.TrimSuffix(pay.BaseRefusal, ".")))
 	case pay.ClusterCheck == ClusterCheckUnreachable:
 		r.Conclusion, r.Title = github.ConclusionActionRequired, "Verified in Git; not checked against the cluster"
 		fmt.Fprintf(&b, "The edit renders exactly as requested, but it was **not checked against the cluster**: %s.\n\n", clusterCheckNote(pay))
@@ -268,7 +268,7 @@ func (p *Pipeline) unverifiedReport(pl store.Plan, cause error, retrying bool) g
 		next = "Retry the change (POST /api/v1/changes/" + pl.Code + "/retry) once the cause is fixed."
 	}
 	r.Summary = fmt.Sprintf("**Commit %s has not been verified.** Its check against the base plus the verified edit did not finish: %s.\n\n%s\n",
-		pl.HeadSHA, markdown.Code(oneLine(reason)), next)
+		pl.HeadSHA, markdown.CodeLine(reason), next)
 	return r
 }
 

@@ -125,7 +125,7 @@ func (r *Report) Summary() string {
 	var b strings.Builder
 	switch {
 	case r.ConfigErr != nil:
-		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, markdown.Name(r.DefaultBranch), markdown.Code(oneLine(r.ConfigErr.Error())))
+		fmt.Fprintf(&b, "The policy in `%s` on %s cannot be used, so nothing was checked against it:\n\n> %s\n", ConfigFile, markdown.Name(r.DefaultBranch), markdown.CodeLine(r.ConfigErr.Error()))
 		return b.String()
 	case r.Config == nil:
 		fmt.Fprintf(&b, "%s has no `%s` on its default branch (%s), so no policy rule is on. The file's schema is in the service's README.\n", r.Repo, ConfigFile, markdown.Name(r.DefaultBranch))
@@ -210,7 +210,7 @@ func (f Finding) line() string {
 	if len(who) > 0 {
 		s += " " + strings.Join(who, ", ") + ":"
 	}
-	return s + " " + markdown.Code(oneLine(f.Message))
+	return s + " " + markdown.CodeLine(f.Message)
 }
 
 // Annotations mark the manifest line of each finding (the same line once per

@@ -130,14 +130,14 @@ func (r *report) summary() string {
 	for _, a := range r.apps {
 		switch {
 		case a.failed != "":
-			failed = append(failed, fmt.Sprintf("- **%s**: %s", a.name, markdown.Code(oneLine(a.failed))))
+			failed = append(failed, fmt.Sprintf("- **%s**: %s", a.name, markdown.CodeLine(a.failed)))
 		case a.notChecked != "":
-			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.Code(oneLine(a.notChecked))))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.CodeLine(a.notChecked)))
 		case a.brokenBefore != "":
-			skipped = append(skipped, fmt.Sprintf("- %s did not render before this change (%s); every object it renders now is shown as added", a.name, markdown.Code(oneLine(a.brokenBefore))))
+			skipped = append(skipped, fmt.Sprintf("- %s did not render before this change (%s); every object it renders now is shown as added", a.name, markdown.CodeLine(a.brokenBefore)))
 		}
 		if a.capabilities != "" && a.notChecked == "" {
-			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.Code(oneLine(a.capabilities))))
+			skipped = append(skipped, fmt.Sprintf("- %s: %s", a.name, markdown.CodeLine(a.capabilities)))
 		}
 	}
 	for _, n := range r.notChecked {

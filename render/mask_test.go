@@ -205,6 +205,28 @@ var kustomizeSecretValues = []string{"lit-Q7rT9vX2", "lit-W4mK8pZ1", "cm-lit-H3n
 
 // requireNoSecret fails when text shows any of values, clear or base64-encoded (as
 // a rendered Secret's data holds them).
+// planHidingSecrets plans req and fails t unless its git diff shows each of shows
+// (masked lines, so the test sees the secrets' context) and nothing of the result
+// shows a value of hidden.
+func planHidingSecrets(t *testing.T, req Request, shows, hidden []string) *Result {
+	t.Helper()
+	res, err := Plan(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	for _, s := range shows {
+		if !strings.Contains(res.GitDiff, s) {
+			t.Errorf("git diff lacks %q; the secrets are not in its context:\n%s", s, res.GitDiff)
+		}
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the result", string(out), hidden)
+	return res
+}
+
 func requireNoSecret(t *testing.T, what, text string, values []string) {
 	t.Helper()
 	for _, v := range values {
@@ -233,20 +255,7 @@ func TestKustomizeSecretsNeverShown(t *testing.T) {
 			[]string{"              value: [redacted]\n"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Plan(context.Background(), Request{RepoDir: repo, Apps: app, Target: target, Change: tc.change})
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			for _, s := range tc.shows {
-				if !strings.Contains(res.GitDiff, s) {
-					t.Errorf("git diff lacks %q; the secrets are not in its context:\n%s", s, res.GitDiff)
-				}
-			}
-			out, err := json.Marshal(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			requireNoSecret(t, "the result", string(out), kustomizeSecretValues)
+			res := planHidingSecrets(t, Request{RepoDir: repo, Apps: app, Target: target, Change: tc.change}, tc.shows, kustomizeSecretValues)
 			var diffs string
 			for _, d := range res.ClusterDiff {
 				diffs += d.Diff

@@ -73,20 +73,7 @@ func TestHelmValuesSecretsNeverShown(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			files, req := goldenInput(t, tc.golden, func(files map[string]string, req *goldenRequest) { tc.edit(t, files, req) })
-			res, err := Plan(context.Background(), Request{RepoDir: testtree.Write(t, files), Apps: req.Apps, App: req.App, Target: req.Target, Change: tc.change})
-			if err != nil {
-				t.Fatalf("Plan: %v", err)
-			}
-			for _, s := range tc.shows {
-				if !strings.Contains(res.GitDiff, s) {
-					t.Errorf("git diff lacks %q:\n%s", s, res.GitDiff)
-				}
-			}
-			out, err := json.Marshal(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			requireNoSecret(t, "the result", string(out), tc.hidden)
+			planHidingSecrets(t, Request{RepoDir: testtree.Write(t, files), Apps: req.Apps, App: req.App, Target: req.Target, Change: tc.change}, tc.shows, tc.hidden)
 		})
 	}
 }
