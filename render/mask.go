@@ -2,8 +2,10 @@ package render
 
 import (
 	"encoding/base64"
+	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -361,5 +363,23 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 				}
 			}
 		}
+	case int64, float64:
+		// A number masked for its key (pin: 4242424242) is a secret as a string
+		// is; a message writes it as its manifest did or as Go prints it.
+		if sensitive || keyedSecretAt(group, path, x, siblings) {
+			*out = append(*out, numberTexts(x)...)
+		}
 	}
+}
+
+// numberTexts are the ways text writes a decoded number: as YAML and JSON write
+// it (4242424242, 7070707070.5) and as Go prints it (9.87654321e+12).
+func numberTexts(v any) []string {
+	switch x := v.(type) {
+	case int64:
+		return []string{strconv.FormatInt(x, 10)}
+	case float64:
+		return []string{strconv.FormatFloat(x, 'f', -1, 64), fmt.Sprint(x)}
+	}
+	return nil
 }

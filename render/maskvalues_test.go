@@ -311,3 +311,18 @@ func TestPlanShowsAChangeOfAFieldNamedLikeASecret(t *testing.T) {
 	}
 	requireNoSecret(t, "the result", string(out), []string{"hunter2x"})
 }
+
+// TestMaskTextScrubsNumbersMaskedByKey: a number masked for its key (a custom
+// resource's password, a number under its secrets) is replaced in free text as a
+// string secret is, in the forms a message writes it; a short one (as short
+// strings are), a number under a key that is no secret's, a boolean are left.
+func TestMaskTextScrubsNumbersMaskedByKey(t *testing.T) {
+	db := ChangedObject{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Database", "metadata": map[string]any{"name": "db"},
+		"spec": map[string]any{"port": int64(5432), "replicas": int64(31337),
+			"auth":    map[string]any{"password": int64(4242424242), "apiKey": int64(42), "enabled": true},
+			"secrets": map[string]any{"backup": float64(7070707070.5), "count": float64(9.87654321e+12)}}}}
+	got := MaskText([]ChangedObject{db}, "denied: password 4242424242, backup 7070707070.5, count 9876543210000 or 9.87654321e+12, port 5432, replicas 31337, apiKey 42, enabled true")
+	if want := "denied: password [redacted], backup [redacted], count [redacted] or [redacted], port 5432, replicas 31337, apiKey 42, enabled true"; got != want {
+		t.Errorf("masked text\n%q, want\n%q", got, want)
+	}
+}
