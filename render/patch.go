@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -534,7 +535,13 @@ func checkPatchLists(target *object, p *Patch) error {
 			reason := fmt.Sprintf("%s %s: the patch gives an object for %s, which is a list: a merge patch replaces a list whole, so a field path cannot name one of its items (%s/%s); give the whole list instead",
 				target.kind, target.name, strings.Join(here, "."), ptr, escapePointer(slices.Sorted(maps.Keys(sub))[0]))
 			if whole, ok := patchedItems(list, sub); ok {
-				if data, err := json.Marshal(whole); err == nil && len(data) <= 400 {
+				// The example would show a secret value masked, and given back as it
+				// reads it would set that value to the mask: so none is offered.
+				data, err := json.Marshal(whole)
+				switch {
+				case !reflect.DeepEqual(maskValueAt(groupOf(target.apiVersion), target.kind, here, whole), whole):
+					reason += " (the list holds secret values, which this message does not show: write it out from the manifest)"
+				case err == nil && len(data) <= 400:
 					reason += fmt.Sprintf(", for example %s=%s", ptr, data)
 				}
 			}
@@ -569,7 +576,9 @@ func checkStringValue(target *object, at []string, v any) error {
 }
 
 // patchedItems is list with the merge patch of each item applied, when every
-// key of m is the index of an item; ok is false otherwise.
+// key of m is the index of an item; ok is false otherwise. An item's patch may
+// name items of a list inside it the same way ("/spec/template/spec/containers/0/env/1/value"),
+// so the example spells the lists at every level, not an object for the inner one.
 func patchedItems(list []any, m map[string]any) ([]any, bool) {
 	out := make([]any, len(list))
 	copy(out, list)
@@ -578,17 +587,39 @@ func patchedItems(list []any, m map[string]any) ([]any, bool) {
 		if err != nil || i < 0 || i >= len(list) || strconv.Itoa(i) != k {
 			return nil, false
 		}
-		item, _ := json.Marshal(list[i])
-		patch, _ := json.Marshal(v)
-		merged, err := jsonpatch.MergePatch(item, patch)
-		if err != nil {
+		item, ok := patchedValue(list[i], v)
+		if !ok {
 			return nil, false
 		}
-		var x any
-		if err := json.Unmarshal(merged, &x); err != nil {
+		out[i] = item
+	}
+	return out, true
+}
+
+// patchedValue is cur with the merge patch p applied (RFC 7386), except that an
+// object given for a list names the list's items by index, as patchedItems does.
+func patchedValue(cur, p any) (any, bool) {
+	pm, isMap := p.(map[string]any)
+	if !isMap {
+		return p, true
+	}
+	if list, isList := cur.([]any); isList {
+		items, ok := patchedItems(list, pm)
+		return items, ok
+	}
+	cm, _ := cur.(map[string]any)
+	out := make(map[string]any, len(cm)+len(pm))
+	maps.Copy(out, cm)
+	for k, v := range pm {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		merged, ok := patchedValue(cm[k], v)
+		if !ok {
 			return nil, false
 		}
-		out[i] = x
+		out[k] = merged
 	}
 	return out, true
 }
