@@ -28,6 +28,7 @@ func TestProposedContentIsRefusedAtOnce(t *testing.T) {
 		"negative replicas":              {map[string]any{"replicas": map[string]any{"count": -3}}, "replicas -3 is out of range"},
 		"replicas past int32":            {map[string]any{"replicas": map[string]any{"count": int64(1) << 40}}, "replicas 1099511627776 is out of range"},
 		"env variable without a name":    {map[string]any{"env": map[string]any{"container": "web", "unset": []string{""}}}, `environment variable name "" is not valid`},
+		"the mask as a secret's value":   {map[string]any{"patch": map[string]any{"set": []any{map[string]any{"path": "/spec/auth/token", "value": "[redacted]"}}}}, `the patch's value of /spec/auth/token holds "[redacted]"`},
 		"label key": {map[string]any{"patch": map[string]any{"merge": map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier?": "front"}}}}},
 			`"tier?" is not a valid label key`},
 	} {

@@ -45,6 +45,9 @@ func (c Change) Validate() error {
 	if _, err := c.kind(); err != nil {
 		return err
 	}
+	if err := c.checkNoMask(); err != nil {
+		return err
+	}
 	switch {
 	case c.Replicas != nil:
 		if c.Replicas.Count < 0 || c.Replicas.Count > 100000 {
@@ -118,6 +121,61 @@ func (c Change) Validate() error {
 		return c.Patch.Validate()
 	}
 	return nil
+}
+
+// checkNoMask refuses a change that would set a value holding the mask the
+// service shows in place of a secret ("[redacted]"): a person or an assistant that
+// read a file, a diff or a refusal through the service and gave back what it read
+// would replace the secret with that text, and the diff of such a change reads
+// "[redacted] -> [redacted]", so nobody reviewing it could tell.
+func (c Change) checkNoMask() error {
+	refusal := func(where string) error {
+		return fmt.Errorf("%s holds %q, the text shown in place of a secret value: a change cannot set it, as it would replace the secret with that text; give the real value, or leave the field out", where, redacted)
+	}
+	switch {
+	case c.Env != nil:
+		for _, name := range slices.Sorted(maps.Keys(c.Env.Set)) {
+			if strings.Contains(c.Env.Set[name], redacted) {
+				return refusal("the value of environment variable " + name)
+			}
+		}
+	case c.NewResource != nil:
+		if strings.Contains(c.NewResource.Manifest, redacted) {
+			return refusal("the new resource's manifest")
+		}
+	case c.Patch != nil:
+		for _, f := range c.Patch.Set {
+			if at, ok := maskIn(f.Value, f.Path); ok {
+				return refusal("the patch's value of " + at)
+			}
+		}
+		if at, ok := maskIn(c.Patch.Merge, ""); ok {
+			return refusal("the merge patch's value of " + at)
+		}
+	}
+	return nil
+}
+
+// maskIn finds a string holding the mask in v, found at the JSON pointer at, and
+// returns the pointer of the first one in key order.
+func maskIn(v any, at string) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return at, strings.Contains(x, redacted)
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if p, ok := maskIn(x[k], at+"/"+escapePointer(k)); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, it := range x {
+			if p, ok := maskIn(it, at+"/"+strconv.Itoa(i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // ValidateFor is Validate of the change of target: what the target's kind alone

@@ -150,3 +150,33 @@ func TestConfigMapDataThatIsNotAStringIsRefusedWithTheRequest(t *testing.T) {
 		t.Fatalf("the render's check of binaryData = %v", err)
 	}
 }
+
+// TestChangeRefusesTheMaskAsAValue: a value holding the text shown in place of a
+// secret, given back as read from a file, a diff or a refusal, would replace the
+// secret with that text behind a diff reading "[redacted] -> [redacted]".
+func TestChangeRefusesTheMaskAsAValue(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change Change
+		where  string
+	}{
+		"an env value":               {(Change{Env: &Env{Container: "web", Set: map[string]string{"MODE": "fast", "DB_PASSWORD": "[redacted]"}}}), "environment variable DB_PASSWORD"},
+		"inside a connection string": {(Change{Env: &Env{Container: "web", Set: map[string]string{"DSN": "postgres://app:[redacted]@db/app"}}}), "environment variable DSN"},
+		"a field by pointer": {(Change{Patch: &Patch{Set: []FieldValue{{Path: "/spec/template/spec/containers", Value: jsonValue(`[{"name":"web","env":[{"name":"TOKEN","value":"[redacted]"}]}]`)}}}}),
+			"/spec/template/spec/containers/0/env/0/value"},
+		"a merge patch":  {Change{Patch: &Patch{Merge: jsonObject(`{"spec":{"auth":{"password":"[redacted]"}}}`)}}, "/spec/auth/password"},
+		"a new manifest": {Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {apiKey: '[redacted]'}\n"}}, "new resource's manifest"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.change.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.where) || !strings.Contains(err.Error(), "shown in place of a secret value") {
+				t.Fatalf("Validate() = %v, want a refusal naming %q and the mask", err, tc.where)
+			}
+		})
+	}
+	// The word alone, or brackets around another word, is a value like any other.
+	for _, v := range []string{"redacted", "[draft]", "[REDACTED-by-policy]"} {
+		if err := (Change{Env: &Env{Container: "web", Set: map[string]string{"NOTE": v}}}).Validate(); err != nil {
+			t.Errorf("Validate() of %q = %v, want nil", v, err)
+		}
+	}
+}

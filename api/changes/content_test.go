@@ -61,6 +61,7 @@ func TestChangeContentIsRefusedWhenSubmitted(t *testing.T) {
 		"annotation key":                 {`{"patch":{"merge":{"metadata":{"annotations":{"a/b/c":"x"}}}}}`, `/metadata/annotations: \"a/b/c\" is not a valid annotation key`},
 		"manifest that does not parse":   {`{"new_resource":{"manifest":"kind: [ConfigMap"}}`, "the new manifest does not parse"},
 		"manifest without a name":        {`{"new_resource":{"manifest":"apiVersion: v1\nkind: ConfigMap\n"}}`, "has no metadata.name"},
+		"the mask as a secret's value":   {`{"env":{"container":"web","set":{"DB_PASSWORD":"[redacted]"}}}`, `the value of environment variable DB_PASSWORD holds \"[redacted]\", the text shown in place of a secret value`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := request(tc.change)
