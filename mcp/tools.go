@@ -201,10 +201,10 @@ func (s *Server) addTools() {
 		Description: fmt.Sprintf("List the files of an Application's repository at the Application's revision, under its folder or a given path. Cut at %d characters with a note.", MaxResultChars)},
 		s.listRepoFiles)
 	addTool(s.server, &sdk.Tool{Name: ToolReadRepoFile, Annotations: readOnly,
-		Description: fmt.Sprintf("Read one file of an Application's repository at the Application's revision, with Secrets and secret-looking values masked. Cut at %d characters with a note.", MaxResultChars)},
+		Description: fmt.Sprintf("Read one file of an Application's repository at the Application's revision, with Secrets and secret-looking values masked: each reads [redacted], which no change may set (a change holding it is refused), so never copy one into a change. Cut at %d characters with a note.", MaxResultChars)},
 		s.readRepoFile)
 	addTool(s.server, &sdk.Tool{Name: ToolViewRepository, Annotations: readOnly,
-		Description: fmt.Sprintf("View a connected repository at a commit: which folders which Argo CD Applications deploy, and each app's rendered YAML with Secrets and secret-looking values masked. Rendered YAML is cut at %d characters in all, with a note.", MaxResultChars)},
+		Description: fmt.Sprintf("View a connected repository at a commit: which folders which Argo CD Applications deploy, and each app's rendered YAML with Secrets and secret-looking values masked as [redacted], which no change may set. Rendered YAML is cut at %d characters in all, with a note.", MaxResultChars)},
 		s.viewRepository)
 }
 
