@@ -215,6 +215,32 @@ func helmValuesAt(group string, path []string) bool {
 	return group == "argoproj.io" && n >= 2 && path[n-1] == "values" && path[n-2] == "helm"
 }
 
+// kustomizePatchAt reports whether path, in an object of group, is an inline
+// patch of an Application source's kustomize patches: YAML or JSON 6902 text,
+// masked as a kustomization's inline patch is.
+func kustomizePatchAt(group string, path []string) bool {
+	n := len(path)
+	return group == "argoproj.io" && n >= 4 && path[n-1] == "patch" && path[n-3] == "patches" && path[n-4] == "kustomize"
+}
+
+// inlinePatchShape is the shape of the patch text of m, a mapping at path in an
+// object of group, and whether m is an inline patch's entry (see
+// kustomizePatchAt) whose patch is text.
+func inlinePatchShape(group string, path []string, m map[string]any) (docShape, bool) {
+	if _, ok := m["patch"].(string); !ok || !kustomizePatchAt(group, childPath(path, "patch")) {
+		return docShape{}, false
+	}
+	t, _ := m["target"].(map[string]any)
+	group, _ = t["group"].(string)
+	kind, _ := t["kind"].(string)
+	return docShape{target: patchTarget{group: group, kind: kind}}, true
+}
+
+// maskedText is s, YAML text of shape, with its secret values replaced.
+func maskedText(s string, shape docShape) string {
+	return strings.Join(maskYAMLLines([]byte(s), splitLines([]byte(s)), shape), "")
+}
+
 // isIndexLabel reports whether a path segment is a list index ("[0]").
 func isIndexLabel(seg string) bool {
 	digits, ok := strings.CutPrefix(seg, "[")
@@ -287,12 +313,15 @@ func maskValueIn(group, kind string, path []string, v any, siblings []string) an
 		// it sits (an env entry outside a named list, a patch's value).
 		named, _ := x["name"].(string)
 		keys := mapKeys(x)
+		patch, inline := inlinePatchShape(group, path, x)
 		for k, cv := range x {
 			switch {
 			case sensitive:
 				out[k] = redacted
 			case k == "value" && looksSecret(named):
 				out[k] = redacted
+			case k == "patch" && inline:
+				out[k] = maskedText(cv.(string), patch)
 			default:
 				out[k] = maskValueIn(group, kind, childPath(path, k), cv, keys)
 			}
@@ -313,6 +342,9 @@ func maskValueIn(group, kind string, path []string, v any, siblings []string) an
 	}
 	if s, ok := v.(string); ok && helmValuesAt(group, path) {
 		return strings.Join(maskFileLines([]byte(s), roleManifest), "")
+	}
+	if s, ok := v.(string); ok && kustomizePatchAt(group, path) {
+		return maskedText(s, docShape{}) // its target not known here: masked by key
 	}
 	return v
 }
@@ -344,6 +376,9 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 	case map[string]any:
 		named, _ := x["name"].(string)
 		keys := mapKeys(x)
+		if patch, inline := inlinePatchShape(group, path, x); inline && !sensitive {
+			*out = append(*out, yamlSecretValues([]byte(x["patch"].(string)), patch)...)
+		}
 		for k, cv := range x {
 			collectSensitive(group, kind, childPath(path, k), cv, sensitive || (k == "value" && looksSecret(named)), keys, out)
 		}

@@ -9,8 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/types"
 )
 
@@ -26,10 +28,11 @@ import (
 type sourceRole int
 
 const (
-	roleManifest   sourceRole = iota // YAML: masked by document shape
-	roleConfigEnv                    // configMapGenerator env file: values of secret-looking keys
-	roleSecretEnv                    // secretGenerator env file: every value
-	roleSecretFile                   // read whole into a Secret (or a secret-looking ConfigMap key)
+	roleManifest    sourceRole = iota // YAML: masked by document shape
+	roleSecretPatch                   // a patch file a kustomization applies to a Secret: a JSON 6902 patch's every value
+	roleConfigEnv                     // configMapGenerator env file: values of secret-looking keys
+	roleSecretEnv                     // secretGenerator env file: every value
+	roleSecretFile                    // read whole into a Secret (or a secret-looking ConfigMap key)
 )
 
 // maskFileLines splits a file into lines (each keeping its line ending) and replaces
@@ -48,7 +51,13 @@ func maskFileLines(data []byte, role sourceRole) []string {
 		}
 		return lines
 	}
-	for _, m := range sensitiveRanges(data, len(lines)) {
+	return maskYAMLLines(data, lines, role.shape())
+}
+
+// maskYAMLLines replaces the secret values in lines, those of data, a YAML file
+// or string of shape.
+func maskYAMLLines(data []byte, lines []string, shape docShape) []string {
+	for _, m := range sensitiveRangesAs(data, len(lines), shape) {
 		for i := m.from; i <= m.to && i <= len(lines); i++ {
 			l := lines[i-1]
 			if strings.HasPrefix(l, "---") || strings.HasPrefix(l, "...") {
@@ -65,6 +74,14 @@ func maskFileLines(data []byte, role sourceRole) []string {
 		}
 	}
 	return lines
+}
+
+// shape is what a YAML file's role says of it (see docShape).
+func (r sourceRole) shape() docShape {
+	if r == roleSecretPatch {
+		return docShape{target: patchTarget{kind: "Secret"}}
+	}
+	return docShape{}
 }
 
 // splitLines splits after each "\n"; a final line without one is kept as is.
@@ -173,7 +190,25 @@ type lineMask struct {
 // file that does not parse is masked whole when it looks like it holds any, since
 // its structure is unknown.
 func sensitiveRanges(data []byte, lineCount int) []lineMask {
-	return rangesWithin(data, lineCount, &resolveBudget{bytes: MaxFileSize})
+	return sensitiveRangesAs(data, lineCount, docShape{})
+}
+
+// sensitiveRangesAs is sensitiveRanges for a file whose reader knows more of it
+// than its content says (see docShape).
+func sensitiveRangesAs(data []byte, lineCount int, shape docShape) []lineMask {
+	return rangesWithin(data, lineCount, shape, &resolveBudget{bytes: MaxFileSize})
+}
+
+// docShape is what is known of a YAML file or string besides its content.
+type docShape struct {
+	// values: it is Helm values (a values file an Application or a
+	// kustomization's helmCharts names, a values string), masked by key
+	// whatever keys it holds: a kind and an apiVersion in it are a chart's
+	// settings, not a Kubernetes object's.
+	values bool
+	// target is what a patch in it patches, when its kustomization or
+	// Application says.
+	target patchTarget
 }
 
 // resolveBudget is what resolving aliases and merge keys may still expand to in
@@ -181,7 +216,7 @@ func sensitiveRanges(data []byte, lineCount int) []lineMask {
 type resolveBudget struct{ bytes int }
 
 // rangesWithin is sensitiveRanges, resolving within budget.
-func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask {
+func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBudget) []lineMask {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
 	for {
@@ -209,7 +244,7 @@ func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask 
 			root = root.Content[0]
 		}
 		if sharesValues(root) {
-			if whole, values := resolvedMasks(root, budget); whole {
+			if whole, values := resolvedMasks(root, shape, budget); whole {
 				all := lineMask{from: root.Line, to: max(end, root.Line), block: true}
 				out = append(out, all)
 				// Scrubbing free text looks for the values as a decoder reads
@@ -219,7 +254,7 @@ func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask 
 				}
 			}
 		}
-		out = append(out, documentRanges(root, end, budget)...)
+		out = append(out, documentRanges(root, end, shape, budget)...)
 	}
 	return out
 }
@@ -235,7 +270,7 @@ func rangesWithin(data []byte, lineCount int, budget *resolveBudget) []lineMask 
 // kind or apiVersion than its lines do, or cannot be resolved within the bounds
 // render reads repository content by (an alias bomb is not expanded). A Helm
 // values file's defaults shared by "<<" hold nothing masked and stay shown.
-func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values []lineMask) {
+func resolvedMasks(root *yaml.Node, shape docShape, budget *resolveBudget) (whole bool, values []lineMask) {
 	c := nodeCounter{sizes: map[*yaml.Node]nodeSize{}}
 	size := c.measure(root)
 	if c.cyclic || c.aliased > MaxAliasNodes || c.widest > MaxMappingKeys || size.height > MaxDepth || size.bytes > budget.bytes {
@@ -247,7 +282,7 @@ func resolvedMasks(root *yaml.Node, budget *resolveBudget) (whole bool, values [
 		return true, nil
 	}
 	resolved := resolvedNode(v)
-	masked := documentRanges(resolved, 0, budget)
+	masked := documentRanges(resolved, 0, shape, budget)
 	for _, r := range masked {
 		if r.value != "" {
 			values = append(values, r)
@@ -312,12 +347,17 @@ func resolvedNode(v any) *yaml.Node {
 // generator literals, and, anywhere in it, the value of an item named like a secret;
 // in a document of no known schema (Helm values, a custom resource) the values of
 // secret-looking keys too, as mask.go masks objects.
-func documentRanges(root *yaml.Node, end int, budget *resolveBudget) []lineMask {
+func documentRanges(root *yaml.Node, end int, shape docShape, budget *resolveBudget) []lineMask {
 	var out []lineMask
+	if jsonPatch(root) {
+		out = jsonPatchRanges(root, end, shape.target, budget)
+		walkNamedValues(root, end, &out)
+		return out
+	}
 	// A document without both a kind and an apiVersion, as strings, is no
 	// Kubernetes object: a Helm values file (whose chart may well read a "kind" of
-	// its own), a Chart.yaml, a kustomization.
-	object := stringField(root, "kind") != "" && stringField(root, "apiVersion") != ""
+	// its own), a Chart.yaml, a kustomization. Nor is Helm values that hold both.
+	object := !shape.values && stringField(root, "kind") != "" && stringField(root, "apiVersion") != ""
 	if !object || !schemaKnown(groupOf(stringField(root, "apiVersion"))) {
 		keyedRanges(root, end, object, "", notSecret, budget, &out)
 	}
@@ -486,7 +526,12 @@ func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, under keyS
 				return
 			}
 			if parent == "helm" && key.Value == "values" && val.Kind == yaml.ScalarNode {
-				*out = append(*out, embeddedRanges(val, to, budget)...)
+				*out = append(*out, embeddedRanges(val, to, docShape{}, budget)...)
+				return
+			}
+			if parent == "kustomize" && key.Value == "patches" {
+				// An Application's kustomize patches, read as a kustomization's.
+				*out = append(*out, inlinePatchRanges(val, budget)...)
 				return
 			}
 			secret := inner
@@ -547,9 +592,9 @@ func maskedNode(n *yaml.Node) bool {
 // string) by its own content, moved to the lines it occupies in the file, up to
 // line to. A string that is not a literal block does not keep its lines in the
 // file: it is masked whole when it holds any secret.
-func embeddedRanges(body *yaml.Node, to int, budget *resolveBudget) []lineMask {
+func embeddedRanges(body *yaml.Node, to int, shape docShape, budget *resolveBudget) []lineMask {
 	lines := len(splitLines([]byte(body.Value)))
-	inner := rangesWithin([]byte(body.Value), lines, budget)
+	inner := rangesWithin([]byte(body.Value), lines, shape, budget)
 	if body.Style&yaml.LiteralStyle == 0 {
 		if len(inner) == 0 {
 			return nil
@@ -571,9 +616,10 @@ func embeddedRanges(body *yaml.Node, to int, budget *resolveBudget) []lineMask {
 	return inner
 }
 
-// inlinePatchRanges masks the inline patches of a kustomization (a patch written
-// as a string in the kustomization itself) by their own content, moved to the
-// lines they occupy in the file.
+// inlinePatchRanges masks the inline patches of a kustomization or an
+// Application (a patch written as a string in it) by their own content, as
+// kustomize reads them (a strategic-merge patch, or a JSON 6902 patch of the
+// entry's target), moved to the lines they occupy in the file.
 func inlinePatchRanges(patches *yaml.Node, budget *resolveBudget) []lineMask {
 	if patches.Kind != yaml.SequenceNode {
 		return nil
@@ -581,19 +627,25 @@ func inlinePatchRanges(patches *yaml.Node, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	for _, it := range patches.Content {
 		body := it
+		var target patchTarget
 		if it.Kind == yaml.MappingNode {
 			body = nil
 			for j := 0; j+1 < len(it.Content); j += 2 {
-				if it.Content[j].Value == "patch" {
+				switch it.Content[j].Value {
+				case "patch":
 					body = it.Content[j+1]
+				case "target":
+					target = patchTargetOf(it.Content[j+1])
 				}
 			}
 		}
-		if body == nil || body.Kind != yaml.ScalarNode || !strings.Contains(body.Value, "\n") {
-			continue // a path, or a one-line patch: its own line is masked by shape, if at all
+		if body == nil || body.Kind != yaml.ScalarNode || body.Value == "" {
+			continue
 		}
-		// Folded or quoted, the patch is masked whole to as many lines as it has.
-		out = append(out, embeddedRanges(body, body.Line+len(splitLines([]byte(body.Value)))-1, budget)...)
+		// A one-line patch (a path of patchesStrategicMerge is no YAML that
+		// holds a secret), folded or quoted, is masked whole to as many lines
+		// as it has when it holds one.
+		out = append(out, embeddedRanges(body, body.Line+len(splitLines([]byte(body.Value)))-1, docShape{target: target}, budget)...)
 	}
 	return out
 }
@@ -740,6 +792,11 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 			for _, g := range k.ConfigMapGenerator {
 				sourceRoles(d, g.KvPairSources, false, note)
 			}
+			for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) {
+				if p.Path != "" && p.Target != nil && p.Target.Group == "" && p.Target.Kind == "Secret" {
+					note(path.Join(d, p.Path), roleSecretPatch)
+				}
+			}
 		}
 	}
 	return roles
@@ -764,4 +821,157 @@ func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(strin
 			note(path.Join(dir, p), roleSecretFile)
 		}
 	}
+}
+
+// patchTarget is what a kustomize patch entry's target selects, as far as
+// masking cares: its group and kind (none when it does not say).
+type patchTarget struct{ group, kind string }
+
+// patchTargetOf reads a patch entry's target.
+func patchTargetOf(n *yaml.Node) patchTarget {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return patchTarget{}
+	}
+	return patchTarget{group: scalarField(n, "group"), kind: scalarField(n, "kind")}
+}
+
+// coreKind reports whether the target is the core kind named.
+func (t patchTarget) coreKind(kind string) bool { return t.group == "" && t.kind == kind }
+
+// builtIn reports whether the target is a built-in kind, whose fields are not
+// masked by key (see secretKey): by its group, or, when it gives none (target:
+// {kind: Deployment}), by its kind being one of Kubernetes' own.
+func (t patchTarget) builtIn() bool {
+	switch {
+	case t.kind == "":
+		return false
+	case t.group != "":
+		return schemaKnown(t.group)
+	}
+	return builtInKinds()[t.kind]
+}
+
+// builtInKinds are the kinds of the groups whose schema Kubernetes defines.
+var builtInKinds = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if schemaKnown(gvk.Group) && !strings.HasSuffix(gvk.Kind, "List") && !strings.HasSuffix(gvk.Kind, "Options") {
+			out[gvk.Kind] = true
+		}
+	}
+	return out
+})
+
+// jsonPatch reports whether a document is a JSON 6902 patch, as kustomize tells
+// one from a strategic-merge patch: a list of operations, each a mapping with an
+// op and a path.
+func jsonPatch(root *yaml.Node) bool {
+	if root.Kind != yaml.SequenceNode || len(root.Content) == 0 {
+		return false
+	}
+	for _, op := range root.Content {
+		if op.Kind != yaml.MappingNode || scalarField(op, "op") == "" || scalarField(op, "path") == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonPatchRanges masks the values of a JSON 6902 patch of target as the
+// object's own file would be masked at their path: every value of a Secret
+// (its metadata aside), a secret-looking ConfigMap key's, the last-applied
+// annotation; and, but in a built-in kind, by key: by the path's last segment
+// (spec/auth/password), a list item by the segment before it
+// (spec/apiKeys/0), anything under a plural one (spec/secrets/STRIPE), and the
+// secret-looking keys inside a value that is a mapping. A target the patch
+// entry does not name (a patch file) is masked by key.
+func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolveBudget) []lineMask {
+	var out []lineMask
+	eachItem(ops, end, func(op *yaml.Node, oto int) {
+		segs := jsonPointer(scalarField(op, "path"))
+		eachPair(op, oto, func(key, val *yaml.Node, to int) {
+			if key.Value != "value" || len(segs) == 0 {
+				return
+			}
+			mask := func(keyed bool) {
+				r := valueRange(val, to)
+				r.from, r.keyed = min(r.from, key.Line), keyed
+				out = append(out, r)
+			}
+			switch {
+			case segs[0] == "metadata":
+				if len(segs) >= 3 && segs[1] == "annotations" && segs[2] == lastAppliedAnnotation {
+					mask(false)
+				}
+			case target.coreKind("Secret"):
+				mask(false)
+			case target.coreKind("ConfigMap"):
+				if segs[0] != "data" && segs[0] != "binaryData" {
+					return
+				}
+				if len(segs) == 1 {
+					out = append(out, mapValues(val, to, looksSecret)...)
+				} else if looksSecret(segs[1]) {
+					mask(false)
+				}
+			case target.builtIn():
+			default:
+				keyedPointerRanges(segs, key, val, to, budget, &out)
+			}
+		})
+	})
+	return out
+}
+
+// keyedPointerRanges masks val, the value a JSON 6902 operation puts at the
+// path segs, by key, as keyedRanges masks it in the object itself.
+func keyedPointerRanges(segs []string, key, val *yaml.Node, to int, budget *resolveBudget, out *[]lineMask) {
+	n := len(segs)
+	for _, seg := range segs[:n-1] {
+		if !pointerIndex(seg) && secretKey(seg, nil).all() {
+			// Under secrets, credentials: every scalar, the value itself too.
+			keyedRanges(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, val}}, to, false, "", groupSecret, budget, out)
+			return
+		}
+	}
+	last := segs[n-1]
+	if pointerIndex(last) {
+		// An item of a list under the segment before.
+		if n >= 2 && secretKey(segs[n-2], nil).items() && maskedNode(val) {
+			r := valueRange(val, to)
+			r.from, r.keyed = min(r.from, key.Line), true
+			*out = append(*out, r)
+			return
+		}
+		last = ""
+	}
+	// The value as that of its own key, in the mapping of the segment before:
+	// keyedRanges masks it, or what in it is secret (a values string under
+	// helm, too).
+	parent := ""
+	if n >= 2 {
+		parent = segs[n-2]
+	}
+	as := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: last, Line: key.Line}, val}}
+	keyedRanges(as, to, false, parent, notSecret, budget, out)
+}
+
+// jsonPointer splits a JSON pointer (/spec/auth/password) into its segments,
+// unescaped.
+func jsonPointer(p string) []string {
+	p, ok := strings.CutPrefix(p, "/")
+	if !ok {
+		return nil
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return segs
+}
+
+// pointerIndex reports whether a JSON pointer segment is a list index ("0", or
+// "-" for after the last item).
+func pointerIndex(seg string) bool {
+	return seg == "-" || seg != "" && strings.Trim(seg, "0123456789") == ""
 }

@@ -78,6 +78,25 @@ func TestHelmValuesSecretsNeverShown(t *testing.T) {
 	}
 }
 
+// requireMaskedFile reads file of fsys as read_repo_file shows it and fails
+// unless it shows none of hidden, all of kept, and the file's line count.
+func requireMaskedFile(t *testing.T, fsys fstest.MapFS, file string, hidden, kept []string) {
+	t.Helper()
+	got, err := MaskedFile(fsys, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the masked file", got, hidden)
+	for _, k := range kept {
+		if !strings.Contains(got, k) {
+			t.Errorf("masked file lacks %q:\n%s", k, got)
+		}
+	}
+	if strings.Count(got, "\n") != strings.Count(string(fsys[file].Data), "\n") {
+		t.Errorf("masking changed the line count:\n%s", got)
+	}
+}
+
 // TestMaskedFileHidesSecretKeys: read_repo_file masks the scalar value of a
 // secret-looking key in a Helm values file, an Application's valuesObject and
 // values string, and a custom resource; never a boolean, a null, an empty value,
@@ -133,19 +152,7 @@ func TestMaskedFileHidesSecretKeys(t *testing.T) {
 			kept: []string{"automountServiceAccountToken: true", "secretName: web-tls", "- key: tls.key"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := MaskedFile(fstest.MapFS{tc.file: {Data: []byte(tc.doc)}}, tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			requireNoSecret(t, "the masked file", got, tc.hidden)
-			for _, k := range tc.kept {
-				if !strings.Contains(got, k) {
-					t.Errorf("masked file lacks %q:\n%s", k, got)
-				}
-			}
-			if strings.Count(got, "\n") != strings.Count(tc.doc, "\n") {
-				t.Errorf("masking changed the line count:\n%s", got)
-			}
+			requireMaskedFile(t, fstest.MapFS{tc.file: {Data: []byte(tc.doc)}}, tc.file, tc.hidden, tc.kept)
 			if values := strings.Join(fileSecretValues([]byte(tc.doc), roleManifest), "\n"); len(tc.hidden) > 0 && !strings.Contains(values, tc.hidden[0]) {
 				t.Errorf("free text is not scrubbed of %s: the secret values are %q", tc.hidden[0], values)
 			}
@@ -325,4 +332,110 @@ func TestMaskTextScrubsNumbersMaskedByKey(t *testing.T) {
 	if want := "denied: password [redacted], backup [redacted], count [redacted] or [redacted], port 5432, replicas 31337, apiKey 42, enabled true"; got != want {
 		t.Errorf("masked text\n%q, want\n%q", got, want)
 	}
+}
+
+// TestMaskedFileHidesPatchValues: a JSON 6902 patch, inline in a kustomization or
+// an Application or a file a kustomization applies, shows no value a file of the
+// patched object would mask: a custom resource's by the path's last segment (or
+// the plural before it), a Secret's whole, a secret-looking ConfigMap key's; a
+// built-in kind's fields are not masked by key. An Application's inline
+// strategic-merge patch is masked as the object's file is.
+func TestMaskedFileHidesPatchValues(t *testing.T) {
+	const jsonOps = "    - op: replace\n      path: /spec/auth/password\n      value: json-s3cret-1\n" +
+		"    - op: add\n      path: /spec/secrets/STRIPE\n      value: json-s3cret-2\n" +
+		"    - op: add\n      path: /spec/apiKeys/-\n      value: json-s3cret-3\n" +
+		"    - op: add\n      path: /spec/db\n      value: {host: db.prod, token: json-s3cret-4}\n" +
+		"    - op: replace\n      path: /spec/replicas\n      value: 3\n" +
+		"    - op: replace\n      path: /spec/auth/enabled\n      value: true\n"
+	for name, tc := range map[string]struct {
+		files  map[string]string
+		file   string
+		hidden []string
+		kept   []string
+	}{
+		"a kustomization's inline JSON patch of a custom resource": {file: "kustomization.yaml",
+			files:  map[string]string{"kustomization.yaml": "resources: [db.yaml]\npatches:\n- target: {kind: Database}\n  patch: |-\n" + jsonOps},
+			hidden: []string{"json-s3cret-1", "json-s3cret-2", "json-s3cret-3", "json-s3cret-4"},
+			kept:   []string{"path: /spec/auth/password", "      value: [redacted]", "      value: 3", "      value: true"}},
+		"an inline JSON patch of a Secret": {file: "kustomization.yaml",
+			files: map[string]string{"kustomization.yaml": "patchesJson6902:\n- target: {version: v1, kind: Secret, name: db}\n  patch: |\n" +
+				"    - op: add\n      path: /data/x\n      value: c2VjcmV0LWRhdGEtMQ==\n    - op: add\n      path: /metadata/labels/tier\n      value: backend\n"},
+			hidden: []string{"c2VjcmV0LWRhdGEtMQ=="}, kept: []string{"path: /data/x", "      value: [redacted]", "      value: backend"}},
+		"a one-line inline JSON patch": {file: "kustomization.yaml",
+			files:  map[string]string{"kustomization.yaml": "patches:\n- target: {kind: Database}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/auth/password\", \"value\": \"one-line-s3cret\"}]'\n- path: deploy.yaml\n"},
+			hidden: []string{"one-line-s3cret"}, kept: []string{"- target: {kind: Database}", "- path: deploy.yaml"}},
+		"an inline JSON patch of a ConfigMap": {file: "kustomization.yaml",
+			files: map[string]string{"kustomization.yaml": "patches:\n- target: {kind: ConfigMap}\n  patch: |\n" +
+				"    - op: add\n      path: /data/api_token\n      value: cm-s3cret-1\n    - op: add\n      path: /data/LOG_LEVEL\n      value: debug\n"},
+			hidden: []string{"cm-s3cret-1"}, kept: []string{"      value: debug"}},
+		"an inline JSON patch of a built-in kind": {file: "kustomization.yaml",
+			files: map[string]string{"kustomization.yaml": "patches:\n- target: {kind: Deployment}\n  patch: |\n" +
+				"    - op: add\n      path: /spec/template/spec/volumes/0/secret/secretName\n      value: web-tls\n" +
+				"    - op: add\n      path: /spec/template/spec/affinity/podAntiAffinity/topologyKey\n      value: zone\n" +
+				"    - op: add\n      path: /spec/template/spec/containers/0/env/-\n      value: {name: DB_PASSWORD, value: env-s3cret-1}\n"},
+			hidden: []string{"env-s3cret-1"}, kept: []string{"      value: web-tls", "      value: zone"}},
+		"a JSON patch file": {file: "patches/db.yaml",
+			files:  map[string]string{"kustomization.yaml": "patches:\n- path: patches/db.yaml\n  target: {kind: Database}\n", "patches/db.yaml": strings.ReplaceAll(jsonOps, "\n    ", "\n")[4:]},
+			hidden: []string{"json-s3cret-1", "json-s3cret-2", "json-s3cret-3", "json-s3cret-4"},
+			kept:   []string{"path: /spec/auth/password", "  value: [redacted]", "  value: 3", "  value: true"}},
+		"a JSON patch file of a Secret": {file: "secret-patch.json",
+			files: map[string]string{"kustomization.yaml": "patchesJson6902:\n- path: secret-patch.json\n  target: {version: v1, kind: Secret, name: db}\n",
+				"secret-patch.json": "[\n  {\"op\": \"add\", \"path\": \"/data/x\", \"value\": \"c2VjcmV0LWRhdGEtMg==\"}\n]\n"},
+			hidden: []string{"c2VjcmV0LWRhdGEtMg=="}},
+		"an Application's kustomize patches": {file: "argocd/apps/db.yaml",
+			files: map[string]string{"argocd/apps/db.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: db\nspec:\n  source:\n    path: apps/db\n    kustomize:\n      patches:\n" +
+				"      - target: {kind: Database}\n        patch: |-\n" + strings.ReplaceAll(jsonOps, "    ", "          ") +
+				"      - target: {kind: Secret}\n        patch: |\n          - op: add\n            path: /stringData/dsn\n            value: app-secret-dsn-1\n" +
+				"      - patch: |\n          apiVersion: example.com/v1\n          kind: Database\n          metadata: {name: db}\n          spec:\n            replicas: 2\n            auth:\n              password: app-smp-s3cret-1\n" +
+				"      - patch: |\n          apiVersion: v1\n          kind: Secret\n          metadata: {name: db}\n          stringData:\n            token: app-smp-s3cret-2\n"},
+			hidden: []string{"json-s3cret-1", "json-s3cret-2", "json-s3cret-3", "json-s3cret-4", "app-secret-dsn-1", "app-smp-s3cret-1", "app-smp-s3cret-2"},
+			kept:   []string{"path: apps/db", "path: /spec/auth/password", "            value: [redacted]", "            value: 3", "            replicas: 2", "              password: [redacted]", "            token: [redacted]"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for p, d := range tc.files {
+				fsys[p] = &fstest.MapFile{Data: []byte(d)}
+			}
+			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept)
+		})
+	}
+}
+
+// TestObjectsMaskApplicationKustomizePatches: a rendered Application's inline
+// kustomize patches (a JSON 6902 patch of a Secret, one of a custom resource, a
+// strategic-merge patch) show in its cluster diff and its field changes as
+// masked as in its file, and free text is scrubbed of their values.
+func TestObjectsMaskApplicationKustomizePatches(t *testing.T) {
+	app := func(smp string) *object {
+		patches := []any{
+			map[string]any{"target": map[string]any{"kind": "Secret", "name": "db"},
+				"patch": "- op: add\n  path: /data/x\n  value: YXBwLW9iai1zZWNyZXQtMQ==\n"},
+			map[string]any{"target": map[string]any{"kind": "Database"},
+				"patch": "- op: replace\n  path: /spec/auth/password\n  value: app-obj-s3cret-2\n- op: replace\n  path: /spec/replicas\n  value: 3\n"},
+			map[string]any{"patch": smp},
+		}
+		return &object{apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "db", body: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "db"},
+			"spec": map[string]any{"source": map[string]any{"path": "apps/db", "kustomize": map[string]any{"patches": patches}}}}}
+	}
+	const smp = "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: db\nspec:\n  replicas: 2\n  auth:\n    token: app-obj-s3cret-3\n"
+	before, after := app(smp), app(strings.Replace(smp, "app-obj-s3cret-3", "app-obj-s3cret-4", 1))
+	hidden := []string{"YXBwLW9iai1zZWNyZXQtMQ==", "app-obj-s3cret-2", "app-obj-s3cret-3", "app-obj-s3cret-4"}
+	d := objectDiff("app", objKey{Kind: "Application", Name: "db"}, before, after)
+	out, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the cluster diff", string(out), hidden)
+	if len(d.Changes) != 1 || !strings.Contains(d.Changes[0].After, "token: [redacted]") || !strings.Contains(d.Changes[0].After, "replicas: 2") {
+		t.Errorf("changes %+v, want the patch's change shown masked", d.Changes)
+	}
+	added := objectDiff("app", objKey{Kind: "Application", Name: "db"}, nil, before).Diff
+	for _, k := range []string{"value: [redacted]", "path: /spec/auth/password", "value: 3", "replicas: 2", "token: [redacted]"} {
+		if !strings.Contains(added, k) {
+			t.Errorf("the cluster diff lacks %q:\n%s", k, added)
+		}
+	}
+	text := MaskText([]ChangedObject{{Object: before.body}}, "denied: "+strings.Join(hidden[:3], ", "))
+	requireNoSecret(t, "the masked text", text, hidden)
 }

@@ -192,7 +192,13 @@ func fileSecretValues(data []byte, role sourceRole) []string {
 		}
 		return out
 	}
-	for _, m := range sensitiveRanges(data, len(splitLines(data))) {
+	return yamlSecretValues(data, role.shape())
+}
+
+// yamlSecretValues returns the secret values of a YAML file or string of shape.
+func yamlSecretValues(data []byte, shape docShape) []string {
+	var out []string
+	for _, m := range sensitiveRangesAs(data, len(splitLines(data)), shape) {
 		if m.value != "" && (!m.keyed || scrubbedByKey(m.value)) {
 			out = append(out, m.value)
 		}
