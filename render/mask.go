@@ -341,7 +341,7 @@ func maskValueIn(group, kind string, path []string, v any, siblings []string) an
 		return redacted
 	}
 	if s, ok := v.(string); ok && helmValuesAt(group, path) {
-		return strings.Join(maskFileLines([]byte(s), roleManifest), "")
+		return strings.Join(maskFileLines([]byte(s), roleValues), "")
 	}
 	if s, ok := v.(string); ok && kustomizePatchAt(group, path) {
 		return maskedText(s, docShape{}) // its target not known here: masked by key
@@ -388,7 +388,7 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 		}
 	case string:
 		if !sensitive && helmValuesAt(group, path) {
-			*out = append(*out, fileSecretValues([]byte(x), roleManifest)...)
+			*out = append(*out, fileSecretValues([]byte(x), roleValues)...)
 		}
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -29,6 +30,7 @@ type sourceRole int
 
 const (
 	roleManifest    sourceRole = iota // YAML: masked by document shape
+	roleValues                        // Helm values: masked by key, whatever keys they hold
 	roleSecretPatch                   // a patch file a kustomization applies to a Secret: a JSON 6902 patch's every value
 	roleConfigEnv                     // configMapGenerator env file: values of secret-looking keys
 	roleSecretEnv                     // secretGenerator env file: every value
@@ -78,7 +80,10 @@ func maskYAMLLines(data []byte, lines []string, shape docShape) []string {
 
 // shape is what a YAML file's role says of it (see docShape).
 func (r sourceRole) shape() docShape {
-	if r == roleSecretPatch {
+	switch r {
+	case roleValues:
+		return docShape{values: true}
+	case roleSecretPatch:
 		return docShape{target: patchTarget{kind: "Secret"}}
 	}
 	return docShape{}
@@ -526,7 +531,7 @@ func keyedRanges(n *yaml.Node, end int, skipMeta bool, parent string, under keyS
 				return
 			}
 			if parent == "helm" && key.Value == "values" && val.Kind == yaml.ScalarNode {
-				*out = append(*out, embeddedRanges(val, to, docShape{}, budget)...)
+				*out = append(*out, embeddedRanges(val, to, docShape{values: true}, budget)...)
 				return
 			}
 			if parent == "kustomize" && key.Value == "patches" {
@@ -759,7 +764,8 @@ func scalarField(m *yaml.Node, key string) string {
 
 // generatorRoles returns how kustomize generators read each of files (canonical
 // paths), from the kustomizations in the files' directories and above (generator
-// sources cannot leave their kustomization's root). kusts supplies each
+// sources cannot leave their kustomization's root); which are patch files of a
+// Secret, and which Helm values files of helmCharts. kusts supplies each
 // kustomization's content: the edited one when the edit changes it, so both sides
 // of a diff are judged by what names them. Files no generator reads are absent.
 func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]sourceRole {
@@ -792,6 +798,13 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 			for _, g := range k.ConfigMapGenerator {
 				sourceRoles(d, g.KvPairSources, false, note)
 			}
+			for _, c := range k.HelmCharts {
+				for _, f := range append([]string{c.ValuesFile}, c.AdditionalValuesFiles...) {
+					if u, err := url.Parse(f); f != "" && err == nil && u.Scheme == "" {
+						note(path.Join(d, f), roleValues)
+					}
+				}
+			}
 			for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) {
 				if p.Path != "" && p.Target != nil && p.Target.Group == "" && p.Target.Kind == "Secret" {
 					note(path.Join(d, p.Path), roleSecretPatch)
@@ -800,6 +813,38 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 		}
 	}
 	return roles
+}
+
+// noteValuesFiles marks as Helm values those of files (canonical paths) that
+// are: one of named (an Application's valueFiles), or a chart's own values.yaml,
+// beside the Chart.yaml isFile finds. Their kind and apiVersion, if they hold
+// both, are the chart's settings: they are masked by key all the same.
+func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]bool, isFile func(string) bool) {
+	for _, f := range files {
+		if roles[f] >= roleValues {
+			continue
+		}
+		if named[f] || path.Base(f) == "values.yaml" && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
+			roles[f] = roleValues
+		}
+	}
+}
+
+// appValuesFiles are the values files the Helm apps of apps name
+// (spec.source.helm.valueFiles), as key names them canonically.
+func appValuesFiles(apps []Application, key func(string) string) map[string]bool {
+	out := map[string]bool{}
+	for _, app := range apps {
+		if app.SourceType != SourceHelm {
+			continue
+		}
+		for _, f := range app.Helm.ValueFiles {
+			if p, err := resolveHelmPath(app.Path, f); err == nil {
+				out[key(p)] = true
+			}
+		}
+	}
+	return out
 }
 
 func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(string, sourceRole)) {

@@ -29,6 +29,10 @@ func MaskedFile(fsys fs.FS, name string) (string, error) {
 		}
 		return out
 	})
+	noteValuesFiles(roles, []string{name}, nil, func(p string) bool {
+		info, err := fs.Stat(fsys, p)
+		return err == nil && info.Mode().IsRegular()
+	})
 	return strings.Join(maskFileLines(data, roles[name]), ""), nil
 }
 

@@ -54,6 +54,13 @@ func TestHelmValuesSecretsNeverShown(t *testing.T) {
 			change: Change{Image: &Image{Container: "web", Tag: "1.25.5"}},
 			hidden: []string{"vals-P4ss7Wd1", "vals-K3y9Qa2x"},
 			shows:  []string{"+  tag: \"1.25.5\"\n", " apiKey: [redacted]\n", "   password: [redacted]\n"}},
+		"a values file with a kind and an apiVersion": {golden: "helm-app-of-apps-values-object",
+			edit: func(t *testing.T, files map[string]string, _ *goldenRequest) {
+				replaceOnce(t, files, "envs/prod/values.yaml", "image:\n  tag: \"1.25.4\"\n", "image:\n  tag: \"1.25.4\"\n"+secrets+"apiVersion: v1\nkind: Database\n")
+			},
+			change: Change{Image: &Image{Container: "web", Tag: "1.25.5"}},
+			hidden: []string{"vals-P4ss7Wd1", "vals-K3y9Qa2x"},
+			shows:  []string{"+  tag: \"1.25.5\"\n", " apiKey: [redacted]\n", "   password: [redacted]\n"}},
 		"an Application's valuesObject": {golden: "helm-app-of-apps-values-object",
 			edit: func(t *testing.T, files map[string]string, req *goldenRequest) {
 				replaceOnce(t, files, "argocd/apps/web.yaml", "            memory: 256Mi\n", "            memory: 256Mi\n        auth:\n          token: vobj-T0k3n5x1\n          enabled: true\n")
@@ -438,4 +445,68 @@ func TestObjectsMaskApplicationKustomizePatches(t *testing.T) {
 	}
 	text := MaskText([]ChangedObject{{Object: before.body}}, "denied: "+strings.Join(hidden[:3], ", "))
 	requireNoSecret(t, "the masked text", text, hidden)
+}
+
+// TestValuesWithAKindAreMaskedByKey: Helm values that hold both a kind and an
+// apiVersion (a chart's settings) are still values, masked by key: a chart's
+// values.yaml, a values file of a kustomization's helmCharts, an Application's
+// values string, a values file an Application names, in its file, its cluster
+// diff and free text. A resource file of the same content is a built-in
+// kind's, not masked by key.
+func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
+	const values = "apiVersion: v1\nkind: Deployment\nreplicaCount: 2\ndb:\n  password: kind-vals-s3cret-1\n"
+	for name, tc := range map[string]struct {
+		files  map[string]string
+		file   string
+		hidden []string
+		kept   []string
+	}{
+		"a chart's values.yaml": {file: "charts/web/values.yaml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a helmCharts values file": {file: "apps/redis/redis-values.yaml",
+			files: map[string]string{"apps/redis/kustomization.yaml": "helmCharts:\n- name: redis\n  valuesFile: redis-values.yaml\n  additionalValuesFiles: [extra/prod.yaml]\n",
+				"apps/redis/redis-values.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"replicaCount: 2", "  password: [redacted]"}},
+		"a helmCharts additional values file": {file: "apps/redis/extra/prod.yaml",
+			files: map[string]string{"apps/redis/kustomization.yaml": "helmCharts:\n- name: redis\n  valuesFile: redis-values.yaml\n  additionalValuesFiles: [extra/prod.yaml]\n",
+				"apps/redis/extra/prod.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"replicaCount: 2", "  password: [redacted]"}},
+		"an Application's values string": {file: "argocd/apps/web.yaml",
+			files: map[string]string{"argocd/apps/web.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    helm:\n      values: |\n" +
+				"        apiVersion: v1\n        kind: Deployment\n        db:\n          password: kind-vals-s3cret-2\n"},
+			hidden: []string{"kind-vals-s3cret-2"}, kept: []string{"        kind: Deployment", "          password: [redacted]"}},
+		"a resource file": {file: "apps/web/deploy.yaml",
+			files: map[string]string{"apps/web/deploy.yaml": values},
+			kept:  []string{"  password: kind-vals-s3cret-1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for p, d := range tc.files {
+				fsys[p] = &fstest.MapFile{Data: []byte(d)}
+			}
+			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept)
+		})
+	}
+	app := &object{apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "web", body: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"source": map[string]any{"helm": map[string]any{
+			"values": "apiVersion: v1\nkind: Deployment\ndb:\n  password: kind-vals-s3cret-3\n"}}}}}
+	d := objectDiff("app", objKey{Kind: "Application", Name: "web"}, nil, app)
+	requireNoSecret(t, "the cluster diff", d.Diff, []string{"kind-vals-s3cret-3"})
+	text := MaskText([]ChangedObject{{Object: app.body}}, "denied: kind-vals-s3cret-3")
+	requireNoSecret(t, "the masked text", text, []string{"kind-vals-s3cret-3"})
+
+	// A plan's free text is scrubbed of what a values file its apps name holds.
+	tr, err := openTree(testtree.Write(t, map[string]string{"envs/prod/values.yaml": values}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.readFile("envs/prod/values.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	apps := []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm, Helm: HelmOptions{ValueFiles: []string{"../../envs/prod/values.yaml"}}}}
+	if got := newScrubber(tr.secretValues(apps)).text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
+		t.Errorf("scrubbed text %q", got)
+	}
 }

@@ -74,10 +74,10 @@ func plan(ctx context.Context, req Request) (*Result, error) {
 	}
 	// Free text may quote what a tool could not read; see scrub.go.
 	if err != nil {
-		return nil, newScrubber(p.t.secretValues()).err(err)
+		return nil, newScrubber(p.t.secretValues(req.Apps)).err(err)
 	}
 	if hasFreeText(res) {
-		newScrubber(p.t.secretValues()).result(res)
+		newScrubber(p.t.secretValues(req.Apps)).result(res)
 	}
 	return res, nil
 }
@@ -897,7 +897,7 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			// a log line leaves before that.
 			reason := vr.reason
 			if reason != "" {
-				reason = newScrubber(p.t.secretValues()).text(reason)
+				reason = newScrubber(p.t.secretValues(p.req.Apps)).text(reason)
 			}
 			ev.Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", reason).Msg("Verified candidate edit")
 		}
@@ -995,9 +995,10 @@ func (p *planner) result(c *candidate, vr *verifyResult, attempts []Attempt) (*R
 }
 
 // generatorRoles finds which of the candidate's files kustomize generators read,
-// judged by the kustomizations both before and after the edit.
+// judged by the kustomizations both before and after the edit, and which are
+// Helm values.
 func (p *planner) generatorRoles(c *candidate) map[string]sourceRole {
-	return generatorRoles(c.paths(), func(dir string) [][]byte {
+	roles := generatorRoles(c.paths(), func(dir string) [][]byte {
 		file, err := p.t.findKustomizationFile(dir)
 		if err != nil {
 			return nil
@@ -1015,6 +1016,13 @@ func (p *planner) generatorRoles(c *candidate) map[string]sourceRole {
 		}
 		return out
 	})
+	// Helm values files, as the apps and the charts name them, are masked by
+	// key whatever keys they hold.
+	noteValuesFiles(roles, c.paths(), appValuesFiles(p.req.Apps, p.t.key), func(f string) bool {
+		_, edited := c.files[f]
+		return edited || p.t.stat(f).kind == kindFile
+	})
+	return roles
 }
 
 // refusal turns failed attempts into one refusal.

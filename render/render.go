@@ -59,7 +59,7 @@ func render(ctx context.Context, repoDir string, app Application, scrub bool) ([
 	objs, err := renderApp(ctx, newView(t, nil), app, true)
 	if err != nil {
 		if scrub {
-			return nil, newScrubber(t.secretValues()).err(timedOut(ctx, err))
+			return nil, newScrubber(t.secretValues([]Application{app})).err(timedOut(ctx, err))
 		}
 		return nil, err
 	}

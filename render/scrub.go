@@ -121,7 +121,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 
 // secretValues lists the secret values of every file the tree has read: what the
 // line masks of maskfile.go hide, as parsed.
-func (t *tree) secretValues() []string {
+func (t *tree) secretValues(apps []Application) []string {
 	t.mu.Lock()
 	files := make(map[string][]byte, len(t.files))
 	for p, e := range t.files {
@@ -142,6 +142,10 @@ func (t *tree) secretValues() []string {
 			}
 		}
 		return out
+	})
+	noteValuesFiles(roles, paths, appValuesFiles(apps, t.key), func(p string) bool {
+		_, read := files[p]
+		return read || t.stat(p).kind == kindFile
 	})
 	var values []string
 	for p, data := range files {
