@@ -138,7 +138,7 @@ func TestPullPolicyDryRunAnnotatesRefusals(t *testing.T) {
 	if m := byPath["apps/shop/cm.yaml"]; !strings.Contains(m, `"no-such-namespace" not found`) {
 		t.Errorf("cm.yaml annotation %q, want the missing namespace", m)
 	}
-	for _, w := range []string{"| dry_run | error | 3 |", "Server-side dry-run: rejected (4 changed objects sent, 3 refused)"} {
+	for _, w := range []string{"| dry_run | error | 3 |", "Server-side dry-run: rejected (`4 changed objects sent, 3 refused`)"} {
 		if !strings.Contains(sum, w) {
 			t.Errorf("summary lacks %q:\n%s", w, sum)
 		}
@@ -157,7 +157,7 @@ func TestPullPolicyDryRunAcceptsAValidChange(t *testing.T) {
 
 	run := e.policyRun(t, head)
 	sum := run.GetOutput().GetSummary()
-	if run.GetConclusion() != github.ConclusionSuccess || !strings.Contains(sum, "Server-side dry-run: passed (1 changed objects sent, 0 refused)") {
+	if run.GetConclusion() != github.ConclusionSuccess || !strings.Contains(sum, "Server-side dry-run: passed (`1 changed objects sent, 0 refused`)") {
 		t.Fatalf("kukie/policy %s, want success with the dry-run passed:\n%s", run.GetConclusion(), sum)
 	}
 	if got := dry.sent.Load(); got != 1 {
@@ -232,7 +232,7 @@ func TestPullPolicyDryRunsOnlyTheClusterArgoCDRunsIn(t *testing.T) {
 		t.Fatalf("%d objects sent for another cluster's Application", got)
 	}
 	if run.GetConclusion() != github.ConclusionSuccess ||
-		!strings.Contains(sum, "Server-side dry-run: not run: not sent for argocd/shop (cluster prod): they deploy to a cluster other than the one their Application is read from") {
+		!strings.Contains(sum, "Server-side dry-run: not run: not sent for `argocd/shop (cluster prod)`: they deploy to a cluster other than the one their Application is read from") {
 		t.Fatalf("kukie/policy %s:\n%s", run.GetConclusion(), sum)
 	}
 }

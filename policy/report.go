@@ -46,10 +46,54 @@ type Report struct {
 	Apps     int
 	Findings []Finding
 	// NotChecked says which Applications were not checked, and why.
-	NotChecked []string
-	// DryRun is the head's dry-run, when one ran; DryRunAbsent says why not.
-	DryRun       *DryRun
-	DryRunAbsent string
+	NotChecked []Unchecked
+	// DryRun is the head's dry-run, when one ran; DryRunAbsent says why not, in
+	// the service's own words, or DryRunNotSent names the Applications whose
+	// objects were not sent because they deploy to a cluster not registered.
+	DryRun        *DryRun
+	DryRunAbsent  string
+	DryRunNotSent []string
+}
+
+// NotSent says that the objects of apps, each written by name, were not sent: they
+// deploy to a cluster the team has not registered.
+func NotSent(apps []string, name func(string) string) string {
+	named := make([]string, len(apps))
+	for i, a := range apps {
+		named[i] = name(a)
+	}
+	return "not sent for " + strings.Join(named, ", ") + ": they deploy to a cluster other than the one their Application is read from, " +
+		"which the team has not registered with the service at that address"
+}
+
+// Unchecked is an Application (or a cluster) whose render was not checked.
+type Unchecked struct {
+	// Name names it ("argocd/web", "cluster prod"); Why is the service's words
+	// for why, Quote the words from elsewhere (Argo CD's, Kustomize's, Helm's) it
+	// quotes, either may be "".
+	Name, Why, Quote string
+}
+
+// String is u as one line of plain text: "argocd/web: does not render at the
+// head (kustomize: …)".
+func (u Unchecked) String() string { return u.written(oneLine, asIs) }
+
+// markdown is u as a line of the summary: the name as markdown.Name writes it and
+// the quoted words as code, which as Markdown could mention people and link.
+func (u Unchecked) markdown() string { return u.written(markdown.CodeLine, markdown.Name) }
+
+func (u Unchecked) written(quote, name func(string) string) string {
+	s := u.Why
+	switch {
+	case u.Quote != "" && s != "":
+		s += " (" + quote(u.Quote) + ")"
+	case u.Quote != "":
+		s = quote(u.Quote)
+	}
+	if u.Name == "" {
+		return s
+	}
+	return name(u.Name) + ": " + s
 }
 
 // AddDryRun turns the head's dry-run into a finding of the dry_run rule: the
@@ -151,7 +195,7 @@ func (r *Report) Summary() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d |\n", row.name, row.level, per[row.name])
 	}
-	if d := r.DryRunOutcome(); d != "" {
+	if d := r.dryRunOutcome(markdown.CodeLine, markdown.Name); d != "" {
 		b.WriteString("\nServer-side dry-run: " + d + "\n")
 	}
 	var unplaced []string
@@ -170,15 +214,22 @@ func (r *Report) Summary() string {
 	if len(r.NotChecked) > 0 {
 		b.WriteString("\n### Not checked\n")
 		for _, n := range r.NotChecked {
-			b.WriteString("- " + oneLine(n) + "\n")
+			b.WriteString("- " + n.markdown() + "\n")
 		}
 	}
 	return b.String()
 }
 
 // DryRunOutcome says what became of the head's dry-run ("passed (…).", "not run:
-// …"); "" when the rule is off or nothing is known of it.
+// …"), as plain text; "" when the rule is off or nothing is known of it.
 func (r *Report) DryRunOutcome() string {
+	return r.dryRunOutcome(oneLine, asIs)
+}
+
+// dryRunOutcome is DryRunOutcome with the cluster's words written by quote and
+// the Applications not sent by name: the summary writes them as code and as
+// markdown.Name does.
+func (r *Report) dryRunOutcome(quote, name func(string) string) string {
 	if r.Config == nil || r.Config.Rules.DryRun.Level == LevelOff {
 		return ""
 	}
@@ -186,22 +237,24 @@ func (r *Report) DryRunOutcome() string {
 	case r.DryRun != nil:
 		s := r.DryRun.Outcome
 		if r.DryRun.Note != "" {
-			s += " (" + oneLine(r.DryRun.Note) + ")"
+			s += " (" + quote(r.DryRun.Note) + ")"
 		}
 		return s + "."
+	case len(r.DryRunNotSent) > 0:
+		return "not run: " + NotSent(r.DryRunNotSent, name)
 	case r.DryRunAbsent != "":
 		return "not run: " + r.DryRunAbsent
 	}
 	return ""
 }
 
-// line is the finding as a line of the summary. The object and the message are
-// written as code: they quote the rendered manifests' names, images and values and
+// line is the finding as a line of the summary. The Application is written as
+// markdown.Name writes it, the object and the message as code: they quote the rendered manifests' names, images and values and
 // the cluster's refusals, which as Markdown could mention people and link.
 func (f Finding) line() string {
 	var who []string
 	if f.App != "" {
-		who = append(who, f.App)
+		who = append(who, markdown.Name(f.App))
 	}
 	if f.Object != "" {
 		who = append(who, markdown.Code(f.Object))
@@ -289,3 +342,5 @@ func (r *Report) CheckReport(externalID string) github.CheckReport {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func asIs(s string) string { return s }

@@ -100,11 +100,51 @@ func TestSummaryShowsManifestAndClusterWordsOnlyAsCode(t *testing.T) {
 	for _, r := range []*Report{
 		{Config: on, Apps: 1, Findings: []Finding{{Rule: RuleDryRun, Level: LevelError, App: "a", Object: "ConfigMap shop/" + hostile, Message: "admission webhook denied: " + hostile}}},
 		{ConfigErr: &ParseError{Msg: "yaml: unknown field " + hostile}},
+		{Config: on, Apps: 1, DryRun: &DryRun{Outcome: DryRunRejected, Note: "cluster prod could not be asked: " + hostile}},
+		{Config: on, Apps: 1, DryRunAbsent: "no object of the change is added or modified in a cluster", DryRunNotSent: []string{"argocd/web", "argocd/" + hostile}},
+		{Config: on, Apps: 1, NotChecked: []Unchecked{{Name: "argocd/web", Why: "does not render at the head", Quote: "kustomize: " + hostile},
+			{Name: "argocd/" + hostile, Quote: "a Helm chart from another repository"}, {Name: "argocd/jobs", Quote: hostile}}},
+		{Config: on, Apps: 1, Findings: []Finding{{Rule: RuleDryRun, Level: LevelError, App: hostile, Message: "refused"}}},
 	} {
 		sum := r.Summary()
 		read := markdowntest.Parse(sum)
 		if strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 || !strings.Contains(sum, "tracker.example") {
 			t.Errorf("manifest or cluster words read as Markdown: %q, links %q\n%s", read.Prose, read.Destinations, sum)
 		}
+	}
+}
+
+// TestDryRunAndNotCheckedReadAsSentences: the summary quotes the cluster's words
+// and the reasons as code in a sentence, and the page's plain text keeps them as
+// they are.
+func TestDryRunAndNotCheckedReadAsSentences(t *testing.T) {
+	on := &Config{Rules: Rules{DryRun: Rule{Level: LevelError}}}
+	r := &Report{Config: on, Apps: 1, DryRun: &DryRun{Outcome: DryRunPassed, Note: "1 changed objects sent, 0 refused"},
+		NotChecked: []Unchecked{{Name: "argocd/web", Why: "does not render at the head", Quote: "kustomize:\n  no such file"},
+			{Name: "argocd/jobs", Quote: "a Helm chart from another repository"}, {Why: "cluster edge: its Applications could not be read"}}}
+	sum := r.Summary()
+	for _, want := range []string{"Server-side dry-run: passed (`1 changed objects sent, 0 refused`).\n",
+		"- argocd/web: does not render at the head (`kustomize: no such file`)\n", "- argocd/jobs: `a Helm chart from another repository`\n",
+		"- cluster edge: its Applications could not be read\n"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	if got, want := r.DryRunOutcome(), "passed (1 changed objects sent, 0 refused)."; got != want {
+		t.Errorf("DryRunOutcome = %q, want %q", got, want)
+	}
+	if got, want := r.NotChecked[0].String(), "argocd/web: does not render at the head (kustomize: no such file)"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	r = &Report{Config: on, Apps: 1, DryRunAbsent: "this pull request's head is a fork's branch"}
+	if sum := r.Summary(); !strings.Contains(sum, "Server-side dry-run: not run: this pull request's head is a fork's branch\n") {
+		t.Errorf("summary:\n%s", sum)
+	}
+	r.DryRunNotSent = []string{"argocd/shop (cluster prod)", "argocd/web"}
+	if sum, want := r.Summary(), "Server-side dry-run: not run: not sent for `argocd/shop (cluster prod)`, argocd/web: they deploy"; !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+	if got, want := r.DryRunOutcome(), "not run: not sent for argocd/shop (cluster prod), argocd/web: they deploy"; !strings.HasPrefix(got, want) {
+		t.Errorf("DryRunOutcome = %q, want it to begin %q", got, want)
 	}
 }

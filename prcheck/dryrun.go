@@ -237,16 +237,8 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 			unreachable[a.dryRun.cluster] = a.dryRun.unreachable
 		}
 	}
-	var away string
-	if len(elsewhere) > 0 {
-		away = fmt.Sprintf("not sent for %s: they deploy to a cluster other than the one their Application is read from, which the team has not registered with the service at that address",
-			strings.Join(elsewhere, ", "))
-	}
 	if sent == 0 && leftOut == 0 && len(unreachable) == 0 {
-		pol.DryRunAbsent = noDryRunChanges
-		if away != "" {
-			pol.DryRunAbsent = away
-		}
+		pol.DryRunAbsent, pol.DryRunNotSent = noDryRunChanges, elsewhere
 		return
 	}
 	var notes []string
@@ -259,8 +251,8 @@ func (r *report) dryRunOutcome(pol *policy.Report) {
 	for _, c := range slices.Sorted(maps.Keys(unreachable)) {
 		notes = append(notes, fmt.Sprintf("cluster %s could not be asked: %s", c, oneLine(unreachable[c])))
 	}
-	if away != "" {
-		notes = append(notes, away)
+	if len(elsewhere) > 0 {
+		notes = append(notes, policy.NotSent(elsewhere, func(s string) string { return s }))
 	}
 	note := strings.Join(notes, "; ")
 	if len(unreachable) > 0 {

@@ -95,15 +95,18 @@ func (r *report) policyOutcome(pol *policy.Report) {
 	for _, a := range r.apps {
 		switch {
 		case a.notChecked != "":
-			pol.NotChecked = append(pol.NotChecked, a.name+": "+a.notChecked)
+			pol.NotChecked = append(pol.NotChecked, policy.Unchecked{Name: a.name, Quote: a.notChecked})
 		case a.failed != "":
-			pol.NotChecked = append(pol.NotChecked, a.name+": does not render at the head ("+oneLine(a.failed)+")")
+			pol.NotChecked = append(pol.NotChecked, policy.Unchecked{Name: a.name, Why: "does not render at the head", Quote: a.failed})
 		default:
 			pol.Apps++
 			pol.Findings = append(pol.Findings, a.findings...)
 		}
 	}
-	pol.NotChecked = append(pol.NotChecked, r.notChecked...)
+	for _, n := range r.notChecked {
+		// The service's words, naming a cluster by its registered name.
+		pol.NotChecked = append(pol.NotChecked, policy.Unchecked{Why: n})
+	}
 }
 
 // CheckPolicy publishes kukie/policy on a plan's head (plan.Policy): the head's

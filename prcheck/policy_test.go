@@ -121,7 +121,7 @@ func TestDryRunSendsAtMostMaxDryRunObjects(t *testing.T) {
 	if got := dry.sent.Load(); got != prcheck.MaxDryRunObjects {
 		t.Errorf("%d objects sent, want %d", got, prcheck.MaxDryRunObjects)
 	}
-	want := fmt.Sprintf("Server-side dry-run: passed (%d changed objects sent, 0 refused; 10 not sent: a check sends at most %d objects, within 30s).",
+	want := fmt.Sprintf("Server-side dry-run: passed (`%d changed objects sent, 0 refused; 10 not sent: a check sends at most %d objects, within 30s`).",
 		prcheck.MaxDryRunObjects, prcheck.MaxDryRunObjects)
 	if !strings.Contains(sum, want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum)
@@ -139,7 +139,7 @@ func (unreachableDryRun) DryRunEach(context.Context, clusteraccess.Ref, []map[st
 // nothing of the change: a warning at most, with the cluster's words.
 func TestDryRunOfAnUnreachableClusterWarns(t *testing.T) {
 	sum := checkWithDryRun(t, unreachableDryRun{}, image("1.1"))
-	for _, want := range []string{"| dry_run | error | 1 |", "Server-side dry-run: unreachable (cluster prod could not be asked: cluster unreachable: dial tcp 10.0.0.1:6443: connection refused).",
+	for _, want := range []string{"| dry_run | error | 1 |", "Server-side dry-run: unreachable (`cluster prod could not be asked: cluster unreachable: dial tcp 10.0.0.1:6443: connection refused`).",
 		"**dry_run** (warning)"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)

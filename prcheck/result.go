@@ -94,7 +94,10 @@ const maxStoredFindings = 1000
 // policyResult is what the store keeps of the kukie/policy run pol.
 func policyResult(pol *policy.Report) *ResultPolicy {
 	out := &ResultPolicy{Title: pol.Title(), Conclusion: pol.Conclusion(), DefaultBranch: pol.DefaultBranch,
-		Configured: pol.Config != nil && pol.Config.Enabled(), DryRun: pol.DryRunOutcome(), NotChecked: pol.NotChecked, Summary: pol.Summary()}
+		Configured: pol.Config != nil && pol.Config.Enabled(), DryRun: pol.DryRunOutcome(), Summary: pol.Summary()}
+	for _, n := range pol.NotChecked {
+		out.NotChecked = append(out.NotChecked, n.String())
+	}
 	if pol.ConfigErr != nil {
 		out.ConfigError, out.ConfigLine = pol.ConfigErr.Msg, pol.ConfigErr.Line
 	}
