@@ -6,9 +6,18 @@ import (
 	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/github"
 )
+
+// MaxSuitePulls is how many of a re-requested check suite's pull requests are
+// checked again: each costs a GitHub call and a render of every Application it
+// reaches. GitHub lists the open pull requests whose head is the suite's branch in
+// the repository itself, which is one or a few (one per base branch); a payload
+// listing more is checked for its first ten, so its length is not the sender's
+// choice of how much work one delivery makes.
+const MaxSuitePulls = 10
 
 // CheckSuite re-runs kukie/render for a plan's branch when GitHub requests (or a
 // person re-requests) the checks of its head commit.
@@ -53,13 +62,19 @@ func (h *CheckSuite) Handle(ctx context.Context, eventType, deliveryID string, p
 		}
 		c.number("installation.id", event.Installation.ID)
 		c.repo("repository", event.Repo)
-		for i, pr := range suite.PullRequests {
+		pulls := suite.PullRequests
+		if len(pulls) > MaxSuitePulls {
+			zerolog.Ctx(ctx).Warn().Int("pull_requests", len(pulls)).Int("checked", MaxSuitePulls).
+				Msg("A re-requested check suite lists more pull requests than are checked again; the rest are left out")
+			pulls = pulls[:MaxSuitePulls]
+		}
+		for i, pr := range pulls {
 			c.number(fmt.Sprintf("check_suite.pull_requests[%d].number", i), pr.Number)
 		}
 		if err := c.Err(); err != nil {
 			return err
 		}
-		for _, pr := range suite.PullRequests {
+		for _, pr := range pulls {
 			if err := h.recheckPull(ctx, h.Checks, event.Installation.ID, event.Repo, pr.Number); err != nil {
 				return err
 			}
