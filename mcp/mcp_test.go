@@ -952,3 +952,21 @@ func TestProposeRefusesNonStringLabelAndEnvValues(t *testing.T) {
 		"invalid_request", "env.set.DEBUG: must be a string, got null")
 	e.requirePlans(t, 0, "the refused changes")
 }
+
+// TestReadRepoFileMasksTheAppsValuesFiles: a values file the Application names
+// is Helm values, masked by key, even when it holds a kind and an apiVersion of
+// its own (a chart's settings), which would make it a built-in kind's manifest.
+func TestReadRepoFileMasksTheAppsValuesFiles(t *testing.T) {
+	e := newEnv(t)
+	chart := application("chart", connectedRepo, "main", deployedSHA, false)
+	chart.Status.SourceType = "Helm"
+	chart.Spec.Source.Helm = &argocd.AppSourceHelm{ValueFiles: []string{"../../envs/prod/values.yaml"}}
+	e.cluster.apps = append(e.cluster.apps, chart)
+	writeFile(t, filepath.Join(e.repos.dir, "envs/prod/values.yaml"), "apiVersion: v1\nkind: Deployment\nreplicaCount: 2\ndb:\n  password: "+plantedSecret+"\n")
+	cs := e.connect(t, e.read)
+	got := mustOK(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "chart", "path": "envs/prod/values.yaml"})
+	content := got["content"].(string)
+	if strings.Contains(content, plantedSecret) || !strings.Contains(content, "  password: [redacted]\n") || !strings.Contains(content, "replicaCount: 2\n") {
+		t.Fatalf("values file read as %q", content)
+	}
+}

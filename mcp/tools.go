@@ -492,7 +492,7 @@ func (s *Server) readRepoFile(ctx context.Context, _ *sdk.CallToolRequest, in fi
 	case info.Size() > maxRepoFileBytes:
 		return nil, nil, fmt.Errorf("file_too_large: %q has %d bytes; this tool reads files up to %d", name, info.Size(), maxRepoFileBytes)
 	}
-	text, err := render.MaskedFile(tree.FS, name)
+	text, err := render.MaskedFile(tree.FS, name, tree.Apps)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s at %s: %w", name, tree.SHA, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/render"
 )
 
 // AppTree is the repository an Application deploys from, at the Application's
@@ -24,6 +25,9 @@ type AppTree struct {
 	Revision string // the Application's targetRevision, as written
 	SHA      string // the commit read
 	Path     string // the Application's folder in the repository ("" or "." for the root)
+	// Apps are the Application's sources of this repository, as render reads
+	// them: which files are its Helm values.
+	Apps []render.Application
 	// FS is the repository tree, confined to it: a symbolic link cannot lead out.
 	FS fs.FS
 
@@ -95,5 +99,6 @@ func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, names
 		return nil, fmt.Errorf("open snapshot of %s at %s: %w", repo.FullName(), sha, err)
 	}
 	return &AppTree{App: app.Key(), Level: app.Level(), Repo: repo.FullName(), Revision: src.TargetRevision, SHA: sha,
-		Path: src.Path, FS: root.FS(), snap: snap, root: root}, nil
+		Path: src.Path, Apps: render.FromArgoCD(app, func(s argocd.AppSource) bool { return fromRepo(s, repo.FullName()) }),
+		FS: root.FS(), snap: snap, root: root}, nil
 }

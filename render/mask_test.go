@@ -357,7 +357,7 @@ func TestSecretKeysBesideSpecAreMasked(t *testing.T) {
 	text := MaskText([]ChangedObject{{Object: client.body}}, "denied: secret "+value)
 	requireNoSecret(t, "the masked text", text, []string{value})
 	file := "apiVersion: oauth.openshift.io/v1\nkind: OAuthClient\nmetadata:\n  name: console\nsecret: " + value + "\ngrantMethod: auto\n"
-	got, err := MaskedFile(fstest.MapFS{"client.yaml": {Data: []byte(file)}}, "client.yaml")
+	got, err := MaskedFile(fstest.MapFS{"client.yaml": {Data: []byte(file)}}, "client.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -830,14 +830,11 @@ func noteValuesFiles(roles map[string]sourceRole, files []string, named map[stri
 	}
 }
 
-// appValuesFiles are the values files the Helm apps of apps name
-// (spec.source.helm.valueFiles), as key names them canonically.
+// appValuesFiles are the values files apps name (spec.source.helm.valueFiles),
+// as key names them canonically.
 func appValuesFiles(apps []Application, key func(string) string) map[string]bool {
 	out := map[string]bool{}
 	for _, app := range apps {
-		if app.SourceType != SourceHelm {
-			continue
-		}
 		for _, f := range app.Helm.ValueFiles {
 			if p, err := resolveHelmPath(app.Path, f); err == nil {
 				out[key(p)] = true

@@ -14,8 +14,10 @@ import (
 // masked as a git diff masks them: Secret data, secret-looking keys and values,
 // and whatever a kustomize secretGenerator (or a secret-looking configMapGenerator
 // key) reads from the file, judged by the kustomizations in its directory and above.
-// Line counts stay, so a reader can still point at a line.
-func MaskedFile(fsys fs.FS, name string) (string, error) {
+// Helm values files, a chart's or those apps (the Applications the tree is read
+// for, if known) name, are masked by key whatever keys they hold. Line counts
+// stay, so a reader can still point at a line.
+func MaskedFile(fsys fs.FS, name string, apps []Application) (string, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", name, err)
@@ -29,7 +31,7 @@ func MaskedFile(fsys fs.FS, name string) (string, error) {
 		}
 		return out
 	})
-	noteValuesFiles(roles, []string{name}, nil, func(p string) bool {
+	noteValuesFiles(roles, []string{name}, appValuesFiles(apps, path.Clean), func(p string) bool {
 		info, err := fs.Stat(fsys, p)
 		return err == nil && info.Mode().IsRegular()
 	})

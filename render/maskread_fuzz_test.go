@@ -46,7 +46,7 @@ func FuzzMaskedFileHidesSecretValues(f *testing.F) {
 		if s := scanYAML("f.yaml", data); s.err != nil {
 			return // read_repo_file reads no file render would not
 		}
-		out, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: data}}, "f.yaml")
+		out, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: data}}, "f.yaml", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestMaskedFileOfUncertainKindIsMaskedWhole(t *testing.T) {
 		"kind twice":       "kind: ConfigMap\napiVersion: v1\nkind: Secret\nstringData: {a: dup-kind-secret}\n",
 		"apiVersion twice": "apiVersion: apps/v1\napiVersion: v1\nkind: Secret\nstringData: {a: dup-kind-secret}\n",
 	} {
-		out, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml")
+		out, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml", nil)
 		if err != nil || strings.Contains(out, "dup-kind-secret") {
 			t.Errorf("%s: %v\n%s", name, err, out)
 		}

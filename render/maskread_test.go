@@ -25,7 +25,7 @@ func TestMaskedFile(t *testing.T) {
 		"secret-looking env value": {file: "app/deploy.yaml", hidden: "kkTokenInEnv0001", kept: "value: debug"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := MaskedFile(fsys, tc.file)
+			got, err := MaskedFile(fsys, tc.file, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestMaskedFile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := MaskedFile(fsys, "app/missing.yaml"); err == nil {
+	if _, err := MaskedFile(fsys, "app/missing.yaml", nil); err == nil {
 		t.Fatal("a missing file read without error")
 	}
 }
@@ -105,7 +105,7 @@ func TestMaskedFileResolvesAliasesAndMergeKeys(t *testing.T) {
 			hidden: "lolLaughs"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(tc.doc)}}, "f.yaml")
+			got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(tc.doc)}}, "f.yaml", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestSecretValuesReadThroughAliases(t *testing.T) {
 // the file is masked whole instead of ending the reader.
 func TestMaskedFileOfAMappingKeyMergedIn(t *testing.T) {
 	doc := "apiVersion: v1\nkind: Secret\n1: one\nstringData: {a: merged-key-secret}\n<<: {x, {y}}\n"
-	got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml")
+	got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml", nil)
 	if err != nil || strings.Contains(got, "merged-key-secret") || strings.Count(got, "\n") != strings.Count(doc, "\n") {
 		t.Fatalf("masked (%v):\n%s", err, got)
 	}

@@ -85,11 +85,11 @@ func TestHelmValuesSecretsNeverShown(t *testing.T) {
 	}
 }
 
-// requireMaskedFile reads file of fsys as read_repo_file shows it and fails
-// unless it shows none of hidden, all of kept, and the file's line count.
-func requireMaskedFile(t *testing.T, fsys fstest.MapFS, file string, hidden, kept []string) {
+// requireMaskedFile reads file of fsys as read_repo_file shows it for apps and
+// fails unless it shows none of hidden, all of kept, and the file's line count.
+func requireMaskedFile(t *testing.T, fsys fstest.MapFS, file string, hidden, kept []string, apps []Application) {
 	t.Helper()
-	got, err := MaskedFile(fsys, file)
+	got, err := MaskedFile(fsys, file, apps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestMaskedFileHidesSecretKeys(t *testing.T) {
 			kept: []string{"automountServiceAccountToken: true", "secretName: web-tls", "- key: tls.key"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			requireMaskedFile(t, fstest.MapFS{tc.file: {Data: []byte(tc.doc)}}, tc.file, tc.hidden, tc.kept)
+			requireMaskedFile(t, fstest.MapFS{tc.file: {Data: []byte(tc.doc)}}, tc.file, tc.hidden, tc.kept, nil)
 			if values := strings.Join(fileSecretValues([]byte(tc.doc), roleManifest), "\n"); len(tc.hidden) > 0 && !strings.Contains(values, tc.hidden[0]) {
 				t.Errorf("free text is not scrubbed of %s: the secret values are %q", tc.hidden[0], values)
 			}
@@ -403,7 +403,7 @@ func TestMaskedFileHidesPatchValues(t *testing.T) {
 			for p, d := range tc.files {
 				fsys[p] = &fstest.MapFile{Data: []byte(d)}
 			}
-			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept)
+			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept, nil)
 		})
 	}
 }
@@ -458,9 +458,14 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 	for name, tc := range map[string]struct {
 		files  map[string]string
 		file   string
+		apps   []Application
 		hidden []string
 		kept   []string
 	}{
+		"a values file an Application names": {file: "envs/prod/values.yaml",
+			files:  map[string]string{"envs/prod/values.yaml": values},
+			apps:   []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm, Helm: HelmOptions{ValueFiles: []string{"../../envs/prod/values.yaml"}}}},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"replicaCount: 2", "  password: [redacted]"}},
 		"a chart's values.yaml": {file: "charts/web/values.yaml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yaml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
@@ -485,7 +490,7 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 			for p, d := range tc.files {
 				fsys[p] = &fstest.MapFile{Data: []byte(d)}
 			}
-			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept)
+			requireMaskedFile(t, fsys, tc.file, tc.hidden, tc.kept, tc.apps)
 		})
 	}
 	app := &object{apiVersion: "argoproj.io/v1alpha1", kind: "Application", name: "web", body: map[string]any{
