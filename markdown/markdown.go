@@ -51,6 +51,11 @@ func Name(s string) string {
 	return s
 }
 
+// Cell makes md (already Markdown: a name from Name, a span from Code) one cell
+// of a table row: a "|" ends a cell even inside a code span, so it is escaped, as
+// GitHub reads "\\|" in a span as "|".
+func Cell(md string) string { return strings.ReplaceAll(md, "|", `\|`) }
+
 // CodeLine writes s as a code span on one line, each run of white space in it one
 // space: a reason or message from elsewhere, which may span lines, in a sentence.
 func CodeLine(s string) string { return Code(strings.Join(strings.Fields(s), " ")) }

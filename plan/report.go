@@ -36,13 +36,15 @@ func PRBody(pl store.Plan, pay Payload) string {
 	}
 	fmt.Fprintf(&b, " on cluster `%s`.\n\n", pl.Cluster)
 	if pl.RollbackOf != "" {
-		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, pay.RollbackReference)
+		// The merge commit is the one GitHub's webhook named.
+		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, markdown.CodeLine(pay.RollbackReference))
 	}
 	fmt.Fprintf(&b, "**Reason:** %s\n\n**Requested by:** %s\n\n", oneLine(pl.Reason), oneLine(pl.RequestedBy))
 	if pay.App != nil {
-		// The path and revision are the team's Application's, as written there.
-		fmt.Fprintf(&b, "### Argo CD\nApplication `%s/%s` (%s, path %s, revision %s), sync policy: %s.\n\n",
-			pay.App.Namespace, pay.App.Name, pay.App.SourceType, markdown.Code(pay.App.Path), markdown.Code(pay.App.TargetRevision), syncPolicy(pay))
+		// The name, path and revision are the team's Application's, as written
+		// there, and its source type is what its status says.
+		fmt.Fprintf(&b, "### Argo CD\nApplication %s (%s, path %s, revision %s), sync policy: %s.\n\n",
+			markdown.Code(pay.App.Namespace+"/"+pay.App.Name), markdown.Name(pay.App.SourceType), markdown.Code(pay.App.Path), markdown.Code(pay.App.TargetRevision), syncPolicy(pay))
 	}
 	if warnings := allWarnings(pay); len(warnings) > 0 {
 		b.WriteString("### Warnings\n")
@@ -143,7 +145,7 @@ func clusterDiffText(pay Payload) string {
 			action += ", " + markdown.Name(note)
 		}
 		// The kind and name are the rendered manifests', as the repository writes them.
-		fmt.Fprintf(&b, "**%s** (%s, app `%s`)\n", markdown.Name(d.Kind+" "+ns+d.Name), action, d.App)
+		fmt.Fprintf(&b, "**%s** (%s, app %s)\n", markdown.Name(d.Kind+" "+ns+d.Name), action, markdown.Code(d.App))
 		b.WriteString(fence(d.Diff))
 	}
 	return b.String()
@@ -194,7 +196,8 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 	case pay.RetargetedTo != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Targets another branch"
 		fmt.Fprintf(&b, "**The pull request now targets %s while %s tracks %s.** Merged into %s, the change does not reach the cluster; "+
-			"change the pull request's base back to %s to verify it again.\n\n", markdown.Name(pay.RetargetedTo), appName(pay), pl.BaseBranch, markdown.Name(pay.RetargetedTo), pl.BaseBranch)
+			"change the pull request's base back to %s to verify it again.\n\n", markdown.Name(pay.RetargetedTo), markdown.Name(appName(pay)), markdown.Name(pl.BaseBranch),
+			markdown.Name(pay.RetargetedTo), markdown.Name(pl.BaseBranch))
 	case failure != "":
 		r.Conclusion, r.Title = github.ConclusionFailure, "Not verified"
 		// The failure names the branch's files, which whoever pushes to it names.
@@ -220,7 +223,7 @@ func (p *Pipeline) CheckReport(pl store.Plan, pay Payload, failure string) githu
 			fields[d.App] += len(d.Changes)
 		}
 		for _, a := range pay.Verification.Apps {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", a.App, a.Objects, a.Changed, fields[a.App])
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", markdown.Cell(markdown.Name(a.App)), a.Objects, a.Changed, fields[a.App])
 		}
 	}
 	if warnings := allWarnings(pay); len(warnings) > 0 {

@@ -58,16 +58,7 @@ func TestPRBodyAndCheckRunShowOthersWordsOnlyAsCode(t *testing.T) {
 		ClusterCheckNote: "admission webhook denied: " + hostile,
 		VerifiedHead:     "abc",
 	}
-	check := func(what, md string) {
-		t.Helper()
-		got := markdowntest.Parse(md)
-		if strings.Contains(got.Prose, "@acme") || len(got.Destinations) != 0 {
-			t.Errorf("%s: others' words read as Markdown: %q, links %q\n%s", what, got.Prose, got.Destinations, md)
-		}
-		if !strings.Contains(md, "kustomization.yaml") {
-			t.Errorf("%s does not show the text at all:\n%s", what, md)
-		}
-	}
+	check := func(what, md string) { t.Helper(); requireOnlyAsCode(t, what, md, "kustomization.yaml") }
 	check("pull request body", plan.PRBody(pl, base))
 	p := &plan.Pipeline{}
 	check("check run", p.CheckReport(pl, base, "").Summary)
@@ -99,5 +90,60 @@ func TestPRBodyShowsRenderedNamesOnlyAsCode(t *testing.T) {
 	}
 	if !strings.Contains(body, "**ConfigMap shop/web** (modified, app `web`)") {
 		t.Fatalf("a Kubernetes name is no longer written as it is:\n%s", body)
+	}
+}
+
+// TestPRBodyAndCheckRunShowApplicationWordsOnlyAsCode: what a rollback reverts,
+// the Application's name and source type (its status) and the Applications a
+// verification compared come from elsewhere; written as prose, or inside a span of
+// one backtick that a backtick of theirs closed, they mentioned people and linked
+// in the pull request and its check run.
+func TestPRBodyAndCheckRunShowApplicationWordsOnlyAsCode(t *testing.T) {
+	const hostile = "` @acme/admins ![x](https://tracker.example/p.png) | [docs](https://phish.example)"
+	pl := store.Plan{Code: "pln_md", Cluster: "prod", Reason: "roll back", RequestedBy: "alice", HeadSHA: "abc", BaseBranch: "main",
+		RollbackOf: "pln_old", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
+	pay := plan.Payload{
+		App:               &argocd.PayloadApp{Name: "web" + hostile, Namespace: "argocd", SourceType: "Kustomize" + hostile, Path: "apps/web", TargetRevision: "main"},
+		RollbackReference: "0123abcd" + hostile,
+		ClusterDiff:       []render.ObjectDiff{{App: "web" + hostile, APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "notes", Action: "modified", Diff: "-a\n+b\n"}},
+		Verification:      &render.Verification{Verified: true, Apps: []render.AppVerification{{App: "argocd/web" + hostile, Objects: 2, Changed: 1}}},
+		VerifiedHead:      "abc",
+	}
+	check := func(what, md string) { t.Helper(); requireOnlyAsCode(t, what, md, "tracker.example") }
+	p := &plan.Pipeline{}
+	check("pull request body", plan.PRBody(pl, pay))
+	check("check run", p.CheckReport(pl, pay, "").Summary)
+	check("check run text", p.CheckReport(pl, pay, "").Text)
+	retargeted := pay
+	retargeted.RetargetedTo = "develop"
+	check("retargeted", p.CheckReport(pl, retargeted, "").Summary)
+	pl.BaseBranch = "main" + hostile
+	check("retargeted from a branch", p.CheckReport(pl, retargeted, "").Summary)
+
+	// A plain Application and merge commit are written as they always were.
+	pl.BaseBranch = "main"
+	pay = plan.Payload{App: &argocd.PayloadApp{Name: "web", Namespace: "argocd", SourceType: "Kustomize", Path: "apps/web", TargetRevision: "main"},
+		RollbackReference: "0123abcd", Verification: &render.Verification{Apps: []render.AppVerification{{App: "argocd/web", Objects: 2, Changed: 1}}}, VerifiedHead: "abc"}
+	body := plan.PRBody(pl, pay)
+	for _, want := range []string{"This reverts plan `pln_old` (`0123abcd`).", "Application `argocd/web` (Kustomize, path `apps/web`"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if sum := p.CheckReport(pl, pay, "").Summary; !strings.Contains(sum, "| argocd/web | 2 | 1 | 0 |") {
+		t.Errorf("summary:\n%s", sum)
+	}
+}
+
+// requireOnlyAsCode fails unless md shows shown, and reads no mention of
+// @acme and no link or image as Markdown.
+func requireOnlyAsCode(t *testing.T, what, md, shown string) {
+	t.Helper()
+	got := markdowntest.Parse(md)
+	if strings.Contains(got.Prose, "@acme") || len(got.Destinations) != 0 {
+		t.Errorf("%s: others' words read as Markdown: %q, links %q\n%s", what, got.Prose, got.Destinations, md)
+	}
+	if !strings.Contains(md, shown) {
+		t.Errorf("%s does not show the text at all:\n%s", what, md)
 	}
 }

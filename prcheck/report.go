@@ -120,7 +120,7 @@ func (r *report) summary() string {
 				continue
 			}
 			add, chg, rem := a.counts()
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", cell(a.name), cell(a.cluster), a.level, add, chg, rem)
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d |\n", markdown.Cell(a.name), markdown.Cell(a.cluster), a.level, add, chg, rem)
 		}
 	}
 	// The reasons are render's, Kustomize's and Helm's words about the pull
@@ -264,7 +264,5 @@ func listedWith(items []string, sep, beforeMore string) string {
 	}
 	return s
 }
-
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
