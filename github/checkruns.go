@@ -3,22 +3,29 @@ package github
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
-	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/kukie/kukie-gitops/markdown"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Check run names and limits. The limits are GitHub's: a larger output field or more
 // annotations in one request is refused with 422, so output is cut to fit and
-// annotations are sent in batches.
+// annotations are sent in batches. GitHub counts characters; the limits are kept
+// in bytes, which are never fewer. An annotation's title is at most 255
+// characters, and the run's title, shown on one line as plain text as well, is
+// held to the same; an annotation's message is at most "64 KB", read as the
+// smaller 64000 so either reading holds.
 const (
 	CheckRunName             = "kukie/render"
 	PolicyCheckRunName       = "kukie/policy"
 	RerenderAction           = "rerender"
 	MaxOutputChars           = 65535
+	MaxTitleChars            = 255
+	MaxAnnotationMessage     = 64000
 	MaxAnnotationsPerRequest = 50
 )
 
@@ -102,7 +109,7 @@ func PublishCheckRun(ctx context.Context, c *gh.Client, owner, repo, headSHA str
 	}
 	output := func(batch []Annotation) *gh.CheckRunOutput {
 		return &gh.CheckRunOutput{
-			Title:       gh.String(FitOutput(r.Title, 255, "")),
+			Title:       gh.String(fitText(r.Title, MaxTitleChars)),
 			Summary:     gh.String(FitOutput(r.Summary, MaxOutputChars, r.DetailsURL)),
 			Text:        gh.String(FitOutput(r.Text, MaxOutputChars, r.DetailsURL)),
 			Annotations: annotationsOf(batch),
@@ -224,15 +231,24 @@ func annotationsOf(in []Annotation) []*gh.CheckRunAnnotation {
 		}
 		out = append(out, &gh.CheckRunAnnotation{
 			Path: gh.String(a.Path), StartLine: gh.Int(max(a.StartLine, 1)), EndLine: gh.Int(max(end, 1)),
-			AnnotationLevel: gh.String(level), Title: gh.String(FitOutput(a.Title, 255, "")),
-			Message: gh.String(FitOutput(a.Message, MaxOutputChars, "")),
+			AnnotationLevel: gh.String(level), Title: gh.String(fitText(a.Title, MaxTitleChars)),
+			Message: gh.String(fitText(a.Message, MaxAnnotationMessage)),
 		})
 	}
 	return out
 }
 
-// FitOutput cuts s to at most limit bytes (GitHub counts characters; bytes are never
-// fewer) on a character boundary, ending with a note that names where the rest is.
+// fitText cuts plain text (a title, an annotation's message, which GitHub shows
+// as written) to at most limit bytes, at a whole character, marked "…".
+func fitText(s string, limit int) string {
+	return textcut.Cut(s, limit-len(textcut.Ellipsis))
+}
+
+// FitOutput cuts Markdown s to at most limit bytes (GitHub counts characters; bytes
+// are never fewer) at the end of a line, ending with a note that names where the
+// rest is. A cut inside a line could end inside a code span, whose backticks then
+// open none: the rest of the line, words from elsewhere that the span held, would
+// be read as Markdown. A block the cut leaves open is closed.
 func FitOutput(s string, limit int, detailsURL string) string {
 	if len(s) <= limit {
 		return s
@@ -246,18 +262,16 @@ func FitOutput(s string, limit int, detailsURL string) string {
 		cut, note = limit, ""
 	}
 	for {
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
+		cut = strings.LastIndexByte(s[:cut], '\n') + 1
 		kept := s[:cut]
 		// Close a fenced block the cut left open, so the note is not shown as code.
 		closing := ""
 		if fence := markdown.OpenFence(kept); fence != "" {
-			closing = "\n" + fence
+			closing = fence
 		}
 		if len(kept)+len(closing)+len(note) <= limit || cut == 0 {
 			return kept + closing + note
 		}
-		cut = max(0, limit-len(note)-len(closing))
+		cut = min(cut-1, max(0, limit-len(note)-len(closing)))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -275,4 +276,63 @@ func TestBranchWritesRefuseEveryBranchButKukie(t *testing.T) {
 	if got := s.Head(t, "acme/deploy", "release"); got != other {
 		t.Fatalf("release moved to %s", got)
 	}
+}
+
+// TestFitOutputCutsAtALineEnd: a cut inside a line could end inside a code span,
+// leaving its backticks open and the rest of the line, words from elsewhere, read
+// as Markdown; the cut keeps whole lines, so every span the output keeps is closed.
+func TestFitOutputCutsAtALineEnd(t *testing.T) {
+	const hostile = "kustomize: @acme/admins ![x](https://tracker.example/p.png) [docs](https://phish.example) `x`"
+	var b strings.Builder
+	b.WriteString("### Not checked\n")
+	for range 40 {
+		b.WriteString("- argocd/web: " + markdown.CodeLine(hostile) + "\n")
+	}
+	s := b.String()
+	for limit := 100; limit < len(s); limit += 7 {
+		got := github.FitOutput(s, limit, "https://x")
+		read := markdowntest.Parse(got)
+		if len(got) > limit || strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 {
+			t.Fatalf("FitOutput(%d) = %q (len %d): read as Markdown %q, links %q", limit, got, len(got), read.Prose, read.Destinations)
+		}
+		if !strings.HasSuffix(got, "https://x") || !strings.HasPrefix(got, "### Not checked\n") {
+			t.Fatalf("FitOutput(%d) = %q", limit, got)
+		}
+	}
+}
+
+// TestCheckRunTitlesAndMessagesAreCutAsPlainText: a run's title and an
+// annotation's title and message are shown as plain text: they are cut within
+// GitHub's limits at a whole character and marked "…", without the Markdown note
+// and fence the summary gets.
+func TestCheckRunTitlesAndMessagesAreCutAsPlainText(t *testing.T) {
+	ctx := context.Background()
+	s := githubtest.New(t)
+	c := installationClient(t, s, map[string]string{"apps/web/deploy.yaml": "a: 1\n"})
+	head := s.Head(t, "acme/deploy", "main")
+	long := "```\n" + strings.Repeat("é", 40000)
+	report := github.CheckReport{ExternalID: "abc", Conclusion: github.ConclusionSuccess, Title: long, Summary: "s",
+		Annotations: []github.Annotation{{Path: "apps/web/deploy.yaml", StartLine: 1, Title: long, Message: long}}}
+	ref, err := github.PublishCheckRun(ctx, c, "acme", "deploy", head, 0, report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(what, got string, limit int) {
+		t.Helper()
+		kept := strings.TrimSuffix(got, "…")
+		if len(got) > limit || !utf8.ValidString(got) || kept == got || !strings.HasPrefix(long, kept) {
+			t.Errorf("%s = %q… (len %d), want at most %d bytes of it, cut at a whole character and marked …", what, got[:min(len(got), 40)], len(got), limit)
+		}
+	}
+	runs := s.CheckRuns(t, "acme/deploy", head)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	cut("title", runs[0].GetOutput().GetTitle(), github.MaxTitleChars)
+	anns := listAnnotations(t, c, ref.ID)
+	if len(anns) != 1 {
+		t.Fatalf("%d annotations", len(anns))
+	}
+	cut("annotation title", anns[0].GetTitle(), github.MaxTitleChars)
+	cut("annotation message", anns[0].GetMessage(), github.MaxAnnotationMessage)
 }
