@@ -314,7 +314,7 @@ func (c *Checker) check(ctx context.Context, h Head, pr *github.PullRequest, me 
 	details := CheckURL(c.PublicURL, rec.ID)
 	ref, err := c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
 		ExternalID: h.Key, DetailsURL: details, Title: "Rendering the Applications this change reaches",
-		Summary: fmt.Sprintf("Rendering %s at %s against %s.", h.Repo, short(h.HeadSHA), h.BaseBranch)})
+		Summary: renderingSummary(h)})
 	if err != nil {
 		c.notStarted(ctx, rec)
 		return err

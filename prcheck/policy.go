@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/markdown"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/policy"
 )
@@ -86,7 +87,18 @@ func (c *Checker) readPolicy(ctx context.Context, h Head) (*policy.Report, error
 func (c *Checker) startPolicy(ctx context.Context, h Head, pol *policy.Report, details string) (github.CheckRunRef, error) {
 	return c.GitHub.PublishCheckRun(ctx, h.InstallationID, h.Repo, h.HeadSHA, 0, github.CheckReport{
 		Name: github.PolicyCheckRunName, ExternalID: h.Key, DetailsURL: details, Title: "Checking the repository's policy",
-		Summary: fmt.Sprintf("Checking %s at %s against the rules of %s on %s.", h.Repo, short(h.HeadSHA), policy.ConfigFile, pol.DefaultBranch)})
+		Summary: policyStartSummary(h, pol.DefaultBranch)})
+}
+
+// renderingSummary and policyStartSummary are the summaries of h's runs while they
+// run. The branches are named by whoever opened the pull request and by the
+// repository: markdown.Name writes them as code when they hold "@team".
+func renderingSummary(h Head) string {
+	return fmt.Sprintf("Rendering %s at %s against %s.", h.Repo, short(h.HeadSHA), markdown.Name(h.BaseBranch))
+}
+
+func policyStartSummary(h Head, defaultBranch string) string {
+	return fmt.Sprintf("Checking %s at %s against the rules of `%s` on %s.", h.Repo, short(h.HeadSHA), policy.ConfigFile, markdown.Name(defaultBranch))
 }
 
 // policyOutcome adds what the check found to pol: the findings of each app whose

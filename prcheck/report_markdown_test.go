@@ -84,3 +84,20 @@ func TestBaseMoveNamesItsBranchOnlyAsCode(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningSummariesNameBranchesOnlyAsCode: a pull request's base branch is
+// named by whoever opened it, the default branch by the repository; written as
+// prose in the runs' summaries while they run, "@acme/admins" mentioned the team.
+func TestRunningSummariesNameBranchesOnlyAsCode(t *testing.T) {
+	const hostile = "x@acme/admins"
+	h := Head{Repo: "acme/deploy", HeadSHA: "0123456789012345678901234567890123456789", BaseBranch: hostile}
+	for what, md := range map[string]string{"kukie/render": renderingSummary(h), "kukie/policy": policyStartSummary(h, hostile)} {
+		if got := markdowntest.Parse(md); strings.Contains(got.Prose, "@acme") || !strings.Contains(md, hostile) {
+			t.Errorf("%s: the branch read as Markdown: %q\n%s", what, got.Prose, md)
+		}
+	}
+	h.BaseBranch = "main"
+	if got, want := policyStartSummary(h, "main"), "Checking acme/deploy at 0123456 against the rules of `.kukie.yml` on main."; got != want {
+		t.Errorf("policyStartSummary = %q, want %q", got, want)
+	}
+}
