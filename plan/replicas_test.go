@@ -28,6 +28,14 @@ var recordedSteps = []string{"decide", "prepare", "commit", "branch", "pull_requ
 
 const replicaClaimTTL = time.Second
 
+// holdClaimTTL is the claim lifetime of the replicas while GitHub holds a write:
+// long enough that a renewal on a loaded machine (the race detector, every package
+// testing at once) still arrives before its deadline, as it does with the minutes
+// of production. With replicaClaimTTL a renewal slowed past its third of a second
+// counted the claim as lost, as it must, and the other replica then made the
+// write again: what that case checks is a write outliving the claim, not a lost one.
+const holdClaimTTL = 3 * time.Second
+
 func sortedSteps() []string {
 	var out []string
 	for s := range stepWrites {
@@ -39,8 +47,13 @@ func sortedSteps() []string {
 
 // worker builds a pipeline named id, as one replica of the service.
 func (e *env) worker(id string, hooks plan.Hooks) *plan.Pipeline {
+	return e.workerClaiming(id, hooks, replicaClaimTTL)
+}
+
+// workerClaiming is worker with claims lasting ttl.
+func (e *env) workerClaiming(id string, hooks plan.Hooks, ttl time.Duration) *plan.Pipeline {
 	p := plan.New(plan.Deps{Store: e.db, Clusters: e.cluster, Renderer: e.render, Repos: e.repos, Connections: e.conns, Hooks: hooks}, plan.Config{
-		WorkerID: id, ClaimTTL: replicaClaimTTL, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
+		WorkerID: id, ClaimTTL: ttl, DeployPoll: 20 * time.Millisecond, DeployTimeout: 10 * time.Second,
 		PublicURL: "https://kukie.example", BotLogin: e.gh.BotLogin(),
 	})
 	e.t.Cleanup(p.Close)
@@ -131,9 +144,9 @@ func TestReplicasHoldWritesLongerThanTheClaim(t *testing.T) {
 				ctx := context.Background()
 				var code string
 				e.cancelAtEnd(&code)
-				e.gh.OnRequest(endpoint, holdOnce(3*replicaClaimTTL))
-				a := e.worker("replica-a", plan.Hooks{})
-				b := e.worker("replica-b", plan.Hooks{})
+				e.gh.OnRequest(endpoint, holdOnce(3*holdClaimTTL))
+				a := e.workerClaiming("replica-a", plan.Hooks{}, holdClaimTTL)
+				b := e.workerClaiming("replica-b", plan.Hooks{}, holdClaimTTL)
 				for _, p := range []*plan.Pipeline{a, b} {
 					if err := p.Start(ctx); err != nil {
 						t.Fatal(err)
