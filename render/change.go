@@ -45,9 +45,6 @@ func (c Change) Validate() error {
 	if _, err := c.kind(); err != nil {
 		return err
 	}
-	if err := c.checkNoMask(); err != nil {
-		return err
-	}
 	switch {
 	case c.Replicas != nil:
 		if c.Replicas.Count < 0 || c.Replicas.Count > 100000 {
@@ -123,12 +120,15 @@ func (c Change) Validate() error {
 	return nil
 }
 
-// checkNoMask refuses a change that would set a value holding the mask the
-// service shows in place of a secret ("[redacted]"): a person or an assistant that
-// read a file, a diff or a refusal through the service and gave back what it read
-// would replace the secret with that text, and the diff of such a change reads
-// "[redacted] -> [redacted]", so nobody reviewing it could tell.
-func (c Change) checkNoMask() error {
+// checkNoMask refuses a change of target that would set a value holding the mask
+// the service shows in place of a secret ("[redacted]"): a person or an assistant
+// that read a file, a diff or a refusal through the service and gave back what it
+// read would replace the secret with that text, and the diff of such a change
+// reads "[redacted] -> [redacted]", so nobody reviewing it could tell. A change of
+// a Secret, or a new manifest holding one, is left to the refusal every change of
+// a Secret gets: a change view shows each of its values as the mask, and given
+// back as shown it must not be answered with a call for the Secret's real value.
+func (c Change) checkNoMask(target objref.Target) error {
 	refusal := func(where string) error {
 		return fmt.Errorf("%s holds %q, the text shown in place of a secret value: a change cannot set it, as it would replace the secret with that text; give the real value, or leave the field out", where, redacted)
 	}
@@ -140,10 +140,23 @@ func (c Change) checkNoMask() error {
 			}
 		}
 	case c.NewResource != nil:
-		if strings.Contains(c.NewResource.Manifest, redacted) {
-			return refusal("the new resource's manifest")
+		if !strings.Contains(c.NewResource.Manifest, redacted) {
+			return nil
 		}
+		docs, err := splitManifest(c.NewResource.Manifest)
+		if err != nil {
+			return nil // Validate refuses it
+		}
+		for _, d := range docs {
+			if d.obj.kind == "Secret" && groupOf(d.obj.apiVersion) == "" {
+				return nil
+			}
+		}
+		return refusal("the new resource's manifest")
 	case c.Patch != nil:
+		if groupOf(target.APIVersion) == "" && strings.EqualFold(target.Kind, "Secret") {
+			return nil
+		}
 		for _, f := range c.Patch.Set {
 			if at, ok := maskIn(f.Value, f.Path); ok {
 				return refusal("the patch's value of " + at)
@@ -183,6 +196,9 @@ func maskIn(v any, at string) (string, bool) {
 // refused too. The target itself is the caller's to check.
 func (c Change) ValidateFor(target objref.Target) error {
 	if err := c.Validate(); err != nil {
+		return err
+	}
+	if err := c.checkNoMask(target); err != nil {
 		return err
 	}
 	if c.Patch != nil {

@@ -155,6 +155,7 @@ func TestConfigMapDataThatIsNotAStringIsRefusedWithTheRequest(t *testing.T) {
 // secret, given back as read from a file, a diff or a refusal, would replace the
 // secret with that text behind a diff reading "[redacted] -> [redacted]".
 func TestChangeRefusesTheMaskAsAValue(t *testing.T) {
+	deployment := objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	for name, tc := range map[string]struct {
 		change Change
 		where  string
@@ -167,16 +168,38 @@ func TestChangeRefusesTheMaskAsAValue(t *testing.T) {
 		"a new manifest": {Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {apiKey: '[redacted]'}\n"}}, "new resource's manifest"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := tc.change.Validate()
+			err := tc.change.ValidateFor(deployment)
 			if err == nil || !strings.Contains(err.Error(), tc.where) || !strings.Contains(err.Error(), "shown in place of a secret value") {
-				t.Fatalf("Validate() = %v, want a refusal naming %q and the mask", err, tc.where)
+				t.Fatalf("ValidateFor() = %v, want a refusal naming %q and the mask", err, tc.where)
 			}
 		})
 	}
 	// The word alone, or brackets around another word, is a value like any other.
 	for _, v := range []string{"redacted", "[draft]", "[REDACTED-by-policy]"} {
-		if err := (Change{Env: &Env{Container: "web", Set: map[string]string{"NOTE": v}}}).Validate(); err != nil {
-			t.Errorf("Validate() of %q = %v, want nil", v, err)
+		if err := (Change{Env: &Env{Container: "web", Set: map[string]string{"NOTE": v}}}).ValidateFor(deployment); err != nil {
+			t.Errorf("ValidateFor() of %q = %v, want nil", v, err)
 		}
+	}
+}
+
+// TestASecretChangeAsShownIsLeftToTheSecretRefusal: a change view shows each value
+// of a Secret's change as the mask; given back as shown, the change of a Secret
+// (in any case of its kind), or a new manifest holding one, is not answered with a
+// call for the Secret's real value but left to the refusal every change of a
+// Secret gets (goldens refuse-patch-secret-as-shown, refuse-new-secret-as-shown).
+func TestASecretChangeAsShownIsLeftToTheSecretRefusal(t *testing.T) {
+	shown := Change{Patch: &Patch{Merge: jsonObject(`{"stringData":{"password":"[redacted]"}}`)}}
+	for _, target := range []objref.Target{{APIVersion: "v1", Kind: "Secret", Name: "db"}, {APIVersion: "v1", Kind: "secret", Name: "db"}} {
+		if err := shown.ValidateFor(target); err != nil {
+			t.Errorf("ValidateFor(%s) = %v, want it left to the Secret's refusal", target, err)
+		}
+	}
+	secret := Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: '[redacted]'}\n"}}
+	if err := secret.ValidateFor(objref.Target{}); err != nil {
+		t.Errorf("ValidateFor() of a new Secret = %v, want it left to the Secret's refusal", err)
+	}
+	// A custom resource named Secret is no Secret.
+	if err := shown.ValidateFor(objref.Target{APIVersion: "example.com/v1", Kind: "Secret", Name: "db"}); err == nil || !strings.Contains(err.Error(), "shown in place of a secret value") {
+		t.Errorf("ValidateFor() of a custom Secret = %v, want the mask refused", err)
 	}
 }

@@ -159,6 +159,9 @@ func newPlanner(ctx context.Context, req Request) (*planner, error) {
 	if err := req.Change.Validate(); err != nil {
 		return nil, refuse(CodeInvalidRequest, "%v", err)
 	}
+	if err := req.Change.checkNoMask(req.Target); err != nil {
+		return nil, refuse(CodeInvalidRequest, "%v", err)
+	}
 	if req.Change.NewResource == nil {
 		if req.Target.APIVersion == "" || req.Target.Kind == "" || req.Target.Name == "" {
 			return nil, refuse(CodeInvalidRequest, "the target needs apiVersion, kind and name")
