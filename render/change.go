@@ -143,14 +143,8 @@ func (c Change) checkNoMask(target objref.Target) error {
 		if !strings.Contains(c.NewResource.Manifest, redacted) {
 			return nil
 		}
-		docs, err := splitManifest(c.NewResource.Manifest)
-		if err != nil {
-			return nil // Validate refuses it
-		}
-		for _, d := range docs {
-			if d.obj.kind == "Secret" && groupOf(d.obj.apiVersion) == "" {
-				return nil
-			}
+		if c.NewResource.HoldsSecret() {
+			return nil // refused as a Secret, or by Validate when it does not parse
 		}
 		return refusal("the new resource's manifest")
 	case c.Patch != nil:

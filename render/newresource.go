@@ -12,6 +12,22 @@ import (
 )
 
 // newDoc is one document of a new-resource manifest.
+// HoldsSecret reports whether the manifest holds a Secret, or may (it does not
+// parse): such a change is refused as every change of a Secret is, and a view of
+// it shows none of its values.
+func (n NewResource) HoldsSecret() bool {
+	docs, err := splitManifest(n.Manifest)
+	if err != nil {
+		return true
+	}
+	for _, d := range docs {
+		if d.obj.kind == "Secret" && groupOf(d.obj.apiVersion) == "" {
+			return true
+		}
+	}
+	return false
+}
+
 type newDoc struct {
 	obj   *object
 	bytes []byte

@@ -181,7 +181,7 @@ type EventView struct {
 // View is how the API shows a plan, over HTTP and MCP alike.
 func View(p store.Plan) ChangeView {
 	change := p.Change
-	if IsSecretKind(p.Target.Kind) {
+	if IsSecretKind(p.Target.Kind) || newSecret(p.Change) {
 		change = redactedSecretChange(p.Change)
 	}
 	v := ChangeView{
@@ -218,6 +218,15 @@ func View(p store.Plan) ChangeView {
 // IsSecretKind reports whether kind names a Secret, in whatever case it was given
 // (a target's kind in another case names the kind the render spells so).
 func IsSecretKind(kind string) bool { return strings.EqualFold(kind, "Secret") }
+
+// newSecret reports whether raw is a new resource's change whose manifest holds
+// a Secret, whatever object the target names beside it.
+func newSecret(raw json.RawMessage) bool {
+	var c struct {
+		NewResource *render.NewResource `json:"new_resource"`
+	}
+	return json.Unmarshal(raw, &c) == nil && c.NewResource != nil && c.NewResource.HoldsSecret()
+}
 
 // redactedValue is what a Secret's value is shown as, the word render's masking
 // writes.

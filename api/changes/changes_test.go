@@ -853,6 +853,17 @@ func TestSecretChangeValuesAreNotShown(t *testing.T) {
 	if v := View(store.Plan{Target: objref.Target{Kind: "ConfigMap"}, Change: json.RawMessage(asked)}); string(v.Change) != asked {
 		t.Errorf("a ConfigMap's change is shown as %s, want it as asked", v.Change)
 	}
+	// A new manifest holding a Secret beside the object its target names is
+	// refused as a Secret is and shown as one (failed before: the Secret's values
+	// were shown, the target being the ConfigMap).
+	beside := `{"new_resource":{"manifest":"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData:\n  password: ` + planted + `\n"}}`
+	if v := View(store.Plan{Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"}, Change: json.RawMessage(beside)}); strings.Contains(string(v.Change), planted) || !strings.Contains(string(v.Change), `"manifest":"[redacted]"`) {
+		t.Errorf("a new manifest holding a Secret is shown as %s", v.Change)
+	}
+	manifest := `{"new_resource":{"manifest":"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {mode: fast}\n"}}`
+	if v := View(store.Plan{Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web"}, Change: json.RawMessage(manifest)}); string(v.Change) != manifest {
+		t.Errorf("a new ConfigMap is shown as %s, want it as asked", v.Change)
+	}
 }
 
 // TestActionBodyIsReadOnlyWithAccess: the body of a cancel or a rollback is read
