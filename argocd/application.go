@@ -3,6 +3,7 @@ package argocd
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -517,13 +518,38 @@ func (a *Application) Sources() []AppSource {
 }
 
 // PrimarySource returns the source a change goes to: spec.source, or the first entry
-// of spec.sources. ok is false when the Application has no source.
+// of spec.sources. When that entry deploys a chart from a Helm repository and
+// reads values files of a ref source ("$ref/..."), a change goes to those
+// values: the ref source is returned, its path the directory of the first
+// values file read from it. ok is false when the Application has no source.
 func (a *Application) PrimarySource() (src AppSource, ok bool) {
 	s := a.Sources()
 	if len(s) == 0 {
 		return AppSource{}, false
 	}
+	if s[0].Chart != "" && s[0].Helm != nil {
+		for _, f := range s[0].Helm.ValueFiles {
+			name, rest, _ := strings.Cut(f, "/")
+			for _, ref := range s[1:] {
+				if ref.Ref != "" && name == "$"+ref.Ref {
+					ref.Path = path.Dir(rest)
+					return ref, true
+				}
+			}
+		}
+	}
 	return s[0], true
+}
+
+// Chart names the chart the Application deploys from a Helm repository
+// ("redis 18.1.0 from https://charts.example.com"): that of spec.source, or of
+// the first entry of spec.sources; "" when it deploys none.
+func (a *Application) Chart() string {
+	s := a.Sources()
+	if len(s) == 0 || s[0].Chart == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %s from %s", s[0].Chart, s[0].TargetRevision, s[0].RepoURL)
 }
 
 // DeploysBranch reports whether a source's targetRevision deploys branch. The

@@ -212,3 +212,24 @@ func TestHealthAssessedAfterSync(t *testing.T) {
 		})
 	}
 }
+
+// A chart from a Helm repository reading its values from a ref source sends a
+// change to that ref source's repository, at its revision, in the directory of
+// the values file; Chart names the chart.
+func TestPrimarySourceOfAChartIsItsValues(t *testing.T) {
+	app := Application{Name: "redis", Spec: AppSpec{Sources: []AppSource{
+		{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.1.0", Helm: &AppSourceHelm{ValueFiles: []string{"$values/envs/prod/redis.yaml"}}},
+		{RepoURL: "https://github.com/o/deploy", TargetRevision: "main", Ref: "values"},
+	}}}
+	src, ok := app.PrimarySource()
+	if !ok || src.RepoURL != "https://github.com/o/deploy" || src.TargetRevision != "main" || src.Path != "envs/prod" {
+		t.Fatalf("PrimarySource = %+v, %v; want the ref source at envs/prod", src, ok)
+	}
+	if got := app.Chart(); got != "redis 18.1.0 from https://charts.example.com" {
+		t.Fatalf("Chart() = %q", got)
+	}
+	plain := Application{Spec: AppSpec{Source: &AppSource{RepoURL: "https://github.com/o/deploy", Path: "apps/web"}}}
+	if got := plain.Chart(); got != "" {
+		t.Fatalf("Chart() of a Git source = %q, want none", got)
+	}
+}

@@ -243,8 +243,11 @@ type PayloadApp struct {
 	Path           string `json:"path"`
 	TargetRevision string `json:"targetRevision"`
 	SourceType     string `json:"sourceType"`
-	Automated      bool   `json:"automated"`
-	SelfHeal       bool   `json:"self_heal"`
+	// Chart names the chart the Application deploys from a Helm repository
+	// (see Application.Chart); the source fields are then those of its values.
+	Chart     string `json:"chart,omitempty"`
+	Automated bool   `json:"automated"`
+	SelfHeal  bool   `json:"self_heal"`
 }
 
 // PayloadResource is one examined target and the Application managing it ("" when
@@ -338,6 +341,7 @@ func payloadApp(o Ownership) PayloadApp {
 		pa.RepoURL, pa.Path, pa.TargetRevision = src.RepoURL, src.Path, src.TargetRevision
 	}
 	pa.SourceType = a.SourceType()
+	pa.Chart = a.Chart()
 	pa.Automated = a.Automated()
 	pa.SelfHeal = a.SelfHeal()
 	return pa

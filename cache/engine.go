@@ -25,8 +25,8 @@ type RenderEngine struct {
 	// Observer, when set, is told of every Application render, for metrics.
 	Observer render.Observer
 	// Charts, when set, fetches the chart dependencies a Chart.lock pins that
-	// are not vendored (see render.WithCharts); without it such a chart is
-	// refused.
+	// are not vendored, and the charts Applications deploy from Helm
+	// repositories (see render.WithCharts); without it such a chart is refused.
 	Charts render.ChartSource
 }
 

@@ -40,7 +40,10 @@ parameters, skipCrds, skipTests, kubeVersion, apiVersions; --kube-version and
 reads from it), from a chart in the
 repository whose dependencies are vendored under charts/ or pinned by its
 Chart.lock (fetched from the chart repository or OCI registry it names, digests
-checked; --fetch-charts=false fetches nothing). The edit is found by
+checked; --fetch-charts=false fetches nothing), or from a chart the Application
+deploys from a Helm repository (spec.source.chart, fetched the same way at the
+exact version targetRevision gives; its values files are this repository's,
+"$values/..." of a ref source, and the output names the chart). The edit is found by
 rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now; a value only the chart's defaults hold is
 added to the app's last values file. A value the Application itself sets
@@ -51,9 +54,12 @@ alone. Otherwise it is refused, naming where the value is set. Each source of a
 multi-source Application renders on its own;
 "$ref/..." values files resolve from this repository when the ref source is this
 repository at the same revision. Refused by name: dependencies neither vendored nor
-locked, a Chart.lock out of sync, charts from Helm repositories, remote or globbed values
-files, "$ref" values files of another repository or revision, build environment
-variables in values paths or parameters.
+locked, a Chart.lock out of sync, a chart from a Helm repository at a version range or
+none (Argo CD resolves it anew at every sync: pin an exact version) or not fetched,
+values files read from inside such a chart, a change of an app whose values are in no
+file of this repository, remote or globbed values files, "$ref" values files of
+another repository or revision, build environment variables in values paths or
+parameters.
 
 Kustomize apps are built in process as Argo CD's repo server builds them: the
 Application's spec.source.kustomize settings applied through kustomize's own
@@ -104,9 +110,9 @@ stdout holds one JSON document whatever the outcome: "verdict" is "verified" (wi
 // not make. TestPlanHelpListsEveryRefusal holds them to render's codes.
 var planRefusals = []struct{ code, means string }{
 	{render.CodeInvalidRequest, "the change cannot be made as asked: an image name other than the one the container runs, a new manifest that does not parse or has no kind, a Directory include or exclude that is not a glob"},
-	{render.CodeUnsupportedSource, "the app cannot be rendered as Argo CD renders it: a plugin or another source type, jsonnet files, a .argocd-source.yaml or .argocd-source-<app>.yaml in its path (parameter overrides Argo CD merges in), a chart from a Helm repository, a source or values file of another repository or revision, the kustomize settings and build options refused above"},
+	{render.CodeUnsupportedSource, "the app cannot be rendered as Argo CD renders it: a plugin or another source type, jsonnet files, a .argocd-source.yaml or .argocd-source-<app>.yaml in its path (parameter overrides Argo CD merges in), a source or values file of another repository or revision, the kustomize settings and build options refused above"},
 	{render.CodeHelm, "a Helm option or chart render does not apply: remote or globbed values files, build environment variables in values paths or parameters, templates that include each other recursively"},
-	{render.CodeHelmDependency, "a chart dependency neither vendored under charts/ nor had as its Chart.lock pins it (no lock, a lock out of sync, a repository not reached, a digest that does not match)"},
+	{render.CodeHelmDependency, "a chart dependency neither vendored under charts/ nor had as its Chart.lock pins it (no lock, a lock out of sync, a repository not reached, a digest that does not match), or a chart the Application deploys from a Helm repository not had (a version range or none, not fetched, not found)"},
 	{render.CodeSecret, "the target is a Secret, a new manifest holds one, or an env change would write a value a Secret holds into the repository"},
 	{render.CodeRemoteBase, "the target or a resource of the app comes over the network (a remote base or resource)"},
 	{render.CodeGenerated, "a change of a generated ConfigMap or Secret other than its data keys, or one its generator cannot take"},
@@ -215,7 +221,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.releaseName, "release-name", "", "the Helm release name (default: from --application, else the app's name)")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "the destination cluster's Kubernetes version, as Helm charts see it (default: the Application's, else Helm's)")
 	fs.StringVar(&f.apiVersions, "api-versions", "", "the destination cluster's API versions, comma-separated, as Helm charts see them (default: the Application's)")
-	fs.BoolVar(&f.fetchCharts, "fetch-charts", true, "fetch the Helm chart dependencies a Chart.lock pins and charts/ does not vendor from the repositories it names (the command's only network reads)")
+	fs.BoolVar(&f.fetchCharts, "fetch-charts", true, "fetch the Helm chart dependencies a Chart.lock pins and charts/ does not vendor, and the chart an Application deploys from a Helm repository, from the repositories they name (the command's only network reads)")
 	fs.BoolVar(&f.write, "write", false, "apply the verified edit to the repository directory")
 	fs.StringVar(&f.output, "output", "text", "output format: text or json")
 	fs.DurationVar(&f.timeout, "timeout", render.Timeout, "how long the render may take before it is stopped and refused as render_timeout (the service's render.timeout)")
@@ -322,9 +328,12 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// even inside a kustomize build, which cannot be cancelled (it is abandoned
 	// and dies with the process). Nothing has been written then.
 	if f.fetchCharts {
-		// A dependency Chart.lock pins is fetched from the repository it names,
-		// as helm dependency build does for Argo CD.
+		// A dependency Chart.lock pins, and a chart the Application deploys from
+		// a Helm repository, are fetched from the repository named, as helm
+		// dependency build and Argo CD's repo server fetch them.
 		ctx = render.WithCharts(ctx, helmrepo.New())
+	} else if primary.Chart != nil {
+		notes = append(notes, fmt.Sprintf("application %s deploys chart %s, which --fetch-charts=false does not fetch", primary.Name, primary.Chart))
 	}
 	res, err := render.Plan(ctx, render.Request{RepoDir: f.repo, Apps: apps, App: primary.Name, Target: target, Change: change})
 	if ctx.Err() != nil {
@@ -613,7 +622,12 @@ func printNotes(w io.Writer, notes []string) {
 
 func printResult(w io.Writer, app render.Application, change render.Change, res *render.Result, notes []string, written bool) {
 	printNotes(w, notes)
-	fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
+	if app.Chart != nil {
+		// Its chart is fetched; the repository holds only its values.
+		fmt.Fprintf(w, "Application: %s (%s, chart %s, values in %s", app.Name, app.SourceType, app.Chart, app.Path)
+	} else {
+		fmt.Fprintf(w, "Application: %s (%s, path %s", app.Name, app.SourceType, app.Path)
+	}
 	if app.Namespace != "" {
 		fmt.Fprintf(w, ", namespace %s", app.Namespace)
 	}

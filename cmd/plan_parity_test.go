@@ -300,6 +300,23 @@ func applicationManifest(a render.Application) map[string]any {
 		meta["annotations"] = map[string]any{argocd.ManifestGeneratePathsAnnotation: a.ManifestGeneratePaths}
 	}
 	spec := map[string]any{"source": src, "destination": map[string]any{"namespace": a.Namespace}}
+	if c := a.Chart; c != nil {
+		// A chart from a Helm repository, its values files from the fixture
+		// repository as a ref source gives them.
+		chartSrc := map[string]any{"repoURL": c.Repository, "chart": c.Name, "targetRevision": c.Version}
+		if h, ok := src["helm"].(map[string]any); ok {
+			if files, ok := h["valueFiles"].([]string); ok {
+				var refs []string
+				for _, f := range files {
+					refs = append(refs, "$values"+f)
+				}
+				h["valueFiles"] = refs
+			}
+			chartSrc["helm"] = h
+		}
+		delete(spec, "source")
+		spec["sources"] = []any{chartSrc, map[string]any{"repoURL": parityRepoURL, "targetRevision": "main", "ref": "values"}}
+	}
 	if a.Prune {
 		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": true}}
 	}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/logging"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render"
 )
 
 const sampleRepo = "../testdata/sample-repo"
@@ -615,5 +617,56 @@ func TestPlanCommandSaysWhatIsWrongWithItsCommandLine(t *testing.T) {
 				t.Fatalf("--output json: exit %d and %+v, want 1 and the error %q\nstderr:\n%s", code, out, tc.want, stderr)
 			}
 		})
+	}
+}
+
+// An Application deploying a chart from a Helm repository, its values from the
+// repository through a ref source, renders with the chart fetched from that
+// repository (at the version targetRevision pins) and is edited in its values
+// file; the output names the chart. Without a chart source it is refused by
+// name, and the command's own fetcher (the default) fetches through helmrepo's
+// guard, which refuses a repository on this host.
+func TestPlanCommandRendersAChartFromAHelmRepository(t *testing.T) {
+	const golden = renderGoldens + "/helm-remote-chart-values-key"
+	repo := testtree.Write(t, readTree(t, filepath.Join(golden, "input")))
+	application := func(repoURL string) string {
+		p := filepath.Join(t.TempDir(), "redis.yaml")
+		manifest := `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: redis, namespace: argocd}
+spec:
+  destination: {namespace: cache}
+  sources:
+    - repoURL: ` + repoURL + `
+      chart: redis
+      targetRevision: 18.1.0
+      helm: {valueFiles: [$values/envs/prod/redis.yaml]}
+    - {repoURL: ` + parityRepoURL + `, targetRevision: main, ref: values}
+`
+		if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	scale := []string{"--timeout", testRenderTimeout.String(), "--repo", repo, "--application", application("https://charts.example.com"), "scale", "statefulset/redis-redis", "--replicas", "5"}
+
+	charts := render.WithCharts(context.Background(), chartFetcher(serveChartRepository(t, filepath.Join(golden, "repository"))))
+	var stdout, stderr bytes.Buffer
+	code := runPlan(charts, append([]string{"--fetch-charts=false"}, scale...), &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "Application: argocd/redis (Helm, chart redis 18.1.0 from https://charts.example.com, values in envs/prod, namespace cache)") ||
+		!strings.Contains(stdout.String(), "-replicaCount: 3\n+replicaCount: 5\n") || !strings.Contains(stdout.String(), "Edit:        values key (envs/prod/redis.yaml)") {
+		t.Fatalf("exit %d, want the values file edited, naming the chart\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+
+	code, out, errOut := runPlanCmd(t, append([]string{"--fetch-charts=false"}, scale[2:]...)...)
+	if code != 2 || !strings.Contains(errOut, "Refused (helm_dependency)") || !strings.Contains(errOut, "deploys chart redis 18.1.0 from https://charts.example.com, and this render fetches no charts") ||
+		!strings.Contains(errOut, "which --fetch-charts=false does not fetch") {
+		t.Fatalf("exit %d, want a helm_dependency refusal naming the chart\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+
+	local := []string{"--repo", repo, "--application", application("http://127.0.0.1:9"), "scale", "statefulset/redis-redis", "--replicas", "5"}
+	code, out, errOut = runPlanCmd(t, local...)
+	if code != 2 || !strings.Contains(errOut, "Refused (helm_dependency)") || !strings.Contains(errOut, "chart redis 18.1.0 from http://127.0.0.1:9") || !strings.Contains(errOut, "this host's own") {
+		t.Fatalf("exit %d, want the fetcher's guard to refuse a repository on this host\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

@@ -1,10 +1,12 @@
 // Package helmrepo fetches the chart archives that a chart's Chart.lock pins,
-// from the Helm chart repository (its index.yaml over HTTP(S)) or the OCI
-// registry the lock names, for render to load them as "helm dependency build"
-// would have vendored them for Argo CD (render.ChartSource).
+// and the charts Applications deploy from Helm repositories, from the Helm chart
+// repository (its index.yaml over HTTP(S)) or the OCI registry named, for render
+// to load them as "helm dependency build" would have vendored them, and as Argo
+// CD's repo server pulls them (render.ChartSource).
 //
-// It talks to no host but the one a Chart.lock entry names: an archive URL of an
-// index on another host, and a redirect to one, are refused. Every answer is
+// It talks to no host but the one a Chart.lock entry or an Application names:
+// an archive URL of an index on another host, and a redirect to one, are
+// refused. Every answer is
 // read under a size bound (MaxIndexBytes, MaxArchiveBytes, MaxManifestBytes) and
 // every archive is checked against the digest its repository publishes (the
 // index's digest, the registry's content digest) before render sees a byte.

@@ -43,8 +43,14 @@ func PRBody(pl store.Plan, pay Payload) string {
 	if pay.App != nil {
 		// The name, path and revision are the team's Application's, as written
 		// there, and its source type is what its status says.
-		fmt.Fprintf(&b, "### Argo CD\nApplication %s (%s, path %s, revision %s), sync policy: %s.\n\n",
-			markdown.Code(pay.App.Namespace+"/"+pay.App.Name), markdown.Name(pay.App.SourceType), markdown.Code(pay.App.Path), markdown.Code(pay.App.TargetRevision), syncPolicy(pay))
+		where := "path"
+		if pay.App.Chart != "" {
+			// The chart is fetched from a Helm repository; the path and
+			// revision are those of its values.
+			where = "chart " + markdown.Code(pay.App.Chart) + ", values at path"
+		}
+		fmt.Fprintf(&b, "### Argo CD\nApplication %s (%s, %s %s, revision %s), sync policy: %s.\n\n",
+			markdown.Code(pay.App.Namespace+"/"+pay.App.Name), markdown.Name(pay.App.SourceType), where, markdown.Code(pay.App.Path), markdown.Code(pay.App.TargetRevision), syncPolicy(pay))
 	}
 	if warnings := allWarnings(pay); len(warnings) > 0 {
 		b.WriteString("### Warnings\n")

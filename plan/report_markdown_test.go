@@ -147,3 +147,22 @@ func requireOnlyAsCode(t *testing.T, what, md, shown string) {
 		t.Errorf("%s does not show the text at all:\n%s", what, md)
 	}
 }
+
+// TestPRBodyNamesTheChartOfAHelmRepository: an Application deploying a chart
+// from a Helm repository has only its values in the repository; the pull
+// request says which chart, at which version and from where, as code.
+func TestPRBodyNamesTheChartOfAHelmRepository(t *testing.T) {
+	app := argocd.Application{Name: "redis", Namespace: "argocd", Spec: argocd.AppSpec{Sources: []argocd.AppSource{
+		{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.1.0", Helm: &argocd.AppSourceHelm{ValueFiles: []string{"$values/envs/prod/redis.yaml"}}},
+		{RepoURL: "https://github.com/acme/deploy", TargetRevision: "main", Ref: "values"},
+	}}, Status: argocd.AppStatus{SourceTypes: []string{"Helm"}}}
+	src, _ := app.PrimarySource()
+	pa := argocd.PayloadApp{Name: app.Name, Namespace: app.Namespace, RepoURL: src.RepoURL, Path: src.Path, TargetRevision: src.TargetRevision,
+		SourceType: app.SourceType(), Chart: app.Chart()}
+	pl := store.Plan{Code: "pln_chart", Cluster: "prod", Reason: "scale", RequestedBy: "alice",
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "cache", Name: "redis"}}
+	body := plan.PRBody(pl, plan.Payload{App: &pa})
+	if want := "Application `argocd/redis` (Helm, chart `redis 18.1.0 from https://charts.example.com`, values at path `envs/prod`, revision `main`)"; !strings.Contains(body, want) {
+		t.Fatalf("the body does not say %q:\n%s", want, body)
+	}
+}

@@ -138,7 +138,7 @@ func decisionDetails(pay Payload) map[string]any {
 func payloadAppOf(a argocd.Application) argocd.PayloadApp {
 	src, _ := a.PrimarySource()
 	return argocd.PayloadApp{Name: a.Name, Namespace: a.Namespace, RepoURL: src.RepoURL, Path: src.Path,
-		TargetRevision: src.TargetRevision, SourceType: a.SourceType(), Automated: a.Automated(), SelfHeal: a.SelfHeal()}
+		TargetRevision: src.TargetRevision, SourceType: a.SourceType(), Chart: a.Chart(), Automated: a.Automated(), SelfHeal: a.SelfHeal()}
 }
 
 // checkConnected re-checks the repository connection before a write: a repository

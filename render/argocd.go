@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -17,8 +18,8 @@ import (
 // A source render cannot mirror still converts, with Unsupported saying why: its
 // path (and so its reach) is known, and Plan refuses only an edit that reaches it.
 // That covers spec.source.kustomize options render does not apply, a kustomize
-// replicas count that is not an integer, a chart from a Helm repository, and a
-// values file from a ref source of another repository or revision.
+// replicas count that is not an integer, and a values file from a ref source of
+// another repository or revision.
 //
 // Each source of a multi-source Application converts to an Application of its
 // own, as Argo CD renders each source on its own before it concatenates them;
@@ -31,7 +32,8 @@ import (
 // The source type is status.sourceType (status.sourceTypes for several sources),
 // else the source's explicit kustomize, directory, helm or plugin block, as Argo CD
 // reads it; it stays empty when neither says (see DetectSourceType). A source with
-// a chart deploys from a Helm repository, never from a Git tree, and is Helm.
+// a chart deploys from a Helm repository, never from a Git tree, and is Helm: its
+// Chart names the chart, and targetRevision its version.
 func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Application {
 	sources := a.Sources()
 	kept := func(src argocd.AppSource) bool { return keep == nil || keep(src) }
@@ -102,14 +104,17 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			app.Helm.ReleaseName = a.Name
 		}
 		resolveRefValueFiles(&app, src, refs, refKept)
-		if !kept(src) || src.Chart != "" {
-			// Its chart is elsewhere (another tree, a Helm repository), its
-			// values here: an edit of those values
-			// changes what it deploys, and render cannot render it. It reaches
-			// the directories of those files, so such an edit is refused.
-			if src.Chart == "" {
-				app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("it renders %s from %s, which is not the repository and revision being changed", src.Path, src.RepoURL))
-			}
+		switch {
+		case src.Chart != "":
+			// Its chart is fetched from a Helm repository (see
+			// Application.Chart), its values files are read from here.
+			app.Path = refValuesDir(app)
+		case !kept(src):
+			// Its chart is in another tree, its values here: an edit of those
+			// values changes what it deploys, and render cannot render it. It
+			// reaches the directories of those files, so such an edit is
+			// refused.
+			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("it renders %s from %s, which is not the repository and revision being changed", src.Path, src.RepoURL))
 			app.Path = refValuesDir(app)
 		}
 		out = append(out, app)
@@ -218,11 +223,21 @@ func convertOptions(app *Application, src argocd.AppSource) {
 		app.Directory = DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
 	}
 	if src.Chart != "" {
-		app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("it deploys chart %s from the Helm repository %s, not from a Git repository", src.Chart, src.RepoURL))
+		app.Chart = &ChartDependency{Repository: chartRepository(src.RepoURL), Name: src.Chart, Version: src.TargetRevision}
 	}
 	if h := src.Helm; h != nil {
 		convertHelm(app, h)
 	}
+}
+
+// chartRepository is the repository of a chart source's repoURL as Argo CD
+// reaches it: one without a scheme (registry-1.docker.io/bitnamicharts) is an
+// OCI registry.
+func chartRepository(repoURL string) string {
+	if u, err := url.Parse(repoURL); err == nil && u.Scheme == "" && u.Host == "" && repoURL != "" {
+		return "oci://" + repoURL
+	}
+	return repoURL
 }
 
 // convertHelm copies spec.source.helm. Version and passCredentials only matter

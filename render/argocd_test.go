@@ -102,8 +102,8 @@ spec:
 `,
 			want: []Application{{Name: "m", Path: "h", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m", ValueFiles: []string{"a.yaml"}}},
 				{Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
-				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"}}},
-			unsupported: []string{"", "", "deploys chart redis from the Helm repository https://charts.example"},
+				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"},
+					Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "1.0.0"}}},
 		},
 		"helm options as Argo CD passes them to helm template": {
 			manifest: `
@@ -134,15 +134,35 @@ spec:
 				FileParameters: []HelmFileParameter{{Name: "config", Path: "files/config.txt"}},
 				SkipCrds:       true, SkipTests: true, KubeVersion: "1.31", APIVersions: []string{"monitoring.coreos.com/v1"}}}},
 		},
-		"a chart from a Helm repository is kept, and not rendered": {
+		"a chart from a Helm repository names its chart, its version and its repository": {
 			manifest: `
 kind: Application
 metadata: {name: redis}
 spec:
   source: {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {releaseName: cache}}
 `,
-			want:        []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "cache"}}},
-			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "cache"},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
+		},
+		"a chart repository without a scheme is an OCI registry, and a range is carried for render to refuse": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: registry-1.docker.io/bitnamicharts, chart: redis, targetRevision: "18.*"}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				Chart: &ChartDependency{Repository: "oci://registry-1.docker.io/bitnamicharts", Name: "redis", Version: "18.*"}}},
+		},
+		"a chart's values file of its own chart is carried for render to refuse": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: oci://ghcr.io/example/charts, chart: redis, targetRevision: 18.1.0, helm: {valueFiles: [values-prod.yaml]}}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml"}},
+				Chart: &ChartDependency{Repository: "oci://ghcr.io/example/charts", Name: "redis", Version: "18.1.0"}}},
 		},
 		"multi-source: the sources keep selects, each with its status type": {
 			manifest: `
@@ -182,7 +202,7 @@ spec:
 				Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"$cfg/prod.yaml"}}}},
 			unsupported: []string{"its values file $cfg/prod.yaml comes from https://github.com/o/config at v2"},
 		},
-		"multi-source: a chart from a Helm repository with values of the changed tree reaches their directory": {
+		"multi-source: a chart from a Helm repository with values of the changed tree reads them from there": {
 			manifest: `
 kind: Application
 metadata: {name: redis}
@@ -193,8 +213,8 @@ spec:
 `,
 			keep: func(s argocd.AppSource) bool { return s.RepoURL == "deploy" },
 			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
-				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}}}},
-			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 		},
 		"multi-source read on its own: a chart from a Helm repository with values of the one Git repository reaches their directory": {
 			manifest: `
@@ -206,8 +226,8 @@ spec:
   - {repoURL: https://github.com/o/deploy.git, targetRevision: main, ref: values}
 `,
 			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
-				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}}}},
-			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 		},
 		"multi-source read on its own: a chart's values from two Git repositories are not known to be the changed one's": {
 			manifest: `
@@ -220,8 +240,9 @@ spec:
   - {repoURL: https://github.com/o/config.git, targetRevision: main, ref: cfg}
 `,
 			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm,
-				Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"$values/envs/redis/prod.yaml", "$cfg/redis.yaml"}}}},
-			unsupported: []string{"deploys chart redis from the Helm repository https://charts.example"},
+				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"$values/envs/redis/prod.yaml", "$cfg/redis.yaml"}},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
+			unsupported: []string{"its values file $values/envs/redis/prod.yaml comes from https://github.com/o/deploy.git at main, which is not the repository and revision being changed; its values file $cfg/redis.yaml comes from"},
 		},
 		"kustomize options render does not apply": {
 			manifest: `

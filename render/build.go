@@ -55,10 +55,12 @@ func newRenderer(ctx context.Context) *renderer {
 	return &renderer{ctx: ctx, cache: map[renderKey]renderResult{}}
 }
 
-// helmKey is what a Helm render depends on besides the chart's files.
+// helmKey is what a Helm render depends on besides the chart's files: the
+// chart itself when it comes from a Helm repository.
 type helmKey struct {
 	Options            HelmOptions
 	Release, Namespace string
+	Chart              *ChartDependency `json:",omitempty"`
 }
 
 func sourceKey(app Application) string {
@@ -72,7 +74,7 @@ func sourceKey(app Application) string {
 	if app.SourceType == SourceHelm {
 		// A chart sees its release name and namespace: Applications of one chart
 		// render alike only when these are the same too.
-		key.H = &helmKey{Options: app.Helm, Release: cmpOr(app.Helm.ReleaseName, app.Name), Namespace: app.Namespace}
+		key.H = &helmKey{Options: app.Helm, Release: cmpOr(app.Helm.ReleaseName, app.Name), Namespace: app.Namespace, Chart: app.Chart}
 	}
 	b, _ := json.Marshal(key)
 	return string(b)

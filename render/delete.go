@@ -316,10 +316,6 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 	if err != nil {
 		return nil, err
 	}
-	hasDefaults := false
-	if k, _ := p.before.kind(defaults); k == kindFile {
-		hasDefaults = true
-	}
 	type toggle struct {
 		set   helmValueSet
 		score int
@@ -356,8 +352,8 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 			add(l, editable[i], false)
 		}
 	}
-	if hasDefaults && len(editable) > 0 && editable[0] != defaults {
-		leaves, err := p.valuesFileLeaves(defaults)
+	if len(editable) > 0 && editable[0] != defaults {
+		leaves, _, err := p.defaultLeaves(defaults)
 		if err != nil {
 			return nil, withApp(err, app.Name)
 		}

@@ -109,6 +109,7 @@ type HelmFileParameter struct {
 
 // renderHelm renders a Helm app the way Argo CD's repo server runs "helm
 // template": the chart at the app path (its subcharts vendored under charts/),
+// or the one it deploys from a Helm repository (Application.Chart, fetched),
 // the values files in order, then values or valuesObject, then the parameters,
 // with CRDs unless skipCrds and hooks but tests when skipTests; the output split
 // into objects as Argo CD splits it (Lists flattened, empty documents dropped).
@@ -117,16 +118,28 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
 	}
-	root, err := v.t.canonical(lexical)
-	if err != nil {
-		return nil, withApp(err, app.Name)
-	}
 	if err := checkHelmOptions(app); err != nil {
 		return nil, err
 	}
-	ch, archiveBudget, err := loadChart(v, root)
-	if err != nil {
-		return nil, withApp(err, app.Name)
+	var ch *chart.Chart
+	var archiveBudget int64
+	var root string
+	if app.Chart != nil {
+		// A chart from a Helm repository: its values files are the
+		// repository's, resolved from its root.
+		root = app.Chart.String()
+		var err error
+		if ch, archiveBudget, err = fetchAppChart(ctx, app); err != nil {
+			return nil, withApp(err, app.Name)
+		}
+	} else {
+		var err error
+		if root, err = v.t.canonical(lexical); err != nil {
+			return nil, withApp(err, app.Name)
+		}
+		if ch, archiveBudget, err = loadChart(v, root); err != nil {
+			return nil, withApp(err, app.Name)
+		}
 	}
 	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
 		if err := resolveDependencies(ctx, ch, root, &archiveBudget); err != nil {
@@ -178,6 +191,8 @@ func checkHelmOptions(app Application) error {
 	var unsupported []string
 	for _, f := range h.ValueFiles {
 		switch {
+		case app.Chart != nil && !strings.HasPrefix(f, "/") && !strings.HasPrefix(f, "$"):
+			unsupported = append(unsupported, fmt.Sprintf("the values file %q, which Argo CD reads from inside chart %s (only values files of this repository, \"$ref/...\" of a ref source, are read)", f, app.Chart))
 		case strings.HasPrefix(f, "$"):
 			unsupported = append(unsupported, fmt.Sprintf("the values file %q of another source (multi-source Applications are not supported yet)", f))
 		case strings.Contains(f, "://"):
@@ -194,6 +209,10 @@ func checkHelmOptions(app Application) error {
 		}
 	}
 	for _, p := range h.FileParameters {
+		if app.Chart != nil {
+			unsupported = append(unsupported, fmt.Sprintf("the file parameter %s from %q, which Argo CD reads from inside chart %s", p.Name, p.Path, app.Chart))
+			continue
+		}
 		if strings.Contains(p.Path, "$") || strings.Contains(p.Path, "://") {
 			unsupported = append(unsupported, fmt.Sprintf("the file parameter %s from %q, outside the repository or naming a build environment variable", p.Name, p.Path))
 		}

@@ -11,17 +11,18 @@ import (
 	"path"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
-// ChartDependency is one dependency a chart's Chart.lock pins: the chart name
-// and exact version in the repository it names (an http(s) chart repository or
-// an oci:// registry).
+// ChartDependency is one chart at an exact version in the repository it names
+// (an http(s) chart repository or an oci:// registry): a dependency a chart's
+// Chart.lock pins, or the chart an Application deploys from a Helm repository.
 type ChartDependency struct {
-	Repository string
-	Name       string
-	Version    string
+	Repository string `json:"repository"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
 }
 
 func (d ChartDependency) String() string {
@@ -29,7 +30,8 @@ func (d ChartDependency) String() string {
 }
 
 // ChartSource fetches the chart archives (.tgz) that Chart.lock files pin, the
-// way "helm dependency build" does for Argo CD before it renders: from the
+// way "helm dependency build" does for Argo CD before it renders, and the charts
+// Applications deploy from Helm repositories, as Argo CD pulls them: from the
 // repository the lock names and no other, each archive checked against the
 // digest its repository publishes. An error says why the dependency could not
 // be had; one wrapping ErrChartTooLarge is refused as too large.
@@ -44,7 +46,8 @@ type chartsKey struct{}
 
 // WithCharts returns ctx carrying s: every Helm render under ctx (Plan, Revert,
 // Render) fetches through it the dependencies a chart's Chart.lock pins that are
-// not vendored under charts/. Without it such a chart is refused. Render itself
+// not vendored under charts/, and the chart of an app deploying one from a Helm
+// repository (Application.Chart). Without it such a chart is refused. Render itself
 // does no network I/O: s does, as its caller chose.
 func WithCharts(ctx context.Context, s ChartSource) context.Context {
 	return context.WithValue(ctx, chartsKey{}, s)
@@ -120,32 +123,83 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 		case strings.HasPrefix(dep.Repository, "@") || strings.HasPrefix(dep.Repository, "alias:"):
 			return refuse(CodeHelmDependency, "chart %s: the dependency %s names its repository by the alias %s, which only a Helm client's repository configuration resolves: name it by URL", root, name, dep.Repository)
 		}
-		data, err := source.FetchChart(ctx, dep)
-		if err != nil {
-			if errors.Is(err, ErrChartTooLarge) {
-				return refuse(CodeTooLarge, "chart %s: dependency %s: %v", root, dep, err)
-			}
-			if cerr := contextError(ctx); cerr != nil {
-				return cerr
-			}
-			return refuse(CodeHelmDependency, "chart %s: dependency %s: %v", root, dep, err)
-		}
 		file := path.Join(root, "charts", name+"-"+dep.Version+".tgz") + " (fetched)"
-		if err := checkChartArchive(file, data, budget); err != nil {
-			return err
-		}
-		sub, err := loader.LoadArchive(bytes.NewReader(data))
+		sub, err := fetchChart(ctx, source, dep, file, fmt.Sprintf("chart %s: dependency %s", root, dep), budget)
 		if err != nil {
-			return refuse(CodeHelmDependency, "chart %s: dependency %s: not a chart archive: %v", root, dep, err)
-		}
-		if sub.Metadata == nil || sub.Metadata.Name != dep.Name || sub.Metadata.Version != dep.Version {
-			got := "no Chart.yaml"
-			if sub.Metadata != nil {
-				got = sub.Metadata.Name + " " + sub.Metadata.Version
-			}
-			return refuse(CodeHelmDependency, "chart %s: dependency %s: the archive holds %s", root, dep, got)
+			return err
 		}
 		ch.AddDependency(sub)
 	}
 	return nil
+}
+
+// appChartArchive names the archive of an app's chart in refusals, as the
+// archive a Chart.lock pins is named.
+func appChartArchive(c ChartDependency) string {
+	return fmt.Sprintf("the archive of chart %s (fetched)", c)
+}
+
+// checkChartVersion refuses a chart version that is not one exact version:
+// Argo CD resolves a range (or no version) to the newest matching chart anew
+// at every sync, so no render made now is what it will deploy.
+func checkChartVersion(app string, c ChartDependency) error {
+	if c.Version == "" {
+		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at no version (targetRevision is empty): Argo CD resolves it to the newest chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository)
+	}
+	if _, err := semver.StrictNewVersion(c.Version); err != nil {
+		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at %q, which is not an exact version (targetRevision): Argo CD resolves it to the newest matching chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository, c.Version)
+	}
+	return nil
+}
+
+// fetchAppChart fetches and loads the chart an app deploys from a Helm
+// repository, through the context's ChartSource as a Chart.lock's dependencies
+// are (the repository it names and no other, the digest it publishes checked),
+// its archive counted against the bound of a render's chart archives. It
+// returns what is left of that bound for the chart's own locked dependencies.
+func fetchAppChart(ctx context.Context, app Application) (*chart.Chart, int64, error) {
+	c := *app.Chart
+	if err := checkChartVersion(app.Name, c); err != nil {
+		return nil, 0, err
+	}
+	source := chartsOf(ctx)
+	if source == nil {
+		return nil, 0, refuse(CodeHelmDependency, "application %s deploys chart %s, and this render fetches no charts: it cannot be rendered without the chart", app.Name, c)
+	}
+	budget := int64(MaxChartArchiveBytes)
+	ch, err := fetchChart(ctx, source, c, appChartArchive(c), fmt.Sprintf("application %s: chart %s", app.Name, c), &budget)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ch, budget, nil
+}
+
+// fetchChart fetches dep through source and loads it, its archive (named file
+// in refusals) expanded first under budget; where begins each refusal.
+func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, file, where string, budget *int64) (*chart.Chart, error) {
+	data, err := source.FetchChart(ctx, dep)
+	if err != nil {
+		if errors.Is(err, ErrChartTooLarge) {
+			return nil, refuse(CodeTooLarge, "%s: %v", where, err)
+		}
+		if cerr := contextError(ctx); cerr != nil {
+			return nil, cerr
+		}
+		return nil, refuse(CodeHelmDependency, "%s: %v", where, err)
+	}
+	if err := checkChartArchive(file, data, budget); err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return nil, refuse(CodeHelmDependency, "%s: not a chart archive: %v", where, err)
+	}
+	if ch.Metadata == nil || ch.Metadata.Name != dep.Name || ch.Metadata.Version != dep.Version {
+		got := "no Chart.yaml"
+		if ch.Metadata != nil {
+			got = ch.Metadata.Name + " " + ch.Metadata.Version
+		}
+		return nil, refuse(CodeHelmDependency, "%s: the archive holds %s", where, got)
+	}
+	return ch, nil
 }

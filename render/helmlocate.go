@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
@@ -253,13 +254,11 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 			}
 		}
 		if len(editable) > 0 && (len(editable) > 1 || editable[0] != defaults) {
-			if k, _ := p.before.kind(defaults); k == kindFile {
-				leaves, err := readLeaves(defaults)
-				if err != nil {
-					return nil, withApp(err, app.Name)
-				}
-				sets = append(sets, freshSets(leaves, chain, editable[len(editable)-1])...)
+			leaves, _, err := p.defaultLeaves(defaults)
+			if err != nil {
+				return nil, withApp(err, app.Name)
 			}
+			sets = append(sets, freshSets(leaves, chain, editable[len(editable)-1])...)
 		}
 		// A value only a subchart vendored under charts/ holds by default is
 		// set under the subchart's key in the app's last values file.
@@ -315,6 +314,9 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 // under the key the parent's values give it: its alias in the parent's
 // dependencies, else its name.
 func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
+	if p.primary.Chart != nil {
+		return p.remoteSubchartLeaves()
+	}
 	dir := path.Join(root, "charts")
 	if k, _ := p.before.kind(dir); k != kindDir {
 		return nil, nil
@@ -383,21 +385,113 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 		if name == "" || data == nil {
 			continue
 		}
-		key := name
-		if a, ok := aliases[key]; ok {
-			key = a
-		}
-		leaves, err := valuesLeaves(values, data)
+		leaves, err := subchartLeaves(name, aliases, values, data)
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range leaves {
-			if len(l.path) == 0 {
-				continue
-			}
-			l.path = append(yamledit.Path{yamledit.K(key)}, l.path...)
-			out = append(out, l)
+		out = append(out, leaves...)
+	}
+	return out, nil
+}
+
+// subchartLeaves are the leaves of a subchart's default values (data, read from
+// file), under the key its parent's values give it: its alias, else its name.
+func subchartLeaves(name string, aliases map[string]string, file string, data []byte) ([]valuesLeaf, error) {
+	key := name
+	if a, ok := aliases[key]; ok {
+		key = a
+	}
+	leaves, err := valuesLeaves(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []valuesLeaf
+	for _, l := range leaves {
+		if len(l.path) == 0 {
+			continue
 		}
+		l.path = append(yamledit.Path{yamledit.K(key)}, l.path...)
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// remoteChart is the chart the primary app deploys from a Helm repository,
+// fetched once a plan (the render fetches it through the same source).
+func (p *planner) remoteChart() (*chart.Chart, error) {
+	p.remoteOnce.Do(func() {
+		p.remote, _, p.remoteErr = fetchAppChart(p.ctx, p.primary)
+	})
+	return p.remote, p.remoteErr
+}
+
+// chartValues returns the values.yaml of a chart loaded from an archive,
+// checked against the bounds of a file: it came out of the archive, past the
+// reader's bounds.
+func chartValues(ch *chart.Chart, file string) ([]byte, bool, error) {
+	for _, f := range ch.Raw {
+		if f.Name == "values.yaml" {
+			if scan := scanYAML(file, f.Data); scan.err != nil {
+				return nil, false, scan.err
+			}
+			return f.Data, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// defaultLeaves returns the leaves of the primary app's chart defaults, and
+// whether it has any: the file defaults of the repository, or the values.yaml
+// of the chart it deploys from a Helm repository.
+func (p *planner) defaultLeaves(defaults string) ([]valuesLeaf, bool, error) {
+	if p.primary.Chart == nil {
+		if k, _ := p.before.kind(defaults); k != kindFile {
+			return nil, false, nil
+		}
+		leaves, err := p.valuesFileLeaves(defaults)
+		return leaves, err == nil, err
+	}
+	ch, err := p.remoteChart()
+	if err != nil {
+		return nil, false, err
+	}
+	data, ok, err := chartValues(ch, defaults)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	leaves, err := valuesLeaves(defaults, data)
+	return leaves, err == nil, err
+}
+
+// remoteSubchartLeaves are the default values of the charts vendored in the
+// archive of the chart the primary app deploys from a Helm repository, as
+// subchartDefaultLeaves has them of a chart of the repository.
+func (p *planner) remoteSubchartLeaves() ([]valuesLeaf, error) {
+	ch, err := p.remoteChart()
+	if err != nil {
+		return nil, err
+	}
+	aliases := map[string]string{}
+	for _, d := range ch.Metadata.Dependencies {
+		if d != nil && d.Alias != "" {
+			aliases[d.Name] = d.Alias
+		}
+	}
+	var out []valuesLeaf
+	for _, sub := range ch.Dependencies() {
+		file := fmt.Sprintf("chart %s, charts/%s (values.yaml)", p.primary.Chart, sub.Name())
+		data, ok, err := chartValues(sub, file)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		leaves, err := subchartLeaves(sub.Name(), aliases, file, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, leaves...)
 	}
 	return out, nil
 }
@@ -447,6 +541,11 @@ func (p *planner) helmEditableFiles() (editable []string, defaults string, err e
 	editable, err = helmValueFiles(p.before, app, root)
 	if err != nil {
 		return nil, "", withApp(err, app.Name)
+	}
+	if app.Chart != nil {
+		// A chart from a Helm repository: its defaults are in the fetched
+		// archive, never a file to edit.
+		return editable, fmt.Sprintf("chart %s (values.yaml)", app.Chart), nil
 	}
 	defaults = path.Join(root, "values.yaml")
 	if canon, err := p.t.canonical(defaults); err == nil {
@@ -814,8 +913,13 @@ func helmSettings(app Application) string {
 // renders now at the changed fields, so its templates write them.
 func (p *planner) noValuesKeyReason(target *object) string {
 	files := "no values file"
-	if editable, _, err := p.helmEditableFiles(); err == nil && len(editable) > 0 {
+	editable, _, err := p.helmEditableFiles()
+	if err == nil && len(editable) > 0 {
 		files = strings.Join(editable, ", ")
+	}
+	if c := p.primary.Chart; c != nil && err == nil && len(editable) == 0 {
+		return fmt.Sprintf("application %s deploys chart %s and reads no values file of this repository, so nothing here can express %s for %s: give it a values file of this repository (a \"$values/...\" file of a ref source of it) or change the Application",
+			p.primary.Name, c, p.req.Change.describe(), p.req.Target)
 	}
 	expected, err := expectedAfter(target, p.req.Change)
 	var fields []string
@@ -858,8 +962,11 @@ func (p *planner) helmDigestNote(target *object) string {
 	if err != nil {
 		return ""
 	}
-	var leaves []valuesLeaf
-	for _, f := range append([]string{defaults}, editable...) {
+	leaves, _, err := p.defaultLeaves(defaults)
+	if err != nil {
+		return ""
+	}
+	for _, f := range editable {
 		if k, _ := p.before.kind(f); k != kindFile || slices.ContainsFunc(leaves, func(l valuesLeaf) bool { return l.file == f }) {
 			continue
 		}

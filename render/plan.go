@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/kustomize/api/konfig"
 
 	"github.com/kukie/kukie-gitops/objref"
@@ -120,6 +121,12 @@ type planner struct {
 
 	priorOnce sync.Once
 	priorTree *priorReaches
+
+	// remote is the chart the primary app deploys from a Helm repository, once
+	// fetched for its default values (see remoteChart).
+	remoteOnce sync.Once
+	remote     *chart.Chart
+	remoteErr  error
 }
 
 // appReach is what an Application's render reads. Every path in it is canonical
@@ -140,6 +147,9 @@ type appReach struct {
 	// helmFiles are the files a Helm app reads outside its chart (values files
 	// and file parameters elsewhere in the repository), by canonical path.
 	helmFiles map[string]bool
+	// filesOnly says the app reads helmFiles alone: a chart from a Helm
+	// repository has no directory in the repository.
+	filesOnly bool
 	err       error
 }
 
@@ -266,6 +276,12 @@ func (p *planner) computeReach(app Application) *appReach {
 	case SourceHelm:
 		r.helmFiles, r.err = p.helmReach(app, lexical)
 	}
+	if app.SourceType == SourceHelm && app.Chart != nil && r.err == nil {
+		// A chart from a Helm repository reads nothing of the repository but
+		// its values files.
+		r.filesOnly = true
+		return r
+	}
 	if r.err != nil || (r.kust == nil && r.dir == nil) {
 		r.under, r.underLinked = p.t.reachable(r.root)
 	}
@@ -362,6 +378,8 @@ func (r *appReach) reads(sourceType SourceType, f string) bool {
 	switch {
 	case r.helmFiles[f], r.underLinked[f]:
 		return true
+	case r.filesOnly:
+		return false
 	case r.err != nil || (sourceType != SourceKustomize && sourceType != SourceDirectory):
 		// Unknown reach, or a chart: anything under the app's path counts,
 		// symlinks followed.

@@ -37,6 +37,12 @@ type Application struct {
 	Directory DirectoryOptions `json:"directory,omitempty"`
 	// Helm holds spec.source.helm.
 	Helm HelmOptions `json:"helm,omitempty"`
+	// Chart, when set, is the chart a Helm app deploys from a Helm chart
+	// repository or OCI registry (spec.source.chart, repoURL, and targetRevision
+	// as its version) instead of a chart of the repository: it is fetched through
+	// the context's ChartSource (see WithCharts), and Path is then only where its
+	// values files are, not a chart.
+	Chart *ChartDependency `json:"chart,omitempty"`
 	// ManifestGeneratePaths is the argocd.argoproj.io/manifest-generate-paths
 	// annotation, verbatim (";"-separated paths, relative to Path or absolute from the
 	// repository root).

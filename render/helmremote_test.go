@@ -1,0 +1,101 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
+	"github.com/kukie/kukie-gitops/objref"
+)
+
+// A chart from a Helm repository is refused by name where render cannot
+// render it as Argo CD does, or where nothing of the repository can hold the
+// change.
+func TestPlanRefusesWhatAChartFromAHelmRepositoryCannotDo(t *testing.T) {
+	charts := goldenCharts(filepath.Join(goldenRoot, "helm-remote-chart-values-key", "repository"))
+	chart := func(version string) *ChartDependency {
+		return &ChartDependency{Repository: "https://charts.example.com", Name: "redis", Version: version}
+	}
+	values := map[string]string{"envs/prod/redis.yaml": "replicaCount: 3\n"}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "redis-redis"}
+	scale := Change{Replicas: &Replicas{Count: 5}}
+	cases := map[string]struct {
+		app     Application
+		files   map[string]string
+		charts  ChartSource
+		code    string
+		reasons []string
+	}{
+		"no values file of the repository": {
+			app:     Application{Name: "redis", Path: ".", Helm: HelmOptions{ReleaseName: "redis"}},
+			charts:  charts,
+			code:    CodeVerificationFailed,
+			reasons: []string{"application redis deploys chart redis 18.1.0 from https://charts.example.com and reads no values file of this repository, so nothing here can express"},
+		},
+		"a value the Application sets, and no manifest of it here": {
+			app:     Application{Name: "redis", Path: "envs/prod", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}, Values: "replicaCount: 3\n", ValuesField: "values"}},
+			files:   values,
+			charts:  charts,
+			code:    CodeAppOverride,
+			reasons: []string{"spec.source.helm.values"},
+		},
+		"a values file of the chart itself": {
+			app:     Application{Name: "redis", Path: ".", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml"}}},
+			charts:  charts,
+			code:    CodeHelm,
+			reasons: []string{`the values file "values-prod.yaml", which Argo CD reads from inside chart redis 18.1.0 from https://charts.example.com`},
+		},
+		"no chart source": {
+			app:     Application{Name: "redis", Path: "envs/prod", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}}},
+			files:   values,
+			code:    CodeHelmDependency,
+			reasons: []string{"deploys chart redis 18.1.0 from https://charts.example.com, and this render fetches no charts"},
+		},
+		"a version the repository does not have": {
+			app:     Application{Name: "redis", Path: "envs/prod", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}}, Chart: chart("18.2.0")},
+			files:   values,
+			charts:  charts,
+			code:    CodeHelmDependency,
+			reasons: []string{"application redis: chart redis 18.2.0 from https://charts.example.com: the repository holds no redis 18.2.0"},
+		},
+		"no version": {
+			app: Application{Name: "redis", Path: "envs/prod", Chart: chart("")}, files: values, charts: charts, code: CodeHelmDependency,
+			reasons: []string{"at no version (targetRevision is empty)", "pin an exact version"},
+		},
+		"a range": {
+			app: Application{Name: "redis", Path: "envs/prod", Chart: chart(">=1.0")}, files: values, charts: charts, code: CodeHelmDependency,
+			reasons: []string{`at ">=1.0", which is not an exact version`, "anew at every sync"},
+		},
+		"a major version alone": {
+			app: Application{Name: "redis", Path: "envs/prod", Chart: chart("18")}, files: values, charts: charts, code: CodeHelmDependency,
+			reasons: []string{`at "18", which is not an exact version`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			app := tc.app
+			app.SourceType = SourceHelm
+			if app.Chart == nil {
+				app.Chart = chart("18.1.0")
+			}
+			ctx := context.Background()
+			if tc.charts != nil {
+				ctx = WithCharts(ctx, tc.charts)
+			}
+			_, err := Plan(ctx, Request{RepoDir: testtree.Write(t, tc.files), Apps: []Application{app}, Target: target, Change: scale})
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Code != tc.code {
+				t.Fatalf("Plan: %v, want a %s refusal", err, tc.code)
+			}
+			t.Log(ref.Reason)
+			for _, r := range tc.reasons {
+				if !strings.Contains(ref.Reason, r) {
+					t.Errorf("reason %q does not say %q", ref.Reason, r)
+				}
+			}
+		})
+	}
+}
