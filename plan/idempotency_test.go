@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -51,6 +53,39 @@ func TestIdempotencyKeyOfAnotherChangeIsRefused(t *testing.T) {
 		plans, err := db.ListPlans(ctx, store.PlanFilter{TeamID: e.team.ID})
 		if err != nil || len(plans) != 1 {
 			t.Fatalf("%d plans (%v), want the first alone", len(plans), err)
+		}
+	})
+}
+
+// TestIdempotencyConflictOfASecretShowsNoValue: the key of a Secret's change sent
+// again with other values is refused as a conflict that names the change holding
+// the key but quotes neither change, since a view of the change shows none of its
+// values either (failed before: the refusal quoted the stored change, the Secret's
+// value in it).
+func TestIdempotencyConflictOfASecretShowsNoValue(t *testing.T) {
+	t.Parallel()
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.pipeline(plan.Hooks{})
+		secret := func(value string) plan.Request {
+			return plan.Request{Cluster: "prod", Target: objref.Target{APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "db"},
+				Change: render.Change{Patch: &render.Patch{Merge: map[string]any{"stringData": map[string]any{"password": value}}}},
+				Reason: "rotate", RequestedBy: "alice", IdempotencyKey: "chat-9"}
+		}
+		first, created, err := p.Submit(ctx, e.team.ID, "team:shop", secret("stored-s3cret-1"))
+		if err != nil || !created {
+			t.Fatalf("first request: created=%v %v", created, err)
+		}
+		_, _, err = p.Submit(ctx, e.team.ID, "team:shop", secret("sent-s3cret-2"))
+		pe, ok := plan.AsError(err)
+		if !ok || pe.Code != plan.CodeConflict || !strings.Contains(pe.Reason, first.Code) {
+			t.Fatalf("the key again with another value: %v, want a conflict naming %s", err, first.Code)
+		}
+		for _, v := range []string{"stored-s3cret-1", "sent-s3cret-2"} {
+			if strings.Contains(pe.Reason, v) {
+				t.Errorf("the conflict quotes %s: %s", v, pe.Reason)
+			}
 		}
 	})
 }

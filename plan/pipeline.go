@@ -323,7 +323,12 @@ func sameRequest(stored store.Plan, req Request, change []byte) error {
 	if stored.Target != req.Target {
 		differ = append(differ, fmt.Sprintf("target %s, not %s", stored.Target, req.Target))
 	}
-	if !bytes.Equal(storedChange, change) {
+	switch {
+	case bytes.Equal(storedChange, change):
+	case holdsSecret(stored.Target, was) || holdsSecret(req.Target, req.Change):
+		// A view of a Secret's change shows none of its values; nor does this.
+		differ = append(differ, "another change of a Secret, whose values are not quoted")
+	default:
 		differ = append(differ, fmt.Sprintf("change %s, not %s", storedChange, change))
 	}
 	if len(differ) == 0 {
@@ -331,6 +336,12 @@ func sameRequest(stored store.Plan, req Request, change []byte) error {
 	}
 	return refusal(CodeConflict, "idempotency key %q was used for change %s (%s); send another change with a new key",
 		req.IdempotencyKey, stored.Code, strings.Join(differ, "; "))
+}
+
+// holdsSecret reports whether c of target changes a Secret or adds one, as a
+// change view judges it (a target's kind in any case).
+func holdsSecret(target objref.Target, c render.Change) bool {
+	return strings.EqualFold(target.Kind, "Secret") || c.NewResource != nil && c.NewResource.HoldsSecret()
 }
 
 func (p *Pipeline) reload(ctx context.Context, pl store.Plan) (store.Plan, bool, error) {
