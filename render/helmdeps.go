@@ -99,7 +99,7 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 	digest, err := lockDigest(ch.Metadata.Dependencies, ch.Lock.Dependencies)
 	if err != nil || digest != ch.Lock.Digest {
 		return refuse(CodeHelmDependency, "%s and %s is out of sync with Chart.yaml (its digest %s, Chart.yaml's dependencies give %s); helm dependency build refuses it too: run helm dependency update",
-			where, path.Join(root, "Chart.lock"), ch.Lock.Digest, digest)
+			where, chartFile(root, "Chart.lock"), ch.Lock.Digest, digest)
 	}
 	source := chartsOf(ctx)
 	if source == nil {
@@ -123,7 +123,7 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 		case strings.HasPrefix(dep.Repository, "@") || strings.HasPrefix(dep.Repository, "alias:"):
 			return refuse(CodeHelmDependency, "chart %s: the dependency %s names its repository by the alias %s, which only a Helm client's repository configuration resolves: name it by URL", root, name, dep.Repository)
 		}
-		file := path.Join(root, "charts", name+"-"+dep.Version+".tgz") + " (fetched)"
+		file := chartFile(root, "charts", name+"-"+dep.Version+".tgz") + " (fetched)"
 		sub, err := fetchChart(ctx, source, dep, file, fmt.Sprintf("chart %s: dependency %s", root, dep), budget)
 		if err != nil {
 			return err
@@ -131,6 +131,16 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 		ch.AddDependency(sub)
 	}
 	return nil
+}
+
+// chartFile names a file of the chart at root: a path of the repository, or,
+// in a chart fetched from a Helm repository (root names it, see
+// ChartDependency.String), the file of that chart.
+func chartFile(root string, elem ...string) string {
+	if strings.Contains(root, "://") {
+		return root + ", " + path.Join(elem...)
+	}
+	return path.Join(append([]string{root}, elem...)...)
 }
 
 // appChartArchive names the archive of an app's chart in refusals, as the

@@ -99,3 +99,22 @@ func TestPlanRefusesWhatAChartFromAHelmRepositoryCannotDo(t *testing.T) {
 		})
 	}
 }
+
+// The chart of an app from a Helm repository has its own Chart.lock: checked as
+// a repository chart's is, and its files named as the chart's, not as a path.
+func TestPlanChecksTheLockOfAChartFromAHelmRepository(t *testing.T) {
+	charts := testtree.Write(t, map[string]string{
+		"redis-18.1.0/Chart.yaml":        "apiVersion: v2\nname: redis\nversion: 18.1.0\ndependencies:\n- name: common\n  version: 2.0.0\n  repository: https://charts.example.com\n",
+		"redis-18.1.0/Chart.lock":        "dependencies:\n- name: common\n  repository: https://charts.example.com\n  version: 2.0.0\ndigest: sha256:0000000000000000000000000000000000000000000000000000000000000000\ngenerated: \"2026-01-01T00:00:00Z\"\n",
+		"redis-18.1.0/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: redis}\n",
+	})
+	app := Application{Name: "redis", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}},
+		Chart: &ChartDependency{Repository: "https://charts.example.com", Name: "redis", Version: "18.1.0"}}
+	_, err := Plan(WithCharts(context.Background(), goldenCharts(charts)), Request{RepoDir: testtree.Write(t, map[string]string{"envs/prod/redis.yaml": "a: 1\n"}),
+		Apps: []Application{app}, Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "redis"}, Change: Change{Patch: &Patch{Merge: map[string]any{"data": map[string]any{"a": "b"}}}}})
+	var ref *Refusal
+	want := "chart redis 18.1.0 from https://charts.example.com: the dependency common is not vendored under charts/ and redis 18.1.0 from https://charts.example.com, Chart.lock is out of sync with Chart.yaml"
+	if !errors.As(err, &ref) || ref.Code != CodeHelmDependency || !strings.Contains(ref.Reason, want) {
+		t.Fatalf("Plan: %v, want a helm_dependency refusal saying %q", err, want)
+	}
+}
