@@ -146,7 +146,13 @@ func (c Change) checkNoMask(target objref.Target) error {
 		if c.NewResource.HoldsSecret() {
 			return nil // refused as a Secret, or by Validate when it does not parse
 		}
-		return refusal("the new resource's manifest")
+		// Its values, not its text: a comment sets nothing.
+		docs, _ := splitManifest(c.NewResource.Manifest)
+		for i, d := range docs {
+			if at, ok := maskIn(d.obj.body, ""); ok {
+				return refusal(fmt.Sprintf("the value of %s in document %d (%s %s) of the new resource's manifest", at, i+1, d.obj.kind, d.obj.name))
+			}
+		}
 	case c.Patch != nil:
 		if groupOf(target.APIVersion) == "" && strings.EqualFold(target.Kind, "Secret") {
 			return nil

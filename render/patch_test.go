@@ -165,7 +165,7 @@ func TestChangeRefusesTheMaskAsAValue(t *testing.T) {
 		"a field by pointer": {(Change{Patch: &Patch{Set: []FieldValue{{Path: "/spec/template/spec/containers", Value: jsonValue(`[{"name":"web","env":[{"name":"TOKEN","value":"[redacted]"}]}]`)}}}}),
 			"/spec/template/spec/containers/0/env/0/value"},
 		"a merge patch":  {Change{Patch: &Patch{Merge: jsonObject(`{"spec":{"auth":{"password":"[redacted]"}}}`)}}, "/spec/auth/password"},
-		"a new manifest": {Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {apiKey: '[redacted]'}\n"}}, "new resource's manifest"},
+		"a new manifest": {Change{NewResource: &NewResource{Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {apiKey: '[redacted]'}\n"}}, "/data/apiKey in document 1 (ConfigMap c) of the new resource's manifest"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.change.ValidateFor(deployment)
@@ -173,6 +173,12 @@ func TestChangeRefusesTheMaskAsAValue(t *testing.T) {
 				t.Fatalf("ValidateFor() = %v, want a refusal naming %q and the mask", err, tc.where)
 			}
 		})
+	}
+	// A comment of a new manifest sets no value (failed before: the manifest's
+	// text was searched, and a comment naming the mask refused it).
+	commented := Change{NewResource: &NewResource{Manifest: "# values read from the service show as [redacted]\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c} # never [redacted]\ndata: {mode: fast}\n"}}
+	if err := commented.ValidateFor(objref.Target{}); err != nil {
+		t.Errorf("ValidateFor() of a manifest whose comment names the mask = %v, want nil", err)
 	}
 	// The word alone, or brackets around another word, is a value like any other.
 	for _, v := range []string{"redacted", "[draft]", "[REDACTED-by-policy]"} {
