@@ -94,7 +94,7 @@ func secretKey(key string, siblings []string) keySecrecy {
 		return everySecret
 	case last == "key" && len(words) == 1:
 		for _, s := range siblings {
-			if s := strings.ToLower(s); s == "operator" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
+			if s := strings.ToLower(s); s == "operator" || s == "effect" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
 				return notSecret
 			}
 		}

@@ -994,6 +994,11 @@ func keyedPointerRanges(segs []string, key, val *yaml.Node, to int, budget *reso
 	if n >= 2 {
 		parent = segs[n-2]
 	}
+	if last == "key" && pointerIndex(parent) {
+		// The key of a list's item (a taint's, a toleration's, a selector
+		// expression's) names one; an item of a secret-named list is masked above.
+		return
+	}
 	as := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: last, Line: key.Line}, val}}
 	keyedRanges(as, to, false, parent, notSecret, budget, out)
 }

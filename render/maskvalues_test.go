@@ -381,6 +381,11 @@ func TestMaskedFileHidesPatchValues(t *testing.T) {
 				"    - op: add\n      path: /spec/template/spec/affinity/podAntiAffinity/topologyKey\n      value: zone\n" +
 				"    - op: add\n      path: /spec/template/spec/containers/0/env/-\n      value: {name: DB_PASSWORD, value: env-s3cret-1}\n"},
 			hidden: []string{"env-s3cret-1"}, kept: []string{"      value: web-tls", "      value: zone"}},
+		"a JSON patch of a list item's key": {file: "kustomization.yaml",
+			files: map[string]string{"kustomization.yaml": "patches:\n- target: {kind: NodePool}\n  patch: |\n" +
+				"    - op: replace\n      path: /spec/template/spec/taints/0/key\n      value: dedicated-gpu\n" +
+				"    - op: add\n      path: /spec/licenseKeys/0/key\n      value: lic-s3cret-1\n"},
+			hidden: []string{"lic-s3cret-1"}, kept: []string{"      value: dedicated-gpu"}},
 		"a JSON patch file": {file: "patches/db.yaml",
 			files:  map[string]string{"kustomization.yaml": "patches:\n- path: patches/db.yaml\n  target: {kind: Database}\n", "patches/db.yaml": strings.ReplaceAll(jsonOps, "\n    ", "\n")[4:]},
 			hidden: []string{"json-s3cret-1", "json-s3cret-2", "json-s3cret-3", "json-s3cret-4"},
@@ -513,5 +518,18 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 	apps := []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm, Helm: HelmOptions{ValueFiles: []string{"../../envs/prod/values.yaml"}}}}
 	if got := newScrubber(tr.secretValues(apps)).text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
 		t.Errorf("scrubbed text %q", got)
+	}
+}
+
+// TestTaintKeysAreShown: a taint's or toleration's key names one, beside its
+// effect, and a change to it must stay readable.
+func TestTaintKeysAreShown(t *testing.T) {
+	pool := &object{apiVersion: "karpenter.sh/v1", kind: "NodePool", name: "gpu", body: map[string]any{
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": "gpu"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"taints": []any{map[string]any{"key": "dedicated-gpu", "value": "true", "effect": "NoSchedule"}}}}}}}
+	d := objectDiff("app", objKey{Kind: pool.kind, Name: pool.name}, nil, pool)
+	if !strings.Contains(d.Diff, "key: dedicated-gpu") {
+		t.Fatalf("the cluster diff hides the taint's key:\n%s", d.Diff)
 	}
 }

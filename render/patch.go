@@ -540,7 +540,7 @@ func checkPatchLists(target *object, p *Patch) error {
 				data, err := json.Marshal(whole)
 				switch {
 				case !reflect.DeepEqual(maskValueAt(groupOf(target.apiVersion), target.kind, here, whole), whole):
-					reason += " (the list holds secret values, which this message does not show: write it out from the manifest)"
+					reason += " (the list holds secret values, which the service never shows, so it cannot be given whole through it: use a change that names the field, such as an image, env or resources change, or edit the list in the repository)"
 				case err == nil && len(data) <= 400:
 					reason += fmt.Sprintf(", for example %s=%s", ptr, data)
 				}
