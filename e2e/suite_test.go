@@ -40,6 +40,7 @@ type suite struct {
 func TestArgoCD(t *testing.T) {
 	s := newSuite(t)
 	t.Run("RenderParity", s.testRenderParity)
+	t.Run("HelmRepositoryParity", s.testHelmRepositoryParity)
 	t.Run("TrackingConformance", s.testTrackingConformance)
 	t.Run("SelfHealAndManualDrift", s.testSelfHealAndManualDrift)
 	t.Run("AppListAndDetail", s.testAppListAndDetail)

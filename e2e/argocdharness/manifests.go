@@ -57,6 +57,8 @@ type KustomizeOptions struct {
 // Repository names the repository a source reads, as Argo CD's Repository does.
 type Repository struct {
 	Repo string `json:"repo"`
+	// Type is "helm" for a chart repository; empty is Git.
+	Type string `json:"type,omitempty"`
 }
 
 // RefTarget is what a "$ref" of a multi-source Application points at. Argo CD's
