@@ -957,12 +957,26 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 					mask(false)
 				}
 			case target.builtIn():
+				if envValueByIndex(segs) {
+					// The patch does not name the variable (its name is in the
+					// target's render, not here), so its value may be a secret's:
+					// the cluster diff, which has the name, shows a change of an
+					// ordinary one.
+					mask(false)
+				}
 			default:
 				keyedPointerRanges(segs, key, val, to, budget, &out)
 			}
 		})
 	})
 	return out
+}
+
+// envValueByIndex reports whether the JSON pointer segs names the value of a
+// container's environment variable by its index (.../env/1/value).
+func envValueByIndex(segs []string) bool {
+	n := len(segs)
+	return n >= 3 && segs[n-1] == "value" && pointerIndex(segs[n-2]) && segs[n-3] == "env"
 }
 
 // keyedPointerRanges masks val, the value a JSON 6902 operation puts at the

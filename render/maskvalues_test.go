@@ -379,8 +379,10 @@ func TestMaskedFileHidesPatchValues(t *testing.T) {
 			files: map[string]string{"kustomization.yaml": "patches:\n- target: {kind: Deployment}\n  patch: |\n" +
 				"    - op: add\n      path: /spec/template/spec/volumes/0/secret/secretName\n      value: web-tls\n" +
 				"    - op: add\n      path: /spec/template/spec/affinity/podAntiAffinity/topologyKey\n      value: zone\n" +
-				"    - op: add\n      path: /spec/template/spec/containers/0/env/-\n      value: {name: DB_PASSWORD, value: env-s3cret-1}\n"},
-			hidden: []string{"env-s3cret-1"}, kept: []string{"      value: web-tls", "      value: zone"}},
+				"    - op: add\n      path: /spec/template/spec/containers/0/env/-\n      value: {name: DB_PASSWORD, value: env-s3cret-1}\n" +
+				"    - op: replace\n      path: /spec/template/spec/containers/0/env/1/value\n      value: env-idx-s3cret-2\n" +
+				"    - op: replace\n      path: /spec/template/spec/containers/0/image\n      value: ghcr.io/acme/web:2.0\n"},
+			hidden: []string{"env-s3cret-1", "env-idx-s3cret-2"}, kept: []string{"      value: web-tls", "      value: zone", "      value: ghcr.io/acme/web:2.0"}},
 		"a JSON patch of a list item's key": {file: "kustomization.yaml",
 			files: map[string]string{"kustomization.yaml": "patches:\n- target: {kind: NodePool}\n  patch: |\n" +
 				"    - op: replace\n      path: /spec/template/spec/taints/0/key\n      value: dedicated-gpu\n" +
