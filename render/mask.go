@@ -94,7 +94,7 @@ func secretKey(key string, siblings []string) keySecrecy {
 		return everySecret
 	case last == "key" && len(words) == 1:
 		for _, s := range siblings {
-			if s := strings.ToLower(s); s == "operator" || s == "effect" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
+			if s := strings.ToLower(s); s == "operator" || s == "effect" || s == "value" || s == "path" || s == "property" || strings.HasSuffix(s, "name") {
 				return notSecret
 			}
 		}
@@ -285,6 +285,21 @@ func isSensitivePath(group, kind string, path []string) bool {
 	return false
 }
 
+// entryName is the name an entry of a list of settings gives itself, whose
+// "value" is a secret when the name looks like one's: its "name" (a container's
+// env, a workflow's parameters), or the "key" of a mapping of a key and a value
+// alone (a custom resource's [{key: API_TOKEN, value: ...}]; a toleration's key,
+// beside its operator and effect, names no setting). get reads a key's string.
+func entryName(keys []string, get func(string) string) string {
+	if n := get("name"); n != "" {
+		return n
+	}
+	if len(keys) == 2 && slices.Contains(keys, "key") && slices.Contains(keys, "value") {
+		return get("key")
+	}
+	return ""
+}
+
 // maskBody returns a copy of an object's body with every sensitive value replaced.
 func maskBody(group, kind string, body map[string]any) map[string]any {
 	if body == nil {
@@ -311,8 +326,8 @@ func maskValueIn(group, kind string, path []string, v any, siblings []string) an
 		out := make(map[string]any, len(x))
 		// A map that names itself like a secret holds its value in "value", wherever
 		// it sits (an env entry outside a named list, a patch's value).
-		named, _ := x["name"].(string)
 		keys := mapKeys(x)
+		named := entryName(keys, func(k string) string { s, _ := x[k].(string); return s })
 		patch, inline := inlinePatchShape(group, path, x)
 		for k, cv := range x {
 			switch {
@@ -374,8 +389,8 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 	sensitive = sensitive || isSensitivePath(group, kind, path)
 	switch x := v.(type) {
 	case map[string]any:
-		named, _ := x["name"].(string)
 		keys := mapKeys(x)
+		named := entryName(keys, func(k string) string { s, _ := x[k].(string); return s })
 		if patch, inline := inlinePatchShape(group, path, x); inline && !sensitive {
 			*out = append(*out, yamlSecretValues([]byte(x["patch"].(string)), patch)...)
 		}

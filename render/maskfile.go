@@ -655,12 +655,17 @@ func inlinePatchRanges(patches *yaml.Node, budget *resolveBudget) []lineMask {
 	return out
 }
 
-// walkNamedValues masks, anywhere below n, the "value" of a mapping whose "name"
-// looks secret: container env entries, in manifests and in patches alike.
+// walkNamedValues masks, anywhere below n, the "value" of a mapping whose name
+// (entryName) looks secret: container env entries, in manifests and in patches
+// alike.
 func walkNamedValues(n *yaml.Node, end int, out *[]lineMask) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		name := scalarField(n, "name")
+		var keys []string
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			keys = append(keys, n.Content[j].Value)
+		}
+		name := entryName(keys, func(k string) string { return scalarField(n, k) })
 		eachPair(n, end, func(key, val *yaml.Node, to int) {
 			if key.Value == "value" && looksSecret(name) {
 				*out = append(*out, valueRange(val, to))

@@ -153,6 +153,10 @@ func TestMaskedFileHidesSecretKeys(t *testing.T) {
 				"  auth:\n    password: cr-s3cret-1\n    passwordSecretRef: {name: db, key: password}\n  secretName: db-tls\n",
 			hidden: []string{"cr-s3cret-1"}, kept: []string{"replicas: 2", "image: postgres:16", "auth-mode: basic", "password: [redacted]",
 				"passwordSecretRef: {name: db, key: password}", "secretName: db-tls"}},
+		"a custom resource's key and value settings": {file: "gateway.yaml",
+			doc: "apiVersion: example.com/v1\nkind: Gateway\nmetadata:\n  name: gw\nspec:\n  settings:\n  - key: API_TOKEN\n    value: kv-s3cret-1\n" +
+				"  - {key: LOG_LEVEL, value: debug}\n  tolerations:\n  - {key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}\n",
+			hidden: []string{"kv-s3cret-1"}, kept: []string{"  - key: API_TOKEN", "    value: [redacted]", "{key: LOG_LEVEL, value: debug}", "{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}"}},
 		"a built-in kind": {file: "deploy.yaml",
 			doc: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      automountServiceAccountToken: true\n" +
 				"      volumes:\n      - name: tls\n        secret:\n          secretName: web-tls\n          items:\n          - key: tls.key\n            path: tls.key\n",
@@ -533,5 +537,27 @@ func TestTaintKeysAreShown(t *testing.T) {
 	d := objectDiff("app", objKey{Kind: pool.kind, Name: pool.name}, nil, pool)
 	if !strings.Contains(d.Diff, "key: dedicated-gpu") {
 		t.Fatalf("the cluster diff hides the taint's key:\n%s", d.Diff)
+	}
+}
+
+// TestKeyValueSettingsAreMaskedByTheirKey: in a list of settings that give a
+// key and a value alone, the key names the setting, so it is shown, and the
+// value is a secret when the key names one, as an env entry's by its name.
+func TestKeyValueSettingsAreMaskedByTheirKey(t *testing.T) {
+	gw := &object{apiVersion: "example.com/v1", kind: "Gateway", name: "gw", body: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gateway", "metadata": map[string]any{"name": "gw"},
+		"spec": map[string]any{"settings": []any{
+			map[string]any{"key": "API_TOKEN", "value": "kv-obj-s3cret-1"},
+			map[string]any{"key": "LOG_LEVEL", "value": "debug"}}}}}
+	d := objectDiff("app", objKey{Kind: gw.kind, Name: gw.name}, nil, gw)
+	requireNoSecret(t, "the cluster diff", d.Diff, []string{"kv-obj-s3cret-1"})
+	for _, k := range []string{"API_TOKEN", "LOG_LEVEL", "debug"} {
+		if !strings.Contains(d.Diff, k) {
+			t.Errorf("the cluster diff lacks %q:\n%s", k, d.Diff)
+		}
+	}
+	text := MaskText([]ChangedObject{{App: "app", Object: gw.body}}, "admission refused kv-obj-s3cret-1 for API_TOKEN")
+	if strings.Contains(text, "kv-obj-s3cret-1") {
+		t.Errorf("MaskText left the value: %s", text)
 	}
 }
