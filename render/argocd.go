@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -243,7 +244,7 @@ func chartRepository(repoURL string) string {
 // convertHelm copies spec.source.helm. Version and passCredentials only matter
 // for a chart fetched from a Helm repository and are not carried.
 func convertHelm(app *Application, h *argocd.AppSourceHelm) {
-	o := HelmOptions{ReleaseName: h.ReleaseName, Namespace: h.Namespace, ValueFiles: h.ValueFiles,
+	o := HelmOptions{ReleaseName: h.ReleaseName, Namespace: h.Namespace, ValueFiles: slices.Clone(h.ValueFiles),
 		IgnoreMissingValueFiles: h.IgnoreMissingValueFiles, SkipCrds: h.SkipCrds, SkipTests: h.SkipTests,
 		SkipSchemaValidation: h.SkipSchemaValidation, KubeVersion: h.KubeVersion, APIVersions: h.APIVersions}
 	values, err := h.ValuesYAML()

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -350,5 +351,21 @@ status: {sourceType: Kustomize, controllerNamespace: argocd}
 	}
 	if apps[1].Kustomize.Env != nil {
 		t.Fatalf("an app that substitutes nothing has env %v", apps[1].Kustomize.Env)
+	}
+}
+
+// FromArgoCD leaves the Application it converts as it was: the service asks it
+// afterwards where a change goes (PrimarySource reads its "$values/..." files).
+func TestFromArgoCDLeavesTheApplicationAsItWas(t *testing.T) {
+	a := argocd.Application{Name: "redis", Spec: argocd.AppSpec{Sources: []argocd.AppSource{
+		{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.1.0", Helm: &argocd.AppSourceHelm{ValueFiles: []string{"/values-prod.yaml", "$values/envs/prod/redis.yaml"}}},
+		{RepoURL: "https://github.com/o/deploy", TargetRevision: "main", Ref: "values"},
+	}}}
+	FromArgoCD(a, nil)
+	if got := a.Spec.Sources[0].Helm.ValueFiles; !slices.Equal(got, []string{"/values-prod.yaml", "$values/envs/prod/redis.yaml"}) {
+		t.Fatalf("the Application's valueFiles are now %q", got)
+	}
+	if src, _ := a.PrimarySource(); src.RepoURL != "https://github.com/o/deploy" || src.Path != "envs/prod" {
+		t.Fatalf("PrimarySource after FromArgoCD = %+v, want the ref source at envs/prod", src)
 	}
 }
