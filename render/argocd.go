@@ -104,6 +104,13 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			// Argo CD names the release after the Application, without its namespace.
 			app.Helm.ReleaseName = a.Name
 		}
+		if src.Chart != "" {
+			// Argo CD reads a chart's values file from the root of the
+			// pulled chart, "/" or not: only "$ref/..." is of this repository.
+			for i, f := range app.Helm.ValueFiles {
+				app.Helm.ValueFiles[i] = strings.TrimLeft(f, "/")
+			}
+		}
 		resolveRefValueFiles(&app, src, refs, refKept)
 		switch {
 		case src.Chart != "":

@@ -165,6 +165,18 @@ spec:
 			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml"}},
 				Chart: &ChartDependency{Repository: "oci://ghcr.io/example/charts", Name: "redis", Version: "18.1.0"}}},
 		},
+		"a chart's values file from its root is read from inside the chart, as Argo CD reads it, not from the repository": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: https://charts.example, chart: redis, targetRevision: 18.1.0, helm: {valueFiles: [/values-prod.yaml, $values/envs/prod/redis.yaml]}}
+  - {repoURL: r, ref: values}
+`,
+			want: []Application{{Name: "redis", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml", "/envs/prod/redis.yaml"}},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "18.1.0"}}},
+		},
 		"multi-source: the sources keep selects, each with its status type": {
 			manifest: `
 kind: Application
