@@ -239,10 +239,11 @@ func convertOptions(app *Application, src argocd.AppSource) {
 }
 
 // chartRepository is the repository of a chart source's repoURL as Argo CD
-// reaches it: one without a scheme (registry-1.docker.io/bitnamicharts) is an
-// OCI registry.
+// reaches it: one in which a URL has no host is an OCI registry, so one without
+// a scheme (registry-1.docker.io/bitnamicharts), a host with a port too
+// (registry.example.com:5000/charts, whose host reads as a scheme).
 func chartRepository(repoURL string) string {
-	if u, err := url.Parse(repoURL); err == nil && u.Scheme == "" && u.Host == "" && repoURL != "" {
+	if u, err := url.Parse(repoURL); err == nil && u.Host == "" && repoURL != "" {
 		return "oci://" + repoURL
 	}
 	return repoURL

@@ -165,6 +165,16 @@ spec:
 			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml"}},
 				Chart: &ChartDependency{Repository: "oci://ghcr.io/example/charts", Name: "redis", Version: "18.1.0"}}},
 		},
+		"a registry with a port and no scheme is an OCI registry, as Argo CD reads a repoURL without a host": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: "registry.example.com:5000/charts", chart: redis, targetRevision: 18.1.0}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				Chart: &ChartDependency{Repository: "oci://registry.example.com:5000/charts", Name: "redis", Version: "18.1.0"}}},
+		},
 		"a chart's values file from its root is read from inside the chart, as Argo CD reads it, not from the repository": {
 			manifest: `
 kind: Application
