@@ -204,7 +204,9 @@ func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, fi
 	if err != nil {
 		return nil, refuse(CodeHelmDependency, "%s: not a chart archive: %v", where, err)
 	}
-	if ch.Metadata == nil || ch.Metadata.Name != dep.Name || ch.Metadata.Version != dep.Version {
+	// A chart named with a path in its registry (bitnamicharts/redis) is the
+	// chart its last segment names, as Argo CD finds it in the pulled archive.
+	if ch.Metadata == nil || ch.Metadata.Name != path.Base(dep.Name) || ch.Metadata.Version != dep.Version {
 		got := "no Chart.yaml"
 		if ch.Metadata != nil {
 			got = ch.Metadata.Name + " " + ch.Metadata.Version

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +117,28 @@ func TestPlanChecksTheLockOfAChartFromAHelmRepository(t *testing.T) {
 	want := "chart redis 18.1.0 from https://charts.example.com: the dependency common is not vendored under charts/ and redis 18.1.0 from https://charts.example.com, Chart.lock is out of sync with Chart.yaml"
 	if !errors.As(err, &ref) || ref.Code != CodeHelmDependency || !strings.Contains(ref.Reason, want) {
 		t.Fatalf("Plan: %v, want a helm_dependency refusal saying %q", err, want)
+	}
+}
+
+// A chart named with a path in its registry (chart bitnamicharts/redis of
+// registry-1.docker.io, pulled as oci://registry-1.docker.io/bitnamicharts/redis)
+// is the chart its last path segment names, as Argo CD finds it in the pulled
+// archive: its Chart.yaml says redis.
+func TestPlanRendersAChartNamedWithAPath(t *testing.T) {
+	chartDir := filepath.Join(goldenRoot, "helm-remote-chart-values-key", "repository", "redis-18.1.0")
+	charts := t.TempDir()
+	if err := os.CopyFS(filepath.Join(charts, "bitnamicharts", "redis-18.1.0"), os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	app := Application{Name: "redis", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}},
+		Chart: &ChartDependency{Repository: "oci://registry-1.docker.io", Name: "bitnamicharts/redis", Version: "18.1.0"}}
+	res, err := Plan(WithCharts(context.Background(), goldenCharts(charts)), Request{
+		RepoDir: testtree.Write(t, map[string]string{"envs/prod/redis.yaml": "replicaCount: 3\n"}),
+		Apps:    []Application{app}, Target: objref.Target{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "redis-redis"}, Change: Change{Replicas: &Replicas{Count: 5}}})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(res.Edits) != 1 || res.Edits[0].Path != "envs/prod/redis.yaml" || string(res.Edits[0].New) != "replicaCount: 5\n" {
+		t.Fatalf("the change edits %+v, want envs/prod/redis.yaml at replicaCount: 5", res.Edits)
 	}
 }
