@@ -149,14 +149,17 @@ func appChartArchive(c ChartDependency) string {
 	return fmt.Sprintf("the archive of chart %s (fetched)", c)
 }
 
-// checkChartVersion refuses a chart version that is not one exact version:
+// checkChartVersion refuses a chart version that is not one exact version (a
+// leading v allowed):
 // Argo CD resolves a range (or no version) to the newest matching chart anew
 // at every sync, so no render made now is what it will deploy.
 func checkChartVersion(app string, c ChartDependency) error {
 	if c.Version == "" {
 		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at no version (targetRevision is empty): Argo CD resolves it to the newest chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository)
 	}
-	if _, err := semver.StrictNewVersion(c.Version); err != nil {
+	// A leading v (v1.14.4, as some charts publish their versions) is still
+	// one version to Argo CD, and Helm finds the chart by it.
+	if _, err := semver.StrictNewVersion(strings.TrimPrefix(c.Version, "v")); err != nil {
 		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at %q, which is not an exact version (targetRevision): Argo CD resolves it to the newest matching chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository, c.Version)
 	}
 	return nil

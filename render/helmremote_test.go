@@ -142,3 +142,26 @@ func TestPlanRendersAChartNamedWithAPath(t *testing.T) {
 		t.Fatalf("the change edits %+v, want envs/prod/redis.yaml at replicaCount: 5", res.Edits)
 	}
 }
+
+// A chart whose versions are published with a leading v (cert-manager
+// v1.14.4) is pinned by that exact version: Argo CD takes it as one version,
+// not a range, and Helm finds it by it.
+func TestPlanRendersAChartVersionWithALeadingV(t *testing.T) {
+	charts := testtree.Write(t, map[string]string{
+		"cert-manager-v1.14.4/Chart.yaml":        "apiVersion: v2\nname: cert-manager\nversion: v1.14.4\n",
+		"cert-manager-v1.14.4/values.yaml":       "replicaCount: 1\n",
+		"cert-manager-v1.14.4/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cert-manager}\ndata: {replicas: {{ .Values.replicaCount | quote }}}\n",
+	})
+	app := Application{Name: "cert-manager", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "cert-manager", ValueFiles: []string{"/envs/prod/cert-manager.yaml"}},
+		Chart: &ChartDependency{Repository: "https://charts.jetstack.io", Name: "cert-manager", Version: "v1.14.4"}}
+	res, err := Plan(WithCharts(context.Background(), goldenCharts(charts)), Request{
+		RepoDir: testtree.Write(t, map[string]string{"envs/prod/cert-manager.yaml": "replicaCount: 2\n"}),
+		Apps:    []Application{app}, Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "cert-manager"},
+		Change: Change{Patch: &Patch{Merge: map[string]any{"data": map[string]any{"replicas": "3"}}}}})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(res.Edits) != 1 || res.Edits[0].Path != "envs/prod/cert-manager.yaml" || string(res.Edits[0].New) != "replicaCount: \"3\"\n" {
+		t.Fatalf("the change edits %+v, want envs/prod/cert-manager.yaml at replicaCount: \"3\"", res.Edits)
+	}
+}
