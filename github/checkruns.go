@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -244,11 +245,36 @@ func fitText(s string, limit int) string {
 	return textcut.Cut(s, limit-len(textcut.Ellipsis))
 }
 
+// cutInFence cuts s to at most n bytes inside a line of a fenced block, where
+// nothing is Markdown, at a whole character, and closes the block: a diff of one
+// long line (a dashboard's JSON in a ConfigMap) keeps what fits instead of
+// nothing. ok is false when the cut falls outside a fenced block, on the line
+// that opens one, or where the cut line would close it.
+func cutInFence(s string, n int) (string, bool) {
+	if n <= 0 || n >= len(s) {
+		return "", false
+	}
+	start := strings.LastIndexByte(s[:n], '\n') + 1
+	fence := markdown.OpenFence(s[:start])
+	if fence == "" {
+		return "", false
+	}
+	n -= len("\n") + len(fence)
+	for n > start && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n <= start || markdown.OpenFence(s[:n]) != fence {
+		return "", false
+	}
+	return s[:n] + "\n" + fence, true
+}
+
 // FitOutput cuts Markdown s to at most limit bytes (GitHub counts characters; bytes
-// are never fewer) at the end of a line, ending with a note that names where the
-// rest is. A cut inside a line could end inside a code span, whose backticks then
-// open none: the rest of the line, words from elsewhere that the span held, would
-// be read as Markdown. A block the cut leaves open is closed.
+// are never fewer) at the end of a line, or inside a line of a fenced block
+// (cutInFence), ending with a note that names where the rest is. A cut inside a
+// line of prose could end inside a code span, whose backticks then open none: the
+// rest of the line, words from elsewhere that the span held, would be read as
+// Markdown. A block the cut leaves open is closed.
 func FitOutput(s string, limit int, detailsURL string) string {
 	if len(s) <= limit {
 		return s
@@ -260,6 +286,9 @@ func FitOutput(s string, limit int, detailsURL string) string {
 	cut := limit - len(note)
 	if cut < 0 {
 		cut, note = limit, ""
+	}
+	if kept, ok := cutInFence(s, cut); ok {
+		return kept + note
 	}
 	for {
 		cut = strings.LastIndexByte(s[:cut], '\n') + 1

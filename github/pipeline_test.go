@@ -301,6 +301,31 @@ func TestFitOutputCutsAtALineEnd(t *testing.T) {
 	}
 }
 
+// TestFitOutputKeepsPartOfALongLineOfADiff: a diff of one line longer than the
+// limit (a dashboard's JSON in a ConfigMap) keeps what fits, cut inside the
+// fenced block where nothing is Markdown, and the block is closed before the note.
+func TestFitOutputKeepsPartOfALongLineOfADiff(t *testing.T) {
+	line := "+  dashboard.json: '{\"title\": \"@acme/admins [x](https://phish.example) é" + strings.Repeat("\\\"panel\\\": 1, `x` ", 400) + "\"}'\n"
+	for _, s := range []string{
+		"### apps/web\n\n" + markdown.CodeBlock("diff", line),
+		"### apps/web\n\n" + markdown.CodeBlock("diff", " ```\n"+line),
+	} {
+		for _, limit := range []int{200, 1000, 4001} {
+			got := github.FitOutput(s, limit, "https://x")
+			read := markdowntest.Parse(got)
+			if len(got) > limit || markdown.OpenFence(got) != "" || !strings.HasSuffix(got, "https://x") || !utf8.ValidString(got) {
+				t.Fatalf("FitOutput(%d) = %q (len %d), open fence %q", limit, got, len(got), markdown.OpenFence(got))
+			}
+			if !strings.Contains(got, "+  dashboard.json:") || strings.Contains(read.Prose, "@acme") || len(read.Destinations) != 0 {
+				t.Fatalf("FitOutput(%d) = %q: the line is not kept as code (prose %q, links %q)", limit, got, read.Prose, read.Destinations)
+			}
+			if !strings.Contains(read.Prose, "output cut to fit") {
+				t.Errorf("FitOutput(%d): the note is not read as text: %q", limit, read.Prose)
+			}
+		}
+	}
+}
+
 // TestCheckRunTitlesAndMessagesAreCutAsPlainText: a run's title and an
 // annotation's title and message are shown as plain text: they are cut within
 // GitHub's limits at a whole character and marked "…", without the Markdown note
