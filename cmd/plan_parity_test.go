@@ -3,17 +3,13 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -22,9 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	helmindex "helm.sh/helm/v4/pkg/repo/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/argocd"
@@ -32,6 +25,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/internal/chartrepotest"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
@@ -796,50 +790,11 @@ func serviceVerdict(t *testing.T, pl store.Plan) (string, bool) {
 }
 
 // serveChartRepository serves a render golden's repository/ folder as the Helm
-// chart repository its Chart.lock files name, and returns its address: each
-// <name>-<version>/ packaged with the Helm SDK and listed with its digest in an
-// index.yaml, at any path (the locks name the repository at another host; see
-// chartFetcher).
+// chart repository its Chart.lock files name, and returns its address (the locks
+// name the repository at another host; see chartFetcher).
 func serveChartRepository(t *testing.T, dir string) string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := helmindex.NewIndexFile()
-	files := map[string][]byte{}
-	for _, e := range entries {
-		ch, err := loader.LoadDir(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatalf("chart %s: %v", e.Name(), err)
-		}
-		archive, err := chartutil.Save(ch, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(archive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		if err := idx.MustAdd(ch.Metadata, filepath.Base(archive), "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
-			t.Fatal(err)
-		}
-		files[filepath.Base(archive)] = data
-	}
-	if files["index.yaml"], err = sigsyaml.Marshal(idx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, ok := files[path.Base(r.URL.Path)]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
+	return chartrepotest.Serve(t, dir).Listener.Addr().String()
 }
 
 // chartFetcher is helmrepo's fetcher, as the command and the service use it,

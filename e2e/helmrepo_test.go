@@ -4,78 +4,28 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/e2e/argocdharness"
 	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/internal/chartrepotest"
 	"github.com/kukie/kukie-gitops/render"
 )
 
 const (
-	// helmRepoChart is a chart the test serves from a chart repository of its
-	// own, at helmRepoVersion; helmRepoValues is the Git tree its values come
-	// from.
-	helmRepoChart   = "testdata/helmrepo/chart/cache"
+	// helmRepoCharts holds the chart (cache, at helmRepoVersion) the test
+	// serves from a chart repository of its own; helmRepoValues is the Git tree
+	// its values come from.
+	helmRepoCharts  = "testdata/helmrepo/chart"
 	helmRepoVersion = "1.2.0"
 	helmRepoValues  = "testdata/helmrepo/values"
 )
-
-// serveChartRepository packages the chart at dir with the Helm SDK and serves it
-// with its index.yaml, as a chart repository does, on the loopback interface
-// (where the repo server, which runs in the suite's network, reaches it too).
-func serveChartRepository(t *testing.T, dir string) *httptest.Server {
-	t.Helper()
-	ch, err := loader.LoadDir(dir)
-	if err != nil {
-		t.Fatalf("load chart %s: %v", dir, err)
-	}
-	archive, err := chartutil.Save(ch, t.TempDir())
-	if err != nil {
-		t.Fatalf("package chart %s: %v", dir, err)
-	}
-	data, err := os.ReadFile(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Base(archive)
-	sum := sha256.Sum256(data)
-	idx := repo.NewIndexFile()
-	if err := idx.MustAdd(ch.Metadata, file, "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
-		t.Fatal(err)
-	}
-	index, err := yaml.Marshal(idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/index.yaml":
-			_, _ = w.Write(index)
-		case "/" + file:
-			_, _ = w.Write(data)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // testHelmRepositoryParity is the proof that a chart from a Helm repository, its
 // values from a Git repository through a ref source (the usual shape of a
@@ -87,7 +37,7 @@ func serveChartRepository(t *testing.T, dir string) *httptest.Server {
 func (s *suite) testHelmRepositoryParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	charts := serveChartRepository(t, helmRepoChart)
+	charts := chartrepotest.Serve(t, helmRepoCharts)
 	sha := s.github.CreateRepo(t, "acme", "cache-values", readTree(t, helmRepoValues), "main")
 	s.github.SetPrivate(t, "acme/cache-values", false)
 	valuesURL := s.github.CloneURL("acme/cache-values")
