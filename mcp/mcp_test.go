@@ -970,3 +970,33 @@ func TestReadRepoFileMasksTheAppsValuesFiles(t *testing.T) {
 		t.Fatalf("values file read as %q", content)
 	}
 }
+
+// TestReadRepoFileMasksValuesFilesOfOtherApps: a values file of the repository is
+// Helm values, masked by key, whichever Application of the cluster names it, and
+// not only when the file is read through that Application: read through web (a
+// kustomize app of the same repository), a file chart names among its valueFiles,
+// and one a chart from a Helm repository reads as $values/..., are masked as
+// values (failed before: read through web, they were taken for a built-in kind's
+// manifest, and a password in them was shown).
+func TestReadRepoFileMasksValuesFilesOfOtherApps(t *testing.T) {
+	e := newEnv(t)
+	chart := application("chart", connectedRepo, "main", deployedSHA, false)
+	chart.Status.SourceType = "Helm"
+	chart.Spec.Source.Helm = &argocd.AppSourceHelm{ValueFiles: []string{"../../envs/prod/values.yaml"}}
+	redis := argocd.Application{Name: "redis", Namespace: "argocd", Spec: argocd.AppSpec{Sources: []argocd.AppSource{
+		{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.1.0", Helm: &argocd.AppSourceHelm{ValueFiles: []string{"$values/envs/prod/redis.yaml"}}},
+		{RepoURL: connectedRepo, TargetRevision: "main", Ref: "values"},
+	}}, Status: argocd.AppStatus{SourceTypes: []string{"Helm", ""}, Sync: argocd.AppSyncStatus{Status: "Synced", Revision: deployedSHA}}}
+	e.cluster.apps = append(e.cluster.apps, chart, redis)
+	values := "apiVersion: v1\nkind: Deployment\nreplicaCount: 2\ndb:\n  password: " + plantedSecret + "\n"
+	writeFile(t, filepath.Join(e.repos.dir, "envs/prod/values.yaml"), values)
+	writeFile(t, filepath.Join(e.repos.dir, "envs/prod/redis.yaml"), values)
+	cs := e.connect(t, e.read)
+	for _, file := range []string{"envs/prod/values.yaml", "envs/prod/redis.yaml"} {
+		got := mustOK(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": file})
+		content := got["content"].(string)
+		if strings.Contains(content, plantedSecret) || !strings.Contains(content, "  password: [redacted]\n") || !strings.Contains(content, "replicaCount: 2\n") {
+			t.Errorf("%s read through web as %q", file, content)
+		}
+	}
+}

@@ -25,8 +25,10 @@ type AppTree struct {
 	Revision string // the Application's targetRevision, as written
 	SHA      string // the commit read
 	Path     string // the Application's folder in the repository ("" or "." for the root)
-	// Apps are the Application's sources of this repository, as render reads
-	// them: which files are its Helm values.
+	// Apps are the sources of this repository of the cluster's Applications, the
+	// one read among them, as render reads them: which files are Helm values. A
+	// file is masked as values when any of them reads it as values, not only
+	// when the Application read does.
 	Apps []render.Application
 	// FS is the repository tree, confined to it: a symbolic link cannot lead out.
 	FS fs.FS
@@ -89,6 +91,12 @@ func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, names
 		}
 		sha = branch.SHA
 	}
+	// Without the other Applications a values file of theirs would be read as
+	// a manifest and shown less masked: the read fails instead.
+	others, err := p.cluster.Applications(ctx, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("list Applications of %s: %w", cluster.Name, err)
+	}
 	snap, err := p.repos.Snapshot(ctx, inst, repo.FullName(), sha)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s at %s: %w", repo.FullName(), sha, err)
@@ -99,6 +107,19 @@ func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, names
 		return nil, fmt.Errorf("open snapshot of %s at %s: %w", repo.FullName(), sha, err)
 	}
 	return &AppTree{App: app.Key(), Level: app.Level(), Repo: repo.FullName(), Revision: src.TargetRevision, SHA: sha,
-		Path: src.Path, Apps: render.FromArgoCD(app, func(s argocd.AppSource) bool { return fromRepo(s, repo.FullName()) }),
-		FS: root.FS(), snap: snap, root: root}, nil
+		Path: src.Path, Apps: repoApps(app, others, repo.FullName()), FS: root.FS(), snap: snap, root: root}, nil
+}
+
+// repoApps are the sources of repo of app and of the others (a cluster's
+// Applications, app among them or not yet), as render reads them. Any revision
+// counts: a file some branch reads as values is no less secret on another.
+func repoApps(app argocd.Application, others []argocd.Application, repo string) []render.Application {
+	keep := func(s argocd.AppSource) bool { return fromRepo(s, repo) }
+	out := render.FromArgoCD(app, keep)
+	for _, a := range others {
+		if a.Key() != app.Key() {
+			out = append(out, render.FromArgoCD(a, keep)...)
+		}
+	}
+	return out
 }

@@ -14,8 +14,9 @@ import (
 // masked as a git diff masks them: Secret data, secret-looking keys and values,
 // and whatever a kustomize secretGenerator (or a secret-looking configMapGenerator
 // key) reads from the file, judged by the kustomizations in its directory and above.
-// Helm values files, a chart's or those apps (the Applications the tree is read
-// for, if known) name, are masked by key whatever keys they hold. Line counts
+// Helm values files, a chart's or those apps name (every Application that
+// deploys from the repository, if known: a values file of one is no less secret
+// when read for another), are masked by key whatever keys they hold. Line counts
 // stay, so a reader can still point at a line.
 func MaskedFile(fsys fs.FS, name string, apps []Application) (string, error) {
 	data, err := fs.ReadFile(fsys, name)
