@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/base64"
 	"fmt"
 	"regexp"
 	"slices"
@@ -408,8 +407,8 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)
 			if group == "" && kind == "Secret" && len(path) > 0 && path[0] == "data" {
-				if raw, err := base64.StdEncoding.DecodeString(x); err == nil {
-					*out = append(*out, string(raw))
+				if decoded, ok := decodedData(x); ok {
+					*out = append(*out, decoded)
 				}
 			}
 		}

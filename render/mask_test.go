@@ -447,17 +447,7 @@ func TestCandidateLogLineDoesNotQuoteSecrets(t *testing.T) {
 // TestSecretValuesOfEveryShape: the values scrubbed from free text are the values
 // the diffs mask, in every shape, generator sources included.
 func TestSecretValuesOfEveryShape(t *testing.T) {
-	repo := testtree.Write(t, kustomizeSecrets)
-	tr, err := openTree(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := range kustomizeSecrets {
-		if _, err := tr.readFile(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := newScrubber(tr.secretValues(nil))
+	s := treeScrubber(t, kustomizeSecrets)
 	// The DSN literal's password counts on its own too.
 	all := strings.Join(append(kustomizeSecretValues, "postgres://app:lit-W4mK8pZ1@db/app"), " | ")
 	got := s.text(all)
@@ -467,6 +457,22 @@ func TestSecretValuesOfEveryShape(t *testing.T) {
 			t.Errorf("scrubbing changes %q, which is no secret", keep)
 		}
 	}
+}
+
+// treeScrubber is what a plan scrubs its free text with once it has read every
+// one of files.
+func treeScrubber(t *testing.T, files map[string]string) *scrubber {
+	t.Helper()
+	tr, err := openTree(testtree.Write(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range files {
+		if _, err := tr.readFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newScrubber(tr.secretValues(nil))
 }
 
 // TestDiffShowsAChangedSecretLine: an edit that changes only a secret value shows
@@ -499,5 +505,33 @@ func TestDiffShowsAChangedSecretLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecretDataIsScrubbedDecodedToo: a Secret's data holds its values in
+// base64, and a message may quote either form (a rendered Secret's field, or the
+// value a container reads); both are scrubbed from free text, whether the
+// value is in a Secret's manifest or set by a JSON 6902 patch of a Secret,
+// inline, in a patch file, or as a whole data mapping (failed before: only the
+// base64 form of a manifest's or a patch's value was scrubbed, and nothing of a
+// data mapping a patch adds).
+func TestSecretDataIsScrubbedDecodedToo(t *testing.T) {
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	files := map[string]string{
+		"apps/web/kustomization.yaml": "resources:\n- secret.yaml\npatches:\n" +
+			"- target: {kind: Secret, name: db}\n  patch: |-\n    - op: add\n      path: /data/inline\n      value: " + enc("inline-patch-Q4w8") + "\n" +
+			"- target: {kind: Secret, name: db}\n  path: replace.yaml\n" +
+			"patchesJson6902:\n- target: {version: v1, kind: Secret, name: db}\n  path: whole.yaml\n",
+		"apps/web/secret.yaml":  "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: " + enc("manifest-data-K2p9") + "\n",
+		"apps/web/replace.yaml": "- op: replace\n  path: /data/password\n  value: " + enc("patch-file-M7x3") + "\n",
+		"apps/web/whole.yaml":   "- op: add\n  path: /data\n  value:\n    token: " + enc("patch-map-T5z1") + "\n",
+	}
+	s := treeScrubber(t, files)
+	for _, v := range []string{"manifest-data-K2p9", "inline-patch-Q4w8", "patch-file-M7x3", "patch-map-T5z1"} {
+		for _, form := range []string{v, enc(v)} {
+			if got := s.text("denied: " + form); got != "denied: [redacted]" {
+				t.Errorf("scrubbed text %q, want %q (of %s) replaced", got, form, v)
+			}
+		}
 	}
 }

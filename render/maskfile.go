@@ -189,6 +189,15 @@ type lineMask struct {
 	value string
 	// keyed: the value is masked for its key alone (see keyedRanges).
 	keyed bool
+	// encoded: the value is a Secret's data, base64-encoded; free text may
+	// quote what it decodes to as well.
+	encoded bool
+}
+
+// carrying is a one-line mask at line that carries r's value, for scrubbing,
+// where the lines holding it are masked whole already.
+func (r lineMask) carrying(line int) lineMask {
+	return lineMask{from: line, to: line, block: true, value: r.value, keyed: r.keyed, encoded: r.encoded}
 }
 
 // sensitiveRanges finds the line ranges of a YAML file that hold secret values. A
@@ -255,7 +264,7 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 				// Scrubbing free text looks for the values as a decoder reads
 				// them; the document's first line, masked already, carries them.
 				for _, v := range values {
-					out = append(out, lineMask{from: all.from, to: all.from, block: true, value: v.value, keyed: v.keyed})
+					out = append(out, v.carrying(all.from))
 				}
 			}
 		}
@@ -382,7 +391,7 @@ func documentRanges(root *yaml.Node, end int, shape docShape, budget *resolveBud
 		eachPair(root, end, func(key, val *yaml.Node, to int) {
 			switch {
 			case core && kind == "Secret" && (key.Value == "data" || key.Value == "stringData"):
-				out = append(out, mapValues(val, to, func(string) bool { return true })...)
+				out = append(out, secretDataRanges(key.Value, val, to)...)
 			case key.Value == "metadata":
 				out = append(out, annotationRanges(val, to)...)
 			case core && kind == "ConfigMap" && (key.Value == "data" || key.Value == "binaryData"):
@@ -457,6 +466,16 @@ func anchorLine(n *yaml.Node, seen map[*yaml.Node]bool) int {
 		line = min(line, anchorLine(c, seen))
 	}
 	return line
+}
+
+// secretDataRanges masks every value of a Secret's data or stringData (field),
+// m; those of data are base64-encoded.
+func secretDataRanges(field string, m *yaml.Node, to int) []lineMask {
+	out := mapValues(m, to, func(string) bool { return true })
+	for i := range out {
+		out[i].encoded = field == "data"
+	}
+	return out
 }
 
 // mapValues masks the values of the keys of m that secret accepts; m not being a
@@ -609,7 +628,7 @@ func embeddedRanges(body *yaml.Node, to int, shape docShape, budget *resolveBudg
 		// Scrubbing free text looks for the values; the first line carries them.
 		for _, r := range inner {
 			if r.value != "" {
-				out = append(out, lineMask{from: whole.from, to: whole.from, block: true, value: r.value, keyed: r.keyed})
+				out = append(out, r.carrying(whole.from))
 			}
 		}
 		return out
@@ -940,10 +959,11 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 			if key.Value != "value" || len(segs) == 0 {
 				return
 			}
-			mask := func(keyed bool) {
+			mask := func(keyed bool) *lineMask {
 				r := valueRange(val, to)
 				r.from, r.keyed = min(r.from, key.Line), keyed
 				out = append(out, r)
+				return &out[len(out)-1]
 			}
 			switch {
 			case segs[0] == "metadata":
@@ -951,7 +971,12 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 					mask(false)
 				}
 			case target.coreKind("Secret"):
-				mask(false)
+				mask(false).encoded = segs[0] == "data"
+				if len(segs) == 1 && (segs[0] == "data" || segs[0] == "stringData") && val.Kind == yaml.MappingNode {
+					// A whole data or stringData, masked above: its values, for
+					// scrubbing, as the Secret's own file gives them.
+					out = append(out, secretDataRanges(segs[0], val, to)...)
+				}
 			case target.coreKind("ConfigMap"):
 				if segs[0] != "data" && segs[0] != "binaryData" {
 					return

@@ -206,8 +206,17 @@ func yamlSecretValues(data []byte, shape docShape) []string {
 		if m.value != "" && (!m.keyed || scrubbedByKey(m.value)) {
 			out = append(out, m.value)
 		}
+		if decoded, ok := decodedData(m.value); ok && m.encoded {
+			out = append(out, decoded)
+		}
 	}
 	return out
+}
+
+// decodedData is what v, a Secret's data value, decodes to, if it is base64.
+func decodedData(v string) (string, bool) {
+	raw, err := base64.StdEncoding.DecodeString(v)
+	return string(raw), err == nil
 }
 
 // scrubbedByKey reports whether a value masked for its key alone is scrubbed
