@@ -229,10 +229,16 @@ func inlinePatchShape(group string, path []string, m map[string]any) (docShape, 
 	if _, ok := m["patch"].(string); !ok || !kustomizePatchAt(group, childPath(path, "patch")) {
 		return docShape{}, false
 	}
+	return docShape{target: patchEntryTarget(m)}, true
+}
+
+// patchEntryTarget is what the target of m, a kustomize patches entry as
+// decoded, selects.
+func patchEntryTarget(m map[string]any) patchTarget {
 	t, _ := m["target"].(map[string]any)
-	group, _ = t["group"].(string)
+	group, _ := t["group"].(string)
 	kind, _ := t["kind"].(string)
-	return docShape{target: patchTarget{group: group, kind: kind}}, true
+	return patchTarget{group: group, kind: kind}
 }
 
 // maskedText is s, YAML text of shape, with its secret values replaced.

@@ -535,3 +535,57 @@ func TestSecretDataIsScrubbedDecodedToo(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsDoNotQuoteTheApplicationsSecrets: what an Application sets itself
+// (a secret-looking Helm parameter, its valuesObject) is masked in its cluster
+// diff, and is scrubbed from a refusal's reason as a values file's would be: a
+// parameter Helm cannot parse is quoted whole, and a chart's fail message may
+// quote a value (failed before: both reasons showed the value).
+func TestRefusalsDoNotQuoteTheApplicationsSecrets(t *testing.T) {
+	files := map[string]string{
+		"chart/Chart.yaml": "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+		"chart/templates/check.yaml": "{{ if .Values.db.password }}{{ fail (printf \"db.password %s is not accepted\" .Values.db.password) }}{{ end }}\n" +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n",
+	}
+	repo := testtree.Write(t, files)
+	for name, tc := range map[string]struct {
+		helm   HelmOptions
+		secret string
+	}{
+		"a parameter Helm cannot parse": {HelmOptions{Parameters: []HelmParameter{{Name: "db.password", Value: "{kk-param-S4v1,x"}}}, "{kk-param-S4v1,x"},
+		"a valuesObject value quoted":   {HelmOptions{Values: "db:\n  password: kk-object-R8m2\n", ValuesField: "valuesObject"}, "kk-object-R8m2"},
+		"a parameter quoted":            {HelmOptions{Parameters: []HelmParameter{{Name: "db.password", Value: "kk-param-T3n7"}}}, "kk-param-T3n7"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.helm.ReleaseName = "probe"
+			app := Application{Name: "probe", Path: "chart", SourceType: SourceHelm, Helm: tc.helm}
+			_, err := RenderScrubbed(context.Background(), repo, app)
+			var ref *Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("RenderScrubbed: %v, want a refusal", err)
+			}
+			requireNoSecret(t, "the refusal", err.Error()+ref.Reason, []string{tc.secret, strings.ReplaceAll(tc.secret, ",", `\,`)})
+			_, err = Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{app},
+				Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "probe"}, Change: Change{Replicas: &Replicas{Count: 2}}})
+			if err == nil {
+				t.Fatal("Plan rendered the chart that fails")
+			}
+			requireNoSecret(t, "the plan's refusal", err.Error(), []string{tc.secret, strings.ReplaceAll(tc.secret, ",", `\,`)})
+		})
+	}
+}
+
+// TestAppSecretValuesOfInlinePatches: the secret values of an Application's
+// inline kustomize patches are scrubbed as a kustomization's are, and a
+// parameter whose secret-looking name sets a word (auth.enabled=true) is not
+// scrubbed from every message that uses the word.
+func TestAppSecretValuesOfInlinePatches(t *testing.T) {
+	app := Application{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Kustomize: KustomizeOptions{Patches: []map[string]any{
+		{"target": map[string]any{"kind": "Secret", "name": "db"}, "patch": "- op: replace\n  path: /stringData/password\n  value: kk-app-patch-W1\n"},
+		{"target": map[string]any{"kind": "Deployment"}, "patch": "- op: add\n  path: /spec/template/spec/containers/0/env/-\n  value: {name: API_TOKEN, value: kk-app-patch-W2}\n"},
+	}}, Helm: HelmOptions{Parameters: []HelmParameter{{Name: "auth.enabled", Value: "true"}}}}
+	s := newScrubber(appSecretValues([]Application{app}))
+	if got := s.text("denied: kk-app-patch-W1, kk-app-patch-W2, true"); got != "denied: [redacted], [redacted], true" {
+		t.Errorf("scrubbed text %q", got)
+	}
+}

@@ -119,8 +119,8 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-// secretValues lists the secret values of every file the tree has read: what the
-// line masks of maskfile.go hide, as parsed.
+// secretValues lists the secret values of every file the tree has read (what the
+// line masks of maskfile.go hide, as parsed) and those apps set themselves.
 func (t *tree) secretValues(apps []Application) []string {
 	t.mu.Lock()
 	files := make(map[string][]byte, len(t.files))
@@ -156,7 +156,31 @@ func (t *tree) secretValues(apps []Application) []string {
 		}
 		values = append(values, fileSecretValues(data, roles[p])...)
 	}
-	return values
+	return append(values, appSecretValues(apps)...)
+}
+
+// appSecretValues lists the secret values apps set in their Application rather
+// than in a file, as a cluster diff of the Application masks them: its Helm
+// values (values or valuesObject) by key, as a values file's; the value of a
+// parameter named like a secret, as render passes it to Helm too (whose parse
+// error quotes it) and unless it is one word of letters (see scrubbedByKey:
+// auth.enabled=true); and its inline kustomize patches, as a kustomization's.
+func appSecretValues(apps []Application) []string {
+	var out []string
+	for _, app := range apps {
+		out = append(out, fileSecretValues([]byte(app.Helm.Values), roleValues)...)
+		for _, p := range app.Helm.Parameters {
+			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
+				out = append(out, p.Value, cleanSetParameter(p.Value))
+			}
+		}
+		for _, p := range app.Kustomize.Patches {
+			if patch, ok := p["patch"].(string); ok {
+				out = append(out, yamlSecretValues([]byte(patch), docShape{target: patchEntryTarget(p)})...)
+			}
+		}
+	}
+	return out
 }
 
 // mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
