@@ -11,7 +11,7 @@
 // every archive is checked against the digest its repository publishes (the
 // index's digest, the registry's content digest) before render sees a byte.
 // Archives are kept in memory by repository, name, version and digest, indexes
-// for IndexTTL. It sends no credentials: a repository that asks for them is
+// for IndexTTL, both in bounded numbers. It sends no credentials: a repository that asks for them is
 // refused, naming it.
 package helmrepo
 
@@ -26,11 +26,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
@@ -52,6 +54,10 @@ const (
 	IndexTTL = time.Minute
 	// cachedArchives bounds the archives kept (each at most MaxArchiveBytes).
 	cachedArchives = 64
+	// MaxCachedIndexes bounds the indexes kept, each reduced to what a fetch
+	// reads (names, versions, digests, URLs): without a bound, every repository
+	// any Chart.lock ever named would stay in memory.
+	MaxCachedIndexes = 32
 	// requestTimeout bounds one request.
 	requestTimeout = 20 * time.Second
 )
@@ -66,17 +72,17 @@ type Fetcher struct {
 	loopback bool
 
 	archives *lru.Cache[archiveKey, []byte]
-	mu       sync.Mutex
-	indexes  map[string]cachedIndex
-	now      func() time.Time
+	indexes  *expirable.LRU[string, *repo.IndexFile]
+	// indexReads makes concurrent fetches from one repository share one read
+	// of its index.
+	indexReads singleflight.Group
+	// indexParses lets one index be parsed at a time: while it parses, an
+	// index takes tens of times its size in memory (BenchmarkFetchFromALargeIndex),
+	// so plans on many repositories at once must not each hold one.
+	indexParses chan struct{}
 }
 
 type archiveKey struct{ repository, name, version, digest string }
-
-type cachedIndex struct {
-	index *repo.IndexFile
-	at    time.Time
-}
 
 // Option configures a Fetcher.
 type Option func(*Fetcher)
@@ -105,7 +111,11 @@ func WithLoopback() Option { return func(f *Fetcher) { f.loopback = true } }
 // live.
 func New(opts ...Option) *Fetcher {
 	archives, _ := lru.New[archiveKey, []byte](cachedArchives)
-	f := &Fetcher{archives: archives, indexes: map[string]cachedIndex{}, now: time.Now}
+	f := &Fetcher{
+		archives:    archives,
+		indexes:     expirable.NewLRU[string, *repo.IndexFile](MaxCachedIndexes, nil, IndexTTL),
+		indexParses: make(chan struct{}, 1),
+	}
 	for _, o := range opts {
 		o(f)
 	}
@@ -204,20 +214,48 @@ func (f *Fetcher) fetchFromIndex(ctx context.Context, base *url.URL, dep render.
 }
 
 // index reads the repository's index.yaml, or reuses one read within IndexTTL.
+// Fetches from one repository at once share one read; one that stops waiting
+// (its context ended) leaves the read to the others.
 func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, error) {
 	key := base.String()
-	f.mu.Lock()
-	c, ok := f.indexes[key]
-	f.mu.Unlock()
-	if ok && f.now().Sub(c.at) < IndexTTL {
-		return c.index, nil
+	if idx, ok := f.indexes.Get(key); ok {
+		return idx, nil
 	}
+	read := f.indexReads.DoChan(key, func() (any, error) {
+		if idx, ok := f.indexes.Get(key); ok {
+			return idx, nil
+		}
+		// Not the first caller's context: its end must not fail the others'
+		// fetches. The client's timeout bounds the read.
+		idx, err := f.readIndex(context.WithoutCancel(ctx), base)
+		if err != nil {
+			return nil, err
+		}
+		f.indexes.Add(key, idx)
+		return idx, nil
+	})
+	select {
+	case r := <-read:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*repo.IndexFile), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read the repository's index: %w", context.Cause(ctx))
+	}
+}
+
+// readIndex reads and parses the repository's index.yaml, keeping of it only
+// what a fetch reads.
+func (f *Fetcher) readIndex(ctx context.Context, base *url.URL) (*repo.IndexFile, error) {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/index.yaml"
 	data, err := f.get(ctx, &u, MaxIndexBytes, "the repository's index")
 	if err != nil {
 		return nil, err
 	}
+	f.indexParses <- struct{}{}
+	defer func() { <-f.indexParses }()
 	var idx repo.IndexFile
 	if err := yaml.Unmarshal(data, &idx); err != nil {
 		return nil, fmt.Errorf("the repository's index %s does not parse: %w", u.Redacted(), err)
@@ -225,10 +263,28 @@ func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, er
 	if idx.APIVersion == "" {
 		return nil, fmt.Errorf("%s is not a chart repository index (no apiVersion)", u.Redacted())
 	}
-	f.mu.Lock()
-	f.indexes[key] = cachedIndex{index: &idx, at: f.now()}
-	f.mu.Unlock()
-	return &idx, nil
+	return leanIndex(&idx), nil
+}
+
+// leanIndex is idx with only the names, versions, digests and URLs of its
+// charts: descriptions, maintainers and the like are most of an index's size.
+func leanIndex(idx *repo.IndexFile) *repo.IndexFile {
+	out := &repo.IndexFile{APIVersion: idx.APIVersion, Entries: make(map[string]repo.ChartVersions, len(idx.Entries))}
+	for name, versions := range idx.Entries {
+		lean := make(repo.ChartVersions, 0, len(versions))
+		for _, v := range versions {
+			if v == nil || v.Metadata == nil {
+				continue
+			}
+			lean = append(lean, &repo.ChartVersion{
+				Metadata: &chart.Metadata{Name: v.Name, Version: v.Version, APIVersion: v.APIVersion},
+				URLs:     v.URLs,
+				Digest:   v.Digest,
+			})
+		}
+		out.Entries[name] = lean
+	}
+	return out
 }
 
 // resolveArchiveURL resolves an index's archive URL against the repository's, as

@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -204,6 +206,11 @@ func indexedRepo(t *testing.T, name, version string, data []byte) *httptest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveIndex(t, index, data)
+}
+
+// serveIndex serves index as index.yaml and data at every other path.
+func serveIndex(tb testing.TB, index, data []byte) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "index.yaml") {
 			_, _ = w.Write(index)
@@ -211,6 +218,127 @@ func indexedRepo(t *testing.T, name, version string, data []byte) *httptest.Serv
 		}
 		_, _ = w.Write(data)
 	}))
-	t.Cleanup(s.Close)
+	tb.Cleanup(s.Close)
 	return s
+}
+
+// blockingRepo is a chart repository serving archive as name at version whose
+// index answers only once release is closed; arrived gets a value at each
+// request of the index, and reads counts them.
+type blockingRepo struct {
+	*httptest.Server
+	arrived chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	reads   int
+}
+
+func newBlockingRepo(t *testing.T, name, version string) *blockingRepo {
+	t.Helper()
+	inner := indexedRepo(t, name, version, packageChart(t, name, version))
+	r := &blockingRepo{arrived: make(chan struct{}, 64), release: make(chan struct{})}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "index.yaml") {
+			r.mu.Lock()
+			r.reads++
+			r.mu.Unlock()
+			r.arrived <- struct{}{}
+			<-r.release
+		}
+		resp, err := http.Get(inner.URL + req.URL.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *blockingRepo) indexReads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads
+}
+
+// Plans that render charts of one repository at once read its index once: a
+// large index takes many times its size in memory while it parses, and each
+// read is a request to the repository.
+func TestConcurrentFetchesShareOneReadOfTheIndex(t *testing.T) {
+	r := newBlockingRepo(t, "cache", "1.2.3")
+	f := helmrepo.New(helmrepo.WithLoopback())
+	dep := render.ChartDependency{Repository: r.URL, Name: "cache", Version: "1.2.3"}
+	const fetches = 8
+	errs := make(chan error, fetches)
+	for range fetches {
+		go func() {
+			_, err := f.FetchChart(context.Background(), dep)
+			errs <- err
+		}()
+	}
+	<-r.arrived
+	// The others have had their time to ask for the index too.
+	time.Sleep(200 * time.Millisecond)
+	close(r.release)
+	for range fetches {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.indexReads(); n != 1 {
+		t.Fatalf("%d concurrent fetches read the index %d times, want once", fetches, n)
+	}
+}
+
+// A fetch that stops waiting for the index (its plan cancelled) does not fail
+// the fetches waiting on the same read.
+func TestACancelledFetchLeavesTheIndexReadToTheOthers(t *testing.T) {
+	r := newBlockingRepo(t, "cache", "1.2.3")
+	f := helmrepo.New(helmrepo.WithLoopback())
+	dep := render.ChartDependency{Repository: r.URL, Name: "cache", Version: "1.2.3"}
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.FetchChart(ctx, dep)
+		first <- err
+	}()
+	<-r.arrived
+	second := make(chan error, 1)
+	go func() {
+		_, err := f.FetchChart(context.Background(), dep)
+		second <- err
+	}()
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled fetch: %v, want context.Canceled", err)
+	}
+	close(r.release)
+	if err := <-second; err != nil {
+		t.Fatalf("the fetch that kept waiting: %v", err)
+	}
+}
+
+// The indexes kept are bounded in number: once more repositories than
+// MaxCachedIndexes were read, the first one's index is read again.
+func TestIndexesKeptAreBounded(t *testing.T) {
+	f := helmrepo.New(helmrepo.WithLoopback())
+	archive := packageChart(t, "cache", "1.2.3")
+	var first *chartRepo
+	for i := range helmrepo.MaxCachedIndexes + 1 {
+		r := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, nil)
+		if i == 0 {
+			first = r
+		}
+		if _, err := f.FetchChart(context.Background(), render.ChartDependency{Repository: r.URL + "/charts", Name: "cache", Version: "1.2.3"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.FetchChart(context.Background(), render.ChartDependency{Repository: first.URL + "/charts", Name: "cache", Version: "1.2.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := first.count("/charts/index.yaml"); n != 2 {
+		t.Fatalf("the first repository's index was read %d times after %d others, want twice", n, helmrepo.MaxCachedIndexes)
+	}
 }
