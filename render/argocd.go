@@ -33,8 +33,9 @@ import (
 // The source type is status.sourceType (status.sourceTypes for several sources),
 // else the source's explicit kustomize, directory, helm or plugin block, as Argo CD
 // reads it; it stays empty when neither says (see DetectSourceType). A source with
-// a chart deploys from a Helm repository, never from a Git tree, and is Helm: its
-// Chart names the chart, and targetRevision its version.
+// a chart deploys from a Helm repository or an OCI registry, never from a Git
+// tree, and is Helm: its Chart names the chart as Argo CD pulls it (see
+// convertChart), and targetRevision its version.
 func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Application {
 	sources := a.Sources()
 	kept := func(src argocd.AppSource) bool { return keep == nil || keep(src) }
@@ -231,22 +232,48 @@ func convertOptions(app *Application, src argocd.AppSource) {
 		app.Directory = DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
 	}
 	if src.Chart != "" {
-		app.Chart = &ChartDependency{Repository: chartRepository(src.RepoURL), Name: src.Chart, Version: src.TargetRevision}
+		convertChart(app, src)
 	}
 	if h := src.Helm; h != nil {
 		convertHelm(app, h)
 	}
 }
 
-// chartRepository is the repository of a chart source's repoURL as Argo CD
-// reaches it: one in which a URL has no host is an OCI registry, so one without
-// a scheme (registry-1.docker.io/bitnamicharts), a host with a port too
-// (registry.example.com:5000/charts, whose host reads as a scheme).
-func chartRepository(repoURL string) string {
-	if u, err := url.Parse(repoURL); err == nil && u.Host == "" && repoURL != "" {
-		return "oci://" + repoURL
+// convertChart names the chart a chart source deploys as Argo CD's repo server
+// pulls it. An oci:// repoURL is an OCI artifact of its own, pulled at
+// targetRevision with chart left unread: the chart is the repository the
+// repoURL names, under the name of its last path segment (the name helm push
+// gives it). Another repoURL in which a URL has no host is an OCI registry
+// holding the chart at <repoURL>/<chart> (helm pull oci://<repoURL>/<chart>);
+// the rest are chart repositories.
+func convertChart(app *Application, src argocd.AppSource) {
+	app.Chart = &ChartDependency{Repository: src.RepoURL, Name: src.Chart, Version: src.TargetRevision}
+	if rest, ok := strings.CutPrefix(src.RepoURL, "oci://"); ok {
+		ref := strings.TrimSuffix(rest, "/")
+		i := strings.LastIndex(ref, "/")
+		if i < 0 {
+			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its repoURL %s names a registry and no repository in it; Argo CD pulls the chart from the repository an oci:// repoURL names, not from the chart %s", src.RepoURL, src.Chart))
+			return
+		}
+		app.Chart.Repository, app.Chart.Name = "oci://"+ref[:i], ref[i+1:]
+		return
 	}
-	return repoURL
+	if isRegistryReference(src.RepoURL) {
+		app.Chart.Repository = "oci://" + src.RepoURL
+	}
+}
+
+// isRegistryReference reports whether repoURL names an OCI registry as Argo CD
+// reads a chart source's repoURL: one without a scheme that has a host once one
+// is added (registry-1.docker.io/bitnamicharts, registry.example.com:5000/charts,
+// 10.0.0.5:5000/charts). Read as a URL of its own, the second has the scheme
+// registry.example.com and the third does not parse.
+func isRegistryReference(repoURL string) bool {
+	if repoURL == "" || strings.Contains(repoURL, "://") {
+		return false
+	}
+	u, err := url.ParseRequestURI("oci://" + repoURL)
+	return err == nil && u.Host != ""
 }
 
 // convertHelm copies spec.source.helm. Version and passCredentials only matter

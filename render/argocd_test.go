@@ -160,10 +160,46 @@ spec:
 kind: Application
 metadata: {name: redis}
 spec:
-  source: {repoURL: oci://ghcr.io/example/charts, chart: redis, targetRevision: 18.1.0, helm: {valueFiles: [values-prod.yaml]}}
+  source: {repoURL: ghcr.io/example/charts, chart: redis, targetRevision: 18.1.0, helm: {valueFiles: [values-prod.yaml]}}
 `,
 			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml"}},
 				Chart: &ChartDependency{Repository: "oci://ghcr.io/example/charts", Name: "redis", Version: "18.1.0"}}},
+		},
+		"a registry named by its IP address and port, without a scheme, is an OCI registry": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: "10.0.0.5:5000/charts", chart: redis, targetRevision: 18.1.0}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				Chart: &ChartDependency{Repository: "oci://10.0.0.5:5000/charts", Name: "redis", Version: "18.1.0"}}},
+		},
+		"an oci:// repoURL names the chart's own repository, and chart is not joined to it, as Argo CD pulls it": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: "oci://10.0.0.5:5000/charts/redis", chart: redis, targetRevision: 18.1.0}
+  - {repoURL: oci://ghcr.io/example/charts, chart: redis, targetRevision: 18.1.0}
+`,
+			want: []Application{
+				{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+					Chart: &ChartDependency{Repository: "oci://10.0.0.5:5000/charts", Name: "redis", Version: "18.1.0"}},
+				{Name: "redis (source 2)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+					Chart: &ChartDependency{Repository: "oci://ghcr.io/example", Name: "charts", Version: "18.1.0"}}},
+		},
+		"an oci:// repoURL of a registry alone names no chart": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  source: {repoURL: "oci://ghcr.io", chart: redis, targetRevision: 18.1.0}
+`,
+			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				Chart: &ChartDependency{Repository: "oci://ghcr.io", Name: "redis", Version: "18.1.0"}}},
+			unsupported: []string{"its repoURL oci://ghcr.io names a registry and no repository in it"},
 		},
 		"a registry with a port and no scheme is an OCI registry, as Argo CD reads a repoURL without a host": {
 			manifest: `
