@@ -41,6 +41,7 @@ func TestArgoCD(t *testing.T) {
 	s := newSuite(t)
 	t.Run("RenderParity", s.testRenderParity)
 	t.Run("HelmRepositoryParity", s.testHelmRepositoryParity)
+	t.Run("OCIRegistryParity", s.testOCIRegistryParity)
 	t.Run("TrackingConformance", s.testTrackingConformance)
 	t.Run("SelfHealAndManualDrift", s.testSelfHealAndManualDrift)
 	t.Run("AppListAndDetail", s.testAppListAndDetail)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/internal/chartrepotest"
 	"github.com/kukie/kukie-gitops/internal/testtree"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
@@ -58,7 +59,7 @@ func scaleCache(dir string) render.Request {
 func TestPlanFetchesLockedDependencies(t *testing.T) {
 	archive := packageChart(t, "cache", "1.2.3")
 	r := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, nil)
-	host := ociRegistry(t, archive)
+	host := chartrepotest.ServeOCI(t, "charts", archive)
 	f := helmrepo.New(helmrepo.WithLoopback(), helmrepo.WithPlainHTTP())
 	for name, repository := range map[string]string{"chart repository": r.URL + "/charts", "OCI registry": "oci://" + host + "/charts"} {
 		t.Run(name, func(t *testing.T) {

@@ -59,6 +59,12 @@ type Repository struct {
 	Repo string `json:"repo"`
 	// Type is "helm" for a chart repository; empty is Git.
 	Type string `json:"type,omitempty"`
+	// EnableOCI says a Helm repository is an OCI registry, as a repository
+	// secret's enableOCI does.
+	EnableOCI bool `json:"enableOCI,omitempty"`
+	// InsecureOCIForceHttp reaches an OCI registry over plain HTTP (helm pull
+	// --plain-http), for a registry on the loopback interface.
+	InsecureOCIForceHttp bool `json:"insecureOCIForceHttp,omitempty"` //nolint:revive // Argo CD's JSON name
 }
 
 // RefTarget is what a "$ref" of a multi-source Application points at. Argo CD's
