@@ -840,28 +840,39 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 }
 
 // noteValuesFiles marks as Helm values those of files (canonical paths) that
-// are: one of named (an Application's valueFiles), or a chart's own values.yaml,
-// beside the Chart.yaml isFile finds. Their kind and apiVersion, if they hold
-// both, are the chart's settings: they are masked by key all the same.
-func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]bool, isFile func(string) bool) {
+// are: values files of the apps (named, see appFileRoles), or a chart's own
+// values.yaml, beside the Chart.yaml isFile finds. Their kind and apiVersion, if
+// they hold both, are the chart's settings: they are masked by key all the same.
+// A file an app reads whole into a secret-looking value is a secret file.
+func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]sourceRole, isFile func(string) bool) {
 	for _, f := range files {
-		if roles[f] >= roleValues {
-			continue
+		if r := named[f]; r > roles[f] {
+			roles[f] = r
 		}
-		if named[f] || path.Base(f) == "values.yaml" && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
+		if roles[f] < roleValues && path.Base(f) == "values.yaml" && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
 			roles[f] = roleValues
 		}
 	}
 }
 
-// appValuesFiles are the values files apps name (spec.source.helm.valueFiles),
-// as key names them canonically.
-func appValuesFiles(apps []Application, key func(string) string) map[string]bool {
-	out := map[string]bool{}
+// appFileRoles are the roles of the files apps' Helm options read, as key names
+// them canonically: the values files (spec.source.helm.valueFiles) are values,
+// and the file of a parameter named like a secret (fileParameters tls.key) is
+// read whole into it, as a secretGenerator's file is.
+func appFileRoles(apps []Application, key func(string) string) map[string]sourceRole {
+	out := map[string]sourceRole{}
+	note := func(app Application, f string, r sourceRole) {
+		if p, err := resolveHelmPath(app.Path, f); err == nil && r > out[key(p)] {
+			out[key(p)] = r
+		}
+	}
 	for _, app := range apps {
 		for _, f := range app.Helm.ValueFiles {
-			if p, err := resolveHelmPath(app.Path, f); err == nil {
-				out[key(p)] = true
+			note(app, f, roleValues)
+		}
+		for _, p := range app.Helm.FileParameters {
+			if looksSecret(p.Name) {
+				note(app, p.Path, roleSecretFile)
 			}
 		}
 	}

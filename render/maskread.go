@@ -16,8 +16,10 @@ import (
 // key) reads from the file, judged by the kustomizations in its directory and above.
 // Helm values files, a chart's or those apps name (every Application that
 // deploys from the repository, if known: a values file of one is no less secret
-// when read for another), are masked by key whatever keys they hold. Line counts
-// stay, so a reader can still point at a line.
+// when read for another), are masked by key whatever keys they hold; a file
+// such an app reads whole into a value named like a secret (fileParameters
+// tls.key) is masked whole. Line counts stay, so a reader can still point at a
+// line.
 func MaskedFile(fsys fs.FS, name string, apps []Application) (string, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
@@ -32,7 +34,7 @@ func MaskedFile(fsys fs.FS, name string, apps []Application) (string, error) {
 		}
 		return out
 	})
-	noteValuesFiles(roles, []string{name}, appValuesFiles(apps, path.Clean), func(p string) bool {
+	noteValuesFiles(roles, []string{name}, appFileRoles(apps, path.Clean), func(p string) bool {
 		info, err := fs.Stat(fsys, p)
 		return err == nil && info.Mode().IsRegular()
 	})

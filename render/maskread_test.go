@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
 func TestMaskedFile(t *testing.T) {
@@ -136,5 +138,33 @@ func TestMaskedFileOfAMappingKeyMergedIn(t *testing.T) {
 	got, err := MaskedFile(fstest.MapFS{"f.yaml": {Data: []byte(doc)}}, "f.yaml", nil)
 	if err != nil || strings.Contains(got, "merged-key-secret") || strings.Count(got, "\n") != strings.Count(doc, "\n") {
 		t.Fatalf("masked (%v):\n%s", err, got)
+	}
+}
+
+// TestMaskedFileOfASecretFileParameter: a file a Helm app reads whole into a
+// value named like a secret (spec.source.helm.fileParameters tls.key) is a
+// secret file, as one a secretGenerator reads is: masked whole in the file and
+// scrubbed from free text; a file parameter of another name is shown (failed
+// before: the private key was shown as any text file).
+func TestMaskedFileOfASecretFileParameter(t *testing.T) {
+	const key = "-----BEGIN PRIVATE KEY-----\nkkFileParamKey01\n-----END PRIVATE KEY-----\n"
+	files := map[string]string{"certs/tls.key": key, "charts/web/config.json": "{\"mode\": \"fast\"}\n"}
+	apps := []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm, Helm: HelmOptions{FileParameters: []HelmFileParameter{
+		{Name: "tls.key", Path: "../../certs/tls.key"}, {Name: "config", Path: "config.json"}}}}}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	requireMaskedFile(t, fsys, "certs/tls.key", []string{"kkFileParamKey01"}, []string{"[redacted]\n"}, apps)
+	requireMaskedFile(t, fsys, "charts/web/config.json", nil, []string{"{\"mode\": \"fast\"}\n"}, apps)
+	tr, err := openTree(testtree.Write(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.readFile("certs/tls.key"); err != nil {
+		t.Fatal(err)
+	}
+	if got := newScrubber(tr.secretValues(apps)).text("bad key kkFileParamKey01"); got != "bad key [redacted]" {
+		t.Errorf("scrubbed text %q", got)
 	}
 }

@@ -1039,7 +1039,7 @@ func (p *planner) generatorRoles(c *candidate) map[string]sourceRole {
 	})
 	// Helm values files, as the apps and the charts name them, are masked by
 	// key whatever keys they hold.
-	noteValuesFiles(roles, c.paths(), appValuesFiles(p.req.Apps, p.t.key), func(f string) bool {
+	noteValuesFiles(roles, c.paths(), appFileRoles(p.req.Apps, p.t.key), func(f string) bool {
 		_, edited := c.files[f]
 		return edited || p.t.stat(f).kind == kindFile
 	})

@@ -143,7 +143,7 @@ func (t *tree) secretValues(apps []Application) []string {
 		}
 		return out
 	})
-	noteValuesFiles(roles, paths, appValuesFiles(apps, t.key), func(p string) bool {
+	noteValuesFiles(roles, paths, appFileRoles(apps, t.key), func(p string) bool {
 		_, read := files[p]
 		return read || t.stat(p).kind == kindFile
 	})
