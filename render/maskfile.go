@@ -360,7 +360,8 @@ func resolvedNode(v any) *yaml.Node {
 // documentRanges masks one document: Secret data, secret-looking ConfigMap keys,
 // generator literals, and, anywhere in it, the value of an item named like a secret;
 // in a document of no known schema (Helm values, a custom resource) the values of
-// secret-looking keys too, as mask.go masks objects.
+// secret-looking keys too, as mask.go masks objects; each item of a List as a
+// document of its own.
 func documentRanges(root *yaml.Node, end int, shape docShape, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	if jsonPatch(root) {
@@ -400,6 +401,12 @@ func documentRanges(root *yaml.Node, end int, shape docShape, budget *resolveBud
 				out = append(out, literalRanges(val, key.Value == "secretGenerator")...)
 			case key.Value == "patches" || key.Value == "patchesStrategicMerge" || key.Value == "patchesJson6902":
 				out = append(out, inlinePatchRanges(val, budget)...)
+			case key.Value == "items" && object:
+				// Argo CD deploys each item of an items list (a List of any
+				// kind) as an object of its own.
+				eachItem(val, to, func(it *yaml.Node, ito int) {
+					out = append(out, documentRanges(it, ito, shape, budget)...)
+				})
 			case key.Value == "helmCharts" && object:
 				// A kustomization's inline Helm values (one of no kind is
 				// masked by key whole already).

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
@@ -166,5 +167,26 @@ func TestMaskedFileOfASecretFileParameter(t *testing.T) {
 	}
 	if got := newScrubber(tr.secretValues(apps)).text("bad key kkFileParamKey01"); got != "bad key [redacted]" {
 		t.Errorf("scrubbed text %q", got)
+	}
+}
+
+// TestMaskedFileOfAList: Argo CD deploys each item of a document's items list
+// (a List of any kind) as an object of its own, so each item is masked as its
+// own file would be, and its values scrubbed from free text (failed before: a
+// Secret in a List was shown whole).
+func TestMaskedFileOfAList(t *testing.T) {
+	enc := base64.StdEncoding.EncodeToString([]byte("kkListData0001"))
+	doc := "apiVersion: v1\nkind: List\nitems:\n" +
+		"- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: db\n  stringData:\n    password: kkListSecret01\n  data:\n    token: " + enc + "\n" +
+		"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: settings\n  data:\n    api_key: kkListConfig01\n    color: blue\n" +
+		"- apiVersion: example.com/v1\n  kind: Gateway\n  metadata:\n    name: gw\n  spec:\n    auth:\n      token: kkListCustom01\n"
+	hidden := []string{"kkListSecret01", enc, "kkListConfig01", "kkListCustom01"}
+	requireMaskedFile(t, fstest.MapFS{"list.yaml": {Data: []byte(doc)}}, "list.yaml", hidden,
+		[]string{"  kind: Secret\n", "    password: [redacted]\n", "    color: blue\n", "      token: [redacted]\n"}, nil)
+	s := newScrubber(fileSecretValues([]byte(doc), roleManifest))
+	for _, v := range append(hidden, "kkListData0001") {
+		if got := s.text("denied: " + v); got != "denied: [redacted]" {
+			t.Errorf("scrubbed text %q", got)
+		}
 	}
 }
