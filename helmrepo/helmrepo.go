@@ -2,7 +2,10 @@
 // and the charts Applications deploy from Helm repositories, from the Helm chart
 // repository (its index.yaml over HTTP(S)) or the OCI registry named, for render
 // to load them as "helm dependency build" would have vendored them, and as Argo
-// CD's repo server pulls them (render.ChartSource).
+// CD's repo server pulls them (render.ChartSource). A version is found as Helm
+// finds it for Argo CD: in an index, the entry listed as written, else the
+// newest of the same semantic version (1.14.4 for v1.14.4, see
+// render.ChartVersionMatch); in an OCI registry, the tag as written.
 //
 // It talks to no host but the one a Chart.lock entry or an Application names:
 // an archive URL of an index on another host, and a redirect to one, are
@@ -25,10 +28,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
@@ -176,13 +182,7 @@ func (f *Fetcher) fetchFromIndex(ctx context.Context, base *url.URL, dep render.
 	if err != nil {
 		return nil, err
 	}
-	var entry *repo.ChartVersion
-	for _, v := range idx.Entries[dep.Name] {
-		if v != nil && v.Metadata != nil && v.Version == dep.Version {
-			entry = v
-			break
-		}
-	}
+	entry := findVersion(idx.Entries[dep.Name], dep.Version)
 	if entry == nil {
 		return nil, fmt.Errorf("the repository's index lists no version %s of %s", dep.Version, dep.Name)
 	}
@@ -211,6 +211,97 @@ func (f *Fetcher) fetchFromIndex(ctx context.Context, base *url.URL, dep render.
 	}
 	f.archives.Add(key, data)
 	return data, nil
+}
+
+// findVersion finds version among a chart's entries (as validIndex left them)
+// as Helm does for "helm pull --version", by which Argo CD fetches an
+// Application's chart (repo.IndexFile.Get): the entry listed as written, else
+// the first whose version matches (render.ChartVersionMatch) in the index
+// sorted newest first.
+func findVersion(entries repo.ChartVersions, version string) *repo.ChartVersion {
+	for _, v := range entries {
+		if v.Version == version {
+			return v
+		}
+	}
+	matches := render.ChartVersionMatch(version)
+	var found []*repo.ChartVersion
+	for _, v := range entries {
+		if matches(v.Version) {
+			found = append(found, v)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil
+	case 1:
+		return found[0]
+	}
+	// Equal versions (1.2.3+build.1, 1.2.3+build.2): which comes first is
+	// where Helm's sort of the whole list, which does not keep the order of
+	// equal ones, leaves them.
+	for _, v := range newestFirst(entries) {
+		if matches(v.Version) {
+			return v
+		}
+	}
+	return nil
+}
+
+// newestFirst is a copy of entries in the order Helm sorts them when it loads
+// an index (repo.IndexFile.SortEntries), each version parsed once rather than
+// at every comparison: the same comparisons make the same order.
+func newestFirst(entries repo.ChartVersions) repo.ChartVersions {
+	s := byVersion{entries: slices.Clone(entries), versions: make([]*semver.Version, len(entries))}
+	for i, v := range s.entries {
+		s.versions[i], _ = semver.NewVersion(v.Version) // validIndex kept only versions that parse
+	}
+	sort.Sort(sort.Reverse(s))
+	return s.entries
+}
+
+type byVersion struct {
+	entries  repo.ChartVersions
+	versions []*semver.Version
+}
+
+func (s byVersion) Len() int           { return len(s.entries) }
+func (s byVersion) Less(a, b int) bool { return s.versions[a].LessThan(s.versions[b]) }
+func (s byVersion) Swap(a, b int) {
+	s.entries[a], s.entries[b] = s.entries[b], s.entries[a]
+	s.versions[a], s.versions[b] = s.versions[b], s.versions[a]
+}
+
+// validIndex drops the entries Helm skips when it loads an index (no entry,
+// invalid metadata, a version that does not parse), as "helm pull" loads it.
+func validIndex(idx *repo.IndexFile) {
+	for name, versions := range idx.Entries {
+		valid := versions[:0]
+		for _, v := range versions {
+			if v == nil {
+				continue
+			}
+			if v.Metadata == nil {
+				v.Metadata = &chart.Metadata{}
+			}
+			if v.APIVersion == "" {
+				v.APIVersion = chart.APIVersionV1
+			}
+			if err := v.Validate(); err != nil && !skippableValidationError(err) {
+				continue
+			}
+			valid = append(valid, v)
+		}
+		idx.Entries[name] = valid
+	}
+}
+
+// skippableValidationError is the one invalid entry Helm still loads: a
+// dependency listed twice, which a JFrog repository's index shows when it
+// strips the dependencies' aliases.
+func skippableValidationError(err error) bool {
+	var verr chart.ValidationError
+	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), "validation: more than one dependency with name or alias")
 }
 
 // index reads the repository's index.yaml, or reuses one read within IndexTTL.
@@ -263,6 +354,7 @@ func (f *Fetcher) readIndex(ctx context.Context, base *url.URL) (*repo.IndexFile
 	if idx.APIVersion == "" {
 		return nil, fmt.Errorf("%s is not a chart repository index (no apiVersion)", u.Redacted())
 	}
+	validIndex(&idx)
 	return leanIndex(&idx), nil
 }
 

@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -341,4 +344,85 @@ func TestIndexesKeptAreBounded(t *testing.T) {
 	if n := first.count("/charts/index.yaml"); n != 2 {
 		t.Fatalf("the first repository's index was read %d times after %d others, want twice", n, helmrepo.MaxCachedIndexes)
 	}
+}
+
+// An Application's chart version is found in the index as "helm pull
+// --version" finds it for Argo CD's repo server: the entry listed as written,
+// else the first of the index (newest first) with the same semantic version, a
+// leading v and build metadata aside; a pre-release is another version. The pick
+// is the one Helm's own index makes from the index the repository serves.
+func TestFetchFindsAVersionAsHelmDoes(t *testing.T) {
+	cases := map[string]struct {
+		published []string
+		asked     string
+		want      string   // "" when no version matches
+		among     []string // the versions equally matching, of which the index's order decides
+	}{
+		"a leading v the repository does not publish": {published: []string{"1.14.4"}, asked: "v1.14.4", want: "1.14.4"},
+		"a leading v the repository publishes":        {published: []string{"v1.14.4"}, asked: "1.14.4", want: "v1.14.4"},
+		"both, asked with a v":                        {published: []string{"v1.2.3", "1.2.3"}, asked: "v1.2.3", want: "v1.2.3"},
+		"both, asked without":                         {published: []string{"v1.2.3", "1.2.3"}, asked: "1.2.3", want: "1.2.3"},
+		"build metadata the request does not give":    {published: []string{"1.2.3+build.1"}, asked: "1.2.3", want: "1.2.3+build.1"},
+		"build metadata the repository does not give": {published: []string{"1.2.3"}, asked: "1.2.3+build.1", want: "1.2.3"},
+		"two builds of one version":                   {published: []string{"1.2.3+build.1", "1.2.3+build.2", "1.2.4"}, asked: "v1.2.3", among: []string{"1.2.3+build.1", "1.2.3+build.2"}},
+		// Sorting more than twelve entries, Helm does not keep the index's
+		// order of equal versions: the pick follows its sort.
+		"many builds of one version":   {published: append(builds("1.2.3", 8), builds("1.2.4", 8)...), asked: "1.2.3", among: builds("1.2.3", 8)},
+		"a pre-release of the version": {published: []string{"1.2.3-rc.1"}, asked: "1.2.3"},
+		"the version of a pre-release": {published: []string{"1.2.3"}, asked: "1.2.3-rc.1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			archives := map[string][]byte{}
+			for _, v := range tc.published {
+				archives["cache-"+v+".tgz"] = packageChart(t, "cache", v)
+			}
+			r := newChartRepo(t, archives, nil, nil)
+			want := helmPick(t, r.files["index.yaml"], "cache", tc.asked)
+			if want != tc.want && !slices.Contains(tc.among, want) {
+				t.Fatalf("Helm picks %q of %v for %s, the case says %q", want, tc.published, tc.asked, tc.want+strings.Join(tc.among, " or "))
+			}
+			got, err := helmrepo.New(helmrepo.WithLoopback()).FetchChart(context.Background(), render.ChartDependency{Repository: r.URL + "/charts", Name: "cache", Version: tc.asked})
+			if want == "" {
+				if err == nil || !strings.Contains(err.Error(), "the repository's index lists no version "+tc.asked+" of cache") {
+					t.Fatalf("got %v, want no version found", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := loadArchive(t, got).Metadata.Version; v != want {
+				t.Fatalf("fetched %s for %s, Helm pulls %s", v, tc.asked, want)
+			}
+		})
+	}
+}
+
+// builds is n builds of version: version+build.1 and on.
+func builds(version string, n int) []string {
+	var vs []string
+	for i := range n {
+		vs = append(vs, fmt.Sprintf("%s+build.%d", version, i+1))
+	}
+	return vs
+}
+
+// helmPick is the version of name that Helm's index, loaded from index as
+// "helm pull" loads it, gives for version, or "" for none.
+func helmPick(t *testing.T, index []byte, name, version string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "index.yaml")
+	if err := os.WriteFile(p, index, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := repo.LoadIndexFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := idx.Get(name, version)
+	if err != nil {
+		return ""
+	}
+	return cv.Version
 }

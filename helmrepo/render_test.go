@@ -79,3 +79,36 @@ func TestPlanFetchesLockedDependencies(t *testing.T) {
 		})
 	}
 }
+
+// An Application's chart pinned at a version written otherwise than its
+// repository publishes it (targetRevision v1.2.3 of a chart published as
+// 1.2.3, and the reverse) renders with the chart Argo CD deploys for it: the
+// one Helm finds in the index by that version. From an OCI registry it is the
+// chart of the tag written, whose Chart.yaml may say the version without its v.
+func TestPlanRendersTheChartVersionArgoCDFinds(t *testing.T) {
+	unprefixed := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": packageChart(t, "cache", "1.2.3")}, nil, nil)
+	prefixed := newChartRepo(t, map[string][]byte{"cache-v1.2.3.tgz": packageChart(t, "cache", "v1.2.3")}, nil, nil)
+	host := chartrepotest.ServeOCITagged(t, "charts", map[string][]byte{"v1.2.3": packageChart(t, "cache", "1.2.3")})
+	f := helmrepo.New(helmrepo.WithLoopback(), helmrepo.WithPlainHTTP())
+	cases := map[string]render.ChartDependency{
+		"v1.2.3 of a repository publishing 1.2.3": {Repository: unprefixed.URL + "/charts", Name: "cache", Version: "v1.2.3"},
+		"1.2.3 of a repository publishing v1.2.3": {Repository: prefixed.URL + "/charts", Name: "cache", Version: "1.2.3"},
+		"the tag v1.2.3 of a chart 1.2.3":         {Repository: "oci://" + host + "/charts", Name: "cache", Version: "v1.2.3"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			app := render.Application{Name: "cache", Path: "envs/prod", SourceType: render.SourceHelm, Namespace: "shop", Chart: &c,
+				Helm: render.HelmOptions{ReleaseName: "cache", ValueFiles: []string{"/envs/prod/cache.yaml"}}}
+			res, err := render.Plan(render.WithCharts(context.Background(), f), render.Request{
+				RepoDir: testtree.Write(t, map[string]string{"envs/prod/cache.yaml": "replicas: 2\n"}), Apps: []render.Application{app},
+				Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "cache"},
+				Change: render.Change{Replicas: &render.Replicas{Count: 3}}})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if len(res.Edits) != 1 || res.Edits[0].Path != "envs/prod/cache.yaml" || string(res.Edits[0].New) != "replicas: 3\n" {
+				t.Fatalf("edits %+v\n%s", res.Edits, res.GitDiff)
+			}
+		})
+	}
+}

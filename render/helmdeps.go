@@ -158,11 +158,36 @@ func checkChartVersion(app string, c ChartDependency) error {
 		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at no version (targetRevision is empty): Argo CD resolves it to the newest chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository)
 	}
 	// A leading v (v1.14.4, as some charts publish their versions) is still
-	// one version to Argo CD, and Helm finds the chart by it.
+	// one version to Argo CD, and Helm finds the chart by it, published with
+	// or without the v (ChartVersionMatch).
 	if _, err := semver.StrictNewVersion(strings.TrimPrefix(c.Version, "v")); err != nil {
 		return refuse(CodeHelmDependency, "application %s deploys chart %s from %s at %q, which is not an exact version (targetRevision): Argo CD resolves it to the newest matching chart anew at every sync, so no render made now is what it will deploy; pin an exact version", app, c.Name, c.Repository, c.Version)
 	}
 	return nil
+}
+
+// ChartVersionMatch reports whether a chart published at version published
+// is one Helm takes for the exact version requested ("helm pull --version",
+// by which Argo CD fetches an Application's chart): the same string, or the
+// same semantic version, a leading v and build metadata aside (1.14.4 for
+// v1.14.4, v1.14.4 for 1.14.4, 1.2.3+build.1 for 1.2.3); a pre-release is
+// another version. Of several a repository lists, Helm takes the one listed as
+// written, else the first of its index (see package helmrepo). requested is
+// read once, for the many versions of an index.
+func ChartVersionMatch(requested string) func(published string) bool {
+	// Helm falls back to the requested version as a constraint: for one exact
+	// version, a semantic version equal to it.
+	c, err := semver.NewConstraint(requested)
+	return func(published string) bool {
+		if published == requested {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		v, err := semver.NewVersion(published)
+		return err == nil && c.Check(v)
+	}
 }
 
 // fetchAppChart fetches and loads the chart an app deploys from a Helm
@@ -208,8 +233,9 @@ func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, fi
 		return nil, refuse(CodeHelmDependency, "%s: not a chart archive: %v", where, err)
 	}
 	// A chart named with a path in its registry (bitnamicharts/redis) is the
-	// chart its last segment names, as Argo CD finds it in the pulled archive.
-	if ch.Metadata == nil || ch.Metadata.Name != path.Base(dep.Name) || ch.Metadata.Version != dep.Version {
+	// chart its last segment names, as Argo CD finds it in the pulled archive;
+	// its version is one Helm takes for the version asked (1.14.4 for v1.14.4).
+	if ch.Metadata == nil || ch.Metadata.Name != path.Base(dep.Name) || !ChartVersionMatch(dep.Version)(ch.Metadata.Version) {
 		got := "no Chart.yaml"
 		if ch.Metadata != nil {
 			got = ch.Metadata.Name + " " + ch.Metadata.Version

@@ -165,3 +165,49 @@ func TestPlanRendersAChartVersionWithALeadingV(t *testing.T) {
 		t.Fatalf("the change edits %+v, want envs/prod/cert-manager.yaml at replicaCount: \"3\"", res.Edits)
 	}
 }
+
+// The archive fetched for an app's chart holds the version asked as Helm
+// matches it (see ChartVersionMatch): v1.2.3 for 1.2.3 and 1.2.3 for
+// v1.2.3, as Argo CD deploys them; another version is refused.
+func TestPlanChecksTheVersionOfTheFetchedChart(t *testing.T) {
+	chartFiles := func(folder, version string) map[string]string {
+		return map[string]string{
+			folder + "/Chart.yaml":        "apiVersion: v2\nname: cache\nversion: " + version + "\n",
+			folder + "/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cache}\ndata: {replicas: {{ .Values.replicas | quote }}}\n",
+		}
+	}
+	cases := map[string]struct {
+		asked, holds string
+		refusal      string
+	}{
+		"v1.2.3 holding 1.2.3":     {asked: "v1.2.3", holds: "1.2.3"},
+		"1.2.3 holding v1.2.3":     {asked: "1.2.3", holds: "v1.2.3"},
+		"1.2.3 holding 1.2.3+1":    {asked: "1.2.3", holds: "1.2.3+1"},
+		"1.2.3 holding 1.2.4":      {asked: "1.2.3", holds: "1.2.4", refusal: "application cache: chart cache 1.2.3 from https://charts.example.com: the archive holds cache 1.2.4"},
+		"1.2.3 holding 1.2.3-rc.1": {asked: "1.2.3", holds: "1.2.3-rc.1", refusal: "the archive holds cache 1.2.3-rc.1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			charts := testtree.Write(t, chartFiles("cache-"+tc.asked, tc.holds))
+			app := Application{Name: "cache", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "cache", ValueFiles: []string{"/envs/prod/cache.yaml"}},
+				Chart: &ChartDependency{Repository: "https://charts.example.com", Name: "cache", Version: tc.asked}}
+			res, err := Plan(WithCharts(context.Background(), goldenCharts(charts)), Request{
+				RepoDir: testtree.Write(t, map[string]string{"envs/prod/cache.yaml": "replicas: 2\n"}),
+				Apps:    []Application{app}, Target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "cache"},
+				Change: Change{Patch: &Patch{Merge: map[string]any{"data": map[string]any{"replicas": "3"}}}}})
+			if tc.refusal != "" {
+				var ref *Refusal
+				if !errors.As(err, &ref) || ref.Code != CodeHelmDependency || !strings.Contains(ref.Reason, tc.refusal) {
+					t.Fatalf("Plan: %v, want a helm_dependency refusal saying %q", err, tc.refusal)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if len(res.Edits) != 1 || string(res.Edits[0].New) != "replicas: \"3\"\n" {
+				t.Fatalf("the change edits %+v, want envs/prod/cache.yaml at replicas: \"3\"", res.Edits)
+			}
+		})
+	}
+}

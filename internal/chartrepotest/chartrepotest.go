@@ -98,15 +98,7 @@ func Serve(tb testing.TB, dir string) *httptest.Server {
 // host (127.0.0.1:port).
 func ServeOCI(tb testing.TB, under string, archives ...[]byte) string {
 	tb.Helper()
-	srv := httptest.NewServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
-	tb.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	// A credentials file of the test's own, so that no login of the machine
-	// running it is read.
-	c, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(tb.TempDir(), "config.json")))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	host, c := serveRegistry(tb)
 	for _, data := range archives {
 		md := load(tb, data).Metadata
 		if _, err := c.Push(data, host+"/"+path.Join(under, md.Name)+":"+md.Version); err != nil {
@@ -114,6 +106,36 @@ func ServeOCI(tb testing.TB, under string, archives ...[]byte) string {
 		}
 	}
 	return host
+}
+
+// ServeOCITagged is ServeOCI with each archive (tag -> archive) pushed at the
+// tag given, whatever its chart's version, as a registry's own tools can tag
+// it (v1.2.3 holding a chart 1.2.3).
+func ServeOCITagged(tb testing.TB, under string, tagged map[string][]byte) string {
+	tb.Helper()
+	host, c := serveRegistry(tb)
+	for tag, data := range tagged {
+		md := load(tb, data).Metadata
+		if _, err := c.Push(data, host+"/"+path.Join(under, md.Name)+":"+tag, registry.PushOptStrictMode(false)); err != nil {
+			tb.Fatalf("push %s %s at %s: %v", md.Name, md.Version, tag, err)
+		}
+	}
+	return host
+}
+
+// serveRegistry serves an empty registry and returns its host and a client
+// pushing to it.
+func serveRegistry(tb testing.TB) (string, *registry.Client) {
+	tb.Helper()
+	srv := httptest.NewServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
+	tb.Cleanup(srv.Close)
+	// A credentials file of the test's own, so that no login of the machine
+	// running it is read.
+	c, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(tb.TempDir(), "config.json")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimPrefix(srv.URL, "http://"), c
 }
 
 func load(tb testing.TB, archive []byte) *chart.Chart {
