@@ -70,8 +70,8 @@
 // [MaxAliasNodes], [MaxDepth], [MaxMappingKeys] and counts it against the bounds of
 // one render and one plan ([MaxRenderDocuments], [MaxRenderNodes], [MaxRenderBytes],
 // [MaxPlanBytes], [MaxPlanRenderBytes]) before any decoder, kustomize or Helm sees its bytes (a
-// chart is further bounded by [MaxChartFiles], [MaxChartArchiveBytes] and
-// [MaxHelmOutputBytes]); the kustomization
+// chart is further bounded by [MaxChartFiles], [MaxChartArchiveBytes],
+// [MaxChartArchiveDepth] and [MaxHelmOutputBytes]); the kustomization
 // graph is bounded by [MaxKustomizations] and cycles are refused before kustomize
 // runs, and so is the work of its transformers ([MaxTransformedBytes]), which no
 // read interrupts. Plan and Render run under [Timeout]. A kustomize build and a

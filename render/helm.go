@@ -1,13 +1,10 @@
 package render
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -31,10 +28,13 @@ import (
 // per-render bounds, which chart files, values files and file parameters count
 // against like any file).
 const (
-	// MaxChartFiles is how many files one chart (its subcharts included) may hold.
+	// MaxChartFiles is how many files one chart (its subcharts included, and
+	// every file of its chart archives at every depth) may hold.
 	MaxChartFiles = 2_000
-	// MaxChartArchiveBytes is how many bytes the vendored chart archives of one
-	// render may expand to together.
+	// MaxChartArchiveBytes is how many bytes the chart archives of one chart
+	// (vendored, fetched, and every archive nested in one: see
+	// MaxChartArchiveDepth) may expand to together, the names of their files
+	// included.
 	MaxChartArchiveBytes = 16 << 20
 	// MaxHelmOutputBytes is how many bytes of manifests one chart may render.
 	MaxHelmOutputBytes = 16 << 20
@@ -122,14 +122,14 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 		return nil, err
 	}
 	var ch *chart.Chart
-	var archiveBudget int64
+	var budget archiveBudget
 	var root string
 	if app.Chart != nil {
 		// A chart from a Helm repository: its values files are the
 		// repository's, resolved from its root.
 		root = app.Chart.String()
 		var err error
-		if ch, archiveBudget, err = fetchAppChart(ctx, app); err != nil {
+		if ch, budget, err = fetchAppChart(ctx, app); err != nil {
 			return nil, withApp(err, app.Name)
 		}
 	} else {
@@ -137,12 +137,12 @@ func renderHelm(ctx context.Context, v *view, app Application) ([]*object, error
 		if root, err = v.t.canonical(lexical); err != nil {
 			return nil, withApp(err, app.Name)
 		}
-		if ch, archiveBudget, err = loadChart(v, root); err != nil {
+		if ch, budget, err = loadChart(v, root); err != nil {
 			return nil, withApp(err, app.Name)
 		}
 	}
 	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
-		if err := resolveDependencies(ctx, ch, root, &archiveBudget); err != nil {
+		if err := resolveDependencies(ctx, ch, root, &budget); err != nil {
 			return nil, withApp(err, app.Name)
 		}
 		if err := helmtemplate.CheckDependencies(ch); err != nil {
@@ -247,26 +247,27 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // loadChart loads the chart in directory root the way Helm loads a chart
 // directory (.helmignore honoured, a BOM dropped), every file read through the
 // view's bounded reader, vendored chart archives expanded under a bound first.
-// It returns what is left of that bound for the archives fetched per Chart.lock.
-func loadChart(v *view, root string) (*chart.Chart, int64, error) {
+// It returns what is left of the chart's bounds for the archives fetched per
+// Chart.lock.
+func loadChart(v *view, root string) (*chart.Chart, archiveBudget, error) {
 	if k, err := v.kind(path.Join(root, "Chart.yaml")); err != nil {
-		return nil, 0, err
+		return nil, archiveBudget{}, err
 	} else if k != kindFile {
-		return nil, 0, refuse(CodeRenderFailed, "%s has no Chart.yaml", root)
+		return nil, archiveBudget{}, refuse(CodeRenderFailed, "%s has no Chart.yaml", root)
 	}
 	rules := ignore.Empty()
 	if k, _ := v.kind(path.Join(root, ignore.HelmIgnore)); k == kindFile {
 		data, err := v.read(path.Join(root, ignore.HelmIgnore))
 		if err != nil {
-			return nil, 0, err
+			return nil, archiveBudget{}, err
 		}
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
-			return nil, 0, refuse(CodeRenderFailed, "%s: %v", path.Join(root, ignore.HelmIgnore), err)
+			return nil, archiveBudget{}, refuse(CodeRenderFailed, "%s: %v", path.Join(root, ignore.HelmIgnore), err)
 		}
 	}
 	rules.AddDefaults()
 	var files []*archive.BufferedFile
-	archiveBudget := int64(MaxChartArchiveBytes)
+	budget := newArchiveBudget()
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		names, err := v.list(dir)
@@ -292,15 +293,15 @@ func loadChart(v *view, root string) (*chart.Chart, int64, error) {
 					return err
 				}
 			case kindFile:
-				if len(files) >= MaxChartFiles {
+				if budget.files--; budget.files < 0 {
 					return refuse(CodeTooLarge, "chart %s holds more than %d files, at most %d", root, MaxChartFiles, MaxChartFiles)
 				}
 				data, err := v.read(p)
 				if err != nil {
 					return err
 				}
-				if strings.HasPrefix(rel, "charts/") && strings.HasSuffix(rel, ".tgz") {
-					if err := checkChartArchive(p, data, &archiveBudget); err != nil {
+				if subchartArchive(rel) {
+					if err := checkChartArchive(p, data, &budget); err != nil {
 						return err
 					}
 				}
@@ -310,46 +311,13 @@ func loadChart(v *view, root string) (*chart.Chart, int64, error) {
 		return nil
 	}
 	if err := walk(root); err != nil {
-		return nil, 0, err
+		return nil, archiveBudget{}, err
 	}
 	ch, err := loader.LoadFiles(files)
 	if err != nil {
-		return nil, 0, refuse(CodeRenderFailed, "load chart %s: %v", root, err)
+		return nil, archiveBudget{}, refuse(CodeRenderFailed, "load chart %s: %v", root, err)
 	}
-	return ch, archiveBudget, nil
-}
-
-// checkChartArchive expands a vendored chart archive without keeping it, to
-// bound what Helm's loader will expand: the archive's own bytes passed the
-// reader's bounds, what they decompress to has not. It counts against budget.
-func checkChartArchive(file string, data []byte, budget *int64) error {
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
-	}
-	tr := tar.NewReader(gz)
-	entries := 0
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
-		}
-		entries++
-		if entries > MaxChartFiles {
-			return refuse(CodeTooLarge, "%s holds more than %d files, at most %d", file, MaxChartFiles, MaxChartFiles)
-		}
-		n, err := io.Copy(io.Discard, io.LimitReader(tr, *budget+1))
-		if err != nil {
-			return refuse(CodeRenderFailed, "%s: %s: %v", file, h.Name, err)
-		}
-		*budget -= n
-		if *budget < 0 {
-			return refuse(CodeTooLarge, "%s: the chart archives of the render expand to more than %d bytes, at most %d", file, MaxChartArchiveBytes, MaxChartArchiveBytes)
-		}
-	}
+	return ch, budget, nil
 }
 
 // helmValueFiles resolves the values files as Argo CD does: relative to the app

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,6 +22,68 @@ func chartArchive(t *testing.T, name string, size int) string {
 		"Chart.yaml":             "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
 		"templates/padding.yaml": strings.Repeat(" ", size),
 	})
+}
+
+// archivesOf is the files of a chart (Chart.yaml and charts/) whose charts/
+// holds n copies of the chart archive inner.
+func archivesOf(inner string, n int) map[string]string {
+	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: outer\nversion: 0.1.0\n"}
+	for i := range n {
+		files[fmt.Sprintf("charts/pad-%d.tgz", i)] = inner
+	}
+	return files
+}
+
+// longNamesArchive is a chart archive of n empty files, each named by size
+// bytes (a tar extended header holds a name of up to a megabyte): about a
+// kilobyte a file, whatever the name's length. The entries are one written
+// entry copied with its number changed, which only its extended header holds:
+// writing each would take the tar writer a minute.
+func longNamesArchive(t *testing.T, name string, n, size int) string {
+	t.Helper()
+	var entries bytes.Buffer
+	tw := tar.NewWriter(&entries)
+	meta := "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"
+	if err := tw.WriteHeader(&tar.Header{Name: name + "/Chart.yaml", Mode: 0o644, Size: int64(len(meta))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(meta)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	head := entries.Len()
+	const number = "00000.txt"
+	if err := tw.WriteHeader(&tar.Header{Name: name + "/" + strings.Repeat("n", size-len(name)-len(number)-1) + number, Mode: 0o644, Format: tar.FormatPAX}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	entry := entries.Bytes()[head:]
+	if bytes.Count(entry, []byte(number)) != 1 {
+		t.Fatalf("the entry holds its number %d times, want once", bytes.Count(entry, []byte(number)))
+	}
+	var b bytes.Buffer
+	gz, err := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p []byte) {
+		if _, err := gz.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(entries.Bytes()[:head])
+	for i := range n {
+		write(bytes.Replace(entry, []byte(number), fmt.Appendf(nil, "%05d.txt", i), 1))
+	}
+	write(make([]byte, 1024)) // the end of the archive
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // includeRing is a template whose n named templates each include the next, the
@@ -106,6 +171,24 @@ func TestHostileChartsAreRefusedWithinBounds(t *testing.T) {
 				return files
 			},
 			code: CodeTooLarge, reasonHas: "chart/charts/pad-0.1.0.tgz: the chart archives of the render expand to more than 16777216 bytes",
+		},
+		"a vendored chart archive holding 16 archives that each expand to 64 MiB": {
+			// Under a megabyte in the repository: Helm's loader expands each
+			// archive of charts/ within an archive under a bound of its own.
+			files: func() map[string]string {
+				files := chart(nil)()
+				files["chart/charts/outer-0.1.0.tgz"] = chartArchiveWith(t, "outer", archivesOf(chartArchive(t, "pad", 64<<20), 16))
+				return files
+			},
+			code: CodeTooLarge, reasonHas: "outer/charts/pad-0.tgz in chart/charts/outer-0.1.0.tgz: the chart archives of the render expand to more than 16777216 bytes",
+		},
+		"a vendored chart archive of 1,000 empty files, each named by a megabyte": {
+			files: func() map[string]string {
+				files := chart(nil)()
+				files["chart/charts/names-0.1.0.tgz"] = longNamesArchive(t, "names", 1000, 1<<20-64)
+				return files
+			},
+			code: CodeTooLarge, reasonHas: "chart/charts/names-0.1.0.tgz: the chart archives of the render expand to more than 16777216 bytes",
 		},
 		"a chart of 3,000 files": {
 			files: func() map[string]string {

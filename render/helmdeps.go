@@ -75,7 +75,7 @@ func lockDigest(req, locked []*chart.Dependency) (string, error) {
 // not vendored under charts/, fetched through the context's ChartSource, as
 // "helm dependency build" adds them for Argo CD. Archives count against budget
 // like vendored ones. Each refusal names the chart and the dependency.
-func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budget *int64) error {
+func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budget *archiveBudget) error {
 	present := map[string]bool{}
 	for _, d := range ch.Dependencies() {
 		present[d.Name()] = true
@@ -195,26 +195,26 @@ func ChartVersionMatch(requested string) func(published string) bool {
 // are (the repository it names and no other, the digest it publishes checked),
 // its archive counted against the bound of a render's chart archives. It
 // returns what is left of that bound for the chart's own locked dependencies.
-func fetchAppChart(ctx context.Context, app Application) (*chart.Chart, int64, error) {
+func fetchAppChart(ctx context.Context, app Application) (*chart.Chart, archiveBudget, error) {
 	c := *app.Chart
 	if err := checkChartVersion(app.Name, c); err != nil {
-		return nil, 0, err
+		return nil, archiveBudget{}, err
 	}
 	source := chartsOf(ctx)
 	if source == nil {
-		return nil, 0, refuse(CodeHelmDependency, "application %s deploys chart %s, and this render fetches no charts: it cannot be rendered without the chart", app.Name, c)
+		return nil, archiveBudget{}, refuse(CodeHelmDependency, "application %s deploys chart %s, and this render fetches no charts: it cannot be rendered without the chart", app.Name, c)
 	}
-	budget := int64(MaxChartArchiveBytes)
+	budget := newArchiveBudget()
 	ch, err := fetchChart(ctx, source, c, appChartArchive(c), fmt.Sprintf("application %s: chart %s", app.Name, c), &budget)
 	if err != nil {
-		return nil, 0, err
+		return nil, archiveBudget{}, err
 	}
 	return ch, budget, nil
 }
 
 // fetchChart fetches dep through source and loads it, its archive (named file
 // in refusals) expanded first under budget; where begins each refusal.
-func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, file, where string, budget *int64) (*chart.Chart, error) {
+func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, file, where string, budget *archiveBudget) (*chart.Chart, error) {
 	data, err := source.FetchChart(ctx, dep)
 	if err != nil {
 		if errors.Is(err, ErrChartTooLarge) {

@@ -339,13 +339,13 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 		}
 	}
 	var out []valuesLeaf
-	budget := int64(MaxChartArchiveBytes)
+	budget := newArchiveBudget()
 	for _, n := range names {
 		sub := path.Join(dir, n)
 		values := path.Join(sub, "values.yaml")
 		var name string
 		var data []byte
-		if k, _ := p.before.kind(sub); k == kindFile && strings.HasSuffix(n, ".tgz") {
+		if k, _ := p.before.kind(sub); k == kindFile && subchartArchive(path.Join("charts", n)) {
 			// An archive, as helm dependency build leaves it: expanded within
 			// the bound a render's archives have.
 			archive, err := p.before.read(sub)

@@ -62,6 +62,16 @@ func TestPlanRefusesWhatAChartFromAHelmRepositoryCannotDo(t *testing.T) {
 			code:    CodeHelmDependency,
 			reasons: []string{"application redis: chart redis 18.2.0 from https://charts.example.com: the repository holds no redis 18.2.0"},
 		},
+		"a chart whose archive holds an archive that expands past the bound": {
+			app:   Application{Name: "redis", Path: "envs/prod", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}}},
+			files: values,
+			charts: oneChart(chartArchiveWith(t, "redis", map[string]string{
+				"Chart.yaml":           "apiVersion: v2\nname: redis\nversion: 18.1.0\n",
+				"charts/pad-0.1.0.tgz": chartArchive(t, "pad", MaxChartArchiveBytes),
+			})),
+			code:    CodeTooLarge,
+			reasons: []string{"redis/charts/pad-0.1.0.tgz in the archive of chart redis 18.1.0 from https://charts.example.com (fetched): the chart archives of the render expand to more than 16777216 bytes"},
+		},
 		"no version": {
 			app: Application{Name: "redis", Path: "envs/prod", Chart: chart("")}, files: values, charts: charts, code: CodeHelmDependency,
 			reasons: []string{"at no version (targetRevision is empty)", "pin an exact version"},
@@ -99,6 +109,13 @@ func TestPlanRefusesWhatAChartFromAHelmRepositoryCannotDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneChart is a chart repository that answers every fetch with one archive.
+type oneChart string
+
+func (c oneChart) FetchChart(context.Context, ChartDependency) ([]byte, error) {
+	return []byte(c), nil
 }
 
 // The chart of an app from a Helm repository has its own Chart.lock: checked as
