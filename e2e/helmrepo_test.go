@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,13 @@ func (s *suite) testHelmRepositoryParity(t *testing.T) {
 		t.Fatalf("render differs from Argo CD's repo server in %d of %d objects:\n%s", len(diffs), len(theirs), strings.Join(diffs, "\n"))
 	}
 	t.Logf("%d objects equal", len(theirs))
+
+	// A version written with a leading v the index does not list (v1.2.0 of
+	// an index listing 1.2.0) is one exact version to Argo CD, which helm pull
+	// finds by its semantic version: the service must find the same chart.
+	t.Run("a version with a leading v", func(t *testing.T) {
+		chart := maps.Clone(chartSource)
+		chart["targetRevision"] = "v" + helmRepoVersion
+		s.checkChartParity(t, ctx, chartApp{repo: argocdharness.Repository{Repo: charts.URL, Type: "helm"}, chart: chart, ref: refSource, refSHA: sha}, helmRepoValues, caps)
+	})
 }

@@ -67,4 +67,20 @@ func (s *suite) testOCIRegistryParity(t *testing.T) {
 		}
 		t.Logf("service: %v", err)
 	})
+	// From a registry, helm pull takes an exact version as the tag: v1.2.0 is
+	// no tag 1.2.0, though an index would list it as 1.2.0.
+	t.Run("a version with a leading v the registry does not tag", func(t *testing.T) {
+		a := app(host+"/charts", "cache")
+		a.chart["targetRevision"] = "v" + helmRepoVersion
+		if _, objs, err := s.repoServerRender(ctx, a, caps); err == nil {
+			t.Fatalf("the repo server rendered %d objects", len(objs))
+		} else {
+			t.Logf("repo server: %v", err)
+		}
+		objs, err := serviceRender(ctx, a, "Helm", helmRepoValues, caps)
+		if err == nil || !strings.Contains(err.Error(), "has no "+host+"/charts/cache:v"+helmRepoVersion) {
+			t.Fatalf("render: %d objects, %v; want it to find no %s/charts/cache:v%s, as the repo server does not", len(objs), err, host, helmRepoVersion)
+		}
+		t.Logf("service: %v", err)
+	})
 }
