@@ -321,6 +321,12 @@ func TestACancelledFetchLeavesTheIndexReadToTheOthers(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatalf("the fetch that kept waiting: %v", err)
 	}
+	// Whether the second fetch joined the read before the first was cancelled
+	// or after, the read it waited on is the first one: had the cancel ended
+	// that read, the second would have failed or read the index again.
+	if n := r.indexReads(); n != 1 {
+		t.Fatalf("the index was read %d times, want once", n)
+	}
 }
 
 // The indexes kept are bounded in number: once more repositories than
