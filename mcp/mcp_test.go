@@ -1000,3 +1000,24 @@ func TestReadRepoFileMasksValuesFilesOfOtherApps(t *testing.T) {
 		}
 	}
 }
+
+// TestRepositoryViewDoesNotQuoteSecrets: an app that cannot be rendered is shown
+// with its problem, and the problem does not quote a secret of the files the
+// render read (failed before: kustomize's "invalid literal source" quoted a
+// secretGenerator literal in the view).
+func TestRepositoryViewDoesNotQuoteSecrets(t *testing.T) {
+	e := newEnv(t)
+	e.cluster.apps = append(e.cluster.apps, application("broken", connectedRepo, "main", deployedSHA, false))
+	writeFile(t, filepath.Join(e.repos.dir, "apps/broken/kustomization.yaml"), "secretGenerator:\n- name: db\n  literals:\n  - "+plantedSecret+"\n")
+	cs := e.connect(t, e.read)
+	view := mustOK(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": deployedSHA})
+	for _, a := range view["apps"].([]any) {
+		if m := a.(map[string]any); m["name"] == "argocd/broken" {
+			if p, _ := m["problem"].(string); !strings.Contains(p, "invalid literal source [redacted]") {
+				t.Fatalf("broken app's problem %q, want kustomize's refusal with the literal redacted", p)
+			}
+			return
+		}
+	}
+	t.Fatalf("the view has no broken app: %v", view["apps"])
+}

@@ -722,7 +722,7 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 		res.notChecked = r.App.Unsupported
 		return res
 	}
-	after, err := render.RenderScrubbed(ctx, headDir, r.App)
+	after, err := render.Render(ctx, headDir, r.App)
 	if err != nil {
 		res.failed = reasonOf(err)
 		return res
@@ -733,7 +733,7 @@ func compareApp(ctx context.Context, baseDir, headDir string, r render.Reached, 
 	if headOnly {
 		return res
 	}
-	before, err := render.RenderScrubbed(ctx, baseDir, r.App)
+	before, err := render.Render(ctx, baseDir, r.App)
 	if err != nil {
 		// It did not render before and does now: every object is new to compare.
 		res.brokenBefore = reasonOf(err)

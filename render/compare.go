@@ -92,13 +92,3 @@ func CompareRenders(app Application, before, after []Object) ([]ObjectDiff, erro
 	}
 	return out, nil
 }
-
-// RenderScrubbed is Render whose error text carries no secret value of the files
-// the render read, for callers that show the error to people (a check run on a
-// pull request someone else wrote, whose kustomize error may quote a literal).
-func RenderScrubbed(ctx context.Context, repoDir string, app Application) ([]Object, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	objs, err := render(ctx, repoDir, app, true)
-	return objs, timedOut(ctx, err)
-}

@@ -559,10 +559,10 @@ func TestRefusalsDoNotQuoteTheApplicationsSecrets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc.helm.ReleaseName = "probe"
 			app := Application{Name: "probe", Path: "chart", SourceType: SourceHelm, Helm: tc.helm}
-			_, err := RenderScrubbed(context.Background(), repo, app)
+			_, err := Render(context.Background(), repo, app)
 			var ref *Refusal
 			if !errors.As(err, &ref) {
-				t.Fatalf("RenderScrubbed: %v, want a refusal", err)
+				t.Fatalf("Render: %v, want a refusal", err)
 			}
 			requireNoSecret(t, "the refusal", err.Error()+ref.Reason, []string{tc.secret, strings.ReplaceAll(tc.secret, ",", `\,`)})
 			_, err = Plan(context.Background(), Request{RepoDir: repo, Apps: []Application{app},

@@ -35,17 +35,19 @@ type Object struct {
 // renders it before an edit (kustomize objects carry their origin). It is the
 // render-only entry point: its output may be kept, for example by commit, and
 // handed back to Plan through Request.BeforeRender. A *Refusal says why the app
-// cannot be rendered.
+// cannot be rendered; as Plan's, its text carries no secret value of the files
+// the render read or of the app (a kustomize error may quote a literal), since
+// callers show it to people: a check run, a repository view.
 func Render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	objs, err := render(ctx, repoDir, app, false)
+	objs, err := render(ctx, repoDir, app)
 	return objs, timedOut(ctx, err)
 }
 
-// render renders app from repoDir; with scrub, an error's text is scrubbed of the
-// secret values of the files the render read (see RenderScrubbed).
-func render(ctx context.Context, repoDir string, app Application, scrub bool) ([]Object, error) {
+// render renders app from repoDir; an error's text is scrubbed of the secret
+// values of the files the render read and of the app.
+func render(ctx context.Context, repoDir string, app Application) ([]Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -58,10 +60,7 @@ func render(ctx context.Context, repoDir string, app Application, scrub bool) ([
 	}
 	objs, err := renderApp(ctx, newView(t, nil), app, true)
 	if err != nil {
-		if scrub {
-			return nil, newScrubber(t.secretValues([]Application{app})).err(timedOut(ctx, err))
-		}
-		return nil, err
+		return nil, newScrubber(t.secretValues([]Application{app})).err(timedOut(ctx, err))
 	}
 	return exportObjects(objs), nil
 }
