@@ -55,32 +55,29 @@ func (s *suite) testOCIRegistryParity(t *testing.T) {
 		t.Run(name, func(t *testing.T) { s.checkChartParity(t, ctx, a, helmRepoValues, caps) })
 	}
 	t.Run("an oci:// repoURL of the registry path and a chart", func(t *testing.T) {
-		a := app("oci://"+host+"/charts", "cache")
-		if _, objs, err := s.repoServerRender(ctx, a, caps); err == nil {
-			t.Fatalf("the repo server rendered %d objects", len(objs))
-		} else {
-			t.Logf("repo server: %v", err)
-		}
-		objs, err := serviceRender(ctx, a, "Helm", helmRepoValues, caps)
-		if err == nil || !strings.Contains(err.Error(), "has no "+host+"/charts:"+helmRepoVersion) {
-			t.Fatalf("render: %d objects, %v; want it to find no %s/charts:%s, as the repo server does not", len(objs), err, host, helmRepoVersion)
-		}
-		t.Logf("service: %v", err)
+		s.checkBothRefuse(t, ctx, app("oci://"+host+"/charts", "cache"), caps, host+"/charts:"+helmRepoVersion)
 	})
 	// From a registry, helm pull takes an exact version as the tag: v1.2.0 is
 	// no tag 1.2.0, though an index would list it as 1.2.0.
 	t.Run("a version with a leading v the registry does not tag", func(t *testing.T) {
 		a := app(host+"/charts", "cache")
 		a.chart["targetRevision"] = "v" + helmRepoVersion
-		if _, objs, err := s.repoServerRender(ctx, a, caps); err == nil {
-			t.Fatalf("the repo server rendered %d objects", len(objs))
-		} else {
-			t.Logf("repo server: %v", err)
-		}
-		objs, err := serviceRender(ctx, a, "Helm", helmRepoValues, caps)
-		if err == nil || !strings.Contains(err.Error(), "has no "+host+"/charts/cache:v"+helmRepoVersion) {
-			t.Fatalf("render: %d objects, %v; want it to find no %s/charts/cache:v%s, as the repo server does not", len(objs), err, host, helmRepoVersion)
-		}
-		t.Logf("service: %v", err)
+		s.checkBothRefuse(t, ctx, a, caps, host+"/charts/cache:v"+helmRepoVersion)
 	})
+}
+
+// checkBothRefuse fails the test unless the repo server renders nothing of a
+// and the service refuses it for having no reference in the registry.
+func (s *suite) checkBothRefuse(t *testing.T, ctx context.Context, a chartApp, caps capabilities, reference string) {
+	t.Helper()
+	if _, objs, err := s.repoServerRender(ctx, a, caps); err == nil {
+		t.Fatalf("the repo server rendered %d objects", len(objs))
+	} else {
+		t.Logf("repo server: %v", err)
+	}
+	objs, err := serviceRender(ctx, a, "Helm", helmRepoValues, caps)
+	if err == nil || !strings.Contains(err.Error(), "has no "+reference) {
+		t.Fatalf("render: %d objects, %v; want it to find no %s, as the repo server does not", len(objs), err, reference)
+	}
+	t.Logf("service: %v", err)
 }
