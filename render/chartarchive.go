@@ -40,18 +40,20 @@ func newArchiveBudget() archiveBudget {
 // a chart archive made by "helm package" never holds and Helm's loader would
 // take in some way of its own (links and devices as empty files, an entry twice,
 // entries outside the chart's directory), and counts every file and byte
-// against budget, the archives of its charts/ at every depth included.
-func checkChartArchive(file string, data []byte, budget *archiveBudget) error {
+// against budget, the archives of its charts/ at every depth included. It
+// returns the chart's directory in the archive (the first element of every
+// entry's name, which Helm's loader drops).
+func checkChartArchive(file string, data []byte, budget *archiveBudget) (dir string, err error) {
 	return expandChartArchive(file, bytes.NewReader(data), 1, budget)
 }
 
-func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudget) error {
+func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudget) (string, error) {
 	if depth > MaxChartArchiveDepth {
-		return refuse(CodeTooLarge, "%s: chart archives nested more than %d deep, at most %d", file, MaxChartArchiveDepth, MaxChartArchiveDepth)
+		return "", refuse(CodeTooLarge, "%s: chart archives nested more than %d deep, at most %d", file, MaxChartArchiveDepth, MaxChartArchiveDepth)
 	}
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
+		return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
 	}
 	tr := tar.NewReader(gz)
 	var top string
@@ -62,11 +64,11 @@ func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudg
 			break
 		}
 		if err != nil {
-			return refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
+			return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
 		}
 		budget.bytes -= int64(len(h.Name))
 		if budget.bytes < 0 {
-			return archiveTooLarge(file)
+			return "", archiveTooLarge(file)
 		}
 		switch {
 		case h.FileInfo().IsDir() || h.Typeflag == tar.TypeXGlobalHeader:
@@ -74,41 +76,41 @@ func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudg
 			continue
 		case h.Typeflag == tar.TypeReg:
 		default:
-			return refuse(CodeRenderFailed, "%s: %s is %s; a chart archive holds only files and directories", file, h.Name, tarEntryKind(h.Typeflag))
+			return "", refuse(CodeRenderFailed, "%s: %s is %s; a chart archive holds only files and directories", file, h.Name, tarEntryKind(h.Typeflag))
 		}
 		dir, name, err := chartArchiveEntry(h.Name)
 		if err != nil {
-			return refuse(CodePathEscape, "%s: %s %v", file, h.Name, err)
+			return "", refuse(CodePathEscape, "%s: %s %v", file, h.Name, err)
 		}
 		if top == "" {
 			top = dir
 		} else if dir != top {
-			return refuse(CodeRenderFailed, "%s: %s is outside the chart's directory %s/ of the archive: a chart archive holds one chart", file, h.Name, top)
+			return "", refuse(CodeRenderFailed, "%s: %s is outside the chart's directory %s/ of the archive: a chart archive holds one chart", file, h.Name, top)
 		}
 		if seen[name] {
-			return refuse(CodeRenderFailed, "%s: %s is in the archive more than once", file, h.Name)
+			return "", refuse(CodeRenderFailed, "%s: %s is in the archive more than once", file, h.Name)
 		}
 		seen[name] = true
 		budget.files--
 		if budget.files < 0 {
-			return refuse(CodeTooLarge, "%s: the chart and its archives hold more than %d files, at most %d", file, MaxChartFiles, MaxChartFiles)
+			return "", refuse(CodeTooLarge, "%s: the chart and its archives hold more than %d files, at most %d", file, MaxChartFiles, MaxChartFiles)
 		}
 		// The tar reader yields exactly Size bytes of a file, or fails: the
 		// bound holds before they are read.
 		budget.bytes -= h.Size
 		if budget.bytes < 0 {
-			return archiveTooLarge(file)
+			return "", archiveTooLarge(file)
 		}
 		if subchartArchive(name) {
-			if err := expandChartArchive(h.Name+" in "+file, tr, depth+1, budget); err != nil {
-				return err
+			if _, err := expandChartArchive(h.Name+" in "+file, tr, depth+1, budget); err != nil {
+				return "", err
 			}
 		}
 	}
 	if len(seen) == 0 {
-		return refuse(CodeRenderFailed, "%s: not a chart archive: it holds no files", file)
+		return "", refuse(CodeRenderFailed, "%s: not a chart archive: it holds no files", file)
 	}
-	return nil
+	return top, nil
 }
 
 func archiveTooLarge(file string) error {

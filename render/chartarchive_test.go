@@ -212,7 +212,7 @@ func TestCheckChartArchiveRefusesHostileArchives(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			budget := newArchiveBudget()
-			err := checkChartArchive("c.tgz", []byte(tc.archive), &budget)
+			_, err := checkChartArchive("c.tgz", []byte(tc.archive), &budget)
 			var ref *Refusal
 			if !errors.As(err, &ref) || ref.Code != tc.code || !strings.Contains(ref.Reason, tc.reason) {
 				t.Fatalf("got %v, want refused (%s) with %q", err, tc.code, tc.reason)
@@ -248,7 +248,7 @@ func TestCheckChartArchiveCountsEveryArchiveHelmLoads(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			budget := newArchiveBudget()
-			if err := checkChartArchive("c.tgz", []byte(tc.archive), &budget); err != nil {
+			if _, err := checkChartArchive("c.tgz", []byte(tc.archive), &budget); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -258,8 +258,9 @@ func TestCheckChartArchiveCountsEveryArchiveHelmLoads(t *testing.T) {
 	meta := chartMeta("outer")
 	archive := tgz(t, meta, tarFile("outer/charts/in-0.1.0.tgz", inner))
 	budget := newArchiveBudget()
-	if err := checkChartArchive("c.tgz", []byte(archive), &budget); err != nil {
-		t.Fatal(err)
+	dir, err := checkChartArchive("c.tgz", []byte(archive), &budget)
+	if err != nil || dir != "outer" {
+		t.Fatalf("got %q, %v, want the chart's directory outer", dir, err)
 	}
 	innerMeta, innerFile := chartMeta("in"), tarFile("in/templates/a.yaml", "kind: ConfigMap\n")
 	want := len(meta.h.Name) + len(meta.data) + len("outer/charts/in-0.1.0.tgz") + len(inner) +

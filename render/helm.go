@@ -301,7 +301,7 @@ func loadChart(v *view, root string) (*chart.Chart, archiveBudget, error) {
 					return err
 				}
 				if subchartArchive(rel) {
-					if err := checkChartArchive(p, data, &budget); err != nil {
+					if _, err := checkChartArchive(p, data, &budget); err != nil {
 						return err
 					}
 				}

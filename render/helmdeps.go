@@ -124,7 +124,9 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 			return refuse(CodeHelmDependency, "chart %s: the dependency %s names its repository by the alias %s, which only a Helm client's repository configuration resolves: name it by URL", root, name, dep.Repository)
 		}
 		file := chartFile(root, "charts", name+"-"+dep.Version+".tgz") + " (fetched)"
-		sub, err := fetchChart(ctx, source, dep, file, fmt.Sprintf("chart %s: dependency %s", root, dep), budget)
+		// helm dependency build leaves the archive under charts/, where Helm's
+		// loader reads it whatever its directory.
+		sub, _, err := fetchChart(ctx, source, dep, file, fmt.Sprintf("chart %s: dependency %s", root, dep), budget)
 		if err != nil {
 			return err
 		}
@@ -205,32 +207,40 @@ func fetchAppChart(ctx context.Context, app Application) (*chart.Chart, archiveB
 		return nil, archiveBudget{}, refuse(CodeHelmDependency, "application %s deploys chart %s, and this render fetches no charts: it cannot be rendered without the chart", app.Name, c)
 	}
 	budget := newArchiveBudget()
-	ch, err := fetchChart(ctx, source, c, appChartArchive(c), fmt.Sprintf("application %s: chart %s", app.Name, c), &budget)
+	where := fmt.Sprintf("application %s: chart %s", app.Name, c)
+	ch, dir, err := fetchChart(ctx, source, c, appChartArchive(c), where, &budget)
 	if err != nil {
 		return nil, archiveBudget{}, err
+	}
+	// Argo CD unpacks the pulled archive and renders the directory its chart's
+	// name gives; Helm's loader would read the chart from any.
+	if want := path.Base(c.Name); dir != want {
+		return nil, archiveBudget{}, refuse(CodeHelmDependency, "%s: the archive holds its chart in the directory %s/, and Argo CD renders the directory %s/ of it, which it does not have", where, dir, want)
 	}
 	return ch, budget, nil
 }
 
 // fetchChart fetches dep through source and loads it, its archive (named file
-// in refusals) expanded first under budget; where begins each refusal.
-func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, file, where string, budget *archiveBudget) (*chart.Chart, error) {
+// in refusals) expanded first under budget; where begins each refusal. It
+// returns the chart and its directory in the archive.
+func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, file, where string, budget *archiveBudget) (*chart.Chart, string, error) {
 	data, err := source.FetchChart(ctx, dep)
 	if err != nil {
 		if errors.Is(err, ErrChartTooLarge) {
-			return nil, refuse(CodeTooLarge, "%s: %v", where, err)
+			return nil, "", refuse(CodeTooLarge, "%s: %v", where, err)
 		}
 		if cerr := contextError(ctx); cerr != nil {
-			return nil, cerr
+			return nil, "", cerr
 		}
-		return nil, refuse(CodeHelmDependency, "%s: %v", where, err)
+		return nil, "", refuse(CodeHelmDependency, "%s: %v", where, err)
 	}
-	if err := checkChartArchive(file, data, budget); err != nil {
-		return nil, err
+	dir, err := checkChartArchive(file, data, budget)
+	if err != nil {
+		return nil, "", err
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
-		return nil, refuse(CodeHelmDependency, "%s: not a chart archive: %v", where, err)
+		return nil, "", refuse(CodeHelmDependency, "%s: not a chart archive: %v", where, err)
 	}
 	// A chart named with a path in its registry (bitnamicharts/redis) is the
 	// chart its last segment names, as Argo CD finds it in the pulled archive;
@@ -240,7 +250,7 @@ func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, fi
 		if ch.Metadata != nil {
 			got = ch.Metadata.Name + " " + ch.Metadata.Version
 		}
-		return nil, refuse(CodeHelmDependency, "%s: the archive holds %s", where, got)
+		return nil, "", refuse(CodeHelmDependency, "%s: the archive holds %s", where, got)
 	}
-	return ch, nil
+	return ch, dir, nil
 }

@@ -352,7 +352,7 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := checkChartArchive(sub, archive, &budget); err != nil {
+			if _, err := checkChartArchive(sub, archive, &budget); err != nil {
 				return nil, err
 			}
 			ch, err := loader.LoadArchive(bytes.NewReader(archive))

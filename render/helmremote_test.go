@@ -72,6 +72,17 @@ func TestPlanRefusesWhatAChartFromAHelmRepositoryCannotDo(t *testing.T) {
 			code:    CodeTooLarge,
 			reasons: []string{"redis/charts/pad-0.1.0.tgz in the archive of chart redis 18.1.0 from https://charts.example.com (fetched): the chart archives of the render expand to more than 16777216 bytes"},
 		},
+		"a chart in a directory of the archive other than its name": {
+			// Argo CD renders the directory redis/ of the unpacked archive.
+			app:   Application{Name: "redis", Path: "envs/prod", Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/prod/redis.yaml"}}},
+			files: values,
+			charts: oneChart(chartArchiveWith(t, "cache", map[string]string{
+				"Chart.yaml":         "apiVersion: v2\nname: redis\nversion: 18.1.0\n",
+				"templates/sts.yaml": "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: redis-redis\nspec:\n  replicas: {{ .Values.replicaCount | default 1 }}\n",
+			})),
+			code:    CodeHelmDependency,
+			reasons: []string{"application redis: chart redis 18.1.0 from https://charts.example.com: the archive holds its chart in the directory cache/, and Argo CD renders the directory redis/ of it, which it does not have"},
+		},
 		"no version": {
 			app: Application{Name: "redis", Path: "envs/prod", Chart: chart("")}, files: values, charts: charts, code: CodeHelmDependency,
 			reasons: []string{"at no version (targetRevision is empty)", "pin an exact version"},
