@@ -156,6 +156,8 @@ func TestHelmRendersVendoredSubcharts(t *testing.T) {
 		"chart/charts/db/values.yaml":            "size: 1\n",
 		"chart/charts/db/templates/sts.yaml":     "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: {{ .Values.size }}\n",
 		"chart/charts/db/templates/ignored.yaml": "not: rendered\n",
+		// A file of a subchart that Helm's loader reads as a file, not as a chart.
+		"chart/charts/db/files/seed.tgz": "not: an archive\n",
 		// Helm reads the chart directory with the top .helmignore only.
 		"chart/.helmignore":            "charts/db/templates/ignored.yaml\n",
 		"chart/charts/cache-0.2.0.tgz": chartArchiveWith(t, "cache", map[string]string{"Chart.yaml": "apiVersion: v2\nname: cache\nversion: 0.2.0\n", "templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cache\nspec:\n  replicas: {{ .Values.size }}\n"}),
