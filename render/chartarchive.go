@@ -21,10 +21,16 @@ import (
 // subcharts and theirs are three levels.
 const MaxChartArchiveDepth = 5
 
+// tarBlockSize is what one tar header takes to decompress, whatever it
+// names: a directory entry, which neither the check nor Helm's loader keeps,
+// costs it all the same, and a few megabytes of them compress from gigabytes.
+const tarBlockSize = 512
+
 // archiveBudget is what is left of the bounds of a chart, its subcharts
 // included: the files it may still hold and the bytes its archives may still
 // expand to, at every depth (each entry's contents and name: Helm's loader
-// keeps both, and a tar extended header names a file by up to a megabyte).
+// keeps both, and a tar extended header names a file by up to a megabyte; and
+// each entry's header, see tarBlockSize).
 type archiveBudget struct {
 	bytes int64
 	files int
@@ -66,7 +72,7 @@ func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudg
 		if err != nil {
 			return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
 		}
-		budget.bytes -= int64(len(h.Name))
+		budget.bytes -= int64(tarBlockSize + len(h.Name))
 		if budget.bytes < 0 {
 			return "", archiveTooLarge(file)
 		}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -191,6 +192,13 @@ func TestCheckChartArchiveRefusesHostileArchives(t *testing.T) {
 			archive: tgz(t, tarEntry{h: tar.Header{Name: "outer/", Typeflag: tar.TypeDir, Mode: 0o755}}),
 			code:    CodeRenderFailed, reason: "c.tgz: not a chart archive: it holds no files",
 		},
+		"directories by the ten thousand": {
+			// Neither the check nor Helm's loader keeps a directory, but each
+			// is a header to decompress: a few megabytes of them compressed
+			// are gigabytes to read, twice.
+			archive: tgz(t, append(slices.Repeat([]tarEntry{{h: tar.Header{Name: "outer/", Typeflag: tar.TypeDir, Mode: 0o755}}}, MaxChartArchiveBytes/tarBlockSize), chartMeta("outer"))...),
+			code:    CodeTooLarge, reason: "c.tgz: the chart archives of the render expand to more than 16777216 bytes",
+		},
 		"gzip that is not tar": {
 			archive: gzipped(t, []byte("apiVersion: v2\nname: outer\nversion: 0.1.0\n"+strings.Repeat("\n", 1024))),
 			code:    CodeRenderFailed, reason: "c.tgz: not a chart archive: archive/tar: invalid tar header",
@@ -263,7 +271,7 @@ func TestCheckChartArchiveCountsEveryArchiveHelmLoads(t *testing.T) {
 		t.Fatalf("got %q, %v, want the chart's directory outer", dir, err)
 	}
 	innerMeta, innerFile := chartMeta("in"), tarFile("in/templates/a.yaml", "kind: ConfigMap\n")
-	want := len(meta.h.Name) + len(meta.data) + len("outer/charts/in-0.1.0.tgz") + len(inner) +
+	want := 4*tarBlockSize + len(meta.h.Name) + len(meta.data) + len("outer/charts/in-0.1.0.tgz") + len(inner) +
 		len(innerMeta.h.Name) + len(innerMeta.data) + len(innerFile.h.Name) + len(innerFile.data)
 	if used := MaxChartArchiveBytes - budget.bytes; used != int64(want) {
 		t.Errorf("counted %d bytes, want %d", used, want)
