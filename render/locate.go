@@ -307,6 +307,14 @@ func (p *planner) checkTarget(app Application, o *object) error {
 			// planGenerated edits the generator's inputs, or refuses as below.
 			return nil
 		}
+		if p.req.Change.Patch != nil {
+			// A data value that is no string ("/data/FLAG=true" read as JSON)
+			// is a mistake in the request, and its refusal spells the string
+			// to give; saying that only data keys change would mislead.
+			if err := checkPatchLists(o, p.req.Change.Patch); err != nil {
+				return withApp(err, app.Name)
+			}
+		}
 		return p.generatedRefusal(app, o, "")
 	}
 	c := p.req.Change
