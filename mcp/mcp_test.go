@@ -1021,3 +1021,42 @@ func TestRepositoryViewDoesNotQuoteSecrets(t *testing.T) {
 	}
 	t.Fatalf("the view has no broken app: %v", view["apps"])
 }
+
+// TestDescribeAppMasksTheSourcesSecrets: describe_app shows the Application's
+// sources as a cluster diff of the Application shows them: a secret-looking Helm
+// parameter's value, a secret-looking key of its valuesObject or values string,
+// and a secret value of an inline kustomize patch are masked, the rest shown;
+// and Argo CD's messages (a condition, the last sync's) quoting one of them are
+// scrubbed of it (failed before: the sources were shown as the cluster has them,
+// and the messages as Argo CD wrote them).
+func TestDescribeAppMasksTheSourcesSecrets(t *testing.T) {
+	e := newEnv(t)
+	chart := application("chart", connectedRepo, "main", deployedSHA, false)
+	chart.Status.SourceType = "Helm"
+	chart.Spec.Source.Helm = &argocd.AppSourceHelm{
+		Parameters:   []argocd.AppHelmParameter{{Name: "db.password", Value: plantedSecret}, {Name: "image.tag", Value: "1.2.3"}},
+		ValuesObject: json.RawMessage(`{"replicaCount": 2, "auth": {"token": "` + plantedSecret + `"}}`),
+	}
+	chart.Status.Conditions = []argocd.AppCondition{{Type: "ComparisonError", Message: "failed parsing --set data: db.password=" + plantedSecret}}
+	chart.Status.OperationState = &argocd.AppOperationState{Phase: "Failed", Message: "helm template: " + plantedSecret + " is not accepted"}
+	kust := application("kust", connectedRepo, "main", deployedSHA, false)
+	kust.Spec.Source.Kustomize = &argocd.AppSourceKustomize{Patches: []map[string]any{{
+		"target": map[string]any{"kind": "Secret", "name": "db"},
+		"patch":  "- op: replace\n  path: /stringData/password\n  value: " + plantedSecret + "\n"}}}
+	e.cluster.apps = append(e.cluster.apps, chart, kust)
+	cs := e.connect(t, e.read)
+	got := mustOK(t, cs, mcp.ToolDescribeApp, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "chart"})
+	raw, _ := json.Marshal(got["sources"])
+	if msgs, _ := json.Marshal([]any{got["errors"], got["operation"]}); !strings.Contains(string(msgs), "db.password=[redacted]") || !strings.Contains(string(msgs), "helm template: [redacted] is not accepted") {
+		t.Errorf("chart's messages %s", msgs)
+	}
+	for _, want := range []string{`"name":"db.password","value":"[redacted]"`, `"name":"image.tag","value":"1.2.3"`, `"replicaCount":2`, `"token":"[redacted]"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("chart's sources %s lack %s", raw, want)
+		}
+	}
+	got = mustOK(t, cs, mcp.ToolDescribeApp, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "kust"})
+	if raw, _ := json.Marshal(got["sources"]); !strings.Contains(string(raw), `path: /stringData/password\n  value: [redacted]`) {
+		t.Errorf("kust's sources %s", raw)
+	}
+}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -8,6 +10,8 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kukie/kukie-gitops/argocd"
 )
 
 // MaskedFile reads name from the repository tree fsys with its secret values
@@ -59,4 +63,55 @@ func MaskedManifests(objs []Object) (string, error) {
 		b.Write(out)
 	}
 	return b.String(), nil
+}
+
+// MaskedAppDetail returns d with the secret values of the Application's
+// sources masked as a cluster diff of the Application masks them (a
+// secret-looking Helm parameter's value, the secret-looking keys of valuesObject
+// and of the values string, the secret values of inline kustomize patches), and
+// scrubbed from what Argo CD wrote of it (its conditions, health and last sync
+// messages), which may quote them as Helm did. For people to read, never to
+// render.
+func MaskedAppDetail(d argocd.AppDetail) (argocd.AppDetail, error) {
+	data, err := json.Marshal(d.Sources)
+	if err != nil {
+		return d, fmt.Errorf("write sources: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers are written back as they were read
+	var items []any
+	if err := dec.Decode(&items); err != nil {
+		return d, fmt.Errorf("read sources: %w", err)
+	}
+	var values []string
+	for i, it := range items {
+		at := []string{"spec", "sources", fmt.Sprintf("[%d]", i)}
+		collectSensitive("argoproj.io", "Application", at, it, false, nil, &values)
+		items[i] = maskValueAt("argoproj.io", "Application", at, it)
+	}
+	if data, err = json.Marshal(items); err != nil {
+		return d, fmt.Errorf("write masked sources: %w", err)
+	}
+	out := d
+	if err := json.Unmarshal(data, &out.Sources); err != nil {
+		return d, fmt.Errorf("read masked sources: %w", err)
+	}
+	s := newScrubber(values)
+	out.HealthMessage = s.text(d.HealthMessage)
+	out.Warnings, out.Errors = scrubbedConditions(s, d.Warnings), scrubbedConditions(s, d.Errors)
+	if d.Operation != nil {
+		op := *d.Operation
+		op.Message = s.text(op.Message)
+		out.Operation = &op
+	}
+	return out, nil
+}
+
+func scrubbedConditions(s *scrubber, cs []argocd.AppCondition) []argocd.AppCondition {
+	out := make([]argocd.AppCondition, len(cs))
+	for i, c := range cs {
+		c.Message = s.text(c.Message)
+		out[i] = c
+	}
+	return out
 }

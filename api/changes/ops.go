@@ -14,6 +14,7 @@ import (
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
@@ -279,6 +280,11 @@ func (a *API) AppDetail(ctx context.Context, t store.Team, cluster, namespace, n
 	detail, err := a.Apps.AppDetail(ctx, clusteraccess.Ref{TeamID: t.ID, Name: cluster}, namespace, name)
 	if err != nil {
 		return AppDetailView{}, &ClusterReadError{Err: err}
+	}
+	// The sources are shown as a cluster diff shows the Application: a Helm
+	// parameter or valuesObject may hold a secret, which Argo CD may quote.
+	if detail, err = render.MaskedAppDetail(detail); err != nil {
+		return AppDetailView{}, fmt.Errorf("mask the sources of %s/%s: %w", namespace, name, err)
 	}
 	plans, err := a.Store.ListPlans(ctx, store.PlanFilter{TeamID: t.ID, Cluster: cluster, Limit: 1000})
 	if err != nil {
