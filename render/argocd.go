@@ -24,11 +24,11 @@ import (
 //
 // Each source of a multi-source Application converts to an Application of its
 // own, as Argo CD renders each source on its own before it concatenates them;
-// ref-only sources render nothing and do not convert. "$ref/path" values files of
-// a ref source that keep accepts (it deploys the same tree) become paths from the
-// repository root. A source keep rejects that reads such values files converts
-// too, unsupported, reaching their directory: an edit there changes what it
-// deploys and cannot be verified.
+// ref-only sources render nothing and do not convert. "$ref/path" values files
+// and file parameters of a ref source that keep accepts (it deploys the same
+// tree) become paths from the repository root. A source keep rejects that reads
+// such files converts too, unsupported, reaching their directory: an edit there
+// changes what it deploys and cannot be verified.
 //
 // The source type is status.sourceType (status.sourceTypes for several sources),
 // else the source's explicit kustomize, directory, helm or plugin block, as Argo CD
@@ -106,13 +106,17 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			app.Helm.ReleaseName = a.Name
 		}
 		if src.Chart != "" {
-			// Argo CD reads a chart's values file from the root of the
-			// pulled chart, "/" or not: only "$ref/..." is of this repository.
+			// Argo CD reads a chart's values file and file parameter from the
+			// root of the pulled chart, "/" or not: only "$ref/..." is of this
+			// repository.
 			for i, f := range app.Helm.ValueFiles {
 				app.Helm.ValueFiles[i] = strings.TrimLeft(f, "/")
 			}
+			for i, p := range app.Helm.FileParameters {
+				app.Helm.FileParameters[i].Path = strings.TrimLeft(p.Path, "/")
+			}
 		}
-		resolveRefValueFiles(&app, src, refs, refKept)
+		resolveRefFiles(&app, src, refs, refKept)
 		switch {
 		case src.Chart != "":
 			// Its chart is fetched from a Helm repository (see
@@ -131,13 +135,17 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 	return out
 }
 
-// readsKeptRef reports whether a source reads values files from a ref source that
-// keep accepts.
+// readsKeptRef reports whether a source reads values files or file parameters
+// from a ref source that keep accepts.
 func readsKeptRef(src argocd.AppSource, refs map[string]argocd.AppSource, kept func(src, ref argocd.AppSource) bool) bool {
 	if src.Helm == nil {
 		return false
 	}
-	for _, f := range src.Helm.ValueFiles {
+	files := slices.Clone(src.Helm.ValueFiles)
+	for _, p := range src.Helm.FileParameters {
+		files = append(files, p.Path)
+	}
+	for _, f := range files {
 		name, _, _ := strings.Cut(f, "/")
 		if ref, ok := refs[name]; ok && kept(src, ref) {
 			return true
@@ -146,29 +154,40 @@ func readsKeptRef(src argocd.AppSource, refs map[string]argocd.AppSource, kept f
 	return false
 }
 
-// resolveRefValueFiles turns "$ref/path" values files of a ref source that
-// deploys from the same tree into paths from the repository root, as Argo CD
-// reads them from that source's checkout; one from elsewhere makes the app
-// unsupported.
-func resolveRefValueFiles(app *Application, src argocd.AppSource, refs map[string]argocd.AppSource, kept func(src, ref argocd.AppSource) bool) {
-	for i, f := range app.Helm.ValueFiles {
+// resolveRefFiles turns the "$ref/path" values files and file parameters of a
+// ref source that deploys from the same tree into paths from the repository
+// root, as Argo CD reads both from that source's checkout; one from elsewhere
+// makes the app unsupported.
+func resolveRefFiles(app *Application, src argocd.AppSource, refs map[string]argocd.AppSource, kept func(src, ref argocd.AppSource) bool) {
+	resolve := func(f, what string) string {
 		name, rest, _ := strings.Cut(f, "/")
 		ref, ok := refs[name]
 		if !ok || !strings.HasPrefix(f, "$") {
-			continue
+			return f
 		}
 		if !kept(src, ref) {
-			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its values file %s comes from %s at %s, which is not the repository and revision being changed", f, ref.RepoURL, cmpOr(ref.TargetRevision, "HEAD")))
-			continue
+			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("%s comes from %s at %s, which is not the repository and revision being changed", what, ref.RepoURL, cmpOr(ref.TargetRevision, "HEAD")))
+			return f
 		}
-		app.Helm.ValueFiles[i] = "/" + rest
+		return "/" + rest
+	}
+	for i, f := range app.Helm.ValueFiles {
+		app.Helm.ValueFiles[i] = resolve(f, "its values file "+f)
+	}
+	for i, p := range app.Helm.FileParameters {
+		app.Helm.FileParameters[i].Path = resolve(p.Path, fmt.Sprintf("its file parameter %s (%s)", p.Name, p.Path))
 	}
 }
 
 // refValuesDir is the directory of the first values file an app reads from the
-// repository (the repository root when there is none).
+// repository, else of its first file parameter (the repository root when there
+// is neither).
 func refValuesDir(app Application) string {
-	for _, f := range app.Helm.ValueFiles {
+	files := slices.Clone(app.Helm.ValueFiles)
+	for _, p := range app.Helm.FileParameters {
+		files = append(files, p.Path)
+	}
+	for _, f := range files {
 		if strings.HasPrefix(f, "/") {
 			return path.Dir(strings.TrimPrefix(f, "/"))
 		}

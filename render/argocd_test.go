@@ -303,6 +303,45 @@ spec:
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 			unsupported: []string{"its values file $values/envs/redis/prod.yaml comes from https://github.com/o/deploy.git at main, which is not the repository and revision being changed; its values file $cfg/redis.yaml comes from"},
 		},
+		"multi-source: file parameters of a ref source of the same tree resolve from the repository root, as values files do": {
+			manifest: `
+kind: Application
+metadata: {name: web}
+spec:
+  sources:
+  - {repoURL: https://github.com/o/deploy.git, targetRevision: main, path: charts/web, helm: {fileParameters: [{name: tls.key, path: $values/certs/tls.key}, {name: config, path: config.json}]}}
+  - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}
+`,
+			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "web", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "/certs/tls.key"}, {Name: "config", Path: "config.json"}}}}},
+		},
+		"multi-source: a chart from a Helm repository reading a file parameter of the changed tree reads it from there": {
+			manifest: `
+kind: Application
+metadata: {name: redis}
+spec:
+  sources:
+  - {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {fileParameters: [{name: tls.key, path: $values/certs/redis.key}, {name: config, path: /files/config.json}]}}
+  - {repoURL: deploy, targetRevision: main, ref: values}
+`,
+			keep: func(s argocd.AppSource) bool { return s.RepoURL == "deploy" },
+			want: []Application{{Name: "redis", Path: "certs", SourceType: SourceHelm,
+				Helm:  HelmOptions{ReleaseName: "redis", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "/certs/redis.key"}, {Name: "config", Path: "files/config.json"}}},
+				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
+		},
+		"multi-source: a file parameter of a ref source of another repository is not read": {
+			manifest: `
+kind: Application
+metadata: {name: web}
+spec:
+  sources:
+  - {repoURL: https://github.com/o/deploy, targetRevision: main, path: charts/web, helm: {fileParameters: [{name: tls.key, path: $cfg/tls.key}]}}
+  - {repoURL: https://github.com/o/config, targetRevision: v2, ref: cfg}
+`,
+			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+				Helm: HelmOptions{ReleaseName: "web", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "$cfg/tls.key"}}}}},
+			unsupported: []string{"its file parameter tls.key ($cfg/tls.key) comes from https://github.com/o/config at v2"},
+		},
 		"kustomize options render does not apply": {
 			manifest: `
 kind: Application

@@ -209,8 +209,8 @@ func checkHelmOptions(app Application) error {
 		}
 	}
 	for _, p := range h.FileParameters {
-		if app.Chart != nil {
-			unsupported = append(unsupported, fmt.Sprintf("the file parameter %s from %q, which Argo CD reads from inside chart %s", p.Name, p.Path, app.Chart))
+		if app.Chart != nil && !strings.HasPrefix(p.Path, "/") && !strings.HasPrefix(p.Path, "$") {
+			unsupported = append(unsupported, fmt.Sprintf("the file parameter %s from %q, which Argo CD reads from inside chart %s (only files of this repository, \"$ref/...\" of a ref source, are read)", p.Name, p.Path, app.Chart))
 			continue
 		}
 		if strings.Contains(p.Path, "$") || strings.Contains(p.Path, "://") {

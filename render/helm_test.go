@@ -178,6 +178,43 @@ func TestHelmRendersVendoredSubcharts(t *testing.T) {
 	}
 }
 
+// A file parameter of a ref source deploying the same tree ($values/...) is
+// read from the repository root, as Argo CD reads it from that source's
+// checkout, for a chart of the repository and one from a Helm repository
+// alike (refused before: as naming a build environment variable, and as read
+// from inside the chart).
+func TestHelmReadsAFileParameterOfARefSource(t *testing.T) {
+	files := helmChartFiles()
+	repo := testtree.Write(t, files)
+	inChart := map[string]string{}
+	for p, data := range files {
+		if rest, ok := strings.CutPrefix(p, "chart/"); ok {
+			inChart[rest] = data
+		}
+	}
+	ctx := WithCharts(context.Background(), oneChart(chartArchiveWith(t, "probe", inChart)))
+	for name, source := range map[string]string{
+		"a chart of the repository":      "{repoURL: https://github.com/o/deploy, targetRevision: main, path: chart",
+		"a chart from a Helm repository": "{repoURL: https://charts.example.com, chart: probe, targetRevision: 0.1.0",
+	} {
+		t.Run(name, func(t *testing.T) {
+			apps := FromArgoCD(decodeArgoCDApp(t, "kind: Application\nmetadata: {name: probe}\nspec:\n  sources:\n  - "+source+
+				", helm: {fileParameters: [{name: file, path: $values/shared/values.yaml}]}}\n"+
+				"  - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}\n"), nil)
+			if len(apps) != 1 {
+				t.Fatalf("converted %+v, want one app", apps)
+			}
+			objs, err := Render(ctx, repo, apps[0])
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			if got := seenData(t, objs)["file"]; got != "a: shared\n" {
+				t.Fatalf("file = %q, want the ref source's shared/values.yaml", got)
+			}
+		})
+	}
+}
+
 func TestHelmRefusesWhatItDoesNotApplyByName(t *testing.T) {
 	repo := testtree.Write(t, helmChartFiles())
 	cases := map[string]struct {

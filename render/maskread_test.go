@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/internal/testtree"
 )
 
@@ -188,5 +189,28 @@ func TestMaskedFileOfAList(t *testing.T) {
 		if got := s.text("denied: " + v); got != "denied: [redacted]" {
 			t.Errorf("scrubbed text %q", got)
 		}
+	}
+}
+
+// TestMaskedFileOfARefSourcesFileParameter: a file a multi-source Application
+// reads whole into a secret-looking value through its ref source
+// (fileParameters tls.key: $values/certs/tls.key), as Argo CD reads a ref's
+// file parameters, is a secret file too, for a chart of this repository and
+// for one from a Helm repository alike (failed before: the path stayed
+// "$values/...", which names no file, and the key was shown).
+func TestMaskedFileOfARefSourcesFileParameter(t *testing.T) {
+	const key = "-----BEGIN PRIVATE KEY-----\nkkRefFileParamKey\n-----END PRIVATE KEY-----\n"
+	fsys := fstest.MapFS{"certs/tls.key": &fstest.MapFile{Data: []byte(key)}}
+	deploy := func(s argocd.AppSource) bool { return strings.Contains(s.RepoURL, "o/deploy") }
+	for name, source := range map[string]string{
+		"a chart of this repository":     "{repoURL: https://github.com/o/deploy, targetRevision: main, path: charts/web",
+		"a chart from a Helm repository": "{repoURL: https://charts.example.com, chart: web, targetRevision: 1.0.0",
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := decodeArgoCDApp(t, "kind: Application\nmetadata: {name: web}\nspec:\n  sources:\n  - "+source+
+				", helm: {fileParameters: [{name: tls.key, path: $values/certs/tls.key}]}}\n"+
+				"  - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}\n")
+			requireMaskedFile(t, fsys, "certs/tls.key", []string{"kkRefFileParamKey"}, []string{"[redacted]\n"}, FromArgoCD(a, deploy))
+		})
 	}
 }
