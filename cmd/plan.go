@@ -429,7 +429,11 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 			return nil, primary, nil, err
 		}
 		primary.SourceType = t
-		notes = append(notes, fmt.Sprintf("source type %s detected from the files at %s, as Argo CD's repo server does (pass --type or --application to say it)", t, primary.Path))
+		how := "(pass --type or --application to say it)"
+		if f.application != "" {
+			how = "for an Application whose source names none (pass --type to say otherwise)"
+		}
+		notes = append(notes, fmt.Sprintf("source type %s detected from the files at %s, as Argo CD's repo server does %s", t, primary.Path, how))
 	}
 	if len(f.valueFiles) > 0 {
 		primary.Helm.ValueFiles = append(primary.Helm.ValueFiles, f.valueFiles...)

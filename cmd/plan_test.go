@@ -670,3 +670,25 @@ spec:
 		t.Fatalf("exit %d, want the fetcher's guard to refuse a repository on this host\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// TestPlanCommandNotesTheTypeArgoCDDetectsForAnApplication: an Application as
+// Git holds it names no source type (no kustomize, helm or directory block, no
+// status), so its type is detected as Argo CD detects it; the note says so,
+// and does not ask for --application, which was given.
+func TestPlanCommandNotesTheTypeArgoCDDetectsForAnApplication(t *testing.T) {
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  source: {repoURL: https://github.com/example/deploy.git, targetRevision: main, path: apps/web}
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPlanCmd(t, "--repo", sampleRepo, "--application", manifest, "scale", "deployment/web", "--replicas", "4")
+	const note = "Note: source type Kustomize detected from the files at apps/web, as Argo CD's repo server does for an Application whose source names none (pass --type to say otherwise)"
+	if code != 0 || !strings.Contains(stdout, note) || strings.Contains(stdout, "--application to say it") {
+		t.Fatalf("exit %d, want the note %q\nstdout:\n%s\nstderr:\n%s", code, note, stdout, stderr)
+	}
+}
