@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
 // tarEntry is an entry of a hand-made archive: a header, and its contents.
@@ -22,7 +25,7 @@ func tarFile(name, data string) tarEntry {
 }
 
 // tarBytes is the tar archive of entries, ended as tar ends an archive.
-func tarBytes(t *testing.T, entries ...tarEntry) []byte {
+func tarBytes(t testing.TB, entries ...tarEntry) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -42,7 +45,7 @@ func tarBytes(t *testing.T, entries ...tarEntry) []byte {
 	return b.Bytes()
 }
 
-func gzipped(t *testing.T, data []byte) string {
+func gzipped(t testing.TB, data []byte) string {
 	t.Helper()
 	var b bytes.Buffer
 	gz := gzip.NewWriter(&b)
@@ -56,7 +59,7 @@ func gzipped(t *testing.T, data []byte) string {
 }
 
 // tgz is the chart archive of entries.
-func tgz(t *testing.T, entries ...tarEntry) string {
+func tgz(t testing.TB, entries ...tarEntry) string {
 	t.Helper()
 	return gzipped(t, tarBytes(t, entries...))
 }
@@ -279,4 +282,86 @@ func TestCheckChartArchiveCountsEveryArchiveHelmLoads(t *testing.T) {
 	if used := MaxChartFiles - budget.files; used != 4 {
 		t.Errorf("counted %d files, want 4", used)
 	}
+}
+
+// FuzzCheckChartArchiveCountsWhatHelmLoads checks the check against Helm's
+// loader: of an archive whose entries the fuzzer names (a file named .tgz is a
+// small archive of a chart that expands to far more than its own bytes), all
+// the loader holds, every archive it loads under another included, is no more
+// than what the check counted; what the check refuses, it refuses naming the
+// archive.
+func FuzzCheckChartArchiveCountsWhatHelmLoads(f *testing.F) {
+	for _, seed := range []string{
+		"outer/Chart.yaml\nouter/charts/in-0.1.0.tgz",
+		"outer/Chart.yaml\nouter/charts/sub/Chart.yaml\nouter/charts/sub/charts/in-0.1.0.tgz",
+		"outer\\Chart.yaml\nouter\\charts\\in-0.1.0.tgz",
+		"outer/x\\Chart.yaml\nouter/x\\charts\\in.tgz",
+		"outer/Chart.yaml\nouter/charts/_in.tgz\nouter/charts/.in.tgz\nouter/charts/in.tgz.prov",
+		"outer/Chart.yaml\nouter/./charts//in.tgz",
+		"outer/Chart.yaml\nouter/charts/in.tgz/Chart.yaml",
+		"./Chart.yaml\n./charts/in.tgz",
+	} {
+		f.Add(seed)
+	}
+	inner := tgz(f, chartMeta("in"), tarFile("in/templates/pad.yaml", "# "+strings.Repeat(" ", 64<<10)))
+	f.Fuzz(func(t *testing.T, names string) {
+		var entries []tarEntry
+		for _, name := range strings.SplitN(names, "\n", 64) {
+			switch {
+			case strings.HasSuffix(name, ".tgz"):
+				entries = append(entries, tarFile(name, inner))
+			case strings.HasSuffix(name, "Chart.yaml"):
+				entries = append(entries, tarFile(name, "apiVersion: v2\nname: c\nversion: 0.1.0\n"))
+			default:
+				entries = append(entries, tarFile(name, "x"))
+			}
+		}
+		var raw bytes.Buffer
+		tw := tar.NewWriter(&raw)
+		for _, e := range entries {
+			h := e.h
+			h.Size = int64(len(e.data))
+			if tw.WriteHeader(&h) != nil {
+				return // no tar can name it so
+			}
+			if _, err := tw.Write([]byte(e.data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		archive := []byte(gzipped(t, raw.Bytes()))
+		budget := newArchiveBudget()
+		if _, err := checkChartArchive("c.tgz", archive, &budget); err != nil {
+			var ref *Refusal
+			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "c.tgz") {
+				t.Fatalf("refused without naming the archive: %v", err)
+			}
+			return
+		}
+		ch, err := loader.LoadArchive(bytes.NewReader(archive))
+		if err != nil {
+			return
+		}
+		// A subchart directory's files are its parent's: count each once.
+		seen := map[*byte]bool{}
+		held := 0
+		var walk func(c *chart.Chart)
+		walk = func(c *chart.Chart) {
+			for _, file := range c.Raw {
+				if len(file.Data) > 0 && !seen[&file.Data[0]] {
+					seen[&file.Data[0]] = true
+					held += len(file.Data)
+				}
+			}
+			for _, d := range c.Dependencies() {
+				walk(d)
+			}
+		}
+		walk(ch)
+		if counted := MaxChartArchiveBytes - budget.bytes; int64(held) > counted {
+			t.Fatalf("Helm's loader holds %d bytes of the archive's files, the check counted %d", held, counted)
+		}
+	})
 }
