@@ -92,10 +92,15 @@ func MaskedAppDetail(d argocd.AppDetail) (argocd.AppDetail, error) {
 	if data, err = json.Marshal(items); err != nil {
 		return d, fmt.Errorf("write masked sources: %w", err)
 	}
-	out := d
-	if err := json.Unmarshal(data, &out.Sources); err != nil {
+	// Into new sources: d's point at the Application's own helm and kustomize
+	// blocks, which decoding into them would mask in place, and a cluster's
+	// read cache shares those with every later read of the Application.
+	var sources []argocd.AppSource
+	if err := json.Unmarshal(data, &sources); err != nil {
 		return d, fmt.Errorf("read masked sources: %w", err)
 	}
+	out := d
+	out.Sources = sources
 	s := newScrubber(values)
 	out.HealthMessage = s.text(d.HealthMessage)
 	out.Warnings, out.Errors = scrubbedConditions(s, d.Warnings), scrubbedConditions(s, d.Errors)

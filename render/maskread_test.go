@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +213,45 @@ func TestMaskedFileOfARefSourcesFileParameter(t *testing.T) {
 				"  - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}\n")
 			requireMaskedFile(t, fsys, "certs/tls.key", []string{"kkRefFileParamKey"}, []string{"[redacted]\n"}, FromArgoCD(a, deploy))
 		})
+	}
+}
+
+// TestMaskedAppDetailLeavesTheApplicationAsItWas: masking an Application's
+// detail masks a copy. The detail's sources point at the Application's own
+// helm and kustomize blocks, which a cluster's read cache shares with every
+// later read of it: masked there, a plan of the Application would render its
+// parameters as "[redacted]" (failed before: the Application's parameter,
+// valuesObject and patch were masked in place).
+func TestMaskedAppDetailLeavesTheApplicationAsItWas(t *testing.T) {
+	a := decodeArgoCDApp(t, `
+kind: Application
+metadata: {name: web}
+spec:
+  sources:
+  - repoURL: https://github.com/o/deploy
+    path: charts/web
+    helm:
+      parameters: [{name: db.password, value: kk-detail-param-1}]
+      valuesObject: {auth: {password: kk-detail-object-1}}
+  - repoURL: https://github.com/o/deploy
+    path: kustomize/web
+    kustomize:
+      patches: [{target: {kind: Secret}, patch: "- op: replace\n  path: /stringData/password\n  value: kk-detail-patch-1\n"}]
+`)
+	before, err := json.Marshal(a.Spec.Sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked, err := MaskedAppDetail(argocd.DescribeApp(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, err := json.Marshal(masked.Sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the masked sources", string(shown), []string{"kk-detail-param-1", "kk-detail-object-1", "kk-detail-patch-1"})
+	if after, err := json.Marshal(a.Spec.Sources); err != nil || string(after) != string(before) {
+		t.Fatalf("masking the detail changed the Application's sources (%v):\n%s\nwere\n%s", err, after, before)
 	}
 }
