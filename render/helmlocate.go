@@ -325,19 +325,18 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 	if err != nil {
 		return nil, nil
 	}
-	aliases := map[string]string{}
+	var deps []*chart.Dependency
 	if data, err := p.before.read(path.Join(root, "Chart.yaml")); err == nil {
 		var meta struct {
 			Dependencies []struct{ Name, Alias string } `yaml:"dependencies"`
 		}
 		if yaml.Unmarshal(data, &meta) == nil {
 			for _, d := range meta.Dependencies {
-				if d.Alias != "" {
-					aliases[d.Name] = d.Alias
-				}
+				deps = append(deps, &chart.Dependency{Name: d.Name, Alias: d.Alias})
 			}
 		}
 	}
+	keys := subchartKeys(deps)
 	var out []valuesLeaf
 	budget := newArchiveBudget()
 	for _, n := range names {
@@ -385,7 +384,7 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 		if name == "" || data == nil {
 			continue
 		}
-		leaves, err := subchartLeaves(name, aliases, values, data)
+		leaves, err := subchartLeaves(keys(name), values, data)
 		if err != nil {
 			return nil, err
 		}
@@ -394,24 +393,49 @@ func (p *planner) subchartDefaultLeaves(root string) ([]valuesLeaf, error) {
 	return out, nil
 }
 
-// subchartLeaves are the leaves of a subchart's default values (data, read from
-// file), under the key its parent's values give it: its alias, else its name.
-func subchartLeaves(name string, aliases map[string]string, file string, data []byte) ([]valuesLeaf, error) {
-	key := name
-	if a, ok := aliases[key]; ok {
-		key = a
+// subchartKeys gives, for a subchart's name, the keys its parent's values give
+// it, one for each dependency of deps (the parent's) naming it: the entry's
+// alias, else its name. A chart the parent depends on twice, under two
+// aliases, is rendered twice, each copy reading its defaults under its own
+// key; a chart no dependency names is rendered under its name.
+func subchartKeys(deps []*chart.Dependency) func(name string) []string {
+	byName := map[string][]string{}
+	for _, d := range deps {
+		if d == nil {
+			continue
+		}
+		key := d.Name
+		if d.Alias != "" {
+			key = d.Alias
+		}
+		if !slices.Contains(byName[d.Name], key) {
+			byName[d.Name] = append(byName[d.Name], key)
+		}
 	}
+	return func(name string) []string {
+		if keys, ok := byName[name]; ok {
+			return keys
+		}
+		return []string{name}
+	}
+}
+
+// subchartLeaves are the leaves of a subchart's default values (data, read from
+// file), under each of keys, the keys its parent's values give it.
+func subchartLeaves(keys []string, file string, data []byte) ([]valuesLeaf, error) {
 	leaves, err := valuesLeaves(file, data)
 	if err != nil {
 		return nil, err
 	}
 	var out []valuesLeaf
-	for _, l := range leaves {
-		if len(l.path) == 0 {
-			continue
+	for _, key := range keys {
+		for _, l := range leaves {
+			if len(l.path) == 0 {
+				continue
+			}
+			l.path = append(yamledit.Path{yamledit.K(key)}, l.path...)
+			out = append(out, l)
 		}
-		l.path = append(yamledit.Path{yamledit.K(key)}, l.path...)
-		out = append(out, l)
 	}
 	return out, nil
 }
@@ -471,12 +495,7 @@ func (p *planner) remoteSubchartLeaves() ([]valuesLeaf, error) {
 	if err != nil {
 		return nil, err
 	}
-	aliases := map[string]string{}
-	for _, d := range ch.Metadata.Dependencies {
-		if d != nil && d.Alias != "" {
-			aliases[d.Name] = d.Alias
-		}
-	}
+	keys := subchartKeys(ch.Metadata.Dependencies)
 	var out []valuesLeaf
 	for _, sub := range ch.Dependencies() {
 		file := fmt.Sprintf("chart %s, charts/%s (values.yaml)", p.primary.Chart, sub.Name())
@@ -487,7 +506,7 @@ func (p *planner) remoteSubchartLeaves() ([]valuesLeaf, error) {
 		if !ok {
 			continue
 		}
-		leaves, err := subchartLeaves(sub.Name(), aliases, file, data)
+		leaves, err := subchartLeaves(keys(sub.Name()), file, data)
 		if err != nil {
 			return nil, err
 		}
