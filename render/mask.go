@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -437,4 +438,75 @@ func numberTexts(v any) []string {
 		return []string{strconv.FormatFloat(x, 'f', -1, 64), fmt.Sprint(x)}
 	}
 	return nil
+}
+
+// MaskedChange returns c, a change as its request gave it (a Change as decoded
+// JSON), with the values masked that a diff of its target, an object of
+// apiVersion and kind, masks: an env value named like a secret, a merge patch's values at
+// the paths the object's diff masks, a pointer patch's value at such a path (or
+// at an env entry's value by index, as a patch file's is), a new resource's
+// manifest as its file. c itself is left as it is.
+func MaskedChange(apiVersion, kind string, c map[string]any) map[string]any {
+	group := groupOf(apiVersion)
+	out := maps.Clone(c)
+	if e, ok := c["env"].(map[string]any); ok {
+		env := maps.Clone(e)
+		if set, ok := e["set"].(map[string]any); ok {
+			masked := maps.Clone(set)
+			for name := range set {
+				if looksSecret(name) {
+					masked[name] = redacted
+				}
+			}
+			env["set"] = masked
+		}
+		out["env"] = env
+	}
+	if p, ok := c["patch"].(map[string]any); ok {
+		patch := maps.Clone(p)
+		if m, ok := p["merge"]; ok {
+			patch["merge"] = maskValueAt(group, kind, nil, m)
+		}
+		if set, ok := p["set"].([]any); ok {
+			ops := slices.Clone(set)
+			for i, it := range set {
+				if op, ok := it.(map[string]any); ok && op["value"] != nil {
+					at, _ := op["path"].(string)
+					masked := maps.Clone(op)
+					masked["value"] = maskedPointerValue(group, kind, jsonPointer(at), op["value"])
+					ops[i] = masked
+				}
+			}
+			patch["set"] = ops
+		}
+		out["patch"] = patch
+	}
+	if n, ok := c["new_resource"].(map[string]any); ok {
+		if m, ok := n["manifest"].(string); ok {
+			res := maps.Clone(n)
+			res["manifest"] = strings.Join(maskFileLines([]byte(m), roleManifest), "")
+			out["new_resource"] = res
+		}
+	}
+	return out
+}
+
+// maskedPointerValue is v, the value a patch sets at the JSON pointer segs of
+// an object of group and kind, masked as the object's diff masks it there.
+func maskedPointerValue(group, kind string, segs []string, v any) any {
+	if envValueByIndex(segs) {
+		return redacted // the variable's name is not in the patch
+	}
+	labels := make([]string, len(segs))
+	for i, s := range segs {
+		switch {
+		case s == "-":
+			labels[i] = "[0]" // an item appended, masked as any item of its list
+		case pointerIndex(s):
+			labels[i] = "[" + s + "]"
+		default:
+			labels[i] = s
+		}
+	}
+	return maskValueAt(group, kind, labels, v)
 }

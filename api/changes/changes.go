@@ -11,6 +11,7 @@
 package changes
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -180,7 +181,7 @@ type EventView struct {
 
 // View is how the API shows a plan, over HTTP and MCP alike.
 func View(p store.Plan) ChangeView {
-	change := p.Change
+	change := maskedChange(p.Target, p.Change)
 	if IsSecretKind(p.Target.Kind) || newSecret(p.Change) {
 		change = redactedSecretChange(p.Change)
 	}
@@ -226,6 +227,29 @@ func newSecret(raw json.RawMessage) bool {
 		NewResource *render.NewResource `json:"new_resource"`
 	}
 	return json.Unmarshal(raw, &c) == nil && c.NewResource != nil && c.NewResource.HoldsSecret()
+}
+
+// maskedChange is the change of any other kind as a view shows it: as asked,
+// but for the values its diffs mask (see render.MaskedChange), since the request
+// is read back by every token of the team that may read changes.
+func maskedChange(target objref.Target, raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers are shown as they were asked
+	var c map[string]any
+	if err := dec.Decode(&c); err != nil {
+		return json.RawMessage(`{}`)
+	}
+	out, err := json.Marshal(render.MaskedChange(target.APIVersion, target.Kind, c))
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	if asked, err := json.Marshal(c); err == nil && bytes.Equal(asked, out) {
+		return raw // nothing masked: shown byte for byte as asked
+	}
+	return out
 }
 
 // redactedValue is what a Secret's value is shown as, the word render's masking

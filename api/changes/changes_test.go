@@ -816,8 +816,9 @@ func TestRollbackBodyMayBeLeftOutHoweverItIsSent(t *testing.T) {
 
 // TestSecretChangeValuesAreNotShown: a change of a Secret (refused, but kept with its
 // request) is shown, over HTTP and MCP alike, with its fields and paths and not one
-// value, whatever case its kind is given in; other changes are shown as asked
-// (failed before: the values asked for came back in every listing of the change).
+// value, whatever case its kind is given in; other changes are shown as asked,
+// but for what their diffs mask (failed before: the values asked for came back
+// in every listing of the change).
 func TestSecretChangeValuesAreNotShown(t *testing.T) {
 	const planted = "hunter2-planted"
 	for name, tc := range map[string]struct {
@@ -849,7 +850,9 @@ func TestSecretChangeValuesAreNotShown(t *testing.T) {
 			}
 		})
 	}
-	asked := `{"patch":{"merge":{"data":{"password":"` + planted + `"}}}}`
+	// A secret-looking key's value is masked as its diff masks it (see
+	// TestChangeValuesAreShownMaskedAsTheDiff); the rest is shown as asked.
+	asked := `{"patch":{"merge":{"data":{"mode":"` + planted + `"}}}}`
 	if v := View(store.Plan{Target: objref.Target{Kind: "ConfigMap"}, Change: json.RawMessage(asked)}); string(v.Change) != asked {
 		t.Errorf("a ConfigMap's change is shown as %s, want it as asked", v.Change)
 	}
@@ -975,6 +978,43 @@ func TestCancelTakesAnOptionalReason(t *testing.T) {
 			last := view.History[len(view.History)-1]
 			if view.CancelReason != reason || last.Step != "cancel" || !strings.HasSuffix(last.Message, reason) {
 				t.Errorf("cancel_reason %q, last event %s %q; want the reason %q in both", view.CancelReason, last.Step, last.Message, reason)
+			}
+		})
+	}
+}
+
+// TestChangeValuesAreShownMaskedAsTheDiff: a change of any other kind is shown as
+// asked but for what its diffs mask: an env value named like a secret, a merge
+// patch's or a pointer patch's value at a path a diff of the target masks (a
+// ConfigMap's secret-looking key, a custom resource's secret-looking field), a
+// new resource's secret values (failed before: they came back as asked in every
+// listing of the change, to every token that may read the team's changes).
+func TestChangeValuesAreShownMaskedAsTheDiff(t *testing.T) {
+	const planted = "hunter2-planted"
+	for name, tc := range map[string]struct {
+		apiVersion, kind, change string
+		keep                     []string
+	}{
+		"an env value named like a secret": {"apps/v1", "Deployment", `{"env":{"container":"web","set":{"DB_PASSWORD":"` + planted + `","LOG_LEVEL":"debug"}}}`,
+			[]string{`"DB_PASSWORD":"[redacted]"`, `"LOG_LEVEL":"debug"`}},
+		"a ConfigMap's secret-looking key": {"v1", "ConfigMap", `{"patch":{"merge":{"data":{"api_key":"` + planted + `","mode":"fast"}}}}`,
+			[]string{`"api_key":"[redacted]"`, `"mode":"fast"`}},
+		"a custom resource's field by pointer": {"example.com/v1", "Gateway", `{"patch":{"set":[{"path":"/spec/auth/token","value":"` + planted + `"},{"path":"/spec/replicas","value":3}]}}`,
+			[]string{`"path":"/spec/auth/token","value":"[redacted]"`, `"path":"/spec/replicas","value":3`}},
+		"an env entry by merge": {"apps/v1", "Deployment", `{"patch":{"merge":{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"API_TOKEN","value":"` + planted + `"}]}]}}}}}}`,
+			[]string{`"name":"API_TOKEN","value":"[redacted]"`}},
+		"a new ConfigMap": {"v1", "ConfigMap", `{"new_resource":{"manifest":"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata:\n  password: ` + planted + `\n  mode: fast\n"}}`,
+			[]string{`password: [redacted]\n`, `mode: fast\n`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := View(store.Plan{Code: "c1", Target: objref.Target{APIVersion: tc.apiVersion, Kind: tc.kind, Namespace: "shop", Name: "web"}, Change: json.RawMessage(tc.change)})
+			if strings.Contains(string(v.Change), planted) {
+				t.Fatalf("the view shows the value: %s", v.Change)
+			}
+			for _, k := range tc.keep {
+				if !strings.Contains(string(v.Change), k) {
+					t.Errorf("the view's change %s lacks %s", v.Change, k)
+				}
 			}
 		})
 	}
