@@ -186,6 +186,30 @@ func sameValue(l valuesLeaf, rendered any) bool {
 	return equalValues(l.value, rendered)
 }
 
+// ofLeafType is rendered, a string the chart rendered from the boolean or
+// integer leaf l holds ({{ .Values.auth.enabled | quote }}), as a value of
+// l's type, when it spells one: the key keeps its type, which a reviewer
+// expects and which another template's {{ if }} reads ("false" is true
+// there). ok is false when there is no such value; the string itself is
+// still tried after it.
+func ofLeafType(l valuesLeaf, rendered any) (any, bool) {
+	text, isString := rendered.(string)
+	if !isString || l.node.Kind != yaml.ScalarNode {
+		return nil, false
+	}
+	switch l.value.(type) {
+	case bool:
+		if text == "true" || text == "false" {
+			return text == "true", true
+		}
+	case int, int64, uint64:
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil && strconv.FormatInt(n, 10) == text {
+			return int(n), true
+		}
+	}
+	return nil, false
+}
+
 // helmValueSet is one candidate edit of a values file.
 type helmValueSet struct {
 	file  string
@@ -585,6 +609,9 @@ func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	var out []helmValueSet
 	for _, l := range leaves {
 		if sameValue(l, fc.old) {
+			if typed, ok := ofLeafType(l, fc.new); ok {
+				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: typed})
+			}
 			out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: fc.new})
 		}
 	}
