@@ -274,7 +274,7 @@ func convertChart(app *Application, src argocd.AppSource) {
 			app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its repoURL %s names a registry and no repository in it; Argo CD pulls the chart from the repository an oci:// repoURL names, not from the chart %s", src.RepoURL, src.Chart))
 			return
 		}
-		app.Chart.Repository, app.Chart.Name = "oci://"+ref[:i], ref[i+1:]
+		app.Chart.Repository, app.Chart.Name, app.Chart.Artifact = "oci://"+ref[:i], ref[i+1:], true
 		return
 	}
 	if isRegistryReference(src.RepoURL) {

@@ -186,9 +186,9 @@ spec:
 `,
 			want: []Application{
 				{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
-					Chart: &ChartDependency{Repository: "oci://10.0.0.5:5000/charts", Name: "redis", Version: "18.1.0"}},
+					Chart: &ChartDependency{Repository: "oci://10.0.0.5:5000/charts", Name: "redis", Version: "18.1.0", Artifact: true}},
 				{Name: "redis (source 2)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
-					Chart: &ChartDependency{Repository: "oci://ghcr.io/example", Name: "charts", Version: "18.1.0"}}},
+					Chart: &ChartDependency{Repository: "oci://ghcr.io/example", Name: "charts", Version: "18.1.0", Artifact: true}}},
 		},
 		"an oci:// repoURL of a registry alone names no chart": {
 			manifest: `

@@ -23,6 +23,11 @@ type ChartDependency struct {
 	Repository string `json:"repository"`
 	Name       string `json:"name"`
 	Version    string `json:"version"`
+	// Artifact says the chart is the OCI artifact an Application's oci://
+	// repoURL names (see convertChart): Argo CD's repo server pulls it as an
+	// artifact and renders the one directory its chart layer holds, whatever
+	// it and the chart are named; Name is only the repository's last segment.
+	Artifact bool `json:"artifact,omitempty"`
 }
 
 func (d ChartDependency) String() string {
@@ -213,8 +218,9 @@ func fetchAppChart(ctx context.Context, app Application) (*chart.Chart, archiveB
 		return nil, archiveBudget{}, err
 	}
 	// Argo CD unpacks the pulled archive and renders the directory its chart's
-	// name gives; Helm's loader would read the chart from any.
-	if want := path.Base(c.Name); dir != want {
+	// name gives; Helm's loader would read the chart from any. An artifact's is
+	// the one directory it holds.
+	if want := path.Base(c.Name); dir != want && !c.Artifact {
 		return nil, archiveBudget{}, refuse(CodeHelmDependency, "%s: the archive holds its chart in the directory %s/, and Argo CD renders the directory %s/ of it, which it does not have", where, dir, want)
 	}
 	return ch, budget, nil
@@ -245,7 +251,7 @@ func fetchChart(ctx context.Context, source ChartSource, dep ChartDependency, fi
 	// A chart named with a path in its registry (bitnamicharts/redis) is the
 	// chart its last segment names, as Argo CD finds it in the pulled archive;
 	// its version is one Helm takes for the version asked (1.14.4 for v1.14.4).
-	if ch.Metadata == nil || ch.Metadata.Name != path.Base(dep.Name) || !ChartVersionMatch(dep.Version)(ch.Metadata.Version) {
+	if ch.Metadata == nil || ch.Metadata.Name != path.Base(dep.Name) && !dep.Artifact || !ChartVersionMatch(dep.Version)(ch.Metadata.Version) {
 		got := "no Chart.yaml"
 		if ch.Metadata != nil {
 			got = ch.Metadata.Name + " " + ch.Metadata.Version

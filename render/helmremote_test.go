@@ -239,3 +239,39 @@ func TestPlanChecksTheVersionOfTheFetchedChart(t *testing.T) {
 		})
 	}
 }
+
+// An oci:// repoURL is pulled as Argo CD's repo server pulls an OCI artifact:
+// the one directory its chart layer holds is the chart, whatever it and the
+// chart are named, where a chart of a Helm repository or one named in a
+// registry is the directory its name gives (failed before: refused as holding
+// web-chart, and as holding the chart in chart/).
+func TestRenderTakesTheChartOfAnOCIArtifactWhateverItsName(t *testing.T) {
+	archive := chartArchiveWith(t, "chart", map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: web-chart\nversion: 1.0.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+	})
+	ctx := WithCharts(context.Background(), oneChart(archive))
+	for name, tc := range map[string]struct{ source, refusal string }{
+		"an oci:// repoURL of the chart": {source: "{repoURL: oci://registry.example.com/team/web, chart: web, targetRevision: 1.0.0}"},
+		"a registry and a chart name": {source: "{repoURL: registry.example.com/team, chart: web, targetRevision: 1.0.0}",
+			refusal: "the archive holds web-chart 1.0.0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			apps := FromArgoCD(decodeArgoCDApp(t, "kind: Application\nmetadata: {name: web}\nspec:\n  source: "+tc.source+"\n"), nil)
+			if len(apps) != 1 {
+				t.Fatalf("converted %+v, want one app", apps)
+			}
+			objs, err := Render(ctx, t.TempDir(), apps[0])
+			if tc.refusal != "" {
+				var ref *Refusal
+				if !errors.As(err, &ref) || !strings.Contains(ref.Reason, tc.refusal) {
+					t.Fatalf("render: %v, want a refusal saying %q", err, tc.refusal)
+				}
+				return
+			}
+			if err != nil || len(objs) != 1 {
+				t.Fatalf("render: %v (%d objects), want the ConfigMap", err, len(objs))
+			}
+		})
+	}
+}
