@@ -589,3 +589,30 @@ func TestAppSecretValuesOfInlinePatches(t *testing.T) {
 		t.Errorf("scrubbed text %q", got)
 	}
 }
+
+// TestRevertRefusalsDoNotQuoteSecrets: a revert's refusal is scrubbed of the
+// secret values of the files it read, as a plan's is (failed before: kustomize's
+// "invalid literal source" quoted a secretGenerator literal in the reason).
+func TestRevertRefusalsDoNotQuoteSecrets(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range kustomizeSecrets {
+		files[k] = v
+	}
+	apps := []Application{{Name: "web", Path: "apps/web", SourceType: SourceKustomize, Namespace: "web"}}
+	orig, err := Plan(context.Background(), Request{RepoDir: testtree.Write(t, files), Apps: apps,
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, Change: Change{Replicas: &Replicas{Count: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	origDir := testtree.Write(t, files)
+	for _, e := range orig.Edits {
+		files[e.Path] = string(e.New)
+	}
+	files["apps/web/kustomization.yaml"] = strings.Replace(files["apps/web/kustomization.yaml"], "- password=lit-Q7rT9vX2", "- lit-Q7rT9vX2", 1)
+	_, err = Revert(context.Background(), RevertRequest{RepoDir: testtree.Write(t, files), Apps: apps, App: "web", OriginalDir: origDir, Edits: orig.Edits})
+	var ref *Refusal
+	if !errors.As(err, &ref) || !strings.Contains(err.Error()+ref.Reason+fmt.Sprint(ref.Attempts), "invalid literal source") {
+		t.Fatalf("Revert: %v, want kustomize's refusal of the literal", err)
+	}
+	requireNoSecret(t, "the revert's refusal", err.Error()+ref.Reason+fmt.Sprint(ref.Attempts), []string{"lit-Q7rT9vX2"})
+}

@@ -55,7 +55,7 @@ func Revert(ctx context.Context, req RevertRequest) (*Result, error) {
 	return res, timedOut(ctx, err)
 }
 
-func revert(ctx context.Context, req RevertRequest) (*Result, error) {
+func revert(ctx context.Context, req RevertRequest) (res *Result, err error) {
 	if len(req.Edits) == 0 {
 		return nil, refuse(CodeInvalidRequest, "the change to revert edited no file")
 	}
@@ -67,6 +67,19 @@ func revert(ctx context.Context, req RevertRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Free text may quote what a tool could not read in either tree, as a
+	// plan's may; see scrub.go.
+	defer func() {
+		if err == nil && !hasFreeText(res) {
+			return
+		}
+		s := newScrubber(append(p.t.secretValues(req.Apps), orig.t.secretValues(req.Apps)...))
+		if err != nil {
+			err = s.err(err)
+			return
+		}
+		s.result(res)
+	}()
 	defer p.precomputeReaches()()
 	c, err := p.revertCandidate(req.Edits)
 	if err != nil {
