@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -321,17 +322,26 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 		score int
 	}
 	var toggles []toggle
-	seen := map[string]bool{}
+	// A key is flipped where it wins: in the last file that sets it, or as a
+	// new key of the app's last values file when that file does not set it.
+	seen, seenFresh, inLast := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	add := func(l valuesLeaf, file string, fresh bool) {
 		b, ok := l.value.(bool)
 		if !ok || l.node.Kind != yaml.ScalarNode {
 			return
 		}
 		k := l.path.String()
-		if seen[k] {
+		switch {
+		case fresh && (inLast[k] || seenFresh[k]):
 			return
+		case fresh:
+			seenFresh[k] = true
+		case seen[k]:
+			return
+		default:
+			seen[k] = true
+			inLast[k] = file == editable[len(editable)-1]
 		}
-		seen[k] = true
 		doc := l.doc
 		if fresh {
 			for _, s := range l.path {
@@ -350,10 +360,26 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 		}
 		for _, l := range leaves {
 			add(l, editable[i], false)
+			if i < len(editable)-1 {
+				// Flipped again in the app's last values file, which wins: the
+				// delete stays with this app when the earlier file is shared.
+				add(l, editable[len(editable)-1], true)
+			}
 		}
 	}
 	if len(editable) > 0 && editable[0] != defaults {
 		leaves, _, err := p.defaultLeaves(defaults)
+		if err != nil {
+			return nil, withApp(err, app.Name)
+		}
+		for _, l := range leaves {
+			add(l, editable[len(editable)-1], true)
+		}
+	}
+	if len(editable) > 0 {
+		// A subchart's own default (the enabled its condition reads) is set
+		// under the subchart's key, as a values key change sets it.
+		leaves, err := p.subchartDefaultLeaves(path.Dir(defaults))
 		if err != nil {
 			return nil, withApp(err, app.Name)
 		}
