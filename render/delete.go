@@ -151,8 +151,16 @@ func (e *deleteExpectation) expect(app Application, before map[objKey]*object) (
 	return out, nil
 }
 
-func (e *deleteExpectation) extra(_ Application, added map[objKey]*object) []string {
-	return unexpectedObjects(added)
+// extra names the target as still rendered rather than as a new object: an
+// edit that does not switch it off leaves it where it was.
+func (e *deleteExpectation) extra(app Application, added map[objKey]*object) []string {
+	var lines []string
+	if _, ok := added[e.target]; ok && app.Name == e.primary {
+		lines = append(lines, fmt.Sprintf("%s: still rendered, though the change deletes it", e.target))
+		added = maps.Clone(added)
+		delete(added, e.target)
+	}
+	return append(lines, unexpectedObjects(added)...)
 }
 
 // removeInPlaceBuilders remove document doc of file: the document alone when the
