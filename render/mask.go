@@ -413,7 +413,7 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 		}
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)
-			if group == "" && kind == "Secret" && len(path) > 0 && path[0] == "data" {
+			if group == "" && len(path) > 0 && (kind == "Secret" && path[0] == "data" || kind == "ConfigMap" && path[0] == "binaryData") {
 				if decoded, ok := decodedData(x); ok {
 					*out = append(*out, decoded)
 				}

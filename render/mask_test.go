@@ -616,3 +616,27 @@ func TestRevertRefusalsDoNotQuoteSecrets(t *testing.T) {
 	}
 	requireNoSecret(t, "the revert's refusal", err.Error()+ref.Reason+fmt.Sprint(ref.Attempts), []string{"lit-Q7rT9vX2"})
 }
+
+// TestConfigMapBinaryDataIsScrubbedDecodedToo: a ConfigMap's binaryData holds
+// its values in base64 as a Secret's data does; the value of a secret-looking
+// key is scrubbed from free text in both forms, from its file, a JSON 6902
+// patch of it and the object alike (failed before: only the base64 form).
+func TestConfigMapBinaryDataIsScrubbedDecodedToo(t *testing.T) {
+	enc := base64.StdEncoding.EncodeToString([]byte("binary-key-P3q8"))
+	doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keys\nbinaryData:\n  signing.key: " + enc + "\n"
+	patched := base64.StdEncoding.EncodeToString([]byte("binary-patch-N6v2"))
+	s := treeScrubber(t, map[string]string{"apps/web/keys.yaml": doc, "apps/web/kustomization.yaml": "resources: [keys.yaml]\npatches:\n" +
+		"- target: {kind: ConfigMap, name: keys}\n  patch: |-\n    - op: replace\n      path: /binaryData/signing.key\n      value: " + patched + "\n"})
+	if got := s.text("denied: binary-patch-N6v2"); got != "denied: [redacted]" {
+		t.Errorf("scrubbed text %q, want the patched value replaced", got)
+	}
+	obj := ChangedObject{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "binaryData": map[string]any{"signing.key": enc}}}
+	for _, form := range []string{"binary-key-P3q8", enc} {
+		if got := s.text("denied: " + form); got != "denied: [redacted]" {
+			t.Errorf("scrubbed text %q, want %q replaced", got, form)
+		}
+		if got := MaskText([]ChangedObject{obj}, "denied: "+form); got != "denied: [redacted]" {
+			t.Errorf("masked text %q, want %q replaced", got, form)
+		}
+	}
+}

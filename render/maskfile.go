@@ -396,7 +396,7 @@ func documentRanges(root *yaml.Node, end int, shape docShape, budget *resolveBud
 			case key.Value == "metadata":
 				out = append(out, annotationRanges(val, to)...)
 			case core && kind == "ConfigMap" && (key.Value == "data" || key.Value == "binaryData"):
-				out = append(out, mapValues(val, to, looksSecret)...)
+				out = append(out, encodedIf(key.Value == "binaryData", mapValues(val, to, looksSecret))...)
 			case key.Value == "secretGenerator" || key.Value == "configMapGenerator":
 				out = append(out, literalRanges(val, key.Value == "secretGenerator")...)
 			case key.Value == "patches" || key.Value == "patchesStrategicMerge" || key.Value == "patchesJson6902":
@@ -478,11 +478,16 @@ func anchorLine(n *yaml.Node, seen map[*yaml.Node]bool) int {
 // secretDataRanges masks every value of a Secret's data or stringData (field),
 // m; those of data are base64-encoded.
 func secretDataRanges(field string, m *yaml.Node, to int) []lineMask {
-	out := mapValues(m, to, func(string) bool { return true })
-	for i := range out {
-		out[i].encoded = field == "data"
+	return encodedIf(field == "data", mapValues(m, to, func(string) bool { return true }))
+}
+
+// encodedIf marks the values of ms base64-encoded (a Secret's data, a
+// ConfigMap's binaryData) when encoded.
+func encodedIf(encoded bool, ms []lineMask) []lineMask {
+	for i := range ms {
+		ms[i].encoded = encoded
 	}
-	return out
+	return ms
 }
 
 // mapValues masks the values of the keys of m that secret accepts; m not being a
@@ -1000,9 +1005,9 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 					return
 				}
 				if len(segs) == 1 {
-					out = append(out, mapValues(val, to, looksSecret)...)
+					out = append(out, encodedIf(segs[0] == "binaryData", mapValues(val, to, looksSecret))...)
 				} else if looksSecret(segs[1]) {
-					mask(false)
+					mask(false).encoded = segs[0] == "binaryData"
 				}
 			case target.builtIn():
 				if envValueByIndex(segs) {
