@@ -21,16 +21,10 @@ import (
 // subcharts and theirs are three levels.
 const MaxChartArchiveDepth = 5
 
-// tarBlockSize is what one tar header takes to decompress, whatever it
-// names: a directory entry, which neither the check nor Helm's loader keeps,
-// costs it all the same, and a few megabytes of them compress from gigabytes.
-const tarBlockSize = 512
-
 // archiveBudget is what is left of the bounds of a chart, its subcharts
 // included: the files it may still hold and the bytes its archives may still
-// expand to, at every depth (each entry's contents and name: Helm's loader
-// keeps both, and a tar extended header names a file by up to a megabyte; and
-// each entry's header, see tarBlockSize).
+// expand to, at every depth (each entry's contents, and all the tar reader
+// decompresses to find it: see headerMeter).
 type archiveBudget struct {
 	bytes int64
 	files int
@@ -61,20 +55,22 @@ func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudg
 	if err != nil {
 		return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
 	}
-	tr := tar.NewReader(gz)
+	meter := &headerMeter{r: gz, budget: budget}
+	tr := tar.NewReader(meter)
 	var top string
 	seen := map[string]bool{}
 	for {
+		meter.on = true
 		h, err := tr.Next()
+		meter.on = false
+		if budget.bytes < 0 {
+			return "", archiveTooLarge(file)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
-		}
-		budget.bytes -= int64(tarBlockSize + len(h.Name))
-		if budget.bytes < 0 {
-			return "", archiveTooLarge(file)
 		}
 		switch {
 		case h.FileInfo().IsDir() || h.Typeflag == tar.TypeXGlobalHeader:
@@ -112,11 +108,41 @@ func expandChartArchive(file string, r io.Reader, depth int, budget *archiveBudg
 				return "", err
 			}
 		}
+		// What is left of the file is read here, counted above, and not by
+		// the meter, as the tar reader would read it to find the next entry.
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return "", refuse(CodeRenderFailed, "%s: not a chart archive: %v", file, err)
+		}
 	}
 	if len(seen) == 0 {
 		return "", refuse(CodeRenderFailed, "%s: not a chart archive: it holds no files", file)
 	}
 	return top, nil
+}
+
+// headerMeter counts against budget what the tar reader decompresses while
+// on: all it reads to find an entry, which neither the check nor Helm's
+// loader keeps of it but the name. That is a header of 512 bytes, and extended
+// headers and long names of up to a megabyte each, as many as an entry has
+// before it; a directory is one header alone. Compressed, a few kilobytes
+// hold a megabyte of them, and a chart archive's few megabytes gigabytes.
+// Past the budget it fails the read.
+type headerMeter struct {
+	r      io.Reader
+	budget *archiveBudget
+	on     bool
+}
+
+var errArchiveBudget = errors.New("the chart archives of the render expand past their bound")
+
+func (m *headerMeter) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	if m.on {
+		if m.budget.bytes -= int64(n); m.budget.bytes < 0 {
+			return n, errArchiveBudget
+		}
+	}
+	return n, err
 }
 
 func archiveTooLarge(file string) error {

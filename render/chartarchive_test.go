@@ -199,7 +199,15 @@ func TestCheckChartArchiveRefusesHostileArchives(t *testing.T) {
 			// Neither the check nor Helm's loader keeps a directory, but each
 			// is a header to decompress: a few megabytes of them compressed
 			// are gigabytes to read, twice.
-			archive: tgz(t, append(slices.Repeat([]tarEntry{{h: tar.Header{Name: "outer/", Typeflag: tar.TypeDir, Mode: 0o755}}}, MaxChartArchiveBytes/tarBlockSize), chartMeta("outer"))...),
+			archive: tgz(t, append(slices.Repeat([]tarEntry{{h: tar.Header{Name: "outer/", Typeflag: tar.TypeDir, Mode: 0o755}}}, MaxChartArchiveBytes/512), chartMeta("outer"))...),
+			code:    CodeTooLarge, reason: "c.tgz: the chart archives of the render expand to more than 16777216 bytes",
+		},
+		"extended headers of a megabyte each": {
+			// Helm's loader keeps no extended header record but the name, yet
+			// each is up to a megabyte to decompress, and a few kilobytes of
+			// archive compress from one: a chart archive's 5 MiB held four
+			// gigabytes of them, read twice.
+			archive: tgz(t, append(slices.Repeat([]tarEntry{{h: tar.Header{Name: "outer/", Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX, PAXRecords: map[string]string{"comment": strings.Repeat("x", 1<<20-64)}}}}, MaxChartArchiveBytes>>20), chartMeta("outer"))...),
 			code:    CodeTooLarge, reason: "c.tgz: the chart archives of the render expand to more than 16777216 bytes",
 		},
 		"gzip that is not tar": {
@@ -264,18 +272,16 @@ func TestCheckChartArchiveCountsEveryArchiveHelmLoads(t *testing.T) {
 			}
 		})
 	}
-	// Both levels count: the inner archive's bytes as a file of the outer one,
-	// and what it holds.
-	meta := chartMeta("outer")
-	archive := tgz(t, meta, tarFile("outer/charts/in-0.1.0.tgz", inner))
+	// Both levels count, each all its tar stream decompresses to: the inner
+	// archive's bytes as a file of the outer one, and what it holds.
+	outerTar := tarBytes(t, chartMeta("outer"), tarFile("outer/charts/in-0.1.0.tgz", inner))
+	archive := gzipped(t, outerTar)
 	budget := newArchiveBudget()
 	dir, err := checkChartArchive("c.tgz", []byte(archive), &budget)
 	if err != nil || dir != "outer" {
 		t.Fatalf("got %q, %v, want the chart's directory outer", dir, err)
 	}
-	innerMeta, innerFile := chartMeta("in"), tarFile("in/templates/a.yaml", "kind: ConfigMap\n")
-	want := 4*tarBlockSize + len(meta.h.Name) + len(meta.data) + len("outer/charts/in-0.1.0.tgz") + len(inner) +
-		len(innerMeta.h.Name) + len(innerMeta.data) + len(innerFile.h.Name) + len(innerFile.data)
+	want := len(outerTar) + len(tarBytes(t, chartMeta("in"), tarFile("in/templates/a.yaml", "kind: ConfigMap\n")))
 	if used := MaxChartArchiveBytes - budget.bytes; used != int64(want) {
 		t.Errorf("counted %d bytes, want %d", used, want)
 	}
