@@ -30,6 +30,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/objref"
+	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/sealed"
 )
@@ -417,13 +418,19 @@ func (k Clusters) DryRunEach(ctx context.Context, ref Ref, objects []map[string]
 	return nil, err
 }
 
-// AppList lists the cluster's Applications for people.
+// AppList lists the cluster's Applications for people: what Argo CD wrote of
+// each, which their problems quote, scrubbed of the secret values of its sources
+// (render.MaskedAppList), as an Application's detail is.
 func (k Clusters) AppList(ctx context.Context, ref Ref) (argocd.AppList, error) {
 	c, err := k.cluster(ctx, ref)
 	if err != nil {
 		return argocd.AppList{}, err
 	}
-	return c.AppList(ctx, kube.Cached)
+	apps, err := c.ListApplications(ctx, kube.Cached)
+	if err != nil {
+		return argocd.AppList{}, err
+	}
+	return render.MaskedAppList(apps)
 }
 
 // AppDetail describes one Application for people; a missing one is ErrObjectNotFound.

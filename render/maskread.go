@@ -73,31 +73,9 @@ func MaskedManifests(objs []Object) (string, error) {
 // messages), which may quote them as Helm did. For people to read, never to
 // render.
 func MaskedAppDetail(d argocd.AppDetail) (argocd.AppDetail, error) {
-	data, err := json.Marshal(d.Sources)
+	sources, values, err := maskedSources(d.Sources)
 	if err != nil {
-		return d, fmt.Errorf("write sources: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // numbers are written back as they were read
-	var items []any
-	if err := dec.Decode(&items); err != nil {
-		return d, fmt.Errorf("read sources: %w", err)
-	}
-	var values []string
-	for i, it := range items {
-		at := []string{"spec", "sources", fmt.Sprintf("[%d]", i)}
-		collectSensitive("argoproj.io", "Application", at, it, false, nil, &values)
-		items[i] = maskValueAt("argoproj.io", "Application", at, it)
-	}
-	if data, err = json.Marshal(items); err != nil {
-		return d, fmt.Errorf("write masked sources: %w", err)
-	}
-	// Into new sources: d's point at the Application's own helm and kustomize
-	// blocks, which decoding into them would mask in place, and a cluster's
-	// read cache shares those with every later read of the Application.
-	var sources []argocd.AppSource
-	if err := json.Unmarshal(data, &sources); err != nil {
-		return d, fmt.Errorf("read masked sources: %w", err)
+		return d, err
 	}
 	out := d
 	out.Sources = sources
@@ -110,6 +88,77 @@ func MaskedAppDetail(d argocd.AppDetail) (argocd.AppDetail, error) {
 		out.Operation = &op
 	}
 	return out, nil
+}
+
+// MaskedAppList is the list view of apps (argocd.SummarizeApps) with what Argo
+// CD wrote of each, which its problems quote (its last sync's message, its
+// error conditions), scrubbed of the secret values of its own sources, as
+// MaskedAppDetail scrubs them. apps are left as they are.
+func MaskedAppList(apps []argocd.Application) (argocd.AppList, error) {
+	shown := make([]argocd.Application, len(apps))
+	for i, a := range apps {
+		shown[i] = a
+		if a.Status.OperationState == nil && len(a.Status.Conditions) == 0 {
+			continue // nothing Argo CD wrote of it is shown
+		}
+		_, values, err := maskedSources(a.Sources())
+		if err != nil {
+			return argocd.AppList{}, fmt.Errorf("application %s: %w", a.Key(), err)
+		}
+		s := newScrubber(values)
+		if op := a.Status.OperationState; op != nil {
+			scrubbed := *op
+			scrubbed.Message = s.text(op.Message)
+			shown[i].Status.OperationState = &scrubbed
+		}
+		shown[i].Status.Conditions = scrubbedConditions(s, a.Status.Conditions)
+	}
+	return argocd.SummarizeApps(shown), nil
+}
+
+// maskedSources returns sources masked as a cluster diff of their Application
+// masks them, new sources whatever they share with the Application's, and the
+// values masked: as the sources hold them, and a Helm parameter's as Argo CD
+// passes it to helm template (its commas escaped), which Argo CD's errors quote.
+func maskedSources(sources []argocd.AppSource) ([]argocd.AppSource, []string, error) {
+	data, err := json.Marshal(sources)
+	if err != nil {
+		return nil, nil, fmt.Errorf("write sources: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers are written back as they were read
+	var items []any
+	if err := dec.Decode(&items); err != nil {
+		return nil, nil, fmt.Errorf("read sources: %w", err)
+	}
+	var values []string
+	for i, it := range items {
+		at := []string{"spec", "sources", fmt.Sprintf("[%d]", i)}
+		collectSensitive("argoproj.io", "Application", at, it, false, nil, &values)
+		items[i] = maskValueAt("argoproj.io", "Application", at, it)
+	}
+	for _, src := range sources {
+		if src.Helm == nil {
+			continue
+		}
+		for _, p := range src.Helm.Parameters {
+			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
+				values = append(values, cleanSetParameter(p.Value))
+			}
+		}
+	}
+	if data, err = json.Marshal(items); err != nil {
+		return nil, nil, fmt.Errorf("write masked sources: %w", err)
+	}
+	// Into new sources: the given ones point at the Application's own helm and
+	// kustomize blocks, which decoding into them would mask in place, and a
+	// cluster's read cache shares those with every later read of the
+	// Application.
+	var masked []argocd.AppSource
+	if err := json.Unmarshal(data, &masked); err != nil {
+		return nil, nil, fmt.Errorf("read masked sources: %w", err)
+	}
+	return masked, values, nil
 }
 
 func scrubbedConditions(s *scrubber, cs []argocd.AppCondition) []argocd.AppCondition {

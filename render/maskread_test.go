@@ -255,3 +255,52 @@ spec:
 		t.Fatalf("masking the detail changed the Application's sources (%v):\n%s\nwere\n%s", err, after, before)
 	}
 }
+
+// TestMaskedAppListScrubsWhatArgoCDWroteOfTheSources: the list view's problems
+// quote Argo CD's last sync message and error conditions, as the detail shows
+// them, and Argo CD's error for a chart that failed quotes the helm template
+// command, --set db.password=... with its commas escaped as Argo CD passes it:
+// both views scrub a secret-looking parameter's value in both forms, each app's
+// own, and leave the Applications as they were (failed before: the list showed
+// them as written, and the detail the escaped form).
+func TestMaskedAppListScrubsWhatArgoCDWroteOfTheSources(t *testing.T) {
+	const secret, passed = "kk,list-secret-1", `kk\,list-secret-1`
+	chart := decodeArgoCDApp(t, `
+kind: Application
+metadata: {name: chart, namespace: argocd}
+spec:
+  source:
+    repoURL: https://github.com/o/deploy
+    path: charts/web
+    helm: {parameters: [{name: db.password, value: "`+secret+`"}]}
+status:
+  conditions: [{type: ComparisonError, message: "`+"`helm template . --set db.password="+strings.ReplaceAll(passed, `\`, `\\`)+"` failed exit status 1"+`"}]
+  operationState: {phase: Failed, message: "one or more objects failed to apply: `+secret+`"}
+`)
+	other := decodeArgoCDApp(t, "kind: Application\nmetadata: {name: other, namespace: argocd}\nspec:\n  source: {repoURL: https://github.com/o/deploy, path: apps/other}\n"+
+		"status:\n  conditions: [{type: ComparisonError, message: \"list-secret-1 is a word of its own here\"}]\n")
+	before, err := json.Marshal(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := MaskedAppList([]argocd.Application{chart, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	for _, a := range list.Apps {
+		problems = append(problems, a.Problems...)
+	}
+	requireNoSecret(t, "the list's problems", strings.Join(problems, "\n"), []string{secret, passed})
+	if !slices.Contains(problems, "ComparisonError: list-secret-1 is a word of its own here") {
+		t.Errorf("the list scrubbed another app's message of chart's secret: %q", problems)
+	}
+	detail, err := MaskedAppDetail(argocd.DescribeApp(chart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the detail's messages", detail.Errors[0].Message+"\n"+detail.Operation.Message, []string{secret, passed})
+	if after, err := json.Marshal(chart); err != nil || string(after) != string(before) {
+		t.Fatalf("masking changed the Application (%v):\n%s\nwas\n%s", err, after, before)
+	}
+}
