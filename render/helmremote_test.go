@@ -233,8 +233,9 @@ func TestPlanChecksTheVersionOfTheFetchedChart(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Plan: %v", err)
 			}
-			if len(res.Edits) != 1 || string(res.Edits[0].New) != "replicas: \"3\"\n" {
-				t.Fatalf("the change edits %+v, want envs/prod/cache.yaml at replicas: \"3\"", res.Edits)
+			// The values file's replicas is an integer, and stays one.
+			if len(res.Edits) != 1 || string(res.Edits[0].New) != "replicas: 3\n" {
+				t.Fatalf("the change edits %+v, want envs/prod/cache.yaml at replicas: 3", res.Edits)
 			}
 		})
 	}
