@@ -853,18 +853,30 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 
 // noteValuesFiles marks as Helm values those of files (canonical paths) that
 // are: values files of the apps (named, see appFileRoles), or a chart's own
-// values.yaml, beside the Chart.yaml isFile finds. Their kind and apiVersion, if
-// they hold both, are the chart's settings: they are masked by key all the same.
-// A file an app reads whole into a secret-looking value is a secret file.
+// values files (values.yaml, values-prod.yaml), beside the Chart.yaml isFile
+// finds, which an Application the apps do not hold (another cluster's, one not
+// created yet) may name. Their kind and apiVersion, if they hold both, are the
+// chart's settings: they are masked by key all the same. A file an app reads
+// whole into a secret-looking value is a secret file.
 func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]sourceRole, isFile func(string) bool) {
 	for _, f := range files {
 		if r := named[f]; r > roles[f] {
 			roles[f] = r
 		}
-		if roles[f] < roleValues && path.Base(f) == "values.yaml" && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
+		if roles[f] < roleValues && chartValuesName(path.Base(f)) && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
 			roles[f] = roleValues
 		}
 	}
+}
+
+// chartValuesName reports whether a file beside a Chart.yaml is named as a
+// chart's values files are: values.yaml, or values-<something>.yaml (.yml).
+func chartValuesName(base string) bool {
+	stem, ok := strings.CutSuffix(base, ".yaml")
+	if !ok {
+		stem, ok = strings.CutSuffix(base, ".yml")
+	}
+	return ok && (stem == "values" || strings.HasPrefix(stem, "values-") || strings.HasPrefix(stem, "values."))
 }
 
 // appFileRoles are the roles of the files apps' Helm options read, as key names

@@ -460,7 +460,9 @@ func TestObjectsMaskApplicationKustomizePatches(t *testing.T) {
 
 // TestValuesWithAKindAreMaskedByKey: Helm values that hold both a kind and an
 // apiVersion (a chart's settings) are still values, masked by key: a chart's
-// values.yaml, a values file of a kustomization's helmCharts, an Application's
+// values.yaml (and its values-<environment>.yaml files beside it, which an
+// Application of another cluster may name), a values file of a kustomization's
+// helmCharts, an Application's
 // values string, a values file an Application names, in its file, its cluster
 // diff and free text. A resource file of the same content is a built-in
 // kind's, not masked by key.
@@ -479,6 +481,12 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"replicaCount: 2", "  password: [redacted]"}},
 		"a chart's values.yaml": {file: "charts/web/values.yaml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file of an environment": {file: "charts/web/values-prod.yaml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values-prod.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file in YAML's other extension": {file: "charts/web/values.yml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
 		"a helmCharts values file": {file: "apps/redis/redis-values.yaml",
 			files: map[string]string{"apps/redis/kustomization.yaml": "helmCharts:\n- name: redis\n  valuesFile: redis-values.yaml\n  additionalValuesFiles: [extra/prod.yaml]\n",
