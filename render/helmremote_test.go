@@ -189,8 +189,8 @@ func TestPlanRendersAChartVersionWithALeadingV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
-	if len(res.Edits) != 1 || res.Edits[0].Path != "envs/prod/cert-manager.yaml" || string(res.Edits[0].New) != "replicaCount: \"3\"\n" {
-		t.Fatalf("the change edits %+v, want envs/prod/cert-manager.yaml at replicaCount: \"3\"", res.Edits)
+	if len(res.Edits) != 1 || res.Edits[0].Path != "envs/prod/cert-manager.yaml" || string(res.Edits[0].New) != "replicaCount: 3\n" {
+		t.Fatalf("the change edits %+v, want envs/prod/cert-manager.yaml at replicaCount: 3", res.Edits)
 	}
 }
 
