@@ -78,7 +78,8 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 			continue
 		}
 		app := Application{Name: a.Key().String(), Path: src.Path, Namespace: a.Spec.Destination.Namespace,
-			ManifestGeneratePaths: a.ManifestGeneratePaths, Prune: a.Automated() && a.Spec.SyncPolicy.Automated.Prune}
+			ManifestGeneratePaths: a.ManifestGeneratePaths, Prune: a.Automated() && a.Spec.SyncPolicy.Automated.Prune,
+			InSources: a.Spec.Source == nil}
 		if app.Path == "" {
 			app.Path = "."
 		}

@@ -101,9 +101,9 @@ spec:
   - {repoURL: r, path: p, plugin: {name: cmp}}
   - {repoURL: https://charts.example, chart: redis, targetRevision: 1.0.0}
 `,
-			want: []Application{{Name: "m", Path: "h", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m", ValueFiles: []string{"a.yaml"}}},
-				{Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
-				{Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"},
+			want: []Application{{InSources: true, Name: "m", Path: "h", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m", ValueFiles: []string{"a.yaml"}}},
+				{InSources: true, Name: "m (source 2)", Path: "p", SourceType: SourcePlugin},
+				{InSources: true, Name: "m (source 3)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "m"},
 					Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "1.0.0"}}},
 		},
 		"helm options as Argo CD passes them to helm template": {
@@ -185,9 +185,9 @@ spec:
   - {repoURL: oci://ghcr.io/example/charts, chart: redis, targetRevision: 18.1.0}
 `,
 			want: []Application{
-				{Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				{InSources: true, Name: "redis", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
 					Chart: &ChartDependency{Repository: "oci://10.0.0.5:5000/charts", Name: "redis", Version: "18.1.0", Artifact: true}},
-				{Name: "redis (source 2)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
+				{InSources: true, Name: "redis (source 2)", Path: ".", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis"},
 					Chart: &ChartDependency{Repository: "oci://ghcr.io/example", Name: "charts", Version: "18.1.0", Artifact: true}}},
 		},
 		"an oci:// repoURL of a registry alone names no chart": {
@@ -220,7 +220,7 @@ spec:
   - {repoURL: https://charts.example, chart: redis, targetRevision: 18.1.0, helm: {valueFiles: [/values-prod.yaml, $values/envs/prod/redis.yaml]}}
   - {repoURL: r, ref: values}
 `,
-			want: []Application{{Name: "redis", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml", "/envs/prod/redis.yaml"}},
+			want: []Application{{InSources: true, Name: "redis", Path: "envs/prod", SourceType: SourceHelm, Helm: HelmOptions{ReleaseName: "redis", ValueFiles: []string{"values-prod.yaml", "/envs/prod/redis.yaml"}},
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "18.1.0"}}},
 		},
 		"multi-source: the sources keep selects, each with its status type": {
@@ -233,8 +233,8 @@ status:
   sourceTypes: [Directory, Kustomize, Kustomize]
 `,
 			keep: func(s argocd.AppSource) bool { return s.RepoURL == "a" },
-			want: []Application{{Name: "argocd/m", Path: "p1", SourceType: SourceDirectory},
-				{Name: "argocd/m (source 3)", Path: "p3", SourceType: SourceKustomize}},
+			want: []Application{{InSources: true, Name: "argocd/m", Path: "p1", SourceType: SourceDirectory},
+				{InSources: true, Name: "argocd/m (source 3)", Path: "p3", SourceType: SourceKustomize}},
 		},
 		"multi-source: values files of a ref source of the same tree resolve from the repository root": {
 			manifest: `
@@ -245,7 +245,7 @@ spec:
   - {repoURL: https://github.com/o/deploy.git, targetRevision: main, path: charts/web, helm: {valueFiles: [$values/envs/prod.yaml, values.yaml]}}
   - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}
 `,
-			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "web", Path: "charts/web", SourceType: SourceHelm,
 				Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"/envs/prod.yaml", "values.yaml"}}}},
 		},
 		"multi-source: a ref source of another repository is not read": {
@@ -257,7 +257,7 @@ spec:
   - {repoURL: https://github.com/o/deploy, targetRevision: main, path: charts/web, helm: {valueFiles: [$cfg/prod.yaml]}}
   - {repoURL: https://github.com/o/config, targetRevision: v2, ref: cfg}
 `,
-			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "web", Path: "charts/web", SourceType: SourceHelm,
 				Helm: HelmOptions{ReleaseName: "web", ValueFiles: []string{"$cfg/prod.yaml"}}}},
 			unsupported: []string{"its values file $cfg/prod.yaml comes from https://github.com/o/config at v2"},
 		},
@@ -271,7 +271,7 @@ spec:
   - {repoURL: deploy, targetRevision: main, ref: values}
 `,
 			keep: func(s argocd.AppSource) bool { return s.RepoURL == "deploy" },
-			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
 				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}},
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 		},
@@ -284,7 +284,7 @@ spec:
   - {repoURL: https://charts.example, chart: redis, targetRevision: 19.0.0, helm: {valueFiles: [$values/envs/redis/prod.yaml]}}
   - {repoURL: https://github.com/o/deploy.git, targetRevision: main, ref: values}
 `,
-			want: []Application{{Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "redis", Path: "envs/redis", SourceType: SourceHelm,
 				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"/envs/redis/prod.yaml"}},
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 		},
@@ -298,7 +298,7 @@ spec:
   - {repoURL: https://github.com/o/deploy.git, targetRevision: main, ref: values}
   - {repoURL: https://github.com/o/config.git, targetRevision: main, ref: cfg}
 `,
-			want: []Application{{Name: "redis", Path: ".", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "redis", Path: ".", SourceType: SourceHelm,
 				Helm:  HelmOptions{ReleaseName: "redis", ValueFiles: []string{"$values/envs/redis/prod.yaml", "$cfg/redis.yaml"}},
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 			unsupported: []string{"its values file $values/envs/redis/prod.yaml comes from https://github.com/o/deploy.git at main, which is not the repository and revision being changed; its values file $cfg/redis.yaml comes from"},
@@ -312,7 +312,7 @@ spec:
   - {repoURL: https://github.com/o/deploy.git, targetRevision: main, path: charts/web, helm: {fileParameters: [{name: tls.key, path: $values/certs/tls.key}, {name: config, path: config.json}]}}
   - {repoURL: https://github.com/o/deploy, targetRevision: main, ref: values}
 `,
-			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "web", Path: "charts/web", SourceType: SourceHelm,
 				Helm: HelmOptions{ReleaseName: "web", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "/certs/tls.key"}, {Name: "config", Path: "config.json"}}}}},
 		},
 		"multi-source: a chart from a Helm repository reading a file parameter of the changed tree reads it from there": {
@@ -325,7 +325,7 @@ spec:
   - {repoURL: deploy, targetRevision: main, ref: values}
 `,
 			keep: func(s argocd.AppSource) bool { return s.RepoURL == "deploy" },
-			want: []Application{{Name: "redis", Path: "certs", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "redis", Path: "certs", SourceType: SourceHelm,
 				Helm:  HelmOptions{ReleaseName: "redis", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "/certs/redis.key"}, {Name: "config", Path: "files/config.json"}}},
 				Chart: &ChartDependency{Repository: "https://charts.example", Name: "redis", Version: "19.0.0"}}},
 		},
@@ -338,7 +338,7 @@ spec:
   - {repoURL: https://github.com/o/deploy, targetRevision: main, path: charts/web, helm: {fileParameters: [{name: tls.key, path: $cfg/tls.key}]}}
   - {repoURL: https://github.com/o/config, targetRevision: v2, ref: cfg}
 `,
-			want: []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm,
+			want: []Application{{InSources: true, Name: "web", Path: "charts/web", SourceType: SourceHelm,
 				Helm: HelmOptions{ReleaseName: "web", FileParameters: []HelmFileParameter{{Name: "tls.key", Path: "$cfg/tls.key"}}}}},
 			unsupported: []string{"its file parameter tls.key ($cfg/tls.key) comes from https://github.com/o/config at v2"},
 		},

@@ -384,7 +384,7 @@ func helmValues(v *view, app Application, root string, files []string) (map[stri
 		base = loader.MergeMaps(base, m)
 	}
 	if app.Helm.Values != "" {
-		field := "spec.source.helm." + cmpOr(app.Helm.ValuesField, "values")
+		field := helmSettings(app) + "." + cmpOr(app.Helm.ValuesField, "values")
 		scan := scanYAML(field, []byte(app.Helm.Values))
 		if err := v.budget.take(field, len(app.Helm.Values), scan, scan.err); err != nil {
 			return nil, err

@@ -946,9 +946,9 @@ func helmOverride(app Application, target, expected map[string]any) string {
 }
 
 // helmSettings names an app's helm settings in its Application: those of a
-// later source of a multi-source Application by its index.
+// source of a multi-source Application by its index.
 func helmSettings(app Application) string {
-	if i := sourceIndex(app.Name); i > 0 {
+	if i := sourceIndex(app.Name); i > 0 || app.InSources {
 		return fmt.Sprintf("spec.sources[%d].helm", i)
 	}
 	return "spec.source.helm"

@@ -51,6 +51,11 @@ type Application struct {
 	// deletes from the cluster what the app stops rendering. Without it, a
 	// deleted object stays in the cluster until someone syncs with pruning.
 	Prune bool `json:"prune,omitempty"`
+	// InSources says the Application lists its sources in spec.sources, so
+	// that its settings are under spec.sources[i] (i given by the name's
+	// "(source N)", none for the first) rather than spec.source: where a
+	// refusal tells the reader to look.
+	InSources bool `json:"inSources,omitempty"`
 	// Unsupported, when set, says why render cannot render the Application as Argo
 	// CD does (for example a kustomize option it does not apply). Its reach is still
 	// known: Plan refuses an edit that reaches it, and ignores it otherwise.
