@@ -36,7 +36,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
@@ -78,7 +77,7 @@ type Fetcher struct {
 	loopback bool
 
 	archives *lru.Cache[archiveKey, []byte]
-	indexes  *expirable.LRU[string, *repo.IndexFile]
+	indexes  *lru.Cache[string, cachedIndex]
 	// indexReads makes concurrent fetches from one repository share one read
 	// of its index.
 	indexReads singleflight.Group
@@ -86,9 +85,28 @@ type Fetcher struct {
 	// index takes tens of times its size in memory (BenchmarkFetchFromALargeIndex),
 	// so plans on many repositories at once must not each hold one.
 	indexParses chan struct{}
+	// now is the clock indexes age by.
+	now func() time.Time
 }
 
 type archiveKey struct{ repository, name, version, digest string }
+
+// cachedIndex is an index and when it was read. Its age is judged when it is
+// looked up, so that no goroutine of a Fetcher outlives its use (an expiring
+// cache's cleaner would).
+type cachedIndex struct {
+	index *repo.IndexFile
+	at    time.Time
+}
+
+// cachedIndex returns the index of key if it was read within IndexTTL.
+func (f *Fetcher) cachedIndex(key string) (*repo.IndexFile, bool) {
+	c, ok := f.indexes.Get(key)
+	if !ok || f.now().Sub(c.at) >= IndexTTL {
+		return nil, false
+	}
+	return c.index, true
+}
 
 // Option configures a Fetcher.
 type Option func(*Fetcher)
@@ -117,9 +135,11 @@ func WithLoopback() Option { return func(f *Fetcher) { f.loopback = true } }
 // live.
 func New(opts ...Option) *Fetcher {
 	archives, _ := lru.New[archiveKey, []byte](cachedArchives)
+	indexes, _ := lru.New[string, cachedIndex](MaxCachedIndexes)
 	f := &Fetcher{
 		archives:    archives,
-		indexes:     expirable.NewLRU[string, *repo.IndexFile](MaxCachedIndexes, nil, IndexTTL),
+		indexes:     indexes,
+		now:         time.Now,
 		indexParses: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
@@ -309,11 +329,11 @@ func skippableValidationError(err error) bool {
 // (its context ended) leaves the read to the others.
 func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, error) {
 	key := base.String()
-	if idx, ok := f.indexes.Get(key); ok {
+	if idx, ok := f.cachedIndex(key); ok {
 		return idx, nil
 	}
 	read := f.indexReads.DoChan(key, func() (any, error) {
-		if idx, ok := f.indexes.Get(key); ok {
+		if idx, ok := f.cachedIndex(key); ok {
 			return idx, nil
 		}
 		// Not the first caller's context: its end must not fail the others'
@@ -322,7 +342,7 @@ func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, er
 		if err != nil {
 			return nil, err
 		}
-		f.indexes.Add(key, idx)
+		f.indexes.Add(key, cachedIndex{index: idx, at: f.now()})
 		return idx, nil
 	})
 	select {

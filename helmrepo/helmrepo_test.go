@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -431,4 +432,36 @@ func helmPick(t *testing.T, index []byte, name, version string) string {
 		return ""
 	}
 	return cv.Version
+}
+
+// An index is read again once IndexTTL has passed: a repository publishes new
+// versions, and a plan must see them within the TTL.
+func TestAnIndexIsReadAgainAfterItsTTL(t *testing.T) {
+	archive := packageChart(t, "cache", "1.2.3")
+	r := newChartRepo(t, map[string][]byte{"cache-1.2.3.tgz": archive}, nil, nil)
+	f := helmrepo.New(helmrepo.WithLoopback())
+	now := time.Now()
+	helmrepo.SetClock(f, func() time.Time { return now })
+	dep := render.ChartDependency{Repository: r.URL + "/charts", Name: "cache", Version: "1.2.3"}
+	for _, step := range []time.Duration{0, helmrepo.IndexTTL - time.Second, 2 * time.Second} {
+		now = now.Add(step)
+		if _, err := f.FetchChart(context.Background(), dep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.count("/charts/index.yaml"); n != 2 {
+		t.Fatalf("the index was read %d times over a TTL and a second, want twice", n)
+	}
+}
+
+// A Fetcher leaves no goroutine running: tests and tools make many.
+func TestFetchersLeaveNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	const fetchers = 50
+	for range fetchers {
+		helmrepo.New()
+	}
+	if grown := runtime.NumGoroutine() - before; grown >= fetchers {
+		t.Fatalf("%d fetchers left %d goroutines running", fetchers, grown)
+	}
 }
