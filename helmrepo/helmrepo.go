@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -368,7 +369,7 @@ func (f *Fetcher) readIndex(ctx context.Context, base *url.URL) (*repo.IndexFile
 	f.indexParses <- struct{}{}
 	defer func() { <-f.indexParses }()
 	var idx repo.IndexFile
-	if err := yaml.Unmarshal(data, &idx); err != nil {
+	if err := unmarshalIndex(data, &idx); err != nil {
 		return nil, fmt.Errorf("the repository's index %s does not parse: %w", u.Redacted(), err)
 	}
 	if idx.APIVersion == "" {
@@ -376,6 +377,16 @@ func (f *Fetcher) readIndex(ctx context.Context, base *url.URL) (*repo.IndexFile
 	}
 	validIndex(&idx)
 	return leanIndex(&idx), nil
+}
+
+// unmarshalIndex decodes an index as Helm does when it loads one: JSON as Go
+// decodes it, YAML strictly. Helm refuses a YAML index with a field it does not
+// know, or a key given twice, whole: Argo CD renders no chart of it.
+func unmarshalIndex(data []byte, idx *repo.IndexFile) error {
+	if json.Valid(data) {
+		return json.Unmarshal(data, idx)
+	}
+	return yaml.UnmarshalStrict(data, idx)
 }
 
 // leanIndex is idx with only the names, versions, digests and URLs of its

@@ -465,3 +465,51 @@ func TestFetchersLeaveNoGoroutines(t *testing.T) {
 		t.Fatalf("%d fetchers left %d goroutines running", fetchers, grown)
 	}
 }
+
+// An index is read as "helm pull" loads it: YAML strictly (an unknown field,
+// a key given twice, and Helm refuses the whole index, so Argo CD renders
+// nothing of it), JSON as Go decodes it (failed before: both YAML indexes were
+// read and their charts rendered).
+func TestFetchReadsTheIndexAsHelmLoadsIt(t *testing.T) {
+	archive := packageChart(t, "cache", "1.2.3")
+	sum := sha256.Sum256(archive)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	cases := map[string]struct {
+		index string
+		loads bool
+	}{
+		"YAML": {
+			index: "apiVersion: v1\nentries:\n  cache:\n  - apiVersion: v2\n    name: cache\n    version: 1.2.3\n    digest: " + digest + "\n    urls: [cache-1.2.3.tgz]\n",
+			loads: true,
+		},
+		"YAML with a field Helm does not know": {
+			index: "apiVersion: v1\nentries:\n  cache:\n  - apiVersion: v2\n    name: cache\n    version: 1.2.3\n    digest: " + digest + "\n    urls: [cache-1.2.3.tgz]\n    mirror: cache-1.2.3.tgz\n",
+		},
+		"YAML giving a key twice": {
+			index: "apiVersion: v1\nentries:\n  cache:\n  - apiVersion: v2\n    name: cache\n    version: 1.2.3\n    version: 1.2.3\n    digest: " + digest + "\n    urls: [cache-1.2.3.tgz]\n",
+		},
+		"JSON with a field Helm does not know": {
+			index: `{"apiVersion": "v1", "entries": {"cache": [{"apiVersion": "v2", "name": "cache", "version": "1.2.3", "digest": "` + digest + `", "urls": ["cache-1.2.3.tgz"], "mirror": "cache-1.2.3.tgz"}]}}`,
+			loads: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "index.yaml")
+			if err := os.WriteFile(p, []byte(tc.index), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := repo.LoadIndexFile(p); (err == nil) != tc.loads {
+				t.Fatalf("Helm loads the index: %v, the case says %v", err, tc.loads)
+			}
+			s := serveIndex(t, []byte(tc.index), archive)
+			_, err := helmrepo.New(helmrepo.WithLoopback()).FetchChart(context.Background(), render.ChartDependency{Repository: s.URL, Name: "cache", Version: "1.2.3"})
+			if tc.loads && err != nil {
+				t.Fatal(err)
+			}
+			if !tc.loads && (err == nil || !strings.Contains(err.Error(), "does not parse")) {
+				t.Fatalf("got %v, want the index refused as Helm refuses it", err)
+			}
+		})
+	}
+}
