@@ -236,37 +236,32 @@ func (f *Fetcher) fetchFromIndex(ctx context.Context, base *url.URL, dep render.
 
 // findVersion finds version among a chart's entries (as validIndex left them)
 // as Helm does for "helm pull --version", by which Argo CD fetches an
-// Application's chart (repo.IndexFile.Get): the entry listed as written, else
-// the first whose version matches (render.ChartVersionMatch) in the index
-// sorted newest first.
+// Application's chart (repo.IndexFile.Get): in the index sorted newest first,
+// the first entry listed as written, else the first whose version matches
+// (render.ChartVersionMatch).
 func findVersion(entries repo.ChartVersions, version string) *repo.ChartVersion {
-	for _, v := range entries {
-		if v.Version == version {
-			return v
-		}
+	if v := firstNewest(entries, func(v string) bool { return v == version }); v != nil {
+		return v
 	}
-	matches := render.ChartVersionMatch(version)
-	var found []*repo.ChartVersion
+	return firstNewest(entries, render.ChartVersionMatch(version))
+}
+
+// firstNewest is the first of entries whose version matches in the order
+// Helm sorts them. Of several (1.2.3+build.1 and 1.2.3+build.2, or 1.2.3
+// published twice), which comes first is where Helm's sort of the whole list,
+// which does not keep the order of equal ones, leaves them.
+func firstNewest(entries repo.ChartVersions, matches func(version string) bool) *repo.ChartVersion {
+	var found *repo.ChartVersion
 	for _, v := range entries {
 		if matches(v.Version) {
-			found = append(found, v)
+			if found != nil {
+				sorted := newestFirst(entries)
+				return sorted[slices.IndexFunc(sorted, func(v *repo.ChartVersion) bool { return matches(v.Version) })]
+			}
+			found = v
 		}
 	}
-	switch len(found) {
-	case 0:
-		return nil
-	case 1:
-		return found[0]
-	}
-	// Equal versions (1.2.3+build.1, 1.2.3+build.2): which comes first is
-	// where Helm's sort of the whole list, which does not keep the order of
-	// equal ones, leaves them.
-	for _, v := range newestFirst(entries) {
-		if matches(v.Version) {
-			return v
-		}
-	}
-	return nil
+	return found
 }
 
 // newestFirst is a copy of entries in the order Helm sorts them when it loads

@@ -40,8 +40,13 @@ func packageChart(t testing.TB, name, version string) []byte {
 		Values:    map[string]any{"replicas": 1},
 		Templates: []*common.File{{Name: "templates/deploy.yaml", Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\nspec:\n  replicas: {{ .Values.replicas }}\n")}},
 	}
-	dir := t.TempDir()
-	p, err := chartutil.Save(ch, dir)
+	return saveChart(t, ch)
+}
+
+// saveChart is the archive the Helm SDK packages ch into.
+func saveChart(t testing.TB, ch *chart.Chart) []byte {
+	t.Helper()
+	p, err := chartutil.Save(ch, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,6 +424,16 @@ func builds(version string, n int) []string {
 // "helm pull" loads it, gives for version, or "" for none.
 func helmPick(t *testing.T, index []byte, name, version string) string {
 	t.Helper()
+	cv, err := helmIndex(t, index).Get(name, version)
+	if err != nil {
+		return ""
+	}
+	return cv.Version
+}
+
+// helmIndex is index loaded as "helm pull" loads it.
+func helmIndex(t *testing.T, index []byte) *repo.IndexFile {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "index.yaml")
 	if err := os.WriteFile(p, index, 0o600); err != nil {
 		t.Fatal(err)
@@ -427,11 +442,7 @@ func helmPick(t *testing.T, index []byte, name, version string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cv, err := idx.Get(name, version)
-	if err != nil {
-		return ""
-	}
-	return cv.Version
+	return idx
 }
 
 // An index is read again once IndexTTL has passed: a repository publishes new
@@ -511,5 +522,52 @@ func TestFetchReadsTheIndexAsHelmLoadsIt(t *testing.T) {
 				t.Fatalf("got %v, want the index refused as Helm refuses it", err)
 			}
 		})
+	}
+}
+
+// A version an index lists more than once as written (a chart published
+// again under the same version) is found as Helm finds it: the first of them
+// in the order Helm sorts the index, which, sorting more than twelve entries,
+// is not the index's own (failed before: the first listed was fetched, copy 0
+// where Helm pulls copy 8).
+func TestFetchFindsAVersionListedTwiceAsHelmDoes(t *testing.T) {
+	const copies = 16
+	idx := repo.NewIndexFile()
+	files := map[string][]byte{}
+	for i := range copies {
+		ch := &chart.Chart{
+			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "cache", Version: []string{"1.2.3", "1.2.4"}[i%2]},
+			Raw:      []*common.File{{Name: "values.yaml", Data: fmt.Appendf(nil, "copy: %d\n", i)}},
+		}
+		data := saveChart(t, ch)
+		file := fmt.Sprintf("cache-%s-%d.tgz", ch.Metadata.Version, i)
+		files[file] = data
+		sum := sha256.Sum256(data)
+		if err := idx.MustAdd(ch.Metadata, file, "", "sha256:"+hex.EncodeToString(sum[:])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index, err := yaml.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := helmIndex(t, index).Get("cache", "1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "index.yaml") {
+			_, _ = w.Write(index)
+			return
+		}
+		_, _ = w.Write(files[strings.TrimPrefix(r.URL.Path, "/")])
+	}))
+	t.Cleanup(s.Close)
+	got, err := helmrepo.New(helmrepo.WithLoopback()).FetchChart(context.Background(), render.ChartDependency{Repository: s.URL, Name: "cache", Version: "1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, files[cv.URLs[0]]) {
+		t.Fatalf("fetched copy %v of cache 1.2.3, Helm pulls %s", loadArchive(t, got).Values["copy"], cv.URLs[0])
 	}
 }
