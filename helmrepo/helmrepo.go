@@ -328,7 +328,14 @@ func (f *Fetcher) index(ctx context.Context, base *url.URL) (*repo.IndexFile, er
 	if idx, ok := f.cachedIndex(key); ok {
 		return idx, nil
 	}
-	read := f.indexReads.DoChan(key, func() (any, error) {
+	read := f.indexReads.DoChan(key, func() (_ any, err error) {
+		// singleflight panics again, unrecoverably, in a goroutine of its own:
+		// a fault of the read must fail its fetches, not end the process.
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("read the repository's index: panic: %v", p)
+			}
+		}()
 		if idx, ok := f.cachedIndex(key); ok {
 			return idx, nil
 		}

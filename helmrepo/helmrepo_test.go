@@ -571,3 +571,23 @@ func TestFetchFindsAVersionListedTwiceAsHelmDoes(t *testing.T) {
 		t.Fatalf("fetched copy %v of cache 1.2.3, Helm pulls %s", loadArchive(t, got).Values["copy"], cv.URLs[0])
 	}
 }
+
+// panickingTransport panics at every request, as a fault of the HTTP client's
+// middleware, or of what decodes an index, would.
+type panickingTransport struct{}
+
+func (panickingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	panic("the transport failed")
+}
+
+// A panic while an index is read fails the fetches sharing the read, as it
+// fails the one request a server recovers it in; it does not end the process,
+// as a panic in a shared read otherwise does (failed before: the test binary
+// died).
+func TestAPanicReadingAnIndexFailsTheFetch(t *testing.T) {
+	f := helmrepo.New(helmrepo.WithHTTPClient(&http.Client{Transport: panickingTransport{}}))
+	_, err := f.FetchChart(context.Background(), render.ChartDependency{Repository: "https://charts.example.com", Name: "cache", Version: "1.2.3"})
+	if err == nil || !strings.Contains(err.Error(), "the transport failed") {
+		t.Fatalf("got %v, want the fetch failed by the panic", err)
+	}
+}
