@@ -186,6 +186,50 @@ func sameValue(l valuesLeaf, rendered any) bool {
 	return equalValues(l.value, rendered)
 }
 
+// withinStringSets are the sets of the scalar leaves a chart writes inside a
+// longer string ("redis://{{ .Values.redis.host }}:{{ .Values.redis.port }}/0"):
+// a leaf whose text, at some place in the old string, covers all that the
+// change alters there is set to what the new string holds in its place (the
+// old string's text around it kept). Rendering decides whether the chart
+// wrote that key there.
+func withinStringSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	oldText, ok1 := fc.old.(string)
+	newText, ok2 := fc.new.(string)
+	if !ok1 || !ok2 || oldText == newText {
+		return nil
+	}
+	prefix, suffix := 0, 0
+	for prefix < len(oldText) && prefix < len(newText) && oldText[prefix] == newText[prefix] {
+		prefix++
+	}
+	for suffix < len(oldText)-prefix && suffix < len(newText)-prefix && oldText[len(oldText)-1-suffix] == newText[len(newText)-1-suffix] {
+		suffix++
+	}
+	var out []helmValueSet
+	for _, l := range leaves {
+		if l.node.Kind != yaml.ScalarNode || len(l.path) == 0 || l.text == "" || l.text == oldText {
+			continue
+		}
+		for i := strings.Index(oldText, l.text); i >= 0; {
+			after := len(oldText) - i - len(l.text) // the old text after the leaf's
+			if i <= prefix && after <= suffix && i <= len(newText)-after {
+				value := newText[i : len(newText)-after]
+				if typed, ok := ofLeafType(l, value); ok {
+					out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: typed})
+				}
+				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: value})
+				break
+			}
+			next := strings.Index(oldText[i+1:], l.text)
+			if next < 0 {
+				break
+			}
+			i += 1 + next
+		}
+	}
+	return out
+}
+
 // ofLeafType is rendered, a string the chart rendered from the boolean or
 // integer leaf l holds ({{ .Values.auth.enabled | quote }}), as a value of
 // l's type, when it spells one: the key keeps its type, which a reviewer
@@ -604,8 +648,22 @@ func (p *planner) helmEditableFiles() (editable []string, defaults string, err e
 }
 
 // matchLeaves returns the edits that set the leaves holding fc.old to fc.new,
-// and, for an image, the tag, digest or repository keys of the chart's split.
+// and, for an image, the tag, digest or repository keys of the chart's split;
+// then, for another field, those of the leaves written inside the string it
+// holds (withinStringSets), tried last.
 func matchLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	out := matchWholeLeaves(leaves, fc)
+	if len(fc.path) > 0 && fc.path[len(fc.path)-1] == "image" {
+		// An image's name and tag have keys of their own (see there); the
+		// registry a chart writes before them is no tag.
+		return out
+	}
+	return append(out, withinStringSets(leaves, fc)...)
+}
+
+// matchWholeLeaves is matchLeaves but for the leaves a chart writes inside a
+// longer string.
+func matchWholeLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	var out []helmValueSet
 	for _, l := range leaves {
 		if sameValue(l, fc.old) {
