@@ -32,6 +32,42 @@ func looksSecret(name string) bool {
 	return secretLookingName.MatchString(name)
 }
 
+// A private key is a secret by what it is, wherever it is written: under a key
+// that does not look secret (a ConfigMap's server.pem, Helm values' tls.pem, a
+// file parameter's file), in an env value, in a file of no YAML. So a value
+// holding a PEM private key block is masked whatever its key, and the block is
+// scrubbed from free text. A certificate or a public key is no secret, and a
+// reviewer needs to see one change: it stays shown.
+var (
+	privateKeyBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`)
+	privateKeyEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`)
+	// privateKeyBlock is one block, to its end or, cut short, to the end of
+	// the text: what of a value free text is scrubbed of.
+	privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`)
+)
+
+// holdsPrivateKey reports whether v is a string that holds a PEM private key block.
+func holdsPrivateKey(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.Contains(s, "PRIVATE KEY") && privateKeyBegin.MatchString(s)
+}
+
+// privateKeyBlocks are the private key blocks in s.
+func privateKeyBlocks(s string) []string {
+	if !strings.Contains(s, "PRIVATE KEY") {
+		return nil
+	}
+	return privateKeyBlock.FindAllString(s, -1)
+}
+
+// privateKeyAt reports whether scalar v, at path in an object of group, is
+// masked for the private key it holds. Text masked by its own content (a Helm
+// values string, an inline patch) is masked line by line instead, as its file
+// would be.
+func privateKeyAt(group string, path []string, v any) bool {
+	return holdsPrivateKey(v) && !helmValuesAt(group, path) && !kustomizePatchAt(group, path)
+}
+
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Values of no known schema (a Helm values file, an Application's valuesObject and
@@ -367,6 +403,9 @@ func maskValueIn(group, kind string, path []string, v any, siblings []string) an
 	if s, ok := v.(string); ok && kustomizePatchAt(group, path) {
 		return maskedText(s, docShape{}) // its target not known here: masked by key
 	}
+	if privateKeyAt(group, path, v) {
+		return redacted
+	}
 	return v
 }
 
@@ -411,6 +450,9 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 		if !sensitive && helmValuesAt(group, path) {
 			*out = append(*out, fileSecretValues([]byte(x), roleValues)...)
 		}
+		if !sensitive && privateKeyAt(group, path, x) {
+			*out = append(*out, privateKeyBlocks(x)...)
+		}
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)
 			if group == "" && len(path) > 0 && (kind == "Secret" && path[0] == "data" || kind == "ConfigMap" && path[0] == "binaryData") {
@@ -453,8 +495,8 @@ func MaskedChange(apiVersion, kind string, c map[string]any) map[string]any {
 		env := maps.Clone(e)
 		if set, ok := e["set"].(map[string]any); ok {
 			masked := maps.Clone(set)
-			for name := range set {
-				if looksSecret(name) {
+			for name, v := range set {
+				if looksSecret(name) || holdsPrivateKey(v) {
 					masked[name] = redacted
 				}
 			}

@@ -51,9 +51,34 @@ func maskFileLines(data []byte, role sourceRole) []string {
 		for i := range lines {
 			lines[i] = redactEnvLine(lines[i], role == roleSecretEnv)
 		}
-		return lines
+	default:
+		lines = maskYAMLLines(data, lines, role.shape())
 	}
-	return maskYAMLLines(data, lines, role.shape())
+	if bytes.Contains(data, []byte("PRIVATE KEY")) {
+		maskPrivateKeyLines(lines)
+	}
+	return lines
+}
+
+// maskPrivateKeyLines masks every line of each private key block in lines,
+// from the line it begins on to the one it ends on (or the last, when it does
+// not end), whatever the file: one that is no YAML (a key file, a certificate
+// bundle) holds a key as plainly as a value does, and so does a comment. The
+// lines of a certificate beside it stay.
+func maskPrivateKeyLines(lines []string) {
+	in := false
+	for i, l := range lines {
+		if !in {
+			begin := privateKeyBegin.FindStringIndex(l)
+			if begin == nil {
+				continue
+			}
+			in = !privateKeyEnd.MatchString(l[begin[1]:])
+		} else {
+			in = !privateKeyEnd.MatchString(l)
+		}
+		lines[i] = redactLine(l)
+	}
 }
 
 // maskYAMLLines replaces the secret values in lines, those of data, a YAML file
@@ -269,8 +294,32 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 			}
 		}
 		out = append(out, documentRanges(root, end, shape, budget)...)
+		privateKeyRanges(root, end, &out)
 	}
 	return out
+}
+
+// privateKeyRanges masks, anywhere below n, a scalar value that holds a
+// private key (see holdsPrivateKey), whatever its key or kind, on every line it
+// spans. Free text is scrubbed of the key blocks in it, not of a certificate
+// beside them.
+func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
+	visit := func(val *yaml.Node, to int) {
+		if val.Kind != yaml.ScalarNode {
+			privateKeyRanges(val, to, out)
+			return
+		}
+		r := valueRange(val, to)
+		for i, b := range privateKeyBlocks(val.Value) {
+			if i > 0 {
+				r = r.carrying(r.from)
+			}
+			r.value = b
+			*out = append(*out, r)
+		}
+	}
+	eachPair(n, end, func(_, val *yaml.Node, to int) { visit(val, to) })
+	eachItem(n, end, visit)
 }
 
 // resolvedMasks reports whether a document that has an alias or a merge key

@@ -164,7 +164,8 @@ func (t *tree) secretValues(apps []Application) []string {
 // values (values or valuesObject) by key, as a values file's; the value of a
 // parameter named like a secret, as render passes it to Helm too (whose parse
 // error quotes it) and unless it is one word of letters (see scrubbedByKey:
-// auth.enabled=true); and its inline kustomize patches, as a kustomization's.
+// auth.enabled=true); the private key blocks of any parameter's value; and its
+// inline kustomize patches, as a kustomization's.
 func appSecretValues(apps []Application) []string {
 	var out []string
 	for _, app := range apps {
@@ -173,6 +174,7 @@ func appSecretValues(apps []Application) []string {
 			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
 				out = append(out, p.Value, cleanSetParameter(p.Value))
 			}
+			out = append(out, privateKeyBlocks(p.Value)...)
 		}
 		for _, p := range app.Kustomize.Patches {
 			if patch, ok := p["patch"].(string); ok {
@@ -207,7 +209,8 @@ var secretNameWords = []string{"passw", "pwd", "secret", "token", "credential", 
 
 // fileSecretValues returns the secret values of one file read as role.
 func fileSecretValues(data []byte, role sourceRole) []string {
-	var out []string
+	// A private key block is one whatever the file, as maskFileLines masks it.
+	out := privateKeyBlocks(string(data))
 	switch role {
 	case roleSecretFile:
 		return append(out, string(data))
@@ -220,7 +223,7 @@ func fileSecretValues(data []byte, role sourceRole) []string {
 		}
 		return out
 	}
-	return yamlSecretValues(data, role.shape())
+	return append(out, yamlSecretValues(data, role.shape())...)
 }
 
 // yamlSecretValues returns the secret values of a YAML file or string of shape.
