@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"regexp"
@@ -34,9 +35,9 @@ func looksSecret(name string) bool {
 
 // A private key is a secret by what it is, wherever it is written: under a key
 // that does not look secret (a ConfigMap's server.pem, Helm values' tls.pem, a
-// file parameter's file), in an env value, in a file of no YAML. So a value
-// holding a PEM private key block is masked whatever its key, and the block is
-// scrubbed from free text. A certificate or a public key is no secret, and a
+// file parameter's file), in an env value, in a file of no YAML, in base64. So
+// a value holding a PEM private key block is masked whatever its key, and the
+// block is scrubbed from free text. A certificate or a public key is no secret, and a
 // reviewer needs to see one change: it stays shown.
 var (
 	privateKeyBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----`)
@@ -46,10 +47,35 @@ var (
 	privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`)
 )
 
-// holdsPrivateKey reports whether v is a string that holds a PEM private key block.
+// encodedPEMBegin is how base64 writes "-----BEGIN " at the start of a text.
+const encodedPEMBegin = "LS0tLS1CRUdJTi"
+
+// holdsPrivateKey reports whether v is a string that holds a PEM private key
+// block, as text or in base64.
 func holdsPrivateKey(v any) bool {
 	s, ok := v.(string)
-	return ok && strings.Contains(s, "PRIVATE KEY") && privateKeyBegin.MatchString(s)
+	return ok && len(privateKeyTexts(s)) > 0
+}
+
+// privateKeyTexts are what free text is scrubbed of for the private keys s
+// holds: each block in it, or, when s is one written in base64 (a kubeconfig's
+// client-key-data, a ConfigMap's binaryData), s itself and each block it
+// decodes to. A text that holds none has none.
+func privateKeyTexts(s string) []string {
+	if blocks := privateKeyBlocks(s); len(blocks) > 0 {
+		return blocks
+	}
+	if !strings.HasPrefix(strings.TrimSpace(s), encodedPEMBegin) {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		return nil
+	}
+	if blocks := privateKeyBlocks(string(raw)); len(blocks) > 0 {
+		return append(blocks, s)
+	}
+	return nil
 }
 
 // privateKeyBlocks are the private key blocks in s.
@@ -451,7 +477,7 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 			*out = append(*out, fileSecretValues([]byte(x), roleValues)...)
 		}
 		if !sensitive && privateKeyAt(group, path, x) {
-			*out = append(*out, privateKeyBlocks(x)...)
+			*out = append(*out, privateKeyTexts(x)...)
 		}
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)

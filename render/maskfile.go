@@ -301,8 +301,8 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 
 // privateKeyRanges masks, anywhere below n, a scalar value that holds a
 // private key (see holdsPrivateKey), whatever its key or kind, on every line it
-// spans. Free text is scrubbed of the key blocks in it, not of a certificate
-// beside them.
+// spans. Free text is scrubbed of the keys in it (see privateKeyTexts), not
+// of a certificate beside them.
 func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 	visit := func(val *yaml.Node, to int) {
 		if val.Kind != yaml.ScalarNode {
@@ -310,7 +310,7 @@ func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 			return
 		}
 		r := valueRange(val, to)
-		for i, b := range privateKeyBlocks(val.Value) {
+		for i, b := range privateKeyTexts(val.Value) {
 			if i > 0 {
 				r = r.carrying(r.from)
 			}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -134,5 +135,37 @@ func TestPrivateKeysAreScrubbedFromFreeText(t *testing.T) {
 	requireNoSecret(t, "masked text", got, pemKeyLines)
 	if !strings.Contains(got, pemCertLines[0]) {
 		t.Errorf("masked text lost a certificate's line: %q", got)
+	}
+}
+
+// TestEncodedPrivateKeysAreMasked: a private key written in base64 (a
+// kubeconfig's client-key-data, a ConfigMap's binaryData) is masked and
+// scrubbed as the key itself is; a certificate in base64 beside it stays shown
+// (failed before: both were shown).
+func TestEncodedPrivateKeysAreMasked(t *testing.T) {
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	key, cert := enc(pemBlock("RSA PRIVATE KEY", "", pemKeyLines)), enc(pemBlock("CERTIFICATE", "", pemCertLines))
+	fsys := fstest.MapFS{
+		"clusters/kubeconfig.yaml": {Data: []byte("apiVersion: v1\nkind: Config\nusers:\n- name: deployer\n  user:\n    client-certificate-data: " + cert +
+			"\n    client-key-data: " + key + "\n")},
+	}
+	requireMaskedFile(t, fsys, "clusters/kubeconfig.yaml", []string{key}, []string{"client-certificate-data: " + cert, "client-key-data: [redacted]\n"}, nil)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "tls"},
+		"binaryData": map[string]any{"server.pem": key, "server.crt": cert}}
+	got, err := MaskedManifests([]Object{{Manifest: cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, key) || !strings.Contains(got, cert) {
+		t.Errorf("masked manifests, want the key hidden and the certificate shown:\n%s", got)
+	}
+	msg := "bad data " + key + " or " + pemKeyLines[0] + " beside " + cert
+	for what, s := range map[string]string{
+		"scrubbed text": treeScrubber(t, map[string]string{"clusters/kubeconfig.yaml": string(fsys["clusters/kubeconfig.yaml"].Data)}).text(msg),
+		"masked text":   MaskText([]ChangedObject{{Object: cm}}, msg),
+	} {
+		if strings.Contains(s, key) || strings.Contains(s, pemKeyLines[0]) || !strings.Contains(s, cert) {
+			t.Errorf("%s, want the key hidden and the certificate shown: %q", what, s)
+		}
 	}
 }

@@ -164,7 +164,7 @@ func (t *tree) secretValues(apps []Application) []string {
 // values (values or valuesObject) by key, as a values file's; the value of a
 // parameter named like a secret, as render passes it to Helm too (whose parse
 // error quotes it) and unless it is one word of letters (see scrubbedByKey:
-// auth.enabled=true); the private key blocks of any parameter's value; and its
+// auth.enabled=true); the private keys of any parameter's value; and its
 // inline kustomize patches, as a kustomization's.
 func appSecretValues(apps []Application) []string {
 	var out []string
@@ -174,7 +174,7 @@ func appSecretValues(apps []Application) []string {
 			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
 				out = append(out, p.Value, cleanSetParameter(p.Value))
 			}
-			out = append(out, privateKeyBlocks(p.Value)...)
+			out = append(out, privateKeyTexts(p.Value)...)
 		}
 		for _, p := range app.Kustomize.Patches {
 			if patch, ok := p["patch"].(string); ok {
