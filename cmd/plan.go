@@ -683,7 +683,7 @@ func printResult(w io.Writer, app render.Application, change render.Change, res 
 	var parts []string
 	total := 0
 	for _, a := range res.Verification.Apps {
-		parts = append(parts, fmt.Sprintf("%s: %d objects compared, %d changed", a.App, a.Objects, a.Changed))
+		parts = append(parts, a.Summary())
 		total++
 	}
 	sort.Strings(parts)

@@ -442,7 +442,7 @@ func verificationSummary(v render.Verification) string {
 	}
 	var parts []string
 	for _, a := range v.Apps {
-		parts = append(parts, fmt.Sprintf("%s: %d objects compared, %d changed", a.App, a.Objects, a.Changed))
+		parts = append(parts, a.Summary())
 	}
 	return "verified (" + strings.Join(parts, "; ") + ")"
 }

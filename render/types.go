@@ -389,6 +389,15 @@ type AppVerification struct {
 	Differences []string `json:"differences,omitempty"`
 }
 
+// Summary is the comparison in words: "web: 1 object compared, 1 changed".
+func (a AppVerification) Summary() string {
+	noun := "objects"
+	if a.Objects == 1 {
+		noun = "object"
+	}
+	return fmt.Sprintf("%s: %d %s compared, %d changed", a.App, a.Objects, noun, a.Changed)
+}
+
 // Attempt is one edit location that was tried.
 type Attempt struct {
 	Strategy string   `json:"strategy"`
