@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"sort"
@@ -230,8 +231,8 @@ func withinStringSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	return out
 }
 
-// ofLeafType is rendered, a string the chart rendered from the boolean or
-// integer leaf l holds ({{ .Values.auth.enabled | quote }}), as a value of
+// ofLeafType is rendered, a string the chart rendered from the boolean,
+// integer or float leaf l holds ({{ .Values.auth.enabled | quote }}), as a value of
 // l's type, when it spells one: the key keeps its type, which a reviewer
 // expects and which another template's {{ if }} reads ("false" is true
 // there). ok is false when there is no such value; the string itself is
@@ -249,6 +250,12 @@ func ofLeafType(l valuesLeaf, rendered any) (any, bool) {
 	case int, int64, uint64:
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil && strconv.FormatInt(n, 10) == text {
 			return int(n), true
+		}
+	case float64:
+		// As a template prints a float (0.75, 1e-07): a text it cannot print
+		// ("2.0", "Inf") is no float the chart rendered.
+		if f, err := strconv.ParseFloat(text, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && strconv.FormatFloat(f, 'g', -1, 64) == text {
+			return f, true
 		}
 	}
 	return nil, false
