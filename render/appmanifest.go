@@ -135,6 +135,16 @@ func sourceIndex(app string) int {
 	return n - 1
 }
 
+// sourceSettings names an app's source in its Application, where a reason
+// tells the reader to look: spec.source, or the entry of spec.sources a
+// multi-source Application renders the app from, by its index.
+func sourceSettings(app Application) string {
+	if i := sourceIndex(app.Name); i > 0 || app.InSources {
+		return fmt.Sprintf("spec.sources[%d]", i)
+	}
+	return "spec.source"
+}
+
 // manifestSource is the source of a repository's Application manifest that
 // an app of render stands for.
 type manifestSource struct {

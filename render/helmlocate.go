@@ -1010,14 +1010,8 @@ func helmOverride(app Application, target, expected map[string]any) string {
 	return ""
 }
 
-// helmSettings names an app's helm settings in its Application: those of a
-// source of a multi-source Application by its index.
-func helmSettings(app Application) string {
-	if i := sourceIndex(app.Name); i > 0 || app.InSources {
-		return fmt.Sprintf("spec.sources[%d].helm", i)
-	}
-	return "spec.source.helm"
-}
+// helmSettings names an app's helm settings in its Application.
+func helmSettings(app Application) string { return sourceSettings(app) + ".helm" }
 
 // noValuesKeyReason is the refusal reason of a Helm change no values key can
 // hold: no values file of the app nor the chart's defaults holds what the chart

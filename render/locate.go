@@ -321,7 +321,7 @@ func (p *planner) checkTarget(app Application, o *object) error {
 	if app.SourceType == SourceKustomize {
 		if c.Replicas != nil || c.Patch.sets("spec", "replicas") {
 			if _, ok := app.Kustomize.Replicas[o.name]; ok {
-				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets spec.source.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, o.name)}
+				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, sourceSettings(app), o.name)}
 			}
 		}
 		if c.Image != nil {
@@ -333,13 +333,13 @@ func (p *planner) checkTarget(app Application, o *object) error {
 						continue
 					}
 					if (entry["name"] == parseImageRef(img).name || entry["newName"] == parseImageRef(img).name) && overridesVersion(entry) {
-						return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s overrides image %s in spec.source.kustomize.images; a Git edit would be overridden, change the Application instead", app.Name, parseImageRef(img).name)}
+						return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s overrides image %s in %s.kustomize.images; a Git edit would be overridden, change the Application instead", app.Name, parseImageRef(img).name, sourceSettings(app))}
 					}
 				}
 			}
 		}
 		if field, key, ok := metadataOverride(app.Kustomize, c.Patch); ok {
-			return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s %q in spec.source.kustomize.%s, which Argo CD applies over the repository when it renders; a Git edit would be overridden, change the Application instead", app.Name, strings.TrimSuffix(field, "s"), key, metadataOption[field])}
+			return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s %q in %s.kustomize.%s, which Argo CD applies over the repository when it renders; a Git edit would be overridden, change the Application instead", app.Name, strings.TrimSuffix(field, "s"), key, sourceSettings(app), metadataOption[field])}
 		}
 		if err := p.transformerOverride(app, o); err != nil {
 			return err

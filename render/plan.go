@@ -470,7 +470,7 @@ func (p *planner) affected(files []string) ([]Application, []Warning) {
 				warnings = append(warnings, Warning{
 					Code:        "revision_substituted",
 					Where:       "Application " + app.Name,
-					Message:     "its spec.source.kustomize settings substitute $ARGOCD_APP_REVISION, which Argo CD sets to the commit it deploys: after the merge every object carrying it changes to the merge commit's revision too (verified here with the base commit's)",
+					Message:     "its " + sourceSettings(app) + ".kustomize settings substitute $ARGOCD_APP_REVISION, which Argo CD sets to the commit it deploys: after the merge every object carrying it changes to the merge commit's revision too (verified here with the base commit's)",
 					Alternative: "drop the revision from the settings if only the requested change should reach the cluster",
 				})
 			}

@@ -138,11 +138,11 @@ func (m *directoryMatcher) leftOut(app Application, f string) string {
 	}
 	switch {
 	case !m.recurse && strings.Contains(within, "/"):
-		return "it is in a subdirectory and spec.source.directory.recurse is off"
+		return "it is in a subdirectory and " + sourceSettings(app) + ".directory.recurse is off"
 	case m.exclude != nil && m.exclude.Match(within):
-		return fmt.Sprintf("spec.source.directory.exclude %q leaves it out", app.Directory.Exclude)
+		return fmt.Sprintf("%s.directory.exclude %q leaves it out", sourceSettings(app), app.Directory.Exclude)
 	case m.include != nil && !m.include.Match(within):
-		return fmt.Sprintf("spec.source.directory.include %q does not take it in", app.Directory.Include)
+		return fmt.Sprintf("%s.directory.include %q does not take it in", sourceSettings(app), app.Directory.Include)
 	}
 	return ""
 }
