@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -47,9 +48,6 @@ var (
 	privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`)
 )
 
-// encodedPEMBegin is how base64 writes "-----BEGIN " at the start of a text.
-const encodedPEMBegin = "LS0tLS1CRUdJTi"
-
 // holdsPrivateKey reports whether v is a string that holds a PEM private key
 // block, as text or in base64.
 func holdsPrivateKey(v any) bool {
@@ -60,12 +58,13 @@ func holdsPrivateKey(v any) bool {
 // privateKeyTexts are what free text is scrubbed of for the private keys s
 // holds: each block in it, or, when s is one written in base64 (a kubeconfig's
 // client-key-data, a ConfigMap's binaryData), s itself and each block it
-// decodes to. A text that holds none has none.
+// decodes to, wherever in it the block starts: openssl's export of a key
+// writes "Bag Attributes" lines before it. A text that holds none has none.
 func privateKeyTexts(s string) []string {
 	if blocks := privateKeyBlocks(s); len(blocks) > 0 {
 		return blocks
 	}
-	if !strings.HasPrefix(strings.TrimSpace(s), encodedPEMBegin) {
+	if len(s) < minEncodedPrivateKey || !onlyBase64(s) {
 		return nil
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
@@ -76,6 +75,42 @@ func privateKeyTexts(s string) []string {
 		return append(blocks, s)
 	}
 	return nil
+}
+
+// encodedPrivateKeyWords are how base64 writes "PRIVATE KEY" at each of the
+// three places it can start in a group of three bytes.
+var encodedPrivateKeyWords = [][]byte{[]byte("UFJJVkFURSBLRV"), []byte("BSSVZBVEUgS0VZ"), []byte("QUklWQVRFIEtFW")}
+
+// holdsEncodedPrivateKeyWords reports whether data may hold a private key in
+// base64, by the words of its BEGIN and END lines: a line break wrapping the
+// base64 may split one of them, and seldom both.
+func holdsEncodedPrivateKeyWords(data []byte) bool {
+	for _, w := range encodedPrivateKeyWords {
+		if bytes.Contains(data, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// minEncodedPrivateKey is the length of base64 too short to hold a private
+// key block: its BEGIN and END lines alone take more. Shorter values (a
+// binaryData flag, a word) are not decoded at all.
+const minEncodedPrivateKey = 64
+
+// onlyBase64 reports whether s holds nothing but base64's alphabet and the
+// white space that wraps its lines: a value worth decoding. Checking first
+// keeps every long text of a file from being copied to be decoded.
+func onlyBase64(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/', c == '=',
+			c == ' ', c == '\t', c == '\n', c == '\r':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // privateKeyBlocks are the private key blocks in s.

@@ -295,6 +295,12 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 		}
 		out = append(out, documentRanges(root, end, shape, budget)...)
 		privateKeyRanges(root, end, &out)
+		// A document that is one scalar is a key file in base64, or text (a
+		// key file, a bundle of a certificate and a key) whose key block
+		// maskPrivateKeyLines masks line by line, keeping the certificate's.
+		if root.Kind == yaml.ScalarNode && privateKeyBlocks(root.Value) == nil {
+			privateKeyRange(root, end, &out)
+		}
 	}
 	return out
 }
@@ -309,17 +315,22 @@ func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 			privateKeyRanges(val, to, out)
 			return
 		}
-		r := valueRange(val, to)
-		for i, b := range privateKeyTexts(val.Value) {
-			if i > 0 {
-				r = r.carrying(r.from)
-			}
-			r.value = b
-			*out = append(*out, r)
-		}
+		privateKeyRange(val, to, out)
 	}
 	eachPair(n, end, func(_, val *yaml.Node, to int) { visit(val, to) })
 	eachItem(n, end, visit)
+}
+
+// privateKeyRange masks scalar val, up to line to, if it holds a private key.
+func privateKeyRange(val *yaml.Node, to int, out *[]lineMask) {
+	r := valueRange(val, to)
+	for i, b := range privateKeyTexts(val.Value) {
+		if i > 0 {
+			r = r.carrying(r.from)
+		}
+		r.value = b
+		*out = append(*out, r)
+	}
 }
 
 // resolvedMasks reports whether a document that has an alias or a merge key

@@ -169,3 +169,39 @@ func TestEncodedPrivateKeysAreMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedPrivateKeysAreMaskedWhateverPrecedesThem: a private key in
+// base64 is found wherever its block starts in what the base64 decodes to
+// (openssl's export of a key writes "Bag Attributes" lines before it), and in
+// a file that holds nothing but the base64 (a key file of a kubeconfig's
+// client-key-data); it is masked, and scrubbed from free text (failed before:
+// both were shown, and a message quoting either kept it).
+func TestEncodedPrivateKeysAreMaskedWhateverPrecedesThem(t *testing.T) {
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	exported := enc("Bag Attributes\n    localKeyID: 01 00 00 00\nKey Attributes: <No Attributes>\n" + pemBlock("PRIVATE KEY", "", pemKeyLines))
+	bare := enc(pemBlock("EC PRIVATE KEY", "", pemKeyLines))
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tls\nbinaryData:\n  server.pem: " + exported + "\n  mode: ZmFzdA==\n"
+	fsys := fstest.MapFS{
+		"app/config.yaml":    {Data: []byte(cm)},
+		"certs/client.key64": {Data: []byte(bare + "\n")},
+	}
+	requireMaskedFile(t, fsys, "app/config.yaml", []string{exported}, []string{"  server.pem: [redacted]\n", "mode: ZmFzdA=="}, nil)
+	requireMaskedFile(t, fsys, "certs/client.key64", []string{bare}, nil, nil)
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "tls"},
+		"binaryData": map[string]any{"server.pem": exported, "mode": "ZmFzdA=="}}
+	got, err := MaskedManifests([]Object{{Manifest: obj}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", got, []string{exported})
+	if !strings.Contains(got, "ZmFzdA==") {
+		t.Errorf("masked manifests hid an ordinary value:\n%s", got)
+	}
+	msg := "bad data " + exported + " or " + bare + " or " + pemKeyLines[0]
+	for what, s := range map[string]string{
+		"scrubbed text": treeScrubber(t, map[string]string{"app/config.yaml": cm, "certs/client.key64": bare + "\n"}).text(msg),
+		"masked text":   MaskText([]ChangedObject{{Object: obj}}, "bad data "+exported+" or "+pemKeyLines[0]),
+	} {
+		requireNoSecret(t, what, s, []string{exported, bare, pemKeyLines[0]})
+	}
+}

@@ -186,10 +186,11 @@ func appSecretValues(apps []Application) []string {
 }
 
 // mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
-// a Secret or ConfigMap, a generator, or a name that looks secret.
+// a Secret or ConfigMap, a generator, a name that looks secret, or a private
+// key in base64 (in a text, "PRIVATE KEY" makes it hold the word key).
 func mayHoldSecrets(data []byte) bool {
 	if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
-		bytes.Contains(data, []byte("Generator")) {
+		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) {
 		return true
 	}
 	// Every name secretLookingName or secretKey matches holds one of these
