@@ -509,12 +509,21 @@ func (a *Application) Level() Level {
 	}
 }
 
-// Sources returns spec.source, or spec.sources for multi-source Applications.
+// HasMultipleSources reports whether the Application lists its sources in
+// spec.sources. Argo CD then ignores spec.source, even when it is set too.
+func (a *Application) HasMultipleSources() bool { return len(a.Spec.Sources) > 0 }
+
+// Sources returns the sources Argo CD renders: spec.sources for a multi-source
+// Application (spec.source is ignored then, as Argo CD ignores it), else
+// spec.source.
 func (a *Application) Sources() []AppSource {
+	if a.HasMultipleSources() {
+		return a.Spec.Sources
+	}
 	if a.Spec.Source != nil {
 		return []AppSource{*a.Spec.Source}
 	}
-	return a.Spec.Sources
+	return nil
 }
 
 // PrimarySource returns the source a change goes to: spec.source, or the first entry

@@ -233,3 +233,28 @@ func TestPrimarySourceOfAChartIsItsValues(t *testing.T) {
 		t.Fatalf("Chart() of a Git source = %q, want none", got)
 	}
 }
+
+// Argo CD renders spec.sources whenever it lists any, and ignores a spec.source
+// set beside it: a change goes to the first of spec.sources, not to spec.source.
+func TestSourcesIgnoreSpecSourceBesideSpecSources(t *testing.T) {
+	app := Application{Name: "web", Spec: AppSpec{
+		Source:  &AppSource{RepoURL: "https://github.com/o/old", Path: "old"},
+		Sources: []AppSource{{RepoURL: "https://github.com/o/deploy", Path: "apps/web"}},
+	}}
+	if !app.HasMultipleSources() {
+		t.Fatal("HasMultipleSources = false for an Application listing spec.sources")
+	}
+	if got := app.Sources(); len(got) != 1 || got[0].Path != "apps/web" {
+		t.Fatalf("Sources() = %+v, want spec.sources", got)
+	}
+	if src, ok := app.PrimarySource(); !ok || src.RepoURL != "https://github.com/o/deploy" {
+		t.Fatalf("PrimarySource() = %+v, %v, want the first of spec.sources", src, ok)
+	}
+	single := Application{Spec: AppSpec{Source: &AppSource{Path: "only"}}}
+	if single.HasMultipleSources() || len(single.Sources()) != 1 || single.Sources()[0].Path != "only" {
+		t.Fatalf("an Application with spec.source alone: HasMultipleSources %v, Sources %+v", single.HasMultipleSources(), single.Sources())
+	}
+	if none := (Application{}); none.Sources() != nil {
+		t.Fatalf("an Application without a source: Sources() = %+v", none.Sources())
+	}
+}

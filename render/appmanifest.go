@@ -171,8 +171,8 @@ func sourceOf(obj map[string]any, like Application) (*manifestSource, error) {
 	i := sourceIndex(like.Name)
 	out := &manifestSource{helm: yamledit.Path{yamledit.K("spec"), yamledit.K("source"), yamledit.K("helm")}, helmField: []string{"spec", "source", "helm"}}
 	switch {
-	case a.Spec.Source != nil && i == 0:
-	case a.Spec.Source == nil && i < len(a.Spec.Sources):
+	case !a.HasMultipleSources() && a.Spec.Source != nil && i == 0:
+	case a.HasMultipleSources() && i < len(a.Spec.Sources):
 		out.helm = yamledit.Path{yamledit.K("spec"), yamledit.K("sources"), yamledit.I(i), yamledit.K("helm")}
 		out.helmField = []string{"spec", "sources", strconv.Itoa(i), "helm"}
 	default:

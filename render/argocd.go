@@ -79,7 +79,7 @@ func FromArgoCD(a argocd.Application, keep func(argocd.AppSource) bool) []Applic
 		}
 		app := Application{Name: a.Key().String(), Path: src.Path, Namespace: a.Spec.Destination.Namespace,
 			ManifestGeneratePaths: a.ManifestGeneratePaths, Prune: a.Automated() && a.Spec.SyncPolicy.Automated.Prune,
-			InSources: a.Spec.Source == nil}
+			InSources: a.HasMultipleSources()}
 		if app.Path == "" {
 			app.Path = "."
 		}
@@ -222,21 +222,21 @@ func convertOptions(app *Application, src argocd.AppSource) {
 			if p, ok := patch["path"]; ok && p != "" {
 				// The file is the repository's, read by a build render does not
 				// trace: its edits would go unseen.
-				problems = append(problems, fmt.Sprintf("its spec.source.kustomize.patches entry reads the file %v; only inline patches are supported", p))
+				problems = append(problems, fmt.Sprintf("its %s.kustomize.patches entry reads the file %v; only inline patches are supported", sourceSettings(*app), p))
 				continue
 			}
 			app.Kustomize.Patches = append(app.Kustomize.Patches, patch)
 		}
 		if len(k.Unsupported) > 0 {
-			problems = append(problems, fmt.Sprintf("it sets spec.source.kustomize options that are not supported yet (%s); "+
+			problems = append(problems, fmt.Sprintf("it sets %s.kustomize options that are not supported yet (%s); "+
 				"Argo CD applies them when it renders, so no change it renders can be verified as Argo CD will deploy it",
-				strings.Join(k.Unsupported, ", ")))
+				sourceSettings(*app), strings.Join(k.Unsupported, ", ")))
 		}
 		for _, r := range k.Replicas {
 			count, err := strconv.ParseInt(r.Count.String(), 10, 64)
 			if err != nil {
 				// Argo CD cannot render it either.
-				problems = append(problems, fmt.Sprintf("its spec.source.kustomize.replicas count %q for %s is not an integer", r.Count.String(), r.Name))
+				problems = append(problems, fmt.Sprintf("its %s.kustomize.replicas count %q for %s is not an integer", sourceSettings(*app), r.Count.String(), r.Name))
 				continue
 			}
 			if app.Kustomize.Replicas == nil {
@@ -336,7 +336,7 @@ func applySettings(app *Application, src argocd.AppSource, s argocd.Settings) {
 		app.Unsupported = joinReasons(app.Unsupported, err.Error())
 	}
 	if k := src.Kustomize; k != nil && k.Version != "" && !s.RegistersKustomizeVersion(k.Version) {
-		app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its spec.source.kustomize.version %s is not registered in argocd-cm (kustomize.path.%s), so Argo CD cannot render it", k.Version, k.Version))
+		app.Unsupported = joinReasons(app.Unsupported, fmt.Sprintf("its %s.kustomize.version %s is not registered in argocd-cm (kustomize.path.%s), so Argo CD cannot render it", sourceSettings(*app), k.Version, k.Version))
 	}
 }
 

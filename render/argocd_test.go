@@ -356,6 +356,31 @@ spec:
 				Patches: []map[string]any{{"patch": "x", "target": map[string]any{"kind": "Deployment"}}}}}},
 			unsupported: []string{"reads the file p.yaml; only inline patches are supported; it sets spec.source.kustomize options that are not supported yet (laterOption)"},
 		},
+		"multi-source: kustomize options render does not apply are named in spec.sources": {
+			manifest: `
+kind: Application
+metadata: {name: k}
+spec:
+  sources:
+  - {repoURL: r, path: k, kustomize: {patches: [{path: p.yaml}], laterOption: true, replicas: [{name: web, count: many}]}}
+`,
+			want: []Application{{InSources: true, Name: "k", Path: "k", SourceType: SourceKustomize}},
+			unsupported: []string{`its spec.sources[0].kustomize.patches entry reads the file p.yaml; only inline patches are supported; ` +
+				`it sets spec.sources[0].kustomize options that are not supported yet (laterOption); ` +
+				`Argo CD applies them when it renders, so no change it renders can be verified as Argo CD will deploy it; ` +
+				`its spec.sources[0].kustomize.replicas count "many" for web is not an integer`},
+		},
+		"spec.source beside spec.sources is ignored, as Argo CD ignores it": {
+			manifest: `
+kind: Application
+metadata: {name: web}
+spec:
+  source: {repoURL: r, path: old, kustomize: {namePrefix: old-}}
+  sources:
+  - {repoURL: r, path: apps/web, kustomize: {namePrefix: new-}}
+`,
+			want: []Application{{InSources: true, Name: "web", Path: "apps/web", SourceType: SourceKustomize, Kustomize: KustomizeOptions{NamePrefix: "new-"}}},
+		},
 		"replicas count that is not an integer": {
 			manifest: `
 kind: Application

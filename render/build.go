@@ -167,7 +167,7 @@ func renderKustomize(ctx context.Context, v *view, app Application, origin bool)
 	// The build's own copy of the tree: what the edits write stays in it.
 	bv := v.with(nil)
 	end := building(ctx, app.Name, root)
-	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, opts, origin, reach)
+	maps, err := buildKustomization(ctx, bv, root, kfile, app.Kustomize, sourceSettings(app), opts, origin, reach)
 	end()
 	if err := contextError(ctx); err != nil {
 		return nil, buildTimedOut(err, app.Name, root)
@@ -217,16 +217,17 @@ func buildTimedOut(err error, app, root string) error {
 	return &Refusal{Code: CodeTimeout, App: app, Reason: fmt.Sprintf("application %s: kustomize build %s: %s", app, root, ref.Reason)}
 }
 
-// buildKustomization makes the Argo CD edits of k (and, with origin, the
+// buildKustomization makes the Argo CD edits of k, the kustomize settings of
+// the source settings names (see sourceSettings), (and, with origin, the
 // origin annotations) in bv and builds root from it, in a worker process of the
 // context's pool (see WithKustomizeWorkers) or, where the process builds in
 // process (SetKustomizeInProcess), in the kustomize slot. It answers each
 // resource's map, in the build's order. A build in a worker is sent what reach
 // (the build's kustomization graph) says it reads (see expectedReads).
-func buildKustomization(ctx context.Context, bv *view, root, kfile string, k KustomizeOptions, opts *krusty.Options, origin bool, reach *kustReach) ([]map[string]any, error) {
+func buildKustomization(ctx context.Context, bv *view, root, kfile string, k KustomizeOptions, settings string, opts *krusty.Options, origin bool, reach *kustReach) ([]map[string]any, error) {
 	edit := func() error {
 		if !k.empty() {
-			if err := applyArgoEdits(bv, root, k); err != nil {
+			if err := applyArgoEdits(bv, root, k, settings); err != nil {
 				return &argoEditError{err: err}
 			}
 		}

@@ -27,9 +27,10 @@ var kustomizeDeps = provider.NewDefaultDepProvider()
 // the same "kustomize edit" commands with the same arguments, in the same order
 // (nameprefix, namesuffix, image, replicas, label, annotation, namespace), then
 // the inline patches appended by rewriting the file as Argo CD rewrites it, then
-// "edit add component". The commands are kustomize's own, run in process on v,
+// "edit add component". settings names where the options are set in the
+// Application (spec.source, spec.sources[i]), for an error. The commands are kustomize's own, run in process on v,
 // which keeps what they write: the repository is never written.
-func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
+func applyArgoEdits(v *view, dir string, o KustomizeOptions, settings string) error {
 	fs := &cwdFS{v: v, dir: abs(dir)}
 	run := func(option string, args ...string) error {
 		cmd := edit.NewCmdEdit(fs, kustomizeDeps.GetFieldValidator(), kustomizeDeps.GetResourceFactory(), io.Discard)
@@ -38,7 +39,7 @@ func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
 		cmd.SetErr(io.Discard)
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		if err := cmd.Execute(); err != nil {
-			return fmt.Errorf("spec.source.kustomize.%s: kustomize edit %s: %w", option, strings.Join(args[:2], " "), err)
+			return fmt.Errorf("%s.kustomize.%s: kustomize edit %s: %w", settings, option, strings.Join(args[:2], " "), err)
 		}
 		return nil
 	}
@@ -112,7 +113,7 @@ func applyArgoEdits(v *view, dir string, o KustomizeOptions) error {
 	}
 	if len(o.Patches) > 0 {
 		if err := appendPatches(v, dir, o.Patches); err != nil {
-			return fmt.Errorf("spec.source.kustomize.patches: %w", err)
+			return fmt.Errorf("%s.kustomize.patches: %w", settings, err)
 		}
 	}
 	if components := effectiveComponents(v, dir, o); len(components) > 0 {

@@ -49,10 +49,7 @@ func (l ApplicationRepos) RepoURLs(ctx context.Context, cluster store.Cluster) (
 		}
 	}
 	for _, app := range apps {
-		if app.Spec.Source != nil {
-			add(*app.Spec.Source)
-		}
-		for _, src := range app.Spec.Sources {
+		for _, src := range app.Sources() {
 			add(src)
 		}
 	}
