@@ -352,10 +352,8 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 		}
 		doc := l.doc
 		if fresh {
-			for _, s := range l.path {
-				if s.Key == "" {
-					return // an item of a list: another file cannot set it alone
-				}
+			if !keysOnly(l.path) {
+				return // an item of a list: another file cannot set it alone
 			}
 			doc = 0
 		}
@@ -366,11 +364,17 @@ func (p *planner) helmToggleBuilders(target *object) ([]candidateBuilder, error)
 		if err != nil {
 			return nil, withApp(err, app.Name)
 		}
+		shared := i < len(editable)-1 && p.sharedValuesFile(editable[i], defaults)
 		for _, l := range leaves {
+			if shared {
+				// Flipped again in the app's last values file, which wins, before
+				// it is flipped in the shared file: the delete stays with this
+				// app (see helmBuilders).
+				add(l, editable[len(editable)-1], true)
+			}
 			add(l, editable[i], false)
-			if i < len(editable)-1 {
-				// Flipped again in the app's last values file, which wins: the
-				// delete stays with this app when the earlier file is shared.
+			if i < len(editable)-1 && !shared {
+				// Flipped again in the last file if that in place fails.
 				add(l, editable[len(editable)-1], true)
 			}
 		}

@@ -317,16 +317,30 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 			}
 		}
 		// A key an earlier file sets may be set again in the app's last file,
-		// which wins: the edit then stays with this app when the earlier file is
-		// shared.
+		// which wins: the edit then stays with this app. Where the earlier file
+		// is shared (see sharedValuesFile), that comes first, as a person
+		// changing one environment would write it: an edit of the shared file
+		// would reach every release that reads it, those of other clusters
+		// too, which this plan cannot render. Else the key is changed where
+		// it is set, and set again in the last file only if that fails.
 		if len(editable) > 1 {
 			last := editable[len(editable)-1]
-			for _, s := range slices.Clone(sets) {
-				if s.file != last {
-					s.file, s.doc, s.fresh = last, 0, true
-					sets = append(sets, s)
+			var ordered, later []helmValueSet
+			for _, s := range sets {
+				if s.file == last {
+					ordered = append(ordered, s)
+					continue
+				}
+				again := s
+				again.file, again.doc, again.fresh = last, 0, true
+				if p.sharedValuesFile(s.file, defaults) && keysOnly(s.path) {
+					ordered = append(ordered, again, s)
+				} else {
+					ordered = append(ordered, s)
+					later = append(later, again)
 				}
 			}
+			sets = append(ordered, later...)
 		}
 		if len(editable) > 0 && (len(editable) > 1 || editable[0] != defaults) {
 			leaves, _, err := p.defaultLeaves(defaults)
@@ -625,6 +639,25 @@ func envListChange(target, expected map[string]any, chains [][]fieldChange) ([]f
 		return nil, false
 	}
 	return []fieldChange{{path: at, old: lookupPath(target, at), new: lookupPath(expected, at)}}, true
+}
+
+// sharedValuesFile reports whether a values file of the primary Helm app is
+// read by other releases too: the chart's own values.yaml (defaults), the
+// defaults of every release of the chart, or a file another app of the plan
+// reads.
+func (p *planner) sharedValuesFile(file, defaults string) bool {
+	return file == defaults || p.deployedBy(file) != ""
+}
+
+// keysOnly reports whether a values path names keys alone, no list item: only
+// such a key can be set again in another file (Helm replaces a list whole).
+func keysOnly(p yamledit.Path) bool {
+	for _, s := range p {
+		if s.Key == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // helmEditableFiles returns the values files an edit of the primary Helm app
