@@ -306,15 +306,21 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 	// sets one key per chain; with several chains (an env change of several
 	// variables) the keys found first for each are combined.
 	setsFor := func(chain []fieldChange) ([]helmValueSet, error) {
+		// The leaves of every file, the last file's first, matched at once: a
+		// key holding the whole value in an earlier file comes before a key
+		// the last file writes inside a longer string (tried last, see
+		// matchLeaves), which is only a guess at what the chart wrote there.
+		var all []valuesLeaf
+		for i := len(editable) - 1; i >= 0; i-- {
+			leaves, err := readLeaves(editable[i])
+			if err != nil {
+				return nil, withApp(err, app.Name)
+			}
+			all = append(all, leaves...)
+		}
 		var sets []helmValueSet
 		for _, fc := range chain {
-			for i := len(editable) - 1; i >= 0; i-- {
-				leaves, err := readLeaves(editable[i])
-				if err != nil {
-					return nil, withApp(err, app.Name)
-				}
-				sets = append(sets, matchLeaves(leaves, fc)...)
-			}
+			sets = append(sets, matchLeaves(all, fc)...)
 		}
 		// A key an earlier file sets may be set again in the app's last file,
 		// which wins: the edit then stays with this app. Where the earlier file
