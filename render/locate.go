@@ -963,8 +963,14 @@ func (p *planner) patchBuilders(root *kustNode, own bool, target *object, src *s
 	return setting, others
 }
 
+// looksLikeJSONPatch reports whether a patch's text is a list of operations, as
+// kustomize reads it: comment lines before the list are no part of it.
 func looksLikeJSONPatch(data []byte) bool {
 	s := strings.TrimSpace(string(data))
+	for strings.HasPrefix(s, "#") {
+		_, rest, _ := strings.Cut(s, "\n")
+		s = strings.TrimSpace(rest)
+	}
 	return strings.HasPrefix(s, "[") || strings.HasPrefix(s, "- op:") || strings.HasPrefix(s, "-   op:")
 }
 
