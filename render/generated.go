@@ -43,15 +43,24 @@ func (p *planner) generatedRefusal(app Application, o *object, cause string) *Re
 	}
 	data, _ := doc["data"].(map[string]any)
 	elsewhere, removedElsewhere := false, false
+	root := p.reach(app).kust.nodes[0].file
 	for _, key := range slices.Sorted(maps.Keys(data)) {
 		src, file := p.generatedKeySource(gens, key)
 		reason += "; " + src
-		if file != p.reach(app).kust.nodes[0].file {
+		if file != root {
 			elsewhere = true
 			removedElsewhere = removedElsewhere || data[key] == nil
+		} else if data[key] == nil && slices.ContainsFunc(gens, func(g generatorEntry) bool {
+			_, ok := p.entryKeySource(g, key)
+			return g.file != root && ok
+		}) {
+			// The app's own entry hides an inner one's value of the key, which
+			// dropping the app's would bring back: a removal is the same as
+			// when only the inner entry sets it.
+			elsewhere, removedElsewhere = true, true
 		}
 	}
-	if root := p.reach(app).kust.nodes[0].file; elsewhere {
+	if elsewhere {
 		field := generatorField(o.generatedBy)
 		switch {
 		case removedElsewhere && gens[0].file == root:
@@ -130,31 +139,40 @@ func (p *planner) generatorEntries(app Application, o *object) []generatorEntry 
 // wins, as kustomize's merge does.
 func (p *planner) generatedKeySource(gens []generatorEntry, key string) (string, string) {
 	for _, g := range gens {
-		for _, lit := range g.args.LiteralSources {
-			if k, _, ok := strings.Cut(lit, "="); ok && strings.TrimSpace(k) == key {
-				return fmt.Sprintf("data key %s is the literal %q in %s", key, key+"=…", g.file), g.file
-			}
-		}
-		for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
-			if env == "" {
-				continue
-			}
-			f := path.Join(g.dir, env)
-			if line := p.envFileLine(f, key); line > 0 {
-				return fmt.Sprintf("data key %s is line %d of the env file %s", key, line, f), g.file
-			}
-		}
-		for _, src := range g.args.FileSources {
-			k, file, named := strings.Cut(src, "=")
-			if !named {
-				file, k = src, path.Base(src)
-			}
-			if k == key {
-				return fmt.Sprintf("data key %s is the content of the file %s", key, path.Join(g.dir, file)), g.file
-			}
+		if src, ok := p.entryKeySource(g, key); ok {
+			return src, g.file
 		}
 	}
 	return fmt.Sprintf("no input of the generator sets data key %s: add it to the literals of the entry in %s", key, gens[0].file), gens[0].file
+}
+
+// entryKeySource says which input of generator entry g sets data key key, if
+// one does.
+func (p *planner) entryKeySource(g generatorEntry, key string) (string, bool) {
+	for _, lit := range g.args.LiteralSources {
+		if k, _, ok := strings.Cut(lit, "="); ok && strings.TrimSpace(k) == key {
+			return fmt.Sprintf("data key %s is the literal %q in %s", key, key+"=…", g.file), true
+		}
+	}
+	for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
+		if env == "" {
+			continue
+		}
+		f := path.Join(g.dir, env)
+		if line := p.envFileLine(f, key); line > 0 {
+			return fmt.Sprintf("data key %s is line %d of the env file %s", key, line, f), true
+		}
+	}
+	for _, src := range g.args.FileSources {
+		k, file, named := strings.Cut(src, "=")
+		if !named {
+			file, k = src, path.Base(src)
+		}
+		if k == key {
+			return fmt.Sprintf("data key %s is the content of the file %s", key, path.Join(g.dir, file)), true
+		}
+	}
+	return "", false
 }
 
 // envFileLine is the line of a kustomize env file that sets key, 0 when none

@@ -963,17 +963,30 @@ func (p *planner) patchBuilders(root *kustNode, own bool, target *object, src *s
 	return setting, others
 }
 
+// looksLikeJSONPatch reports whether a patch's text is a list of operations, as
+// kustomize reads it: comment lines before the list are no part of it.
 func looksLikeJSONPatch(data []byte) bool {
 	s := strings.TrimSpace(string(data))
+	for strings.HasPrefix(s, "#") {
+		_, rest, _ := strings.Cut(s, "\n")
+		s = strings.TrimSpace(rest)
+	}
 	return strings.HasPrefix(s, "[") || strings.HasPrefix(s, "- op:") || strings.HasPrefix(s, "-   op:")
 }
 
 // jsonPatchBuilder edits the value of an existing JSON 6902 operation on the
-// changed field (replicas or image).
+// changed field (replicas, image, a resource quantity, a field of a patch change),
+// or on a mapping that holds it: the operation a person would change, where a new
+// patch after it would leave it stating the old value. Every field the change sets
+// must be one an operation sets; a removal is not offered, since dropping the
+// operation brings back what lies beneath it.
 func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, target *object, expected map[string]any) (candidateBuilder, bool) {
 	c := p.req.Change
-	var pointer string
-	var value any
+	type field struct {
+		pointer string
+		value   any
+	}
+	var fields []field
 	switch {
 	case c.Env != nil:
 		if b, ok := p.jsonPatchEnvValueBuilder(root, ref, data, target); ok {
@@ -981,7 +994,7 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 		}
 		return p.jsonPatchEnvBuilder(root, ref, data, target)
 	case c.Replicas != nil:
-		pointer, value = "/spec/replicas", c.Replicas.Count
+		fields = []field{{"/spec/replicas", c.Replicas.Count}}
 	case c.Image != nil:
 		rct, ok := findContainer(target.body, target.kind, c.Image.Container)
 		if !ok {
@@ -989,28 +1002,98 @@ func (p *planner) jsonPatchBuilder(root *kustNode, ref patchRef, data []byte, ta
 		}
 		ect, _ := findContainer(expected, target.kind, c.Image.Container)
 		img, _ := ect.body["image"].(string)
-		pointer = "/" + strings.Join(podSpecPath(target.kind), "/") + "/" + rct.list + "/" + strconv.Itoa(rct.index) + "/image"
-		value = scalar(img)
+		fields = []field{{"/" + strings.Join(podSpecPath(target.kind), "/") + "/" + rct.list + "/" + strconv.Itoa(rct.index) + "/image", scalar(img)}}
+	case c.Resources != nil:
+		rct, ok := findContainer(target.body, target.kind, c.Resources.Container)
+		if !ok {
+			return candidateBuilder{}, false
+		}
+		base := "/" + strings.Join(podSpecPath(target.kind), "/") + "/" + rct.list + "/" + strconv.Itoa(rct.index) + "/resources/"
+		for _, section := range []string{"requests", "limits"} {
+			changes := c.Resources.Requests
+			if section == "limits" {
+				changes = c.Resources.Limits
+			}
+			for _, name := range slices.Sorted(maps.Keys(changes)) {
+				if changes[name] == "" {
+					return candidateBuilder{}, false
+				}
+				fields = append(fields, field{base + section + "/" + escapePointer(name), scalar(changes[name])})
+			}
+		}
+	case c.Patch != nil:
+		doc, err := c.Patch.document()
+		if err != nil {
+			return candidateBuilder{}, false
+		}
+		var walk func(prefix string, m map[string]any) bool
+		walk = func(prefix string, m map[string]any) bool {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				ptr := prefix + "/" + escapePointer(k)
+				switch v := m[k].(type) {
+				case nil:
+					return false
+				case map[string]any:
+					if len(v) > 0 {
+						if !walk(ptr, v) {
+							return false
+						}
+						continue
+					}
+				}
+				fields = append(fields, field{ptr, m[k]})
+			}
+			return true
+		}
+		if !walk("", doc) {
+			return candidateBuilder{}, false
+		}
 	default:
 		return candidateBuilder{}, false
 	}
 	var ops []struct {
-		Op   string `yaml:"op"`
-		Path string `yaml:"path"`
+		Op    string `yaml:"op"`
+		Path  string `yaml:"path"`
+		Value any    `yaml:"value"`
 	}
 	if err := yaml.Unmarshal(data, &ops); err != nil {
 		return candidateBuilder{}, false
 	}
-	for i, op := range ops {
-		if op.Path != pointer || (op.Op != "replace" && op.Op != "add") {
-			continue
+	var edits []yamledit.Op
+	for _, f := range fields {
+		found := false
+		// The last operation on the field decides it.
+		for i := len(ops) - 1; i >= 0 && !found; i-- {
+			op := ops[i]
+			if op.Op != "replace" && op.Op != "add" {
+				continue
+			}
+			at := yamledit.Path{yamledit.I(i), yamledit.K("value")}
+			switch {
+			case op.Path == f.pointer:
+			case strings.HasPrefix(f.pointer, op.Path+"/"):
+				// An operation setting a mapping that holds the field.
+				if _, ok := op.Value.(map[string]any); !ok {
+					continue
+				}
+				segs, err := pointerSegments(strings.TrimPrefix(f.pointer, op.Path))
+				if err != nil {
+					return candidateBuilder{}, false
+				}
+				at = joinPath(at, keys(segs...))
+			default:
+				continue
+			}
+			edits = append(edits, yamledit.Op{Path: at, Kind: yamledit.OpSet, Value: f.value})
+			found = true
 		}
-		index := i
-		return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
-			return p.editPatch(root, ref, 0, []yamledit.Op{{Path: yamledit.Path{yamledit.I(index), yamledit.K("value")}, Kind: yamledit.OpSet, Value: value}})
-		}}, true
+		if !found {
+			return candidateBuilder{}, false
+		}
 	}
-	return candidateBuilder{}, false
+	return candidateBuilder{strategy: ref.strategy(), files: []string{ref.location(root)}, build: func() (*candidate, error) {
+		return p.editPatch(root, ref, 0, edits)
+	}}, true
 }
 
 // jsonPatchEnvValueBuilder edits, in a JSON 6902 patch of the target (a file,
