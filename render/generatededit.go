@@ -27,6 +27,7 @@ const (
 	strategyRemoveGeneratorFile    = "removed generator file"
 	strategyGeneratorFile          = "generator file content"
 	strategyNewGeneratorMergeEntry = "new generator merge entry"
+	strategyNewGeneratorEnvLine    = "new generator env file line"
 )
 
 // generatedDataPatch reports whether a change sets data keys of a ConfigMap a
@@ -203,18 +204,28 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 	for _, in := range inputs {
 		key := in.key
 		value, set := data[key].(string)
-		if set && p.sharedInput(in.inputFile()) != "" {
-			// The input of an inner entry another app reads too stays as it is:
-			// the app's outermost entry, whose merge wins, sets the key, or a
-			// new behavior: merge entry of the app's own kustomization.
+		if set && p.othersMayRead(in.inputFile()) {
+			// The input of an inner entry another app may read too (one of
+			// the plan, or a base's, see othersMayRead) stays as it is: the
+			// app's outermost entry, whose merge wins, sets the key, or a new
+			// behavior: merge entry of the app's own kustomization.
 			outer := gens[0]
 			root := p.reach(app).kust.nodes[0]
 			switch {
-			case (in.entry.file != outer.file || in.entry.index != outer.index) && p.sharedInput(outer.file) == "":
+			case (in.entry.file != outer.file || in.entry.index != outer.index) && !p.othersMayRead(outer.file):
 				in = keyInput{key: key, entry: outer, literal: -1, file: -1}
 			case outer.file != root.file && p.sharedInput(root.file) == "":
 				in = keyInput{key: key, literal: -1, file: -1, entry: generatorEntry{file: root.file, dir: root.dir, index: -1,
 					args: types.GeneratorArgs{Name: outer.args.Name, Behavior: "merge"}}}
+			}
+		}
+		if set && in.literal < 0 && in.file < 0 && in.envFile == "" && in.entry.index >= 0 {
+			// A new key of an entry that reads env files goes on a line of its
+			// last one, where a person adds it, rather than in a literals
+			// block beside them: the last file's line wins in kustomize's
+			// merge of them too.
+			if env := lastEnvFile(in.entry); env != "" && !p.othersMayRead(env) {
+				in.envFile, in.line = env, 0
 			}
 		}
 		at := fmt.Sprintf("%s#%d", in.entry.file, in.entry.index)
@@ -227,15 +238,24 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 		switch {
 		case in.envFile != "":
 			file, s = in.envFile, strategyGeneratorEnvLine
-			if !set {
+			switch {
+			case !set:
 				s = strategyRemoveGeneratorEnvLine
-			} else if strings.ContainsAny(value, "\r\n") {
+			case in.line == 0:
+				s = strategyNewGeneratorEnvLine
+			}
+			if set && strings.ContainsAny(value, "\r\n") {
 				return nil, p.generatedRefusal(app, target, fmt.Sprintf("the new value of data key %s has a line break, and an env file line holds one line", key))
 			}
 			if envEdits[file] == nil {
 				envEdits[file] = map[int]*string{}
 			}
-			if set {
+			if set && in.line == 0 {
+				// A line appended to the file: line -1 for the first, -2 for the
+				// next (see editEnvLines).
+				line := key + "=" + value
+				envEdits[file][-1-appendedLines(envEdits[file])] = &line
+			} else if set {
 				envEdits[file][in.line] = &value
 			} else {
 				envEdits[file][in.line] = nil
@@ -442,8 +462,32 @@ func (p *planner) envFileLines(file, key string) []int {
 // editEnvLines edits lines of an env file by number (from 1): a value
 // replaces everything after the line's first "=", keeping its line ending; nil
 // deletes the line with its ending. A value with a line break cannot be one
-// line, and a line beyond the file cannot be edited: false.
+// line, and a line beyond the file cannot be edited: false. Negative numbers
+// are whole lines appended (-1 first, see appendedLines).
 func editEnvLines(src []byte, edits map[int]*string) ([]byte, bool) {
+	if n := appendedLines(edits); n > 0 {
+		// Lines appended (whole KEY=value lines at -1, -2, …), after the
+		// file's last line, in that order.
+		rest := maps.Clone(edits)
+		for i := 1; i <= n; i++ {
+			delete(rest, -i)
+		}
+		out, ok := editEnvLines(src, rest)
+		if !ok {
+			return nil, false
+		}
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		for i := 1; i <= n; i++ {
+			add := edits[-i]
+			if add == nil || strings.ContainsAny(*add, "\r\n") {
+				return nil, false
+			}
+			out = append(out, *add+"\n"...)
+		}
+		return out, true
+	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	var b bytes.Buffer
 	for n, line := range lines {
@@ -521,6 +565,44 @@ func (p *planner) stillRead(f string, edited map[string][]byte) string {
 		}
 	}
 	return ""
+}
+
+// appendedLines counts the lines editEnvLines appends: edits -1, -2, ….
+func appendedLines(edits map[int]*string) int {
+	n := 0
+	for {
+		if _, ok := edits[-1-n]; !ok {
+			return n
+		}
+		n++
+	}
+}
+
+// othersMayRead reports whether a generator input may be read by another app
+// than the primary one: one of the plan reads it (sharedInput), or it lies
+// outside the folder of the app's own kustomization, in a base or component,
+// which is there to be shared, often by the overlays of other environments
+// that another cluster's Argo CD deploys and this plan does not render.
+func (p *planner) othersMayRead(file string) bool {
+	if p.sharedInput(file) != "" {
+		return true
+	}
+	root := p.reach(p.primary).kust.nodes[0]
+	f := p.t.key(file)
+	return root.dir != "." && !strings.HasPrefix(f, root.dir+"/")
+}
+
+// lastEnvFile is the env file of a generator entry whose lines win, "" when it
+// reads none.
+func lastEnvFile(g generatorEntry) string {
+	envs := slices.Clone(g.args.EnvSources)
+	if g.args.EnvSource != "" {
+		envs = append(envs, g.args.EnvSource)
+	}
+	if len(envs) == 0 {
+		return ""
+	}
+	return path.Join(g.dir, envs[len(envs)-1])
 }
 
 // sharedInput is the first app other than the primary one that reads file:

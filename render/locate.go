@@ -694,10 +694,15 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 	builders = append(builders, entries...)
 	setting, others := p.patchBuilders(root, true, target, src, layers, expected)
 	builders = append(builders, setting...)
-	// A replicas or images entry, or a patch, of a base or component the build
-	// includes that sets the field: the value is that one's, and a new entry or
-	// patch of the overlay would leave it dead. Verification drops the edit of
-	// one another app reads too.
+	// (5, tried last) A replicas or images entry, or a patch, of a base or
+	// component the build includes that sets the field. It comes after every
+	// edit of the overlay's own folder: a base is there to be shared, by the
+	// overlays of other environments too, which are often deployed by another
+	// cluster's Argo CD and so not rendered by this plan. The overlay's entry or
+	// patch wins over it (kustomize builds the base first), as a person
+	// changing one environment writes it. Verification drops the edit of one
+	// another app of the plan reads too.
+	var included []candidateBuilder
 	for _, n := range reach.nodes[1:] {
 		nodeEdit := func(strategy string, ops ...yamledit.Op) candidateBuilder {
 			return candidateBuilder{strategy: strategy, files: []string{n.file}, build: func() (*candidate, error) {
@@ -705,13 +710,13 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 			}}
 		}
 		if c.Replicas != nil {
-			builders = append(builders, replicasEntryBuilders(n, []string{sourceName, target.name}, layers, c.Replicas.Count, nodeEdit)...)
+			included = append(included, replicasEntryBuilders(n, []string{sourceName, target.name}, layers, c.Replicas.Count, nodeEdit)...)
 		}
 		if c.Image != nil {
-			builders = append(builders, p.imagesEntryBuilders(n, target, src, nodeEdit)...)
+			included = append(included, p.imagesEntryBuilders(n, target, src, nodeEdit)...)
 		}
-		included, _ := p.patchBuilders(n, false, target, src, layers, expected)
-		builders = append(builders, included...)
+		setting, _ := p.patchBuilders(n, false, target, src, layers, expected)
+		included = append(included, setting...)
 	}
 
 	// (2) The resource's document lives in the overlay's own folder: editing it
@@ -742,9 +747,10 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 		// A merge patch replaces lists whole, which a strategic-merge patch does
 		// not (it merges lists with a merge key): the JSON 6902 patch says exactly
 		// what the merge patch does.
-		return append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewJSONPatch, func() ([]byte, error) {
+		builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewJSONPatch, func() ([]byte, error) {
 			return mergeJSONPatch(target.body, c.Patch)
-		})), nil
+		}))
+		return append(builders, included...), nil
 	}
 	builders = append(builders, p.newPatchBuilder(root, target, src, sourceName, strategyNewPatch, func() ([]byte, error) {
 		return strategicMergePatch(target.apiVersion, target.kind, sourceName, c, target.body, expected)
@@ -756,7 +762,7 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 			}))
 		}
 	}
-	return builders, nil
+	return append(builders, included...), nil
 }
 
 // replicasEntryBuilders sets the count of each replicas entry of n that names

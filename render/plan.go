@@ -643,7 +643,10 @@ func (p *planner) verify(ctx context.Context, c *candidate, exp expectation) (*v
 		if err != nil {
 			return nil, err
 		}
-		av.Objects = len(want)
+		// Every object of either render: one added, removed or renamed (the
+		// name a generator's hash gives) is compared too, so Changed never
+		// exceeds it.
+		av.Objects = len(unionKeys(beforeKeyed, afterKeyed))
 		var lines []string
 		added := map[objKey]*object{}
 		for _, k := range unionKeys(want, afterKeyed) {

@@ -381,7 +381,8 @@ type Verification struct {
 // AppVerification is the comparison for one Application.
 type AppVerification struct {
 	App string `json:"app"`
-	// Objects is the number of rendered objects compared field by field.
+	// Objects is the number of objects of either render (before or after the
+	// edit), each compared field by field.
 	Objects int `json:"objects"`
 	// Changed is the number of objects whose manifest changes.
 	Changed int `json:"changed"`
