@@ -597,6 +597,9 @@ func MaskedChange(apiVersion, kind string, c map[string]any) map[string]any {
 // maskedPointerValue is v, the value a patch sets at the JSON pointer segs of
 // an object of group and kind, masked as the object's diff masks it there.
 func maskedPointerValue(group, kind string, segs []string, v any) any {
+	if len(segs) == 1 && segs[0] == "" {
+		segs = nil // "/", taken for the whole object as a patch file's is (see wholeObjectPointer)
+	}
 	if envValueByIndex(segs) {
 		return redacted // the variable's name is not in the patch
 	}

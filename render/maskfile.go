@@ -1025,17 +1025,92 @@ var builtInKinds = sync.OnceValue(func() map[string]bool {
 
 // jsonPatch reports whether a document is a JSON 6902 patch, as kustomize tells
 // one from a strategic-merge patch: a list of operations, each a mapping with an
-// op and a path.
+// op and a path. The path may be empty: "" is the whole object (RFC 6901), and
+// an operation there replaces it.
 func jsonPatch(root *yaml.Node) bool {
 	if root.Kind != yaml.SequenceNode || len(root.Content) == 0 {
 		return false
 	}
 	for _, op := range root.Content {
-		if op.Kind != yaml.MappingNode || scalarField(op, "op") == "" || scalarField(op, "path") == "" {
+		if op.Kind != yaml.MappingNode || scalarField(op, "op") == "" || !hasScalarField(op, "path") {
 			return false
 		}
 	}
 	return true
+}
+
+// hasScalarField reports whether mapping m has key with a scalar value, which
+// may be empty.
+func hasScalarField(m *yaml.Node, key string) bool {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key && m.Content[j+1].Kind == yaml.ScalarNode {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeObjectPointer reports whether the JSON pointer p of an operation names
+// its target's whole object rather than a field of it: "" does, and the JSON
+// patch library kustomize applies puts the value in the object's place; "/"
+// (strictly a key named "" at the root) is taken for the same, as an author
+// writing it means it.
+func wholeObjectPointer(p string) bool { return p == "" || p == "/" }
+
+// wholeObjectRanges masks val, the object a JSON 6902 operation (key, its
+// "value") puts in place of its target's whole, as that object's own file
+// would be masked, by the kind it names. Of a Secret, every field but its
+// kind, apiVersion and metadata is masked, as any other operation of a
+// Secret's masks what it sets; when the target's kind is not known, and val
+// names none or a Secret's, the target may be a Secret and the values of
+// val's data and stringData are masked too. The values of data and stringData
+// are kept for scrubbing free text, as the Secret's own file gives them.
+func wholeObjectRanges(key, val *yaml.Node, to int, target patchTarget, budget *resolveBudget) []lineMask {
+	if target.coreKind("Secret") {
+		return wholeSecretRanges(key, val, to)
+	}
+	out := documentRanges(val, to, docShape{}, budget)
+	if kind := scalarField(val, "kind"); target.kind == "" && (kind == "" || kind == "Secret") {
+		out = append(out, secretFieldRanges(val, to)...)
+	}
+	return out
+}
+
+// wholeSecretRanges masks val, a whole Secret an operation (key, its "value")
+// sets: every field but its kind, apiVersion and metadata (whose last-applied
+// annotation is masked as a Secret's own file masks it); val masked whole when
+// it is no mapping.
+func wholeSecretRanges(key, val *yaml.Node, to int) []lineMask {
+	if val.Kind != yaml.MappingNode {
+		r := valueRange(val, to)
+		r.from = min(r.from, key.Line)
+		return []lineMask{r}
+	}
+	var out []lineMask
+	eachPair(val, to, func(k, v *yaml.Node, vto int) {
+		switch k.Value {
+		case "kind", "apiVersion":
+		case "metadata":
+			out = append(out, annotationRanges(v, vto)...)
+		default:
+			r := valueRange(v, vto)
+			r.from = min(r.from, k.Line)
+			out = append(out, r)
+		}
+	})
+	return append(out, secretFieldRanges(val, to)...)
+}
+
+// secretFieldRanges masks the values of obj's data and stringData, as a
+// Secret's.
+func secretFieldRanges(obj *yaml.Node, to int) []lineMask {
+	var out []lineMask
+	eachPair(obj, to, func(key, val *yaml.Node, vto int) {
+		if key.Value == "data" || key.Value == "stringData" {
+			out = append(out, secretDataRanges(key.Value, val, vto)...)
+		}
+	})
+	return out
 }
 
 // jsonPatchRanges masks the values of a JSON 6902 patch of target as the
@@ -1045,13 +1120,22 @@ func jsonPatch(root *yaml.Node) bool {
 // (spec/auth/password), a list item by the segment before it
 // (spec/apiKeys/0), anything under a plural one (spec/secrets/STRIPE), and the
 // secret-looking keys inside a value that is a mapping. A target the patch
-// entry does not name (a patch file) is masked by key.
+// entry does not name (a patch file) is masked by key. A value in place of
+// the whole object is masked as that object (see wholeObjectRanges).
 func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	eachItem(ops, end, func(op *yaml.Node, oto int) {
-		segs := jsonPointer(scalarField(op, "path"))
+		at := scalarField(op, "path")
+		segs := jsonPointer(at)
 		eachPair(op, oto, func(key, val *yaml.Node, to int) {
-			if key.Value != "value" || len(segs) == 0 {
+			if key.Value != "value" {
+				return
+			}
+			if wholeObjectPointer(at) {
+				out = append(out, wholeObjectRanges(key, val, to, target, budget)...)
+				return
+			}
+			if len(segs) == 0 {
 				return
 			}
 			mask := func(keyed bool) *lineMask {

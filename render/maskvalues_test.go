@@ -569,3 +569,45 @@ func TestKeyValueSettingsAreMaskedByTheirKey(t *testing.T) {
 		t.Errorf("MaskText left the value: %s", text)
 	}
 }
+
+// TestWholeObjectJSONPatchesAreMasked: a JSON 6902 operation at "" (or "/")
+// puts its value in place of the whole object; its values are masked as that
+// object's own file masks them, in an inline patch and a patch file, and
+// scrubbed from free text; a Deployment's image stays shown (failed before:
+// an operation at "" made the patch no JSON patch, so a Secret's stringData
+// was shown and left in free text, and one at "/" was masked but not
+// scrubbed).
+func TestWholeObjectJSONPatchesAreMasked(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": "resources: [app.yaml]\npatches:\n- target: {kind: Secret, name: db}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value:\n        apiVersion: v1\n        kind: Secret\n        metadata: {name: db}\n        stringData:\n          user: whole-s3cret-1\n" +
+			"    - op: add\n      path: /\n      value: {stringData: {pass: whole-s3cret-2}}\n" +
+			"- target: {name: db}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value: {metadata: {name: db}, data: {dsn: d2hvbGUtczNjcmV0LTM=}}\n" +
+			"- target: {kind: Deployment}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value: {apiVersion: apps/v1, kind: Deployment, spec: {template: {spec: {containers: [{name: web, image: ghcr.io/acme/web:2.0}]}}}}\n" +
+			"- path: whole.yaml\n  target: {kind: Secret}\n",
+		"whole.yaml": "- op: add\n  path: \"\"\n  value:\n    stringData:\n      token: whole-s3cret-4\n",
+	}
+	hidden := []string{"whole-s3cret-1", "whole-s3cret-2", "d2hvbGUtczNjcmV0LTM=", "whole-s3cret-3", "whole-s3cret-4"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	requireMaskedFile(t, fsys, "kustomization.yaml", hidden, []string{"          user: [redacted]", "        kind: Secret\n", "        metadata: {name: db}\n", "ghcr.io/acme/web:2.0"}, nil)
+	requireMaskedFile(t, fsys, "whole.yaml", hidden, []string{"  path: \"\""}, nil)
+	got := treeScrubber(t, files).text("patch failed: " + strings.Join(hidden, ", "))
+	requireNoSecret(t, "scrubbed text", got, hidden)
+
+	// A change's patch at "/" sets the whole object too, and is shown masked as one.
+	c := MaskedChange("v1", "ConfigMap", map[string]any{"patch": map[string]any{"set": []any{map[string]any{
+		"path": "/", "value": map[string]any{"data": map[string]any{"api_token": "whole-s3cret-5", "LOG_LEVEL": "debug"}}}}}})
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the masked change", string(out), []string{"whole-s3cret-5"})
+	if !strings.Contains(string(out), "debug") {
+		t.Errorf("the masked change hid an ordinary value: %s", out)
+	}
+}
