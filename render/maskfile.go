@@ -30,6 +30,7 @@ type sourceRole int
 
 const (
 	roleManifest    sourceRole = iota // YAML: masked by document shape
+	roleKindPatch                     // a patch file kustomizations apply only to kinds none of which is a Secret
 	roleValues                        // Helm values: masked by key, whatever keys they hold
 	roleSecretPatch                   // a patch file a kustomization applies to a Secret: a JSON 6902 patch's every value
 	roleConfigEnv                     // configMapGenerator env file: values of secret-looking keys
@@ -110,6 +111,8 @@ func (r sourceRole) shape() docShape {
 		return docShape{values: true}
 	case roleSecretPatch:
 		return docShape{target: patchTarget{kind: "Secret"}}
+	case roleKindPatch:
+		return docShape{target: patchTarget{notSecret: true}}
 	}
 	return docShape{}
 }
@@ -877,6 +880,9 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 		}
 	}
 	roles := map[string]sourceRole{}
+	// kindPatches are the patch files named, each with whether every patch
+	// naming it has a target that selects no Secret.
+	kindPatches := map[string]bool{}
 	note := func(p string, r sourceRole) {
 		if want[p] && r > roles[p] {
 			roles[p] = r
@@ -902,13 +908,33 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 				}
 			}
 			for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) {
-				if p.Path != "" && p.Target != nil && p.Target.Group == "" && p.Target.Kind == "Secret" {
-					note(path.Join(d, p.Path), roleSecretPatch)
+				if p.Path == "" {
+					continue
 				}
+				f, t := path.Join(d, p.Path), selectorTarget(p.Target)
+				if t.coreKind("Secret") {
+					note(f, roleSecretPatch)
+				}
+				known, seen := kindPatches[f]
+				kindPatches[f] = (known || !seen) && !t.selectsSecret()
 			}
 		}
 	}
+	for f, known := range kindPatches {
+		if known {
+			note(f, roleKindPatch)
+		}
+	}
 	return roles
+}
+
+// selectorTarget is what a kustomize patch's target selects, as far as
+// masking cares.
+func selectorTarget(s *types.Selector) patchTarget {
+	if s == nil {
+		return patchTarget{}
+	}
+	return patchTarget{group: s.Group, kind: s.Kind}
 }
 
 // noteValuesFiles marks as Helm values those of files (canonical paths) that
@@ -985,8 +1011,13 @@ func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(strin
 }
 
 // patchTarget is what a kustomize patch entry's target selects, as far as
-// masking cares: its group and kind (none when it does not say).
-type patchTarget struct{ group, kind string }
+// masking cares: its group and kind (none when it does not say), or, for a
+// patch file several targets may share, only that none of them is a Secret.
+type patchTarget struct {
+	group, kind string
+	// notSecret: the target's kind is not known here, but is no Secret.
+	notSecret bool
+}
 
 // patchTargetOf reads a patch entry's target.
 func patchTargetOf(n *yaml.Node) patchTarget {
@@ -998,6 +1029,26 @@ func patchTargetOf(n *yaml.Node) patchTarget {
 
 // coreKind reports whether the target is the core kind named.
 func (t patchTarget) coreKind(kind string) bool { return t.group == "" && t.kind == kind }
+
+// selectsSecret reports whether the target may select a Secret. kustomize
+// reads a target's group and kind as regular expressions matched whole
+// ("Secret|ConfigMap", ".*"), and one left out selects every kind: a target
+// by name or label alone (target: {name: db}) may well be a Secret. A pattern
+// that does not compile counts as one that may: the file still holds the
+// values it would set.
+func (t patchTarget) selectsSecret() bool {
+	return !t.notSecret && patternMatches(t.group, "") && patternMatches(t.kind, "Secret")
+}
+
+// patternMatches reports whether pattern, a kustomize selector's field,
+// matches s as kustomize matches it: whole, and any s when it is empty.
+func patternMatches(pattern, s string) bool {
+	if pattern == "" || pattern == s {
+		return true
+	}
+	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	return err != nil || re.MatchString(s)
+}
 
 // builtIn reports whether the target is a built-in kind, whose fields are not
 // masked by key (see secretKey): by its group, or, when it gives none (target:
@@ -1070,8 +1121,8 @@ func wholeObjectRanges(key, val *yaml.Node, to int, target patchTarget, budget *
 		return wholeSecretRanges(key, val, to)
 	}
 	out := documentRanges(val, to, docShape{}, budget)
-	if kind := scalarField(val, "kind"); target.kind == "" && (kind == "" || kind == "Secret") {
-		out = append(out, secretFieldRanges(val, to)...)
+	if kind := scalarField(val, "kind"); target.selectsSecret() && (kind == "" || kind == "Secret") {
+		out = append(out, secretFieldRanges(val, to, kind == "")...)
 	}
 	return out
 }
@@ -1098,16 +1149,16 @@ func wholeSecretRanges(key, val *yaml.Node, to int) []lineMask {
 			out = append(out, r)
 		}
 	})
-	return append(out, secretFieldRanges(val, to)...)
+	return append(out, secretFieldRanges(val, to, false)...)
 }
 
 // secretFieldRanges masks the values of obj's data and stringData, as a
-// Secret's.
-func secretFieldRanges(obj *yaml.Node, to int) []lineMask {
+// Secret's; those of its data on a guess (see secretOpRanges) when guess.
+func secretFieldRanges(obj *yaml.Node, to int, guess bool) []lineMask {
 	var out []lineMask
 	eachPair(obj, to, func(key, val *yaml.Node, vto int) {
-		if key.Value == "data" || key.Value == "stringData" {
-			out = append(out, secretDataRanges(key.Value, val, vto)...)
+		if secretField(key.Value) {
+			out = append(out, guessedData(secretDataRanges(key.Value, val, vto), guess && key.Value == "data")...)
 		}
 	})
 	return out
@@ -1119,9 +1170,11 @@ func secretFieldRanges(obj *yaml.Node, to int) []lineMask {
 // annotation; and, but in a built-in kind, by key: by the path's last segment
 // (spec/auth/password), a list item by the segment before it
 // (spec/apiKeys/0), anything under a plural one (spec/secrets/STRIPE), and the
-// secret-looking keys inside a value that is a mapping. A target the patch
-// entry does not name (a patch file) is masked by key. A value in place of
-// the whole object is masked as that object (see wholeObjectRanges).
+// secret-looking keys inside a value that is a mapping. A target that may be
+// a Secret (no kind, a pattern of kinds; a patch file no kustomization names)
+// has the data and stringData it writes masked as a Secret's, and the rest by
+// key. A value in place of the whole object is masked as that object (see
+// wholeObjectRanges).
 func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	eachItem(ops, end, func(op *yaml.Node, oto int) {
@@ -1149,13 +1202,13 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 				if len(segs) >= 3 && segs[1] == "annotations" && segs[2] == lastAppliedAnnotation {
 					mask(false)
 				}
-			case target.coreKind("Secret"):
-				mask(false).encoded = segs[0] == "data"
-				if len(segs) == 1 && (segs[0] == "data" || segs[0] == "stringData") && val.Kind == yaml.MappingNode {
-					// A whole data or stringData, masked above: its values, for
-					// scrubbing, as the Secret's own file gives them.
-					out = append(out, secretDataRanges(segs[0], val, to)...)
-				}
+			case target.coreKind("Secret") || target.selectsSecret() && secretField(segs[0]):
+				// A target that may be a Secret, by a pattern or by name alone,
+				// is taken for one where it writes a Secret's fields: masked, a
+				// ConfigMap's data is still shown by the cluster diff of the
+				// render, which knows the kind; shown, a Secret's would be
+				// shown wherever the file is.
+				out = append(out, secretOpRanges(segs, key, val, to, !target.coreKind("Secret"))...)
 			case target.coreKind("ConfigMap"):
 				if segs[0] != "data" && segs[0] != "binaryData" {
 					return
@@ -1179,6 +1232,33 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 		})
 	})
 	return out
+}
+
+// secretField reports whether a Secret's top-level field holds its values.
+func secretField(name string) bool { return name == "data" || name == "stringData" }
+
+// secretOpRanges masks val, the value an operation (key, its "value") sets at
+// segs of a Secret, whole, and, of a whole data or stringData, each value for
+// scrubbing, as the Secret's own file gives them. guess: the target may be no
+// Secret, and what it sets in data is scrubbed from free text as a value
+// masked for its key is (see scrubbedByKey), so a ConfigMap's "debug" stays
+// readable there; stringData is a Secret's alone.
+func secretOpRanges(segs []string, key, val *yaml.Node, to int, guess bool) []lineMask {
+	r := valueRange(val, to)
+	r.from, r.encoded = min(r.from, key.Line), segs[0] == "data"
+	out := []lineMask{r}
+	if len(segs) == 1 && secretField(segs[0]) && val.Kind == yaml.MappingNode {
+		out = append(out, secretDataRanges(segs[0], val, to)...)
+	}
+	return guessedData(out, guess && segs[0] == "data")
+}
+
+// guessedData marks ms as masked on a guess (see secretOpRanges), when guess.
+func guessedData(ms []lineMask, guess bool) []lineMask {
+	for i := range ms {
+		ms[i].keyed = ms[i].keyed || guess
+	}
+	return ms
 }
 
 // envValueByIndex reports whether the JSON pointer segs names the value of a

@@ -611,3 +611,52 @@ func TestWholeObjectJSONPatchesAreMasked(t *testing.T) {
 		t.Errorf("the masked change hid an ordinary value: %s", out)
 	}
 }
+
+// TestJSONPatchesOfTargetsThatMayBeSecretsAreMasked: a JSON 6902 patch whose
+// target may be a Secret (one by name or label alone, a kind pattern that
+// matches Secret, a patch file no kustomization names) has the data and
+// stringData it writes masked and scrubbed from free text, in a
+// kustomization, a patch file and an Application's patches; the rest of it,
+// and a patch file of ConfigMaps alone, stay masked by key (failed before:
+// each value was shown, masked by its key only, and left in free text).
+func TestJSONPatchesOfTargetsThatMayBeSecretsAreMasked(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": "resources: [db.yaml]\npatches:\n- target: {name: db}\n  patch: |\n" +
+			"    - op: add\n      path: /data/conn\n      value: bWF5YmUtczNjcmV0LTE=\n" +
+			"    - op: replace\n      path: /metadata/labels/tier\n      value: backend\n" +
+			"    - op: replace\n      path: /spec/replicas\n      value: 3\n" +
+			"- target: {labelSelector: app=db}\n  patch: |\n    - op: add\n      path: /stringData/pw\n      value: maybe-s3cret-2\n" +
+			"- target: {kind: Secret|ConfigMap}\n  patch: |\n    - op: add\n      path: /data\n      value: {level: maybe-s3cret-3}\n" +
+			"- target: {kind: ConfigMap}\n  patch: |\n    - op: add\n      path: /data/LOG_LEVEL\n      value: debug\n" +
+			"- target: {name: app}\n  patch: |\n    - op: add\n      path: /data/MODE\n      value: verbose\n" +
+			"- path: by-name.yaml\n  target: {name: db}\n- path: cm.yaml\n  target: {kind: ConfigMap, name: app}\n- path: cm.yaml\n  target: {kind: Deployment}\n",
+		"by-name.yaml": "- op: add\n  path: /data/conn\n  value: bWF5YmUtczNjcmV0LTQ=\n",
+		"cm.yaml":      "- op: add\n  path: /data/LOG_LEVEL\n  value: info\n- op: add\n  path: /data/api_token\n  value: maybe-s3cret-5\n",
+		"loose.yaml":   "- path: /stringData/token\n  op: add\n  value: maybe-s3cret-6\n",
+	}
+	hidden := []string{"bWF5YmUtczNjcmV0LTE=", "maybe-s3cret-1", "maybe-s3cret-2", "maybe-s3cret-3", "bWF5YmUtczNjcmV0LTQ=", "maybe-s3cret-4", "maybe-s3cret-5", "maybe-s3cret-6"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	requireMaskedFile(t, fsys, "kustomization.yaml", hidden, []string{"      value: backend\n", "      value: 3\n", "      value: debug\n"}, nil)
+	requireMaskedFile(t, fsys, "by-name.yaml", hidden, []string{"  path: /data/conn\n"}, nil)
+	requireMaskedFile(t, fsys, "cm.yaml", hidden, []string{"  value: info\n"}, nil)
+	requireMaskedFile(t, fsys, "loose.yaml", hidden, nil, nil)
+	s := treeScrubber(t, files)
+	requireNoSecret(t, "scrubbed text", s.text("patch failed: "+strings.Join(hidden, ", ")), hidden)
+	// Masked on a guess, a word of a ConfigMap's data stays in free text.
+	if got := s.text("mode verbose, level debug"); got != "mode verbose, level debug" {
+		t.Errorf("scrubbing hid words that are no secret: %q", got)
+	}
+
+	app := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "db"},
+		"spec": map[string]any{"source": map[string]any{"path": "apps/db", "kustomize": map[string]any{"patches": []any{
+			map[string]any{"target": map[string]any{"name": "db"}, "patch": "- op: add\n  path: /stringData/pw\n  value: maybe-s3cret-7\n"}}}}}}
+	shown, err := MaskedManifests([]Object{{Manifest: app}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", shown, []string{"maybe-s3cret-7"})
+	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: app}}, "denied: maybe-s3cret-7"), []string{"maybe-s3cret-7"})
+}

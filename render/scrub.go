@@ -186,11 +186,14 @@ func appSecretValues(apps []Application) []string {
 }
 
 // mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
-// a Secret or ConfigMap, a generator, a name that looks secret, or a private
-// key in base64 (in a text, "PRIVATE KEY" makes it hold the word key).
+// a Secret or ConfigMap, a generator, a name that looks secret, a private
+// key in base64 (in a text, "PRIVATE KEY" makes it hold the word key), or a
+// JSON 6902 operation writing a Secret's fields, whose target, not named in
+// it, may be a Secret.
 func mayHoldSecrets(data []byte) bool {
 	if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
-		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) {
+		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) ||
+		holdsPatchOp(data) && mayWriteSecretFields(data) {
 		return true
 	}
 	// Every name secretLookingName or secretKey matches holds one of these
@@ -203,6 +206,42 @@ func mayHoldSecrets(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// patchOpKeys are how YAML and JSON write the key of a JSON 6902 operation's op.
+var patchOpKeys = [][]byte{[]byte("op:"), []byte(`"op"`), []byte("'op'")}
+
+// holdsPatchOp reports whether data may hold a JSON 6902 operation: the key
+// "op" standing alone, not the end of a longer key (preStop:, loop:), which
+// would have every Deployment with a lifecycle hook parsed again.
+func holdsPatchOp(data []byte) bool {
+	for _, k := range patchOpKeys {
+		for rest, at := data, 0; ; {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			at += i
+			if k[0] != 'o' || at == 0 || bytes.IndexByte([]byte(" \t\n{,["), data[at-1]) >= 0 {
+				return true
+			}
+			at += len(k)
+			rest = data[at:]
+		}
+	}
+	return false
+}
+
+// secretFieldPaths are how a JSON 6902 operation's path may write a Secret's
+// values: in its data or stringData, or in place of the whole object ("", or
+// "/" as YAML and JSON write them).
+var secretFieldPaths = [][]byte{[]byte("/data"), []byte("stringData"), []byte(`path: ""`), []byte("path: ''"),
+	[]byte(`"path": ""`), []byte(`"path":""`), []byte("path: /\n"), []byte("path: /\r"), []byte(`"path": "/"`), []byte(`"path":"/"`)}
+
+// mayWriteSecretFields reports whether data, which holds a JSON 6902
+// operation, may write a Secret's values (see secretFieldPaths).
+func mayWriteSecretFields(data []byte) bool {
+	return slices.ContainsFunc(secretFieldPaths, func(p []byte) bool { return bytes.Contains(data, p) })
 }
 
 // secretNameWords are words one of which every secret-looking name contains.
