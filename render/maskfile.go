@@ -939,9 +939,9 @@ func selectorTarget(s *types.Selector) patchTarget {
 
 // noteValuesFiles marks as Helm values those of files (canonical paths) that
 // are: values files of the apps (named, see appFileRoles), or a chart's own
-// values files (values.yaml, values-prod.yaml), beside the Chart.yaml isFile
-// finds, which an Application the apps do not hold (another cluster's, one not
-// created yet) may name. Their kind and apiVersion, if they hold both, are the
+// values files (values.yaml, values-prod.yaml, ci/prod-values.yaml; see
+// chartValuesFile) by the Chart.yaml isFile finds, which an Application the
+// apps do not hold (another cluster's, one not created yet) may name. Their kind and apiVersion, if they hold both, are the
 // chart's settings: they are masked by key all the same. A file an app reads
 // whole into a secret-looking value is a secret file.
 func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]sourceRole, isFile func(string) bool) {
@@ -949,10 +949,33 @@ func noteValuesFiles(roles map[string]sourceRole, files []string, named map[stri
 		if r := named[f]; r > roles[f] {
 			roles[f] = r
 		}
-		if roles[f] < roleValues && chartValuesName(path.Base(f)) && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
+		if roles[f] < roleValues && chartValuesFile(f, isFile) {
 			roles[f] = roleValues
 		}
 	}
+}
+
+// chartValuesFile reports whether f is a chart's own values file: one named
+// as values files are beside its Chart.yaml, or one of the values files its
+// ci directory holds for chart testing (ci/prod-values.yaml, as chart-testing
+// names them, or ci/values-prod.yaml), which hold the chart's settings as
+// any values file does, a kind and an apiVersion among them at times.
+func chartValuesFile(f string, isFile func(string) bool) bool {
+	dir, base := path.Dir(f), path.Base(f)
+	if chartValuesName(base) && isFile(path.Join(dir, "Chart.yaml")) {
+		return true
+	}
+	return path.Base(dir) == "ci" && (chartValuesName(base) || ciValuesName(base)) && isFile(path.Join(path.Dir(dir), "Chart.yaml"))
+}
+
+// ciValuesName reports whether a file is named as chart-testing's values
+// files are: <something>-values.yaml (.yml).
+func ciValuesName(base string) bool {
+	stem, ok := strings.CutSuffix(base, ".yaml")
+	if !ok {
+		stem, ok = strings.CutSuffix(base, ".yml")
+	}
+	return ok && strings.HasSuffix(stem, "-values") && stem != "-values"
 }
 
 // chartValuesName reports whether a file beside a Chart.yaml is named as a

@@ -461,7 +461,9 @@ func TestObjectsMaskApplicationKustomizePatches(t *testing.T) {
 // TestValuesWithAKindAreMaskedByKey: Helm values that hold both a kind and an
 // apiVersion (a chart's settings) are still values, masked by key: a chart's
 // values.yaml (and its values-<environment>.yaml files beside it, which an
-// Application of another cluster may name), a values file of a kustomization's
+// Application of another cluster may name, and the values files of its ci
+// directory, ci/prod-values.yaml, ci/values-prod.yml, which failed before:
+// taken for a Deployment, their password was shown), a values file of a kustomization's
 // helmCharts, an Application's
 // values string, a values file an Application names, in its file, its cluster
 // diff and free text. A resource file of the same content is a built-in
@@ -485,6 +487,15 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 		"a chart's values file of an environment": {file: "charts/web/values-prod.yaml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values-prod.yaml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file for chart testing": {file: "charts/web/ci/prod-values.yaml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/prod-values.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file of an environment for chart testing": {file: "charts/web/ci/values-prod.yml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/values-prod.yml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a ci file of no chart": {file: "apps/web/ci/prod-values.yaml",
+			files: map[string]string{"apps/web/ci/prod-values.yaml": values},
+			kept:  []string{"  password: kind-vals-s3cret-1"}},
 		"a chart's values file in YAML's other extension": {file: "charts/web/values.yml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
@@ -532,6 +543,11 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 	apps := []Application{{Name: "web", Path: "charts/web", SourceType: SourceHelm, Helm: HelmOptions{ValueFiles: []string{"../../envs/prod/values.yaml"}}}}
 	if got := newScrubber(tr.secretValues(apps)).text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
 		t.Errorf("scrubbed text %q", got)
+	}
+	// And of what a chart's values file for chart testing holds, named by no app.
+	s := treeScrubber(t, map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/prod-values.yaml": values})
+	if got := s.text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
+		t.Errorf("scrubbed text of a ci values file %q", got)
 	}
 }
 
