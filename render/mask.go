@@ -67,14 +67,31 @@ func privateKeyTexts(s string) []string {
 	if len(s) < minEncodedPrivateKey || !onlyBase64(s) {
 		return nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
+	raw, ok := decodedBase64(strings.Join(strings.Fields(s), ""))
+	if !ok {
 		return nil
 	}
 	if blocks := privateKeyBlocks(string(raw)); len(blocks) > 0 {
 		return append(blocks, s)
 	}
 	return nil
+}
+
+// decodedBase64 is what s decodes to in base64 as any of its encodings
+// writes it: standard, URL-safe (- and _ for + and /), each padded or not. A
+// key file or a values string is not always written by a tool that pads
+// (base64url, a JWK's tooling, a "tr -d =" in a script), and Helm or an
+// application reading it may accept any of them.
+func decodedBase64(s string) ([]byte, bool) {
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	raw, err := enc.DecodeString(s)
+	return raw, err == nil
 }
 
 // encodedPrivateKeyWords are how base64 writes "PRIVATE KEY" at each of the
@@ -98,14 +115,15 @@ func holdsEncodedPrivateKeyWords(data []byte) bool {
 // binaryData flag, a word) are not decoded at all.
 const minEncodedPrivateKey = 64
 
-// onlyBase64 reports whether s holds nothing but base64's alphabet and the
-// white space that wraps its lines: a value worth decoding. Checking first
+// onlyBase64 reports whether s holds nothing but base64's alphabets (the
+// standard one and the URL-safe one) and the white space that wraps its
+// lines: a value worth decoding. Checking first
 // keeps every long text of a file from being copied to be decoded.
 func onlyBase64(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/', c == '=',
-			c == ' ', c == '\t', c == '\n', c == '\r':
+			c == '-', c == '_', c == ' ', c == '\t', c == '\n', c == '\r':
 		default:
 			return false
 		}
