@@ -175,19 +175,20 @@ func redactLiteralLine(line string) string {
 }
 
 // redactEnvLine masks one KEY=VALUE line of an env file: every value when all, else
-// those of secret-looking keys. Comments and blank lines stay.
+// those of secret-looking keys and URLs that carry a password. Comments and
+// blank lines stay.
 func redactEnvLine(line string, all bool) string {
 	body, ending := cutEnding(line)
 	t := strings.TrimSpace(body)
 	if t == "" || strings.HasPrefix(t, "#") {
 		return line
 	}
-	key, _, ok := strings.Cut(body, "=")
+	key, value, ok := strings.Cut(body, "=")
 	if !ok {
 		// "KEY" alone takes the value from the environment; it shows no value.
 		return line
 	}
-	if !all && !looksSecret(strings.TrimSpace(key)) {
+	if !all && !looksSecret(strings.TrimSpace(key)) && !credentialURL(value) {
 		return line
 	}
 	return key + "=" + redacted + ending
@@ -308,10 +309,11 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 	return out
 }
 
-// privateKeyRanges masks, anywhere below n, a scalar value that holds a
-// private key (see holdsPrivateKey), whatever its key or kind, on every line it
-// spans. Free text is scrubbed of the keys in it (see privateKeyTexts), not
-// of a certificate beside them.
+// privateKeyRanges masks, anywhere below n, a scalar value that is a secret
+// by what it is (see holdsSecretText: a private key, a URL that carries a
+// password), whatever its key or kind, on every line it spans. Free text is
+// scrubbed of the secrets in it (see secretTexts), not of a certificate
+// beside them.
 func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 	visit := func(val *yaml.Node, to int) {
 		if val.Kind != yaml.ScalarNode {
@@ -324,10 +326,11 @@ func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 	eachItem(n, end, visit)
 }
 
-// privateKeyRange masks scalar val, up to line to, if it holds a private key.
+// privateKeyRange masks scalar val, up to line to, if it is a secret by what
+// it is (see privateKeyRanges).
 func privateKeyRange(val *yaml.Node, to int, out *[]lineMask) {
 	r := valueRange(val, to)
-	for i, b := range privateKeyTexts(val.Value) {
+	for i, b := range secretTexts(val.Value) {
 		if i > 0 {
 			r = r.carrying(r.from)
 		}
@@ -574,7 +577,8 @@ func mapValues(m *yaml.Node, to int, secret func(string) bool) []lineMask {
 }
 
 // literalRanges masks the literals of every generator in a kustomization's
-// secretGenerator (all values) or configMapGenerator (secret-looking keys).
+// secretGenerator (all values) or configMapGenerator (secret-looking keys, and
+// URLs that carry a password).
 func literalRanges(gens *yaml.Node, all bool) []lineMask {
 	if gens.Kind != yaml.SequenceNode {
 		return nil
@@ -597,7 +601,7 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 				if !ok {
 					value = l.Value // not a literal kustomize accepts; its error shows it whole
 				}
-				if all || looksSecret(key) || !ok {
+				if all || looksSecret(key) || !ok || credentialURL(value) {
 					out = append(out, lineMask{from: l.Line, to: l.Line, literal: lits.Style&yaml.FlowStyle == 0, value: value})
 				}
 			}

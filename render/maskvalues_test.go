@@ -676,3 +676,43 @@ func TestJSONPatchesOfTargetsThatMayBeSecretsAreMasked(t *testing.T) {
 	requireNoSecret(t, "masked manifests", shown, []string{"maybe-s3cret-7"})
 	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: app}}, "denied: maybe-s3cret-7"), []string{"maybe-s3cret-7"})
 }
+
+// TestURLsCarryingAPasswordAreMasked: a URL that carries a password is a
+// credential whatever key holds it (a ConfigMap's DATABASE_URL, a values
+// file's redis.url, an Application's repoURL, a configMapGenerator's literal
+// and env file): it is masked in the file, masked manifests and scrubbed
+// from free text; a URL of a user alone, or whose password is a reference,
+// stays shown (failed before: each was shown, and left in free text).
+func TestURLsCarryingAPasswordAreMasked(t *testing.T) {
+	files := map[string]string{
+		"apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  DATABASE_URL: postgres://app:url-s3cret-1@db:5432/app\n" +
+			"  MIRROR: https://ci@mirror.example.com/repo\n  REPLICA_URL: postgres://app:$(DB_PASSWORD)@replica/app\n",
+		"apps/web/values.yaml":        "redis:\n  url: redis://:url-s3cret-2@redis:6379/0\n",
+		"argocd/apps/web.yaml":        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: https://deploy:url-s3cret-3@git.example.com/acme/web.git\n",
+		"apps/api/kustomization.yaml": "configMapGenerator:\n- name: api\n  literals:\n  - BROKER=amqp://api:url-s3cret-4@mq:5672/\n  - MODE=fast\n  envs: [api.env]\n",
+		"apps/api/api.env":            "CACHE=memcached://u:url-s3cret-5@cache:11211\nLEVEL=info\n",
+	}
+	hidden := []string{"url-s3cret-1", "url-s3cret-2", "url-s3cret-3", "url-s3cret-4", "url-s3cret-5"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	for file, kept := range map[string][]string{
+		"apps/web/config.yaml":        {"  DATABASE_URL: [redacted]\n", "https://ci@mirror.example.com/repo", "$(DB_PASSWORD)"},
+		"apps/web/values.yaml":        {"  url: [redacted]\n"},
+		"argocd/apps/web.yaml":        {"    repoURL: [redacted]\n"},
+		"apps/api/kustomization.yaml": {"  - BROKER=[redacted]\n", "  - MODE=fast\n"},
+		"apps/api/api.env":            {"CACHE=[redacted]\n", "LEVEL=info\n"},
+	} {
+		requireMaskedFile(t, fsys, file, hidden, kept, nil)
+	}
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("dial failed: "+strings.Join(hidden, ", ")), hidden)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web"},
+		"data": map[string]any{"DATABASE_URL": "postgres://app:url-s3cret-6@db/app", "LEVEL": "info"}}
+	got, err := MaskedManifests([]Object{{Manifest: cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", got, []string{"url-s3cret-6"})
+	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: cm}}, "denied: url-s3cret-6"), []string{"url-s3cret-6"})
+}

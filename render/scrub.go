@@ -174,7 +174,7 @@ func appSecretValues(apps []Application) []string {
 			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
 				out = append(out, p.Value, cleanSetParameter(p.Value))
 			}
-			out = append(out, privateKeyTexts(p.Value)...)
+			out = append(out, secretTexts(p.Value)...)
 		}
 		for _, p := range app.Kustomize.Patches {
 			if patch, ok := p["patch"].(string); ok {
@@ -193,7 +193,7 @@ func appSecretValues(apps []Application) []string {
 func mayHoldSecrets(data []byte) bool {
 	if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
 		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) ||
-		holdsPatchOp(data) && mayWriteSecretFields(data) {
+		holdsPatchOp(data) && mayWriteSecretFields(data) || holdsURLPassword(data) {
 		return true
 	}
 	// Every name secretLookingName or secretKey matches holds one of these
@@ -206,6 +206,27 @@ func mayHoldSecrets(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// holdsURLPassword reports whether data may hold a URL that carries a
+// password (see credentialURL): a "://" whose authority, up to the next
+// slash, quote or space, holds a colon before an "@". Many manifests hold a
+// URL, few one of these.
+func holdsURLPassword(data []byte) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte("://"))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+3:]
+		end := bytes.IndexAny(rest, "/ \t\r\n\"'")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := bytes.LastIndexByte(rest[:end], '@'); at > 0 && bytes.IndexByte(rest[:at], ':') >= 0 {
+			return true
+		}
+	}
 }
 
 // patchOpKeys are how YAML and JSON write the key of a JSON 6902 operation's op.
@@ -257,7 +278,7 @@ func fileSecretValues(data []byte, role sourceRole) []string {
 	case roleSecretEnv, roleConfigEnv:
 		for _, l := range splitLines(data) {
 			body, _ := cutEnding(l)
-			if key, value, ok := strings.Cut(body, "="); ok && (role == roleSecretEnv || looksSecret(strings.TrimSpace(key))) {
+			if key, value, ok := strings.Cut(body, "="); ok && (role == roleSecretEnv || looksSecret(strings.TrimSpace(key)) || credentialURL(value)) {
 				out = append(out, value)
 			}
 		}
