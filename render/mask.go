@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -48,11 +49,52 @@ var (
 	privateKeyBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`)
 )
 
-// holdsPrivateKey reports whether v is a string that holds a PEM private key
-// block, as text or in base64.
-func holdsPrivateKey(v any) bool {
+// holdsSecretText reports whether v is a string that is a secret by what it
+// is (see secretTexts): one that holds a PEM private key block, as text or in
+// base64, or a URL that carries a password.
+func holdsSecretText(v any) bool {
 	s, ok := v.(string)
-	return ok && len(privateKeyTexts(s)) > 0
+	return ok && len(secretTexts(s)) > 0
+}
+
+// secretTexts are what free text is scrubbed of for the secrets s holds by
+// what it is, whatever key holds it: its private keys (see privateKeyTexts),
+// or s itself when it is a URL that carries a password (the scrubber scrubs
+// the password alone too).
+func secretTexts(s string) []string {
+	if credentialURL(s) {
+		return []string{s}
+	}
+	return privateKeyTexts(s)
+}
+
+// credentialURL reports whether s is a URL that carries a password
+// (postgres://app:hunter2@db:5432/app, https://deploy:ghp_x@github.com/acme/x,
+// redis://:pw@redis:6379): a credential, under a key that does not look secret
+// (DATABASE_URL, a values file's url, repoURL) as much as under one. A URL
+// with a user alone, or whose password is only a reference to one set
+// elsewhere ($(DB_PASSWORD), ${DB_PASSWORD}, {{ .Values.db.password }}), is
+// shown: it holds none.
+func credentialURL(s string) bool {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\n") {
+		return false
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return false
+	}
+	pw, ok := u.User.Password()
+	return ok && pw != "" && !passwordReference(pw)
+}
+
+// passwordReference reports whether a URL's password is only a reference to
+// one: a container's $(VAR), a shell's or a template's ${VAR}, a Helm
+// template's {{ ... }}.
+func passwordReference(pw string) bool {
+	return strings.HasPrefix(pw, "$(") && strings.HasSuffix(pw, ")") ||
+		strings.HasPrefix(pw, "${") && strings.HasSuffix(pw, "}") ||
+		strings.HasPrefix(pw, "{{") && strings.HasSuffix(pw, "}}")
 }
 
 // privateKeyTexts are what free text is scrubbed of for the private keys s
@@ -67,14 +109,31 @@ func privateKeyTexts(s string) []string {
 	if len(s) < minEncodedPrivateKey || !onlyBase64(s) {
 		return nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
-	if err != nil {
+	raw, ok := decodedBase64(strings.Join(strings.Fields(s), ""))
+	if !ok {
 		return nil
 	}
 	if blocks := privateKeyBlocks(string(raw)); len(blocks) > 0 {
 		return append(blocks, s)
 	}
 	return nil
+}
+
+// decodedBase64 is what s decodes to in base64 as any of its encodings
+// writes it: standard, URL-safe (- and _ for + and /), each padded or not. A
+// key file or a values string is not always written by a tool that pads
+// (base64url, a JWK's tooling, a "tr -d =" in a script), and Helm or an
+// application reading it may accept any of them.
+func decodedBase64(s string) ([]byte, bool) {
+	enc := base64.StdEncoding
+	if strings.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
+		enc = enc.WithPadding(base64.NoPadding)
+	}
+	raw, err := enc.DecodeString(s)
+	return raw, err == nil
 }
 
 // encodedPrivateKeyWords are how base64 writes "PRIVATE KEY" at each of the
@@ -98,14 +157,15 @@ func holdsEncodedPrivateKeyWords(data []byte) bool {
 // binaryData flag, a word) are not decoded at all.
 const minEncodedPrivateKey = 64
 
-// onlyBase64 reports whether s holds nothing but base64's alphabet and the
-// white space that wraps its lines: a value worth decoding. Checking first
+// onlyBase64 reports whether s holds nothing but base64's alphabets (the
+// standard one and the URL-safe one) and the white space that wraps its
+// lines: a value worth decoding. Checking first
 // keeps every long text of a file from being copied to be decoded.
 func onlyBase64(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/', c == '=',
-			c == ' ', c == '\t', c == '\n', c == '\r':
+			c == '-', c == '_', c == ' ', c == '\t', c == '\n', c == '\r':
 		default:
 			return false
 		}
@@ -122,11 +182,12 @@ func privateKeyBlocks(s string) []string {
 }
 
 // privateKeyAt reports whether scalar v, at path in an object of group, is
-// masked for the private key it holds. Text masked by its own content (a Helm
+// masked for what it is (see holdsSecretText): a private key it holds, a URL
+// that carries a password. Text masked by its own content (a Helm
 // values string, an inline patch) is masked line by line instead, as its file
 // would be.
 func privateKeyAt(group string, path []string, v any) bool {
-	return holdsPrivateKey(v) && !helmValuesAt(group, path) && !kustomizePatchAt(group, path)
+	return holdsSecretText(v) && !helmValuesAt(group, path) && !kustomizePatchAt(group, path)
 }
 
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
@@ -512,7 +573,7 @@ func collectSensitive(group, kind string, path []string, v any, sensitive bool, 
 			*out = append(*out, fileSecretValues([]byte(x), roleValues)...)
 		}
 		if !sensitive && privateKeyAt(group, path, x) {
-			*out = append(*out, privateKeyTexts(x)...)
+			*out = append(*out, secretTexts(x)...)
 		}
 		if sensitive || keyedSecretAt(group, path, x, siblings) && scrubbedByKey(x) {
 			*out = append(*out, x)
@@ -557,7 +618,7 @@ func MaskedChange(apiVersion, kind string, c map[string]any) map[string]any {
 		if set, ok := e["set"].(map[string]any); ok {
 			masked := maps.Clone(set)
 			for name, v := range set {
-				if looksSecret(name) || holdsPrivateKey(v) {
+				if looksSecret(name) || holdsSecretText(v) {
 					masked[name] = redacted
 				}
 			}
@@ -597,6 +658,9 @@ func MaskedChange(apiVersion, kind string, c map[string]any) map[string]any {
 // maskedPointerValue is v, the value a patch sets at the JSON pointer segs of
 // an object of group and kind, masked as the object's diff masks it there.
 func maskedPointerValue(group, kind string, segs []string, v any) any {
+	if len(segs) == 1 && segs[0] == "" {
+		segs = nil // "/", taken for the whole object as a patch file's is (see wholeObjectPointer)
+	}
 	if envValueByIndex(segs) {
 		return redacted // the variable's name is not in the patch
 	}

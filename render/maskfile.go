@@ -30,6 +30,7 @@ type sourceRole int
 
 const (
 	roleManifest    sourceRole = iota // YAML: masked by document shape
+	roleKindPatch                     // a patch file kustomizations apply only to kinds none of which is a Secret
 	roleValues                        // Helm values: masked by key, whatever keys they hold
 	roleSecretPatch                   // a patch file a kustomization applies to a Secret: a JSON 6902 patch's every value
 	roleConfigEnv                     // configMapGenerator env file: values of secret-looking keys
@@ -110,6 +111,8 @@ func (r sourceRole) shape() docShape {
 		return docShape{values: true}
 	case roleSecretPatch:
 		return docShape{target: patchTarget{kind: "Secret"}}
+	case roleKindPatch:
+		return docShape{target: patchTarget{notSecret: true}}
 	}
 	return docShape{}
 }
@@ -172,19 +175,20 @@ func redactLiteralLine(line string) string {
 }
 
 // redactEnvLine masks one KEY=VALUE line of an env file: every value when all, else
-// those of secret-looking keys. Comments and blank lines stay.
+// those of secret-looking keys and URLs that carry a password. Comments and
+// blank lines stay.
 func redactEnvLine(line string, all bool) string {
 	body, ending := cutEnding(line)
 	t := strings.TrimSpace(body)
 	if t == "" || strings.HasPrefix(t, "#") {
 		return line
 	}
-	key, _, ok := strings.Cut(body, "=")
+	key, value, ok := strings.Cut(body, "=")
 	if !ok {
 		// "KEY" alone takes the value from the environment; it shows no value.
 		return line
 	}
-	if !all && !looksSecret(strings.TrimSpace(key)) {
+	if !all && !looksSecret(strings.TrimSpace(key)) && !credentialURL(value) {
 		return line
 	}
 	return key + "=" + redacted + ending
@@ -305,10 +309,11 @@ func rangesWithin(data []byte, lineCount int, shape docShape, budget *resolveBud
 	return out
 }
 
-// privateKeyRanges masks, anywhere below n, a scalar value that holds a
-// private key (see holdsPrivateKey), whatever its key or kind, on every line it
-// spans. Free text is scrubbed of the keys in it (see privateKeyTexts), not
-// of a certificate beside them.
+// privateKeyRanges masks, anywhere below n, a scalar value that is a secret
+// by what it is (see holdsSecretText: a private key, a URL that carries a
+// password), whatever its key or kind, on every line it spans. Free text is
+// scrubbed of the secrets in it (see secretTexts), not of a certificate
+// beside them.
 func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 	visit := func(val *yaml.Node, to int) {
 		if val.Kind != yaml.ScalarNode {
@@ -321,10 +326,11 @@ func privateKeyRanges(n *yaml.Node, end int, out *[]lineMask) {
 	eachItem(n, end, visit)
 }
 
-// privateKeyRange masks scalar val, up to line to, if it holds a private key.
+// privateKeyRange masks scalar val, up to line to, if it is a secret by what
+// it is (see privateKeyRanges).
 func privateKeyRange(val *yaml.Node, to int, out *[]lineMask) {
 	r := valueRange(val, to)
-	for i, b := range privateKeyTexts(val.Value) {
+	for i, b := range secretTexts(val.Value) {
 		if i > 0 {
 			r = r.carrying(r.from)
 		}
@@ -571,7 +577,8 @@ func mapValues(m *yaml.Node, to int, secret func(string) bool) []lineMask {
 }
 
 // literalRanges masks the literals of every generator in a kustomization's
-// secretGenerator (all values) or configMapGenerator (secret-looking keys).
+// secretGenerator (all values) or configMapGenerator (secret-looking keys, and
+// URLs that carry a password).
 func literalRanges(gens *yaml.Node, all bool) []lineMask {
 	if gens.Kind != yaml.SequenceNode {
 		return nil
@@ -594,7 +601,7 @@ func literalRanges(gens *yaml.Node, all bool) []lineMask {
 				if !ok {
 					value = l.Value // not a literal kustomize accepts; its error shows it whole
 				}
-				if all || looksSecret(key) || !ok {
+				if all || looksSecret(key) || !ok || credentialURL(value) {
 					out = append(out, lineMask{from: l.Line, to: l.Line, literal: lits.Style&yaml.FlowStyle == 0, value: value})
 				}
 			}
@@ -877,6 +884,9 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 		}
 	}
 	roles := map[string]sourceRole{}
+	// kindPatches are the patch files named, each with whether every patch
+	// naming it has a target that selects no Secret.
+	kindPatches := map[string]bool{}
 	note := func(p string, r sourceRole) {
 		if want[p] && r > roles[p] {
 			roles[p] = r
@@ -902,20 +912,40 @@ func generatorRoles(files []string, kusts func(dir string) [][]byte) map[string]
 				}
 			}
 			for _, p := range append(slices.Clone(k.Patches), k.PatchesJson6902...) {
-				if p.Path != "" && p.Target != nil && p.Target.Group == "" && p.Target.Kind == "Secret" {
-					note(path.Join(d, p.Path), roleSecretPatch)
+				if p.Path == "" {
+					continue
 				}
+				f, t := path.Join(d, p.Path), selectorTarget(p.Target)
+				if t.coreKind("Secret") {
+					note(f, roleSecretPatch)
+				}
+				known, seen := kindPatches[f]
+				kindPatches[f] = (known || !seen) && !t.selectsSecret()
 			}
+		}
+	}
+	for f, known := range kindPatches {
+		if known {
+			note(f, roleKindPatch)
 		}
 	}
 	return roles
 }
 
+// selectorTarget is what a kustomize patch's target selects, as far as
+// masking cares.
+func selectorTarget(s *types.Selector) patchTarget {
+	if s == nil {
+		return patchTarget{}
+	}
+	return patchTarget{group: s.Group, kind: s.Kind}
+}
+
 // noteValuesFiles marks as Helm values those of files (canonical paths) that
 // are: values files of the apps (named, see appFileRoles), or a chart's own
-// values files (values.yaml, values-prod.yaml), beside the Chart.yaml isFile
-// finds, which an Application the apps do not hold (another cluster's, one not
-// created yet) may name. Their kind and apiVersion, if they hold both, are the
+// values files (values.yaml, values-prod.yaml, ci/prod-values.yaml; see
+// chartValuesFile) by the Chart.yaml isFile finds, which an Application the
+// apps do not hold (another cluster's, one not created yet) may name. Their kind and apiVersion, if they hold both, are the
 // chart's settings: they are masked by key all the same. A file an app reads
 // whole into a secret-looking value is a secret file.
 func noteValuesFiles(roles map[string]sourceRole, files []string, named map[string]sourceRole, isFile func(string) bool) {
@@ -923,10 +953,33 @@ func noteValuesFiles(roles map[string]sourceRole, files []string, named map[stri
 		if r := named[f]; r > roles[f] {
 			roles[f] = r
 		}
-		if roles[f] < roleValues && chartValuesName(path.Base(f)) && isFile(path.Join(path.Dir(f), "Chart.yaml")) {
+		if roles[f] < roleValues && chartValuesFile(f, isFile) {
 			roles[f] = roleValues
 		}
 	}
+}
+
+// chartValuesFile reports whether f is a chart's own values file: one named
+// as values files are beside its Chart.yaml, or one of the values files its
+// ci directory holds for chart testing (ci/prod-values.yaml, as chart-testing
+// names them, or ci/values-prod.yaml), which hold the chart's settings as
+// any values file does, a kind and an apiVersion among them at times.
+func chartValuesFile(f string, isFile func(string) bool) bool {
+	dir, base := path.Dir(f), path.Base(f)
+	if chartValuesName(base) && isFile(path.Join(dir, "Chart.yaml")) {
+		return true
+	}
+	return path.Base(dir) == "ci" && (chartValuesName(base) || ciValuesName(base)) && isFile(path.Join(path.Dir(dir), "Chart.yaml"))
+}
+
+// ciValuesName reports whether a file is named as chart-testing's values
+// files are: <something>-values.yaml (.yml).
+func ciValuesName(base string) bool {
+	stem, ok := strings.CutSuffix(base, ".yaml")
+	if !ok {
+		stem, ok = strings.CutSuffix(base, ".yml")
+	}
+	return ok && strings.HasSuffix(stem, "-values") && stem != "-values"
 }
 
 // chartValuesName reports whether a file beside a Chart.yaml is named as a
@@ -985,8 +1038,13 @@ func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(strin
 }
 
 // patchTarget is what a kustomize patch entry's target selects, as far as
-// masking cares: its group and kind (none when it does not say).
-type patchTarget struct{ group, kind string }
+// masking cares: its group and kind (none when it does not say), or, for a
+// patch file several targets may share, only that none of them is a Secret.
+type patchTarget struct {
+	group, kind string
+	// notSecret: the target's kind is not known here, but is no Secret.
+	notSecret bool
+}
 
 // patchTargetOf reads a patch entry's target.
 func patchTargetOf(n *yaml.Node) patchTarget {
@@ -998,6 +1056,26 @@ func patchTargetOf(n *yaml.Node) patchTarget {
 
 // coreKind reports whether the target is the core kind named.
 func (t patchTarget) coreKind(kind string) bool { return t.group == "" && t.kind == kind }
+
+// selectsSecret reports whether the target may select a Secret. kustomize
+// reads a target's group and kind as regular expressions matched whole
+// ("Secret|ConfigMap", ".*"), and one left out selects every kind: a target
+// by name or label alone (target: {name: db}) may well be a Secret. A pattern
+// that does not compile counts as one that may: the file still holds the
+// values it would set.
+func (t patchTarget) selectsSecret() bool {
+	return !t.notSecret && patternMatches(t.group, "") && patternMatches(t.kind, "Secret")
+}
+
+// patternMatches reports whether pattern, a kustomize selector's field,
+// matches s as kustomize matches it: whole, and any s when it is empty.
+func patternMatches(pattern, s string) bool {
+	if pattern == "" || pattern == s {
+		return true
+	}
+	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	return err != nil || re.MatchString(s)
+}
 
 // builtIn reports whether the target is a built-in kind, whose fields are not
 // masked by key (see secretKey): by its group, or, when it gives none (target:
@@ -1025,17 +1103,92 @@ var builtInKinds = sync.OnceValue(func() map[string]bool {
 
 // jsonPatch reports whether a document is a JSON 6902 patch, as kustomize tells
 // one from a strategic-merge patch: a list of operations, each a mapping with an
-// op and a path.
+// op and a path. The path may be empty: "" is the whole object (RFC 6901), and
+// an operation there replaces it.
 func jsonPatch(root *yaml.Node) bool {
 	if root.Kind != yaml.SequenceNode || len(root.Content) == 0 {
 		return false
 	}
 	for _, op := range root.Content {
-		if op.Kind != yaml.MappingNode || scalarField(op, "op") == "" || scalarField(op, "path") == "" {
+		if op.Kind != yaml.MappingNode || scalarField(op, "op") == "" || !hasScalarField(op, "path") {
 			return false
 		}
 	}
 	return true
+}
+
+// hasScalarField reports whether mapping m has key with a scalar value, which
+// may be empty.
+func hasScalarField(m *yaml.Node, key string) bool {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key && m.Content[j+1].Kind == yaml.ScalarNode {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeObjectPointer reports whether the JSON pointer p of an operation names
+// its target's whole object rather than a field of it: "" does, and the JSON
+// patch library kustomize applies puts the value in the object's place; "/"
+// (strictly a key named "" at the root) is taken for the same, as an author
+// writing it means it.
+func wholeObjectPointer(p string) bool { return p == "" || p == "/" }
+
+// wholeObjectRanges masks val, the object a JSON 6902 operation (key, its
+// "value") puts in place of its target's whole, as that object's own file
+// would be masked, by the kind it names. Of a Secret, every field but its
+// kind, apiVersion and metadata is masked, as any other operation of a
+// Secret's masks what it sets; when the target's kind is not known, and val
+// names none or a Secret's, the target may be a Secret and the values of
+// val's data and stringData are masked too. The values of data and stringData
+// are kept for scrubbing free text, as the Secret's own file gives them.
+func wholeObjectRanges(key, val *yaml.Node, to int, target patchTarget, budget *resolveBudget) []lineMask {
+	if target.coreKind("Secret") {
+		return wholeSecretRanges(key, val, to)
+	}
+	out := documentRanges(val, to, docShape{}, budget)
+	if kind := scalarField(val, "kind"); target.selectsSecret() && (kind == "" || kind == "Secret") {
+		out = append(out, secretFieldRanges(val, to, kind == "")...)
+	}
+	return out
+}
+
+// wholeSecretRanges masks val, a whole Secret an operation (key, its "value")
+// sets: every field but its kind, apiVersion and metadata (whose last-applied
+// annotation is masked as a Secret's own file masks it); val masked whole when
+// it is no mapping.
+func wholeSecretRanges(key, val *yaml.Node, to int) []lineMask {
+	if val.Kind != yaml.MappingNode {
+		r := valueRange(val, to)
+		r.from = min(r.from, key.Line)
+		return []lineMask{r}
+	}
+	var out []lineMask
+	eachPair(val, to, func(k, v *yaml.Node, vto int) {
+		switch k.Value {
+		case "kind", "apiVersion":
+		case "metadata":
+			out = append(out, annotationRanges(v, vto)...)
+		default:
+			r := valueRange(v, vto)
+			r.from = min(r.from, k.Line)
+			out = append(out, r)
+		}
+	})
+	return append(out, secretFieldRanges(val, to, false)...)
+}
+
+// secretFieldRanges masks the values of obj's data and stringData, as a
+// Secret's; those of its data on a guess (see secretOpRanges) when guess.
+func secretFieldRanges(obj *yaml.Node, to int, guess bool) []lineMask {
+	var out []lineMask
+	eachPair(obj, to, func(key, val *yaml.Node, vto int) {
+		if secretField(key.Value) {
+			out = append(out, guessedData(secretDataRanges(key.Value, val, vto), guess && key.Value == "data")...)
+		}
+	})
+	return out
 }
 
 // jsonPatchRanges masks the values of a JSON 6902 patch of target as the
@@ -1044,14 +1197,25 @@ func jsonPatch(root *yaml.Node) bool {
 // annotation; and, but in a built-in kind, by key: by the path's last segment
 // (spec/auth/password), a list item by the segment before it
 // (spec/apiKeys/0), anything under a plural one (spec/secrets/STRIPE), and the
-// secret-looking keys inside a value that is a mapping. A target the patch
-// entry does not name (a patch file) is masked by key.
+// secret-looking keys inside a value that is a mapping. A target that may be
+// a Secret (no kind, a pattern of kinds; a patch file no kustomization names)
+// has the data and stringData it writes masked as a Secret's, and the rest by
+// key. A value in place of the whole object is masked as that object (see
+// wholeObjectRanges).
 func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolveBudget) []lineMask {
 	var out []lineMask
 	eachItem(ops, end, func(op *yaml.Node, oto int) {
-		segs := jsonPointer(scalarField(op, "path"))
+		at := scalarField(op, "path")
+		segs := jsonPointer(at)
 		eachPair(op, oto, func(key, val *yaml.Node, to int) {
-			if key.Value != "value" || len(segs) == 0 {
+			if key.Value != "value" {
+				return
+			}
+			if wholeObjectPointer(at) {
+				out = append(out, wholeObjectRanges(key, val, to, target, budget)...)
+				return
+			}
+			if len(segs) == 0 {
 				return
 			}
 			mask := func(keyed bool) *lineMask {
@@ -1065,13 +1229,13 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 				if len(segs) >= 3 && segs[1] == "annotations" && segs[2] == lastAppliedAnnotation {
 					mask(false)
 				}
-			case target.coreKind("Secret"):
-				mask(false).encoded = segs[0] == "data"
-				if len(segs) == 1 && (segs[0] == "data" || segs[0] == "stringData") && val.Kind == yaml.MappingNode {
-					// A whole data or stringData, masked above: its values, for
-					// scrubbing, as the Secret's own file gives them.
-					out = append(out, secretDataRanges(segs[0], val, to)...)
-				}
+			case target.coreKind("Secret") || target.selectsSecret() && secretField(segs[0]):
+				// A target that may be a Secret, by a pattern or by name alone,
+				// is taken for one where it writes a Secret's fields: masked, a
+				// ConfigMap's data is still shown by the cluster diff of the
+				// render, which knows the kind; shown, a Secret's would be
+				// shown wherever the file is.
+				out = append(out, secretOpRanges(segs, key, val, to, !target.coreKind("Secret"))...)
 			case target.coreKind("ConfigMap"):
 				if segs[0] != "data" && segs[0] != "binaryData" {
 					return
@@ -1095,6 +1259,33 @@ func jsonPatchRanges(ops *yaml.Node, end int, target patchTarget, budget *resolv
 		})
 	})
 	return out
+}
+
+// secretField reports whether a Secret's top-level field holds its values.
+func secretField(name string) bool { return name == "data" || name == "stringData" }
+
+// secretOpRanges masks val, the value an operation (key, its "value") sets at
+// segs of a Secret, whole, and, of a whole data or stringData, each value for
+// scrubbing, as the Secret's own file gives them. guess: the target may be no
+// Secret, and what it sets in data is scrubbed from free text as a value
+// masked for its key is (see scrubbedByKey), so a ConfigMap's "debug" stays
+// readable there; stringData is a Secret's alone.
+func secretOpRanges(segs []string, key, val *yaml.Node, to int, guess bool) []lineMask {
+	r := valueRange(val, to)
+	r.from, r.encoded = min(r.from, key.Line), segs[0] == "data"
+	out := []lineMask{r}
+	if len(segs) == 1 && secretField(segs[0]) && val.Kind == yaml.MappingNode {
+		out = append(out, secretDataRanges(segs[0], val, to)...)
+	}
+	return guessedData(out, guess && segs[0] == "data")
+}
+
+// guessedData marks ms as masked on a guess (see secretOpRanges), when guess.
+func guessedData(ms []lineMask, guess bool) []lineMask {
+	for i := range ms {
+		ms[i].keyed = ms[i].keyed || guess
+	}
+	return ms
 }
 
 // envValueByIndex reports whether the JSON pointer segs names the value of a

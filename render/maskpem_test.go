@@ -205,3 +205,41 @@ func TestEncodedPrivateKeysAreMaskedWhateverPrecedesThem(t *testing.T) {
 		requireNoSecret(t, what, s, []string{exported, bare, pemKeyLines[0]})
 	}
 }
+
+// TestPrivateKeysInAnyBase64AreMasked: a private key in base64 without its
+// padding, or in the URL-safe alphabet, is masked wherever it is (a values
+// file's tls.pem, a kubeconfig's client-key-data, a key file), in masked
+// manifests, and scrubbed from free text (failed before: only standard,
+// padded base64 was decoded, and each of these was shown whole).
+func TestPrivateKeysInAnyBase64AreMasked(t *testing.T) {
+	key := pemBlock("PRIVATE KEY", "", pemKeyLines) + "comment: ???>>>!\n" // bytes whose base64 holds + and /, and needs padding
+	urlSafe, unpadded := base64.RawURLEncoding.EncodeToString([]byte(key)), base64.RawStdEncoding.EncodeToString([]byte(key))
+	padded := base64.URLEncoding.EncodeToString([]byte(key))
+	if !strings.ContainsAny(urlSafe, "-_") || len(unpadded)%4 == 0 {
+		t.Fatalf("the test's key encodes to no URL-safe or unpadded base64: %s, %s", urlSafe, unpadded)
+	}
+	files := map[string]string{
+		"charts/web/Chart.yaml":    "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/values.yaml":   "tls:\n  pem: " + urlSafe + "\n  padded: " + padded + "\nreplicaCount: 2\n",
+		"clusters/kubeconfig.yaml": "apiVersion: v1\nkind: Config\nusers:\n- name: deployer\n  user:\n    client-key-data: " + unpadded + "\n",
+		"certs/client.key64":       urlSafe + "\n",
+	}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	hidden := []string{urlSafe, unpadded, padded}
+	requireMaskedFile(t, fsys, "charts/web/values.yaml", hidden, []string{"  pem: [redacted]\n", "  padded: [redacted]\n", "replicaCount: 2"}, nil)
+	requireMaskedFile(t, fsys, "clusters/kubeconfig.yaml", hidden, []string{"    client-key-data: [redacted]\n"}, nil)
+	requireMaskedFile(t, fsys, "certs/client.key64", hidden, nil, nil)
+	obj := map[string]any{"apiVersion": "example.com/v1", "kind": "Tunnel", "metadata": map[string]any{"name": "edge"},
+		"spec": map[string]any{"identity": urlSafe}}
+	got, err := MaskedManifests([]Object{{Manifest: obj}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", got, hidden)
+	msg := "bad data " + urlSafe + " or " + unpadded + " or " + pemKeyLines[0]
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text(msg), append(hidden, pemKeyLines[0]))
+	requireNoSecret(t, "masked text", MaskText([]ChangedObject{{Object: obj}}, msg), []string{urlSafe, pemKeyLines[0]})
+}

@@ -461,7 +461,9 @@ func TestObjectsMaskApplicationKustomizePatches(t *testing.T) {
 // TestValuesWithAKindAreMaskedByKey: Helm values that hold both a kind and an
 // apiVersion (a chart's settings) are still values, masked by key: a chart's
 // values.yaml (and its values-<environment>.yaml files beside it, which an
-// Application of another cluster may name), a values file of a kustomization's
+// Application of another cluster may name, and the values files of its ci
+// directory, ci/prod-values.yaml, ci/values-prod.yml, which failed before:
+// taken for a Deployment, their password was shown), a values file of a kustomization's
 // helmCharts, an Application's
 // values string, a values file an Application names, in its file, its cluster
 // diff and free text. A resource file of the same content is a built-in
@@ -485,6 +487,15 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 		"a chart's values file of an environment": {file: "charts/web/values-prod.yaml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values-prod.yaml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file for chart testing": {file: "charts/web/ci/prod-values.yaml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/prod-values.yaml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a chart's values file of an environment for chart testing": {file: "charts/web/ci/values-prod.yml",
+			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/values-prod.yml": values},
+			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
+		"a ci file of no chart": {file: "apps/web/ci/prod-values.yaml",
+			files: map[string]string{"apps/web/ci/prod-values.yaml": values},
+			kept:  []string{"  password: kind-vals-s3cret-1"}},
 		"a chart's values file in YAML's other extension": {file: "charts/web/values.yml",
 			files:  map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/values.yml": values},
 			hidden: []string{"kind-vals-s3cret-1"}, kept: []string{"kind: Deployment", "replicaCount: 2", "  password: [redacted]"}},
@@ -533,6 +544,11 @@ func TestValuesWithAKindAreMaskedByKey(t *testing.T) {
 	if got := newScrubber(tr.secretValues(apps)).text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
 		t.Errorf("scrubbed text %q", got)
 	}
+	// And of what a chart's values file for chart testing holds, named by no app.
+	s := treeScrubber(t, map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/ci/prod-values.yaml": values})
+	if got := s.text("values: kind-vals-s3cret-1"); got != "values: [redacted]" {
+		t.Errorf("scrubbed text of a ci values file %q", got)
+	}
 }
 
 // TestTaintKeysAreShown: a taint's or toleration's key names one, beside its
@@ -568,4 +584,135 @@ func TestKeyValueSettingsAreMaskedByTheirKey(t *testing.T) {
 	if strings.Contains(text, "kv-obj-s3cret-1") {
 		t.Errorf("MaskText left the value: %s", text)
 	}
+}
+
+// TestWholeObjectJSONPatchesAreMasked: a JSON 6902 operation at "" (or "/")
+// puts its value in place of the whole object; its values are masked as that
+// object's own file masks them, in an inline patch and a patch file, and
+// scrubbed from free text; a Deployment's image stays shown (failed before:
+// an operation at "" made the patch no JSON patch, so a Secret's stringData
+// was shown and left in free text, and one at "/" was masked but not
+// scrubbed).
+func TestWholeObjectJSONPatchesAreMasked(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": "resources: [app.yaml]\npatches:\n- target: {kind: Secret, name: db}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value:\n        apiVersion: v1\n        kind: Secret\n        metadata: {name: db}\n        stringData:\n          user: whole-s3cret-1\n" +
+			"    - op: add\n      path: /\n      value: {stringData: {pass: whole-s3cret-2}}\n" +
+			"- target: {name: db}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value: {metadata: {name: db}, data: {dsn: d2hvbGUtczNjcmV0LTM=}}\n" +
+			"- target: {kind: Deployment}\n  patch: |\n" +
+			"    - op: replace\n      path: \"\"\n      value: {apiVersion: apps/v1, kind: Deployment, spec: {template: {spec: {containers: [{name: web, image: ghcr.io/acme/web:2.0}]}}}}\n" +
+			"- path: whole.yaml\n  target: {kind: Secret}\n",
+		"whole.yaml": "- op: add\n  path: \"\"\n  value:\n    stringData:\n      token: whole-s3cret-4\n",
+	}
+	hidden := []string{"whole-s3cret-1", "whole-s3cret-2", "d2hvbGUtczNjcmV0LTM=", "whole-s3cret-3", "whole-s3cret-4"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	requireMaskedFile(t, fsys, "kustomization.yaml", hidden, []string{"          user: [redacted]", "        kind: Secret\n", "        metadata: {name: db}\n", "ghcr.io/acme/web:2.0"}, nil)
+	requireMaskedFile(t, fsys, "whole.yaml", hidden, []string{"  path: \"\""}, nil)
+	got := treeScrubber(t, files).text("patch failed: " + strings.Join(hidden, ", "))
+	requireNoSecret(t, "scrubbed text", got, hidden)
+
+	// A change's patch at "/" sets the whole object too, and is shown masked as one.
+	c := MaskedChange("v1", "ConfigMap", map[string]any{"patch": map[string]any{"set": []any{map[string]any{
+		"path": "/", "value": map[string]any{"data": map[string]any{"api_token": "whole-s3cret-5", "LOG_LEVEL": "debug"}}}}}})
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "the masked change", string(out), []string{"whole-s3cret-5"})
+	if !strings.Contains(string(out), "debug") {
+		t.Errorf("the masked change hid an ordinary value: %s", out)
+	}
+}
+
+// TestJSONPatchesOfTargetsThatMayBeSecretsAreMasked: a JSON 6902 patch whose
+// target may be a Secret (one by name or label alone, a kind pattern that
+// matches Secret, a patch file no kustomization names) has the data and
+// stringData it writes masked and scrubbed from free text, in a
+// kustomization, a patch file and an Application's patches; the rest of it,
+// and a patch file of ConfigMaps alone, stay masked by key (failed before:
+// each value was shown, masked by its key only, and left in free text).
+func TestJSONPatchesOfTargetsThatMayBeSecretsAreMasked(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": "resources: [db.yaml]\npatches:\n- target: {name: db}\n  patch: |\n" +
+			"    - op: add\n      path: /data/conn\n      value: bWF5YmUtczNjcmV0LTE=\n" +
+			"    - op: replace\n      path: /metadata/labels/tier\n      value: backend\n" +
+			"    - op: replace\n      path: /spec/replicas\n      value: 3\n" +
+			"- target: {labelSelector: app=db}\n  patch: |\n    - op: add\n      path: /stringData/pw\n      value: maybe-s3cret-2\n" +
+			"- target: {kind: Secret|ConfigMap}\n  patch: |\n    - op: add\n      path: /data\n      value: {level: maybe-s3cret-3}\n" +
+			"- target: {kind: ConfigMap}\n  patch: |\n    - op: add\n      path: /data/LOG_LEVEL\n      value: debug\n" +
+			"- target: {name: app}\n  patch: |\n    - op: add\n      path: /data/MODE\n      value: verbose\n" +
+			"- path: by-name.yaml\n  target: {name: db}\n- path: cm.yaml\n  target: {kind: ConfigMap, name: app}\n- path: cm.yaml\n  target: {kind: Deployment}\n",
+		"by-name.yaml": "- op: add\n  path: /data/conn\n  value: bWF5YmUtczNjcmV0LTQ=\n",
+		"cm.yaml":      "- op: add\n  path: /data/LOG_LEVEL\n  value: info\n- op: add\n  path: /data/api_token\n  value: maybe-s3cret-5\n",
+		"loose.yaml":   "- path: /stringData/token\n  op: add\n  value: maybe-s3cret-6\n",
+	}
+	hidden := []string{"bWF5YmUtczNjcmV0LTE=", "maybe-s3cret-1", "maybe-s3cret-2", "maybe-s3cret-3", "bWF5YmUtczNjcmV0LTQ=", "maybe-s3cret-4", "maybe-s3cret-5", "maybe-s3cret-6"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	requireMaskedFile(t, fsys, "kustomization.yaml", hidden, []string{"      value: backend\n", "      value: 3\n", "      value: debug\n"}, nil)
+	requireMaskedFile(t, fsys, "by-name.yaml", hidden, []string{"  path: /data/conn\n"}, nil)
+	requireMaskedFile(t, fsys, "cm.yaml", hidden, []string{"  value: info\n"}, nil)
+	requireMaskedFile(t, fsys, "loose.yaml", hidden, nil, nil)
+	s := treeScrubber(t, files)
+	requireNoSecret(t, "scrubbed text", s.text("patch failed: "+strings.Join(hidden, ", ")), hidden)
+	// Masked on a guess, a word of a ConfigMap's data stays in free text.
+	if got := s.text("mode verbose, level debug"); got != "mode verbose, level debug" {
+		t.Errorf("scrubbing hid words that are no secret: %q", got)
+	}
+
+	app := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": map[string]any{"name": "db"},
+		"spec": map[string]any{"source": map[string]any{"path": "apps/db", "kustomize": map[string]any{"patches": []any{
+			map[string]any{"target": map[string]any{"name": "db"}, "patch": "- op: add\n  path: /stringData/pw\n  value: maybe-s3cret-7\n"}}}}}}
+	shown, err := MaskedManifests([]Object{{Manifest: app}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", shown, []string{"maybe-s3cret-7"})
+	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: app}}, "denied: maybe-s3cret-7"), []string{"maybe-s3cret-7"})
+}
+
+// TestURLsCarryingAPasswordAreMasked: a URL that carries a password is a
+// credential whatever key holds it (a ConfigMap's DATABASE_URL, a values
+// file's redis.url, an Application's repoURL, a configMapGenerator's literal
+// and env file): it is masked in the file, masked manifests and scrubbed
+// from free text; a URL of a user alone, or whose password is a reference,
+// stays shown (failed before: each was shown, and left in free text).
+func TestURLsCarryingAPasswordAreMasked(t *testing.T) {
+	files := map[string]string{
+		"apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  DATABASE_URL: postgres://app:url-s3cret-1@db:5432/app\n" +
+			"  MIRROR: https://ci@mirror.example.com/repo\n  REPLICA_URL: postgres://app:$(DB_PASSWORD)@replica/app\n",
+		"apps/web/values.yaml":        "redis:\n  url: redis://:url-s3cret-2@redis:6379/0\n",
+		"argocd/apps/web.yaml":        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n  source:\n    repoURL: https://deploy:url-s3cret-3@git.example.com/acme/web.git\n",
+		"apps/api/kustomization.yaml": "configMapGenerator:\n- name: api\n  literals:\n  - BROKER=amqp://api:url-s3cret-4@mq:5672/\n  - MODE=fast\n  envs: [api.env]\n",
+		"apps/api/api.env":            "CACHE=memcached://u:url-s3cret-5@cache:11211\nLEVEL=info\n",
+	}
+	hidden := []string{"url-s3cret-1", "url-s3cret-2", "url-s3cret-3", "url-s3cret-4", "url-s3cret-5"}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	for file, kept := range map[string][]string{
+		"apps/web/config.yaml":        {"  DATABASE_URL: [redacted]\n", "https://ci@mirror.example.com/repo", "$(DB_PASSWORD)"},
+		"apps/web/values.yaml":        {"  url: [redacted]\n"},
+		"argocd/apps/web.yaml":        {"    repoURL: [redacted]\n"},
+		"apps/api/kustomization.yaml": {"  - BROKER=[redacted]\n", "  - MODE=fast\n"},
+		"apps/api/api.env":            {"CACHE=[redacted]\n", "LEVEL=info\n"},
+	} {
+		requireMaskedFile(t, fsys, file, hidden, kept, nil)
+	}
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("dial failed: "+strings.Join(hidden, ", ")), hidden)
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web"},
+		"data": map[string]any{"DATABASE_URL": "postgres://app:url-s3cret-6@db/app", "LEVEL": "info"}}
+	got, err := MaskedManifests([]Object{{Manifest: cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoSecret(t, "masked manifests", got, []string{"url-s3cret-6"})
+	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: cm}}, "denied: url-s3cret-6"), []string{"url-s3cret-6"})
 }

@@ -174,7 +174,7 @@ func appSecretValues(apps []Application) []string {
 			if looksSecret(p.Name) && scrubbedByKey(p.Value) {
 				out = append(out, p.Value, cleanSetParameter(p.Value))
 			}
-			out = append(out, privateKeyTexts(p.Value)...)
+			out = append(out, secretTexts(p.Value)...)
 		}
 		for _, p := range app.Kustomize.Patches {
 			if patch, ok := p["patch"].(string); ok {
@@ -186,11 +186,14 @@ func appSecretValues(apps []Application) []string {
 }
 
 // mayHoldSecrets reports whether a manifest could hold a value maskfile.go masks:
-// a Secret or ConfigMap, a generator, a name that looks secret, or a private
-// key in base64 (in a text, "PRIVATE KEY" makes it hold the word key).
+// a Secret or ConfigMap, a generator, a name that looks secret, a private
+// key in base64 (in a text, "PRIVATE KEY" makes it hold the word key), or a
+// JSON 6902 operation writing a Secret's fields, whose target, not named in
+// it, may be a Secret.
 func mayHoldSecrets(data []byte) bool {
 	if bytes.Contains(data, []byte("Secret")) || bytes.Contains(data, []byte("ConfigMap")) ||
-		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) {
+		bytes.Contains(data, []byte("Generator")) || holdsEncodedPrivateKeyWords(data) ||
+		holdsPatchOp(data) && mayWriteSecretFields(data) || holdsURLPassword(data) {
 		return true
 	}
 	// Every name secretLookingName or secretKey matches holds one of these
@@ -203,6 +206,63 @@ func mayHoldSecrets(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// holdsURLPassword reports whether data may hold a URL that carries a
+// password (see credentialURL): a "://" whose authority, up to the next
+// slash, quote or space, holds a colon before an "@". Many manifests hold a
+// URL, few one of these.
+func holdsURLPassword(data []byte) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte("://"))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+3:]
+		end := bytes.IndexAny(rest, "/ \t\r\n\"'")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := bytes.LastIndexByte(rest[:end], '@'); at > 0 && bytes.IndexByte(rest[:at], ':') >= 0 {
+			return true
+		}
+	}
+}
+
+// patchOpKeys are how YAML and JSON write the key of a JSON 6902 operation's op.
+var patchOpKeys = [][]byte{[]byte("op:"), []byte(`"op"`), []byte("'op'")}
+
+// holdsPatchOp reports whether data may hold a JSON 6902 operation: the key
+// "op" standing alone, not the end of a longer key (preStop:, loop:), which
+// would have every Deployment with a lifecycle hook parsed again.
+func holdsPatchOp(data []byte) bool {
+	for _, k := range patchOpKeys {
+		for rest, at := data, 0; ; {
+			i := bytes.Index(rest, k)
+			if i < 0 {
+				break
+			}
+			at += i
+			if k[0] != 'o' || at == 0 || bytes.IndexByte([]byte(" \t\n{,["), data[at-1]) >= 0 {
+				return true
+			}
+			at += len(k)
+			rest = data[at:]
+		}
+	}
+	return false
+}
+
+// secretFieldPaths are how a JSON 6902 operation's path may write a Secret's
+// values: in its data or stringData, or in place of the whole object ("", or
+// "/" as YAML and JSON write them).
+var secretFieldPaths = [][]byte{[]byte("/data"), []byte("stringData"), []byte(`path: ""`), []byte("path: ''"),
+	[]byte(`"path": ""`), []byte(`"path":""`), []byte("path: /\n"), []byte("path: /\r"), []byte(`"path": "/"`), []byte(`"path":"/"`)}
+
+// mayWriteSecretFields reports whether data, which holds a JSON 6902
+// operation, may write a Secret's values (see secretFieldPaths).
+func mayWriteSecretFields(data []byte) bool {
+	return slices.ContainsFunc(secretFieldPaths, func(p []byte) bool { return bytes.Contains(data, p) })
 }
 
 // secretNameWords are words one of which every secret-looking name contains.
@@ -218,7 +278,7 @@ func fileSecretValues(data []byte, role sourceRole) []string {
 	case roleSecretEnv, roleConfigEnv:
 		for _, l := range splitLines(data) {
 			body, _ := cutEnding(l)
-			if key, value, ok := strings.Cut(body, "="); ok && (role == roleSecretEnv || looksSecret(strings.TrimSpace(key))) {
+			if key, value, ok := strings.Cut(body, "="); ok && (role == roleSecretEnv || looksSecret(strings.TrimSpace(key)) || credentialURL(value)) {
 				out = append(out, value)
 			}
 		}
