@@ -624,14 +624,12 @@ func changedLines(a, b []string, most int) (n int, ok bool) {
 // selectorMatches reports whether a patch target selects the object (by its source
 // or rendered name, or a name it has between the two: see layerNames). Label and
 // annotation selectors are left to verification.
+//
+// kustomize reads every field of a target as a regular expression matched
+// whole (kind: Deployment|StatefulSet, name: web-.*), its group and kind
+// too.
 func selectorMatches(sel *types.Selector, o *object, src *sourceDoc, layers []string) bool {
 	if sel == nil {
-		return false
-	}
-	if sel.Kind != "" && sel.Kind != o.kind {
-		return false
-	}
-	if sel.Group != "" && sel.Group != groupOf(o.apiVersion) {
 		return false
 	}
 	names := append([]string{o.name}, layers...)
@@ -655,7 +653,8 @@ func selectorMatches(sel *types.Selector, o *object, src *sourceDoc, layers []st
 		}
 		return false
 	}
-	return anchored(sel.Name, names) && anchored(sel.Namespace, namespaces)
+	return anchored(sel.Kind, []string{o.kind}) && anchored(sel.Group, []string{groupOf(o.apiVersion)}) &&
+		anchored(sel.Name, names) && anchored(sel.Namespace, namespaces)
 }
 
 func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {
