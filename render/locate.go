@@ -158,6 +158,10 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 		// holds the value says more than how each guess rendered.
 		reason = p.noValuesKeyReason(target) + fmt.Sprintf("; nor does a new key of those its templates read that no values file sets (%d tried, listed)", len(out.attempts))
 	}
+	if note := p.subchartNullNote(); note != "" && len(out.attempts) > 0 {
+		// What to do first; the renders of the attempts after it.
+		reason = fmt.Sprintf("no edit location for %s verifies: %s; tried: %s", p.req.Target, note, attemptsReason(out.attempts))
+	}
 	if note := p.helmDigestNote(target); note != "" {
 		reason += "; " + note
 	}
