@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Strategies of a Helm app.
@@ -1051,7 +1053,7 @@ func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 		build: func() (*candidate, error) {
 			c := &candidate{strategy: strategy, files: map[string][]byte{}}
 			for _, s := range sets {
-				c.keys = append(c.keys, s.path.String())
+				c.keys = append(c.keys, s.describe())
 				v := p.before
 				if len(c.files) > 0 {
 					v = p.before.with(c.files)
@@ -1067,6 +1069,35 @@ func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 		},
 	}
 }
+
+// maxSetValueText bounds the value a set's description shows: enough to tell
+// two candidates of one key apart, not a values block whole.
+const maxSetValueText = 120
+
+// describe names what a candidate sets, for the reason of an attempt: the key
+// alone does not tell two candidates of one key apart (an env mapping set to
+// two different mappings, an integer and the same number as a string). The
+// value is shown as JSON, masked as a values file is (by key: a password's
+// value, an env variable named like a secret), and cut short.
+func (s helmValueSet) describe() string {
+	at := make([]string, len(s.path))
+	for i, seg := range s.path {
+		at[i] = seg.Key
+		if seg.Key == "" {
+			at[i] = fmt.Sprintf("[%d]", seg.Index)
+		}
+	}
+	masked := maskValueIn(valuesGroup, "", at, valuesValue(s.value), nil)
+	text, err := json.Marshal(masked)
+	if err != nil {
+		return s.path.String()
+	}
+	return s.path.String() + " to " + textcut.Cut(string(text), maxSetValueText)
+}
+
+// valuesGroup stands for Helm values where masking asks an object's group:
+// values have no schema, so their secrets are masked by key.
+const valuesGroup = "values.helm.sh"
 
 // valuesValue is a rendered value as the YAML editor writes it.
 func valuesValue(v any) any {
