@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
+	"github.com/kukie/kukie-gitops/textcut"
 )
 
 // Strategies of a Helm app.
@@ -268,6 +270,9 @@ type helmValueSet struct {
 	path  yamledit.Path
 	value any
 	fresh bool // the key is new in the file
+	// guess: a key the chart's templates read that nothing sets (see
+	// unreadKeySets), which only rendering tells right.
+	guess bool
 }
 
 // helmBuilders finds the values keys that render the target's changed fields:
@@ -400,7 +405,93 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 			builders = append(builders, p.valuesBuilder([]helmValueSet{s}))
 		}
 	}
+	guesses, err := p.unreadKeyBuilders(target, editable, defaults, chains, perChain, maxHelmCandidates-len(builders))
+	if err != nil {
+		return nil, err
+	}
+	return append(builders, guesses...), nil
+}
+
+// unreadKeyBuilders are the last candidates of a Helm change: keys the chart's
+// templates read that no values file nor default sets, added to the app's last
+// values file (see helmrefs.go), for the first changed field, the other fields
+// taking their first candidate. At most room of them, and maxUnreadKeyGuesses.
+func (p *planner) unreadKeyBuilders(target *object, editable []string, defaults string, chains [][]fieldChange, perChain [][]helmValueSet, room int) ([]candidateBuilder, error) {
+	if room <= 0 || len(editable) == 0 || len(chains) == 0 {
+		return nil, nil
+	}
+	for _, others := range perChain[1:] {
+		if len(others) == 0 {
+			return nil, nil
+		}
+	}
+	ch, err := p.appChart()
+	if err != nil {
+		// The render loaded it; a chart that cannot be read again here has
+		// no keys to guess, and the other candidates' outcome stands.
+		return nil, nil
+	}
+	leaves, err := p.appValuesLeaves(editable, defaults)
+	if err != nil {
+		return nil, withApp(err, p.primary.Name)
+	}
+	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	refs := unreadRefs(chartValuesRefs(ch, nil, target.kind, &budget, 0), leaves)
+	var builders []candidateBuilder
+	for _, s := range unreadKeySets(refs, chains[0], editable[len(editable)-1], min(room, maxUnreadKeyGuesses)) {
+		sets := []helmValueSet{s}
+		for _, others := range perChain[1:] {
+			sets = append(sets, others[0])
+		}
+		builders = append(builders, p.valuesBuilder(sets))
+	}
 	return builders, nil
+}
+
+// appChart is the primary Helm app's chart as its templates are written: the
+// chart directory of the repository (with the subcharts vendored under its
+// charts/), or the chart it deploys from a Helm repository.
+func (p *planner) appChart() (*chart.Chart, error) {
+	if p.primary.Chart != nil {
+		return p.remoteChart()
+	}
+	root, ok := cleanRel(p.primary.Path)
+	if !ok {
+		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", p.primary.Name, p.primary.Path)
+	}
+	canon, err := p.t.canonical(root)
+	if err != nil {
+		return nil, err
+	}
+	ch, _, err := loadChart(p.before, canon)
+	return ch, err
+}
+
+// appValuesLeaves are the leaves of every values the primary Helm app reads:
+// its values files, the chart's defaults and those of its vendored subcharts.
+func (p *planner) appValuesLeaves(editable []string, defaults string) ([]valuesLeaf, error) {
+	var all []valuesLeaf
+	for _, f := range editable {
+		data, err := p.before.read(f)
+		if err != nil {
+			return nil, err
+		}
+		l, err := valuesLeaves(f, data)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, l...)
+	}
+	l, _, err := p.defaultLeaves(defaults)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, l...)
+	sub, err := p.subchartDefaultLeaves(path.Dir(defaults))
+	if err != nil {
+		return nil, err
+	}
+	return append(all, sub...), nil
 }
 
 // subchartDefaultLeaves returns the values leaves of the default values of each
@@ -947,19 +1038,22 @@ func dedupeSets(sets []helmValueSet) []helmValueSet {
 func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 	strategy := strategyValuesKey
 	var files []string
+	guess := false
 	for _, s := range sets {
 		if s.fresh {
 			strategy = strategyNewValuesKey
 		}
+		guess = guess || s.guess
 		files = append(files, s.file)
 	}
 	return candidateBuilder{
 		strategy: strategy,
 		files:    files,
+		guess:    guess,
 		build: func() (*candidate, error) {
 			c := &candidate{strategy: strategy, files: map[string][]byte{}}
 			for _, s := range sets {
-				c.keys = append(c.keys, s.path.String())
+				c.keys = append(c.keys, s.describe())
 				v := p.before
 				if len(c.files) > 0 {
 					v = p.before.with(c.files)
@@ -975,6 +1069,35 @@ func (p *planner) valuesBuilder(sets []helmValueSet) candidateBuilder {
 		},
 	}
 }
+
+// maxSetValueText bounds the value a set's description shows: enough to tell
+// two candidates of one key apart, not a values block whole.
+const maxSetValueText = 120
+
+// describe names what a candidate sets, for the reason of an attempt: the key
+// alone does not tell two candidates of one key apart (an env mapping set to
+// two different mappings, an integer and the same number as a string). The
+// value is shown as JSON, masked as a values file is (by key: a password's
+// value, an env variable named like a secret), and cut short.
+func (s helmValueSet) describe() string {
+	at := make([]string, len(s.path))
+	for i, seg := range s.path {
+		at[i] = seg.Key
+		if seg.Key == "" {
+			at[i] = fmt.Sprintf("[%d]", seg.Index)
+		}
+	}
+	masked := maskValueIn(valuesGroup, "", at, valuesValue(s.value), nil)
+	text, err := json.Marshal(masked)
+	if err != nil {
+		return s.path.String()
+	}
+	return s.path.String() + " to " + textcut.Cut(string(text), maxSetValueText)
+}
+
+// valuesGroup stands for Helm values where masking asks an object's group:
+// values have no schema, so their secrets are masked by key.
+const valuesGroup = "values.helm.sh"
 
 // valuesValue is a rendered value as the YAML editor writes it.
 func valuesValue(v any) any {

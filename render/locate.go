@@ -147,11 +147,20 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 		code = CodeComponent
 	}
 	reason := fmt.Sprintf("no edit location for %s verifies: %s", p.req.Target, attemptsReason(out.attempts))
-	if len(out.attempts) == 0 {
+	switch {
+	case len(out.attempts) == 0:
 		reason = fmt.Sprintf("no place in the repository can express %s for %s", p.req.Change.describe(), p.req.Target)
 		if p.primary.SourceType == SourceHelm {
 			reason = p.noValuesKeyReason(target)
 		}
+	case p.primary.SourceType == SourceHelm && allGuesses(out.attempts):
+		// Only keys the chart reads that nothing sets were tried: that no key
+		// holds the value says more than how each guess rendered.
+		reason = p.noValuesKeyReason(target) + fmt.Sprintf("; nor does a new key of those its templates read that no values file sets (%d tried, listed)", len(out.attempts))
+	}
+	if note := p.subchartNullNote(); note != "" && len(out.attempts) > 0 {
+		// What to do first; the renders of the attempts after it.
+		reason = fmt.Sprintf("no edit location for %s verifies: %s; tried: %s", p.req.Target, note, attemptsReason(out.attempts))
 	}
 	if note := p.helmDigestNote(target); note != "" {
 		reason += "; " + note
@@ -160,6 +169,17 @@ func (p *planner) noVerifiedEdit(target *object, out *tryOutcome) *Refusal {
 		reason = fmt.Sprintf("%s comes from component %s, which the edit cannot change without changing every app that uses it; %s", p.req.Target, path.Dir(target.origin), reason)
 	}
 	return p.refusal(code, reason, out.attempts)
+}
+
+// allGuesses reports whether every attempt set a key the chart reads that
+// nothing sets.
+func allGuesses(attempts []Attempt) bool {
+	for _, a := range attempts {
+		if !a.guess {
+			return false
+		}
+	}
+	return len(attempts) > 0
 }
 
 // outcomeCode is the refusal code when no candidate verified: a leak into another

@@ -900,14 +900,14 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			switch {
 			case errors.Is(err, errNotApplicable), errors.Is(err, yamledit.ErrNotFound), errors.Is(err, yamledit.ErrNotMapping),
 				errors.Is(err, yamledit.ErrAmbiguous), errors.Is(err, yamledit.ErrUnsupported):
-				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: err.Error()})
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: err.Error(), guess: b.guess})
 				var d *declinedError
 				if errors.As(err, &d) {
 					passed = append(passed, d.w)
 				}
 				continue
 			case errors.As(err, &ref):
-				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: ref.Reason})
+				out.attempts = append(out.attempts, Attempt{Strategy: b.strategy, Files: files, Reason: ref.Reason, guess: b.guess})
 				continue
 			}
 			return nil, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
@@ -929,7 +929,7 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		if reason != "" && len(c.keys) > 0 {
 			reason = "setting " + strings.Join(c.keys, ", ") + ": " + reason
 		}
-		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason})
+		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason, guess: b.guess})
 		if vr.ok {
 			c.warnings = append(c.warnings, passed...)
 			out.winner, out.verified = c, vr
@@ -978,6 +978,9 @@ type candidateBuilder struct {
 	strategy string
 	files    []string
 	build    func() (*candidate, error)
+	// guess marks a Helm candidate of a key the chart reads that nothing
+	// sets: a refusal whose attempts are all such says no key holds the value.
+	guess bool
 }
 
 // result assembles the Result of a verified candidate.

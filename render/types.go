@@ -405,6 +405,8 @@ type Attempt struct {
 	Files    []string `json:"files"`
 	Verified bool     `json:"verified"`
 	Reason   string   `json:"reason,omitempty"`
+	// guess: the attempt set a key the chart reads that nothing sets.
+	guess bool
 }
 
 // Refusal codes: stable identifiers for the reasons a plan makes no edit.

@@ -1,0 +1,389 @@
+package render
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"text/template/parse"
+
+	"gopkg.in/yaml.v3"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/kukie/kukie-gitops/render/yamledit"
+)
+
+// A chart often reads a values key that no values file sets and its defaults
+// leave out ({{- with .Values.ingress.annotations }}): nothing holds what it
+// renders there, so matching leaves finds no key, yet a person adds one to the
+// app's last values file. The keys a chart's templates read are found by
+// parsing them as Helm's engine does (text/template), then tried as new keys
+// after every other candidate; rendering decides which one is right.
+
+// Bounds of the template reading: a chart's files are bounded already (see
+// loadChart), but a hostile one can still hold many large templates whose
+// parse the plan does not need whole.
+const (
+	// maxRefTemplateBytes is how much template text one plan parses.
+	maxRefTemplateBytes = 4 << 20
+	// maxValuesRefs is how many distinct .Values paths are collected.
+	maxValuesRefs = 512
+	// maxRefSegments is the longest .Values path kept.
+	maxRefSegments = 16
+	// maxRefNesting bounds the nesting of the parse tree walked, and of the
+	// subcharts.
+	maxRefNesting = 64
+	// maxUnreadKeyGuesses is how many such keys one change tries.
+	maxUnreadKeyGuesses = 8
+)
+
+// valuesRef is a .Values path a chart's templates read, from the top of the
+// app's values (a subchart's under the key its parent gives it).
+type valuesRef struct {
+	path []string
+	// rank orders the refs: 0 in a template that writes the target's kind, 1
+	// elsewhere in the chart of such a template, 2 in another chart. The
+	// render does not say which file wrote an object; a kind: line does.
+	rank int
+}
+
+// refBudget is what is left of the bounds of one plan's template reading.
+type refBudget struct {
+	bytes int
+	refs  int
+}
+
+// dotContext is what dot is at a place of a template: the top of the
+// template's data (.Values.x reads x), a values path (inside a with of one),
+// or not known (inside a range, or a with of anything else).
+type dotContext struct {
+	known  bool
+	values bool
+	path   []string
+}
+
+var rootDot = dotContext{known: true}
+
+// chartValuesRefs collects the .Values paths the templates of ch and of the
+// subcharts it vendors read, in template order, each once. prefix is ch's key
+// in the app's values (nil for the app's chart); kind is the target's.
+func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refBudget, depth int) []valuesRef {
+	if ch == nil || depth > maxRefNesting {
+		return nil
+	}
+	var out []valuesRef
+	writesKind := false
+	for _, f := range ch.Templates {
+		if f == nil || !strings.HasPrefix(f.Name, "templates/") {
+			continue
+		}
+		if budget.bytes -= len(f.Data); budget.bytes < 0 {
+			return out
+		}
+		rank := 1
+		if writesKindLine(f.Data, kind) {
+			rank, writesKind = 0, true
+		}
+		for _, p := range templateValuesPaths(path.Join(ch.ChartFullPath(), f.Name), string(f.Data), budget) {
+			out = append(out, valuesRef{path: scopedPath(prefix, p), rank: rank})
+		}
+	}
+	if !writesKind {
+		for i := range out {
+			out[i].rank = 2
+		}
+	}
+	keys := subchartKeys(ch.Metadata.Dependencies)
+	for _, sub := range ch.Dependencies() {
+		for _, key := range keys(sub.Name()) {
+			out = append(out, chartValuesRefs(sub, append(slices.Clone(prefix), key), kind, budget, depth+1)...)
+		}
+	}
+	return out
+}
+
+// scopedPath is where a subchart's .Values path p is in the app's values: under
+// the subchart's key, but for globals, which Helm copies down from the top.
+func scopedPath(prefix, p []string) []string {
+	if len(prefix) > 0 && p[0] == "global" {
+		return p
+	}
+	return append(slices.Clone(prefix), p...)
+}
+
+// writesKindLine reports whether a template writes objects of kind: a line
+// "kind: Ingress", quoted or not.
+func writesKindLine(data []byte, kind string) bool {
+	if kind == "" {
+		return false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "kind:")
+		if ok && strings.Trim(strings.TrimSpace(v), `"'`) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// templateValuesPaths parses one template file as Helm's engine does (its
+// functions are not checked: Helm's are not known here) and returns the .Values
+// paths it reads, in order; none when it does not parse, which the render
+// reports.
+func templateValuesPaths(name, text string, budget *refBudget) [][]string {
+	trees := map[string]*parse.Tree{}
+	t := parse.New(name)
+	t.Mode = parse.SkipFuncCheck
+	if _, err := t.Parse(text, "", "", trees); err != nil {
+		return nil
+	}
+	w := refWalker{budget: budget, seen: map[string]bool{}}
+	// A define's body most often runs with the top of the data as dot
+	// (include "x" .): read as the file's own body is.
+	for _, n := range slices.Sorted(maps.Keys(trees)) {
+		if tree := trees[n]; tree != nil && tree.Root != nil {
+			w.walk(tree.Root, rootDot, 0)
+		}
+	}
+	return w.out
+}
+
+// refWalker collects the .Values paths of a parse tree.
+type refWalker struct {
+	budget *refBudget
+	seen   map[string]bool
+	out    [][]string
+}
+
+func (w *refWalker) add(p []string) {
+	if len(p) == 0 || len(p) > maxRefSegments || w.budget.refs <= 0 {
+		return
+	}
+	k := strings.Join(p, "\x00")
+	if w.seen[k] {
+		return
+	}
+	w.seen[k] = true
+	w.budget.refs--
+	w.out = append(w.out, slices.Clone(p))
+}
+
+func (w *refWalker) walk(n parse.Node, dot dotContext, depth int) {
+	if depth > maxRefNesting || w.budget.refs <= 0 {
+		return
+	}
+	depth++
+	switch x := n.(type) {
+	case *parse.ListNode:
+		if x == nil {
+			return
+		}
+		for _, c := range x.Nodes {
+			w.walk(c, dot, depth)
+		}
+	case *parse.ActionNode:
+		w.walk(x.Pipe, dot, depth)
+	case *parse.TemplateNode:
+		if x.Pipe != nil {
+			w.walk(x.Pipe, dot, depth)
+		}
+	case *parse.PipeNode:
+		if x == nil {
+			return
+		}
+		for _, c := range x.Cmds {
+			w.walk(c, dot, depth)
+		}
+	case *parse.CommandNode:
+		for _, a := range x.Args {
+			w.walk(a, dot, depth)
+		}
+	case *parse.ChainNode:
+		w.walk(x.Node, dot, depth)
+	case *parse.FieldNode, *parse.VariableNode:
+		if p, ok := valuesPathOf(n, dot); ok {
+			w.add(p)
+		}
+	case *parse.IfNode:
+		w.branch(&x.BranchNode, dot, dot, depth)
+	case *parse.RangeNode:
+		// Inside, dot is an item of what is ranged over.
+		w.branch(&x.BranchNode, dot, dotContext{}, depth)
+	case *parse.WithNode:
+		inner := dotContext{}
+		if p, ok := pipeValuesPath(x.Pipe, dot); ok {
+			inner = dotContext{known: true, values: true, path: p}
+		}
+		w.branch(&x.BranchNode, dot, inner, depth)
+	}
+}
+
+// branch walks an if, range or with: its pipeline and else with the outer dot,
+// its body with inner.
+func (w *refWalker) branch(b *parse.BranchNode, outer, inner dotContext, depth int) {
+	w.walk(b.Pipe, outer, depth)
+	w.walk(b.List, inner, depth)
+	if b.ElseList != nil {
+		w.walk(b.ElseList, outer, depth)
+	}
+}
+
+// pipeValuesPath is the values path a pipeline of one argument reads
+// (with .Values.ingress), when it reads one.
+func pipeValuesPath(pipe *parse.PipeNode, dot dotContext) ([]string, bool) {
+	if pipe == nil || len(pipe.Cmds) != 1 || len(pipe.Cmds[0].Args) != 1 {
+		return nil, false
+	}
+	return valuesPathOf(pipe.Cmds[0].Args[0], dot)
+}
+
+// valuesPathOf is the values path a field (.Values.a.b, or .b inside a with of
+// .Values.a) or a variable ($.Values.a.b) reads.
+func valuesPathOf(n parse.Node, dot dotContext) ([]string, bool) {
+	var p []string
+	switch x := n.(type) {
+	case *parse.FieldNode:
+		switch {
+		case dot.known && !dot.values && len(x.Ident) > 1 && x.Ident[0] == "Values":
+			p = x.Ident[1:]
+		case dot.known && dot.values:
+			p = append(slices.Clone(dot.path), x.Ident...)
+		}
+	case *parse.VariableNode:
+		if len(x.Ident) > 2 && x.Ident[0] == "$" && x.Ident[1] == "Values" {
+			p = x.Ident[2:]
+		}
+	}
+	return p, len(p) > 0
+}
+
+// unreadRefs are the refs no values leaf defines, each once, ordered by rank
+// (template order kept within one): a path that a leaf holds is a key other
+// candidates edit, and one under a leaf that is no mapping (a scalar image:,
+// a null ingress:) is no key a new one can be.
+func unreadRefs(refs []valuesRef, leaves []valuesLeaf) []valuesRef {
+	defined := map[string]yaml.Kind{}
+	for _, l := range leaves {
+		if keysOnly(l.path) {
+			defined[keyPathString(l.path)] = l.node.Kind
+		}
+	}
+	seen := map[string]bool{}
+	var out []valuesRef
+	for _, r := range refs {
+		k := strings.Join(r.path, "\x00")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, ok := defined[k]; ok {
+			continue
+		}
+		blocked := false
+		for i := 1; i < len(r.path); i++ {
+			if kind, ok := defined[strings.Join(r.path[:i], "\x00")]; ok && kind != yaml.MappingNode {
+				blocked = true
+				break
+			}
+		}
+		if !blocked {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b valuesRef) int { return a.rank - b.rank })
+	return out
+}
+
+func keyPathString(p yamledit.Path) string {
+	keys := make([]string, len(p))
+	for i, s := range p {
+		keys[i] = s.Key
+	}
+	return strings.Join(keys, "\x00")
+}
+
+// unreadKeySets are the guesses at a key the chart reads but no values file
+// sets, as new keys of last: first each ref whose last segment names a changed
+// field of chain (podAnnotations for annotations, replicaCount for replicas),
+// set to what that field gains; then, for a field not rendered now, each other
+// ref of the chart that writes the target's kind set to all of it (a key of
+// another chart's templates is no guess worth a render). At most max.
+func unreadKeySets(refs []valuesRef, chain []fieldChange, last string, max int) []helmValueSet {
+	var out []helmValueSet
+	add := func(r valuesRef, fc fieldChange) bool {
+		if v, ok := unreadValue(fc); ok {
+			p := make(yamledit.Path, len(r.path))
+			for i, s := range r.path {
+				p[i] = yamledit.K(s)
+			}
+			out = append(out, helmValueSet{file: last, path: p, value: v, fresh: true, guess: true})
+		}
+		return len(out) < max
+	}
+	for _, r := range refs {
+		for _, fc := range chain {
+			if namesField(r.path, fc) && !add(r, fc) {
+				return out
+			}
+		}
+	}
+	if len(chain) == 0 || chain[0].old != nil {
+		return out
+	}
+	for _, r := range refs {
+		if r.rank < 2 && !namesField(r.path, chain[0]) && !add(r, chain[0]) {
+			return out
+		}
+	}
+	return out
+}
+
+// namesField reports whether a ref's last segment names the field fc changes:
+// it holds the field's name, a plural's s aside (podAnnotations, nodeSelector,
+// extraEnv, replicaCount).
+func namesField(ref []string, fc fieldChange) bool {
+	if len(fc.path) == 0 || isIndex(fc.path[len(fc.path)-1]) {
+		return false
+	}
+	word := strings.ToLower(strings.TrimSuffix(fc.path[len(fc.path)-1], "s"))
+	return word != "" && strings.Contains(strings.ToLower(ref[len(ref)-1]), word)
+}
+
+// unreadValue is what a key the chart reads but nothing sets must hold for fc:
+// such a key renders nothing now, so it can only add to what is rendered (the
+// keys of a mapping, the items at the end of a list), or give a scalar the
+// chart renders with a default ({{ .Values.replicaCount | default 1 }}). ok is
+// false for a removal, or a change of what the chart renders now.
+func unreadValue(fc fieldChange) (any, bool) {
+	if fc.new == nil {
+		return nil, false
+	}
+	if fc.old == nil {
+		return fc.new, true
+	}
+	switch old := fc.old.(type) {
+	case map[string]any:
+		nm, ok := fc.new.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		added := map[string]any{}
+		for k, v := range nm {
+			ov, was := old[k]
+			switch {
+			case !was:
+				added[k] = v
+			case !equalValues(ov, v):
+				return nil, false
+			}
+		}
+		return added, len(added) > 0 && len(nm)-len(added) == len(old)
+	case []any:
+		nl, ok := fc.new.([]any)
+		if !ok || len(nl) <= len(old) || !equalValues(old, nl[:len(old)]) {
+			return nil, false
+		}
+		return nl[len(old):], true
+	}
+	return fc.new, true
+}

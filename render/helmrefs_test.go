@@ -1,0 +1,68 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTemplateValuesPaths(t *testing.T) {
+	text := `{{- with .Values.ingress }}
+{{- with .annotations }}{{ toYaml . }}{{ end }}
+host: {{ .host | default $.Values.defaultHost }}
+{{- end }}
+{{- range $k, $v := .Values.env }}{{ .name }}{{ $k }}{{ end }}
+{{- define "x.labels" }}{{ toYaml .Values.commonLabels }}{{ end }}
+{{ include "x.labels" . }}{{ index .Values "skipped" }}{{ .Release.Name }}`
+	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	var got []string
+	for _, p := range templateValuesPaths("t.yaml", text, &budget) {
+		got = append(got, strings.Join(p, "."))
+	}
+	slices.Sort(got)
+	want := []string{"commonLabels", "defaultHost", "env", "ingress", "ingress.annotations", "ingress.host"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestTemplateValuesPathsBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 2000 {
+		b.WriteString("{{ .Values.k")
+		b.WriteString(strings.Repeat("x", i%7))
+		b.WriteString(".a" + strings.Repeat(".b", i%20) + " }}\n")
+	}
+	budget := refBudget{bytes: maxRefTemplateBytes, refs: 10}
+	if got := templateValuesPaths("t.yaml", b.String(), &budget); len(got) != 10 {
+		t.Errorf("collected %d paths, want the bound of 10", len(got))
+	}
+	if got := templateValuesPaths("bad.yaml", "{{ .Values.a", &budget); got != nil {
+		t.Errorf("a template that does not parse gave %v", got)
+	}
+}
+
+func TestUnreadValue(t *testing.T) {
+	cases := []struct {
+		name     string
+		old, new any
+		want     string
+		ok       bool
+	}{
+		{"not rendered now", nil, map[string]any{"a": "1"}, "map[a:1]", true},
+		{"keys added", map[string]any{"a": "1"}, map[string]any{"a": "1", "b": "2"}, "map[b:2]", true},
+		{"a key changed", map[string]any{"a": "1"}, map[string]any{"a": "2", "b": "2"}, "", false},
+		{"a key removed", map[string]any{"a": "1", "c": "3"}, map[string]any{"a": "1", "b": "2"}, "", false},
+		{"items appended", []any{"x"}, []any{"x", "y"}, "[y]", true},
+		{"items replaced", []any{"x"}, []any{"z", "y"}, "", false},
+		{"a scalar with a default", int64(1), int64(3), "3", true},
+		{"a removal", "a", nil, "", false},
+	}
+	for _, c := range cases {
+		v, ok := unreadValue(fieldChange{old: c.old, new: c.new})
+		if ok != c.ok || ok && fmt.Sprint(v) != c.want {
+			t.Errorf("%s: got %v, %v; want %s, %v", c.name, v, ok, c.want, c.ok)
+		}
+	}
+}
