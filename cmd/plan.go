@@ -48,7 +48,8 @@ rendering: the values key (in the app's values files, the last one first) that
 holds the value the chart renders now, set again in the app's last values file
 first when the file holding it is shared (the chart's values.yaml, or a file
 another app reads); a value only the chart's defaults hold is added to the app's
-last values file. A value the Application itself sets
+last values file, and so, tried last, is a key the templates read that nothing
+sets (with .Values.ingress.annotations). A value the Application itself sets
 (parameters, values, valuesObject) is edited in the Application's manifest when
 a file of the repository defines it (app-of-apps) and says what the cluster's
 Application says; the parent app that renders it must change in that field
