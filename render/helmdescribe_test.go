@@ -24,6 +24,12 @@ func TestHelmValueSetDescribe(t *testing.T) {
 		{helmValueSet{path: key("api", "env"), value: map[string]any{"TIMEOUT": nil}}, `api.env to {"TIMEOUT":null}`},
 		{helmValueSet{path: key("db", "password"), value: "hunter22"}, `db.password to "[redacted]"`},
 		{helmValueSet{path: key("env"), value: map[string]any{"API_TOKEN": "s3cr3t-value", "LOG_LEVEL": "info"}}, `env to {"API_TOKEN":"[redacted]","LOG_LEVEL":"info"}`},
+		// An env list's item by its index: its name, which says whether it is
+		// a secret, is not in the path.
+		{helmValueSet{path: yamledit.Path{yamledit.K("env"), yamledit.I(1), yamledit.K("value")}, value: "n3wPassw0rd"}, `env[1].value to "[redacted]"`},
+		{helmValueSet{path: yamledit.Path{yamledit.K("env"), yamledit.I(1)}, value: map[string]any{"name": "DB_PASSWORD", "value": "n3wPassw0rd"}}, `env[1] to {"name":"DB_PASSWORD","value":"[redacted]"}`},
+		// Secrets by what they are, under keys that do not look secret.
+		{helmValueSet{path: key("redis", "url"), value: "redis://:pw-12345@redis:6379"}, `redis.url to "[redacted]"`},
 		{helmValueSet{path: key("note"), value: strings.Repeat("x", 200)}, `note to "` + strings.Repeat("x", maxSetValueText-1) + "…"},
 	}
 	for _, c := range cases {

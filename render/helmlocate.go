@@ -1088,6 +1088,12 @@ func (s helmValueSet) describe() string {
 		}
 	}
 	masked := maskValueIn(valuesGroup, "", at, valuesValue(s.value), nil)
+	if n := len(s.path); n >= 2 && s.path[n-1].Key == "value" && s.path[n-2].Key == "" {
+		// The value of a list's item by its index (env[1].value): the item's
+		// name, which says whether it is a secret (DB_PASSWORD), is not in
+		// the path, as of a JSON patch's (see envValueByIndex).
+		masked = redacted
+	}
 	text, err := json.Marshal(masked)
 	if err != nil {
 		return s.path.String()
