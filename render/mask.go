@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -80,12 +79,43 @@ func credentialURL(s string) bool {
 	if !strings.Contains(s, "://") || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\n") {
 		return false
 	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return false
-	}
-	pw, ok := u.User.Password()
+	pw, ok := urlPassword(s)
 	return ok && pw != "" && !passwordReference(pw)
+}
+
+// urlPassword is the password URL s carries, as written, read as a database
+// driver or a client reads it: after the scheme, up to the last "@" before
+// the path. net/url is not asked: it refuses a password a driver takes
+// unescaped (s3cr^t, p{w}) or a host as a DSN writes it (tcp(db:3306)), and
+// reads one holding "#" or "?" as a host and port (postgres://app:12#x@db).
+func urlPassword(s string) (string, bool) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || !urlScheme(scheme) {
+		return "", false
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return "", false
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	return pw, ok
+}
+
+// urlScheme reports whether s is a URL's scheme: a letter, then letters,
+// digits, "+", "-" and ".".
+func urlScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // passwordReference reports whether a URL's password is only a reference to

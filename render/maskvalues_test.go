@@ -716,3 +716,24 @@ func TestURLsCarryingAPasswordAreMasked(t *testing.T) {
 	requireNoSecret(t, "masked manifests", got, []string{"url-s3cret-6"})
 	requireNoSecret(t, "the masked text", MaskText([]ChangedObject{{Object: cm}}, "denied: url-s3cret-6"), []string{"url-s3cret-6"})
 }
+
+// A URL's password is often written as its database driver or client takes
+// it, unescaped (s3cr^t, pa#ss), or beside a host as a DSN writes it
+// (tcp(db:3306)), which net/url refuses to parse or reads as a host and port:
+// such a URL carries a password all the same.
+func TestURLsCarryingAPasswordNetURLRefusesAreMasked(t *testing.T) {
+	files := map[string]string{
+		"apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n" +
+			"  DATABASE_URL: postgres://app:s3cr^t-url-1@db:5432/app\n" +
+			"  REPLICA_URL: postgres://app:12#url-2@replica/app\n" +
+			"  MYSQL_URL: mysql://app:url-s3cret-3@tcp(db:3306)/app\n" +
+			"  CACHE_URL: redis://:p{url-4}@redis:6379\n" +
+			"  PLAIN_URL: https://mirror.example.com:8443/repo?ref=v1\n" +
+			"  TEMPLATED_URL: postgres://app:${DB_PASSWORD}@db/app\n",
+	}
+	hidden := []string{"s3cr^t-url-1", "12#url-2", "url-s3cret-3", "p{url-4}"}
+	fsys := fstest.MapFS{"apps/web/config.yaml": &fstest.MapFile{Data: []byte(files["apps/web/config.yaml"])}}
+	requireMaskedFile(t, fsys, "apps/web/config.yaml", hidden, []string{"  DATABASE_URL: [redacted]\n", "  MYSQL_URL: [redacted]\n",
+		"https://mirror.example.com:8443/repo?ref=v1", "${DB_PASSWORD}"}, nil)
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("auth failed: "+strings.Join(hidden, ", ")), hidden)
+}

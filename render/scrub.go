@@ -48,10 +48,12 @@ func newScrubber(values []string) *scrubber {
 				add(l)
 			}
 		}
-		// A connection string's password may be quoted without the rest of it.
-		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok {
-				add(pw)
+		// A connection string's password may be quoted without the rest of
+		// it: as written, and as unescaped (p%40ss is p@ss).
+		if pw, ok := urlPassword(strings.TrimSpace(v)); ok {
+			add(pw)
+			if raw, err := url.PathUnescape(pw); err == nil {
+				add(raw)
 			}
 		}
 	}
