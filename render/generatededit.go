@@ -222,9 +222,10 @@ func (p *planner) prepareGenerated(target *object, expected, data map[string]any
 		if set && in.literal < 0 && in.file < 0 && in.envFile == "" && in.entry.index >= 0 {
 			// A new key of an entry that reads env files goes on a line of its
 			// last one, where a person adds it, rather than in a literals
-			// block beside them: the last file's line wins in kustomize's
-			// merge of them too.
-			if env := lastEnvFile(in.entry); env != "" && !p.othersMayRead(env) {
+			// block beside them. Not of a file another generator entry reads
+			// too (a worker's ConfigMap beside the api's): the line would be
+			// that one's key as well, and a literal is the entry's alone.
+			if env := lastEnvFile(in.entry); env != "" && !p.othersMayRead(env) && !p.readByOtherEntry(env, in.entry) {
 				in.envFile, in.line = env, 0
 			}
 		}
@@ -590,6 +591,36 @@ func (p *planner) othersMayRead(file string) bool {
 	root := p.reach(p.primary).kust.nodes[0]
 	f := p.t.key(file)
 	return root.dir != "." && !strings.HasPrefix(f, root.dir+"/")
+}
+
+// readByOtherEntry reports whether file is an input (an env file, a files
+// source) of a generator entry of the primary app's build other than g, a
+// configMapGenerator entry: of another ConfigMap, or of a Secret.
+func (p *planner) readByOtherEntry(file string, g generatorEntry) bool {
+	r := p.reach(p.primary).kust
+	if r == nil {
+		return true
+	}
+	reads := func(n *kustNode, a types.GeneratorArgs) bool {
+		srcs := append(slices.Clone(a.EnvSources), a.EnvSource)
+		for _, f := range a.FileSources {
+			srcs = append(srcs, fileSourcePath(f))
+		}
+		return slices.ContainsFunc(srcs, func(src string) bool { return src != "" && path.Join(n.dir, src) == file })
+	}
+	for _, n := range r.nodes {
+		for i, c := range n.k.ConfigMapGenerator {
+			if (n.file != g.file || i != g.index) && reads(n, c.GeneratorArgs) {
+				return true
+			}
+		}
+		for _, s := range n.k.SecretGenerator {
+			if reads(n, s.GeneratorArgs) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lastEnvFile is the env file of a generator entry whose lines win, "" when it
