@@ -737,3 +737,26 @@ func TestURLsCarryingAPasswordNetURLRefusesAreMasked(t *testing.T) {
 		"https://mirror.example.com:8443/repo?ref=v1", "${DB_PASSWORD}"}, nil)
 	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("auth failed: "+strings.Join(hidden, ", ")), hidden)
 }
+
+// A JSON 6902 operation putting a value in place of the whole object writes
+// its path as YAML may quote it ("/", '/', in a flow mapping), and the file
+// holding it is scrubbed from free text whichever way (failed before: only
+// path: / and JSON's "path": "/" were looked for, so a Secret's data in
+// place of a target by name alone was left in free text).
+func TestWholeObjectJSONPatchPathsAsYAMLQuotesThem(t *testing.T) {
+	files := map[string]string{
+		"kustomization.yaml": "resources: [app.yaml]\npatches:\n- path: dq.yaml\n  target: {name: db}\n- path: sq.yaml\n  target: {name: db}\n- path: flow.yaml\n  target: {name: db}\n",
+		"dq.yaml":            "- op: replace\n  path: \"/\"\n  value:\n    data:\n      level: d2hvbGUtczNjcmV0LTc=\n",
+		"sq.yaml":            "- op: replace\n  path: '/'\n  value:\n    data:\n      level: d2hvbGUtczNjcmV0LTg=\n",
+		"flow.yaml":          "- {op: replace, path: /, value: {data: {level: d2hvbGUtczNjcmV0LTk=}}}\n",
+	}
+	hidden := []string{"d2hvbGUtczNjcmV0LTc=", "d2hvbGUtczNjcmV0LTg=", "d2hvbGUtczNjcmV0LTk="}
+	fsys := fstest.MapFS{}
+	for p, d := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(d)}
+	}
+	for _, f := range []string{"dq.yaml", "sq.yaml", "flow.yaml"} {
+		requireMaskedFile(t, fsys, f, hidden, nil, nil)
+	}
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("patch failed: "+strings.Join(hidden, ", ")), hidden)
+}

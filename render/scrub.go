@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -256,15 +257,19 @@ func holdsPatchOp(data []byte) bool {
 }
 
 // secretFieldPaths are how a JSON 6902 operation's path may write a Secret's
-// values: in its data or stringData, or in place of the whole object ("", or
-// "/" as YAML and JSON write them).
-var secretFieldPaths = [][]byte{[]byte("/data"), []byte("stringData"), []byte(`path: ""`), []byte("path: ''"),
-	[]byte(`"path": ""`), []byte(`"path":""`), []byte("path: /\n"), []byte("path: /\r"), []byte(`"path": "/"`), []byte(`"path":"/"`)}
+// values in its data or stringData.
+var secretFieldPaths = [][]byte{[]byte("/data"), []byte("stringData")}
+
+// wholeObjectPath matches an operation's path in place of the whole object,
+// "" or "/", as YAML and JSON write it: plain, in either quotes, ending its
+// line or a flow mapping's entry ({op: replace, path: /, value: ...}).
+var wholeObjectPath = regexp.MustCompile(`(?m)path["']?[ \t]*:[ \t]*(""|''|"/"|'/'|/)[ \t]*(?:$|[,}#])`)
 
 // mayWriteSecretFields reports whether data, which holds a JSON 6902
-// operation, may write a Secret's values (see secretFieldPaths).
+// operation, may write a Secret's values (see secretFieldPaths and
+// wholeObjectPath).
 func mayWriteSecretFields(data []byte) bool {
-	return slices.ContainsFunc(secretFieldPaths, func(p []byte) bool { return bytes.Contains(data, p) })
+	return slices.ContainsFunc(secretFieldPaths, func(p []byte) bool { return bytes.Contains(data, p) }) || wholeObjectPath.Match(data)
 }
 
 // secretNameWords are words one of which every secret-looking name contains.
