@@ -588,9 +588,28 @@ func (p *planner) othersMayRead(file string) bool {
 	if p.sharedInput(file) != "" {
 		return true
 	}
-	root := p.reach(p.primary).kust.nodes[0]
-	f := p.t.key(file)
-	return root.dir != "." && !strings.HasPrefix(f, root.dir+"/")
+	return !inOverlayFolder(p.reach(p.primary).kust, p.t.key(file))
+}
+
+// inOverlayFolder reports whether file (a canonical path) is the app's own
+// kustomization's: the kustomization of the build whose folder holds it most
+// closely is the app's, not a base or component in a folder of its own, even
+// one below the app's (an app at the repository's root including base/).
+func inOverlayFolder(reach *kustReach, file string) bool {
+	owner, longest := -1, -1
+	for i, n := range reach.nodes {
+		if n.dir != "." && !strings.HasPrefix(file, n.dir+"/") {
+			continue
+		}
+		l := len(n.dir)
+		if n.dir == "." {
+			l = 0
+		}
+		if l > longest {
+			owner, longest = i, l
+		}
+	}
+	return owner == 0
 }
 
 // readByOtherEntry reports whether file is an input (an env file, a files

@@ -740,7 +740,7 @@ func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]
 
 	// (2) The resource's document lives in the overlay's own folder: editing it
 	// leaves no value that a later layer overrides.
-	if src != nil && (root.dir == "." || strings.HasPrefix(src.file, root.dir+"/")) {
+	if src != nil && inOverlayFolder(reach, p.t.key(src.file)) {
 		builders = append(builders, candidateBuilder{strategy: strategyInPlace, files: []string{src.file}, build: func() (*candidate, error) {
 			ops, err := changeOps(src.obj, target.kind, c, inPlace, target.body, expected)
 			if err != nil {
