@@ -989,14 +989,20 @@ func (p *planner) patchBuilders(root *kustNode, own bool, target *object, src *s
 }
 
 // looksLikeJSONPatch reports whether a patch's text is a list of operations, as
-// kustomize reads it: comment lines before the list are no part of it.
+// kustomize tells one (it decodes the YAML as a JSON patch): a sequence of
+// mappings each naming an op, whatever comes first in them (path: before op:),
+// comments and a leading "---" being no part of it.
 func looksLikeJSONPatch(data []byte) bool {
-	s := strings.TrimSpace(string(data))
-	for strings.HasPrefix(s, "#") {
-		_, rest, _ := strings.Cut(s, "\n")
-		s = strings.TrimSpace(rest)
+	var ops []map[string]any
+	if err := yaml.Unmarshal(data, &ops); err != nil || len(ops) == 0 {
+		return false
 	}
-	return strings.HasPrefix(s, "[") || strings.HasPrefix(s, "- op:") || strings.HasPrefix(s, "-   op:")
+	for _, op := range ops {
+		if _, ok := op["op"]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonPatchBuilder edits the value of an existing JSON 6902 operation on the
