@@ -69,19 +69,48 @@ func secretTexts(s string) []string {
 
 // credentialURL reports whether s is a URL that carries a password
 // (postgres://app:hunter2@db:5432/app, https://deploy:ghp_x@github.com/acme/x,
-// redis://:pw@redis:6379): a credential, under a key that does not look secret
+// redis://:pw@redis:6379), or one in its query (?password=x, see
+// credentialParam): a credential, under a key that does not look secret
 // (DATABASE_URL, a values file's url, repoURL) as much as under one. A URL
 // with a user alone, or whose password is only a reference to one set
 // elsewhere ($(DB_PASSWORD), ${DB_PASSWORD}, {{ .Values.db.password }}), is
 // shown: it holds none.
 func credentialURL(s string) bool {
-	s = strings.TrimSpace(s)
-	if !strings.Contains(s, "://") || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\n") {
-		return false
-	}
-	pw, ok := urlPassword(s)
-	return ok && pw != "" && !passwordReference(pw)
+	return len(urlSecrets(s)) > 0
 }
+
+// urlSecrets are the secrets URL s carries, as written: its password (see
+// urlPassword), and the values of query parameters that are credentials
+// (jdbc:postgresql://db/app?user=app&password=x, an access_token, a signed
+// URL's sig), references to them set elsewhere left out.
+func urlSecrets(s string) []string {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") || strings.ContainsAny(s, " \t\n") {
+		return nil
+	}
+	var out []string
+	if pw, ok := urlPassword(s); ok && pw != "" && !passwordReference(pw) {
+		out = append(out, pw)
+	}
+	_, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return out
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for _, param := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, value, ok := strings.Cut(param, "=")
+		if ok && value != "" && credentialParam.MatchString(name) && !passwordReference(value) {
+			out = append(out, value)
+		}
+	}
+	return out
+}
+
+// credentialParam names the query parameters of a URL that carry a
+// credential. It is narrower than looksSecret: a connection string's
+// authSource=admin, sslkey=/certs/client.key or tokenType=jwt says where or
+// how, not what.
+var credentialParam = regexp.MustCompile(`(?i)^(password|passwd|pwd|pass|secret|client_secret|token|access_token|auth_token|refresh_token|api[-_]?key|sig|signature|x-amz-signature)$`)
 
 // urlPassword is the password URL s carries, as written, read as a database
 // driver or a client reads it: after the scheme, up to the last "@" before
@@ -90,7 +119,8 @@ func credentialURL(s string) bool {
 // reads one holding "#" or "?" as a host and port (postgres://app:12#x@db).
 func urlPassword(s string) (string, bool) {
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || !urlScheme(scheme) {
+	// jdbc:postgresql://…: a JDBC URL's scheme is "jdbc:" and the driver's.
+	if !ok || !urlScheme(strings.TrimPrefix(scheme, "jdbc:")) {
 		return "", false
 	}
 	if i := strings.IndexByte(rest, '/'); i >= 0 {

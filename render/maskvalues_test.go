@@ -760,3 +760,24 @@ func TestWholeObjectJSONPatchPathsAsYAMLQuotesThem(t *testing.T) {
 	}
 	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("patch failed: "+strings.Join(hidden, ", ")), hidden)
 }
+
+// A credential in a URL's query (a JDBC URL's password=, an access_token, a
+// signed URL's sig) is a password the URL carries as much as one before its
+// "@"; a parameter that says where or how (authSource=admin, sslmode,
+// tokenType) is no credential, and such a URL stays shown (failed before:
+// only the password before "@" was looked for).
+func TestURLsCarryingACredentialInTheirQueryAreMasked(t *testing.T) {
+	files := map[string]string{
+		"apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n" +
+			"  JDBC_URL: jdbc:postgresql://db:5432/app?user=app&password=q-s3cret-1\n" +
+			"  EXPORT_URL: https://storage.example.com/exports/x.csv?sv=2024&sig=q-s3cret-2\n" +
+			"  HOOK_URL: https://hooks.example.com/notify?access_token=q-s3cret-3&channel=ops\n" +
+			"  MONGO_URL: mongodb://mongo:27017/app?authSource=admin&tls=true\n" +
+			"  TEMPLATED_URL: jdbc:mysql://db/app?password=${DB_PASSWORD}\n",
+	}
+	hidden := []string{"q-s3cret-1", "q-s3cret-2", "q-s3cret-3"}
+	fsys := fstest.MapFS{"apps/web/config.yaml": &fstest.MapFile{Data: []byte(files["apps/web/config.yaml"])}}
+	requireMaskedFile(t, fsys, "apps/web/config.yaml", hidden, []string{"  JDBC_URL: [redacted]\n", "  EXPORT_URL: [redacted]\n",
+		"  HOOK_URL: [redacted]\n", "mongodb://mongo:27017/app?authSource=admin&tls=true", "password=${DB_PASSWORD}"}, nil)
+	requireNoSecret(t, "scrubbed text", treeScrubber(t, files).text("denied: "+strings.Join(hidden, ", ")), hidden)
+}

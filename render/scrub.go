@@ -51,9 +51,12 @@ func newScrubber(values []string) *scrubber {
 		}
 		// A connection string's password may be quoted without the rest of
 		// it: as written, and as unescaped (p%40ss is p@ss).
-		if pw, ok := urlPassword(strings.TrimSpace(v)); ok {
+		for _, pw := range urlSecrets(v) {
 			add(pw)
 			if raw, err := url.PathUnescape(pw); err == nil {
+				add(raw)
+			}
+			if raw, err := url.QueryUnescape(pw); err == nil {
 				add(raw)
 			}
 		}
@@ -213,8 +216,8 @@ func mayHoldSecrets(data []byte) bool {
 
 // holdsURLPassword reports whether data may hold a URL that carries a
 // password (see credentialURL): a "://" whose authority, up to the next
-// slash, quote or space, holds a colon before an "@". Many manifests hold a
-// URL, few one of these.
+// slash, quote or space, holds a colon before an "@", or whose query holds a
+// credential. Many manifests hold a URL, few one of these.
 func holdsURLPassword(data []byte) bool {
 	for rest := data; ; {
 		i := bytes.Index(rest, []byte("://"))
@@ -227,6 +230,15 @@ func holdsURLPassword(data []byte) bool {
 			end = len(rest)
 		}
 		if at := bytes.LastIndexByte(rest[:end], '@'); at > 0 && bytes.IndexByte(rest[:at], ':') >= 0 {
+			return true
+		}
+		// A credential in the query (?password=x): the URL up to white space
+		// or a quote.
+		whole := bytes.IndexAny(rest, " \t\r\n\"'")
+		if whole < 0 {
+			whole = len(rest)
+		}
+		if bytes.IndexByte(rest[:whole], '?') >= 0 && len(urlSecrets("x://"+string(rest[:whole]))) > 0 {
 			return true
 		}
 	}
