@@ -54,6 +54,11 @@ func (p *planner) subchartNullNote() string {
 				continue
 			}
 			name := l.path[len(l.path)-1].Key
+			// Only a key of a mapping of variables (env, extraEnv, envVars):
+			// an api.config.TIMEOUT of the same name is no variable removed.
+			if !strings.Contains(strings.ToLower(l.path[len(l.path)-2].Key), "env") {
+				continue
+			}
 			if !slices.Contains(e.Unset, name) || ownDefault(l.path.String()) {
 				continue
 			}
