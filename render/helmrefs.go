@@ -78,7 +78,9 @@ func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refB
 			continue
 		}
 		if budget.bytes -= len(f.Data); budget.bytes < 0 {
-			return out
+			// Out of budget: the refs read so far keep their rank (below),
+			// and no subchart is read.
+			break
 		}
 		rank := 1
 		if writesKindLine(f.Data, kind) {
@@ -92,6 +94,9 @@ func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refB
 		for i := range out {
 			out[i].rank = 2
 		}
+	}
+	if budget.bytes < 0 {
+		return out
 	}
 	keys := subchartKeys(ch.Metadata.Dependencies)
 	for _, sub := range ch.Dependencies() {

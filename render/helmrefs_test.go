@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
 func TestTemplateValuesPaths(t *testing.T) {
@@ -64,5 +67,27 @@ func TestUnreadValue(t *testing.T) {
 		if ok != c.ok || ok && fmt.Sprint(v) != c.want {
 			t.Errorf("%s: got %v, %v; want %s, %v", c.name, v, ok, c.want, c.ok)
 		}
+	}
+}
+
+// A chart's templates are read up to the byte budget; the refs read before it
+// ran out keep the rank of a chart none of whose templates read writes the
+// target's kind (failed before: they kept rank 1, ahead of another chart's
+// refs), and no subchart is read past it.
+func TestChartValuesRefsByteBudget(t *testing.T) {
+	sub := &chart.Chart{Metadata: &chart.Metadata{Name: "worker"},
+		Templates: []*common.File{{Name: "templates/cm.yaml", Data: []byte("{{ .Values.sub.key }}")}}}
+	ch := &chart.Chart{Metadata: &chart.Metadata{Name: "web"}, Templates: []*common.File{
+		{Name: "templates/a.yaml", Data: []byte("kind: ConfigMap\n{{ .Values.first }}")},
+		{Name: "templates/b.yaml", Data: []byte("kind: Ingress\n{{ .Values.second }}")},
+	}}
+	ch.SetDependencies(sub)
+	budget := refBudget{bytes: len(ch.Templates[0].Data), refs: maxValuesRefs}
+	refs := chartValuesRefs(ch, nil, "Ingress", &budget, 0)
+	if len(refs) != 1 || strings.Join(refs[0].path, ".") != "first" {
+		t.Fatalf("refs read within the budget: %+v, want first alone", refs)
+	}
+	if refs[0].rank != 2 {
+		t.Errorf("rank of a ref of a chart whose templates read write no Ingress: %d, want 2", refs[0].rank)
 	}
 }
