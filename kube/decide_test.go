@@ -65,6 +65,16 @@ func TestDecide(t *testing.T) {
 			wantPath: argocd.PathGit, wantLevel: argocd.LevelAuto,
 			wantApps: []argocd.AppKey{{Namespace: w.argoNS, Name: "reports"}, {Namespace: w.argoNS, Name: "billing"}},
 		},
+		// kubectl takes a kind in any case, and so do people naming what to change:
+		// the one served kind it names but for case is read, not taken as missing.
+		"kind in lower case": {
+			targets: []argocd.ResourceRef{lowerKind(w.deployment("web"))}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"kind of the core group in lower case": {
+			targets: []argocd.ResourceRef{lowerKind(w.configMap("shop-settings"))}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
 		"missing target": {
 			targets: []argocd.ResourceRef{w.deployment("does-not-exist")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
 			wantReason: "does not exist in the cluster",
@@ -106,6 +116,11 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+func lowerKind(ref argocd.ResourceRef) argocd.ResourceRef {
+	ref.Kind = strings.ToLower(ref.Kind)
+	return ref
 }
 
 // The hub case with no Application at all in the cluster: the tracking annotation

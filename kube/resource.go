@@ -27,11 +27,11 @@ func (c *Cluster) GetResource(ctx context.Context, ref argocd.ResourceRef, mode 
 // version and scope.
 func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode ReadMode) (_ *unstructured.Unstructured, _ argocd.ResourceRef, err error) {
 	defer func() { err = c.observeRead("resource", err) }()
-	kind, err := c.mapKind(ctx, ref.GroupKind(), ref.Version)
+	kind, served, err := c.mapTargetKind(ctx, ref.GroupKind(), ref.Version)
 	if err != nil {
 		return nil, ref, err
 	}
-	ref.Version = kind.resource.Version
+	ref.Kind, ref.Version = served, kind.resource.Version
 	if !kind.namespaced {
 		ref.Namespace = ""
 	} else if ref.Namespace == "" {
