@@ -118,6 +118,24 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideTargetWithoutItsNamespace: a namespaced kind named without a namespace
+// cannot be read however often it is tried, so the unknown decision says to name
+// the namespace (failed before: "retry, and check the API server if it persists",
+// which an assistant followed by asking again as it had).
+func TestDecideTargetWithoutItsNamespace(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	c := clusterFor(t, env.Kubeconfig, kube.Options{})
+	ref := w.deployment("web")
+	ref.Namespace = ""
+	d := c.Decide(context.Background(), []argocd.ResourceRef{ref})
+	mustDecide(t, d, argocd.PathDirect, false, argocd.LevelUnknown, argocd.FailureOther)
+	if !strings.Contains(d.Reason, "kind Deployment is namespaced and no namespace was given): name the target's namespace") ||
+		strings.Contains(d.Reason, "retry") {
+		t.Errorf("reason %q, want it to say to name the namespace, not to retry", d.Reason)
+	}
+}
+
 func lowerKind(ref argocd.ResourceRef) argocd.ResourceRef {
 	ref.Kind = strings.ToLower(ref.Kind)
 	return ref

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,7 @@ func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode 
 	if !kind.namespaced {
 		ref.Namespace = ""
 	} else if ref.Namespace == "" {
-		return nil, ref, &Error{Class: argocd.FailureOther, Op: "get " + ref.String(), Err: fmt.Errorf("kind %s is namespaced and no namespace was given", ref.Kind)}
+		return nil, ref, &Error{Class: argocd.FailureOther, Op: "get " + ref.String(), Err: fmt.Errorf("kind %s is %w", ref.Kind, errNoNamespace)}
 	}
 	v, err := c.cached(ctx, c.reads, objectKey(kind.resource, ref.Namespace, ref.Name), mode, "get "+ref.String(), func(ctx context.Context) (any, error) {
 		return c.dynamic.Resource(kind.resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -45,6 +46,10 @@ func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode 
 	}
 	return v.(*unstructured.Unstructured), ref, nil
 }
+
+// errNoNamespace is the failure of a read of a namespaced kind named without a
+// namespace, which the caller, not the cluster, can mend.
+var errNoNamespace = errors.New("namespaced and no namespace was given")
 
 // Readiness is how far an object's controllers have brought it to its latest spec,
 // as kstatus computes it: the status library Flux and kpt use, with rules for the
