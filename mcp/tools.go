@@ -15,6 +15,7 @@ import (
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -365,6 +366,18 @@ func changeResultOf(v changes.ChangeView) changeResult {
 func nextStep(v changes.ChangeView) string {
 	switch plan.Status(v.Status) {
 	case plan.StatusPROpen:
+		// The check is what tells a pull request ready from one that is not: a
+		// person's commit on the branch, a retarget or a cluster not checked.
+		conclusion := ""
+		if v.CheckRun != nil {
+			conclusion = v.CheckRun.Conclusion
+		}
+		switch conclusion {
+		case github.ConclusionFailure:
+			return "the pull request is open, but its kukie/render check failed: do not merge it as it is; change.verification_result and the check run say why"
+		case github.ConclusionActionRequired:
+			return "the pull request is open, and its kukie/render check asks for action before it is merged; change.verification_result and the check run say what"
+		}
 		return "the pull request waits for a person to review and merge it"
 	case plan.StatusWaiting:
 		return "another change holds the same file; this one is prepared again when that one is merged or closed"
