@@ -940,6 +940,23 @@ func TestToolFailureIsLogged(t *testing.T) {
 	}
 }
 
+// TestRepositoryToolsAtACommitGitHubDoesNotHold: a commit the repository does not
+// hold (a SHA mistyped into view_repository, the one Argo CD synced before a force
+// push removed it) is refused revision_not_found naming it (failed before:
+// "internal: the request failed; it can be retried", which no retry mends).
+func TestRepositoryToolsAtACommitGitHubDoesNotHold(t *testing.T) {
+	e := newEnv(t)
+	e.repos.snapshotErr = fmt.Errorf("archive of acme/deploy: get tarball link: %w", github.ErrRevisionNotFound)
+	cs := e.connect(t, e.read)
+	missing := strings.Repeat("d", 40)
+	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": missing},
+		"revision_not_found", "commit "+missing, "acme/deploy")
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md"},
+		"revision_not_found", "commit "+deployedSHA, "argocd/web")
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"},
+		"revision_not_found", "commit "+deployedSHA)
+}
+
 // TestAppToolsNamingNoPossibleAppSayNotFound: an Application named by a namespace or
 // name no Kubernetes object can have ("a/b", "a%b", capitals) is not found, said so
 // with what is wrong with the name, by describe_app and the repository tools alike
