@@ -30,3 +30,14 @@ func TestNextStepOfAnOpenPullRequestSaysItsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestNextStepOfAFailedChangeSaysHowToResumeIt: a change a step failed (GitHub's
+// 503 past its retries: "open pull request ...: 503 Service Unavailable") is told
+// with the route that resumes it (failed before: "the change's problem says why and
+// what can be done", while the problem said only what GitHub answered).
+func TestNextStepOfAFailedChangeSaysHowToResumeIt(t *testing.T) {
+	v := changes.ChangeView{Code: "k7q2m9xr4a", Status: string(plan.StatusFailed)}
+	if got, want := changeResultOf(v).Next, "POST /api/v1/changes/k7q2m9xr4a/retry resumes it at the step that failed"; !strings.Contains(got, want) {
+		t.Errorf("next of a failed change = %q, want it to say %q", got, want)
+	}
+}

@@ -385,7 +385,12 @@ func nextStep(v changes.ChangeView) string {
 		return "merged; Argo CD is deploying it, get_change shows the deployment"
 	case plan.StatusDeployed:
 		return "running in the cluster"
-	case plan.StatusRefused, plan.StatusFailed, plan.StatusDeployFailed:
+	case plan.StatusFailed:
+		// A failed step (GitHub failing past its retries) resumes where it stopped,
+		// which no tool does: the problem alone ("503 Service Unavailable") does not
+		// say so.
+		return fmt.Sprintf("stopped: the change's problem says why; once that is mended, POST /api/v1/changes/%s/retry resumes it at the step that failed", v.Code)
+	case plan.StatusRefused, plan.StatusDeployFailed:
 		return "stopped: the change's problem says why and what can be done"
 	case plan.StatusClosed, plan.StatusRolledBack:
 		return "finished; nothing more happens"
