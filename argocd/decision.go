@@ -41,10 +41,17 @@ type ReadError struct {
 	Class FailureClass `json:"class"`
 	// Detail is the underlying error text.
 	Detail string `json:"detail"`
+	// Remedy, when set, is what the caller can do instead of the class's next step:
+	// a read that fails for what it was asked (a namespaced kind without a
+	// namespace) fails again however often it is retried.
+	Remedy string `json:"-"`
 }
 
 // nextStep says what a person can do about a failure.
 func (e *ReadError) nextStep(what string) string {
+	if e.Remedy != "" {
+		return fmt.Sprintf("reading %s failed (%s): %s", what, e.Detail, e.Remedy)
+	}
 	switch e.Class {
 	case FailureNotInstalled:
 		return "Argo CD's Application type (applications.argoproj.io) is not served by this cluster: if Argo CD runs in another cluster, register that cluster; otherwise nothing here is managed by Argo CD"

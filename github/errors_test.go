@@ -2,7 +2,9 @@ package github_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,26 @@ func TestTarballFetcherFailuresAreClassified(t *testing.T) {
 			}
 			checkClassified(t, err, now, now, tc.wantReset, 0, tc.wantTransient)
 		})
+	}
+}
+
+// TestTarballOfACommitTheRepositoryDoesNotHold: the archive of a commit GitHub does
+// not know (a SHA mistyped, or a commit Argo CD synced before a force push removed
+// it) is ErrRevisionNotFound, which callers answer as revision_not_found (failed
+// before: a bare 404 that reached the caller as "internal: the request failed; it
+// can be retried", which no retry mends).
+func TestTarballOfACommitTheRepositoryDoesNotHold(t *testing.T) {
+	s := githubtest.New(t)
+	c := installationClient(t, s, map[string]string{"f": "1\n"})
+	_, err := github.TarballFetcher(c, "acme", "deploy", strings.Repeat("d", 40))(context.Background())
+	if !errors.Is(err, github.ErrRevisionNotFound) || github.Transient(err) {
+		t.Fatalf("tarball of a commit acme/deploy does not hold: %v, want ErrRevisionNotFound, not transient", err)
+	}
+	// A 404 of the download itself, after GitHub gave the link, is not the commit's.
+	s.InjectFault(githubtest.Fault{Status: http.StatusNotFound}.On("", "/_codeload/**"))
+	_, err = github.TarballFetcher(c, "acme", "deploy", s.Head(t, "acme/deploy", "main"))(context.Background())
+	if err == nil || errors.Is(err, github.ErrRevisionNotFound) {
+		t.Fatalf("a download answered 404: %v, want an error other than ErrRevisionNotFound", err)
 	}
 }
 

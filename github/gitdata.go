@@ -19,7 +19,8 @@ const BranchPrefix = "kukie/"
 var (
 	// ErrNotABranch: a targetRevision that names a tag or a commit cannot take a PR.
 	ErrNotABranch = errors.New("revision is not a branch")
-	// ErrRevisionNotFound: neither a branch nor a tag of that name exists.
+	// ErrRevisionNotFound: neither a branch nor a tag of that name exists, or, for
+	// an archive, the repository does not hold the commit.
 	ErrRevisionNotFound = errors.New("revision not found")
 	// ErrNotOurBranch: a write to a branch outside BranchPrefix was attempted.
 	ErrNotOurBranch = errors.New("branch is not a kukie branch")

@@ -33,6 +33,11 @@ func TarballFetcher(client *gh.Client, owner, repo, sha string) cache.Fetcher {
 				// and headers so a 5xx or a rate limit is recognised as such.
 				err = &StatusError{Op: "get tarball link", StatusCode: resp.StatusCode, Header: resp.Header}
 			}
+			if resp != nil && resp.Response != nil && resp.StatusCode == http.StatusNotFound {
+				// GitHub's answer for a commit the repository does not hold (a SHA
+				// mistyped, one a force push removed): no retry brings it back.
+				return nil, fmt.Errorf("get tarball link of %s: %w (%w)", sha, ErrRevisionNotFound, err)
+			}
 			return nil, fmt.Errorf("get tarball link: %w", err)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)

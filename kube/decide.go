@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -128,7 +129,11 @@ func holds(apps *argocd.AppIndex, key argocd.AppKey) bool {
 }
 
 func readError(err error) *argocd.ReadError {
-	return &argocd.ReadError{Class: ClassOf(err), Detail: err.Error()}
+	re := &argocd.ReadError{Class: ClassOf(err), Detail: err.Error()}
+	if errors.Is(err, errNoNamespace) {
+		re.Remedy = "name the target's namespace and ask again"
+	}
+	return re
 }
 
 // recoverInto turns a panic of one read into a failed read, so a bug in reading one

@@ -65,6 +65,16 @@ func TestDecide(t *testing.T) {
 			wantPath: argocd.PathGit, wantLevel: argocd.LevelAuto,
 			wantApps: []argocd.AppKey{{Namespace: w.argoNS, Name: "reports"}, {Namespace: w.argoNS, Name: "billing"}},
 		},
+		// kubectl takes a kind in any case, and so do people naming what to change:
+		// the one served kind it names but for case is read, not taken as missing.
+		"kind in lower case": {
+			targets: []argocd.ResourceRef{lowerKind(w.deployment("web"))}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
+		"kind of the core group in lower case": {
+			targets: []argocd.ResourceRef{lowerKind(w.configMap("shop-settings"))}, wantPath: argocd.PathGit, wantLevel: argocd.LevelSelfHeal,
+			wantApps: []argocd.AppKey{shop}, wantEvident: argocd.EvidenceAnnotation,
+		},
 		"missing target": {
 			targets: []argocd.ResourceRef{w.deployment("does-not-exist")}, wantPath: argocd.PathDirect, wantLevel: argocd.LevelNone,
 			wantReason: "does not exist in the cluster",
@@ -106,6 +116,29 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecideTargetWithoutItsNamespace: a namespaced kind named without a namespace
+// cannot be read however often it is tried, so the unknown decision says to name
+// the namespace (failed before: "retry, and check the API server if it persists",
+// which an assistant followed by asking again as it had).
+func TestDecideTargetWithoutItsNamespace(t *testing.T) {
+	env := kubetest.Start(t)
+	w := newWorld(t, env, true)
+	c := clusterFor(t, env.Kubeconfig, kube.Options{})
+	ref := w.deployment("web")
+	ref.Namespace = ""
+	d := c.Decide(context.Background(), []argocd.ResourceRef{ref})
+	mustDecide(t, d, argocd.PathDirect, false, argocd.LevelUnknown, argocd.FailureOther)
+	if !strings.Contains(d.Reason, "kind Deployment is namespaced and no namespace was given): name the target's namespace") ||
+		strings.Contains(d.Reason, "retry") {
+		t.Errorf("reason %q, want it to say to name the namespace, not to retry", d.Reason)
+	}
+}
+
+func lowerKind(ref argocd.ResourceRef) argocd.ResourceRef {
+	ref.Kind = strings.ToLower(ref.Kind)
+	return ref
 }
 
 // The hub case with no Application at all in the cluster: the tracking annotation

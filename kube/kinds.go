@@ -135,6 +135,39 @@ func (c *Cluster) mapKind(ctx context.Context, gk schema.GroupKind, version stri
 	return kindInfo{}, &Error{Class: argocd.FailureNotFound, Op: fmt.Sprintf("find kind %s", gk), Err: err}
 }
 
+// mapTargetKind is mapKind for a kind a caller names to read or follow an object
+// by, rather than one a manifest holds, and answers the kind as the cluster spells
+// it. kubectl takes a kind in any case ("deployment"), and so do the people and
+// assistants naming what to change, while the API server serves one spelling: a
+// kind not served as given is the one served kind of its group it names but for
+// case. Taken for missing, it made a managed object look like one no Argo CD
+// Application lists, to be changed directly. A manifest's kind is never so read
+// (the API server would refuse it as written).
+func (c *Cluster) mapTargetKind(ctx context.Context, gk schema.GroupKind, version string) (kindInfo, string, error) {
+	k, err := c.mapKind(ctx, gk, version)
+	if err == nil || ClassOf(err) != argocd.FailureNotFound {
+		return k, gk.Kind, err
+	}
+	// mapKind has just read discovery, refreshed: the cached document is current.
+	sk, serr := c.servedKinds(ctx, Cached)
+	if serr != nil {
+		return kindInfo{}, gk.Kind, err
+	}
+	var match []schema.GroupKind
+	for served := range sk.versions {
+		if served.Group == gk.Group && strings.EqualFold(served.Kind, gk.Kind) {
+			match = append(match, served)
+		}
+	}
+	if len(match) != 1 {
+		return kindInfo{}, gk.Kind, err
+	}
+	if k, ok := sk.lookup(match[0], version); ok {
+		return k, match[0].Kind, nil
+	}
+	return kindInfo{}, gk.Kind, err
+}
+
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,15 +28,15 @@ func (c *Cluster) GetResource(ctx context.Context, ref argocd.ResourceRef, mode 
 // version and scope.
 func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode ReadMode) (_ *unstructured.Unstructured, _ argocd.ResourceRef, err error) {
 	defer func() { err = c.observeRead("resource", err) }()
-	kind, err := c.mapKind(ctx, ref.GroupKind(), ref.Version)
+	kind, served, err := c.mapTargetKind(ctx, ref.GroupKind(), ref.Version)
 	if err != nil {
 		return nil, ref, err
 	}
-	ref.Version = kind.resource.Version
+	ref.Kind, ref.Version = served, kind.resource.Version
 	if !kind.namespaced {
 		ref.Namespace = ""
 	} else if ref.Namespace == "" {
-		return nil, ref, &Error{Class: argocd.FailureOther, Op: "get " + ref.String(), Err: fmt.Errorf("kind %s is namespaced and no namespace was given", ref.Kind)}
+		return nil, ref, &Error{Class: argocd.FailureOther, Op: "get " + ref.String(), Err: fmt.Errorf("kind %s is %w", ref.Kind, errNoNamespace)}
 	}
 	v, err := c.cached(ctx, c.reads, objectKey(kind.resource, ref.Namespace, ref.Name), mode, "get "+ref.String(), func(ctx context.Context) (any, error) {
 		return c.dynamic.Resource(kind.resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -45,6 +46,10 @@ func (c *Cluster) getResource(ctx context.Context, ref argocd.ResourceRef, mode 
 	}
 	return v.(*unstructured.Unstructured), ref, nil
 }
+
+// errNoNamespace is the failure of a read of a namespaced kind named without a
+// namespace, which the caller, not the cluster, can mend.
+var errNoNamespace = errors.New("namespaced and no namespace was given")
 
 // Readiness is how far an object's controllers have brought it to its latest spec,
 // as kstatus computes it: the status library Flux and kpt use, with rules for the

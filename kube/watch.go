@@ -293,7 +293,7 @@ func (c *Cluster) watchedApplications() (*appSnapshot, bool) {
 // informer. An error means the kind is not served or the object cannot be listed and
 // watched: the caller polls instead.
 func (c *Cluster) FollowResource(ctx context.Context, ref argocd.ResourceRef) (*Follow, error) {
-	kind, err := c.mapKind(ctx, ref.GroupKind(), ref.Version)
+	kind, _, err := c.mapTargetKind(ctx, ref.GroupKind(), ref.Version)
 	if err != nil {
 		return nil, err
 	}

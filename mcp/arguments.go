@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/server"
@@ -81,6 +83,10 @@ func addDecodedTool[In any](s *sdk.Server, t *sdk.Tool, h handlerFor[In], routeC
 		}
 		res, out, err := h(ctx, req, in)
 		if err != nil {
+			// The answer says only "internal": the log is the one place its cause is told.
+			if internal := (*internalError)(nil); errors.As(err, &internal) {
+				zerolog.Ctx(ctx).Error().Err(internal.err).Str("tool", t.Name).Msg("Tool call failed")
+			}
 			return errorResult(err), nil
 		}
 		if res == nil {

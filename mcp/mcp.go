@@ -293,8 +293,17 @@ func toolError(err error) error {
 	if e, ok := plan.AsError(err); ok {
 		return errors.New(refusalText(e.Code, e.Reason, nil))
 	}
-	return errors.New("internal: the request failed; it can be retried")
+	return &internalError{err: err}
 }
+
+// internalError is a failure the assistant can do nothing about but try again. Its
+// text does not carry the cause, which may name the service's own workings; the
+// tool's handler logs the cause instead, as the HTTP API logs its internal failures.
+type internalError struct{ err error }
+
+func (e *internalError) Error() string { return "internal: the request failed; it can be retried" }
+
+func (e *internalError) Unwrap() error { return e.err }
 
 // refusalText is a refusal as a model should read it: code and reason (which says
 // what the user can do) first, then the decision that caused it, when the refused

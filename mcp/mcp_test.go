@@ -24,6 +24,7 @@ import (
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
 	"github.com/kukie/kukie-gitops/github"
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/objref"
@@ -154,6 +155,8 @@ type fakeRepos struct {
 	plan.Repos
 	dir       string
 	snapshots []string
+	// snapshotErr, when set, is every snapshot's failure.
+	snapshotErr error
 }
 
 func (r *fakeRepos) ResolveRevision(_ context.Context, _ int64, _, revision string) (github.Branch, error) {
@@ -165,6 +168,9 @@ func (r *fakeRepos) ResolveRevision(_ context.Context, _ int64, _, revision stri
 
 func (r *fakeRepos) Snapshot(_ context.Context, _ int64, repo, sha string) (*cache.Snapshot, error) {
 	r.snapshots = append(r.snapshots, sha)
+	if r.snapshotErr != nil {
+		return nil, r.snapshotErr
+	}
 	return &cache.Snapshot{Dir: r.dir, Repo: repo, SHA: sha}, nil
 }
 
@@ -213,6 +219,8 @@ type env struct {
 	// base is the server's root: the HTTP API is mounted beside the tools, so a
 	// test can ask both the same.
 	base string
+	// logs is what the server logged.
+	logs *servicetest.SyncBuffer
 }
 
 func newEnv(t *testing.T) *env {
@@ -224,7 +232,7 @@ func newEnv(t *testing.T) *env {
 func newEnvOn(t *testing.T, db *store.DB) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: db}
+	e := &env{db: db, logs: &servicetest.SyncBuffer{}}
 	var err error
 	if e.team, err = e.db.CreateTeam(ctx, "shop"); err != nil {
 		t.Fatal(err)
@@ -268,7 +276,7 @@ func newEnvOn(t *testing.T, db *store.DB) *env {
 
 	api := &changes.API{Store: e.db, Pipeline: pipeline, Apps: cluster}
 	e.api = api
-	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.Nop(), Auth: e.db})
+	srv, err := server.New(server.Config{}, server.Deps{Logger: zerolog.New(e.logs), Auth: e.db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -906,6 +914,47 @@ func schemaObject(t *testing.T, raw json.RawMessage) jsonObject {
 		t.Fatalf("schema %s: %v", raw, err)
 	}
 	return o
+}
+
+// TestToolFailureIsLogged: a tool that fails for a reason the assistant cannot act
+// on answers "internal" without the cause, which only the log can then tell: it is
+// logged with the request id, as the HTTP API logs its internal failures (failed
+// before: read_repo_file's failed download of the repository was told nowhere).
+func TestToolFailureIsLogged(t *testing.T) {
+	e := newEnv(t)
+	e.repos.snapshotErr = errors.New("archive of acme/deploy: GitHub answered 404 Not Found")
+	cs := e.connect(t, e.read)
+	text := mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md"}, "internal:")
+	if strings.Contains(text, "404") {
+		t.Errorf("tool error %q tells the assistant the internal cause", text)
+	}
+	var logged bool
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, `"level":"error"`) && strings.Contains(line, "GitHub answered 404 Not Found") &&
+			strings.Contains(line, `"request_id"`) && strings.Contains(line, mcp.ToolReadRepoFile) {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("the failure is not logged as an error with its cause, request id and tool:\n%s", e.logs.String())
+	}
+}
+
+// TestRepositoryToolsAtACommitGitHubDoesNotHold: a commit the repository does not
+// hold (a SHA mistyped into view_repository, the one Argo CD synced before a force
+// push removed it) is refused revision_not_found naming it (failed before:
+// "internal: the request failed; it can be retried", which no retry mends).
+func TestRepositoryToolsAtACommitGitHubDoesNotHold(t *testing.T) {
+	e := newEnv(t)
+	e.repos.snapshotErr = fmt.Errorf("archive of acme/deploy: get tarball link: %w", github.ErrRevisionNotFound)
+	cs := e.connect(t, e.read)
+	missing := strings.Repeat("d", 40)
+	mustRefuse(t, cs, mcp.ToolViewRepository, map[string]any{"cluster": "prod", "repo": connectedRepo, "revision": missing},
+		"revision_not_found", "commit "+missing, "acme/deploy")
+	mustRefuse(t, cs, mcp.ToolReadRepoFile, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web", "path": "README.md"},
+		"revision_not_found", "commit "+deployedSHA, "argocd/web")
+	mustRefuse(t, cs, mcp.ToolListRepoFiles, map[string]any{"cluster": "prod", "namespace": "argocd", "name": "web"},
+		"revision_not_found", "commit "+deployedSHA)
 }
 
 // TestAppToolsNamingNoPossibleAppSayNotFound: an Application named by a namespace or

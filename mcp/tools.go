@@ -15,6 +15,7 @@ import (
 	"github.com/kukie/kukie-gitops/api/changes"
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/clusteraccess"
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/render"
@@ -365,6 +366,18 @@ func changeResultOf(v changes.ChangeView) changeResult {
 func nextStep(v changes.ChangeView) string {
 	switch plan.Status(v.Status) {
 	case plan.StatusPROpen:
+		// The check is what tells a pull request ready from one that is not: a
+		// person's commit on the branch, a retarget or a cluster not checked.
+		conclusion := ""
+		if v.CheckRun != nil {
+			conclusion = v.CheckRun.Conclusion
+		}
+		switch conclusion {
+		case github.ConclusionFailure:
+			return "the pull request is open, but its kukie/render check failed: do not merge it as it is; change.verification_result and the check run say why"
+		case github.ConclusionActionRequired:
+			return "the pull request is open, and its kukie/render check asks for action before it is merged; change.verification_result and the check run say what"
+		}
 		return "the pull request waits for a person to review and merge it"
 	case plan.StatusWaiting:
 		return "another change holds the same file; this one is prepared again when that one is merged or closed"
@@ -372,7 +385,12 @@ func nextStep(v changes.ChangeView) string {
 		return "merged; Argo CD is deploying it, get_change shows the deployment"
 	case plan.StatusDeployed:
 		return "running in the cluster"
-	case plan.StatusRefused, plan.StatusFailed, plan.StatusDeployFailed:
+	case plan.StatusFailed:
+		// A failed step (GitHub failing past its retries) resumes where it stopped,
+		// which no tool does: the problem alone ("503 Service Unavailable") does not
+		// say so.
+		return fmt.Sprintf("stopped: the change's problem says why; once that is mended, POST /api/v1/changes/%s/retry resumes it at the step that failed", v.Code)
+	case plan.StatusRefused, plan.StatusDeployFailed:
 		return "stopped: the change's problem says why and what can be done"
 	case plan.StatusClosed, plan.StatusRolledBack:
 		return "finished; nothing more happens"

@@ -52,7 +52,8 @@ var commitSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // recorded one, at the head of the branch its targetRevision names. The snapshot
 // comes from the same cache as a plan's, so the same commit is downloaded once.
 // Refusals are *Error: application_not_found, unsupported_source,
-// repo_not_connected, revision_not_a_branch, revision_not_found.
+// repo_not_connected, revision_not_a_branch, revision_not_found (also for a
+// commit the repository does not hold).
 func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, namespace, name string) (*AppTree, error) {
 	app, err := p.cluster.Application(ctx, cluster, namespace, name)
 	if errors.Is(err, clusteraccess.ErrObjectNotFound) {
@@ -98,6 +99,12 @@ func (p *Pipeline) AppTree(ctx context.Context, cluster clusteraccess.Ref, names
 		return nil, fmt.Errorf("list Applications of %s: %w", cluster.Name, err)
 	}
 	snap, err := p.repos.Snapshot(ctx, inst, repo.FullName(), sha)
+	if errors.Is(err, github.ErrRevisionNotFound) {
+		// The commit Argo CD recorded, or the branch's head of a moment ago, was
+		// there: a force push removed it.
+		return nil, refusal(CodeRevisionNotFound,
+			"commit %s of Application %s/%s (%s) is no longer in %s (a force push may have removed it): read it again once Argo CD has synced another", sha, namespace, name, src.TargetRevision, repo.FullName())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s at %s: %w", repo.FullName(), sha, err)
 	}

@@ -154,3 +154,39 @@ func TestBasePushRefusedOnTheNewBase(t *testing.T) {
 		}
 	})
 }
+
+// TestBasePushMovesAPlanWhosePullRequestEventWasMissed: GitHub does not deliver
+// again a pull_request event the service missed (it was down, the network dropped
+// it). A plan whose pull request was merged so stayed pr_open for ever, holding its
+// file, so the next change to it waited for ever and the merge was never deployed
+// nor revertible. The next push to the base that reaches the plan finds its pull
+// request merged (or closed) on GitHub and moves it as the event would have, and
+// the event, if it comes after all, finds nothing to do.
+func TestBasePushMovesAPlanWhosePullRequestEventWasMissed(t *testing.T) {
+	t.Parallel()
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		merged := e.submitOpen(ctx, p, scale(4, "merged"))
+		// Merged on GitHub; its closed event (and its push) never reach the pipeline.
+		mergeSHA := e.gh.Merge(t, repoName, int(merged.PRNumber), githubtest.MergeCommit)
+		next, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(6, "next"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(next.Code, plan.StatusWaiting)
+
+		after := e.gh.PushCommit(t, repoName, "main", map[string]string{"README.md": "manifests of the shop\n"}, githubtest.DefaultAuthor)
+		if err := e.basePushed(ctx, p, after, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := e.waitFor(merged.Code, "merged", func(p store.Plan) bool { return p.Status != string(plan.StatusPROpen) })
+		if got.MergeSHA != mergeSHA || (got.Status != string(plan.StatusMerged) && got.Status != string(plan.StatusDeploying)) {
+			t.Fatalf("plan whose merge event was missed = %s merge %q after a base push, want merged at %s", got.Status, got.MergeSHA, mergeSHA)
+		}
+		e.waitStatus(next.Code, plan.StatusPROpen)
+		// The event delivered late after all changes nothing.
+		e.pullMerged(ctx, p, merged, mergeSHA)
+	})
+}

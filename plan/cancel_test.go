@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/kukie/kukie-gitops/plan"
@@ -47,5 +48,52 @@ func TestCancelKeepsItsReason(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// TestCancelWhileThePullRequestIsOpenedClosesIt: a cancel recorded while the plan's
+// run is opening its pull request finds no pull request to close. The run, finding
+// the plan cancelled when it records the pull request, closes it and deletes its
+// branch (failed before: the pull request stayed open, mergeable, for a plan closed
+// and followed by nothing, and a person merging it deployed a change nobody tracked).
+func TestCancelWhileThePullRequestIsOpenedClosesIt(t *testing.T) {
+	t.Parallel()
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		var p *plan.Pipeline
+		var once sync.Once
+		var cancelErr error
+		p = e.startedPipeline(ctx, plan.Hooks{BeforeStep: func(code, step string) error {
+			if step == "record_pull_request" {
+				once.Do(func() {
+					_, cancelErr = p.Cancel(plan.WithActor(ctx, "team:shop"), e.team.ID, code, "scaled by hand instead")
+				})
+			}
+			return nil
+		}})
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, "cancel-midway"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(pl.Code, "the pull request closed", func(cur store.Plan) bool {
+			for _, pr := range e.gh.PullRequests(t, repoName) {
+				if pr.GetState() == "open" {
+					return false
+				}
+			}
+			return len(e.gh.PullRequests(t, repoName)) == 1
+		})
+		if cancelErr != nil {
+			t.Fatal(cancelErr)
+		}
+		got, err := db.PlanByCode(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != string(plan.StatusClosed) {
+			t.Errorf("plan is %s, want closed", got.Status)
+		}
+		e.waitFor(pl.Code, "without its branch", func(cur store.Plan) bool { return e.gh.Head(t, repoName, cur.Branch) == "" })
 	})
 }

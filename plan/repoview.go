@@ -86,6 +86,9 @@ func (p *Pipeline) RepoView(ctx context.Context, cluster clusteraccess.Ref, repo
 		return RepoView{}, fmt.Errorf("list Applications of %s: %w", cluster.Name, err)
 	}
 	snap, err := p.repos.Snapshot(ctx, inst, repo.FullName(), sha)
+	if errors.Is(err, github.ErrRevisionNotFound) {
+		return RepoView{}, refusal(CodeRevisionNotFound, "commit %s does not exist in %s", sha, repo.FullName())
+	}
 	if err != nil {
 		return RepoView{}, fmt.Errorf("snapshot %s at %s: %w", repo.FullName(), sha, err)
 	}

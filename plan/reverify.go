@@ -187,6 +187,9 @@ func (p *Pipeline) BasePushed(ctx context.Context, repo, branch, after string, c
 			errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
 			continue
 		} else if !open {
+			if err := p.reconcileClosedPull(ctx, pl, after); err != nil {
+				errs = append(errs, fmt.Errorf("plan %s: %w", pl.Code, err))
+			}
 			continue
 		}
 		if err := p.rebaseClaimed(ctx, pl.Code, github.Branch{Name: branch, SHA: after}); err != nil {
@@ -251,6 +254,28 @@ func (p *Pipeline) pullStillOpen(ctx context.Context, pl store.Plan, after strin
 		return false, fmt.Errorf("read pull request #%d: %w", pl.PRNumber, err)
 	}
 	return pr.State == "open" && !pr.Merged, nil
+}
+
+// reconcileClosedPull moves a plan whose pull request GitHub reports merged or
+// closed as its pull_request event does. GitHub does not deliver again an event the
+// service missed (down, or the network dropped it), and the plan stayed pr_open for
+// ever: its files held, so every later change to them waited, and the merge was
+// never followed to the cluster. The push of the merge itself (after is the merge
+// commit) comes just before the event and is left to it, as is a pull request
+// GitHub still reports open (its merge not recorded yet); any later push finds the
+// event missed, and an event that comes after all finds the plan moved.
+func (p *Pipeline) reconcileClosedPull(ctx context.Context, pl store.Plan, after string) error {
+	if pl.PRNumber == 0 {
+		return nil
+	}
+	pr, err := p.repos.GetPull(ctx, pl.InstallationID, pl.Repo, pl.PRNumber)
+	if err != nil {
+		return fmt.Errorf("read pull request #%d: %w", pl.PRNumber, err)
+	}
+	if (pr.State == "open" && !pr.Merged) || (pr.Merged && pr.MergeSHA == after) {
+		return nil
+	}
+	return p.PullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA)
 }
 
 func touches(changed []string, pay Payload) bool {

@@ -530,7 +530,43 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		return pl, err
 	}
 	pl.PRNumber, pl.PRURL = pr.Number, pr.URL
-	return p.save(ctx, pl, pay, StatusPROpen, "system", "pull_request", pr.URL)
+	saved, err := p.save(ctx, pl, pay, StatusPROpen, "system", "pull_request", pr.URL)
+	if errors.Is(err, store.ErrStale) {
+		p.closeUnwantedPull(ctx, pl, pr)
+	}
+	return saved, err
+}
+
+// closeUnwantedPull closes the pull request just opened for a plan that was
+// cancelled while it was being opened: the cancel found no pull request to close,
+// and one left open could be merged, deploying a change nothing follows. Its branch
+// goes with it, as a cancelled plan's does. Best effort: a failure is logged, the
+// pull request then left for a person to close.
+func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr github.PullRequest) {
+	log := zerolog.Ctx(ctx).With().Str("plan", pl.Code).Int64("pull_request", pr.Number).Logger()
+	cur, err := p.db.PlanByCode(ctx, pl.Code)
+	if err != nil {
+		log.Warn().Err(err).Msg("Pull request opened as its plan moved: the plan could not be read to tell whether it still wants it")
+		return
+	}
+	if Status(cur.Status) != StatusClosed || cur.PRNumber != 0 {
+		return
+	}
+	if err := p.repos.ClosePull(ctx, pl.InstallationID, pl.Repo, pr.Number); err != nil {
+		log.Warn().Err(err).Msg("Pull request opened as its plan was cancelled could not be closed")
+		return
+	}
+	msg := fmt.Sprintf("pull request #%d, opened as the plan was cancelled, closed", pr.Number)
+	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+		log.Warn().Err(err).Msg("Branch of a cancelled plan could not be deleted")
+	} else {
+		msg += "; branch " + pl.Branch + " deleted"
+	}
+	if _, err := p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
+		return Status(cur.Status), "pull_request", msg, nil
+	}); err != nil {
+		log.Warn().Err(err).Msg("Closing the pull request of a cancelled plan could not be recorded")
+	}
 }
 
 func commitTrailer(code string) string { return "Kukie-Plan: " + code }
