@@ -177,7 +177,7 @@ func TestAppNamesNoObjectCanHaveAreNotFound(t *testing.T) {
 	}
 	(&API{Store: db, Apps: apps}).Mount(srv)
 	for route, want := range map[string]string{
-		"/api/v1/clusters/prod/argocd/apps/argocd/a%2Fb":     `application \"argocd\"/\"a/b\": no Application has that name`,
+		"/api/v1/clusters/prod/argocd/apps/argocd/a%2Fb":     `application \"argocd\"/\"a/b\": no Application has a name holding \"/\": give namespace \"a\" and name \"b\" apart`,
 		"/api/v1/clusters/prod/argocd/apps/argocd/a%25b":     `no Application has that name`,
 		"/api/v1/clusters/prod/argocd/apps/Argo%2FCD/web":    `application \"Argo/CD\"/\"web\": no namespace has that name`,
 		"/api/v1/clusters/prod/argocd/apps/argocd/Web":       `no Application has that name`,

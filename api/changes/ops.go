@@ -307,6 +307,11 @@ func ApplicationNameProblem(namespace, name string) string {
 	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
 		return "no namespace has that name (" + strings.Join(msgs, "; ") + ")"
 	}
+	if ns, rest, ok := strings.Cut(name, "/"); ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Subdomain(rest)) == 0 {
+		// "argocd/web", as Argo CD's CLI and UI write an Application: the
+		// namespace goes on its own.
+		return fmt.Sprintf(`no Application has a name holding "/": give namespace %q and name %q apart`, ns, rest)
+	}
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return "no Application has that name (" + strings.Join(msgs, "; ") + ")"
 	}
