@@ -154,11 +154,7 @@ func (p *planner) entryKeySource(g generatorEntry, key string) (string, bool) {
 			return fmt.Sprintf("data key %s is the literal %q in %s", key, key+"=…", g.file), true
 		}
 	}
-	for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
-		if env == "" {
-			continue
-		}
-		f := path.Join(g.dir, env)
+	for _, f := range envFiles(g.dir, g.args.KvPairSources) {
 		if line := p.envFileLine(f, key); line > 0 {
 			return fmt.Sprintf("data key %s is line %d of the env file %s", key, line, f), true
 		}

@@ -413,11 +413,7 @@ func (p *planner) generatedKeyInputs(gens []generatorEntry, key string, set bool
 				here = append(here, keyInput{key: key, entry: g, literal: i, file: -1})
 			}
 		}
-		for _, env := range append(append([]string(nil), g.args.EnvSources...), g.args.EnvSource) {
-			if env == "" {
-				continue
-			}
-			f := path.Join(g.dir, env)
+		for _, f := range envFiles(g.dir, g.args.KvPairSources) {
 			for _, line := range p.envFileLines(f, key) {
 				here = append(here, keyInput{key: key, entry: g, literal: -1, file: -1, envFile: f, line: line})
 			}
@@ -621,11 +617,11 @@ func (p *planner) readByOtherEntry(file string, g generatorEntry) bool {
 		return true
 	}
 	reads := func(n *kustNode, a types.GeneratorArgs) bool {
-		srcs := append(slices.Clone(a.EnvSources), a.EnvSource)
+		srcs := envFiles(n.dir, a.KvPairSources)
 		for _, f := range a.FileSources {
-			srcs = append(srcs, fileSourcePath(f))
+			srcs = append(srcs, path.Join(n.dir, fileSourcePath(f)))
 		}
-		return slices.ContainsFunc(srcs, func(src string) bool { return src != "" && path.Join(n.dir, src) == file })
+		return slices.Contains(srcs, file)
 	}
 	for _, n := range r.nodes {
 		for i, c := range n.k.ConfigMapGenerator {
@@ -642,30 +638,31 @@ func (p *planner) readByOtherEntry(file string, g generatorEntry) bool {
 	return false
 }
 
-// lastEnvFile is the env file of a generator entry whose lines win, "" when it
-// reads none.
-func lastEnvFile(g generatorEntry) string {
-	envs := slices.Clone(g.args.EnvSources)
-	if g.args.EnvSource != "" {
-		envs = append(envs, g.args.EnvSource)
+// envFiles are the env files a generator's sources read (envs, then the
+// older env), joined to dir, the kustomization's folder, in kustomize's order.
+func envFiles(dir string, s types.KvPairSources) []string {
+	var out []string
+	for _, e := range append(slices.Clone(s.EnvSources), s.EnvSource) {
+		if e != "" {
+			out = append(out, path.Join(dir, e))
+		}
 	}
+	return out
+}
+
+// lastEnvFile is the last env file a generator entry reads, "" when it reads
+// none.
+func lastEnvFile(g generatorEntry) string {
+	envs := envFiles(g.dir, g.args.KvPairSources)
 	if len(envs) == 0 {
 		return ""
 	}
-	return path.Join(g.dir, envs[len(envs)-1])
+	return envs[len(envs)-1]
 }
 
 // sharedInput is the first app other than the primary one that reads file:
 // its generator input is then not the app's alone to change.
-func (p *planner) sharedInput(file string) string {
-	f := p.t.key(file)
-	for _, a := range p.apps {
-		if a.Name != p.primary.Name && p.reaches(a, f) {
-			return a.Name
-		}
-	}
-	return ""
-}
+func (p *planner) sharedInput(file string) string { return p.deployedBy(file) }
 
 // inputFile is the file an edit of the input changes: its env file, its files
 // source's file, else the entry's kustomization (a literal).

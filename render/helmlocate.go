@@ -293,36 +293,23 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 	targetChanges(target.body, expected, nil, &chains)
 	chains = withEnclosing(target.body, expected, chains)
 
-	leavesOf := map[string][]valuesLeaf{}
-	readLeaves := func(f string) ([]valuesLeaf, error) {
-		if l, ok := leavesOf[f]; ok {
-			return l, nil
-		}
-		data, err := p.before.read(f)
+	// The leaves of every values file of the app, the last file's first,
+	// matched at once: a key holding the whole value in an earlier file comes
+	// before a key the last file writes inside a longer string (tried last,
+	// see matchLeaves), which is only a guess at what the chart wrote there.
+	var all []valuesLeaf
+	for i := len(editable) - 1; i >= 0; i-- {
+		leaves, err := p.valuesFileLeaves(editable[i])
 		if err != nil {
-			return nil, err
+			return nil, withApp(err, app.Name)
 		}
-		l, err := valuesLeaves(f, data)
-		leavesOf[f] = l
-		return l, err
+		all = append(all, leaves...)
 	}
 
 	// Each chain is one changed field: all of them must change, so a candidate
 	// sets one key per chain; with several chains (an env change of several
 	// variables) the keys found first for each are combined.
 	setsFor := func(chain []fieldChange) ([]helmValueSet, error) {
-		// The leaves of every file, the last file's first, matched at once: a
-		// key holding the whole value in an earlier file comes before a key
-		// the last file writes inside a longer string (tried last, see
-		// matchLeaves), which is only a guess at what the chart wrote there.
-		var all []valuesLeaf
-		for i := len(editable) - 1; i >= 0; i-- {
-			leaves, err := readLeaves(editable[i])
-			if err != nil {
-				return nil, withApp(err, app.Name)
-			}
-			all = append(all, leaves...)
-		}
 		var sets []helmValueSet
 		for _, fc := range chain {
 			sets = append(sets, matchLeaves(all, fc)...)
@@ -405,7 +392,7 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 			builders = append(builders, p.valuesBuilder([]helmValueSet{s}))
 		}
 	}
-	guesses, err := p.unreadKeyBuilders(target, editable, defaults, chains, perChain, maxHelmCandidates-len(builders))
+	guesses, err := p.unreadKeyBuilders(target, all, editable, defaults, chains, perChain, maxHelmCandidates-len(builders))
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +403,8 @@ func (p *planner) helmBuilders(target *object, expected map[string]any) ([]candi
 // templates read that no values file nor default sets, added to the app's last
 // values file (see helmrefs.go), for the first changed field, the other fields
 // taking their first candidate. At most room of them, and maxUnreadKeyGuesses.
-func (p *planner) unreadKeyBuilders(target *object, editable []string, defaults string, chains [][]fieldChange, perChain [][]helmValueSet, room int) ([]candidateBuilder, error) {
+// fileLeaves are the leaves of the app's values files, read already.
+func (p *planner) unreadKeyBuilders(target *object, fileLeaves []valuesLeaf, editable []string, defaults string, chains [][]fieldChange, perChain [][]helmValueSet, room int) ([]candidateBuilder, error) {
 	if room <= 0 || len(editable) == 0 || len(chains) == 0 {
 		return nil, nil
 	}
@@ -431,7 +419,7 @@ func (p *planner) unreadKeyBuilders(target *object, editable []string, defaults 
 		// no keys to guess, and the other candidates' outcome stands.
 		return nil, nil
 	}
-	leaves, err := p.appValuesLeaves(editable, defaults)
+	leaves, err := p.appValuesLeaves(fileLeaves, defaults)
 	if err != nil {
 		return nil, withApp(err, p.primary.Name)
 	}
@@ -468,20 +456,10 @@ func (p *planner) appChart() (*chart.Chart, error) {
 }
 
 // appValuesLeaves are the leaves of every values the primary Helm app reads:
-// its values files, the chart's defaults and those of its vendored subcharts.
-func (p *planner) appValuesLeaves(editable []string, defaults string) ([]valuesLeaf, error) {
-	var all []valuesLeaf
-	for _, f := range editable {
-		data, err := p.before.read(f)
-		if err != nil {
-			return nil, err
-		}
-		l, err := valuesLeaves(f, data)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, l...)
-	}
+// those of its values files (fileLeaves), the chart's defaults and those of
+// its vendored subcharts.
+func (p *planner) appValuesLeaves(fileLeaves []valuesLeaf, defaults string) ([]valuesLeaf, error) {
+	all := slices.Clone(fileLeaves)
 	l, _, err := p.defaultLeaves(defaults)
 	if err != nil {
 		return nil, err

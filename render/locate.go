@@ -662,7 +662,7 @@ func selectorMatches(sel *types.Selector, o *object, src *sourceDoc, layers []st
 		if pattern == "" {
 			return true
 		}
-		re, err := regexp.Compile("^(?:" + pattern + ")$")
+		re, err := selectorPattern(pattern)
 		if err != nil {
 			return false
 		}
@@ -675,6 +675,12 @@ func selectorMatches(sel *types.Selector, o *object, src *sourceDoc, layers []st
 	}
 	return anchored(sel.Kind, []string{o.kind}) && anchored(sel.Group, []string{groupOf(o.apiVersion)}) &&
 		anchored(sel.Name, names) && anchored(sel.Namespace, namespaces)
+}
+
+// selectorPattern compiles a field of a kustomize patch target as kustomize
+// reads it: a regular expression matched whole.
+func selectorPattern(pattern string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + pattern + ")$")
 }
 
 func (p *planner) kustomizeBuilders(target *object, expected map[string]any) ([]candidateBuilder, error) {

@@ -1021,10 +1021,8 @@ func sourceRoles(dir string, s types.KvPairSources, secret bool, note func(strin
 	if secret {
 		env = roleSecretEnv
 	}
-	for _, e := range append(append([]string(nil), s.EnvSources...), s.EnvSource) {
-		if e != "" {
-			note(path.Join(dir, e), env)
-		}
+	for _, e := range envFiles(dir, s) {
+		note(e, env)
 	}
 	for _, f := range s.FileSources {
 		key, p, ok := strings.Cut(f, "=")
@@ -1073,7 +1071,7 @@ func patternMatches(pattern, s string) bool {
 	if pattern == "" || pattern == s {
 		return true
 	}
-	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	re, err := selectorPattern(pattern)
 	return err != nil || re.MatchString(s)
 }
 
