@@ -317,11 +317,7 @@ func unreadKeySets(refs []valuesRef, chain []fieldChange, last string, max int) 
 	var out []helmValueSet
 	add := func(r valuesRef, fc fieldChange) bool {
 		if v, ok := unreadValue(fc); ok {
-			p := make(yamledit.Path, len(r.path))
-			for i, s := range r.path {
-				p[i] = yamledit.K(s)
-			}
-			out = append(out, helmValueSet{file: last, path: p, value: v, fresh: true, guess: true})
+			out = append(out, helmValueSet{file: last, path: keys(r.path...), value: v, fresh: true, guess: true})
 		}
 		return len(out) < max
 	}
