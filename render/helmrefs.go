@@ -53,16 +53,34 @@ type refBudget struct {
 	refs  int
 }
 
-// dotContext is what dot is at a place of a template: the top of the
-// template's data (.Values.x reads x), a values path (inside a with of one),
-// or not known (inside a range, or a with of anything else).
-type dotContext struct {
+// refValue is what dot holds at a place of a template, or what a pipeline
+// yields: the top of the template's data (.Values.x reads x), a values path
+// (.Values.ingress, dot inside a with of it), or not known (an item of a
+// range, what a function returns).
+type refValue struct {
 	known  bool
 	values bool
 	path   []string
 }
 
-var rootDot = dotContext{known: true}
+var rootDot = refValue{known: true}
+
+// field is what v.f.g reads: a values path from the top of the data through
+// Values, or under a values path; not known past maxRefSegments.
+func (v refValue) field(idents ...string) refValue {
+	switch {
+	case !v.known || len(idents) == 0:
+		return v
+	case !v.values:
+		if idents[0] != "Values" {
+			return refValue{}
+		}
+		return refValue{known: true, values: true}.field(idents[1:]...)
+	case len(v.path)+len(idents) > maxRefSegments:
+		return refValue{}
+	}
+	return refValue{known: true, values: true, path: append(slices.Clone(v.path), idents...)}
+}
 
 // chartValuesRefs collects the .Values paths the templates of ch and of the
 // subcharts it vendors read, in template order, each once. prefix is ch's key
@@ -173,7 +191,14 @@ func (w *refWalker) add(p []string) {
 	w.out = append(w.out, slices.Clone(p))
 }
 
-func (w *refWalker) walk(n parse.Node, dot dotContext, depth int) {
+// read adds v when it is a values path: what a template reads.
+func (w *refWalker) read(v refValue) {
+	if v.values {
+		w.add(v.path)
+	}
+}
+
+func (w *refWalker) walk(n parse.Node, dot refValue, depth int) {
 	if depth > maxRefNesting || w.budget.refs <= 0 {
 		return
 	}
@@ -187,79 +212,101 @@ func (w *refWalker) walk(n parse.Node, dot dotContext, depth int) {
 			w.walk(c, dot, depth)
 		}
 	case *parse.ActionNode:
-		w.walk(x.Pipe, dot, depth)
+		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.TemplateNode:
-		if x.Pipe != nil {
-			w.walk(x.Pipe, dot, depth)
-		}
-	case *parse.PipeNode:
-		if x == nil {
-			return
-		}
-		for _, c := range x.Cmds {
-			w.walk(c, dot, depth)
-		}
-	case *parse.CommandNode:
-		for _, a := range x.Args {
-			w.walk(a, dot, depth)
-		}
-	case *parse.ChainNode:
-		w.walk(x.Node, dot, depth)
-	case *parse.FieldNode, *parse.VariableNode:
-		if p, ok := valuesPathOf(n, dot); ok {
-			w.add(p)
-		}
+		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.IfNode:
-		w.branch(&x.BranchNode, dot, dot, depth)
+		w.branch(&x.BranchNode, dot, func(refValue) refValue { return dot }, depth)
 	case *parse.RangeNode:
 		// Inside, dot is an item of what is ranged over.
-		w.branch(&x.BranchNode, dot, dotContext{}, depth)
+		w.branch(&x.BranchNode, dot, func(refValue) refValue { return refValue{} }, depth)
 	case *parse.WithNode:
-		inner := dotContext{}
-		if p, ok := pipeValuesPath(x.Pipe, dot); ok {
-			inner = dotContext{known: true, values: true, path: p}
-		}
-		w.branch(&x.BranchNode, dot, inner, depth)
+		w.branch(&x.BranchNode, dot, func(v refValue) refValue { return v }, depth)
 	}
 }
 
 // branch walks an if, range or with: its pipeline and else with the outer dot,
-// its body with inner.
-func (w *refWalker) branch(b *parse.BranchNode, outer, inner dotContext, depth int) {
-	w.walk(b.Pipe, outer, depth)
-	w.walk(b.List, inner, depth)
+// its body with what inner makes dot of the pipeline's value.
+func (w *refWalker) branch(b *parse.BranchNode, outer refValue, inner func(refValue) refValue, depth int) {
+	v := w.pipe(b.Pipe, outer, depth)
+	w.read(v)
+	w.walk(b.List, inner(v), depth)
 	if b.ElseList != nil {
 		w.walk(b.ElseList, outer, depth)
 	}
 }
 
-// pipeValuesPath is the values path a pipeline of one argument reads
-// (with .Values.ingress), when it reads one.
-func pipeValuesPath(pipe *parse.PipeNode, dot dotContext) ([]string, bool) {
-	if pipe == nil || len(pipe.Cmds) != 1 || len(pipe.Cmds[0].Args) != 1 {
-		return nil, false
+// pipe walks a pipeline and returns its value, which it leaves to the caller
+// to read: the value of its one command, not known of several (what the last
+// returns is up to its function: default, toYaml).
+func (w *refWalker) pipe(p *parse.PipeNode, dot refValue, depth int) refValue {
+	if p == nil || depth > maxRefNesting {
+		return refValue{}
 	}
-	return valuesPathOf(pipe.Cmds[0].Args[0], dot)
+	if len(p.Cmds) == 1 {
+		return w.command(p.Cmds[0], dot, depth+1)
+	}
+	for _, c := range p.Cmds {
+		w.read(w.command(c, dot, depth+1))
+	}
+	return refValue{}
 }
 
-// valuesPathOf is the values path a field (.Values.a.b, or .b inside a with of
-// .Values.a) or a variable ($.Values.a.b) reads.
-func valuesPathOf(n parse.Node, dot dotContext) ([]string, bool) {
-	var p []string
-	switch x := n.(type) {
-	case *parse.FieldNode:
-		switch {
-		case dot.known && !dot.values && len(x.Ident) > 1 && x.Ident[0] == "Values":
-			p = x.Ident[1:]
-		case dot.known && dot.values:
-			p = append(slices.Clone(dot.path), x.Ident...)
-		}
-	case *parse.VariableNode:
-		if len(x.Ident) > 2 && x.Ident[0] == "$" && x.Ident[1] == "Values" {
-			p = x.Ident[2:]
-		}
+// command walks a command and returns its value: that of its one argument,
+// or of an index of string keys (index .Values "ingress" "annotations", as
+// Helm's engine runs it: the item each key names, in turn); not known of
+// another function's call, whose arguments it reads.
+func (w *refWalker) command(c *parse.CommandNode, dot refValue, depth int) refValue {
+	if len(c.Args) == 1 {
+		return w.operand(c.Args[0], dot, depth)
 	}
-	return p, len(p) > 0
+	args := c.Args
+	if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "index" && len(args) > 1 {
+		v := w.operand(args[1], dot, depth)
+		rest := args[2:]
+		for len(rest) > 0 {
+			s, ok := rest[0].(*parse.StringNode)
+			if !ok || !v.known {
+				break
+			}
+			v, rest = v.field(s.Text), rest[1:]
+		}
+		if len(rest) == 0 {
+			return v
+		}
+		// A key not written out (an item's number, a variable) ends the
+		// path: what is indexed is read, whatever the key.
+		w.read(v)
+		args = rest
+	}
+	for _, a := range args {
+		w.read(w.operand(a, dot, depth))
+	}
+	return refValue{}
+}
+
+// operand is the value of an argument of a command, which it leaves to the
+// caller to read: a field, a variable, dot, a field of a parenthesized
+// pipeline (whose own value is the chain's base, read as part of it).
+func (w *refWalker) operand(n parse.Node, dot refValue, depth int) refValue {
+	if depth > maxRefNesting {
+		return refValue{}
+	}
+	switch x := n.(type) {
+	case *parse.DotNode:
+		return dot
+	case *parse.FieldNode:
+		return dot.field(x.Ident...)
+	case *parse.VariableNode:
+		if x.Ident[0] == "$" {
+			return rootDot.field(x.Ident[1:]...)
+		}
+	case *parse.ChainNode:
+		return w.operand(x.Node, dot, depth+1).field(x.Field...)
+	case *parse.PipeNode:
+		return w.pipe(x, dot, depth+1)
+	}
+	return refValue{}
 }
 
 // unreadRefs are the refs no values leaf defines, each once, ordered by rank

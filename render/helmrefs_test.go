@@ -24,7 +24,7 @@ host: {{ .host | default $.Values.defaultHost }}
 		got = append(got, strings.Join(p, "."))
 	}
 	slices.Sort(got)
-	want := []string{"commonLabels", "defaultHost", "env", "ingress", "ingress.annotations", "ingress.host"}
+	want := []string{"commonLabels", "defaultHost", "env", "ingress", "ingress.annotations", "ingress.host", "skipped"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -89,5 +89,43 @@ func TestChartValuesRefsByteBudget(t *testing.T) {
 	}
 	if refs[0].rank != 2 {
 		t.Errorf("rank of a ref of a chart whose templates read write no Ingress: %d, want 2", refs[0].rank)
+	}
+}
+
+// templateRefs are the paths templateValuesPaths reads in text, dotted, sorted.
+func templateRefs(t *testing.T, text string) []string {
+	t.Helper()
+	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	var got []string
+	for _, p := range templateValuesPaths("t.yaml", text, &budget) {
+		got = append(got, strings.Join(p, "."))
+	}
+	slices.Sort(got)
+	return got
+}
+
+// index with string keys reads the path they spell, from .Values, from a
+// values path or from the top of the data; a key that is no string literal
+// (an item's number, a variable) ends the path read there.
+func TestTemplateValuesPathsIndex(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"from .Values", `{{ index .Values "ingress" "annotations" | toYaml }}`, []string{"ingress.annotations"}},
+		{"from a values path", `{{ index .Values.ingress "annotations" }}`, []string{"ingress.annotations"}},
+		{"raw strings", "{{ index .Values `ingress` `class-name` }}", []string{"ingress.class-name"}},
+		{"from the top", `{{ index $ "Values" "ingress" "tls" }}{{ index . "Values" "host" }}`, []string{"host", "ingress.tls"}},
+		{"inside a with", `{{ with .Values.ingress }}{{ index . "annotations" }}{{ end }}`, []string{"ingress", "ingress.annotations"}},
+		{"with of an index", `{{ with index .Values "ingress" }}{{ .annotations }}{{ end }}`, []string{"ingress", "ingress.annotations"}},
+		{"a number ends it", `{{ index .Values.hosts 0 "name" }}`, []string{"hosts"}},
+		{"a variable ends it", `{{ range $k, $v := .Values.env }}{{ index $.Values.env $k "x" }}{{ end }}`, []string{"env"}},
+		{"not of values", `{{ index .Release "Name" }}{{ index .Capabilities.APIVersions 0 }}`, nil},
+		{"parenthesized", `{{ (index .Values "ingress").annotations }}{{ toYaml (index .Values "labels") }}`, []string{"ingress.annotations", "labels"}},
+	}
+	for _, c := range cases {
+		if got := templateRefs(t, c.text); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
 	}
 }
