@@ -53,8 +53,8 @@ type refBudget struct {
 	refs  int
 }
 
-// refValue is what dot holds at a place of a template, or what a pipeline
-// yields: the top of the template's data (.Values.x reads x), a values path
+// refValue is what dot or a variable holds at a place of a template, or what
+// a pipeline yields: the top of the template's data (.Values.x reads x), a values path
 // (.Values.ingress, dot inside a with of it), or not known (an item of a
 // range, what a function returns).
 type refValue struct {
@@ -165,6 +165,7 @@ func templateValuesPaths(name, text string, budget *refBudget) [][]string {
 	// (include "x" .): read as the file's own body is.
 	for _, n := range slices.Sorted(maps.Keys(trees)) {
 		if tree := trees[n]; tree != nil && tree.Root != nil {
+			w.vars = []refVariable{{name: "$", value: rootDot}}
 			w.walk(tree.Root, rootDot, 0)
 		}
 	}
@@ -176,6 +177,44 @@ type refWalker struct {
 	budget *refBudget
 	seen   map[string]bool
 	out    [][]string
+	// vars are the variables in scope, innermost last: $ and those declared
+	// since, as text/template scopes them.
+	vars []refVariable
+}
+
+// refVariable is a variable of a template and what it holds.
+type refVariable struct {
+	name  string
+	value refValue
+}
+
+// variable is what the variable named holds; not known of one out of scope,
+// which the parse refuses.
+func (w *refWalker) variable(name string) refValue {
+	for i := len(w.vars) - 1; i >= 0; i-- {
+		if w.vars[i].name == name {
+			return w.vars[i].value
+		}
+	}
+	return refValue{}
+}
+
+// declare gives the variables a pipeline declares ($x := ...) or assigns
+// ($x = ...) the value v.
+func (w *refWalker) declare(p *parse.PipeNode, v refValue) {
+	for _, d := range p.Decl {
+		name := d.Ident[0]
+		if !p.IsAssign {
+			w.vars = append(w.vars, refVariable{name: name, value: v})
+			continue
+		}
+		for i := len(w.vars) - 1; i >= 0; i-- {
+			if w.vars[i].name == name {
+				w.vars[i].value = v
+				break
+			}
+		}
+	}
 }
 
 func (w *refWalker) add(p []string) {
@@ -216,30 +255,49 @@ func (w *refWalker) walk(n parse.Node, dot refValue, depth int) {
 	case *parse.TemplateNode:
 		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.IfNode:
-		w.branch(&x.BranchNode, dot, func(refValue) refValue { return dot }, depth)
+		w.branch(&x.BranchNode, dot, func(v refValue) (refValue, refValue) { return dot, v }, depth)
 	case *parse.RangeNode:
-		// Inside, dot is an item of what is ranged over.
-		w.branch(&x.BranchNode, dot, func(refValue) refValue { return refValue{} }, depth)
+		// Inside, dot and the variables declared are an item of what is
+		// ranged over (and its key or index), which no values path names.
+		w.branch(&x.BranchNode, dot, func(refValue) (refValue, refValue) { return refValue{}, refValue{} }, depth)
 	case *parse.WithNode:
-		w.branch(&x.BranchNode, dot, func(v refValue) refValue { return v }, depth)
+		w.branch(&x.BranchNode, dot, func(v refValue) (refValue, refValue) { return v, v }, depth)
 	}
 }
 
 // branch walks an if, range or with: its pipeline and else with the outer dot,
-// its body with what inner makes dot of the pipeline's value.
-func (w *refWalker) branch(b *parse.BranchNode, outer refValue, inner func(refValue) refValue, depth int) {
-	v := w.pipe(b.Pipe, outer, depth)
+// its body with the dot inner makes of the pipeline's value. The variables its
+// pipeline declares hold the item inner makes of it, seen in its body and
+// else; those its body declares are seen in its body alone.
+func (w *refWalker) branch(b *parse.BranchNode, outer refValue, inner func(refValue) (dot, item refValue), depth int) {
+	scope := len(w.vars)
+	v := w.pipeValue(b.Pipe, outer, depth)
 	w.read(v)
-	w.walk(b.List, inner(v), depth)
+	dot, item := inner(v)
+	w.declare(b.Pipe, item)
+	body := len(w.vars)
+	w.walk(b.List, dot, depth)
+	w.vars = w.vars[:body]
 	if b.ElseList != nil {
 		w.walk(b.ElseList, outer, depth)
 	}
+	w.vars = w.vars[:scope]
 }
 
-// pipe walks a pipeline and returns its value, which it leaves to the caller
-// to read: the value of its one command, not known of several (what the last
-// returns is up to its function: default, toYaml).
+// pipe walks a pipeline, declares its variables, and returns its value, which
+// it leaves to the caller to read.
 func (w *refWalker) pipe(p *parse.PipeNode, dot refValue, depth int) refValue {
+	v := w.pipeValue(p, dot, depth)
+	if p != nil {
+		w.declare(p, v)
+	}
+	return v
+}
+
+// pipeValue walks a pipeline and returns its value: the value of its one
+// command, not known of several (what the last returns is up to its
+// function: default, toYaml).
+func (w *refWalker) pipeValue(p *parse.PipeNode, dot refValue, depth int) refValue {
 	if p == nil || depth > maxRefNesting {
 		return refValue{}
 	}
@@ -298,9 +356,7 @@ func (w *refWalker) operand(n parse.Node, dot refValue, depth int) refValue {
 	case *parse.FieldNode:
 		return dot.field(x.Ident...)
 	case *parse.VariableNode:
-		if x.Ident[0] == "$" {
-			return rootDot.field(x.Ident[1:]...)
-		}
+		return w.variable(x.Ident[0]).field(x.Ident[1:]...)
 	case *parse.ChainNode:
 		return w.operand(x.Node, dot, depth+1).field(x.Field...)
 	case *parse.PipeNode:

@@ -129,3 +129,36 @@ func TestTemplateValuesPathsIndex(t *testing.T) {
 		}
 	}
 }
+
+// A variable holds what it was given: the top of the data, a values path, or
+// an item of a range, which no path names; each is seen where text/template
+// scopes it (to the end of the if, with or range that declares it).
+func TestTemplateValuesPathsVariables(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"of a values path", `{{- $ing := .Values.ingress }}{{ toYaml $ing.annotations }}`, []string{"ingress", "ingress.annotations"}},
+		{"of the top", `{{ $root := . }}{{ with .Values.a }}{{ $root.Values.x }}{{ end }}`, []string{"a", "x"}},
+		{"of .Values", `{{ $v := .Values }}{{ $v.y }}{{ with .Values }}{{ .z }}{{ end }}`, []string{"y", "z"}},
+		{"of an index", `{{ $ing := index .Values "ingress" }}{{ $ing.tls }}`, []string{"ingress", "ingress.tls"}},
+		{"of a variable", `{{ $a := .Values.a }}{{ $b := $a.b }}{{ $b.c }}`, []string{"a", "a.b", "a.b.c"}},
+		{"the top inside a range", `{{ range .Values.items }}{{ $.Values.x }}{{ end }}`, []string{"items", "x"}},
+		{"declared by a with", `{{ with $i := .Values.ingress }}{{ $i.tls }}{{ .host }}{{ end }}`, []string{"ingress", "ingress.host", "ingress.tls"}},
+		{"declared by an if", `{{ if $e := .Values.extra }}{{ $e.k }}{{ .Values.q }}{{ end }}`, []string{"extra", "extra.k", "q"}},
+		{"items of a range", `{{ range $i, $h := .Values.hosts }}{{ $h.name }}{{ .path }}{{ $i.x }}{{ end }}`, []string{"hosts"}},
+		{"an item given a name", `{{ range .Values.items }}{{ $it := . }}{{ $it.k }}{{ end }}`, []string{"items"}},
+		{"a range of a variable", `{{ $hs := .Values.hosts }}{{ range $hs }}{{ .name }}{{ end }}`, []string{"hosts"}},
+		{"shadowed in a range", `{{ $v := .Values.a }}{{ range .Values.list }}{{ $v := . }}{{ $v.z }}{{ end }}{{ $v.y }}`, []string{"a", "a.y", "list"}},
+		{"out of scope", `{{ with .Values.a }}{{ $x := .b }}{{ end }}{{ $x := .Values.c }}{{ $x.d }}`, []string{"a", "a.b", "c", "c.d"}},
+		{"assigned again", `{{ $v := .Values.a }}{{ $v = .Values.b }}{{ $v.c }}`, []string{"a", "b", "b.c"}},
+		{"in a define", `{{ define "d" }}{{ $top := . }}{{ $top.Values.z }}{{ end }}`, []string{"z"}},
+		{"else with", `{{ with .Values.a }}{{ .x }}{{ else with .Values.b }}{{ .y }}{{ end }}`, []string{"a", "a.x", "b", "b.y"}},
+		{"of what a function returns", `{{ $d := .Values.a | default dict }}{{ $d.k }}`, []string{"a"}},
+	}
+	for _, c := range cases {
+		if got := templateRefs(t, c.text); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
