@@ -423,7 +423,7 @@ func (p *planner) unreadKeyBuilders(target *object, fileLeaves []valuesLeaf, edi
 	if err != nil {
 		return nil, withApp(err, p.primary.Name)
 	}
-	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	budget := newRefBudget()
 	refs := unreadRefs(chartValuesRefs(ch, nil, target.kind, &budget, 0), leaves)
 	var builders []candidateBuilder
 	for _, s := range unreadKeySets(refs, chains[0], editable[len(editable)-1], min(room, maxUnreadKeyGuesses)) {

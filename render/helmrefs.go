@@ -35,6 +35,15 @@ const (
 	maxRefNesting = 64
 	// maxUnreadKeyGuesses is how many such keys one change tries.
 	maxUnreadKeyGuesses = 8
+	// maxTemplateActions is how many actions ({{ }}) one template parsed may
+	// hold: text/template's parse looks a variable up among all those in
+	// scope, and recurses once per nesting, so a template's parse costs as
+	// many variables as it declares times as many as it uses, and a stack as
+	// deep as it nests.
+	maxTemplateActions = 4096
+	// maxRefActions is how many actions the templates one plan parses hold
+	// together.
+	maxRefActions = 1 << 16
 )
 
 // valuesRef is a .Values path a chart's templates read, from the top of the
@@ -49,8 +58,13 @@ type valuesRef struct {
 
 // refBudget is what is left of the bounds of one plan's template reading.
 type refBudget struct {
-	bytes int
-	refs  int
+	bytes   int
+	refs    int
+	actions int
+}
+
+func newRefBudget() refBudget {
+	return refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs, actions: maxRefActions}
 }
 
 // refValue is what dot or a variable holds at a place of a template, or what
@@ -152,8 +166,15 @@ func writesKindLine(data []byte, kind string) bool {
 // templateValuesPaths parses one template file as Helm's engine does (its
 // functions are not checked: Helm's are not known here) and returns the .Values
 // paths it reads, in order; none when it does not parse, which the render
-// reports.
+// reports, or holds more actions than the bounds leave.
 func templateValuesPaths(name, text string, budget *refBudget) [][]string {
+	// Every action opens with "{{" (Helm keeps text/template's delimiters),
+	// so their count bounds the actions whatever strings and comments hide.
+	actions := strings.Count(text, "{{")
+	if actions > maxTemplateActions || actions > budget.actions {
+		return nil
+	}
+	budget.actions -= actions
 	trees := map[string]*parse.Tree{}
 	t := parse.New(name)
 	t.Mode = parse.SkipFuncCheck

@@ -18,7 +18,7 @@ host: {{ .host | default $.Values.defaultHost }}
 {{- range $k, $v := .Values.env }}{{ .name }}{{ $k }}{{ end }}
 {{- define "x.labels" }}{{ toYaml .Values.commonLabels }}{{ end }}
 {{ include "x.labels" . }}{{ index .Values "skipped" }}{{ .Release.Name }}`
-	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	budget := newRefBudget()
 	var got []string
 	for _, p := range templateValuesPaths("t.yaml", text, &budget) {
 		got = append(got, strings.Join(p, "."))
@@ -37,7 +37,8 @@ func TestTemplateValuesPathsBounded(t *testing.T) {
 		b.WriteString(strings.Repeat("x", i%7))
 		b.WriteString(".a" + strings.Repeat(".b", i%20) + " }}\n")
 	}
-	budget := refBudget{bytes: maxRefTemplateBytes, refs: 10}
+	budget := newRefBudget()
+	budget.refs = 10
 	if got := templateValuesPaths("t.yaml", b.String(), &budget); len(got) != 10 {
 		t.Errorf("collected %d paths, want the bound of 10", len(got))
 	}
@@ -82,7 +83,8 @@ func TestChartValuesRefsByteBudget(t *testing.T) {
 		{Name: "templates/b.yaml", Data: []byte("kind: Ingress\n{{ .Values.second }}")},
 	}}
 	ch.SetDependencies(sub)
-	budget := refBudget{bytes: len(ch.Templates[0].Data), refs: maxValuesRefs}
+	budget := newRefBudget()
+	budget.bytes = len(ch.Templates[0].Data)
 	refs := chartValuesRefs(ch, nil, "Ingress", &budget, 0)
 	if len(refs) != 1 || strings.Join(refs[0].path, ".") != "first" {
 		t.Fatalf("refs read within the budget: %+v, want first alone", refs)
@@ -95,7 +97,7 @@ func TestChartValuesRefsByteBudget(t *testing.T) {
 // templateRefs are the paths templateValuesPaths reads in text, dotted, sorted.
 func templateRefs(t *testing.T, text string) []string {
 	t.Helper()
-	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
+	budget := newRefBudget()
 	var got []string
 	for _, p := range templateValuesPaths("t.yaml", text, &budget) {
 		got = append(got, strings.Join(p, "."))
@@ -160,5 +162,58 @@ func TestTemplateValuesPathsVariables(t *testing.T) {
 		if got := templateRefs(t, c.text); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A hostile template set stays within the bounds of the reading: a template
+// of more actions than one is parsed with (whose parse costs as many
+// variables as it declares times as many as it uses, and a stack as deep as
+// its nesting) is not parsed, nor one past the actions of a plan; variables
+// built on each other and an index of ever more keys give no path longer than
+// maxRefSegments, and nesting past maxRefNesting is not walked.
+func TestTemplateValuesPathsHostile(t *testing.T) {
+	var vars strings.Builder
+	vars.WriteString("{{ $v0 := .Values.a }}")
+	for i := 1; i < maxTemplateActions/2; i++ {
+		fmt.Fprintf(&vars, "{{ $v%d := $v%d.a }}", i, i-1)
+	}
+	index := "{{ index .Values" + strings.Repeat(` "a"`, 100_000) + " }}{{ index .Values" + strings.Repeat(` "b"`, maxRefSegments) + " }}"
+	nested := strings.Repeat("{{ with .Values.n }}", 2*maxRefNesting) + strings.Repeat("{{ end }}", 2*maxRefNesting)
+	tooMany := strings.Repeat("{{ $x := 1 }}", maxTemplateActions) + "{{ .Values.past }}"
+	wide := strings.Repeat("{{ .Values.w }}", maxTemplateActions-1)
+
+	budget := newRefBudget()
+	got := map[string][][]string{}
+	for _, tc := range []struct{ name, text string }{
+		{"vars", vars.String()}, {"index", index}, {"nested", nested}, {"tooMany", tooMany},
+	} {
+		got[tc.name] = templateValuesPaths(tc.name, tc.text, &budget)
+	}
+	for name, paths := range got {
+		for _, p := range paths {
+			if len(p) > maxRefSegments {
+				t.Errorf("%s: a path of %d segments, past the bound of %d", name, len(p), maxRefSegments)
+			}
+		}
+	}
+	if n := len(got["vars"]); n != maxRefSegments {
+		t.Errorf("variables built on each other gave %d paths, want one per segment up to %d", n, maxRefSegments)
+	}
+	if p := got["index"]; len(p) != 1 || len(p[0]) != maxRefSegments {
+		t.Errorf("index of ever more keys gave %v, want the path of %d b keys alone", p, maxRefSegments)
+	}
+	if n := len(got["nested"]); n == 0 || n > maxRefNesting {
+		t.Errorf("with nested %d deep gave %d paths, want at most the %d walked", 2*maxRefNesting, n, maxRefNesting)
+	}
+	if p := got["tooMany"]; p != nil {
+		t.Errorf("a template of more than %d actions was parsed: %v", maxTemplateActions, p)
+	}
+	for range budget.actions / (maxTemplateActions - 1) {
+		if templateValuesPaths("wide", wide, &budget) == nil {
+			t.Fatalf("a template within the actions left (%d) was not parsed", budget.actions)
+		}
+	}
+	if p := templateValuesPaths("past", wide, &budget); p != nil {
+		t.Errorf("a template past the actions of a plan was parsed: %v", p)
 	}
 }
