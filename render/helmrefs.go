@@ -96,10 +96,11 @@ func (v refValue) field(idents ...string) refValue {
 	return refValue{known: true, values: true, path: append(slices.Clone(v.path), idents...)}
 }
 
-// chartValuesRefs collects the .Values paths the templates of ch and of the
-// subcharts it vendors read, in template order, each once. prefix is ch's key
-// in the app's values (nil for the app's chart); kind is the target's.
-func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refBudget, depth int) []valuesRef {
+// chartValuesRefs collects the .Values paths the templates of ch and of its
+// subcharts subs (those it vendors, and those fetched for it) read, in template
+// order, each once. prefix is ch's key in the app's values (nil for the app's
+// chart); kind is the target's.
+func chartValuesRefs(ch *chart.Chart, subs []*chart.Chart, prefix []string, kind string, budget *refBudget, depth int) []valuesRef {
 	if ch == nil || depth > maxRefNesting {
 		return nil
 	}
@@ -131,9 +132,16 @@ func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refB
 		return out
 	}
 	keys := subchartKeys(ch.Metadata.Dependencies)
-	for _, sub := range ch.Dependencies() {
+	walked := map[string]bool{}
+	for _, sub := range subs {
+		// A chart the parent depends on under two aliases is one chart,
+		// read under each of its keys.
+		if sub == nil || walked[sub.Name()] {
+			continue
+		}
+		walked[sub.Name()] = true
 		for _, key := range keys(sub.Name()) {
-			out = append(out, chartValuesRefs(sub, append(slices.Clone(prefix), key), kind, budget, depth+1)...)
+			out = append(out, chartValuesRefs(sub, sub.Dependencies(), append(slices.Clone(prefix), key), kind, budget, depth+1)...)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,9 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/kukie/kukie-gitops/internal/testtree"
+	"github.com/kukie/kukie-gitops/objref"
 )
 
 func TestTemplateValuesPaths(t *testing.T) {
@@ -85,7 +89,7 @@ func TestChartValuesRefsByteBudget(t *testing.T) {
 	ch.SetDependencies(sub)
 	budget := newRefBudget()
 	budget.bytes = len(ch.Templates[0].Data)
-	refs := chartValuesRefs(ch, nil, "Ingress", &budget, 0)
+	refs := chartValuesRefs(ch, ch.Dependencies(), nil, "Ingress", &budget, 0)
 	if len(refs) != 1 || strings.Join(refs[0].path, ".") != "first" {
 		t.Fatalf("refs read within the budget: %+v, want first alone", refs)
 	}
@@ -215,5 +219,54 @@ func TestTemplateValuesPathsHostile(t *testing.T) {
 	}
 	if p := templateValuesPaths("past", wide, &budget); p != nil {
 		t.Errorf("a template past the actions of a plan was parsed: %v", p)
+	}
+}
+
+// The templates of a subchart are read as the render has them: vendored under
+// charts/ (a directory or an archive) and fetched as the Chart.lock pins
+// them (failed before: a fetched one's were not read), each .Values.x under
+// the key the parent gives it (its alias, else its name), .Values.global.x
+// as global.x.
+func TestChartRefsOfSubcharts(t *testing.T) {
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ .Chart.Name }}}\n" +
+		"spec:\n  template:\n    metadata:\n      annotations: {{ toYaml .Values.podAnnotations | nindent 8 }}\n" +
+		"    spec:\n      containers:\n        - name: c\n          image: {{ .Values.global.registry }}/{{ .Chart.Name }}\n"
+	fetched := chartArchiveWith(t, "cache", map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: cache\nversion: 1.4.2\n",
+		"templates/deployment.yaml": deployment,
+	})
+	vendored := chartArchiveWith(t, "queue", map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: queue\nversion: 0.1.0\n",
+		"templates/deployment.yaml": deployment + "{{ $q := .Values.queue }}{{ $q.depth }}\n",
+	})
+	deps := []*chart.Dependency{{Name: "cache", Alias: "sessions", Version: "~1.4.0", Repository: "https://charts.example.com/stable"}}
+	locked := []*chart.Dependency{{Name: "cache", Version: "1.4.2", Repository: "https://charts.example.com/stable"}}
+	digest, err := lockDigest(deps, locked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := testtree.Write(t, map[string]string{
+		"charts/shop/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.3.0\ndependencies:\n" +
+			"  - {name: cache, alias: sessions, version: ~1.4.0, repository: https://charts.example.com/stable}\n",
+		"charts/shop/Chart.lock": "dependencies:\n- name: cache\n  repository: https://charts.example.com/stable\n  version: 1.4.2\n" +
+			"digest: " + digest + "\ngenerated: \"2026-11-02T09:12:44.50121Z\"\n",
+		"charts/shop/charts/queue-0.1.0.tgz":    vendored,
+		"charts/shop/templates/deployment.yaml": "{{ .Values.image }}\n",
+	})
+	app := Application{Name: "shop", Path: "charts/shop", SourceType: SourceHelm, Namespace: "shop"}
+	p, err := newPlanner(WithCharts(context.Background(), oneChart(fetched)), Request{RepoDir: repo, Apps: []Application{app},
+		Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Name: "cache"}, Change: Change{Replicas: &Replicas{Count: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.chartRefs("Deployment") {
+		got = append(got, strings.Join(r.path, "."))
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	want := []string{"global.registry", "image", "queue.podAnnotations", "queue.queue", "queue.queue.depth", "sessions.podAnnotations"}
+	if !slices.Equal(got, want) {
+		t.Errorf("refs %v, want %v", got, want)
 	}
 }
