@@ -81,6 +81,19 @@ func lockDigest(req, locked []*chart.Dependency) (string, error) {
 // "helm dependency build" adds them for Argo CD. Archives count against budget
 // like vendored ones. Each refusal names the chart and the dependency.
 func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budget *archiveBudget) error {
+	subs, err := fetchDependencies(ctx, ch, root, budget)
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		ch.AddDependency(sub)
+	}
+	return nil
+}
+
+// fetchDependencies fetches the dependencies of ch that resolveDependencies
+// adds to it, leaving ch as it is.
+func fetchDependencies(ctx context.Context, ch *chart.Chart, root string, budget *archiveBudget) ([]*chart.Chart, error) {
 	present := map[string]bool{}
 	for _, d := range ch.Dependencies() {
 		present[d.Name()] = true
@@ -92,52 +105,53 @@ func resolveDependencies(ctx context.Context, ch *chart.Chart, root string, budg
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return nil, nil
 	}
 	where := fmt.Sprintf("chart %s: the dependencies %s are not vendored under charts/", root, strings.Join(missing, ", "))
 	if len(missing) == 1 {
 		where = fmt.Sprintf("chart %s: the dependency %s is not vendored under charts/", root, missing[0])
 	}
 	if ch.Lock == nil {
-		return refuse(CodeHelmDependency, "%s and the chart has no Chart.lock: Argo CD would resolve their version ranges anew at every render (helm dependency update); pin them with a Chart.lock or vendor them", where)
+		return nil, refuse(CodeHelmDependency, "%s and the chart has no Chart.lock: Argo CD would resolve their version ranges anew at every render (helm dependency update); pin them with a Chart.lock or vendor them", where)
 	}
 	digest, err := lockDigest(ch.Metadata.Dependencies, ch.Lock.Dependencies)
 	if err != nil || digest != ch.Lock.Digest {
-		return refuse(CodeHelmDependency, "%s and %s is out of sync with Chart.yaml (its digest %s, Chart.yaml's dependencies give %s); helm dependency build refuses it too: run helm dependency update",
+		return nil, refuse(CodeHelmDependency, "%s and %s is out of sync with Chart.yaml (its digest %s, Chart.yaml's dependencies give %s); helm dependency build refuses it too: run helm dependency update",
 			where, chartFile(root, "Chart.lock"), ch.Lock.Digest, digest)
 	}
 	source := chartsOf(ctx)
 	if source == nil {
-		return refuse(CodeHelmDependency, "%s, and this render fetches no chart dependencies: vendor them", where)
+		return nil, refuse(CodeHelmDependency, "%s, and this render fetches no chart dependencies: vendor them", where)
 	}
 	locked := map[string]*chart.Dependency{}
+	var subs []*chart.Chart
 	for _, d := range ch.Lock.Dependencies {
 		locked[d.Name] = d
 	}
 	for _, name := range missing {
 		l := locked[name]
 		if l == nil {
-			return refuse(CodeHelmDependency, "chart %s: Chart.lock pins no version of the dependency %s", root, name)
+			return nil, refuse(CodeHelmDependency, "chart %s: Chart.lock pins no version of the dependency %s", root, name)
 		}
 		dep := ChartDependency{Repository: l.Repository, Name: l.Name, Version: l.Version}
 		switch {
 		case dep.Repository == "":
-			return refuse(CodeHelmDependency, "chart %s: the dependency %s names no repository and is not vendored under charts/", root, name)
+			return nil, refuse(CodeHelmDependency, "chart %s: the dependency %s names no repository and is not vendored under charts/", root, name)
 		case strings.HasPrefix(dep.Repository, "file://"):
-			return refuse(CodeHelmDependency, "chart %s: the dependency %s is the local chart %s, which is not supported yet: vendor it under charts/", root, name, dep.Repository)
+			return nil, refuse(CodeHelmDependency, "chart %s: the dependency %s is the local chart %s, which is not supported yet: vendor it under charts/", root, name, dep.Repository)
 		case strings.HasPrefix(dep.Repository, "@") || strings.HasPrefix(dep.Repository, "alias:"):
-			return refuse(CodeHelmDependency, "chart %s: the dependency %s names its repository by the alias %s, which only a Helm client's repository configuration resolves: name it by URL", root, name, dep.Repository)
+			return nil, refuse(CodeHelmDependency, "chart %s: the dependency %s names its repository by the alias %s, which only a Helm client's repository configuration resolves: name it by URL", root, name, dep.Repository)
 		}
 		file := chartFile(root, "charts", name+"-"+dep.Version+".tgz") + " (fetched)"
 		// helm dependency build leaves the archive under charts/, where Helm's
 		// loader reads it whatever its directory.
 		sub, _, err := fetchChart(ctx, source, dep, file, fmt.Sprintf("chart %s: dependency %s", root, dep), budget)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ch.AddDependency(sub)
+		subs = append(subs, sub)
 	}
-	return nil
+	return subs, nil
 }
 
 // chartFile names a file of the chart at root: a path of the repository, or,

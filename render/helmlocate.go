@@ -413,18 +413,15 @@ func (p *planner) unreadKeyBuilders(target *object, fileLeaves []valuesLeaf, edi
 			return nil, nil
 		}
 	}
-	ch, err := p.appChart()
-	if err != nil {
-		// The render loaded it; a chart that cannot be read again here has
-		// no keys to guess, and the other candidates' outcome stands.
+	refs := p.chartRefs(target.kind)
+	if len(refs) == 0 {
 		return nil, nil
 	}
 	leaves, err := p.appValuesLeaves(fileLeaves, defaults)
 	if err != nil {
 		return nil, withApp(err, p.primary.Name)
 	}
-	budget := refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs}
-	refs := unreadRefs(chartValuesRefs(ch, nil, target.kind, &budget, 0), leaves)
+	refs = unreadRefs(refs, leaves)
 	var builders []candidateBuilder
 	for _, s := range unreadKeySets(refs, chains[0], editable[len(editable)-1], min(room, maxUnreadKeyGuesses)) {
 		sets := []helmValueSet{s}
@@ -434,6 +431,32 @@ func (p *planner) unreadKeyBuilders(target *object, fileLeaves []valuesLeaf, edi
 		builders = append(builders, p.valuesBuilder(sets))
 	}
 	return builders, nil
+}
+
+// chartRefs are the .Values paths the templates of the primary Helm app's
+// chart and of its subcharts read (see chartValuesRefs), kind the target's:
+// those vendored under its charts/, and those its Chart.lock pins, fetched as
+// the render fetches them.
+func (p *planner) chartRefs(kind string) []valuesRef {
+	ch, err := p.appChart()
+	if err != nil {
+		// The render loaded it; a chart that cannot be read again here has
+		// no keys to guess, and the other candidates' outcome stands.
+		return nil
+	}
+	subs := ch.Dependencies()
+	if len(ch.Metadata.Dependencies) > 0 {
+		// The render fetched them within the bound of the chart's archives,
+		// so a bound of their own holds them again. ch is left as it is: a
+		// chart from a Helm repository is the plan's one copy. One that
+		// cannot be had again only has no keys to guess.
+		archives := newArchiveBudget()
+		if fetched, err := fetchDependencies(p.ctx, ch, p.primary.Path, &archives); err == nil {
+			subs = slices.Concat(subs, fetched)
+		}
+	}
+	budget := newRefBudget()
+	return chartValuesRefs(ch, subs, nil, kind, &budget, 0)
 }
 
 // appChart is the primary Helm app's chart as its templates are written: the

@@ -35,6 +35,15 @@ const (
 	maxRefNesting = 64
 	// maxUnreadKeyGuesses is how many such keys one change tries.
 	maxUnreadKeyGuesses = 8
+	// maxTemplateActions is how many actions ({{ }}) one template parsed may
+	// hold: text/template's parse looks a variable up among all those in
+	// scope, and recurses once per nesting, so a template's parse costs as
+	// many variables as it declares times as many as it uses, and a stack as
+	// deep as it nests.
+	maxTemplateActions = 4096
+	// maxRefActions is how many actions the templates one plan parses hold
+	// together.
+	maxRefActions = 1 << 16
 )
 
 // valuesRef is a .Values path a chart's templates read, from the top of the
@@ -49,25 +58,49 @@ type valuesRef struct {
 
 // refBudget is what is left of the bounds of one plan's template reading.
 type refBudget struct {
-	bytes int
-	refs  int
+	bytes   int
+	refs    int
+	actions int
 }
 
-// dotContext is what dot is at a place of a template: the top of the
-// template's data (.Values.x reads x), a values path (inside a with of one),
-// or not known (inside a range, or a with of anything else).
-type dotContext struct {
+func newRefBudget() refBudget {
+	return refBudget{bytes: maxRefTemplateBytes, refs: maxValuesRefs, actions: maxRefActions}
+}
+
+// refValue is what dot or a variable holds at a place of a template, or what
+// a pipeline yields: the top of the template's data (.Values.x reads x), a values path
+// (.Values.ingress, dot inside a with of it), or not known (an item of a
+// range, what a function returns).
+type refValue struct {
 	known  bool
 	values bool
 	path   []string
 }
 
-var rootDot = dotContext{known: true}
+var rootDot = refValue{known: true}
 
-// chartValuesRefs collects the .Values paths the templates of ch and of the
-// subcharts it vendors read, in template order, each once. prefix is ch's key
-// in the app's values (nil for the app's chart); kind is the target's.
-func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refBudget, depth int) []valuesRef {
+// field is what v.f.g reads: a values path from the top of the data through
+// Values, or under a values path; not known past maxRefSegments.
+func (v refValue) field(idents ...string) refValue {
+	switch {
+	case !v.known || len(idents) == 0:
+		return v
+	case !v.values:
+		if idents[0] != "Values" {
+			return refValue{}
+		}
+		return refValue{known: true, values: true}.field(idents[1:]...)
+	case len(v.path)+len(idents) > maxRefSegments:
+		return refValue{}
+	}
+	return refValue{known: true, values: true, path: append(slices.Clone(v.path), idents...)}
+}
+
+// chartValuesRefs collects the .Values paths the templates of ch and of its
+// subcharts subs (those it vendors, and those fetched for it) read, in template
+// order, each once. prefix is ch's key in the app's values (nil for the app's
+// chart); kind is the target's.
+func chartValuesRefs(ch *chart.Chart, subs []*chart.Chart, prefix []string, kind string, budget *refBudget, depth int) []valuesRef {
 	if ch == nil || depth > maxRefNesting {
 		return nil
 	}
@@ -99,9 +132,16 @@ func chartValuesRefs(ch *chart.Chart, prefix []string, kind string, budget *refB
 		return out
 	}
 	keys := subchartKeys(ch.Metadata.Dependencies)
-	for _, sub := range ch.Dependencies() {
+	walked := map[string]bool{}
+	for _, sub := range subs {
+		// A chart the parent depends on under two aliases is one chart,
+		// read under each of its keys.
+		if sub == nil || walked[sub.Name()] {
+			continue
+		}
+		walked[sub.Name()] = true
 		for _, key := range keys(sub.Name()) {
-			out = append(out, chartValuesRefs(sub, append(slices.Clone(prefix), key), kind, budget, depth+1)...)
+			out = append(out, chartValuesRefs(sub, sub.Dependencies(), append(slices.Clone(prefix), key), kind, budget, depth+1)...)
 		}
 	}
 	return out
@@ -134,8 +174,15 @@ func writesKindLine(data []byte, kind string) bool {
 // templateValuesPaths parses one template file as Helm's engine does (its
 // functions are not checked: Helm's are not known here) and returns the .Values
 // paths it reads, in order; none when it does not parse, which the render
-// reports.
+// reports, or holds more actions than the bounds leave.
 func templateValuesPaths(name, text string, budget *refBudget) [][]string {
+	// Every action opens with "{{" (Helm keeps text/template's delimiters),
+	// so their count bounds the actions whatever strings and comments hide.
+	actions := strings.Count(text, "{{")
+	if actions > maxTemplateActions || actions > budget.actions {
+		return nil
+	}
+	budget.actions -= actions
 	trees := map[string]*parse.Tree{}
 	t := parse.New(name)
 	t.Mode = parse.SkipFuncCheck
@@ -147,6 +194,7 @@ func templateValuesPaths(name, text string, budget *refBudget) [][]string {
 	// (include "x" .): read as the file's own body is.
 	for _, n := range slices.Sorted(maps.Keys(trees)) {
 		if tree := trees[n]; tree != nil && tree.Root != nil {
+			w.vars = []refVariable{{name: "$", value: rootDot}}
 			w.walk(tree.Root, rootDot, 0)
 		}
 	}
@@ -158,6 +206,44 @@ type refWalker struct {
 	budget *refBudget
 	seen   map[string]bool
 	out    [][]string
+	// vars are the variables in scope, innermost last: $ and those declared
+	// since, as text/template scopes them.
+	vars []refVariable
+}
+
+// refVariable is a variable of a template and what it holds.
+type refVariable struct {
+	name  string
+	value refValue
+}
+
+// variable is what the variable named holds; not known of one out of scope,
+// which the parse refuses.
+func (w *refWalker) variable(name string) refValue {
+	for i := len(w.vars) - 1; i >= 0; i-- {
+		if w.vars[i].name == name {
+			return w.vars[i].value
+		}
+	}
+	return refValue{}
+}
+
+// declare gives the variables a pipeline declares ($x := ...) or assigns
+// ($x = ...) the value v.
+func (w *refWalker) declare(p *parse.PipeNode, v refValue) {
+	for _, d := range p.Decl {
+		name := d.Ident[0]
+		if !p.IsAssign {
+			w.vars = append(w.vars, refVariable{name: name, value: v})
+			continue
+		}
+		for i := len(w.vars) - 1; i >= 0; i-- {
+			if w.vars[i].name == name {
+				w.vars[i].value = v
+				break
+			}
+		}
+	}
 }
 
 func (w *refWalker) add(p []string) {
@@ -173,7 +259,14 @@ func (w *refWalker) add(p []string) {
 	w.out = append(w.out, slices.Clone(p))
 }
 
-func (w *refWalker) walk(n parse.Node, dot dotContext, depth int) {
+// read adds v when it is a values path: what a template reads.
+func (w *refWalker) read(v refValue) {
+	if v.values {
+		w.add(v.path)
+	}
+}
+
+func (w *refWalker) walk(n parse.Node, dot refValue, depth int) {
 	if depth > maxRefNesting || w.budget.refs <= 0 {
 		return
 	}
@@ -187,79 +280,118 @@ func (w *refWalker) walk(n parse.Node, dot dotContext, depth int) {
 			w.walk(c, dot, depth)
 		}
 	case *parse.ActionNode:
-		w.walk(x.Pipe, dot, depth)
+		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.TemplateNode:
-		if x.Pipe != nil {
-			w.walk(x.Pipe, dot, depth)
-		}
-	case *parse.PipeNode:
-		if x == nil {
-			return
-		}
-		for _, c := range x.Cmds {
-			w.walk(c, dot, depth)
-		}
-	case *parse.CommandNode:
-		for _, a := range x.Args {
-			w.walk(a, dot, depth)
-		}
-	case *parse.ChainNode:
-		w.walk(x.Node, dot, depth)
-	case *parse.FieldNode, *parse.VariableNode:
-		if p, ok := valuesPathOf(n, dot); ok {
-			w.add(p)
-		}
+		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.IfNode:
-		w.branch(&x.BranchNode, dot, dot, depth)
+		w.branch(&x.BranchNode, dot, func(v refValue) (refValue, refValue) { return dot, v }, depth)
 	case *parse.RangeNode:
-		// Inside, dot is an item of what is ranged over.
-		w.branch(&x.BranchNode, dot, dotContext{}, depth)
+		// Inside, dot and the variables declared are an item of what is
+		// ranged over (and its key or index), which no values path names.
+		w.branch(&x.BranchNode, dot, func(refValue) (refValue, refValue) { return refValue{}, refValue{} }, depth)
 	case *parse.WithNode:
-		inner := dotContext{}
-		if p, ok := pipeValuesPath(x.Pipe, dot); ok {
-			inner = dotContext{known: true, values: true, path: p}
-		}
-		w.branch(&x.BranchNode, dot, inner, depth)
+		w.branch(&x.BranchNode, dot, func(v refValue) (refValue, refValue) { return v, v }, depth)
 	}
 }
 
 // branch walks an if, range or with: its pipeline and else with the outer dot,
-// its body with inner.
-func (w *refWalker) branch(b *parse.BranchNode, outer, inner dotContext, depth int) {
-	w.walk(b.Pipe, outer, depth)
-	w.walk(b.List, inner, depth)
+// its body with the dot inner makes of the pipeline's value. The variables its
+// pipeline declares hold the item inner makes of it, seen in its body and
+// else; those its body declares are seen in its body alone.
+func (w *refWalker) branch(b *parse.BranchNode, outer refValue, inner func(refValue) (dot, item refValue), depth int) {
+	scope := len(w.vars)
+	v := w.pipeValue(b.Pipe, outer, depth)
+	w.read(v)
+	dot, item := inner(v)
+	w.declare(b.Pipe, item)
+	body := len(w.vars)
+	w.walk(b.List, dot, depth)
+	w.vars = w.vars[:body]
 	if b.ElseList != nil {
 		w.walk(b.ElseList, outer, depth)
 	}
+	w.vars = w.vars[:scope]
 }
 
-// pipeValuesPath is the values path a pipeline of one argument reads
-// (with .Values.ingress), when it reads one.
-func pipeValuesPath(pipe *parse.PipeNode, dot dotContext) ([]string, bool) {
-	if pipe == nil || len(pipe.Cmds) != 1 || len(pipe.Cmds[0].Args) != 1 {
-		return nil, false
+// pipe walks a pipeline, declares its variables, and returns its value, which
+// it leaves to the caller to read.
+func (w *refWalker) pipe(p *parse.PipeNode, dot refValue, depth int) refValue {
+	v := w.pipeValue(p, dot, depth)
+	if p != nil {
+		w.declare(p, v)
 	}
-	return valuesPathOf(pipe.Cmds[0].Args[0], dot)
+	return v
 }
 
-// valuesPathOf is the values path a field (.Values.a.b, or .b inside a with of
-// .Values.a) or a variable ($.Values.a.b) reads.
-func valuesPathOf(n parse.Node, dot dotContext) ([]string, bool) {
-	var p []string
+// pipeValue walks a pipeline and returns its value: the value of its one
+// command, not known of several (what the last returns is up to its
+// function: default, toYaml).
+func (w *refWalker) pipeValue(p *parse.PipeNode, dot refValue, depth int) refValue {
+	if p == nil || depth > maxRefNesting {
+		return refValue{}
+	}
+	if len(p.Cmds) == 1 {
+		return w.command(p.Cmds[0], dot, depth+1)
+	}
+	for _, c := range p.Cmds {
+		w.read(w.command(c, dot, depth+1))
+	}
+	return refValue{}
+}
+
+// command walks a command and returns its value: that of its one argument,
+// or of an index of string keys (index .Values "ingress" "annotations", as
+// Helm's engine runs it: the item each key names, in turn); not known of
+// another function's call, whose arguments it reads.
+func (w *refWalker) command(c *parse.CommandNode, dot refValue, depth int) refValue {
+	if len(c.Args) == 1 {
+		return w.operand(c.Args[0], dot, depth)
+	}
+	args := c.Args
+	if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "index" && len(args) > 1 {
+		v := w.operand(args[1], dot, depth)
+		rest := args[2:]
+		for len(rest) > 0 {
+			s, ok := rest[0].(*parse.StringNode)
+			if !ok || !v.known {
+				break
+			}
+			v, rest = v.field(s.Text), rest[1:]
+		}
+		if len(rest) == 0 {
+			return v
+		}
+		// A key not written out (an item's number, a variable) ends the
+		// path: what is indexed is read, whatever the key.
+		w.read(v)
+		args = rest
+	}
+	for _, a := range args {
+		w.read(w.operand(a, dot, depth))
+	}
+	return refValue{}
+}
+
+// operand is the value of an argument of a command, which it leaves to the
+// caller to read: a field, a variable, dot, a field of a parenthesized
+// pipeline (whose own value is the chain's base, read as part of it).
+func (w *refWalker) operand(n parse.Node, dot refValue, depth int) refValue {
+	if depth > maxRefNesting {
+		return refValue{}
+	}
 	switch x := n.(type) {
+	case *parse.DotNode:
+		return dot
 	case *parse.FieldNode:
-		switch {
-		case dot.known && !dot.values && len(x.Ident) > 1 && x.Ident[0] == "Values":
-			p = x.Ident[1:]
-		case dot.known && dot.values:
-			p = append(slices.Clone(dot.path), x.Ident...)
-		}
+		return dot.field(x.Ident...)
 	case *parse.VariableNode:
-		if len(x.Ident) > 2 && x.Ident[0] == "$" && x.Ident[1] == "Values" {
-			p = x.Ident[2:]
-		}
+		return w.variable(x.Ident[0]).field(x.Ident[1:]...)
+	case *parse.ChainNode:
+		return w.operand(x.Node, dot, depth+1).field(x.Field...)
+	case *parse.PipeNode:
+		return w.pipe(x, dot, depth+1)
 	}
-	return p, len(p) > 0
+	return refValue{}
 }
 
 // unreadRefs are the refs no values leaf defines, each once, ordered by rank
