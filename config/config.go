@@ -256,6 +256,11 @@ type Pipeline struct {
 	// ArchiveCacheBytes bounds the archive cache on disk; the least recently used
 	// archives are removed beyond it.
 	ArchiveCacheBytes int64 `yaml:"archive_cache_bytes" json:"archive_cache_bytes"`
+	// PullSweepInterval is how often one of the replicas reads the pull request of
+	// each change whose pull request is open: GitHub does not deliver again a
+	// pull_request event the service missed, and such a change would stay open,
+	// holding its files, though its pull request was merged or closed.
+	PullSweepInterval time.Duration `yaml:"pull_sweep_interval" json:"pull_sweep_interval"`
 }
 
 // Render sizes the worker processes that run Helm chart templates and kustomize
@@ -328,6 +333,7 @@ const (
 	DefaultDeployTimeout      = 15 * time.Minute
 	DefaultDeployPollInterval = 5 * time.Second
 	DefaultClaimTTL           = 2 * time.Minute
+	DefaultPullSweepInterval  = 5 * time.Minute
 	// DefaultGitHubRequestTimeout equals the github package's default timeout (a
 	// test in package service checks that).
 	DefaultGitHubRequestTimeout = 30 * time.Second
@@ -375,6 +381,7 @@ func Default() Config {
 			DeployPollInterval: DefaultDeployPollInterval,
 			ClaimTTL:           DefaultClaimTTL,
 			ArchiveCacheBytes:  DefaultArchiveCacheBytes,
+			PullSweepInterval:  DefaultPullSweepInterval,
 		},
 		Render:        Render{HelmWorkerMemory: DefaultHelmWorkerMemory, KustomizeWorkerMemory: DefaultKustomizeWorkerMemory, Timeout: DefaultRenderTimeout},
 		Webhooks:      Webhooks{Retention: DefaultWebhookRetention},

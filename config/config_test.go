@@ -136,11 +136,12 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		"pipeline settings from yaml, environment wins": {
-			yaml: "pipeline:\n  deploy_timeout: 40m\n  deploy_poll_interval: 10s\n  claim_ttl: 5m\n  cache_dir: /var/cache/kukie\n",
-			env:  map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "1h", "KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES": "1073741824"},
+			yaml: "pipeline:\n  deploy_timeout: 40m\n  deploy_poll_interval: 10s\n  claim_ttl: 5m\n  cache_dir: /var/cache/kukie\n  pull_sweep_interval: 10m\n",
+			env: map[string]string{"KUKIE_PIPELINE_DEPLOY_TIMEOUT": "1h", "KUKIE_PIPELINE_ARCHIVE_CACHE_BYTES": "1073741824",
+				"KUKIE_PIPELINE_PULL_SWEEP_INTERVAL": "1m"},
 			check: func(t *testing.T, c Config) {
 				want := Pipeline{DeployTimeout: time.Hour, DeployPollInterval: 10 * time.Second, ClaimTTL: 5 * time.Minute,
-					CacheDir: "/var/cache/kukie", ArchiveCacheBytes: 1 << 30}
+					CacheDir: "/var/cache/kukie", ArchiveCacheBytes: 1 << 30, PullSweepInterval: time.Minute}
 				if c.Pipeline != want {
 					t.Fatalf("pipeline = %+v, want %+v", c.Pipeline, want)
 				}
@@ -165,7 +166,8 @@ func TestLoad(t *testing.T) {
 		"pipeline defaults": {
 			check: func(t *testing.T, c Config) {
 				if c.Pipeline.DeployTimeout != 15*time.Minute || c.Pipeline.DeployPollInterval != 5*time.Second ||
-					c.Pipeline.ClaimTTL != 2*time.Minute || c.Pipeline.ArchiveCacheBytes != DefaultArchiveCacheBytes || c.Pipeline.CacheDir != "" {
+					c.Pipeline.ClaimTTL != 2*time.Minute || c.Pipeline.ArchiveCacheBytes != DefaultArchiveCacheBytes || c.Pipeline.CacheDir != "" ||
+					c.Pipeline.PullSweepInterval != 5*time.Minute {
 					t.Fatalf("pipeline defaults = %+v", c.Pipeline)
 				}
 			},
@@ -558,9 +560,10 @@ func TestValidate(t *testing.T) {
 			profile: Production,
 			edit: func(c *Config) {
 				c.Pipeline.DeployTimeout, c.Pipeline.DeployPollInterval, c.Pipeline.ClaimTTL = -time.Minute, -time.Second, -time.Second
+				c.Pipeline.PullSweepInterval = -time.Minute
 			},
-			want:  []string{"pipeline.deploy_timeout", "pipeline.deploy_poll_interval", "pipeline.claim_ttl"},
-			count: 3,
+			want:  []string{"pipeline.deploy_timeout", "pipeline.deploy_poll_interval", "pipeline.claim_ttl", "pipeline.pull_sweep_interval"},
+			count: 4,
 		},
 		"deploy poll not shorter than the timeout": {
 			profile: Dev,

@@ -111,6 +111,7 @@ var envSettings = []envSetting{
 	{"KUKIE_PIPELINE_DEPLOY_TIMEOUT", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployTimeout })},
 	{"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL", dur(func(c *Config) *time.Duration { return &c.Pipeline.DeployPollInterval })},
 	{"KUKIE_PIPELINE_CLAIM_TTL", dur(func(c *Config) *time.Duration { return &c.Pipeline.ClaimTTL })},
+	{"KUKIE_PIPELINE_PULL_SWEEP_INTERVAL", dur(func(c *Config) *time.Duration { return &c.Pipeline.PullSweepInterval })},
 	{"KUKIE_WEBHOOKS_RETENTION", dur(func(c *Config) *time.Duration { return &c.Webhooks.Retention })},
 	{"KUKIE_NOTIFICATIONS_ALLOW_HTTP", boolean(func(c *Config) *bool { return &c.Notifications.AllowHTTP })},
 	{"KUKIE_NOTIFICATIONS_ALLOW_PRIVATE_NETWORKS", boolean(func(c *Config) *bool { return &c.Notifications.AllowPrivateNetworks })},

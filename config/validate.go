@@ -159,6 +159,7 @@ func (c Config) Validate(profile Profile) error {
 		{"pipeline.deploy_timeout", c.Pipeline.DeployTimeout},
 		{"pipeline.deploy_poll_interval", c.Pipeline.DeployPollInterval},
 		{"pipeline.claim_ttl", c.Pipeline.ClaimTTL},
+		{"pipeline.pull_sweep_interval", c.Pipeline.PullSweepInterval},
 		{"github.request_timeout", c.GitHub.RequestTimeout},
 		{"webhooks.retention", c.Webhooks.Retention},
 		{"notifications.retention", c.Notifications.Retention},

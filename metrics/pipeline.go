@@ -17,6 +17,8 @@ type Pipeline struct {
 	refusals    *prometheus.CounterVec
 	deploy      prometheus.Histogram
 	timeouts    prometheus.Counter
+	sweeps      prometheus.Counter
+	swept       *prometheus.CounterVec
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -49,8 +51,18 @@ func NewPipeline(reg prometheus.Registerer) (*Pipeline, error) {
 			Name: "kukie_plan_deploy_timeouts_total",
 			Help: "Merged plans that ended deploy_failed because they were not deployed within pipeline.deploy_timeout.",
 		}),
+		sweeps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kukie_plan_pull_sweeps_total",
+			Help: "Sweeps of this replica over the plans whose pull request is open, every pipeline.pull_sweep_interval.",
+		}),
+		// found is a pull_request event the service never received: a few now and
+		// then is GitHub's delivery; many, a webhook that does not reach it.
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_plan_pull_sweep_reads_total",
+			Help: "Pull requests of open plans the sweeps read or left, by outcome: open (unchanged), found (merged or closed without its event reaching the service, and moved), failed, rate_limited.",
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.transitions, m.steps, m.refusals, m.deploy, m.timeouts} {
+	for _, c := range []prometheus.Collector{m.transitions, m.steps, m.refusals, m.deploy, m.timeouts, m.sweeps, m.swept} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register pipeline metrics: %w", err)
 		}
@@ -67,6 +79,9 @@ func NewPipeline(reg prometheus.Registerer) (*Pipeline, error) {
 	}
 	for _, s := range plan.StepStates {
 		m.steps.WithLabelValues(string(s))
+	}
+	for _, o := range sweepOutcomes {
+		m.swept.WithLabelValues(o)
 	}
 	return m, nil
 }
@@ -93,5 +108,17 @@ func (m *Pipeline) Deployed(d time.Duration) { m.deploy.Observe(d.Seconds()) }
 
 // DeployTimedOut implements plan.Observer.
 func (m *Pipeline) DeployTimedOut() { m.timeouts.Inc() }
+
+// sweepOutcomes label kukie_plan_pull_sweep_reads_total.
+var sweepOutcomes = []string{"open", "found", "failed", "rate_limited"}
+
+// PullSweep implements plan.Observer.
+func (m *Pipeline) PullSweep(s plan.PullSweep) {
+	m.sweeps.Inc()
+	m.swept.WithLabelValues("open").Add(float64(s.Open))
+	m.swept.WithLabelValues("found").Add(float64(s.Found))
+	m.swept.WithLabelValues("failed").Add(float64(s.Failed))
+	m.swept.WithLabelValues("rate_limited").Add(float64(s.RateLimited))
+}
 
 var _ plan.Observer = (*Pipeline)(nil)

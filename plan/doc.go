@@ -33,6 +33,11 @@
 // (claim.go). A worker that loses its claim stops and records nothing; what it wrote
 // to GitHub without recording it is adopted by the next holder.
 //
+// GitHub does not deliver again a webhook event the service missed, so the pull
+// request of every pr_open plan is also read periodically (SweepPulls), by one
+// replica per plan and interval as the store records, and a pull request found
+// merged or closed moves its plan through the same path as its event (PullClosed).
+//
 // What a plan shows people (pull request, check run, stored diffs, change API) is
 // render's masked text; the edited files' bytes it keeps to commit and revert are
 // sealed in the store when the service has an encryption key ([EditSealer]).

@@ -25,6 +25,8 @@ type Observer interface {
 	// DeployTimedOut is a plan moved to deploy_failed because it was not deployed
 	// within the deploy timeout, as opposed to a rollout that failed.
 	DeployTimedOut()
+	// PullSweep is one sweep of open pull requests (SweepPulls) and what it did.
+	PullSweep(PullSweep)
 }
 
 // nopObserver is the observer of a pipeline configured without one.
@@ -35,6 +37,7 @@ func (nopObserver) Step(Status, time.Duration) {}
 func (nopObserver) Refused(string)             {}
 func (nopObserver) Deployed(time.Duration)     {}
 func (nopObserver) DeployTimedOut()            {}
+func (nopObserver) PullSweep(PullSweep)        {}
 
 // observeSaved reports a recorded move of saved from from.
 func (p *Pipeline) observeSaved(ctx context.Context, from Status, saved store.Plan) {

@@ -25,6 +25,7 @@ type recorder struct {
 	refused     []string
 	deployed    []time.Duration
 	timeouts    int
+	sweeps      []plan.PullSweep
 }
 
 func (r *recorder) Transition(from, to plan.Status) {
@@ -58,6 +59,12 @@ func (r *recorder) DeployTimedOut() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.timeouts++
+}
+
+func (r *recorder) PullSweep(s plan.PullSweep) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweeps = append(r.sweeps, s)
 }
 
 // observedPipeline starts a pipeline whose observer is the returned recorder.

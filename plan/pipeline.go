@@ -31,6 +31,9 @@ const (
 	// person's look.
 	DefaultTransientRetries = 3
 	DefaultTransientBackoff = 2 * time.Second
+	// An unchanged pull request costs a 304, which GitHub does not count against
+	// the rate limit; a missed event is made up for within minutes.
+	DefaultPullSweepInterval = 5 * time.Minute
 )
 
 // Config tunes the pipeline.
@@ -56,6 +59,10 @@ type Config struct {
 	// TransientRetries retries nothing.
 	TransientRetries int
 	TransientBackoff time.Duration
+	// PullSweepInterval is how often the pull request of each open plan is read
+	// by one of the replicas (see SweepPulls), for the events GitHub never
+	// delivered.
+	PullSweepInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TransientBackoff <= 0 {
 		c.TransientBackoff = DefaultTransientBackoff
+	}
+	if c.PullSweepInterval <= 0 {
+		c.PullSweepInterval = DefaultPullSweepInterval
 	}
 	return c
 }

@@ -89,6 +89,12 @@ func ActorOf(ctx context.Context) string {
 // Application deploys. Locks are released and waiters woken with the move (see
 // lockChange), and the plan's branch is deleted.
 func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error {
+	return p.pullClosed(ctx, repo, branch, base, number, merged, mergeSHA, "")
+}
+
+// pullClosed is PullClosed; learnt, when not empty, ends the history's entry of the
+// move with how the service learnt of the close other than by its event.
+func (p *Pipeline) pullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, learnt string) error {
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
 	if err != nil || !ok {
 		return err
@@ -107,6 +113,7 @@ func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, nu
 		if Status(pl.Status) == to || !CanMove(Status(pl.Status), to) {
 			return "", "", "", errNothingToDo
 		}
+		message += learnt
 		if to == StatusMerged {
 			pl.MergeSHA = mergeSHA
 			pay.RollbackReference = mergeSHA

@@ -37,6 +37,7 @@ import (
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/handler"
 	"github.com/kukie/kukie-gitops/helmrepo"
+	"github.com/kukie/kukie-gitops/internal/poll"
 	"github.com/kukie/kukie-gitops/kube"
 	"github.com/kukie/kukie-gitops/mcp"
 	"github.com/kukie/kukie-gitops/metrics"
@@ -72,6 +73,8 @@ type Service struct {
 	// clusters are the cluster client sets, closed once the background work that
 	// follows clusters has stopped.
 	clusters *kube.Clusters
+	// pullSweeps is how often the pipeline's open pull requests are read.
+	pullSweeps time.Duration
 }
 
 // Option adjusts New: for a test, or to hand it what the caller owns.
@@ -118,7 +121,7 @@ func New(ctx context.Context, cfg config.Config, db *store.DB, logger zerolog.Lo
 		opt(&o)
 	}
 	ctx = logger.WithContext(ctx)
-	s := &Service{log: logger}
+	s := &Service{log: logger, pullSweeps: cfg.Pipeline.PullSweepInterval}
 
 	// 1. Metrics: one registry every part records on; GET /metrics exposes it.
 	registry, err := newRegistry()
@@ -417,6 +420,7 @@ func (s *Service) start(ctx context.Context) (stop func(), err error) {
 	background := []task{
 		{"webhook inbox", func(ctx context.Context) error { s.inbox.Run(ctx); return nil }},
 		{"change pipeline", s.runPipeline},
+		{"pull request sweep", s.runPullSweep},
 		{"notifications", func(ctx context.Context) error { s.notifier.Run(ctx); return nil }},
 		{"pull check pruning", func(ctx context.Context) error { s.checks.Run(ctx); return nil }},
 	}
@@ -462,6 +466,35 @@ func (s *Service) runPipeline(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	s.pipeline.Close()
+	return nil
+}
+
+// runPullSweep reads the open pull requests of the pipeline's plans every
+// pipeline.pull_sweep_interval, from the start (a restart catches up on the events
+// it missed while down), until ctx is cancelled. The replicas share the reads
+// through the store, so starting together reads nothing twice.
+func (s *Service) runPullSweep(ctx context.Context) error {
+	if s.pipeline == nil {
+		<-ctx.Done() // runPipeline says why
+		return nil
+	}
+	poll.Loop{
+		Interval:  s.pullSweeps,
+		Failed:    "Sweep of open pull requests failed",
+		Recovered: "Sweep of open pull requests works again",
+	}.Run(ctx, func(ctx context.Context) error {
+		res, err := s.pipeline.SweepPulls(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		ev := zerolog.Ctx(ctx).Debug()
+		if res.Found > 0 || res.Failed > 0 || res.RateLimited > 0 {
+			ev = zerolog.Ctx(ctx).Info()
+		}
+		ev.Int("open", res.Open).Int("found", res.Found).Int("failed", res.Failed).Int("rate_limited", res.RateLimited).
+			Msg("Open pull requests swept")
+		return nil
+	})
 	return nil
 }
 
@@ -522,12 +555,13 @@ func newPipeline(cfg config.Config, db *store.DB, clusters clusteraccess.Cluster
 // pipelineConfig is the pipeline's configuration from the service's (validated) one.
 func pipelineConfig(cfg config.Config, botLogin, workerID string) plan.Config {
 	return plan.Config{
-		WorkerID:      workerID,
-		ClaimTTL:      cfg.Pipeline.ClaimTTL,
-		DeployTimeout: cfg.Pipeline.DeployTimeout,
-		DeployPoll:    cfg.Pipeline.DeployPollInterval,
-		PublicURL:     cfg.Server.PublicURL,
-		BotLogin:      botLogin,
+		WorkerID:          workerID,
+		ClaimTTL:          cfg.Pipeline.ClaimTTL,
+		DeployTimeout:     cfg.Pipeline.DeployTimeout,
+		DeployPoll:        cfg.Pipeline.DeployPollInterval,
+		PublicURL:         cfg.Server.PublicURL,
+		BotLogin:          botLogin,
+		PullSweepInterval: cfg.Pipeline.PullSweepInterval,
 	}
 }
 

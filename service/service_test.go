@@ -21,6 +21,7 @@ func TestPipelineSettingsComeFromConfig(t *testing.T) {
 		"KUKIE_PIPELINE_DEPLOY_POLL_INTERVAL": "3s",
 		"KUKIE_PIPELINE_CLAIM_TTL":            "90s",
 		"KUKIE_PIPELINE_CACHE_DIR":            "/srv/cache",
+		"KUKIE_PIPELINE_PULL_SWEEP_INTERVAL":  "7m",
 	}
 	cfg, err := config.Load("", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
@@ -31,7 +32,7 @@ func TestPipelineSettingsComeFromConfig(t *testing.T) {
 	}
 	got := pipelineConfig(cfg, "kukie[bot]", "worker-1")
 	if got.DeployTimeout != 42*time.Minute || got.DeployPoll != 3*time.Second || got.ClaimTTL != 90*time.Second ||
-		got.BotLogin != "kukie[bot]" || got.WorkerID != "worker-1" {
+		got.BotLogin != "kukie[bot]" || got.WorkerID != "worker-1" || got.PullSweepInterval != 7*time.Minute {
 		t.Errorf("pipeline config = %+v", got)
 	}
 	if dir := archiveCacheDir(cfg.Pipeline); dir != "/srv/cache" {
@@ -73,6 +74,9 @@ func TestPipelineConfigDefaultsMatchThePlanPackage(t *testing.T) {
 	d := config.Default().Pipeline
 	if d.DeployTimeout != plan.DefaultDeployTimeout || d.DeployPollInterval != plan.DefaultDeployPoll || d.ClaimTTL != plan.DefaultClaimTTL {
 		t.Fatalf("config defaults %+v differ from plan's (%v, %v, %v)", d, plan.DefaultDeployTimeout, plan.DefaultDeployPoll, plan.DefaultClaimTTL)
+	}
+	if d.PullSweepInterval != plan.DefaultPullSweepInterval {
+		t.Errorf("config's pull request sweep interval %s differs from the plan package's %s", d.PullSweepInterval, plan.DefaultPullSweepInterval)
 	}
 }
 
