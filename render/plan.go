@@ -931,6 +931,11 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		}
 		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason, guess: b.guess})
 		if vr.ok {
+			// Any other location verified would write the same render: the
+			// change itself is refused, not this edit.
+			if why := plainSecretsWritten(vr.changes); why != "" {
+				return nil, &Refusal{Code: CodeSecret, App: p.primary.Name, Reason: why}
+			}
 			c.warnings = append(c.warnings, passed...)
 			out.winner, out.verified = c, vr
 			return out, nil
