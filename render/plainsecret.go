@@ -167,3 +167,33 @@ func plainSecretWayOut(o *object) string {
 	}
 	return "keep it in a Secret and reference it with valueFrom.secretKeyRef (a patch change can set that)"
 }
+
+// secretValues are the values of c that a view of it masks: an env value of a
+// secret-looking name but a flag's, the values of a patch at the paths a diff
+// of the target masks, and a new resource's secret values; with the secrets
+// any value holds by what it is (a URL's password, a private key).
+func (c Change) secretValues(target objref.Target) []string {
+	var out []string
+	switch {
+	case c.Env != nil:
+		for name, v := range c.Env.Set {
+			if PlainSecretValue(name, v) {
+				out = append(out, v)
+			}
+			out = append(out, secretTexts(v)...)
+		}
+	case c.Patch != nil:
+		if doc, err := c.Patch.document(); err == nil {
+			collectSensitive(groupOf(target.APIVersion), target.Kind, nil, doc, false, nil, &out)
+		}
+	case c.NewResource != nil:
+		docs, err := splitManifest(c.NewResource.Manifest)
+		if err != nil {
+			break
+		}
+		for _, d := range docs {
+			collectSensitive(groupOf(d.obj.apiVersion), d.obj.kind, nil, d.obj.body, false, nil, &out)
+		}
+	}
+	return out
+}

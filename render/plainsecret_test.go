@@ -232,3 +232,28 @@ func TestPlainValuesThatAreNoNewSecretsAreAllowed(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusalsDoNotQuoteTheRequestsSecretValues: a change no edit verifies is
+// refused with every location tried, and a Helm key guessed for the value
+// (image.tag, set to DB_PASSWORD's value) and the render it gave quoted the
+// value, masked only where the key was a secret's; the values a change gives
+// secret-looking names are scrubbed from the refusal as the repository's are.
+func TestRefusalsDoNotQuoteTheRequestsSecretValues(t *testing.T) {
+	files, req := goldenInput(t, "helm-env-change", func(files map[string]string, _ *goldenRequest) {
+		// The chart changes the value it is given: no values edit renders it.
+		replaceOnce(t, files, "charts/web/templates/deployment.yaml", "            {{- toYaml .Values.env | nindent 12 }}\n",
+			"            {{- toYaml .Values.env | nindent 12 }}\n            - name: DB_PASSWORD\n              value: {{ .Values.db.password | upper | quote }}\n")
+		replaceOnce(t, files, "charts/web/values.yaml", "env:\n", "db:\n  password: \"\"\n\nenv:\n")
+	})
+	_, err := Plan(context.Background(), Request{RepoDir: testtree.Write(t, files), Apps: req.Apps, App: req.App, Target: req.Target,
+		Change: Change{Env: &Env{Container: "web", Set: map[string]string{"DB_PASSWORD": plainSecretValue, "LOG_LEVEL": "debug"}}}})
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeVerificationFailed || len(ref.Attempts) == 0 {
+		t.Fatalf("Plan: %v, want %s with the locations tried", err, CodeVerificationFailed)
+	}
+	out, _ := json.Marshal(ref)
+	requireNoSecret(t, "the refusal", string(out)+err.Error(), []string{plainSecretValue})
+	if !strings.Contains(string(out), "debug") {
+		t.Errorf("the refusal lost the value of a name that is no secret's:\n%s", out)
+	}
+}
