@@ -116,7 +116,7 @@ var planRefusals = []struct{ code, means string }{
 	{render.CodeUnsupportedSource, "the app cannot be rendered as Argo CD renders it: a plugin or another source type, jsonnet files, a .argocd-source.yaml or .argocd-source-<app>.yaml in its path (parameter overrides Argo CD merges in), a source or values file of another repository or revision, the kustomize settings and build options refused above"},
 	{render.CodeHelm, "a Helm option or chart render does not apply: remote or globbed values files, build environment variables in values paths or parameters, templates that include each other recursively"},
 	{render.CodeHelmDependency, "a chart dependency neither vendored under charts/ nor had as its Chart.lock pins it (no lock, a lock out of sync, a repository not reached, a digest that does not match), or a chart the Application deploys from a Helm repository not had (a version range or none, not fetched, not found)"},
-	{render.CodeSecret, "the target is a Secret, a new manifest holds one, or an env change would write a value a Secret holds into the repository"},
+	{render.CodeSecret, "the target is a Secret, a new manifest holds one, an env change would write a value a Secret holds into the repository, or the edit would commit a plain value of a secret-looking env variable or ConfigMap key"},
 	{render.CodeRemoteBase, "the target or a resource of the app comes over the network (a remote base or resource)"},
 	{render.CodeGenerated, "a change of a generated ConfigMap or Secret other than its data keys, or one its generator cannot take"},
 	{render.CodeComponent, "the target comes from a kustomize component the edit cannot change for this app alone"},

@@ -75,7 +75,9 @@ type Rules struct {
 	Namespaces NamespaceRule `yaml:"namespaces"`
 	// SecretValues: no Secret carries data in the repository (a Secret object with
 	// data or stringData, or one a kustomize secretGenerator makes from literals,
-	// env files or files).
+	// env files or files), and no container's env variable of a secret-looking
+	// name (DB_PASSWORD, API_TOKEN, apiKey: as render masks them) has a plain
+	// value other than "", "true" or "false" (render.PlainSecretValue).
 	SecretValues Rule `yaml:"secret_values"`
 	// DeniedKinds: none of Kinds is rendered.
 	DeniedKinds DeniedKindsRule `yaml:"denied_kinds"`

@@ -84,10 +84,14 @@ func (e *objectEval) add(rule string, level Level, path []step, format string, a
 		Message: fmt.Sprintf(format, args...), Path: file, Line: line})
 }
 
-// container is one container of a pod template, wherever the kind keeps it.
+// container is one container of a pod template, wherever the kind keeps it:
+// its image (hasImage false when it names none) at path, and its body at at.
 type container struct {
 	name, image string
+	hasImage    bool
 	path        []step
+	body        map[string]any
+	at          []step
 }
 
 // containers finds every list of containers in the manifest (Pods, workload
@@ -109,11 +113,13 @@ func containers(m map[string]any) []container {
 					if list, ok := v[k].([]any); ok {
 						for _, item := range list {
 							c, _ := item.(map[string]any)
+							if c == nil {
+								continue
+							}
 							name, _ := c["name"].(string)
 							image, ok := c["image"].(string)
-							if ok {
-								out = append(out, container{name: name, image: image, path: append(append([]step(nil), p...), named(name), key("image"))})
-							}
+							at := append(append([]step(nil), p...), named(name))
+							out = append(out, container{name: name, image: image, hasImage: ok, path: append(append([]step(nil), at...), key("image")), body: c, at: at})
 						}
 						continue
 					}
@@ -142,6 +148,9 @@ func (e *objectEval) images() {
 		return
 	}
 	for _, ct := range containers(e.o.Manifest) {
+		if !ct.hasImage {
+			continue
+		}
 		ref, err := reference.ParseNormalizedNamed(ct.image)
 		if err != nil {
 			if digest != LevelOff {
@@ -203,8 +212,12 @@ func (e *objectEval) namespace() {
 
 func (e *objectEval) secret() {
 	level := e.c.Rules.SecretValues.Level
+	if level == LevelOff {
+		return
+	}
+	e.plainSecretEnv(level)
 	apiVersion, _ := e.o.Manifest["apiVersion"].(string)
-	if level == LevelOff || apiVersion != "v1" || manifestKind(e.o.Manifest) != "Secret" {
+	if apiVersion != "v1" || manifestKind(e.o.Manifest) != "Secret" {
 		return
 	}
 	if e.o.GeneratedBy == "SecretGenerator" {
@@ -224,6 +237,25 @@ func (e *objectEval) secret() {
 		sort.Strings(keys)
 		e.add(RuleSecretValues, level, pathOf(field), "Secret values are committed in the manifest (%s keys: %s); keep them out of Git (an external secret store or a sealed secret)",
 			field, strings.Join(keys, ", "))
+	}
+}
+
+// plainSecretEnv finds the env variables of secret-looking names whose value
+// the manifest gives in plain text (render.PlainSecretValue): a value every view
+// masks, so a reviewer approves it unseen, and that is in Git all the same.
+func (e *objectEval) plainSecretEnv(level Level) {
+	for _, ct := range containers(e.o.Manifest) {
+		env, _ := ct.body["env"].([]any)
+		for _, it := range env {
+			m, _ := it.(map[string]any)
+			name, _ := m["name"].(string)
+			if _, from := m["valueFrom"]; from || !render.PlainSecretValue(name, m["value"]) {
+				continue
+			}
+			at := append(append([]step(nil), ct.at...), key("env"), named(name), key("value"))
+			e.add(RuleSecretValues, level, at, "container %s: env %s looks like a secret and its value is committed in plain text; keep it in a Secret and reference it with valueFrom.secretKeyRef",
+				ct.name, name)
+		}
 	}
 }
 

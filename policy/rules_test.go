@@ -203,3 +203,121 @@ func TestEvaluateRuleDetails(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretValuesFindsPlainEnvValuesOfSecretLookingNames: secret_values also
+// finds a container's env variable of a secret-looking name given its value in
+// plain text, in any pod template (a Deployment's, a CronJob's job template's
+// init containers), written in the document or by a kustomize patch, at the
+// rule's level and the variable's line when the document spells it, never
+// quoting the value. A flag (REDIS_AUTH: "true"), an empty value, a value
+// from a Secret and a name that looks like no secret's are not findings.
+func TestSecretValuesFindsPlainEnvValuesOfSecretLookingNames(t *testing.T) {
+	dir := testtree.Write(t, map[string]string{
+		"apps/env/all.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        env:
+        - name: LOG_LEVEL
+          value: info
+        - name: REDIS_AUTH
+          value: "true"
+        - name: API_TOKEN
+          value: ""
+        - name: SESSION_SECRET
+          valueFrom:
+            secretKeyRef: {name: web, key: cookie-signing}
+        - name: DB_PASSWORD
+          value: plain-Pw4x9
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: report
+  namespace: shop
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          initContainers:
+          - name: migrate
+            image: nginx:1.27
+            env:
+            - name: apiKey
+              value: plain-Key7q2
+          containers:
+          - name: report
+            image: nginx:1.27
+`,
+		"apps/patched/kustomization.yaml": `resources:
+- deployment.yaml
+patches:
+- patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/env
+      value: [{name: STRIPE_API_KEY, value: plain-Sk3m8}]
+  target: {kind: Deployment, name: api}
+`,
+		"apps/patched/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  template:
+    spec:
+      containers:
+      - name: api
+        image: nginx:1.27
+`,
+	})
+	c, err := Parse([]byte("rules:\n  secret_values: {level: warning}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := os.DirFS(dir)
+	for name, tc := range map[string]struct {
+		app  render.Application
+		want []string
+		in   []string
+	}{
+		"in the documents": {render.Application{Name: "env", Path: "apps/env", SourceType: render.SourceDirectory, Namespace: "shop"},
+			[]string{"secret_values apps/env/all.yaml:23", "secret_values apps/env/all.yaml:41"},
+			[]string{"container web: env DB_PASSWORD looks like a secret", "container migrate: env apiKey looks like a secret"}},
+		"by a kustomize patch": {render.Application{Name: "patched", Path: "apps/patched", SourceType: render.SourceKustomize, Namespace: "shop"},
+			[]string{"secret_values apps/patched/deployment.yaml:9"},
+			[]string{"container api: env STRIPE_API_KEY looks like a secret"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			found := c.Evaluate(renderApp(t, dir, tc.app), fsys)
+			if got := spots(found); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			var messages []string
+			for _, f := range found {
+				if f.Level != LevelWarning || f.Rule != RuleSecretValues {
+					t.Errorf("finding %+v, want a secret_values warning", f)
+				}
+				for _, v := range []string{"plain-Pw4x9", "plain-Key7q2", "plain-Sk3m8"} {
+					if strings.Contains(f.Message, v) {
+						t.Errorf("finding shows the value: %+v", f)
+					}
+				}
+				messages = append(messages, f.Message)
+			}
+			for _, w := range tc.in {
+				if !strings.Contains(strings.Join(messages, "\n"), w) {
+					t.Errorf("findings lack %q:\n%s", w, strings.Join(messages, "\n"))
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package prcheck_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,6 +65,63 @@ func TestPolicyRunLinksToItsFindingsOnTheCheckPage(t *testing.T) {
 		// No DryRun access is configured: the rule says so.
 		if p.DryRun != "not run: the service has no cluster access to dry-run with" {
 			t.Errorf("stored dry-run %q", p.DryRun)
+		}
+	})
+}
+
+// TestPolicyFindsAPlainSecretEnvValueOfAPullRequest: a pull request a person
+// opens giving a container's DB_PASSWORD a plain value, in a repository whose
+// policy turns secret_values on, fails kukie/policy with a finding at the
+// variable's line, and neither run nor the stored check shows the value.
+func TestPolicyFindsAPlainSecretEnvValueOfAPullRequest(t *testing.T) {
+	const value = "plain-Qw83ks"
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		r := newReplicas(t, db, time.Hour)
+		ctx := context.Background()
+		r.gh.PushCommit(t, repo, "main", map[string]string{".kukie.yml": "rules:\n  secret_values: {level: error}\n"}, githubtest.DefaultAuthor)
+		withEnv := strings.Replace(files["apps/web/deployment.yaml"], "        image: nginx:1.0\n",
+			"        image: nginx:1.0\n        env:\n        - name: DB_PASSWORD\n          value: "+value+"\n", 1)
+		head := r.gh.PushCommit(t, repo, "feature", map[string]string{"apps/web/deployment.yaml": withEnv}, githubtest.DefaultAuthor)
+		number := r.gh.OpenPullRequest(t, repo, "feature", "main", "Connect the database", githubtest.DefaultAuthor)
+		if err := r.b.Check(ctx, r.head(t, number, head)); err != nil {
+			t.Fatal(err)
+		}
+		var policyRuns int
+		for _, run := range r.gh.CheckRuns(t, repo, head) {
+			out, err := json.Marshal(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(out), value) {
+				t.Errorf("%s shows the value: %s", run.GetName(), out)
+			}
+			if run.GetName() != github.PolicyCheckRunName {
+				continue
+			}
+			policyRuns++
+			if run.GetConclusion() != github.ConclusionFailure {
+				t.Errorf("kukie/policy %s, want failure: %s", run.GetConclusion(), run.GetOutput().GetSummary())
+			}
+		}
+		if policyRuns != 1 {
+			t.Fatalf("%d kukie/policy runs", policyRuns)
+		}
+		history, err := db.PullChecksOf(ctx, repo, "pull/"+strconv.Itoa(number))
+		if err != nil || len(history) != 1 {
+			t.Fatalf("history %+v, %v", history, err)
+		}
+		rec, res := storedCheck(t, db, history[0].ID)
+		if strings.Contains(string(rec.Result), value) {
+			t.Errorf("the stored check shows the value: %s", rec.Result)
+		}
+		p := res.Policy
+		if p == nil || len(p.Findings) != 1 {
+			t.Fatalf("stored policy %+v, want one finding", p)
+		}
+		f := p.Findings[0]
+		if f.Rule != "secret_values" || f.Level != "error" || f.Path != "apps/web/deployment.yaml" || f.Line != 14 ||
+			!strings.Contains(f.Message, "env DB_PASSWORD looks like a secret") {
+			t.Errorf("stored finding %+v, want secret_values at apps/web/deployment.yaml:14 naming DB_PASSWORD", f)
 		}
 	})
 }

@@ -24,7 +24,10 @@
 // requested change, field by field. Otherwise it returns a [*Refusal] with a stable
 // code and a reason. A verified [Result] also carries the after-render of the
 // changed objects, for a server-side dry-run (never serialised: they are the real
-// objects).
+// objects). An edit that verifies is still refused (code secret) when its render
+// gives a container's env variable or a ConfigMap's data key of a secret-looking
+// name a plain value the before-render does not hold there: every view masks such
+// a value, so it would reach Git unseen ([PlainSecretValue] says which values).
 //
 // A delete_resource change removes the target instead: its document (the whole
 // file, and the file's entry in the kustomization listing it, when the file holds

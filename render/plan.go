@@ -73,14 +73,23 @@ func plan(ctx context.Context, req Request) (*Result, error) {
 	default:
 		res, err = p.planChange(ctx)
 	}
-	// Free text may quote what a tool could not read; see scrub.go.
+	// Free text may quote what a tool could not read, or a value the change
+	// gives; see scrub.go.
 	if err != nil {
-		return nil, newScrubber(p.t.secretValues(req.Apps)).err(err)
+		return nil, newScrubber(p.secretValues()).err(err)
 	}
 	if hasFreeText(res) {
-		newScrubber(p.t.secretValues(req.Apps)).result(res)
+		newScrubber(p.secretValues()).result(res)
 	}
 	return res, nil
+}
+
+// secretValues are the values free text is scrubbed of: the secret values of
+// every file the plan read, and those the change gives (a Helm key guessed for
+// an env value is tried set to it, and the attempt's reason quotes the key and
+// the render, masked only where they are a secret's).
+func (p *planner) secretValues() []string {
+	return append(p.t.secretValues(p.req.Apps), p.req.Change.secretValues(p.req.Target)...)
 }
 
 // hasFreeText reports whether a result carries text besides its masked diffs.
@@ -921,7 +930,7 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 			// a log line leaves before that.
 			reason := vr.reason
 			if reason != "" {
-				reason = newScrubber(p.t.secretValues(p.req.Apps)).text(reason)
+				reason = newScrubber(p.secretValues()).text(reason)
 			}
 			ev.Str("strategy", c.strategy).Strs("files", c.paths()).Bool("verified", vr.ok).Str("reason", reason).Msg("Verified candidate edit")
 		}
@@ -931,6 +940,11 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		}
 		out.attempts = append(out.attempts, Attempt{Strategy: c.strategy, Files: c.paths(), Verified: vr.ok, Reason: reason, guess: b.guess})
 		if vr.ok {
+			// Any other location verified would write the same render: the
+			// change itself is refused, not this edit.
+			if why := plainSecretsWritten(vr.changes); why != "" {
+				return nil, &Refusal{Code: CodeSecret, App: p.primary.Name, Reason: why}
+			}
 			c.warnings = append(c.warnings, passed...)
 			out.winner, out.verified = c, vr
 			return out, nil
