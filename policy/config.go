@@ -77,7 +77,8 @@ type Rules struct {
 	// data or stringData, or one a kustomize secretGenerator makes from literals,
 	// env files or files), and no container's env variable of a secret-looking
 	// name (DB_PASSWORD, API_TOKEN, apiKey: as render masks them) has a plain
-	// value other than "", "true" or "false" (render.PlainSecretValue).
+	// value other than "", "true" or "false", nor one of any name holding a
+	// URL's password or a private key (render.PlainSecretValue).
 	SecretValues Rule `yaml:"secret_values"`
 	// DeniedKinds: none of Kinds is rendered.
 	DeniedKinds DeniedKindsRule `yaml:"denied_kinds"`

@@ -240,8 +240,9 @@ func (e *objectEval) secret() {
 	}
 }
 
-// plainSecretEnv finds the env variables of secret-looking names whose value
-// the manifest gives in plain text (render.PlainSecretValue): a value every view
+// plainSecretEnv finds the env variables of secret-looking names, or holding a
+// URL's password or a private key, whose value the manifest gives in plain
+// text (render.PlainSecret): a value every view
 // masks, so a reviewer approves it unseen, and that is in Git all the same.
 func (e *objectEval) plainSecretEnv(level Level) {
 	for _, ct := range containers(e.o.Manifest) {
@@ -249,12 +250,13 @@ func (e *objectEval) plainSecretEnv(level Level) {
 		for _, it := range env {
 			m, _ := it.(map[string]any)
 			name, _ := m["name"].(string)
-			if _, from := m["valueFrom"]; from || !render.PlainSecretValue(name, m["value"]) {
+			why, secret := render.PlainSecret(name, m["value"])
+			if _, from := m["valueFrom"]; from || !secret {
 				continue
 			}
 			at := append(append([]step(nil), ct.at...), key("env"), named(name), key("value"))
-			e.add(RuleSecretValues, level, at, "container %s: env %s looks like a secret and its value is committed in plain text; keep it in a Secret and reference it with valueFrom.secretKeyRef",
-				ct.name, name)
+			e.add(RuleSecretValues, level, at, "container %s: env %s %s and its value is committed in plain text; keep it in a Secret and reference it with valueFrom.secretKeyRef",
+				ct.name, name, why)
 		}
 	}
 }

@@ -236,6 +236,10 @@ spec:
             secretKeyRef: {name: web, key: cookie-signing}
         - name: DB_PASSWORD
           value: plain-Pw4x9
+        - name: DATABASE_URL
+          value: postgres://app:plain-Url5k1@db:5432/app
+        - name: CACHE_URL
+          value: redis://cache:6379/0
 ---
 apiVersion: batch/v1
 kind: CronJob
@@ -290,8 +294,9 @@ spec:
 		in   []string
 	}{
 		"in the documents": {render.Application{Name: "env", Path: "apps/env", SourceType: render.SourceDirectory, Namespace: "shop"},
-			[]string{"secret_values apps/env/all.yaml:23", "secret_values apps/env/all.yaml:41"},
-			[]string{"container web: env DB_PASSWORD looks like a secret", "container migrate: env apiKey looks like a secret"}},
+			[]string{"secret_values apps/env/all.yaml:23", "secret_values apps/env/all.yaml:25", "secret_values apps/env/all.yaml:45"},
+			[]string{"container web: env DB_PASSWORD looks like a secret", "container migrate: env apiKey looks like a secret",
+				"container web: env DATABASE_URL holds a secret (a URL's password or a private key)"}},
 		"by a kustomize patch": {render.Application{Name: "patched", Path: "apps/patched", SourceType: render.SourceKustomize, Namespace: "shop"},
 			[]string{"secret_values apps/patched/deployment.yaml:9"},
 			[]string{"container api: env STRIPE_API_KEY looks like a secret"}},
@@ -306,7 +311,7 @@ spec:
 				if f.Level != LevelWarning || f.Rule != RuleSecretValues {
 					t.Errorf("finding %+v, want a secret_values warning", f)
 				}
-				for _, v := range []string{"plain-Pw4x9", "plain-Key7q2", "plain-Sk3m8"} {
+				for _, v := range []string{"plain-Pw4x9", "plain-Key7q2", "plain-Sk3m8", "plain-Url5k1"} {
 					if strings.Contains(f.Message, v) {
 						t.Errorf("finding shows the value: %+v", f)
 					}

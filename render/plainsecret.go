@@ -22,17 +22,33 @@ import (
 // variable or a ConfigMap's data key named name, looks like a secret written in
 // clear: the name looks like a secret's (as masking judges it) and the value is
 // neither empty nor a flag ("true", "false"), which a name such as REDIS_AUTH
-// holds without being a secret.
+// holds without being a secret; or, whatever the name, the value holds a
+// secret by what it is (a URL's password, a private key), which every view
+// masks as well (DATABASE_URL=postgres://app:pw@db/app).
 func PlainSecretValue(name string, value any) bool {
+	_, ok := PlainSecret(name, value)
+	return ok
+}
+
+// PlainSecret is PlainSecretValue, with what makes the value a secret, for a
+// reason to say: "looks like a secret" (its name) or "holds a secret (a URL's
+// password or a private key)" (its content). It never says the value.
+func PlainSecret(name string, value any) (string, bool) {
 	text, ok := plainText(value)
-	if !ok || !looksSecret(name) {
-		return false
+	if !ok {
+		return "", false
 	}
-	switch strings.ToLower(strings.TrimSpace(text)) {
-	case "", "true", "false":
-		return false
+	if looksSecret(name) {
+		switch strings.ToLower(strings.TrimSpace(text)) {
+		case "", "true", "false":
+		default:
+			return "looks like a secret", true
+		}
 	}
-	return true
+	if len(secretTexts(text)) > 0 {
+		return "holds a secret (a URL's password or a private key)", true
+	}
+	return "", false
 }
 
 // plainText is a scalar value as the container reads it; ok is false for none
@@ -53,6 +69,8 @@ func plainText(v any) (string, bool) {
 type plainSecret struct {
 	// field names it for a reason: "env DB_PASSWORD of container web".
 	field string
+	// why says what makes it a secret: "looks like a secret".
+	why string
 	// value is compared, never shown.
 	value string
 }
@@ -66,9 +84,9 @@ func plainSecretsOf(o *object) map[string]plainSecret {
 	if o.kind == "ConfigMap" && groupOf(o.apiVersion) == "" {
 		data, _ := o.body["data"].(map[string]any)
 		for k, v := range data {
-			if PlainSecretValue(k, v) {
+			if why, ok := PlainSecret(k, v); ok {
 				text, _ := plainText(v)
-				out["data\x00"+k] = plainSecret{field: "data key " + k, value: text}
+				out["data\x00"+k] = plainSecret{field: "data key " + k, why: why, value: text}
 			}
 		}
 	}
@@ -85,12 +103,13 @@ func plainSecretsOf(o *object) map[string]plainSecret {
 						name, _ := c["name"].(string)
 						for _, e := range items(c, "env") {
 							env, _ := e["name"].(string)
-							if _, from := e["valueFrom"]; from || !PlainSecretValue(env, e["value"]) {
+							why, secret := PlainSecret(env, e["value"])
+							if _, from := e["valueFrom"]; from || !secret {
 								continue
 							}
 							text, _ := plainText(e["value"])
 							id := at + "\x00" + k + "\x00" + name + "\x00" + env
-							out[id] = plainSecret{field: fmt.Sprintf("env %s of %s %s", env, noun, name), value: text}
+							out[id] = plainSecret{field: fmt.Sprintf("env %s of %s %s", env, noun, name), why: why, value: text}
 						}
 					}
 					continue
@@ -151,7 +170,7 @@ func plainSecretsWritten(changes []changedObject) string {
 			if held[id][s.value] {
 				continue
 			}
-			found = append(found, fmt.Sprintf("%s of %s looks like a secret: its value would be committed to Git in plain text; %s", s.field, obj, plainSecretWayOut(c.after)))
+			found = append(found, fmt.Sprintf("%s of %s %s: its value would be committed to Git in plain text; %s", s.field, obj, s.why, plainSecretWayOut(c.after)))
 		}
 	}
 	if len(found) > maxReportedDifferences {

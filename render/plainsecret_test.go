@@ -103,6 +103,13 @@ func TestPlainSecretValuesAreRefused(t *testing.T) {
 		"an env change beside a flag": {target: web,
 			change: Change{Env: &Env{Container: "web", Set: map[string]string{"REDIS_AUTH": "true", "API_TOKEN": plainSecretValue}}},
 			wantIn: []string{"env API_TOKEN of container web"}},
+		"a URL with a password under a name that does not look secret": {target: web,
+			change: Change{Env: &Env{Container: "web", Set: map[string]string{"DATABASE_URL": "postgres://app:" + plainSecretValue + "@db:5432/app"}}},
+			wantIn: []string{"env DATABASE_URL of container web of apps/v1 Deployment web/web holds a secret (a URL's password or a private key)",
+				"committed to Git in plain text", "valueFrom.secretKeyRef"}},
+		"a ConfigMap key holding a URL's password": {target: objref.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "web-settings"},
+			change: Change{Patch: &Patch{Set: []FieldValue{{Path: "/data/cache_url", Value: "redis://:" + plainSecretValue + "@cache:6379/0"}}}},
+			wantIn: []string{"data key cache_url of v1 ConfigMap web/web-settings holds a secret", "keep it in a Secret"}},
 		"a patch change": {target: web,
 			change: Change{Patch: &Patch{Set: []FieldValue{{Path: "/spec/template/spec/containers", Value: jsonValue(
 				`[{"name":"web","image":"ghcr.io/example/web:1.0.0","env":[{"name":"LOG_LEVEL","value":"info"},{"name":"DB_PASSWORD","value":"` + plainSecretValue + `"}]}]`)}}}},
@@ -188,8 +195,10 @@ func TestPlainValuesThatAreNoNewSecretsAreAllowed(t *testing.T) {
 		deployment string
 		change     Change
 	}{
-		"a flag":         {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"REDIS_AUTH": "true", "TLS_AUTH": "False"}}}},
-		"an empty value": {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"API_TOKEN": ""}}}},
+		"a flag":                                      {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"REDIS_AUTH": "true", "TLS_AUTH": "False"}}}},
+		"an empty value":                              {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"API_TOKEN": ""}}}},
+		"a URL with a user and no password":           {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"DATABASE_URL": "postgres://app@db:5432/app?sslmode=require"}}}},
+		"a URL whose password is set elsewhere":       {plainSecretDeployment, Change{Env: &Env{Container: "web", Set: map[string]string{"DATABASE_URL": "postgres://app:$(DB_PASSWORD)@db:5432/app"}}}},
 		"a replica count beside an old plain value":   {withPassword, Change{Replicas: &Replicas{Count: 5}}},
 		"another variable beside an old plain value":  {withPassword, Change{Env: &Env{Container: "web", Set: map[string]string{"LOG_LEVEL": "debug"}}}},
 		"removing an old plain value":                 {withPassword, Change{Env: &Env{Container: "web", Unset: []string{"DB_PASSWORD"}}}},
