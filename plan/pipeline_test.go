@@ -375,9 +375,22 @@ func (e *env) submitOpen(ctx context.Context, p *plan.Pipeline, req plan.Request
 // pullMerged tells the pipeline that the pull request of pl was merged as mergeSHA.
 func (e *env) pullMerged(ctx context.Context, p *plan.Pipeline, pl store.Plan, mergeSHA string) {
 	e.t.Helper()
-	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, true, mergeSHA); err != nil {
+	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, true, mergeSHA, e.pullHead(pl.PRNumber)); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// pullHead is the head of pull request number as GitHub reports it, which its
+// pull_request event carries as pull_request.head.sha.
+func (e *env) pullHead(number int64) string {
+	e.t.Helper()
+	for _, pr := range e.gh.PullRequests(e.t, repoName) {
+		if int64(pr.GetNumber()) == number {
+			return pr.GetHead().GetSHA()
+		}
+	}
+	e.t.Fatalf("no pull request #%d", number)
+	return ""
 }
 
 // mergeWakes merges the pull request of holder and checks that the plan waiting
@@ -484,7 +497,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA, e.pullHead(int64(pr.GetNumber()))); err != nil {
 			t.Fatal(err)
 		}
 		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
@@ -510,7 +523,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 			}
 		}
 		revertSHA := e.gh.Merge(t, repoName, revert, githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, rb.Branch, rb.BaseBranch, int64(revert), true, revertSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, rb.Branch, rb.BaseBranch, int64(revert), true, revertSHA, e.pullHead(int64(revert))); err != nil {
 			t.Fatal(err)
 		}
 		e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
@@ -906,7 +919,7 @@ func testDeleteThroughThePullRequest(t *testing.T, gone bool, says string) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA, e.pullHead(int64(pr.GetNumber()))); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := e.gh.FileAt(t, repoName, "main", svcFile); ok {

@@ -275,7 +275,7 @@ func (p *Pipeline) reconcileClosedPull(ctx context.Context, pl store.Plan, after
 	if (pr.State == "open" && !pr.Merged) || (pr.Merged && pr.MergeSHA == after) {
 		return nil
 	}
-	return p.PullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA)
+	return p.PullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA, pr.HeadSHA)
 }
 
 func touches(changed []string, pay Payload) bool {

@@ -540,8 +540,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 // closeUnwantedPull closes the pull request just opened for a plan that was
 // cancelled while it was being opened: the cancel found no pull request to close,
 // and one left open could be merged, deploying a change nothing follows. Its branch
-// goes with it, as a cancelled plan's does. Best effort: a failure is logged, the
-// pull request then left for a person to close.
+// goes with it, as a cancelled plan's does, unless a person pushed to it meanwhile
+// (removeBranch). Best effort: a failure is logged, the pull request then left for
+// a person to close.
 func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr github.PullRequest) {
 	log := zerolog.Ctx(ctx).With().Str("plan", pl.Code).Int64("pull_request", pr.Number).Logger()
 	cur, err := p.db.PlanByCode(ctx, pl.Code)
@@ -557,10 +558,10 @@ func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr gith
 		return
 	}
 	msg := fmt.Sprintf("pull request #%d, opened as the plan was cancelled, closed", pr.Number)
-	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+	if branch, err := p.removeBranch(ctx, pl, ""); err != nil {
 		log.Warn().Err(err).Msg("Branch of a cancelled plan could not be deleted")
-	} else {
-		msg += "; branch " + pl.Branch + " deleted"
+	} else if branch != "" {
+		msg += "; " + branch
 	}
 	if _, err := p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
 		return Status(cur.Status), "pull_request", msg, nil
