@@ -264,7 +264,7 @@ func appName(pay Payload) string {
 // not complete: in progress while the service tries again, action_required when it
 // does not. It marks no lines, since nothing about them is known.
 func (p *Pipeline) unverifiedReport(pl store.Plan, cause error, retrying bool) github.CheckReport {
-	reason := cause.Error()
+	reason, _ := failureWords(cause)
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl), Title: "Not verified yet"}
 	next := "The service tries again on its own; nothing needs to be done."
 	if at, ok := github.RetryAt(cause, time.Now()); ok {
