@@ -88,7 +88,7 @@ func (c *fakeCluster) application() argocd.Application {
 }
 
 func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
-	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: servedKind(t.Kind), Namespace: t.Namespace, Name: t.Name}
 	if t.Name != "web" {
 		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
 			Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathDirect, Known: true}}}
@@ -102,6 +102,17 @@ func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Ta
 	c.mu.Unlock()
 	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelSelfHeal, Reason: "managed by argocd/web",
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
+}
+
+// servedKind is kind as the fake cluster serves it: a target may name one in any
+// case, and the decision reads it as kube does, in the served spelling.
+func servedKind(kind string) string {
+	for _, served := range []string{"Deployment", "StatefulSet", "ConfigMap", "Secret"} {
+		if strings.EqualFold(served, kind) {
+			return served
+		}
+	}
+	return kind
 }
 
 func (c *fakeCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]argocd.Application, error) {

@@ -352,9 +352,10 @@ type Payload struct {
 }
 
 // deployTarget is the object the plan's deployment is followed by: its target,
-// under the name the edit gives it.
+// of the kind the cluster serves and under the name the edit gives it, as its
+// messages name it.
 func deployTarget(pl store.Plan, pay Payload) objref.Target {
-	t := pl.Target
+	t := ShownTarget(pl, pay)
 	if pay.Renamed != "" {
 		t.Name = pay.Renamed
 	}

@@ -341,8 +341,10 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, err
 	}
 	render.WithRevision(rapps, branch.SHA)
+	// The kind as the cluster serves it: render's refusals and diffs name the target
+	// as the pull request does.
 	req := render.Request{RepoDir: snap.Dir, TreeID: treeID(pl.Repo, branch.SHA), Apps: rapps, App: appKey, Change: change,
-		Target: pl.Target, Since: p.treeSince(ctx, pl.InstallationID, pl.Repo, branch.Name, branch.SHA)}
+		Target: ShownTarget(pl, *pay), Since: p.treeSince(ctx, pl.InstallationID, pl.Repo, branch.Name, branch.SHA)}
 	res, err := p.render.Plan(ctx, cache.Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal
 	if errors.As(err, &ref) {
@@ -481,7 +483,7 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 			if err := p.fence(ctx, pl.Code); err != nil {
 				return pl, err
 			}
-			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl), files)
+			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl, pay), files)
 			if err != nil {
 				return p.stop(ctx, pl, pay, err, "commit")
 			}
@@ -521,7 +523,7 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		return pl, err
 	}
 	pr, err := p.repos.OpenPull(ctx, pl.InstallationID, pl.Repo, github.NewPull{
-		Title: PRTitle(pl), Body: PRBody(pl, pay), Head: pl.Branch, Base: pl.BaseBranch,
+		Title: PRTitle(pl, pay), Body: PRBody(pl, pay), Head: pl.Branch, Base: pl.BaseBranch,
 	})
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "pull_request")
@@ -572,8 +574,8 @@ func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr gith
 
 func commitTrailer(code string) string { return "Kukie-Plan: " + code }
 
-func commitMessage(pl store.Plan) string {
-	return PRTitle(pl) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
+func commitMessage(pl store.Plan, pay Payload) string {
+	return PRTitle(pl, pay) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
 }
 
 // stepCheckRun publishes the verdict on the head commit. A head this plan did not

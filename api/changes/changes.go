@@ -199,6 +199,7 @@ func View(p store.Plan) ChangeView {
 	if err != nil {
 		return v
 	}
+	v.Target = plan.ShownTarget(p, pay)
 	if p.CheckRunID != 0 {
 		v.CheckRun = &CheckRunView{ID: p.CheckRunID, URL: p.CheckRunURL, Conclusion: pay.CheckConclusion}
 	}

@@ -617,6 +617,22 @@ func TestViewShowsRenames(t *testing.T) {
 	}
 }
 
+// TestViewShowsTheTargetInTheKindTheClusterServes: a target whose kind was given
+// in another case than the cluster serves it (kind: deployment) is shown as the
+// decision read it, Deployment, as the pull request names it; it was shown as
+// typed by the change API, get_change and the change's page.
+func TestViewShowsTheTargetInTheKindTheClusterServes(t *testing.T) {
+	pay, err := json.Marshal(plan.Payload{ArgoCD: &argocd.Payload{Resources: []argocd.PayloadResource{
+		{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Application: "argocd/web"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "deployment", Namespace: "shop", Name: "web"}
+	if got := View(store.Plan{Code: "k1", Target: target, Payload: pay}).Target; got != (objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}) {
+		t.Errorf("view target %+v, want apps/v1 Deployment shop/web", got)
+	}
+}
+
 // TestTeamReadsAreRateLimited: a team's repository views share one limit and its
 // path decisions and Application reads another, whichever of its tokens asks; past
 // each the (N+1)th request is answered 429 rate_limited with Retry-After, the other
