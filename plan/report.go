@@ -42,7 +42,7 @@ func PRBody(pl store.Plan, pay Payload) string {
 	fmt.Fprintf(&b, " on cluster `%s`.\n\n", pl.Cluster)
 	if pl.RollbackOf != "" {
 		// The merge commit is the one GitHub's webhook named.
-		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, markdown.CodeLine(pay.RollbackReference))
+		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, markdown.CodeLine(RevertedMerge(pl, pay)))
 	}
 	fmt.Fprintf(&b, "**Reason:** %s\n\n**Requested by:** %s\n\n", oneLine(pl.Reason), oneLine(pl.RequestedBy))
 	if pay.App != nil {

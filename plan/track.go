@@ -373,7 +373,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 	if err != nil {
 		return orig, err
 	}
-	pay := Payload{Decision: opay.Decision, ArgoCD: opay.ArgoCD, App: opay.App, RollbackReference: orig.MergeSHA}
+	pay := Payload{Decision: opay.Decision, ArgoCD: opay.ArgoCD, App: opay.App, RollbackReference: orig.MergeSHA, Reverts: orig.MergeSHA}
 	if reason == "" {
 		reason = "roll back plan " + code
 	}
