@@ -107,7 +107,7 @@ func (g Repos) Compare(ctx context.Context, inst int64, repo, base, head string)
 	if err != nil {
 		return Comparison{}, err
 	}
-	return Compare(ctx, c, owner, name, base, head)
+	return calledWith(Compare(ctx, c, owner, name, base, head))
 }
 
 // ErrBlobTooLarge is returned by Blob for a blob over the size asked for.
@@ -138,7 +138,7 @@ func (g Repos) Blob(ctx context.Context, inst int64, repo, sha string, maxBytes 
 	if err != nil {
 		return nil, err
 	}
-	return Blob(ctx, c, owner, name, sha, maxBytes)
+	return calledWith(Blob(ctx, c, owner, name, sha, maxBytes))
 }
 
 // Git modes of tree entries that FileModes reports.
@@ -209,5 +209,5 @@ func (g Repos) FileModes(ctx context.Context, inst int64, repo, commit string, p
 	if err != nil {
 		return nil, err
 	}
-	return FileModes(ctx, c, owner, name, commit, paths)
+	return calledWith(FileModes(ctx, c, owner, name, commit, paths))
 }

@@ -3,13 +3,16 @@ package github_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
 )
@@ -189,4 +192,87 @@ func TestTarballFetcherObeysClientTimeout(t *testing.T) {
 	case <-time.After(20 * time.Second): // a liveness guard, far beyond the timeout
 		t.Fatal("the archive link request ignored the client's timeout and never returned")
 	}
+}
+
+// TestAnswerSaysWhatGitHubAnsweredInWords: what a change's problem and history say
+// of a request to GitHub that failed is its status and GitHub's message, or that no
+// answer came, and never the request's method, address or an archive link's token,
+// which the error itself names. A connection that failed is GitHub's only when it
+// was a call of Repos: a cluster's or a chart repository's is no answer of GitHub.
+func TestAnswerSaysWhatGitHubAnsweredInWords(t *testing.T) {
+	const forbidden = `{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest/git/refs#update-a-reference","status":"403"}`
+	const invalid = `{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"A pull request already exists for acme:kukie/abc."}],"status":"422"}`
+	cases := map[string]struct {
+		fault githubtest.Fault
+		call  func(ctx context.Context, r github.Repos, inst int64, sha string) error
+		want  string
+	}{
+		"503": {fault: githubtest.ServerError(http.StatusServiceUnavailable).On(http.MethodGet, "/repos/*/*/pulls/*"),
+			call: func(ctx context.Context, r github.Repos, inst int64, _ string) error {
+				_, err := r.GetPull(ctx, inst, "acme/deploy", 1)
+				return err
+			}, want: "GitHub answered 503 Service Unavailable"},
+		"refused with a message": {fault: githubtest.Fault{Status: http.StatusForbidden, Body: forbidden}.On(http.MethodPatch, "/repos/*/*/git/refs/**"),
+			call: func(ctx context.Context, r github.Repos, inst int64, sha string) error {
+				return r.SetBranch(ctx, inst, "acme/deploy", "kukie/abc", sha)
+			}, want: "GitHub answered 403 Forbidden: Resource not accessible by integration"},
+		"invalid, with the errors GitHub lists": {fault: githubtest.Fault{Status: http.StatusUnprocessableEntity, Body: invalid}.On(http.MethodPatch, "/repos/*/*/pulls/*"),
+			call: func(ctx context.Context, r github.Repos, inst int64, _ string) error {
+				return r.EditPull(ctx, inst, "acme/deploy", 1, "title", "body")
+			}, want: "GitHub answered 422 Unprocessable Entity: Validation Failed; A pull request already exists for acme:kukie/abc."},
+		"a message naming an address": {fault: githubtest.Fault{Status: http.StatusBadRequest, Body: `{"message":"see https://x.example/?token=abc"}`}.On(http.MethodGet, "/repos/*/*/pulls/*"),
+			call: func(ctx context.Context, r github.Repos, inst int64, _ string) error {
+				_, err := r.GetPull(ctx, inst, "acme/deploy", 1)
+				return err
+			}, want: "GitHub answered 400 Bad Request"},
+		"no answer to the download": {fault: githubtest.Fault{Hang: true}.On(http.MethodGet, "/_codeload/**"),
+			call: func(ctx context.Context, r github.Repos, inst int64, sha string) error {
+				_, err := r.Snapshot(ctx, inst, "acme/deploy", sha)
+				return err
+			}, want: "GitHub did not answer in time"},
+		"archive link refused": {fault: githubtest.Fault{Status: http.StatusForbidden}.On(http.MethodGet, "/repos/*/*/tarball/**"),
+			call: func(ctx context.Context, r github.Repos, inst int64, sha string) error {
+				_, err := r.Snapshot(ctx, inst, "acme/deploy", sha)
+				return err
+			}, want: "GitHub answered 403 Forbidden"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := githubtest.New(t)
+			s.CreateRepo(t, "acme", "deploy", map[string]string{"f": "1\n"}, "main")
+			inst := s.CreateInstallation(t, "acme", "deploy")
+			sha := s.Head(t, "acme/deploy", "main")
+			s.PushCommit(t, "acme/deploy", "kukie/abc", map[string]string{"g": "2\n"}, githubtest.DefaultAuthor)
+			s.OpenPullRequest(t, "acme/deploy", "kukie/abc", "main", "kukie: scale Deployment/web", githubtest.DefaultAuthor)
+			cc, err := github.NewClientCreator(github.Config{AppID: s.AppID(), PrivateKey: s.PrivateKeyPEM(), APIURL: s.APIURL(), WebURL: s.URL(),
+				Timeout: 500 * time.Millisecond}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			archives, err := cache.NewArchives(t.TempDir(), 64<<20, cache.DefaultArchiveLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.InjectFault(tc.fault)
+			err = tc.call(context.Background(), github.Repos{Clients: cc, Archives: archives}, inst, sha)
+			if err == nil {
+				t.Fatal("the fault did not fail the call")
+			}
+			got, ok := github.Answer(err)
+			if !ok || got != tc.want {
+				t.Errorf("Answer(%v) = %q, %v; want %q", err, got, ok, tc.want)
+			}
+			for _, raw := range append([]string{s.URL(), "/repos/", "token"}, s.ArchiveTokens()...) {
+				if strings.Contains(got, raw) {
+					t.Errorf("answer %q holds %q", got, raw)
+				}
+			}
+		})
+	}
+	t.Run("a connection to another server", func(t *testing.T) {
+		err := fmt.Errorf("list applications: %w", &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/apis", Err: errors.New("connection refused")})
+		if got, ok := github.Answer(err); ok {
+			t.Errorf("Answer of a cluster's connection = %q, want none", got)
+		}
+	})
 }

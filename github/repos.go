@@ -13,7 +13,7 @@ import (
 // Repos is every repository operation of the change pipeline (plan.Repos), each
 // through the client of the installation named by the call. Repositories are named
 // "owner/name"; snapshots come through the archive cache, so a commit is downloaded
-// once.
+// once. The errors of its calls are marked as GitHub's (see Answer).
 type Repos struct {
 	Clients  githubapp.ClientCreator
 	Archives *cache.Archives
@@ -37,7 +37,7 @@ func (g Repos) ResolveRevision(ctx context.Context, inst int64, repo, revision s
 	if err != nil {
 		return Branch{}, err
 	}
-	return ResolveRevision(ctx, c, owner, name, revision)
+	return calledWith(ResolveRevision(ctx, c, owner, name, revision))
 }
 
 // Snapshot is the tree of repo at sha, from the archive cache or downloaded as a
@@ -47,7 +47,7 @@ func (g Repos) Snapshot(ctx context.Context, inst int64, repo, sha string) (*cac
 	if err != nil {
 		return nil, err
 	}
-	return g.Archives.Get(ctx, repo, sha, TarballFetcher(c, owner, name, sha))
+	return calledWith(g.Archives.Get(ctx, repo, sha, TarballFetcher(c, owner, name, sha)))
 }
 
 // GetCommit is the package function GetCommit through the installation's client.
@@ -56,7 +56,7 @@ func (g Repos) GetCommit(ctx context.Context, inst int64, repo, sha string) (Com
 	if err != nil {
 		return CommitInfo{}, err
 	}
-	return GetCommit(ctx, c, owner, name, sha)
+	return calledWith(GetCommit(ctx, c, owner, name, sha))
 }
 
 // CreateCommit is the package function CreateCommit through the installation's client.
@@ -65,7 +65,7 @@ func (g Repos) CreateCommit(ctx context.Context, inst int64, repo, baseSHA, mess
 	if err != nil {
 		return CommitInfo{}, err
 	}
-	return CreateCommit(ctx, c, owner, name, baseSHA, message, files)
+	return calledWith(CreateCommit(ctx, c, owner, name, baseSHA, message, files))
 }
 
 // BranchHead is the package function BranchHead through the installation's client.
@@ -74,7 +74,8 @@ func (g Repos) BranchHead(ctx context.Context, inst int64, repo, branch string) 
 	if err != nil {
 		return "", false, err
 	}
-	return BranchHead(ctx, c, owner, name, branch)
+	sha, ok, err := BranchHead(ctx, c, owner, name, branch)
+	return sha, ok, called(err)
 }
 
 // SetBranch is the package function SetBranch through the installation's client.
@@ -83,7 +84,7 @@ func (g Repos) SetBranch(ctx context.Context, inst int64, repo, branch, sha stri
 	if err != nil {
 		return err
 	}
-	return SetBranch(ctx, c, owner, name, branch, sha)
+	return called(SetBranch(ctx, c, owner, name, branch, sha))
 }
 
 // OpenPull is the package function OpenPull through the installation's client.
@@ -92,7 +93,7 @@ func (g Repos) OpenPull(ctx context.Context, inst int64, repo string, np NewPull
 	if err != nil {
 		return PullRequest{}, err
 	}
-	return OpenPull(ctx, c, owner, name, np)
+	return calledWith(OpenPull(ctx, c, owner, name, np))
 }
 
 // GetPull is the package function GetPull through the installation's client.
@@ -101,7 +102,7 @@ func (g Repos) GetPull(ctx context.Context, inst int64, repo string, number int6
 	if err != nil {
 		return PullRequest{}, err
 	}
-	return GetPull(ctx, c, owner, name, number)
+	return calledWith(GetPull(ctx, c, owner, name, number))
 }
 
 // EditPull is the package function EditPull through the installation's client.
@@ -110,7 +111,7 @@ func (g Repos) EditPull(ctx context.Context, inst int64, repo string, number int
 	if err != nil {
 		return err
 	}
-	return EditPull(ctx, c, owner, name, number, title, body)
+	return called(EditPull(ctx, c, owner, name, number, title, body))
 }
 
 // ClosePull is the package function ClosePull through the installation's client.
@@ -119,7 +120,7 @@ func (g Repos) ClosePull(ctx context.Context, inst int64, repo string, number in
 	if err != nil {
 		return err
 	}
-	return ClosePull(ctx, c, owner, name, number)
+	return called(ClosePull(ctx, c, owner, name, number))
 }
 
 // DeleteBranch is the package function DeleteBranch through the installation's client.
@@ -128,7 +129,7 @@ func (g Repos) DeleteBranch(ctx context.Context, inst int64, repo, branch string
 	if err != nil {
 		return err
 	}
-	return DeleteBranch(ctx, c, owner, name, branch)
+	return called(DeleteBranch(ctx, c, owner, name, branch))
 }
 
 // PublishCheckRun is the package function PublishCheckRun through the installation's client.
@@ -137,7 +138,7 @@ func (g Repos) PublishCheckRun(ctx context.Context, inst int64, repo, headSHA st
 	if err != nil {
 		return CheckRunRef{}, err
 	}
-	return PublishCheckRun(ctx, c, owner, name, headSHA, id, r)
+	return calledWith(PublishCheckRun(ctx, c, owner, name, headSHA, id, r))
 }
 
 // Contains is the package function Contains through the installation's client.
@@ -146,5 +147,8 @@ func (g Repos) Contains(ctx context.Context, inst int64, repo, ancestor, head st
 	if err != nil {
 		return false, err
 	}
-	return Contains(ctx, c, owner, name, ancestor, head)
+	return calledWith(Contains(ctx, c, owner, name, ancestor, head))
 }
+
+// calledWith is a call's result with its error, if any, marked as GitHub's.
+func calledWith[T any](v T, err error) (T, error) { return v, called(err) }

@@ -45,5 +45,6 @@ func (g Repos) DefaultBranchFile(ctx context.Context, inst int64, repo, name str
 	if err != nil {
 		return nil, "", false, err
 	}
-	return DefaultBranchFile(ctx, c, owner, nm, name, maxBytes)
+	b, sha, found, err := DefaultBranchFile(ctx, c, owner, nm, name, maxBytes)
+	return b, sha, found, called(err)
 }

@@ -35,7 +35,7 @@ type commandPipeline struct {
 func (p *commandPipeline) PlanForPull(context.Context, string, string) (store.Plan, bool, error) {
 	return store.Plan{}, false, nil
 }
-func (p *commandPipeline) PullClosed(context.Context, string, string, string, int64, bool, string) error {
+func (p *commandPipeline) PullClosed(context.Context, string, string, string, int64, bool, string, string) error {
 	return nil
 }
 func (p *commandPipeline) PullRetargeted(context.Context, string, string, string, string, int64) error {

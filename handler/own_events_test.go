@@ -21,6 +21,8 @@ type trackingPipeline struct {
 	plan  store.Plan
 	// changed holds the file lists of BasePushed calls (nil: unknown files).
 	changed [][]string
+	// heads holds the heads PullClosed was given.
+	heads []string
 }
 
 func (p *trackingPipeline) record(call string) {
@@ -33,7 +35,10 @@ func (p *trackingPipeline) PlanForPull(context.Context, string, string) (store.P
 	return p.plan, true, nil
 }
 
-func (p *trackingPipeline) PullClosed(_ context.Context, _, branch, base string, _ int64, merged bool, _ string) error {
+func (p *trackingPipeline) PullClosed(_ context.Context, _, branch, base string, _ int64, merged bool, _, head string) error {
+	p.mu.Lock()
+	p.heads = append(p.heads, head)
+	p.mu.Unlock()
 	p.record(fmt.Sprintf("PullClosed %s into %s merged=%v", branch, base, merged))
 	return nil
 }

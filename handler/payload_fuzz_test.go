@@ -309,13 +309,16 @@ func (p fakePipeline) PlanForPull(_ context.Context, repo, branch string) (store
 	return p.plan, true, nil
 }
 
-func (p fakePipeline) PullClosed(_ context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error {
+func (p fakePipeline) PullClosed(_ context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, head string) error {
 	p.repo("PullClosed", repo)
 	p.branch("PullClosed", branch)
 	p.text("PullClosed", "base", base)
 	p.positive("PullClosed", "number", number)
 	if merged {
 		p.sha("PullClosed", "merge SHA", mergeSHA)
+	}
+	if head != "" {
+		p.sha("PullClosed", "head SHA", head)
 	}
 	return nil
 }

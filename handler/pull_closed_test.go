@@ -33,6 +33,33 @@ func TestPullClosedPassesTheBranchItClosedOn(t *testing.T) {
 	}
 }
 
+// TestPullClosedPassesTheHeadItClosedWith: the pipeline learns the head a change's
+// pull request was merged with, at which its branch holds nothing the base lacks
+// and may go; a head that is no commit SHA is passed as none.
+func TestPullClosedPassesTheHeadItClosedWith(t *testing.T) {
+	repo := map[string]any{"full_name": "acme/deploy", "name": "deploy", "owner": map[string]any{"login": "acme"}}
+	for sent, want := range map[string]string{
+		"3333333333333333333333333333333333333333": "3333333333333333333333333333333333333333",
+		"not a sha": "",
+		"":          "",
+	} {
+		p := &trackingPipeline{plan: store.Plan{Code: "abc123", Branch: "kukie/abc123"}}
+		h := &PullRequest{Base: Base{App: github.App{ID: 1, Slug: "kukie"}}, Pipeline: p}
+		body, err := json.Marshal(map[string]any{"action": "closed", "repository": repo, "sender": map[string]any{"login": "octocat"},
+			"pull_request": map[string]any{"number": 7, "merged": true, "merge_commit_sha": "2222222222222222222222222222222222222222",
+				"head": map[string]any{"ref": "kukie/abc123", "sha": sent, "repo": repo}, "base": map[string]any{"ref": "main", "repo": repo}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Handle(context.Background(), "pull_request", "d-"+sent, body); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(p.heads) != fmt.Sprint([]string{want}) {
+			t.Errorf("head %q sent: PullClosed given heads %q, want [%q]", sent, p.heads, want)
+		}
+	}
+}
+
 // TestPullEditedPassesOnlyANewBase: an edit that moves a change's pull request to
 // another base reaches the pipeline with both branches; one that changes only the
 // title does not.

@@ -15,7 +15,7 @@ import (
 // Repositories are named "owner/name" in lower case.
 type Pipeline interface {
 	PlanForPull(ctx context.Context, repo, branch string) (store.Plan, bool, error)
-	PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error
+	PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, head string) error
 	PullRetargeted(ctx context.Context, repo, branch, from, to string, number int64) error
 	HeadPushed(ctx context.Context, repo, branch, sha, sender string) error
 	BasePushed(ctx context.Context, repo, branch, after string, changed []string) error
@@ -83,7 +83,13 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	ctx = logger.WithContext(ctx)
 	switch event.Action {
 	case "closed":
-		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Base.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA)
+		// A head that is no commit SHA is passed as none: the plan's branch is then
+		// deleted only at the plan's own commit.
+		head := pr.Head.SHA
+		if !isCommitSHA(head) {
+			head = ""
+		}
+		return h.Pipeline.PullClosed(ctx, repo, pr.Head.Ref, pr.Base.Ref, pr.Number, pr.Merged, pr.MergeCommitSHA, head)
 	case "edited":
 		// Only a new base matters to the plan (a retargeted pull request would merge
 		// the change where its Application does not deploy from); title and body

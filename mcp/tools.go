@@ -196,7 +196,7 @@ func (s *Server) addTools() {
 		Description: "Cancel a change: close its pull request and release its files. Needs a token with the change scope."},
 		s.cancelChange)
 	addTool(s.server, &sdk.Tool{Name: ToolRollbackChange,
-		Description: "Roll back a merged change with a revert pull request, verified like any change. Needs a token with the change scope."},
+		Description: "Roll back a merged change with a revert pull request, verified like any change. Returns the revert, a change of its own whose change is {revert: {plan, merge_commit, undoes}}: the change it reverts, that change's merge commit and what that change was. Needs a token with the change scope."},
 		s.rollbackChange)
 	addTool(s.server, &sdk.Tool{Name: ToolListRepoFiles, Annotations: readOnly,
 		Description: fmt.Sprintf("List the files of an Application's repository at the Application's revision, under its folder or a given path. Cut at %d characters with a note.", MaxResultChars)},

@@ -2,14 +2,19 @@ package plan_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/internal/githubtest"
+	"github.com/kukie/kukie-gitops/internal/servicetest"
 	"github.com/kukie/kukie-gitops/plan"
 	"github.com/kukie/kukie-gitops/store"
 	"github.com/kukie/kukie-gitops/store/storetest"
@@ -462,5 +467,132 @@ func underFault(t *testing.T, name string, run func(t *testing.T, e *env, p *pla
 			p := e.startedPipeline(ctx, plan.Hooks{})
 			run(t, e, p, e.submitOpen(ctx, p, scale(4, "")))
 		})
+	})
+}
+
+// TestAFailedStepSaysWhatGitHubAnswered: a step GitHub failed past its retries, or
+// at once with an answer no retry changes, left the client's error as the change's
+// problem ("open pull request: POST http://127.0.0.1:41234/api/v3/repos/acme/deploy/pulls:
+// 503 Service Unavailable []"), the API address and all, and so did its history and
+// its check run, which get_change, the change API and the web page show. They now
+// say which step failed and what GitHub answered in words; the error itself goes to
+// the log.
+func TestAFailedStepSaysWhatGitHubAnswered(t *testing.T) {
+	t.Parallel()
+	const refs = "/repos/*/*/git/refs"
+	forbidden := `{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest/git/refs#create-a-reference","status":"403"}`
+	cases := map[string]struct {
+		fault  githubtest.Fault
+		pushed bool // the fault hits the comparison of a head a person pushed
+		want   string
+		run    string // what the check run on the pushed head says
+	}{
+		"503 on every try": {fault: githubtest.ServerError(http.StatusServiceUnavailable).On(http.MethodPost, "/repos/*/*/pulls"),
+			want: "opening the pull request failed: GitHub answered 503 Service Unavailable on every try"},
+		"no answer": {fault: githubtest.Fault{Hang: true}.On(http.MethodPost, "/repos/*/*/git/commits"),
+			want: "committing the edit failed: GitHub did not answer in time on every try"},
+		"refused": {fault: githubtest.Fault{Status: http.StatusForbidden, Body: forbidden}.On(http.MethodPost, refs),
+			want: "pushing the change's branch failed: GitHub answered 403 Forbidden: Resource not accessible by integration"},
+		"archive refused": {fault: githubtest.Fault{Status: http.StatusForbidden}.On(http.MethodGet, tarballRoute), pushed: true,
+			want: "checking the pull request's head failed: GitHub answered 403 Forbidden", run: "did not finish: `GitHub answered 403 Forbidden`."},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+				e := newFaultEnv(t, db)
+				logs := &servicetest.SyncBuffer{}
+				ctx := zerolog.New(logs).WithContext(context.Background())
+				p := e.startedPipeline(ctx, plan.Hooks{})
+				var pl store.Plan
+				if c.pushed {
+					pl = e.submitOpen(ctx, p, scale(4, ""))
+					e.gh.InjectFault(c.fault)
+					pushedByOthers(t, e, p, pl, map[string]string{"docs/why.md": "scaled for the spring sale\n"})
+				} else {
+					e.gh.InjectFault(c.fault)
+					var err error
+					if pl, _, err = p.Submit(ctx, e.team.ID, "team:shop", scale(4, "")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
+				pay, err := plan.PayloadOf(pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.StatusReason != c.want || pay.Problem == nil || pay.Problem.Reason != c.want {
+					t.Errorf("problem %q (payload %+v), want %q", pl.StatusReason, pay.Problem, c.want)
+				}
+				shown := []string{pl.StatusReason}
+				events, err := db.PlanEvents(ctx, pl.Code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range events {
+					shown = append(shown, ev.Message)
+				}
+				for _, sha := range []string{pl.CommitSHA, pl.HeadSHA} {
+					for _, r := range e.gh.CheckRuns(t, repoName, sha) {
+						shown = append(shown, r.GetOutput().GetSummary())
+					}
+				}
+				if c.run != "" && !strings.Contains(strings.Join(shown, "\n"), c.run) {
+					t.Errorf("no check run on the pushed head says %q", c.run)
+				}
+				for _, s := range shown {
+					for _, raw := range []string{strings.TrimSuffix(e.gh.APIURL(), "/"), "/repos/", "[]"} {
+						if strings.Contains(s, raw) {
+							t.Errorf("%q, shown to people, holds %q of the client's error", s, raw)
+						}
+					}
+				}
+				if !loggedFailure(t, logs.String(), pl.Code, pl.StatusReason) {
+					t.Errorf("the log holds no error of the failed step of plan %s:\n%s", pl.Code, logs.String())
+				}
+			})
+		})
+	}
+}
+
+// loggedFailure reports whether logs hold the error of a failed step of the plan,
+// other words than the problem people read.
+func loggedFailure(t *testing.T, logs, code, problem string) bool {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		var entry struct{ Message, Plan, Error string }
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			continue
+		}
+		if entry.Message == "Plan step failed" && entry.Plan == code && entry.Error != "" && !strings.Contains(problem, entry.Error) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAFailedStepNamesNoAddressOfAnotherServer: a step that failed reading
+// something else than GitHub (the cluster's Applications) keeps that error's words
+// in its problem, but an address it names only by its scheme and host: a user and
+// password, a path or a query there may hold a credential (failed before: the
+// problem quoted the address whole).
+func TestAFailedStepNamesNoAddressOfAnotherServer(t *testing.T) {
+	t.Parallel()
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		e.cluster.mu.Lock()
+		e.cluster.unreadable = map[string]error{"prod": errors.New(`Get "https://admin:s3cret@10.0.0.1:6443/apis/argoproj.io/v1alpha1/applications?token=abc": connection refused`)}
+		e.cluster.mu.Unlock()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
+		want := `preparing the change failed: list Applications of prod: Get "https://10.0.0.1:6443": connection refused`
+		if pl.StatusReason != want {
+			t.Errorf("problem %q, want %q", pl.StatusReason, want)
+		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/cache"
 	"github.com/kukie/kukie-gitops/clusteraccess"
+	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
@@ -546,13 +549,66 @@ func (p *Pipeline) stop(ctx context.Context, pl store.Plan, pay Payload, cause e
 	e, ok := AsError(cause)
 	to := StatusRefused
 	if !ok {
-		e = &Error{Code: CodeRemoteError, Reason: cause.Error()}
+		// People read the step and GitHub's answer in words; the error itself, with
+		// the request it names, is for the log.
+		zerolog.Ctx(ctx).Error().Err(cause).Str("plan", pl.Code).Str("step", step).Msg("Plan step failed")
+		e = &Error{Code: CodeRemoteError, Reason: p.failureReason(step, cause)}
 		to = StatusFailed
 		pl.FailedStep = pl.Status
 	}
 	pl.ErrorCode, pl.StatusReason = e.Code, e.Reason
 	pay.Problem = e
 	return p.save(ctx, pl, pay, to, "system", step, e.Reason)
+}
+
+// stepWords names what each step that may fail was doing, as its problem says it.
+var stepWords = map[string]string{
+	"decide":       "deciding the change's path",
+	"prepare":      "preparing the change",
+	"commit":       "committing the edit",
+	"branch":       "pushing the change's branch",
+	"pull_request": "opening the pull request",
+	"check_run":    "checking the pull request's head",
+}
+
+// failureReason is the problem of a plan that step failed for cause, no refusal:
+// the step and what failed, "opening the pull request failed: GitHub answered 503
+// Service Unavailable on every try" (see failureWords).
+func (p *Pipeline) failureReason(step string, cause error) string {
+	what, ok := stepWords[step]
+	if !ok {
+		what = "the " + step + " step"
+	}
+	words, ofGitHub := failureWords(cause)
+	if ofGitHub && github.Transient(cause) && p.cfg.TransientRetries > 0 {
+		words += " on every try" // retryTransient took the step again until its tries were spent
+	}
+	return what + " failed: " + words
+}
+
+// failureWords says what failed, for a plan's problem, history and check run, and
+// whether it was GitHub (github.Answer: its status and message, never the request's
+// method and address, where an archive link's token may be). Any other cause (a
+// cluster's read, the service's own) is its error with every address it names cut
+// to its scheme and host: a user or password, path or query of one is not shown.
+func failureWords(cause error) (string, bool) {
+	if answer, ok := github.Answer(cause); ok {
+		return answer, true
+	}
+	return withoutAddresses(cause.Error()), false
+}
+
+// addressPattern finds the URLs an error names.
+var addressPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+
+func withoutAddresses(s string) string {
+	return addressPattern.ReplaceAllStringFunc(s, func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return "[address]"
+		}
+		return u.Scheme + "://" + u.Host
+	})
 }
 
 // Decide runs the path decision alone (for the assistant's tool results); nothing is

@@ -88,7 +88,7 @@ func (c *fakeCluster) application() argocd.Application {
 }
 
 func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Target) argocd.Decision {
-	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	ref := argocd.ResourceRef{Group: "apps", Version: "v1", Kind: servedKind(t.Kind), Namespace: t.Namespace, Name: t.Name}
 	if t.Name != "web" {
 		return argocd.Decision{Path: argocd.PathDirect, Known: true, Reason: "not managed by Argo CD",
 			Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathDirect, Known: true}}}
@@ -102,6 +102,17 @@ func (c *fakeCluster) Decide(_ context.Context, _ clusteraccess.Ref, t objref.Ta
 	c.mu.Unlock()
 	return argocd.Decision{Path: argocd.PathGit, Known: true, Level: argocd.LevelSelfHeal, Reason: "managed by argocd/web",
 		Targets: []argocd.TargetDecision{{Ref: ref, Path: argocd.PathGit, Known: true, Ownership: own}}}
+}
+
+// servedKind is kind as the fake cluster serves it: a target may name one in any
+// case, and the decision reads it as kube does, in the served spelling.
+func servedKind(kind string) string {
+	for _, served := range []string{"Deployment", "StatefulSet", "ConfigMap", "Secret"} {
+		if strings.EqualFold(served, kind) {
+			return served
+		}
+	}
+	return kind
 }
 
 func (c *fakeCluster) Applications(_ context.Context, ref clusteraccess.Ref) ([]argocd.Application, error) {
@@ -375,9 +386,22 @@ func (e *env) submitOpen(ctx context.Context, p *plan.Pipeline, req plan.Request
 // pullMerged tells the pipeline that the pull request of pl was merged as mergeSHA.
 func (e *env) pullMerged(ctx context.Context, p *plan.Pipeline, pl store.Plan, mergeSHA string) {
 	e.t.Helper()
-	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, true, mergeSHA); err != nil {
+	if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, pl.PRNumber, true, mergeSHA, e.pullHead(pl.PRNumber)); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// pullHead is the head of pull request number as GitHub reports it, which its
+// pull_request event carries as pull_request.head.sha.
+func (e *env) pullHead(number int64) string {
+	e.t.Helper()
+	for _, pr := range e.gh.PullRequests(e.t, repoName) {
+		if int64(pr.GetNumber()) == number {
+			return pr.GetHead().GetSHA()
+		}
+	}
+	e.t.Fatalf("no pull request #%d", number)
+	return ""
 }
 
 // mergeWakes merges the pull request of holder and checks that the plan waiting
@@ -484,7 +508,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA, e.pullHead(int64(pr.GetNumber()))); err != nil {
 			t.Fatal(err)
 		}
 		e.waitFor(pl.Code, "deploying", func(p store.Plan) bool { return p.Status == string(plan.StatusDeploying) })
@@ -510,7 +534,7 @@ func TestPipelineScaleToDeployedAndRollback(t *testing.T) {
 			}
 		}
 		revertSHA := e.gh.Merge(t, repoName, revert, githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, rb.Branch, rb.BaseBranch, int64(revert), true, revertSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, rb.Branch, rb.BaseBranch, int64(revert), true, revertSHA, e.pullHead(int64(revert))); err != nil {
 			t.Fatal(err)
 		}
 		e.cluster.sync(revertSHA, argocd.PhaseSucceeded)
@@ -906,7 +930,7 @@ func testDeleteThroughThePullRequest(t *testing.T, gone bool, says string) {
 		}
 
 		mergeSHA := e.gh.Merge(t, repoName, pr.GetNumber(), githubtest.MergeCommit)
-		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, pl.BaseBranch, int64(pr.GetNumber()), true, mergeSHA, e.pullHead(int64(pr.GetNumber()))); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := e.gh.FileAt(t, repoName, "main", svcFile); ok {

@@ -89,7 +89,7 @@ func (p *Pipeline) SweepPulls(ctx context.Context, now time.Time) (PullSweep, er
 			res.Open++
 			continue
 		}
-		if err := p.pullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA, pullSweepLearnt); err != nil {
+		if err := p.pullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA, pr.HeadSHA, pullSweepLearnt); err != nil {
 			res.Failed++
 			log.Error().Err(err).Str("plan", pl.Code).Int64("pull_request", pl.PRNumber).
 				Msg("Moving a plan whose pull request event was missed failed")

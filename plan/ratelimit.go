@@ -98,8 +98,9 @@ func (p *Pipeline) retryTransient(ctx context.Context, pl store.Plan, pay Payloa
 	}
 	wait := min(p.cfg.TransientBackoff<<tries, maxTransientBackoff)
 	until := time.Now().Add(wait)
-	msg := fmt.Sprintf("%s%s (retry %d of %d): %v", transientMessage, until.UTC().Format(time.TimeOnly+" MST"),
-		tries+1, p.cfg.TransientRetries, cause)
+	words, _ := failureWords(cause)
+	msg := fmt.Sprintf("%s%s (retry %d of %d): %s", transientMessage, until.UTC().Format(time.TimeOnly+" MST"),
+		tries+1, p.cfg.TransientRetries, words)
 	saved, err := p.save(ctx, pl, pay, Status(pl.Status), "system", step, msg)
 	if err != nil {
 		return pl, err, true

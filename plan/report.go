@@ -7,14 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kukie/kukie-gitops/argocd"
 	"github.com/kukie/kukie-gitops/github"
 	"github.com/kukie/kukie-gitops/markdown"
+	"github.com/kukie/kukie-gitops/objref"
 	"github.com/kukie/kukie-gitops/render"
 	"github.com/kukie/kukie-gitops/store"
 )
 
-// PRTitle is "kukie: <verb> <kind>/<name> (<code>)".
-func PRTitle(pl store.Plan) string {
+// PRTitle is "kukie: <verb> <kind>/<name> (<code>)", the target as ShownTarget
+// names it.
+func PRTitle(pl store.Plan, pay Payload) string {
 	verb := "change"
 	if c, err := ChangeOf(pl); err == nil {
 		verb = Verb(c)
@@ -22,7 +25,8 @@ func PRTitle(pl store.Plan) string {
 	if pl.RollbackOf != "" {
 		verb = "revert " + pl.RollbackOf + ":"
 	}
-	return fmt.Sprintf("kukie: %s %s/%s (%s)", verb, pl.Target.Kind, pl.Target.Name, pl.Code)
+	t := ShownTarget(pl, pay)
+	return fmt.Sprintf("kukie: %s %s/%s (%s)", verb, t.Kind, t.Name, pl.Code)
 }
 
 // PRBody says what, why, who asked, which Argo CD app and how it syncs, warnings, the
@@ -30,14 +34,15 @@ func PRTitle(pl store.Plan) string {
 // diffs come from render, which masks them.
 func PRBody(pl store.Plan, pay Payload) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Request\n%s %s/%s", verbOf(pl), pl.Target.Kind, pl.Target.Name)
-	if pl.Target.Namespace != "" {
-		fmt.Fprintf(&b, " in namespace `%s`", pl.Target.Namespace)
+	t := ShownTarget(pl, pay)
+	fmt.Fprintf(&b, "### Request\n%s %s/%s", verbOf(pl), t.Kind, t.Name)
+	if t.Namespace != "" {
+		fmt.Fprintf(&b, " in namespace `%s`", t.Namespace)
 	}
 	fmt.Fprintf(&b, " on cluster `%s`.\n\n", pl.Cluster)
 	if pl.RollbackOf != "" {
 		// The merge commit is the one GitHub's webhook named.
-		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, markdown.CodeLine(pay.RollbackReference))
+		fmt.Fprintf(&b, "This reverts plan `%s` (%s).\n\n", pl.RollbackOf, markdown.CodeLine(RevertedMerge(pl, pay)))
 	}
 	fmt.Fprintf(&b, "**Reason:** %s\n\n**Requested by:** %s\n\n", oneLine(pl.Reason), oneLine(pl.RequestedBy))
 	if pay.App != nil {
@@ -264,7 +269,7 @@ func appName(pay Payload) string {
 // not complete: in progress while the service tries again, action_required when it
 // does not. It marks no lines, since nothing about them is known.
 func (p *Pipeline) unverifiedReport(pl store.Plan, cause error, retrying bool) github.CheckReport {
-	reason := cause.Error()
+	reason, _ := failureWords(cause)
 	r := github.CheckReport{ExternalID: pl.Code, DetailsURL: p.detailsURL(pl), Title: "Not verified yet"}
 	next := "The service tries again on its own; nothing needs to be done."
 	if at, ok := github.RetryAt(cause, time.Now()); ok {
@@ -313,4 +318,23 @@ func (p *Pipeline) detailsURL(pl store.Plan) string {
 		return ""
 	}
 	return strings.TrimSuffix(p.cfg.PublicURL, "/") + ChangePagePath + url.PathEscape(pl.Code)
+}
+
+// ShownTarget is the plan's target as people read it: its kind as the cluster
+// serves it, which the path decision read (a target may name its kind in another
+// case, "deployment" as kubectl takes it), and the rest as requested. The stored
+// target stays as requested: a retry of the request sends it so again.
+func ShownTarget(pl store.Plan, pay Payload) objref.Target {
+	t := pl.Target
+	ref, err := argocd.RefOf(t)
+	if err != nil || pay.ArgoCD == nil {
+		return t
+	}
+	for _, r := range pay.ArgoCD.Resources {
+		if r.Group == ref.Group && r.Name == t.Name && strings.EqualFold(r.Kind, t.Kind) {
+			t.Kind = r.Kind
+			break
+		}
+	}
+	return t
 }

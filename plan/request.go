@@ -326,6 +326,10 @@ type Payload struct {
 	// RollbackReference is what a rollback reverts (merge commit) or the plan that
 	// reverted this one.
 	RollbackReference string `json:"rollback_reference,omitempty"`
+	// Reverts is, of a revert (store.Plan.RollbackOf), the merge commit of the plan
+	// it undoes. RollbackReference names it too until the revert is merged, and then
+	// the revert's own merge commit, as it does of any merged plan.
+	Reverts string `json:"reverts,omitempty"`
 	// CancelReason is why the plan was cancelled, as the caller of Cancel gave it.
 	CancelReason string `json:"cancel_reason,omitempty"`
 	// CheckConclusion is the last published check run conclusion.
@@ -351,10 +355,25 @@ type Payload struct {
 	capabilities map[string]string
 }
 
+// RevertedMerge is the merge commit of the plan a revert undoes, "" when pl is no
+// revert or, for a revert recorded before Payload.Reverts, once it was merged.
+func RevertedMerge(pl store.Plan, pay Payload) string {
+	switch {
+	case pl.RollbackOf == "":
+		return ""
+	case pay.Reverts != "":
+		return pay.Reverts
+	case pl.MergeSHA == "":
+		return pay.RollbackReference
+	}
+	return ""
+}
+
 // deployTarget is the object the plan's deployment is followed by: its target,
-// under the name the edit gives it.
+// of the kind the cluster serves and under the name the edit gives it, as its
+// messages name it.
 func deployTarget(pl store.Plan, pay Payload) objref.Target {
-	t := pl.Target
+	t := ShownTarget(pl, pay)
 	if pay.Renamed != "" {
 		t.Name = pay.Renamed
 	}

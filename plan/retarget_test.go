@@ -22,7 +22,7 @@ func TestPullRequestMergedIntoAnotherBranchIsNotMerged(t *testing.T) {
 		p := e.startedPipeline(ctx, plan.Hooks{})
 		pl := e.submitOpen(ctx, p, scale(6, "retargeted"))
 		release := e.gh.CreateBranch(t, repoName, "release", "main")
-		if err := p.PullClosed(ctx, repoName, pl.Branch, "release", pl.PRNumber, true, release); err != nil {
+		if err := p.PullClosed(ctx, repoName, pl.Branch, "release", pl.PRNumber, true, release, e.pullHead(pl.PRNumber)); err != nil {
 			t.Fatal(err)
 		}
 		got := e.waitStatus(pl.Code, plan.StatusClosed)

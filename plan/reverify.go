@@ -275,7 +275,7 @@ func (p *Pipeline) reconcileClosedPull(ctx context.Context, pl store.Plan, after
 	if (pr.State == "open" && !pr.Merged) || (pr.Merged && pr.MergeSHA == after) {
 		return nil
 	}
-	return p.PullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA)
+	return p.PullClosed(ctx, pl.Repo, pl.Branch, pr.BaseRef, pl.PRNumber, pr.Merged, pr.MergeSHA, pr.HeadSHA)
 }
 
 func touches(changed []string, pay Payload) bool {
@@ -357,7 +357,7 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	if err := p.fence(ctx, pl.Code); err != nil {
 		return err
 	}
-	ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, base.SHA, commitMessage(pl), files)
+	ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, base.SHA, commitMessage(pl, newPay), files)
 	if err != nil {
 		return err
 	}
@@ -381,7 +381,7 @@ func (p *Pipeline) rebase(ctx context.Context, pl store.Plan, pay Payload, base 
 	if err := p.fence(ctx, saved.Code); err != nil {
 		return err
 	}
-	return p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved), PRBody(saved, newPay))
+	return p.repos.EditPull(ctx, saved.InstallationID, saved.Repo, saved.PRNumber, PRTitle(saved, newPay), PRBody(saved, newPay))
 }
 
 func sameEdits(a, b []StoredEdit) bool {

@@ -341,8 +341,10 @@ func (p *Pipeline) prepareEdit(ctx context.Context, pl store.Plan, pay *Payload,
 		return nil, err
 	}
 	render.WithRevision(rapps, branch.SHA)
+	// The kind as the cluster serves it: render's refusals and diffs name the target
+	// as the pull request does.
 	req := render.Request{RepoDir: snap.Dir, TreeID: treeID(pl.Repo, branch.SHA), Apps: rapps, App: appKey, Change: change,
-		Target: pl.Target, Since: p.treeSince(ctx, pl.InstallationID, pl.Repo, branch.Name, branch.SHA)}
+		Target: ShownTarget(pl, *pay), Since: p.treeSince(ctx, pl.InstallationID, pl.Repo, branch.Name, branch.SHA)}
 	res, err := p.render.Plan(ctx, cache.Commit{Repo: pl.Repo, SHA: branch.SHA}, req)
 	var ref *render.Refusal
 	if errors.As(err, &ref) {
@@ -481,7 +483,7 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 			if err := p.fence(ctx, pl.Code); err != nil {
 				return pl, err
 			}
-			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl), files)
+			ci, err := p.repos.CreateCommit(ctx, pl.InstallationID, pl.Repo, pl.BaseSHA, commitMessage(pl, pay), files)
 			if err != nil {
 				return p.stop(ctx, pl, pay, err, "commit")
 			}
@@ -521,7 +523,7 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 		return pl, err
 	}
 	pr, err := p.repos.OpenPull(ctx, pl.InstallationID, pl.Repo, github.NewPull{
-		Title: PRTitle(pl), Body: PRBody(pl, pay), Head: pl.Branch, Base: pl.BaseBranch,
+		Title: PRTitle(pl, pay), Body: PRBody(pl, pay), Head: pl.Branch, Base: pl.BaseBranch,
 	})
 	if err != nil {
 		return p.stop(ctx, pl, pay, err, "pull_request")
@@ -540,8 +542,9 @@ func (p *Pipeline) stepCommit(ctx context.Context, pl store.Plan) (store.Plan, e
 // closeUnwantedPull closes the pull request just opened for a plan that was
 // cancelled while it was being opened: the cancel found no pull request to close,
 // and one left open could be merged, deploying a change nothing follows. Its branch
-// goes with it, as a cancelled plan's does. Best effort: a failure is logged, the
-// pull request then left for a person to close.
+// goes with it, as a cancelled plan's does, unless a person pushed to it meanwhile
+// (removeBranch). Best effort: a failure is logged, the pull request then left for
+// a person to close.
 func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr github.PullRequest) {
 	log := zerolog.Ctx(ctx).With().Str("plan", pl.Code).Int64("pull_request", pr.Number).Logger()
 	cur, err := p.db.PlanByCode(ctx, pl.Code)
@@ -557,10 +560,10 @@ func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr gith
 		return
 	}
 	msg := fmt.Sprintf("pull request #%d, opened as the plan was cancelled, closed", pr.Number)
-	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+	if branch, err := p.removeBranch(ctx, pl, ""); err != nil {
 		log.Warn().Err(err).Msg("Branch of a cancelled plan could not be deleted")
-	} else {
-		msg += "; branch " + pl.Branch + " deleted"
+	} else if branch != "" {
+		msg += "; " + branch
 	}
 	if _, err := p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
 		return Status(cur.Status), "pull_request", msg, nil
@@ -571,8 +574,8 @@ func (p *Pipeline) closeUnwantedPull(ctx context.Context, pl store.Plan, pr gith
 
 func commitTrailer(code string) string { return "Kukie-Plan: " + code }
 
-func commitMessage(pl store.Plan) string {
-	return PRTitle(pl) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
+func commitMessage(pl store.Plan, pay Payload) string {
+	return PRTitle(pl, pay) + "\n\n" + pl.Reason + "\n\nRequested-by: " + pl.RequestedBy + "\n" + commitTrailer(pl.Code) + "\n"
 }
 
 // stepCheckRun publishes the verdict on the head commit. A head this plan did not

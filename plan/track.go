@@ -83,18 +83,19 @@ func ActorOf(ctx context.Context) string {
 }
 
 // PullClosed handles a closed pull request of a kukie branch, base being the branch
-// it closed on: merged into the plan's base branch → merged (then deployment
-// tracking), otherwise closed. A merge into another branch (a person retargeted the
-// pull request) closes the plan too: the change never reached the branch its
-// Application deploys. Locks are released and waiters woken with the move (see
-// lockChange), and the plan's branch is deleted.
-func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA string) error {
-	return p.pullClosed(ctx, repo, branch, base, number, merged, mergeSHA, "")
+// it closed on and head its head as it closed: merged into the plan's base branch →
+// merged (then deployment tracking), otherwise closed. A merge into another branch
+// (a person retargeted the pull request) closes the plan too: the change never
+// reached the branch its Application deploys. Locks are released and waiters woken
+// with the move (see lockChange), and the plan's branch is deleted unless it holds
+// commits the plan did not make (see removeBranch).
+func (p *Pipeline) PullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, head string) error {
+	return p.pullClosed(ctx, repo, branch, base, number, merged, mergeSHA, head, "")
 }
 
 // pullClosed is PullClosed; learnt, when not empty, ends the history's entry of the
 // move with how the service learnt of the close other than by its event.
-func (p *Pipeline) pullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, learnt string) error {
+func (p *Pipeline) pullClosed(ctx context.Context, repo, branch, base string, number int64, merged bool, mergeSHA, head, learnt string) error {
 	pl, ok, err := p.planOfBranch(ctx, repo, branch)
 	if err != nil || !ok {
 		return err
@@ -134,7 +135,11 @@ func (p *Pipeline) pullClosed(ctx context.Context, repo, branch, base string, nu
 			p.Kick(saved.Code)
 		}
 	}
-	return p.deleteBranch(ctx, saved)
+	mergedHead := ""
+	if merged {
+		mergedHead = head
+	}
+	return p.deleteBranch(ctx, saved, mergedHead)
 }
 
 // PullRetargeted handles a person changing the base branch of an open plan's pull
@@ -177,10 +182,12 @@ func (p *Pipeline) PullRetargeted(ctx context.Context, repo, branch, from, to st
 }
 
 // deleteBranch removes the branch of a plan whose pull request is over, so merged
-// and closed plans leave no kukie/ branches behind, and records it. Plans still
-// before or at an open PR keep theirs. A failure is returned so the webhook is
-// retried; the branch is looked up first, so a retry records nothing twice.
-func (p *Pipeline) deleteBranch(ctx context.Context, pl store.Plan) error {
+// and closed plans leave no kukie/ branches behind, and records it, or that it was
+// kept (see removeBranch). Plans still before or at an open PR keep theirs.
+// mergedHead is the head the pull request was merged with, "" when it was not. A
+// failure is returned so the webhook is retried; the branch is looked up first, so
+// a retry records nothing twice.
+func (p *Pipeline) deleteBranch(ctx context.Context, pl store.Plan, mergedHead string) error {
 	switch Status(pl.Status) {
 	case StatusMerged, StatusClosed, StatusDeploying, StatusDeployed, StatusDeployFailed, StatusRolledBack:
 	default:
@@ -189,16 +196,62 @@ func (p *Pipeline) deleteBranch(ctx context.Context, pl store.Plan) error {
 	if pl.PRNumber == 0 || !strings.HasPrefix(pl.Branch, github.BranchPrefix) {
 		return nil
 	}
-	if _, exists, err := p.repos.BranchHead(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil || !exists {
+	msg, err := p.removeBranch(ctx, pl, mergedHead)
+	if err != nil || msg == "" {
 		return err
 	}
-	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
-		return fmt.Errorf("delete branch of plan %s: %w", pl.Code, err)
-	}
-	_, err := p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
-		return Status(cur.Status), "branch", "branch " + pl.Branch + " deleted", nil
+	_, err = p.update(ctx, pl.Code, func(cur *store.Plan, _ *Payload) (Status, string, string, error) {
+		return Status(cur.Status), "branch", msg, nil
 	})
 	return err
+}
+
+// removeBranch deletes the plan's branch when its head is a commit the plan made
+// (its own commit, built or adopted: pl.CommitSHA) or the head its pull request was
+// merged with (mergedHead), whose commits the base holds. A head beyond them holds
+// commits a person pushed (a fix on top of the edit, work after the merge) that
+// would survive only in GitHub's refs/pull/N/head: the branch is kept. It returns
+// the history's words for what it did, "" when there is nothing new to say (the
+// branch is gone, or its keeping at this head was recorded already).
+func (p *Pipeline) removeBranch(ctx context.Context, pl store.Plan, mergedHead string) (string, error) {
+	head, exists, err := p.repos.BranchHead(ctx, pl.InstallationID, pl.Repo, pl.Branch)
+	if err != nil || !exists {
+		return "", err
+	}
+	if head != pl.CommitSHA && (mergedHead == "" || head != mergedHead) {
+		msg := fmt.Sprintf("branch %s kept: it holds commits kukie did not make (head %s)", pl.Branch, shortSHA(head))
+		if p.recorded(ctx, pl.Code, "branch", msg) {
+			return "", nil
+		}
+		zerolog.Ctx(ctx).Info().Str("plan", pl.Code).Str("branch", pl.Branch).Str("head", head).Msg("Branch of a finished plan kept: its head is no commit of the plan")
+		return msg, nil
+	}
+	if err := p.repos.DeleteBranch(ctx, pl.InstallationID, pl.Repo, pl.Branch); err != nil {
+		return "", fmt.Errorf("delete branch of plan %s: %w", pl.Code, err)
+	}
+	return "branch " + pl.Branch + " deleted", nil
+}
+
+// recorded reports whether the plan's history holds an entry of step saying msg.
+func (p *Pipeline) recorded(ctx context.Context, code, step, msg string) bool {
+	events, err := p.db.PlanEvents(ctx, code)
+	if err != nil {
+		return false
+	}
+	for _, ev := range events {
+		if ev.Step == step && ev.Message == msg {
+			return true
+		}
+	}
+	return false
+}
+
+// shortSHA is a commit as people read it, its first seven digits.
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }
 
 var errNothingToDo = errors.New("nothing to do")
@@ -327,7 +380,7 @@ func (p *Pipeline) Rollback(ctx context.Context, teamID, code, requestedBy, reas
 	if err != nil {
 		return orig, err
 	}
-	pay := Payload{Decision: opay.Decision, ArgoCD: opay.ArgoCD, App: opay.App, RollbackReference: orig.MergeSHA}
+	pay := Payload{Decision: opay.Decision, ArgoCD: opay.ArgoCD, App: opay.App, RollbackReference: orig.MergeSHA, Reverts: orig.MergeSHA}
 	if reason == "" {
 		reason = "roll back plan " + code
 	}

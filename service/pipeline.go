@@ -82,7 +82,7 @@ func (u *unavailablePipeline) PlanForPull(context.Context, string, string) (stor
 	return store.Plan{}, false, u.refusal()
 }
 
-func (u *unavailablePipeline) PullClosed(context.Context, string, string, string, int64, bool, string) error {
+func (u *unavailablePipeline) PullClosed(context.Context, string, string, string, int64, bool, string, string) error {
 	return u.refusal()
 }
 

@@ -85,14 +85,27 @@ func masked(d render.ObjectDiff) objectDiff {
 }
 
 // requestText is the requested change as indented JSON; for a Secret, only that it is
-// one.
+// one. A revert says which change it reverts, and shows that change as it was asked
+// for.
 func requestText(v changesapi.ChangeView) string {
 	if changesapi.IsSecretKind(v.Target.Kind) {
 		return "(a change of a Secret: its values are not shown)"
 	}
+	var rc changesapi.RevertChange
+	if v.RollbackOf != "" && json.Unmarshal(v.Change, &rc) == nil && rc.Revert.Plan != "" {
+		what := "Reverts change " + rc.Revert.Plan
+		if rc.Revert.MergeCommit != "" {
+			what += ", merged as " + rc.Revert.MergeCommit
+		}
+		return what + ", which was:\n" + indented(rc.Revert.Undoes)
+	}
+	return indented(v.Change)
+}
+
+func indented(raw json.RawMessage) string {
 	var b bytes.Buffer
-	if err := json.Indent(&b, v.Change, "", "  "); err != nil {
-		return string(v.Change)
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
 	}
 	return b.String()
 }

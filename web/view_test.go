@@ -59,3 +59,21 @@ func TestChangePageHidesTheRequestOfASecretInAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// TestChangePageOfARevertSaysWhatItReverts: the page of a revert showed the
+// request of the change it reverts as its own, as if that change were asked for
+// again; it now says which change it reverts, merged as which commit, and shows
+// what that change was.
+func TestChangePageOfARevertSaysWhatItReverts(t *testing.T) {
+	merge := strings.Repeat("a", 40)
+	pay, err := json.Marshal(plan.Payload{RollbackReference: merge, Reverts: merge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := changePage(store.Plan{Code: "rb1", RollbackOf: "orig1", Target: objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Change: json.RawMessage(`{"replicas":{"count":4}}`), Payload: pay}, nil, "")
+	want := "Reverts change orig1, merged as " + merge + ", which was:\n{\n  \"replicas\": {\n    \"count\": 4\n  }\n}"
+	if v.Request != want {
+		t.Errorf("the page of a revert shows the request\n%s\nwant\n%s", v.Request, want)
+	}
+}

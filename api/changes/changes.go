@@ -195,10 +195,17 @@ func View(p store.Plan) ChangeView {
 	if p.PRNumber != 0 {
 		v.PullRequest = &PullRequestView{Number: p.PRNumber, URL: p.PRURL}
 	}
+	if p.RollbackOf != "" {
+		v.Change = revertChange(p.RollbackOf, "", change)
+	}
 	pay, err := plan.PayloadOf(p)
 	if err != nil {
 		return v
 	}
+	if p.RollbackOf != "" {
+		v.Change = revertChange(p.RollbackOf, plan.RevertedMerge(p, pay), change)
+	}
+	v.Target = plan.ShownTarget(p, pay)
 	if p.CheckRunID != 0 {
 		v.CheckRun = &CheckRunView{ID: p.CheckRunID, URL: p.CheckRunURL, Conclusion: pay.CheckConclusion}
 	}
@@ -214,6 +221,36 @@ func View(p store.Plan) ChangeView {
 	v.Deployment, v.RollbackReference = pay.Deployment, pay.RollbackReference
 	v.CancelReason = pay.CancelReason
 	return v
+}
+
+// RevertChange is the change of a revert (a rollback's plan) as a view shows it:
+// the plan it reverts, that plan's merge commit and the change it undoes. A
+// revert keeps its plan's change to render the revert from; shown as its own
+// change, it read as that change asked for again.
+type RevertChange struct {
+	Revert RevertOf `json:"revert"`
+}
+
+// RevertOf says what a revert undoes.
+type RevertOf struct {
+	Plan string `json:"plan"`
+	// MergeCommit is the reverted plan's merge commit, when known.
+	MergeCommit string `json:"merge_commit,omitempty"`
+	// Undoes is the reverted plan's change as a view of that plan shows it.
+	Undoes json.RawMessage `json:"undoes"`
+}
+
+// revertChange is a revert's change of plan code, merged as merge, whose change
+// as shown is undoes.
+func revertChange(code, merge string, undoes json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(undoes)) == 0 {
+		undoes = json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(RevertChange{Revert: RevertOf{Plan: code, MergeCommit: merge, Undoes: undoes}})
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
 }
 
 // IsSecretKind reports whether kind names a Secret, in whatever case it was given

@@ -617,6 +617,54 @@ func TestViewShowsRenames(t *testing.T) {
 	}
 }
 
+// TestViewShowsTheTargetInTheKindTheClusterServes: a target whose kind was given
+// in another case than the cluster serves it (kind: deployment) is shown as the
+// decision read it, Deployment, as the pull request names it; it was shown as
+// typed by the change API, get_change and the change's page.
+func TestViewShowsTheTargetInTheKindTheClusterServes(t *testing.T) {
+	pay, err := json.Marshal(plan.Payload{ArgoCD: &argocd.Payload{Resources: []argocd.PayloadResource{
+		{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Application: "argocd/web"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := objref.Target{APIVersion: "apps/v1", Kind: "deployment", Namespace: "shop", Name: "web"}
+	if got := View(store.Plan{Code: "k1", Target: target, Payload: pay}).Target; got != (objref.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}) {
+		t.Errorf("view target %+v, want apps/v1 Deployment shop/web", got)
+	}
+}
+
+// TestViewOfARevertSaysWhatItReverts: the view of a revert showed the change of
+// the plan it reverts as its own, as if that change were asked for again; it now
+// shows the plan it reverts, that plan's merge commit, and the change it undoes.
+// The merge commit stays the reverted plan's once the revert is merged itself.
+func TestViewOfARevertSaysWhatItReverts(t *testing.T) {
+	orig, own := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	for name, c := range map[string]struct {
+		mergeSHA string
+		pay      plan.Payload
+		want     string
+	}{
+		"open":   {pay: plan.Payload{RollbackReference: orig, Reverts: orig}, want: orig},
+		"merged": {mergeSHA: own, pay: plan.Payload{RollbackReference: own, Reverts: orig}, want: orig},
+		// A revert recorded before the payload kept what it reverts apart.
+		"open, recorded before":   {pay: plan.Payload{RollbackReference: orig}, want: orig},
+		"merged, recorded before": {mergeSHA: own, pay: plan.Payload{RollbackReference: own}, want: ""},
+	} {
+		pay, err := json.Marshal(c.pay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := View(store.Plan{Code: "rb1", RollbackOf: "orig1", MergeSHA: c.mergeSHA, Change: json.RawMessage(`{"replicas":{"count":4}}`), Payload: pay})
+		var got RevertChange
+		if err := json.Unmarshal(v.Change, &got); err != nil {
+			t.Fatalf("%s: change %s: %v", name, v.Change, err)
+		}
+		if got.Revert.Plan != "orig1" || got.Revert.MergeCommit != c.want || string(got.Revert.Undoes) != `{"replicas":{"count":4}}` {
+			t.Errorf("%s: view change %s, want the revert of orig1 (merge commit %q) undoing its scale", name, v.Change, c.want)
+		}
+	}
+}
+
 // TestTeamReadsAreRateLimited: a team's repository views share one limit and its
 // path decisions and Application reads another, whichever of its tokens asks; past
 // each the (N+1)th request is answered 429 rate_limited with Retry-After, the other

@@ -145,6 +145,7 @@ func TestOpenAPISchemasMatchTheTypes(t *testing.T) {
 		"PlanNotification":            reflect.TypeFor[store.PlanNotification](),
 		"ConnectionNotification":      reflect.TypeFor[store.ConnectionNotification](),
 		"ChangeView":                  reflect.TypeFor[ChangeView](),
+		"RevertChange":                reflect.TypeFor[RevertChange](),
 		"ChangeList":                  reflect.TypeFor[changeList](),
 		"RollbackRequest":             reflect.TypeFor[rollbackRequest](),
 		"CancelRequest":               reflect.TypeFor[cancelRequest](),
