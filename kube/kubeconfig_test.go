@@ -460,3 +460,50 @@ func TestServerURLRefusalsDoNotShowItsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateEntriesAreRefusedWithoutTheirCredentials: two entries of one name
+// (a user pasted twice, the second from another tool) are refused naming the list
+// and the name; client-go's decoder refuses them too, printing both entries whole,
+// token, password and key bytes, into a text the team's answer and the log carry.
+func TestDuplicateEntriesAreRefusedWithoutTheirCredentials(t *testing.T) {
+	const token, password, key = "s3cret-token-value", "hunter2-password", "private-key-bytes"
+	keyData := base64.StdEncoding.EncodeToString([]byte(key))
+	keyBytes := fmt.Sprint([]byte(key)) // how the decoder prints client-key-data
+	twice := func(list, first, second string) []byte {
+		doc := string(kubeconfigDoc(inlineServer, "    token: "+token+"\n    client-key-data: "+keyData))
+		return []byte(strings.Replace(doc, list+":\n", list+":\n"+first+second, 1))
+	}
+	tests := map[string]struct {
+		doc       []byte
+		wantField string
+	}{
+		"a user": {doc: twice("users", "- name: admin\n  user: {username: ci, password: "+password+"}\n", ""),
+			wantField: "users[admin]"},
+		"a cluster": {doc: twice("clusters", "- name: prod\n  cluster: {server: \"https://alice:"+password+"@prod.example\"}\n", ""),
+			wantField: "clusters[prod]"},
+		"a context": {doc: twice("contexts", "- name: prod\n  context: {cluster: prod, user: admin}\n", ""),
+			wantField: "contexts[prod]"},
+		"an extension of a user": {doc: []byte(strings.Replace(string(kubeconfigDoc(inlineServer, inlineToken)), "  user:\n",
+			"  user:\n    extensions:\n    - {name: tool, extension: {token: "+token+"}}\n    - {name: tool, extension: {password: "+password+"}}\n", 1)),
+			wantField: "users[admin].user.extensions[tool]"},
+		"a user in JSON": {doc: []byte(`{"apiVersion":"v1","kind":"Config","current-context":"prod",
+			"clusters":[{"name":"prod","cluster":{"server":"https://prod.example:6443"}}],
+			"contexts":[{"name":"prod","context":{"cluster":"prod","user":"admin"}}],
+			"users":[{"name":"admin","user":{"token":"` + token + `"}},{"name":"admin","user":{"password":"` + password + `","client-key-data":"` + keyData + `"}}]}`),
+			wantField: "users[admin]"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(tc.doc)
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) || refused.Field != tc.wantField || !strings.Contains(err.Error(), "more than one entry") {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError naming %s as more than one entry", err, tc.wantField)
+			}
+			for _, credential := range []string{token, password, key, keyData, keyBytes} {
+				if strings.Contains(err.Error(), credential) {
+					t.Errorf("refusal %q shows the credential %q", err, credential)
+				}
+			}
+		})
+	}
+}
