@@ -507,3 +507,50 @@ func TestDuplicateEntriesAreRefusedWithoutTheirCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIServerRedirectsAreNotFollowed: a team's API server, reached over TLS it
+// proves, that answers with a redirect would have the service follow it, with the
+// team's token, to any address the redirect names: plain http, which the server URL
+// may not be, sending the credentials in clear, to this host's own services or
+// another host's. No redirect is followed, for every read of the cluster, and the
+// refusal says so without the address's query.
+func TestAPIServerRedirectsAreNotFollowed(t *testing.T) {
+	var reached sync.Mutex
+	var sent []string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Lock()
+		sent = append(sent, r.Header.Get("Authorization")+" "+r.URL.String())
+		reached.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","items":[]}`))
+	}))
+	t.Cleanup(elsewhere.Close)
+	for name, status := range map[string]int{"found": http.StatusFound, "temporary": http.StatusTemporaryRedirect, "permanent": http.StatusPermanentRedirect} {
+		t.Run(name, func(t *testing.T) {
+			team := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+"/admin/config_dump?token=s3cret-query", status)
+			}))
+			t.Cleanup(team.Close)
+			doc := kubeconfigDoc("    server: "+team.URL+"\n    certificate-authority-data: "+caData(team), inlineToken)
+			c, err := kube.NewClusters(kube.Options{}).Get("redirecting", kube.Access{Kubeconfig: doc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListApplications(context.Background(), kube.Refresh)
+			if err == nil || !strings.Contains(err.Error(), "redirect") {
+				t.Errorf("ListApplications from a redirecting server = %v, want a refusal of the redirect", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret-query") {
+				t.Errorf("the refusal %q shows the redirect's query", err)
+			}
+			if _, err := c.Capabilities(context.Background(), kube.Refresh); err == nil {
+				t.Errorf("the cluster's capabilities were read through the redirect")
+			}
+		})
+	}
+	reached.Lock()
+	defer reached.Unlock()
+	if len(sent) > 0 {
+		t.Errorf("the redirect was followed: %q", sent)
+	}
+}
