@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
@@ -14,7 +15,8 @@ import (
 
 // Installation keeps a bound installation's status current: on created, deleted,
 // suspend, unsuspend and new_permissions_accepted it stores what GitHub answers now
-// (see settle), and a deleted installation stays deleted. Binding happens only through the
+// (see settle), and a deleted installation stays deleted, the plans on the
+// repositories it alone granted told so. Binding happens only through the
 // setup callback with a valid state; of installations no team has bound, it records
 // only who created them (a "created" event's sender and requester), which the
 // callback requires of the person it binds for.
@@ -65,6 +67,11 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 		return err
 	}
 	if bound.Status == store.InstallationDeleted {
+		if event.Action == "deleted" {
+			// The deletion was recorded by an earlier delivery, which may have
+			// stopped before telling the plans.
+			return h.tellPlansOfDeletion(ctx, bound, event)
+		}
 		// GitHub never gives a deleted installation's ID to another, so whatever
 		// arrives after the deletion is an old delivery.
 		logger.Info().Msg("Ignoring event of an installation already deleted")
@@ -92,6 +99,9 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 		return err
 	}
 	logger.Info().Str("status", string(status)).Msg("Installation status updated")
+	if status == store.InstallationDeleted {
+		return h.tellPlansOfDeletion(ctx, inst, event)
+	}
 
 	// A new installation's repositories are GitHub's listing now (the setup callback
 	// may have stored an older one, and the payload's list may be older still). A
@@ -116,6 +126,63 @@ func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string,
 		}
 	}
 	return h.revoked(ctx, change.Revoked, store.RepoAccessLost)
+}
+
+// tellPlansOfDeletion tells the plans on the repositories of the deleted installation inst
+// that their connections lost it, as removing each repository would: an uninstall
+// takes them all, and no token is minted for a deleted installation, so they would
+// otherwise wait for ever, their pull requests open and their files held. The
+// connections themselves stay as they are, shown not_installed while no active
+// installation of the team grants them (and working again once one does); one that
+// another active installation of the team still grants is left alone. Done again,
+// it tells the plans again, which have moved on already.
+func (h *Installation) tellPlansOfDeletion(ctx context.Context, inst store.Installation, event installationEvent) error {
+	if h.Revocations == nil {
+		return nil
+	}
+	reason := "the GitHub App was uninstalled from " + inst.AccountLogin
+	if event.Action == "deleted" && event.Sender.Login != "" {
+		reason = event.Sender.Login + " uninstalled the GitHub App from " + inst.AccountLogin
+	}
+	repos, err := h.Store.InstallationRepos(ctx, inst.InstallationID)
+	if err != nil {
+		return err
+	}
+	clusters, err := h.Store.ListClusters(ctx, inst.TeamID)
+	if err != nil {
+		return err
+	}
+	var lost []store.RepoConnection
+	for _, r := range repos {
+		granting, err := h.Store.InstallationsForRepo(ctx, inst.TeamID, r.Repo)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(granting, func(in store.Installation) bool {
+			return in.InstallationID != inst.InstallationID && in.Status == store.InstallationActive
+		}) {
+			continue
+		}
+		for _, cl := range clusters {
+			conn, err := h.Store.RepoConnectionFor(ctx, cl.ID, r.Repo)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if conn.Status == store.ConnectionConnected {
+				lost = append(lost, conn)
+			}
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	if err := h.Revocations.ConnectionsRevoked(ctx, lost, reason); err != nil {
+		return fmt.Errorf("announce connections of the deleted installation %d: %w", inst.InstallationID, err)
+	}
+	return nil
 }
 
 // recordInstaller keeps who created an installation ("created") until it is deleted.

@@ -419,3 +419,47 @@ func TestInstallationEventRetriesWhenGitHubFails(t *testing.T) {
 		}
 	})
 }
+
+// TestDeletedInstallationTellsThePlansOnItsRepositories: uninstalling the App takes
+// every repository from the installation at once, and no token is minted for it
+// any more: the plans on the connections it granted are told, as they are of a
+// repository removed from it (see plan.Pipeline.ConnectionsRevoked), rather than
+// left open for ever holding their files. The connections stay as they were,
+// listed not_installed until an installation of the team grants them again.
+func TestDeletedInstallationTellsThePlansOnItsRepositories(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newInstallationFixture(t, db)
+		deploy := "https://" + f.base.WebHost + "/acme/deploy"
+		cluster, err := db.CreateCluster(ctx, store.Cluster{TeamID: f.team.ID, Name: "prod", Access: store.ClusterInCluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listener := &revocations{}
+		base := f.base
+		base.Revocations = listener
+		h := &Installation{Base: base}
+		handled(t, h, f.last(t, "installation", "created"))
+		conn, _, err := db.ConnectRepo(ctx, cluster.ID, deploy, store.ConnectionConnected)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		f.gh.DeleteInstallation(t, f.id)
+		deleted := f.last(t, "installation", "deleted")
+		handled(t, h, deleted)
+		const reason = "octocat uninstalled the GitHub App from acme"
+		if len(listener.got) != 1 || listener.got[0].ID != conn.ID || listener.reason != reason {
+			t.Fatalf("listener heard %+v (%q), want the connection to acme/deploy for %q", listener.got, listener.reason, reason)
+		}
+		if got, err := db.RepoConnectionFor(ctx, cluster.ID, deploy); err != nil || got.Status != store.ConnectionConnected {
+			t.Errorf("connection after the uninstall = %+v, %v; want left connected", got, err)
+		}
+		// The deletion redelivered (its first handling may have stopped before
+		// telling the plans) tells them again.
+		handled(t, h, deleted)
+		if len(listener.got) != 2 {
+			t.Errorf("after a redelivered deletion the listener heard %d connections, want 2", len(listener.got))
+		}
+	})
+}

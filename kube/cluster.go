@@ -23,6 +23,7 @@
 //     address), through one connection pool per Cluster that its clients and
 //     informers share and that closes with it, or, once newer credentials
 //     replaced it, as soon as its calls in flight and its informers have ended.
+//     No redirect of a server is followed: it would carry the credentials elsewhere.
 //   - Cluster.Decide(ctx, targets) returns the Git-or-direct argocd.Decision for up to
 //     Options.MaxTargets targets within Options.DecisionBudget; it never fails: a read
 //     that fails or runs out of time makes the decision unknown (Known=false, direct)
@@ -319,6 +320,7 @@ func newCluster(name string, cfg *rest.Config, opts Options, serverField string)
 	}
 	maxBody := opts.MaxResponseBytes
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBodies{next: rt, max: maxBody} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noRedirects{next: rt} })
 	// One rate limit and one HTTP client (connection pool) for all clients of the
 	// cluster; each client would otherwise get a limiter of its own.
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)
@@ -353,6 +355,34 @@ func newCluster(name string, cfg *rest.Config, opts Options, serverField string)
 	}
 	c.watches = newWatches(c)
 	return c, nil
+}
+
+// noRedirects fails a call the API server answers with a redirect, which is then
+// not followed. The server is the team's, and the calls made of it are never
+// answered with one; a redirect followed would carry the credentials, which
+// client-go adds to every request, to whatever address it names, plain http
+// included, which the server URL may not be (see checkServer). The address is
+// named by its scheme and host: its path and query are the server's text, which
+// may carry a token.
+type noRedirects struct{ next http.RoundTripper }
+
+func (n noRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := n.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return resp, nil
+	}
+	where := "another address"
+	if loc, err := resp.Location(); err == nil {
+		where = loc.Scheme + "://" + loc.Host
+	}
+	resp.Body.Close()
+	return nil, fmt.Errorf("the API server answered %d, a redirect to %s, which is not followed: the credentials go to the server the kubeconfig names only",
+		resp.StatusCode, where)
 }
 
 // Name returns the cluster's name in the registry.

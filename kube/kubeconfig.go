@@ -62,7 +62,9 @@ const (
 //
 // insecure-skip-tls-verify: true is refused too (see KubeconfigOptions), and so is
 // a field kubeconfigs do not have (see checkKnownFields): client-go ignores one,
-// so a misspelt token or server would otherwise be dropped without a word.
+// so a misspelt token or server would otherwise be dropped without a word. Two
+// entries of one name are refused naming them (see checkUniqueNames), never with
+// what they hold.
 func LoadKubeconfig(b []byte) (*clientcmdapi.Config, error) {
 	cfg, _, err := LoadKubeconfigWith(b, KubeconfigOptions{})
 	return cfg, err
@@ -90,6 +92,9 @@ const (
 // LoadKubeconfigWith is LoadKubeconfig with opts; warnings say what opts allowed
 // that the team should change, each starting with the setting's name.
 func LoadKubeconfigWith(b []byte, opts KubeconfigOptions) (cfg *clientcmdapi.Config, warnings []string, err error) {
+	if err := checkUniqueNames(b); err != nil {
+		return nil, nil, err
+	}
 	raw, err := clientcmd.Load(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse kubeconfig: %w", err)
@@ -210,17 +215,88 @@ func inlineCluster(name string, c *clientcmdapi.Cluster) (*clientcmdapi.Cluster,
 // key, say) is not shown either. Extensions are free-form and not looked into.
 // b has been parsed by clientcmd.Load already.
 func checkKnownFields(b []byte) error {
+	doc, err := decodeDocument(b)
+	if err != nil {
+		return err
+	}
+	return knownFields(doc, reflect.TypeFor[clientcmdv1.Config](), "top level")
+}
+
+// decodeDocument is the kubeconfig b (YAML or JSON) as decoded JSON.
+func decodeDocument(b []byte) (any, error) {
 	j, err := yaml.YAMLToJSON(b)
 	if err != nil {
-		return fmt.Errorf("parse kubeconfig: %w", err)
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return fmt.Errorf("parse kubeconfig: %w", err)
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
 	}
-	return knownFields(doc, reflect.TypeFor[clientcmdv1.Config](), "top level")
+	return doc, nil
+}
+
+// checkUniqueNames refuses a kubeconfig with two entries of one name in a list
+// (users, clusters, contexts, the extensions at any level), with a
+// *KubeconfigError naming the list and the name. client-go's decoder refuses them
+// too, but its error prints both entries whole, token, password and key bytes,
+// into a text the team's answer and the service's log carry. A document that does
+// not parse is left to client-go's decoder, which says why.
+func checkUniqueNames(b []byte) error {
+	doc, err := decodeDocument(b)
+	if err != nil {
+		return nil
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if err := uniqueNames(top, "extensions", ""); err != nil {
+		return err
+	}
+	if prefs, ok := top["preferences"].(map[string]any); ok {
+		if err := uniqueNames(prefs, "extensions", "preferences."); err != nil {
+			return err
+		}
+	}
+	for _, list := range []struct{ name, body string }{{"clusters", "cluster"}, {"users", "user"}, {"contexts", "context"}} {
+		if err := uniqueNames(top, list.name, ""); err != nil {
+			return err
+		}
+		entries, _ := top[list.name].([]any)
+		for i, entry := range entries {
+			m, _ := entry.(map[string]any)
+			body, _ := m[list.body].(map[string]any)
+			at := fmt.Sprint(i)
+			if name, ok := m["name"].(string); ok && name != "" {
+				at = name
+			}
+			if err := uniqueNames(body, "extensions", fmt.Sprintf("%s[%s].%s.", list.name, at, list.body)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// uniqueNames refuses two entries of m[list] of one name; path is where m is.
+func uniqueNames(m map[string]any, list, path string) error {
+	entries, _ := m[list].([]any)
+	seen := map[string]bool{}
+	for _, entry := range entries {
+		e, _ := entry.(map[string]any)
+		name, ok := e["name"].(string)
+		if !ok {
+			continue
+		}
+		if seen[name] {
+			return &KubeconfigError{Field: fmt.Sprintf("%s%s[%s]", path, list, name),
+				Reason: fmt.Sprintf("more than one entry is named %q; entries are found by name, so give each its own", name)}
+		}
+		seen[name] = true
+	}
+	return nil
 }
 
 // knownFields checks v, decoded JSON, against the fields of t at path; a value of

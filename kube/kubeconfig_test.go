@@ -460,3 +460,97 @@ func TestServerURLRefusalsDoNotShowItsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateEntriesAreRefusedWithoutTheirCredentials: two entries of one name
+// (a user pasted twice, the second from another tool) are refused naming the list
+// and the name; client-go's decoder refuses them too, printing both entries whole,
+// token, password and key bytes, into a text the team's answer and the log carry.
+func TestDuplicateEntriesAreRefusedWithoutTheirCredentials(t *testing.T) {
+	const token, password, key = "s3cret-token-value", "hunter2-password", "private-key-bytes"
+	keyData := base64.StdEncoding.EncodeToString([]byte(key))
+	keyBytes := fmt.Sprint([]byte(key)) // how the decoder prints client-key-data
+	twice := func(list, first, second string) []byte {
+		doc := string(kubeconfigDoc(inlineServer, "    token: "+token+"\n    client-key-data: "+keyData))
+		return []byte(strings.Replace(doc, list+":\n", list+":\n"+first+second, 1))
+	}
+	tests := map[string]struct {
+		doc       []byte
+		wantField string
+	}{
+		"a user": {doc: twice("users", "- name: admin\n  user: {username: ci, password: "+password+"}\n", ""),
+			wantField: "users[admin]"},
+		"a cluster": {doc: twice("clusters", "- name: prod\n  cluster: {server: \"https://alice:"+password+"@prod.example\"}\n", ""),
+			wantField: "clusters[prod]"},
+		"a context": {doc: twice("contexts", "- name: prod\n  context: {cluster: prod, user: admin}\n", ""),
+			wantField: "contexts[prod]"},
+		"an extension of a user": {doc: []byte(strings.Replace(string(kubeconfigDoc(inlineServer, inlineToken)), "  user:\n",
+			"  user:\n    extensions:\n    - {name: tool, extension: {token: "+token+"}}\n    - {name: tool, extension: {password: "+password+"}}\n", 1)),
+			wantField: "users[admin].user.extensions[tool]"},
+		"a user in JSON": {doc: []byte(`{"apiVersion":"v1","kind":"Config","current-context":"prod",
+			"clusters":[{"name":"prod","cluster":{"server":"https://prod.example:6443"}}],
+			"contexts":[{"name":"prod","context":{"cluster":"prod","user":"admin"}}],
+			"users":[{"name":"admin","user":{"token":"` + token + `"}},{"name":"admin","user":{"password":"` + password + `","client-key-data":"` + keyData + `"}}]}`),
+			wantField: "users[admin]"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(tc.doc)
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) || refused.Field != tc.wantField || !strings.Contains(err.Error(), "more than one entry") {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError naming %s as more than one entry", err, tc.wantField)
+			}
+			for _, credential := range []string{token, password, key, keyData, keyBytes} {
+				if strings.Contains(err.Error(), credential) {
+					t.Errorf("refusal %q shows the credential %q", err, credential)
+				}
+			}
+		})
+	}
+}
+
+// TestAPIServerRedirectsAreNotFollowed: a team's API server, reached over TLS it
+// proves, that answers with a redirect would have the service follow it, with the
+// team's token, to any address the redirect names: plain http, which the server URL
+// may not be, sending the credentials in clear, to this host's own services or
+// another host's. No redirect is followed, for every read of the cluster, and the
+// refusal says so without the address's query.
+func TestAPIServerRedirectsAreNotFollowed(t *testing.T) {
+	var reached sync.Mutex
+	var sent []string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Lock()
+		sent = append(sent, r.Header.Get("Authorization")+" "+r.URL.String())
+		reached.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"List","apiVersion":"v1","items":[]}`))
+	}))
+	t.Cleanup(elsewhere.Close)
+	for name, status := range map[string]int{"found": http.StatusFound, "temporary": http.StatusTemporaryRedirect, "permanent": http.StatusPermanentRedirect} {
+		t.Run(name, func(t *testing.T) {
+			team := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+"/admin/config_dump?token=s3cret-query", status)
+			}))
+			t.Cleanup(team.Close)
+			doc := kubeconfigDoc("    server: "+team.URL+"\n    certificate-authority-data: "+caData(team), inlineToken)
+			c, err := kube.NewClusters(kube.Options{}).Get("redirecting", kube.Access{Kubeconfig: doc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListApplications(context.Background(), kube.Refresh)
+			if err == nil || !strings.Contains(err.Error(), "redirect") {
+				t.Errorf("ListApplications from a redirecting server = %v, want a refusal of the redirect", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret-query") {
+				t.Errorf("the refusal %q shows the redirect's query", err)
+			}
+			if _, err := c.Capabilities(context.Background(), kube.Refresh); err == nil {
+				t.Errorf("the cluster's capabilities were read through the redirect")
+			}
+		})
+	}
+	reached.Lock()
+	defer reached.Unlock()
+	if len(sent) > 0 {
+		t.Errorf("the redirect was followed: %q", sent)
+	}
+}

@@ -127,6 +127,9 @@ func (c *callback) run() (int, page, error) {
 // call to GitHub comes before it.
 func (c *callback) consumeState() error {
 	ctx := c.r.Context()
+	if !c.state.IsSet() && c.action == "update" {
+		return c.updatedOnGitHub()
+	}
 	if !c.state.IsSet() {
 		return c.refuse("Setup callback without state refused", http.StatusBadRequest, page{
 			Title:   "This installation link cannot be used",
@@ -152,6 +155,23 @@ func (c *callback) consumeState() error {
 	c.team = t
 	c.log = c.log.With().Str("team", t.Name).Logger()
 	return nil
+}
+
+// updatedOnGitHub answers the redirect GitHub makes after an installation's
+// settings were saved there (the App's setup_on_update), as when an owner gives it
+// another repository: it carries no state, since it did not start from an install
+// link. It changes nothing and asks GitHub nothing, for anyone may send it; the
+// installation's own webhook tells the service what changed. Telling the owner the
+// link cannot be used would send them for an install link they do not need. The
+// page says nothing of the installation, whose id in the link is the caller's.
+func (c *callback) updatedOnGitHub() error {
+	c.log.Info().Msg("Setup callback of an installation updated on GitHub, without state; nothing to do")
+	return &pageError{status: http.StatusOK, page: page{
+		Title: "The installation's settings are saved on GitHub",
+		Message: "GitHub saved the change to the app's installation. This link carries no install state of a team, so it changes nothing here: " +
+			"for an installation connected to a team, the service learns of its repositories from GitHub's own notice.",
+		Next: "Nothing more is needed. To connect the installation to a team, open a fresh install link of that team (POST /api/v1/installations/state).",
+	}}
 }
 
 // recordRequest records setup_action=request: an organization owner must approve

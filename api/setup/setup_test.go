@@ -97,9 +97,11 @@ func TestSetupForgedCallbacksBindNothingAndCallGitHubNever(t *testing.T) {
 				},
 				wantStatus: http.StatusConflict, wantText: "InstallationTaken",
 			},
+			// GitHub's own redirect after an update on GitHub carries no state: it is
+			// answered that nothing more is needed, and changes nothing.
 			"update without state": {
 				query:      func() string { return "installation_id=" + itoa(idA) + "&setup_action=update" },
-				wantStatus: http.StatusBadRequest, wantText: "has no state",
+				wantStatus: http.StatusOK, wantText: "Nothing more is needed",
 			},
 			"update with a forged state": {
 				query:      func() string { return "installation_id=" + itoa(idB) + "&setup_action=update&state=forged" },
@@ -340,4 +342,50 @@ func TestSetupUnknownInstallationBindsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSetupAfterAnUpdateOnGitHubSaysNothingMoreIsNeeded: the App redirects to the
+// setup URL after an installation's settings are saved on GitHub (setup_on_update),
+// as when an owner gives it one more repository, without a state. The owner is told
+// that GitHub saved it and the service learns of it from GitHub, not that the link
+// cannot be used and a fresh install link is needed; nothing changes here and
+// GitHub is not asked anything, for the redirect is anyone's to forge.
+func TestSetupAfterAnUpdateOnGitHubSaysNothingMoreIsNeeded(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		e.gh.CreateRepo(t, "acme", "deploy", nil, "main")
+		e.gh.CreateRepo(t, "acme", "infra", nil, "main")
+		id := e.install(e.tokenA, "acme", "deploy")
+		if status, page := e.bind(e.tokenA, id); status != http.StatusOK {
+			t.Fatalf("bind: %d %s", status, page)
+		}
+		e.drain()
+
+		// The owner adds infra to the installation on GitHub, which notifies the
+		// service and sends the browser to the setup URL.
+		e.gh.AddInstallationRepos(t, id, "infra")
+		e.drain()
+		e.gh.ResetRequestCounts()
+		status, page := e.callback("installation_id=" + itoa(id) + "&setup_action=update")
+		if status != http.StatusOK || !strings.Contains(page, "saved on GitHub") || !strings.Contains(page, "Nothing more is needed") {
+			t.Errorf("callback after an update = %d, want 200 saying the settings are saved and nothing more is needed\n%s", status, page)
+		}
+		for _, wrong := range []string{"cannot be used", "has no state"} {
+			if strings.Contains(page, wrong) {
+				t.Errorf("the page after an update says %q\n%s", wrong, page)
+			}
+		}
+		if n := e.gh.TotalRequests(); n != 0 {
+			t.Errorf("the callback made %d requests to GitHub (%v), want 0", n, e.gh.RequestCounts())
+		}
+		inst, err := db.InstallationByGitHubID(ctx, id)
+		if err != nil || inst.TeamID != e.teamA.ID || inst.Status != store.InstallationActive {
+			t.Errorf("binding = %+v, %v; want still team-a's, active", inst, err)
+		}
+		repos, err := db.InstallationRepos(ctx, id)
+		if err != nil || len(repos) != 2 {
+			t.Errorf("installation repos = %+v, %v; want deploy and infra, as GitHub's notice said", repos, err)
+		}
+	})
 }
