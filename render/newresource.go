@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
@@ -171,19 +172,40 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
-	files := map[string][]byte{}
-	created := map[string]bool{}
+	dirs := []string{root}
+	if app.SourceType == SourceDirectory {
+		dirs = manifestDirs(root, objs)
+	}
+	var files map[string][]byte
+	var created map[string]bool
 	var names []string
-	for _, d := range docs {
-		if d.bytes == nil {
-			continue
+	for _, dir := range dirs {
+		files, created, names = map[string][]byte{}, map[string]bool{}, nil
+		for _, d := range docs {
+			if d.bytes == nil {
+				continue
+			}
+			file, err := p.freeFileName(dir, fmt.Sprintf("%s-%s", strings.ToLower(d.obj.kind), d.obj.name), files)
+			if err != nil {
+				return nil, err
+			}
+			files[file], created[file] = d.bytes, true
+			names = append(names, file)
 		}
-		file, err := p.freeFileName(root, fmt.Sprintf("%s-%s", strings.ToLower(d.obj.kind), d.obj.name), files)
+		if app.SourceType != SourceDirectory {
+			break
+		}
+		why, err := directoryLeavesOut(app, root, names)
 		if err != nil {
-			return nil, err
+			return nil, withApp(err, app.Name)
 		}
-		files[file], created[file] = d.bytes, true
-		names = append(names, file)
+		if why == "" {
+			break
+		}
+		if dir == dirs[len(dirs)-1] {
+			return nil, &Refusal{Code: CodeVerificationFailed, App: app.Name, Reason: fmt.Sprintf(
+				"application %s would read the new file in none of its folders (%s): for %s, %s; add the manifest to a file it reads, or change %s.directory", app.Name, strings.Join(dirs, ", "), names[0], why, sourceSettings(app))}
+		}
 	}
 	for i, d := range docs {
 		file := names[0]
@@ -226,6 +248,42 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 		return nil, p.refusal(outcomeCode(out), "the new resources do not render as given: "+attemptsReason(out.attempts), out.attempts)
 	}
 	return p.result(out.winner, out.verified, out.attempts)
+}
+
+// manifestDirs are the folders a Directory app's new file may go to, in the
+// order tried: its root, then the folders of the files its objects come from,
+// below root (canonical), in render order.
+func manifestDirs(root string, objs []*object) []string {
+	dirs := []string{root}
+	for _, o := range objs {
+		d := path.Dir(o.file)
+		if o.file == "" || slices.Contains(dirs, d) || (root != "." && !strings.HasPrefix(d, root+"/")) {
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// directoryLeavesOut says why a Directory app whose real folder is root would
+// not read one of the new files (paths from the repository root, in that
+// folder), "" when it reads them all: its include, exclude and recurse
+// settings match the path below the app's path, as Argo CD's do.
+func directoryLeavesOut(app Application, root string, files []string) (string, error) {
+	m, err := newDirectoryMatcher(app)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		within := f
+		if root != "." {
+			within = strings.TrimPrefix(f, root+"/")
+		}
+		if lexical := path.Join(m.root, within); !m.matches(lexical) {
+			return m.leftOut(app, lexical), nil
+		}
+	}
+	return "", nil
 }
 
 // freeFileName picks "<base>.yaml" in dir, or "<base>-2.yaml" and so on when taken.
