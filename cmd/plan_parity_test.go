@@ -284,7 +284,7 @@ func applicationManifest(a render.Application) map[string]any {
 		src["kustomize"] = k
 	}
 	if d := a.Directory; d != (render.DirectoryOptions{}) {
-		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude}
+		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude, "disableExtensionFilter": d.DisableExtensionFilter}
 	}
 	if h := a.Helm; a.SourceType == render.SourceHelm {
 		src["helm"] = helmManifest(h)
