@@ -141,6 +141,10 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	if err := p.checkRenderable(app); err != nil {
 		return nil, err
 	}
+	if app.SourceType == SourceHelm && app.Chart != nil {
+		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf(
+			"application %s deploys chart %s, of which this repository holds only values files: no file of it adds a resource to what the chart renders; add the manifest to an app that renders files of this repository (a Directory or Kustomize app), or to the chart where it is made", app.Name, app.Chart)}
+	}
 	docs, err := splitManifest(p.req.Change.NewResource.Manifest)
 	if err != nil {
 		return nil, withApp(err, app.Name)
@@ -173,8 +177,13 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 		return nil, withApp(err, app.Name)
 	}
 	dirs := []string{root}
-	if app.SourceType == SourceDirectory {
+	switch app.SourceType {
+	case SourceDirectory:
 		dirs = manifestDirs(root, objs)
+	case SourceHelm:
+		// Helm renders the files of the chart's templates folder, not those
+		// beside Chart.yaml.
+		dirs = []string{path.Join(root, "templates")}
 	}
 	var files map[string][]byte
 	var created map[string]bool
@@ -325,15 +334,16 @@ func listLength(src []byte, key string) (int, error) {
 }
 
 // newResourceExpectation: every existing object stays; the new documents appear.
-// Directory apps render them verbatim; kustomize apps may add their name prefixes,
-// namespace, labels and annotations.
+// Directory apps render them verbatim, and so do Helm apps (a template without
+// actions); kustomize apps may add their name prefixes, namespace, labels and
+// annotations.
 type newResourceExpectation struct {
 	primary Application
 	docs    []newDoc
 }
 
 func (e *newResourceExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
-	if app.Name != e.primary.Name || app.SourceType != SourceDirectory {
+	if app.Name != e.primary.Name || (app.SourceType != SourceDirectory && app.SourceType != SourceHelm) {
 		return before, nil
 	}
 	out := make(map[objKey]*object, len(before)+len(e.docs))
