@@ -380,8 +380,20 @@ func (p *planner) checkTarget(app Application, o *object) error {
 	c := p.req.Change
 	if app.SourceType == SourceKustomize {
 		if c.Replicas != nil || c.Patch.sets("spec", "replicas") {
-			if _, ok := app.Kustomize.Replicas[o.name]; ok {
-				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, sourceSettings(app), o.name)}
+			// Kustomize matches a replicas entry against every name the
+			// object had, those before a namePrefix or nameSuffix too.
+			names := []string{o.name}
+			if r := p.reach(app).kust; r != nil && len(app.Kustomize.Replicas) > 0 {
+				names = append(names, layerNames(o.name, app.Kustomize, r.nodes)...)
+			}
+			for _, name := range names {
+				if _, ok := app.Kustomize.Replicas[name]; !ok {
+					continue
+				}
+				if name != o.name {
+					name = fmt.Sprintf("%s (the name of %s before a name prefix or suffix)", name, o.name)
+				}
+				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, sourceSettings(app), name)}
 			}
 		}
 		if c.Image != nil {
