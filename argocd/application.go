@@ -221,6 +221,9 @@ type AppSourceDirectory struct {
 	Recurse bool   `json:"recurse,omitempty"`
 	Include string `json:"include,omitempty"`
 	Exclude string `json:"exclude,omitempty"`
+	// DisableExtensionFilter makes include and exclude alone decide which
+	// files are manifests, whatever their extension (web-db.yaml.sealed).
+	DisableExtensionFilter bool `json:"disableExtensionFilter,omitempty"`
 }
 
 // AppDestination is spec.destination.

@@ -361,7 +361,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.output == "json" {
 		return printJSON(stdout, stderr, map[string]any{"verdict": "verified", "notes": notes, "result": res, "written": f.write})
 	}
-	printResult(stdout, primary, change, res, notes, f.write)
+	shown := primary
+	for _, a := range apps {
+		// The source of a multi-source Application that renders the target.
+		if a.Name == res.App {
+			shown = a
+		}
+	}
+	printResult(stdout, shown, change, res, notes, f.write)
 	return 0
 }
 
@@ -372,6 +379,9 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	var notes []string
 	var primary render.Application
 	var primaryName, repoURL, revision string
+	// The later sources of a multi-source Application: render edits the one
+	// rendering the target.
+	var sources []render.Application
 	var settings *argocd.Settings
 	if f.argocdCM != "" {
 		data, err := os.ReadFile(f.argocdCM)
@@ -398,7 +408,7 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		if len(converted) == 0 {
 			return nil, primary, nil, fmt.Errorf("%s: application %s has no spec.source", f.application, apps[0].Key())
 		}
-		primary, primaryName = converted[0], apps[0].Name
+		primary, primaryName, sources = converted[0], apps[0].Name, converted[1:]
 		if src, ok := apps[0].PrimarySource(); ok {
 			repoURL, revision = src.RepoURL, src.TargetRevision
 			if r := strings.TrimPrefix(revision, "refs/heads/"); r == "HEAD" {
@@ -411,6 +421,9 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 		primary.Path = f.appPath
 	}
 	if f.name != "" {
+		for i := range sources {
+			sources[i].Name = f.name + strings.TrimPrefix(sources[i].Name, primary.Name)
+		}
 		primary.Name = f.name
 	}
 	if primary.Name == "" {
@@ -447,7 +460,16 @@ func planApplications(f planFlags) ([]render.Application, render.Application, []
 	if primary.SourceType == render.SourceHelm && primary.Helm.ReleaseName == "" {
 		primary.Helm.ReleaseName = primary.Name
 	}
-	apps := []render.Application{primary}
+	for i := range sources {
+		if sources[i].SourceType == "" {
+			t, err := render.DetectSourceType(f.repo, sources[i].Path)
+			if err != nil {
+				return nil, primary, nil, fmt.Errorf("application %s: %w", sources[i].Name, err)
+			}
+			sources[i].SourceType = t
+		}
+	}
+	apps := append([]render.Application{primary}, sources...)
 	if f.applications != "" {
 		others, err := readApplications("--applications", f.applications, f.repo, settings)
 		if err != nil {

@@ -218,7 +218,40 @@ func multiSourceVariants(t *testing.T, cases []parityCase) []parityCase {
 	other := cloneCase(t, *base, base.name+"+multi-source-ref-elsewhere")
 	toSources(other, "https://github.com/example/elsewhere.git")
 	other.want = verdictOf(false, render.CodeUnsupportedSource)
-	return []parityCase{same, other}
+	return append([]parityCase{same, other}, laterSourceVariant(t, cases))
+}
+
+// laterSourceVariant is golden multi-source-target-in-later-source with its
+// two apps as the sources of one Application, as the cluster holds it (the
+// chart with its $values ref, then the kustomization): the service names the
+// Application alone, and the source that renders the target is edited.
+func laterSourceVariant(t *testing.T, cases []parityCase) parityCase {
+	t.Helper()
+	var base *parityCase
+	for i := range cases {
+		if cases[i].name == "multi-source-target-in-later-source" {
+			base = &cases[i]
+		}
+	}
+	if base == nil || len(base.apps) != 2 {
+		t.Fatal("golden multi-source-target-in-later-source is missing or has not two apps")
+	}
+	c := cloneCase(t, *base, base.name+"+one-application")
+	chart := c.apps[0]["spec"].(map[string]any)["source"].(map[string]any)
+	helm := chart["helm"].(map[string]any)
+	var files []any
+	for _, f := range helm["valueFiles"].([]any) {
+		files = append(files, "$values"+f.(string))
+	}
+	helm["valueFiles"] = files
+	extra := c.apps[1]["spec"].(map[string]any)["source"].(map[string]any)
+	spec := c.apps[0]["spec"].(map[string]any)
+	delete(spec, "source")
+	spec["sources"] = []any{chart, map[string]any{"repoURL": parityRepoURL, "targetRevision": "main", "ref": "values"}, extra}
+	// status.sourceTypes has an entry per source; the blocks name them too.
+	c.apps[0]["status"] = map[string]any{"sourceTypes": []any{"Helm", "", "Kustomize"}}
+	c.apps = c.apps[:1]
+	return c
 }
 
 func cloneCase(t *testing.T, c parityCase, name string) parityCase {
@@ -284,7 +317,7 @@ func applicationManifest(a render.Application) map[string]any {
 		src["kustomize"] = k
 	}
 	if d := a.Directory; d != (render.DirectoryOptions{}) {
-		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude}
+		src["directory"] = map[string]any{"recurse": d.Recurse, "include": d.Include, "exclude": d.Exclude, "disableExtensionFilter": d.DisableExtensionFilter}
 	}
 	if h := a.Helm; a.SourceType == render.SourceHelm {
 		src["helm"] = helmManifest(h)

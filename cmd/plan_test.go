@@ -692,3 +692,50 @@ spec:
 		t.Fatalf("exit %d, want the note %q\nstdout:\n%s\nstderr:\n%s", code, note, stdout, stderr)
 	}
 }
+
+// A multi-source Application's target may be rendered by a source other than
+// its first: the command reads every source of --application, as the service
+// does, and the edit goes to the one rendering the target.
+func TestPlanCommandEditsTheSourceOfAMultiSourceApplicationThatRendersTheTarget(t *testing.T) {
+	repo := t.TempDir()
+	for name, content := range map[string]string{
+		"charts/web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml":           "replicas: 1\n",
+		"charts/web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+		"envs/prod/web.yaml":               "replicas: 2\n",
+		"envs/prod/extra/worker.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: worker\nspec:\n  replicas: 1 # one is enough\n",
+	} {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  sources:
+    - {repoURL: https://github.com/example/deploy.git, targetRevision: main, path: charts/web, helm: {valueFiles: [$values/envs/prod/web.yaml]}}
+    - {repoURL: https://github.com/example/deploy.git, targetRevision: main, ref: values}
+    - {repoURL: https://github.com/example/deploy.git, targetRevision: main, path: envs/prod/extra, directory: {}}
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPlanCmd(t, "--repo", repo, "--application", manifest, "scale", "deployment/worker", "--replicas", "3")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"Application: argocd/web (source 3) (Directory, path envs/prod/extra, namespace web)\n",
+		"-  replicas: 1 # one is enough\n+  replicas: 3 # one is enough\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the output lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -249,7 +249,7 @@ func convertOptions(app *Application, src argocd.AppSource) {
 		}
 	}
 	if d := src.Directory; d != nil {
-		app.Directory = DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude}
+		app.Directory = DirectoryOptions{Recurse: d.Recurse, Include: d.Include, Exclude: d.Exclude, DisableExtensionFilter: d.DisableExtensionFilter}
 	}
 	if src.Chart != "" {
 		convertChart(app, src)

@@ -91,6 +91,16 @@ spec:
 `,
 			want: []Application{{Name: "plain", Path: ".", SourceType: SourceDirectory, Namespace: "plain", Directory: DirectoryOptions{Recurse: true, Exclude: "*.json"}}},
 		},
+		"directory without the extension filter": {
+			manifest: `
+kind: Application
+metadata: {name: sealed}
+spec:
+  source: {repoURL: r, path: s, directory: {disableExtensionFilter: true, include: "{*.yaml,*.yaml.sealed}"}}
+  destination: {namespace: s}
+`,
+			want: []Application{{Name: "sealed", Path: "s", SourceType: SourceDirectory, Namespace: "s", Directory: DirectoryOptions{DisableExtensionFilter: true, Include: "{*.yaml,*.yaml.sealed}"}}},
+		},
 		"helm, plugin and chart blocks name their type": {
 			manifest: `
 kind: Application

@@ -41,11 +41,12 @@ const syncOptionsAnnotation = "argocd.argoproj.io/sync-options"
 // Secrets are refused like every change of a Secret, and so is an object that
 // other objects of the app still name (see referencesTo).
 func (p *planner) planDelete(ctx context.Context) (*Result, error) {
-	app := p.primary
 	target, objs, err := p.renderTarget()
 	if err != nil {
 		return nil, err
 	}
+	// The primary is the source rendering the target (see renderTarget).
+	app := p.primary
 	key := target.key(app.Namespace)
 	if refs := referencesTo(app, objs, target); len(refs) > 0 {
 		shown := refs

@@ -21,11 +21,13 @@ var manifestFile = regexp.MustCompile(`^.*\.(yaml|yml|json|jsonnet)$`)
 const skipRenderingMarker = "+argocd:skip-file-rendering"
 
 // directoryMatcher decides which files a Directory app reads, as Argo CD does:
-// manifest extensions only, subdirectories only with recurse, include/exclude globs
-// matched against the path relative to the app path.
+// manifest extensions only (unless disableExtensionFilter), subdirectories only
+// with recurse, include/exclude globs matched against the path relative to the
+// app path.
 type directoryMatcher struct {
 	root             string
 	recurse          bool
+	anyExtension     bool
 	include, exclude *glob.Pattern
 }
 
@@ -34,7 +36,7 @@ func newDirectoryMatcher(app Application) (*directoryMatcher, error) {
 	if !ok {
 		return nil, refuse(CodePathEscape, "application %s: path %q leaves the repository", app.Name, app.Path)
 	}
-	m := &directoryMatcher{root: root, recurse: app.Directory.Recurse}
+	m := &directoryMatcher{root: root, recurse: app.Directory.Recurse, anyExtension: app.Directory.DisableExtensionFilter}
 	var err error
 	if app.Directory.Include != "" {
 		if m.include, err = glob.Compile(app.Directory.Include); err != nil {
@@ -65,7 +67,7 @@ func (m *directoryMatcher) matches(rel string) bool {
 	if !m.recurse && strings.Contains(within, "/") {
 		return false
 	}
-	if !manifestFile.MatchString(path.Base(rel)) {
+	if !m.manifestName(rel) {
 		return false
 	}
 	if m.exclude != nil && m.exclude.Match(within) {
@@ -75,6 +77,12 @@ func (m *directoryMatcher) matches(rel string) bool {
 		return false
 	}
 	return true
+}
+
+// manifestName reports whether a file's name may be a manifest's: one of the
+// manifest extensions, or any name once the extension filter is off.
+func (m *directoryMatcher) manifestName(rel string) bool {
+	return m.anyExtension || manifestFile.MatchString(path.Base(rel))
 }
 
 // linked returns the real paths of the app's files that it reads under another

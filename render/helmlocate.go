@@ -817,6 +817,7 @@ func matchWholeLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 	if len(fc.path) > 0 && (fc.path[len(fc.path)-1] == "annotations" || fc.path[len(fc.path)-1] == "labels") {
 		out = append(out, metadataMapSets(leaves, fc)...)
 	}
+	out = append(out, emptyCollectionSets(leaves, fc)...)
 	if len(fc.path) == 0 || fc.path[len(fc.path)-1] != "image" {
 		return out
 	}
@@ -848,6 +849,35 @@ func matchWholeLeaves(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
 				out = append(out, helmValueSet{file: l.file, doc: l.doc, path: append(append(yamledit.Path(nil), parent...), yamledit.K("digest")), value: n.digest, fresh: true})
 			}
 		}
+	}
+	return out
+}
+
+// emptyCollectionSets sets, to the new value of a field the chart renders
+// nothing at now, each empty mapping or list of the values under a key of the
+// field's name: the chart then writes the field only when that key holds
+// something ("with .Values.resources", as helm create writes resources,
+// nodeSelector, tolerations and affinity, with resources: {} as the default),
+// so no value now rendered names the key. Rendering decides whether the chart
+// reads it there.
+func emptyCollectionSets(leaves []valuesLeaf, fc fieldChange) []helmValueSet {
+	if fc.old != nil || len(fc.path) == 0 {
+		return nil
+	}
+	kind := yaml.MappingNode
+	switch fc.new.(type) {
+	case map[string]any:
+	case []any:
+		kind = yaml.SequenceNode
+	default:
+		return nil
+	}
+	var out []helmValueSet
+	for _, l := range leaves {
+		if len(l.path) == 0 || l.node.Kind != kind || len(l.node.Content) > 0 || l.path[len(l.path)-1].Key != fc.path[len(fc.path)-1] {
+			continue
+		}
+		out = append(out, helmValueSet{file: l.file, doc: l.doc, path: l.path, value: fc.new})
 	}
 	return out
 }

@@ -35,11 +35,12 @@ const (
 )
 
 func (p *planner) planChange(ctx context.Context) (*Result, error) {
-	app := p.primary
 	target, objs, err := p.renderTarget()
 	if err != nil {
 		return nil, err
 	}
+	// The primary is the source rendering the target (see renderTarget).
+	app := p.primary
 	expected, err := expectedAfter(target, p.req.Change)
 	if err != nil {
 		return nil, withApp(err, app.Name)
@@ -120,6 +121,12 @@ func (p *planner) renderTarget() (*object, []*object, error) {
 		return nil, nil, withApp(err, app.Name)
 	}
 	target, err := p.findTarget(app, objs)
+	var ref *Refusal
+	if errors.As(err, &ref) && ref.Code == CodeTargetNotFound {
+		if src, srcTarget, srcObjs, srcErr := p.sourceRenderingTarget(); src != nil {
+			app, target, objs, err = *src, srcTarget, srcObjs, srcErr
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,6 +136,39 @@ func (p *planner) renderTarget() (*object, []*object, error) {
 	k := target.key(app.Namespace)
 	p.target = &objref.Target{APIVersion: target.apiVersion, Kind: target.kind, Namespace: k.Namespace, Name: target.name}
 	return target, objs, nil
+}
+
+// sourceRenderingTarget finds, when the request names a multi-source
+// Application by its name alone (as the service does, from the target's
+// tracking id) and its first source renders no such object, the later source
+// that renders the target, and makes it the primary app: Argo CD renders each
+// source on its own, so the target's edit belongs to the one whose render
+// holds it (err says why it cannot be edited there, as findTarget does: it
+// renders it twice). It returns nil, and leaves the primary as it was, when
+// none does or the request named a source.
+func (p *planner) sourceRenderingTarget() (src *Application, target *object, objs []*object, err error) {
+	first := p.primary
+	if strings.Contains(first.Name, " (source ") {
+		return nil, nil, nil, nil
+	}
+	asked := p.req.Target
+	for _, a := range p.apps {
+		if !strings.HasPrefix(a.Name, first.Name+" (source ") || p.checkRenderable(a) != nil {
+			continue
+		}
+		// The primary's before-render carries the origins locating reads.
+		p.primary = a
+		objs, err := p.render(p.before, a)
+		if err == nil {
+			target, err := p.findTarget(a, objs)
+			var ref *Refusal
+			if !errors.As(err, &ref) || ref.Code != CodeTargetNotFound {
+				return &p.primary, target, objs, err
+			}
+		}
+		p.primary, p.req.Target = first, asked
+	}
+	return nil, nil, nil, nil
 }
 
 func withApp(err error, app string) error {
@@ -340,8 +380,20 @@ func (p *planner) checkTarget(app Application, o *object) error {
 	c := p.req.Change
 	if app.SourceType == SourceKustomize {
 		if c.Replicas != nil || c.Patch.sets("spec", "replicas") {
-			if _, ok := app.Kustomize.Replicas[o.name]; ok {
-				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, sourceSettings(app), o.name)}
+			// Kustomize matches a replicas entry against every name the
+			// object had, those before a namePrefix or nameSuffix too.
+			names := []string{o.name}
+			if r := p.reach(app).kust; r != nil && len(app.Kustomize.Replicas) > 0 {
+				names = append(names, layerNames(o.name, app.Kustomize, r.nodes)...)
+			}
+			for _, name := range names {
+				if _, ok := app.Kustomize.Replicas[name]; !ok {
+					continue
+				}
+				if name != o.name {
+					name = fmt.Sprintf("%s (the name of %s before a name prefix or suffix)", name, o.name)
+				}
+				return &Refusal{Code: CodeAppOverride, App: app.Name, Reason: fmt.Sprintf("Application %s sets %s.kustomize.replicas for %s; a Git edit would be overridden, change the Application instead", app.Name, sourceSettings(app), name)}
 			}
 		}
 		if c.Image != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/kukie/kukie-gitops/render/yamledit"
@@ -140,6 +141,10 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	if err := p.checkRenderable(app); err != nil {
 		return nil, err
 	}
+	if app.SourceType == SourceHelm && app.Chart != nil {
+		return nil, &Refusal{Code: CodeUnsupportedSource, App: app.Name, Reason: fmt.Sprintf(
+			"application %s deploys chart %s, of which this repository holds only values files: no file of it adds a resource to what the chart renders; add the manifest to an app that renders files of this repository (a Directory or Kustomize app), or to the chart where it is made", app.Name, app.Chart)}
+	}
 	docs, err := splitManifest(p.req.Change.NewResource.Manifest)
 	if err != nil {
 		return nil, withApp(err, app.Name)
@@ -171,19 +176,45 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, withApp(err, app.Name)
 	}
-	files := map[string][]byte{}
-	created := map[string]bool{}
+	dirs := []string{root}
+	switch app.SourceType {
+	case SourceDirectory:
+		dirs = manifestDirs(root, objs)
+	case SourceHelm:
+		// Helm renders the files of the chart's templates folder, not those
+		// beside Chart.yaml.
+		dirs = []string{path.Join(root, "templates")}
+	}
+	var files map[string][]byte
+	var created map[string]bool
 	var names []string
-	for _, d := range docs {
-		if d.bytes == nil {
-			continue
+	for _, dir := range dirs {
+		files, created, names = map[string][]byte{}, map[string]bool{}, nil
+		for _, d := range docs {
+			if d.bytes == nil {
+				continue
+			}
+			file, err := p.freeFileName(dir, fmt.Sprintf("%s-%s", strings.ToLower(d.obj.kind), d.obj.name), files)
+			if err != nil {
+				return nil, err
+			}
+			files[file], created[file] = d.bytes, true
+			names = append(names, file)
 		}
-		file, err := p.freeFileName(root, fmt.Sprintf("%s-%s", strings.ToLower(d.obj.kind), d.obj.name), files)
+		if app.SourceType != SourceDirectory {
+			break
+		}
+		why, err := directoryLeavesOut(app, root, names)
 		if err != nil {
-			return nil, err
+			return nil, withApp(err, app.Name)
 		}
-		files[file], created[file] = d.bytes, true
-		names = append(names, file)
+		if why == "" {
+			break
+		}
+		if dir == dirs[len(dirs)-1] {
+			return nil, &Refusal{Code: CodeVerificationFailed, App: app.Name, Reason: fmt.Sprintf(
+				"application %s would read the new file in none of its folders (%s): for %s, %s; add the manifest to a file it reads, or change %s.directory", app.Name, strings.Join(dirs, ", "), names[0], why, sourceSettings(app))}
+		}
 	}
 	for i, d := range docs {
 		file := names[0]
@@ -228,6 +259,42 @@ func (p *planner) planNewResource(ctx context.Context) (*Result, error) {
 	return p.result(out.winner, out.verified, out.attempts)
 }
 
+// manifestDirs are the folders a Directory app's new file may go to, in the
+// order tried: its root, then the folders of the files its objects come from,
+// below root (canonical), in render order.
+func manifestDirs(root string, objs []*object) []string {
+	dirs := []string{root}
+	for _, o := range objs {
+		d := path.Dir(o.file)
+		if o.file == "" || slices.Contains(dirs, d) || (root != "." && !strings.HasPrefix(d, root+"/")) {
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// directoryLeavesOut says why a Directory app whose real folder is root would
+// not read one of the new files (paths from the repository root, in that
+// folder), "" when it reads them all: its include, exclude and recurse
+// settings match the path below the app's path, as Argo CD's do.
+func directoryLeavesOut(app Application, root string, files []string) (string, error) {
+	m, err := newDirectoryMatcher(app)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		within := f
+		if root != "." {
+			within = strings.TrimPrefix(f, root+"/")
+		}
+		if lexical := path.Join(m.root, within); !m.matches(lexical) {
+			return m.leftOut(app, lexical), nil
+		}
+	}
+	return "", nil
+}
+
 // freeFileName picks "<base>.yaml" in dir, or "<base>-2.yaml" and so on when taken.
 func (p *planner) freeFileName(dir, base string, taken map[string][]byte) (string, error) {
 	for i := 1; i <= 20; i++ {
@@ -267,15 +334,16 @@ func listLength(src []byte, key string) (int, error) {
 }
 
 // newResourceExpectation: every existing object stays; the new documents appear.
-// Directory apps render them verbatim; kustomize apps may add their name prefixes,
-// namespace, labels and annotations.
+// Directory apps render them verbatim, and so do Helm apps (a template without
+// actions); kustomize apps may add their name prefixes, namespace, labels and
+// annotations.
 type newResourceExpectation struct {
 	primary Application
 	docs    []newDoc
 }
 
 func (e *newResourceExpectation) expect(app Application, before map[objKey]*object) (map[objKey]*object, error) {
-	if app.Name != e.primary.Name || app.SourceType != SourceDirectory {
+	if app.Name != e.primary.Name || (app.SourceType != SourceDirectory && app.SourceType != SourceHelm) {
 		return before, nil
 	}
 	out := make(map[objKey]*object, len(before)+len(e.docs))

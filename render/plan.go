@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -892,6 +893,9 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 	log := zerolog.Ctx(ctx)
 	out := &tryOutcome{}
 	var passed []Warning // why locations before the winner were passed over
+	// Builders that differ in how they reach an edit (a values key, or the
+	// mapping holding it) may write the same bytes: that edit is tried once.
+	tried := map[string]bool{}
 	for _, b := range builders {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -920,6 +924,11 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 				continue
 			}
 			return nil, fmt.Errorf("prepare edit (%s): %w", b.strategy, err)
+		}
+		if sig := c.signature(); tried[sig] {
+			continue
+		} else {
+			tried[sig] = true
 		}
 		vr, err := p.verify(ctx, c, exp)
 		if err != nil {
@@ -953,6 +962,18 @@ func (p *planner) tryCandidates(ctx context.Context, builders []candidateBuilder
 		out.unverifiable = out.unverifiable || vr.unverifiable
 	}
 	return out, nil
+}
+
+// signature identifies what a candidate writes: its strategy and each file's
+// path and new content.
+func (c *candidate) signature() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\n", c.strategy)
+	for _, f := range slices.Sorted(maps.Keys(c.files)) {
+		fmt.Fprintf(h, "%q %t %t %d\n", f, c.created[f], c.files[f] == nil, len(c.files[f]))
+		h.Write(c.files[f])
+	}
+	return string(h.Sum(nil))
 }
 
 // canonicalize keys the candidate's files by their real paths: the edit changes the

@@ -114,6 +114,9 @@ type DirectoryOptions struct {
 	// ("*" crosses "/", "{a,b}" alternates), as in Argo CD.
 	Include string `json:"include,omitempty"`
 	Exclude string `json:"exclude,omitempty"`
+	// DisableExtensionFilter reads every file include and exclude take in,
+	// not only .yaml, .yml, .json and .jsonnet ones (Argo CD 3.6).
+	DisableExtensionFilter bool `json:"disableExtensionFilter,omitempty"`
 }
 
 // Change is the one change a plan makes. Exactly one field is set.

@@ -47,7 +47,7 @@ func (p *planner) unreadHolders(app Application, want objKey) []string {
 			return nil
 		}
 		p.walkFiles(m.root, func(f string) bool {
-			if !manifestFile.MatchString(path.Base(f)) {
+			if !m.manifestName(f) {
 				return true
 			}
 			why := m.leftOut(app, f)
