@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -472,8 +474,63 @@ func checkServer(raw string) error {
 		if err := clusterAddresses.Check(ip); err != nil {
 			return err
 		}
+	} else if ip, ok := numericIPv4(u.Hostname()); ok {
+		if err := clusterAddresses.Check(ip); err != nil {
+			return fmt.Errorf("the server host %s means %w", u.Hostname(), err)
+		}
+		return fmt.Errorf("the server host %s means address %s; write it as %s: the service's resolver looks it up as a name, "+
+			"where a system's resolver reads it as the address", u.Hostname(), ip, ip)
 	}
 	return nil
+}
+
+// numericIPv4 reads host as the IPv4 address the C library's inet_aton reads it
+// as, which a system's resolver (getaddrinfo) takes it for, where Go's looks it up
+// as a name: one to four parts, each decimal, octal (a leading 0) or hex (0x), the
+// last filling the bytes left ("2852039166", "0xa9.0xfe.0xa9.0xfe", "10.1"), or a
+// dotted address with a trailing dot, which names the address as a DNS root name
+// ("169.254.169.254."). ok is false for a name and for a plain dotted address.
+func numericIPv4(host string) (netip.Addr, bool) {
+	if trimmed, dot := strings.CutSuffix(host, "."); dot {
+		if ip, err := netip.ParseAddr(trimmed); err == nil && ip.Is4() {
+			return ip, true
+		}
+		host = trimmed
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		base, digits := 10, p
+		switch {
+		case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
+		if err != nil || digits == "" || strings.ContainsAny(digits, "+-_") {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (8 * (3 - i))
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(n))
+	return netip.AddrFrom4(b), true
 }
 
 // clusterAddresses are the server addresses a team's kubeconfig may not name: a

@@ -105,6 +105,46 @@ users:
 	}
 }
 
+// TestLoadKubeconfigRefusesAServerAddressWrittenAsANumber: a server host written
+// as a number, in hex or octal parts, or with a trailing dot is read by the
+// system's resolver (getaddrinfo) as the address it spells and by Go's as a name
+// to look up, so it is refused at registration, the reason naming the address it
+// means and, for one the service never connects to, why (accepted before, and
+// refused only when the service connected).
+func TestLoadKubeconfigRefusesAServerAddressWrittenAsANumber(t *testing.T) {
+	tests := map[string]struct{ server, want string }{
+		"a metadata endpoint as one number": {"https://2852039166",
+			"address 169.254.169.254 is link-local or unspecified"},
+		"a metadata endpoint in hex parts": {"https://0xa9.0xfe.0xa9.0xfe:443",
+			"address 169.254.169.254 is link-local or unspecified"},
+		"a metadata endpoint in octal parts": {"https://0251.0376.0251.0376",
+			"address 169.254.169.254 is link-local or unspecified"},
+		"a metadata endpoint with a trailing dot": {"https://169.254.169.254.",
+			"address 169.254.169.254 is link-local or unspecified"},
+		"an allowed address as one number": {"https://2130706433:6443",
+			"the server host 2130706433 means address 127.0.0.1; write it as 127.0.0.1"},
+		"an allowed address in short form": {"https://10.1:6443",
+			"the server host 10.1 means address 10.0.0.1; write it as 10.0.0.1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := kube.LoadKubeconfig(kubeconfigDoc("    server: "+tc.server, inlineToken))
+			var refused *kube.KubeconfigError
+			if !errors.As(err, &refused) {
+				t.Fatalf("LoadKubeconfig = %v, want a *KubeconfigError", err)
+			}
+			if refused.Field != "clusters[prod].server" || !strings.Contains(refused.Reason, tc.want) {
+				t.Errorf("refusal %q (field %q), want field clusters[prod].server saying %q", err, refused.Field, tc.want)
+			}
+		})
+	}
+	for _, server := range []string{"https://10.0.0.1:6443", "https://127.0.0.1:6443", "https://prod.example", "https://1.example:6443"} {
+		if _, err := kube.LoadKubeconfig(kubeconfigDoc("    server: "+server, inlineToken)); err != nil {
+			t.Errorf("LoadKubeconfig of server %s = %v, want it accepted", server, err)
+		}
+	}
+}
+
 func TestLoadKubeconfigRefusesAnythingButInlineSettings(t *testing.T) {
 	tests := map[string]struct {
 		doc       []byte

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -591,6 +592,52 @@ func TestAFailedStepNamesNoAddressOfAnotherServer(t *testing.T) {
 		}
 		pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
 		want := `preparing the change failed: list Applications of prod: Get "https://10.0.0.1:6443": connection refused`
+		if pl.StatusReason != want {
+			t.Errorf("problem %q, want %q", pl.StatusReason, want)
+		}
+	})
+}
+
+// TestATransientFailureOfAClusterIsNotSaidToBeGitHubs: a cluster read that timed
+// out is taken again as a transient failure of GitHub is, and each retry's history
+// entry names the cluster's read, not GitHub (failed before: "GitHub failed
+// transiently; trying again at ...: list Applications of prod: ...").
+func TestATransientFailureOfAClusterIsNotSaidToBeGitHubs(t *testing.T) {
+	t.Parallel()
+	forEachDBAtOnce(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		e.cluster.mu.Lock()
+		e.cluster.unreadable = map[string]error{"prod": &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/apis/argoproj.io/v1alpha1/applications", Err: context.DeadlineExceeded}}
+		e.cluster.mu.Unlock()
+		p := e.startedPipeline(ctx, plan.Hooks{})
+		pl, _, err := p.Submit(ctx, e.team.ID, "team:shop", scale(4, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = e.waitFor(pl.Code, "failed", func(p store.Plan) bool { return p.Status == string(plan.StatusFailed) })
+		events, err := db.PlanEvents(ctx, pl.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retries := 0
+		for _, ev := range events {
+			if !strings.Contains(ev.Message, "trying again at ") {
+				continue
+			}
+			retries++
+			if strings.Contains(ev.Message, "GitHub") {
+				t.Errorf("history entry %q says GitHub failed, but the cluster's read did", ev.Message)
+			}
+			if !strings.HasPrefix(ev.Message, "preparing the change failed transiently; trying again at ") ||
+				!strings.HasSuffix(ev.Message, `: list Applications of prod: Get "https://10.0.0.1:6443": context deadline exceeded`) {
+				t.Errorf("history entry %q, want it to say the step failed transiently and name the cluster's read", ev.Message)
+			}
+		}
+		if retries != plan.DefaultTransientRetries {
+			t.Errorf("%d retries recorded, want %d", retries, plan.DefaultTransientRetries)
+		}
+		want := `preparing the change failed: list Applications of prod: Get "https://10.0.0.1:6443": context deadline exceeded`
 		if pl.StatusReason != want {
 			t.Errorf("problem %q, want %q", pl.StatusReason, want)
 		}

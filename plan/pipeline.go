@@ -55,7 +55,7 @@ type Config struct {
 	PublicURL string
 	// BotLogin is the App's own login ("<slug>[bot]"); its pushes are not "someone else".
 	BotLogin string
-	// TransientRetries is how many times a step GitHub failed transiently (a 5xx, no
+	// TransientRetries is how many times a step that failed transiently (a 5xx of GitHub, no
 	// answer in time, a broken connection) is taken again by itself before the plan
 	// fails and waits for an operator's retry; TransientBackoff is the first wait
 	// between tries, doubled after each (see retryTransient). A negative

@@ -77,12 +77,27 @@ func (p *Pipeline) alreadyWaiting(ctx context.Context, code, step string) bool {
 	return last.Step == step && strings.HasPrefix(last.Message, rateLimitMessage)
 }
 
-// transientMessage starts the history entry of a step GitHub failed transiently and
-// that is taken again.
-const transientMessage = "GitHub failed transiently; trying again at "
+// transientMessage is in the history entry of a step that failed transiently and
+// is taken again, after whose failure it was: "GitHub" when GitHub's answer (or its
+// silence) failed the step, else the step's own words ("preparing the change"),
+// the error that follows naming the cluster or chart repository whose read failed.
+const transientMessage = " failed transiently; trying again at "
 
-// retryTransient makes a step that GitHub failed transiently (github.Transient: a
-// 5xx, no answer within the client's timeout, a broken connection) wait and run
+// transientWho names whose failure a transient failure of step was, as its
+// history entry starts: only an error of a call to GitHub is said to be GitHub's
+// (github.Answer), since a cluster's read that timed out is as transient.
+func transientWho(step string, cause error) string {
+	if _, ofGitHub := github.Answer(cause); ofGitHub {
+		return "GitHub"
+	}
+	if what, ok := stepWords[step]; ok {
+		return what
+	}
+	return "the " + step + " step"
+}
+
+// retryTransient makes a step that failed transiently (github.Transient: a 5xx of
+// GitHub, no answer within a client's timeout, a broken connection) wait and run
 // again, up to the configured number of retries, recording each try in pl's
 // history; ok is false when cause is not transient or the retries are spent, and the
 // plan fails as before. The tries are counted from the plan's latest history entries,
@@ -99,13 +114,14 @@ func (p *Pipeline) retryTransient(ctx context.Context, pl store.Plan, pay Payloa
 	wait := min(p.cfg.TransientBackoff<<tries, maxTransientBackoff)
 	until := time.Now().Add(wait)
 	words, _ := failureWords(cause)
-	msg := fmt.Sprintf("%s%s (retry %d of %d): %s", transientMessage, until.UTC().Format(time.TimeOnly+" MST"),
+	what := transientWho(step, cause) + transientMessage
+	msg := fmt.Sprintf("%s%s (retry %d of %d): %s", what, until.UTC().Format(time.TimeOnly+" MST"),
 		tries+1, p.cfg.TransientRetries, words)
 	saved, err := p.save(ctx, pl, pay, Status(pl.Status), "system", step, msg)
 	if err != nil {
 		return pl, err, true
 	}
-	return saved, &rateLimitWait{until: until, cause: cause, what: transientMessage}, true
+	return saved, &rateLimitWait{until: until, cause: cause, what: what}, true
 }
 
 // maxTransientBackoff bounds one wait between retries, however many are configured.
@@ -120,7 +136,7 @@ func (p *Pipeline) transientTries(ctx context.Context, code, step string) int {
 	}
 	n := 0
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Step != step || !strings.HasPrefix(events[i].Message, transientMessage) {
+		if events[i].Step != step || !strings.Contains(events[i].Message, transientMessage) {
 			break
 		}
 		n++

@@ -106,6 +106,8 @@ func chartValuesRefs(ch *chart.Chart, subs []*chart.Chart, prefix []string, kind
 	}
 	var out []valuesRef
 	writesKind := false
+	var files []templateText
+	var ranks []int
 	for _, f := range ch.Templates {
 		if f == nil || !strings.HasPrefix(f.Name, "templates/") {
 			continue
@@ -119,8 +121,12 @@ func chartValuesRefs(ch *chart.Chart, subs []*chart.Chart, prefix []string, kind
 		if writesKindLine(f.Data, kind) {
 			rank, writesKind = 0, true
 		}
-		for _, p := range templateValuesPaths(path.Join(ch.ChartFullPath(), f.Name), string(f.Data), budget) {
-			out = append(out, valuesRef{path: scopedPath(prefix, p), rank: rank})
+		files = append(files, templateText{name: path.Join(ch.ChartFullPath(), f.Name), text: string(f.Data)})
+		ranks = append(ranks, rank)
+	}
+	for i, paths := range templatesValuesPaths(files, budget) {
+		for _, p := range paths {
+			out = append(out, valuesRef{path: scopedPath(prefix, p), rank: ranks[i]})
 		}
 	}
 	if !writesKind {
@@ -171,34 +177,61 @@ func writesKindLine(data []byte, kind string) bool {
 	return false
 }
 
-// templateValuesPaths parses one template file as Helm's engine does (its
-// functions are not checked: Helm's are not known here) and returns the .Values
-// paths it reads, in order; none when it does not parse, which the render
-// reports, or holds more actions than the bounds leave.
+// templateText is a template file of a chart: its name and its text.
+type templateText struct{ name, text string }
+
+// templateValuesPaths is templatesValuesPaths of one file.
 func templateValuesPaths(name, text string, budget *refBudget) [][]string {
-	// Every action opens with "{{" (Helm keeps text/template's delimiters),
-	// so their count bounds the actions whatever strings and comments hide.
-	actions := strings.Count(text, "{{")
-	if actions > maxTemplateActions || actions > budget.actions {
-		return nil
-	}
-	budget.actions -= actions
-	trees := map[string]*parse.Tree{}
-	t := parse.New(name)
-	t.Mode = parse.SkipFuncCheck
-	if _, err := t.Parse(text, "", "", trees); err != nil {
-		return nil
-	}
-	w := refWalker{budget: budget, seen: map[string]bool{}}
-	// A define's body most often runs with the top of the data as dot
-	// (include "x" .): read as the file's own body is.
-	for _, n := range slices.Sorted(maps.Keys(trees)) {
-		if tree := trees[n]; tree != nil && tree.Root != nil {
-			w.vars = []refVariable{{name: "$", value: rootDot}}
-			w.walk(tree.Root, rootDot, 0)
+	return templatesValuesPaths([]templateText{{name: name, text: text}}, budget)[0]
+}
+
+// templatesValuesPaths parses the template files of a chart as Helm's engine does
+// (its functions are not checked: Helm's are not known here) and returns the
+// .Values paths each reads, in order; none for a file that does not parse, which
+// the render reports, or holds more actions than the bounds leave. A define of
+// any of them is read where a file includes it, with the dot it is given.
+func templatesValuesPaths(files []templateText, budget *refBudget) [][][]string {
+	parsed := make([]map[string]*parse.Tree, len(files))
+	defines := map[string]*parse.Tree{}
+	for i, f := range files {
+		// Every action opens with "{{" (Helm keeps text/template's delimiters),
+		// so their count bounds the actions whatever strings and comments hide.
+		actions := strings.Count(f.text, "{{")
+		if actions > maxTemplateActions || actions > budget.actions {
+			continue
+		}
+		budget.actions -= actions
+		trees := map[string]*parse.Tree{}
+		t := parse.New(f.name)
+		t.Mode = parse.SkipFuncCheck
+		if _, err := t.Parse(f.text, "", "", trees); err != nil {
+			continue
+		}
+		parsed[i] = trees
+		for n, tree := range trees {
+			if n != f.name && tree != nil && tree.Root != nil {
+				defines[n] = tree
+			}
 		}
 	}
-	return w.out
+	out := make([][][]string, len(files))
+	for i, trees := range parsed {
+		if trees == nil {
+			continue
+		}
+		w := refWalker{budget: budget, seen: map[string]bool{}, defines: defines, called: map[string]bool{}}
+		// A define's body most often runs with the top of the data as dot
+		// (include "x" .): read as the file's own body is. Given a values path
+		// (include "x" .Values.ingress), it is read again where it is included.
+		for _, n := range slices.Sorted(maps.Keys(trees)) {
+			if tree := trees[n]; tree != nil && tree.Root != nil {
+				w.vars = []refVariable{{name: "$", value: rootDot}}
+				w.walk(tree.Root, rootDot, 0)
+			}
+		}
+		out[i] = w.out
+	}
+	return out
 }
 
 // refWalker collects the .Values paths of a parse tree.
@@ -209,6 +242,32 @@ type refWalker struct {
 	// vars are the variables in scope, innermost last: $ and those declared
 	// since, as text/template scopes them.
 	vars []refVariable
+	// defines are the chart's defines by name; called the define and values
+	// path pairs read where included, each read once.
+	defines map[string]*parse.Tree
+	called  map[string]bool
+}
+
+// include reads the define named with dot v where a template includes it
+// (template "x" v, include "x" v): its fields are then under v's path. The top of
+// the data is read already (see templatesValuesPaths), and an unknown dot names
+// no path.
+func (w *refWalker) include(name string, v refValue, depth int) {
+	if !v.values || depth > maxRefNesting {
+		return
+	}
+	tree := w.defines[name]
+	key := name + "\x00" + strings.Join(v.path, "\x00")
+	if tree == nil || w.called[key] {
+		return
+	}
+	w.called[key] = true
+	// A define runs with $ the dot it is given, and none of the caller's
+	// variables.
+	vars := w.vars
+	w.vars = []refVariable{{name: "$", value: v}}
+	w.walk(tree.Root, v, depth)
+	w.vars = vars
 }
 
 // refVariable is a variable of a template and what it holds.
@@ -282,7 +341,9 @@ func (w *refWalker) walk(n parse.Node, dot refValue, depth int) {
 	case *parse.ActionNode:
 		w.read(w.pipe(x.Pipe, dot, depth))
 	case *parse.TemplateNode:
-		w.read(w.pipe(x.Pipe, dot, depth))
+		v := w.pipe(x.Pipe, dot, depth)
+		w.read(v)
+		w.include(x.Name, v, depth)
 	case *parse.IfNode:
 		w.branch(&x.BranchNode, dot, func(v refValue) (refValue, refValue) { return dot, v }, depth)
 	case *parse.RangeNode:
@@ -348,7 +409,42 @@ func (w *refWalker) command(c *parse.CommandNode, dot refValue, depth int) refVa
 		return w.operand(c.Args[0], dot, depth)
 	}
 	args := c.Args
-	if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "index" && len(args) > 1 {
+	id, _ := args[0].(*parse.IdentifierNode)
+	if id != nil && id.Ident == "include" && len(args) == 3 {
+		if s, ok := args[1].(*parse.StringNode); ok {
+			v := w.operand(args[2], dot, depth)
+			w.read(v)
+			w.include(s.Text, v, depth)
+			return refValue{}
+		}
+	}
+	if id != nil && id.Ident == "get" && len(args) == 3 {
+		// sprig's get .Values.ingress "annotations" reads the key named.
+		if s, ok := args[2].(*parse.StringNode); ok {
+			if v := w.operand(args[1], dot, depth); v.known {
+				return v.field(s.Text)
+			}
+		}
+	}
+	if id != nil && id.Ident == "dig" && len(args) > 3 {
+		// sprig's dig "ingress" "annotations" (dict) .Values reads the keys
+		// named in turn from its last argument, its default before it.
+		keys := args[1 : len(args)-2]
+		v := w.operand(args[len(args)-1], dot, depth)
+		for _, k := range keys {
+			s, ok := k.(*parse.StringNode)
+			if !ok || !v.known {
+				v = refValue{}
+				break
+			}
+			v = v.field(s.Text)
+		}
+		if v.known {
+			w.read(w.operand(args[len(args)-2], dot, depth))
+			return v
+		}
+	}
+	if id != nil && id.Ident == "index" && len(args) > 1 {
 		v := w.operand(args[1], dot, depth)
 		rest := args[2:]
 		for len(rest) > 0 {

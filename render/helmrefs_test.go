@@ -270,3 +270,72 @@ func TestChartRefsOfSubcharts(t *testing.T) {
 		t.Errorf("refs %v, want %v", got, want)
 	}
 }
+
+// A define included with a values path as dot reads its fields under that path,
+// from the file that includes it or another of the chart (_helpers.tpl), as Helm
+// runs it (failed before: its body was read with the top of the data as dot
+// alone, so {{ with .annotations }} named no key); the top or an unknown dot adds
+// nothing beyond that reading, and a define including itself deeper stops at the
+// longest path kept.
+func TestChartValuesRefsDefineDot(t *testing.T) {
+	helpers := `{{- define "web.annotations" }}{{ with .annotations }}{{ toYaml . }}{{ end }}{{ $.className }}{{ end }}` +
+		`{{- define "web.nested" }}{{ include "web.annotations" .ingress }}{{ end }}` +
+		`{{- define "web.self" }}{{ include "web.self" .next }}{{ end }}`
+	var recursive []string
+	for p := "a"; len(strings.Split(p, ".")) <= maxRefSegments; p += ".next" {
+		recursive = append(recursive, p)
+	}
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"include of a values path", `{{ include "web.annotations" .Values.ingress }}`,
+			[]string{"ingress", "ingress.annotations", "ingress.className"}},
+		{"template of a values path", `{{ template "web.annotations" .Values.ingress }}`,
+			[]string{"ingress", "ingress.annotations", "ingress.className"}},
+		{"through a variable", `{{ $i := .Values.ingress }}{{ include "web.annotations" $i | nindent 4 }}`,
+			[]string{"ingress", "ingress.annotations", "ingress.className"}},
+		{"through another define", `{{ include "web.nested" .Values }}`,
+			[]string{"ingress", "ingress.annotations", "ingress.className"}},
+		{"of the top", `{{ include "web.annotations" . }}`, nil},
+		{"of an unknown dot", `{{ range .Values.hosts }}{{ include "web.annotations" . }}{{ end }}`, []string{"hosts"}},
+		{"recursive", `{{ include "web.self" .Values.a }}`, recursive},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := &chart.Chart{Metadata: &chart.Metadata{Name: "web"}, Templates: []*common.File{
+				{Name: "templates/_helpers.tpl", Data: []byte(helpers)},
+				{Name: "templates/ingress.yaml", Data: []byte("kind: Ingress\n" + tc.text)},
+			}}
+			budget := newRefBudget()
+			var got []string
+			for _, r := range chartValuesRefs(ch, nil, nil, "Ingress", &budget, 0) {
+				got = append(got, strings.Join(r.path, "."))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("paths read = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// sprig's get and dig of string keys read the path they name.
+func TestTemplateValuesPathsGetAndDig(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"get", `{{ get .Values.ingress "annotations" | toYaml }}`, []string{"ingress.annotations"}},
+		{"dig", `{{ dig "ingress" "annotations" (dict) .Values | toYaml }}`, []string{"ingress.annotations"}},
+		{"dig of a values path", `{{ dig "annotations" "" .Values.ingress }}`, []string{"ingress.annotations"}},
+		{"dig with a default of values", `{{ dig "ingress" "annotations" .Values.defaults .Values }}`, []string{"defaults", "ingress.annotations"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := templateRefs(t, tc.text); !slices.Equal(got, tc.want) {
+				t.Errorf("paths read = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
