@@ -377,15 +377,7 @@ func (db *DB) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
 	}
-	out := make([]Plan, len(rows))
-	for i, r := range rows {
-		p, err := db.planOf(r)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
-	}
-	return out, nil
+	return db.plansOf(rows)
 }
 
 // UpdatePlan writes p's mutable columns if nobody changed the plan since p was read
@@ -697,4 +689,17 @@ func (db *DB) FileLocks(ctx context.Context, planCode string) ([]FileLock, error
 		return nil, fmt.Errorf("read locks of plan %s: %w", planCode, err)
 	}
 	return locks, nil
+}
+
+// plansOf decodes the rows of a listing of plans, in their order.
+func (db *DB) plansOf(rows []planRow) ([]Plan, error) {
+	out := make([]Plan, len(rows))
+	for i, r := range rows {
+		p, err := db.planOf(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }

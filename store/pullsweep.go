@@ -30,15 +30,7 @@ func (db *DB) PullSweepDue(ctx context.Context, statuses []string, before time.T
 	if err := db.SelectContext(ctx, &rows, db.Rebind(query), args...); err != nil {
 		return nil, fmt.Errorf("list plans due a pull request read: %w", err)
 	}
-	out := make([]Plan, len(rows))
-	for i, r := range rows {
-		p, err := db.planOf(r)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
-	}
-	return out, nil
+	return db.plansOf(rows)
 }
 
 // ClaimPullSweep records that the periodic check reads the pull request of plan code
